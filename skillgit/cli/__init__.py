@@ -1,0 +1,78 @@
+"""The command line (typer). The only layer that prints for humans, reads argv and exits.
+
+Each command module registers its commands on `app`; `main()` turns a SkillgitError into a one-line error
+with its hint on stderr and the error's fixed exit code, and anything else into exit code 1 (a bug).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from skillgit import __version__
+from skillgit.errors import ExitCode, SkillgitError
+
+app = typer.Typer(
+    name="skillgit",
+    help="Train a skill document (SKILL.md, AGENTS.md, a system prompt) like weights; every step is a git commit.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"skillgit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """skillgit: train skills, keep every step in git."""
+
+
+def _register() -> None:
+    # Imported here so that `skillgit --help` lists every command and each module stays independent.
+    import importlib
+
+    for name in ("history", "train", "doctor"):
+        try:
+            module = importlib.import_module(f"skillgit.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"skillgit.cli.{name}":
+                continue
+            raise
+        module.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    from skillgit.console import print_error
+
+    try:
+        app(standalone_mode=False)
+    except SkillgitError as exc:
+        print_error(exc.message, exc.hint)
+        sys.exit(int(exc.code))
+    except KeyboardInterrupt:
+        print_error("interrupted", "run the same command again to resume")
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except SystemExit:
+        raise
+    except Exception as exc:  # click's usage errors come through here in standalone_mode=False
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(int(ExitCode.USAGE))
+        raise

@@ -1,0 +1,29 @@
+"""Output for humans and for scripts: data goes to stdout, progress, tables meant for reading and errors to
+stderr (rich). Nothing else in skillgit prints."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+err = Console(stderr=True, highlight=False, soft_wrap=False)
+out = Console(highlight=False, soft_wrap=True)
+
+
+def print_error(message: str, hint: str = "") -> None:
+    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    if hint:
+        err.print(f"[yellow]hint:[/] {hint}", markup=True, highlight=False)
+
+
+def print_json(data: Any) -> None:
+    """Machine-readable data on stdout, one document."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def info(message: str) -> None:
+    err.print(message)

@@ -1,0 +1,48 @@
+"""The one error type skillgit raises on purpose, and the fixed exit codes the CLI maps it to.
+
+Contract: every expected failure (bad input, bad config, git state, backend trouble) is a `SkillgitError`
+with a one-line `message` and a `hint` that names the fix. The CLI prints both on stderr and exits with
+`code`; anything else escaping is a bug and exits with `ExitCode.INTERNAL`.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    INTERNAL = 1  # a bug: an exception that is not a SkillgitError
+    USAGE = 2  # bad command line, config, task file or other user input
+    GIT = 3  # not a repository, unknown revision, dirty skill file, branch moved underneath
+    BACKEND = 4  # model backend: credentials, unreachable server, retries exhausted
+    BUDGET = 5  # a run stopped at a budget limit before finishing what was asked
+    LOCKED = 6  # another run holds the lock
+    INTERRUPTED = 130  # Ctrl-C; the run can be resumed
+
+
+class SkillgitError(Exception):
+    """An expected failure: `message` says what went wrong, `hint` what to do about it."""
+
+    def __init__(self, message: str, hint: str = "", code: ExitCode = ExitCode.USAGE):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.code = code
+
+    def __str__(self) -> str:
+        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+
+
+class GitStateError(SkillgitError):
+    """Git is not in a state the operation can work with; nothing was changed."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message, hint, ExitCode.GIT)
+
+
+class ConfigError(SkillgitError):
+    """A config key or value is wrong; the message names the key, the value and what is allowed."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message, hint, ExitCode.USAGE)

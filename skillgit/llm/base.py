@@ -1,0 +1,121 @@
+"""The seam between skillgit and every model: the `LLM` protocol (messages in, text + usage out) and the
+`Student` protocol (skill + task item in, answer out).
+
+Contracts:
+- `LLM.complete` returns a `Reply` or raises `LLMError`. It never returns an error disguised as text.
+  `LLMError.retryable` says whether trying again can help (429, 5xx, timeouts, resets); the retry wrapper
+  honours `retry_after`. Malformed *content* (text that is not the JSON we asked for) is not an LLMError:
+  it is a normal reply that the caller's parser records and skips.
+- `LLM.id` names backend and model (e.g. "openai:gpt-4o-mini"); it is part of every cache key, so two
+  different models never share cached answers.
+- Implementations are thread-safe: the loop calls them from a bounded worker pool.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from skillgit.errors import ExitCode, SkillgitError
+from skillgit.types import Item, Usage
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call. `stage` labels it for accounting ("rollout", "reflect", "merge", ...).
+
+    `json_schema`, when set, asks the backend for a JSON object of that shape by whatever means the server
+    supports (json_schema response format, json_object mode, a tool, a prefill); the caller still validates.
+    """
+
+    messages: tuple[Message, ...]
+    stage: str = ""
+    json_schema: dict[str, Any] | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+
+    def cache_key_material(self) -> str:
+        """A canonical string of everything that determines the answer (the backend id is added by the cache)."""
+        return json.dumps(
+            {
+                "messages": [[m.role, m.content] for m in self.messages],
+                "json_schema": self.json_schema,
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
+                "seed": self.seed,
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    latency_s: float = 0.0
+    trace: str = ""  # e.g. a CLI agent's log summary; empty for chat models
+    cached: bool = False  # served from the call cache, nothing paid
+
+
+class LLMError(SkillgitError):
+    """A call that did not produce a reply. `kind` is one of: auth, bad_request, not_found, rate_limit, server,
+    timeout, connection, agent (a CLI agent failed), config, budget."""
+
+    def __init__(self, message: str, hint: str = "", *, kind: str = "server", retryable: bool = False,
+                 retry_after: float | None = None, status: int | None = None):
+        super().__init__(message, hint, ExitCode.BACKEND)
+        self.kind = kind
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+
+
+@runtime_checkable
+class LLM(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    def complete(self, request: Request) -> Reply: ...
+
+
+@runtime_checkable
+class Student(Protocol):
+    """The frozen agent. `run` executes one item with one skill and returns the final answer as `Reply.text`
+    (and what it did as `Reply.trace`), or raises LLMError when the run could not happen. `sample` numbers
+    repeated runs of the same item and skill (gate repeats): same sample, same request, same cache entry."""
+
+    @property
+    def id(self) -> str: ...
+
+    def run(self, skill: str, item: Item, sample: int = 0) -> Reply: ...
+
+
+class ChatStudent:
+    """A student that is a chat model: the skill is the system prompt, the item's input the user message."""
+
+    def __init__(self, llm: LLM, *, temperature: float | None = None, max_tokens: int | None = None,
+                 seed: int | None = None):
+        self.llm = llm
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.seed = seed
+
+    @property
+    def id(self) -> str:
+        return f"chat:{self.llm.id}"
+
+    def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
+        messages = (Message("system", skill), Message("user", item.input))
+        seed = None if self.seed is None and sample == 0 else (self.seed or 0) + sample
+        return self.llm.complete(Request(messages, stage="rollout", temperature=self.temperature,
+                                         max_tokens=self.max_tokens, seed=seed))

@@ -1,0 +1,224 @@
+"""The data that flows through the loop: task items, scores, trajectories, edits and their fates.
+
+Everything here is plain, immutable where it can be, and JSON-serialisable through `to_dict`/`from_dict`,
+because it ends up in git notes and must be readable by any later version (readers ignore unknown keys).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Literal
+
+EditOp = Literal["append", "insert_after", "replace", "delete"]
+EDIT_OPS: tuple[str, ...] = ("append", "insert_after", "replace", "delete")
+# Names other tools and teachers use for our ops; normalised on parse so a teacher saying "add" is understood.
+OP_ALIASES = {"add": "append", "insert": "insert_after", "update": "replace", "remove": "delete"}
+
+SourceType = Literal["failure", "success", "mixed", "meta", "slow_update", "rewrite"]
+
+ApplyStatus = Literal[
+    "applied",  # target found exactly (or op needs no target)
+    "applied_fuzzy",  # target found after whitespace normalisation
+    "skipped_target_not_found",
+    "skipped_protected_region",  # the target lies in front matter or a <!-- skillgit:NAME --> region
+    "skipped_duplicate",  # the content is already in the skill word for word
+    "skipped_invalid",  # op lacks a field it needs (no target for replace, empty content for append, ...)
+    "error",
+]
+
+
+def _from_dict(cls, data: dict[str, Any]):
+    """Build dataclass `cls` from `data`, ignoring keys this version does not know (forward compatibility)."""
+    known = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True)
+class Item:
+    """One task. `expected` is the reference the scorer compares with; the student never sees it."""
+
+    id: str
+    input: str
+    expected: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Item":
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True)
+class Score:
+    """A scorer's verdict: `hard` (usually 0/1), `soft` (partial credit in [0, 1]), `feedback` for the teacher."""
+
+    hard: float
+    soft: float
+    feedback: str = ""
+
+    def metric(self, name: str, mixed_weight: float = 0.5) -> float:
+        if name == "hard":
+            return self.hard
+        if name == "soft":
+            return self.soft
+        return mixed_weight * self.hard + (1.0 - mixed_weight) * self.soft
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Score":
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens and money of one or more model calls. Adds up with `+`."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            self.calls + other.calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            round(self.cost_usd + other.cost_usd, 8),
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Usage":
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One student run of one item with one skill.
+
+    `error` is set when the run could not happen (API error after retries, agent crashed or timed out): such a
+    trajectory is *unknown*, not a failure; it is excluded from scores and from reflection, and retried on resume.
+    """
+
+    item_id: str
+    input: str
+    output: str
+    expected: Any = None
+    score: Score | None = None
+    trace: str = ""  # what the student did besides its final answer (tool calls, a CLI agent's log summary)
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.score is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Trajectory":
+        data = dict(data)
+        if isinstance(data.get("score"), dict):
+            data["score"] = Score.from_dict(data["score"])
+        if isinstance(data.get("usage"), dict):
+            data["usage"] = Usage.from_dict(data["usage"])
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One proposed change to the skill.
+
+    - `append`: add `content` at the end of the editable body (before a trailing protected region).
+    - `insert_after`: insert `content` on new lines after the line(s) containing `target`.
+    - `replace`: replace `target` with `content`.
+    - `delete`: remove `target`.
+    `support_count` is how many analyst proposals this edit stands for after merging; `source_type` says whether it
+    came from failures, successes, both, or epoch-level mechanisms; `merge_level` how many merge rounds it went through.
+    """
+
+    op: str
+    content: str = ""
+    target: str = ""
+    rationale: str = ""
+    support_count: int = 1
+    source_type: str = "failure"
+    merge_level: int = 0
+    id: str = ""
+
+    def key(self) -> tuple[str, str, str]:
+        """Identity for dedupe and for the negative buffer: what it does, not why or how often."""
+        return (self.op, " ".join(self.target.split()).lower(), " ".join(self.content.split()).lower())
+
+    def summary(self, width: int = 72) -> str:
+        text = self.content or self.target
+        text = " ".join(text.split())
+        if len(text) > width:
+            text = text[: width - 1] + "…"
+        return f"{self.op}: {text}"
+
+    def with_(self, **changes: Any) -> "Edit":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Edit":
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """The fate of one edit in `update`: its status and, for skips and errors, why."""
+
+    edit: Edit
+    status: str
+    reason: str = ""
+
+    @property
+    def applied(self) -> bool:
+        return self.status in ("applied", "applied_fuzzy")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"edit": self.edit.to_dict(), "status": self.status, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "EditResult":
+        return cls(Edit.from_dict(data["edit"]), data["status"], data.get("reason", ""))
+
+
+@dataclass(frozen=True)
+class RejectedEdit:
+    """An entry of the negative buffer: an edit of a rejected candidate, the score change it caused, and why."""
+
+    edit: Edit
+    delta: float
+    reason: str
+    run: str = ""
+    step: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"edit": self.edit.to_dict(), "delta": self.delta, "reason": self.reason, "run": self.run,
+                "step": self.step}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RejectedEdit":
+        return cls(Edit.from_dict(data["edit"]), float(data.get("delta", 0.0)), data.get("reason", ""),
+                   data.get("run", ""), int(data.get("step", 0)))
