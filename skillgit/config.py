@@ -1,20 +1,36 @@
 """skillgit.yaml → frozen dataclasses.
 
-Contract: `load_config(path, overrides)` returns a fully-resolved `Config` or raises `ConfigError` whose message
-names the key, the bad value and what is allowed. Unknown keys are errors (never ignored: a typo in a key
-would otherwise silently train with the default). Section and key names follow SkillOpt's so its configs carry
-over; its older names are accepted as aliases (see `ALIASES`).
+Contract: `load_config(path, overrides)` returns a fully-resolved, validated `Config` or raises `ConfigError`
+whose message names the key, the bad value and what is allowed. Unknown keys are errors (never ignored: a typo
+in a key would otherwise silently train with the default) and come with a "did you mean" hint. Section and key
+names follow SkillOpt's so its configs carry over; its older names are accepted as aliases (see `ALIASES`).
+
+Resolution order, later wins: `_base_` files (in list order, each resolved recursively relative to the file that
+names it) → the file itself → overrides (`--set a.b=c`, or SkillOpt's `--cfg-options a.b=c d.e=f`, see
+`parse_overrides`). Mappings are deep-merged; lists and scalars replace. Override values are YAML scalars.
+
+YAML is read with YAML 1.2-style scalars: `2:1:7` stays a string (YAML 1.1 would make it the integer 7267),
+`1e-6` is a float, dates stay strings, leading-zero numbers stay strings; yes/no/on/off remain booleans.
+Duplicate keys in one mapping are an error.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import json
+import os
+import re
+import shlex
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 import yaml
 
+from skillgit.config_validate import check_config, check_field, coerce, unknown_key_error
 from skillgit.errors import ConfigError
 
 
@@ -130,7 +146,8 @@ class ScorerCfg:
     callable: str | None = None  # python: "module:function"
     command: str | None = None  # command verifier (shell)
     timeout_s: float = 30.0
-    case_sensitive: bool = True  # exact / contains
+    case_sensitive: bool = True  # exact / contains / regex / json_field string values
+    threshold: float = 1.0  # f1: hard = 1 when token F1 >= threshold (1.0: same tokens, any order)
 
 
 @dataclass(frozen=True)
@@ -172,7 +189,7 @@ class Config:
         return dataclasses.asdict(self)
 
 
-# Older / SkillOpt names → ours (dotted paths).
+# Older / SkillOpt names → ours (dotted paths, same section).
 ALIASES: dict[str, str] = {
     "model.optimizer_backend": "model.teacher_backend",
     "model.optimizer_model": "model.teacher_model",
@@ -180,51 +197,297 @@ ALIASES: dict[str, str] = {
     "model.target_model": "model.student_model",
 }
 
+# Keys that change how fast or how far a run goes, not what it computes; a caller may leave them out of
+# `config_digest` so that resuming with, say, fewer workers is still the same run.
+RUNTIME_ONLY_KEYS: tuple[str, ...] = (
+    "model.teacher.concurrency", "model.student.concurrency", "model.teacher.timeout_s", "model.student.timeout_s",
+    "model.teacher.max_retries", "model.student.max_retries", "model.simulated.latency_s", "gradient.analyst_workers",
+    "env.workers", "env.scorer.timeout_s", "budget", "train.max_steps",
+)
 
-# ---------------------------------------------------------------------------------------------- loading
-def _build(cls, data: Any, prefix: str):
+
+# ---------------------------------------------------------------------------------------------- YAML
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2-style numbers, no timestamps, and an error on duplicate mapping keys."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)):
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}",
+                                                            key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+_DROPPED_TAGS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp"}
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _DROPPED_TAGS]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+)$"),
+                              list("-+0123456789"))
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+"
+               r"|\.[0-9]+(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF))|\.(?:nan|NaN|NAN))$"),
+    list("-+0123456789."))
+
+
+def yaml_load(text: str, source: str = "<string>") -> Any:
+    """Parse YAML text with skillgit's scalar rules; a syntax error becomes a ConfigError naming source:line:col."""
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        raise ConfigError(f"{where}: not valid YAML: {exc.problem or exc.context}",
+                          "fix the YAML syntax (indent with spaces; quote values containing ': ' or '#')") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {str(exc).splitlines()[0]}", "fix the YAML syntax") from None
+
+
+# ---------------------------------------------------------------------------------------------- schema walk
+@functools.lru_cache(maxsize=None)
+def _hints(cls) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _section(cls, name: str):
+    """The dataclass type of field `name` of `cls`, or None when the field is a plain value."""
+    hint = _hints(cls).get(name)
+    return hint if isinstance(hint, type) and dataclasses.is_dataclass(hint) else None
+
+
+def known_keys(cls=None, prefix: str = "") -> list[str]:
+    """Every dotted key of the schema, sections included (e.g. 'train', 'train.batch_size')."""
+    cls = cls or Config
+    out: list[str] = []
+    for f in dataclasses.fields(cls):
+        dotted = f"{prefix}.{f.name}" if prefix else f.name
+        out.append(dotted)
+        sub = _section(cls, f.name)
+        if sub is not None:
+            out.extend(known_keys(sub, dotted))
+    return out
+
+
+def _normalize(data: Any, cls=None, prefix: str = "") -> Any:
+    """Rename aliases to our keys and expand shorthands (`scorer: exact` → `scorer: {type: exact}`), recursively
+    through the known sections. Unknown keys are kept so that building can name them."""
+    cls = cls or Config
+    if cls is ScorerCfg and isinstance(data, str):
+        return {"type": data}
     if not isinstance(data, dict):
-        raise ConfigError(f"{prefix or 'config'}: expected a mapping, got {type(data).__name__} {data!r}",
+        return data
+    out: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = str(raw_key)
+        dotted = f"{prefix}.{key}" if prefix else key
+        canonical = ALIASES.get(dotted, dotted).rpartition(".")[2]
+        if canonical in out:
+            raise ConfigError(f"{dotted}: given twice (also as '{prefix + '.' if prefix else ''}{canonical}')",
+                              "keep only one of the two names")
+        sub = _section(cls, canonical) if dataclasses.is_dataclass(cls) else None
+        out[canonical] = _normalize(value, sub, f"{prefix}.{canonical}" if prefix else canonical) if sub else value
+    return out
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+# ---------------------------------------------------------------------------------------------- building
+def _build(cls, data: Any, prefix: str):
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{prefix or 'config'}: expected a mapping, got {type(data).__name__} {data!r}"[:200],
                           "write it as `key: value` lines under the section")
+    hints = _hints(cls)
+    fields_ = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
-    known = {f.name: f for f in dataclasses.fields(cls)}
     for key, value in data.items():
         dotted = f"{prefix}.{key}" if prefix else str(key)
-        dotted = ALIASES.get(dotted, dotted)
-        name = dotted.rsplit(".", 1)[-1]
-        if name not in known:
-            raise ConfigError(f"unknown config key '{dotted}'",
-                              f"known keys under '{prefix or 'top level'}': {', '.join(sorted(known))}")
-        sub = known[name].default_factory if known[name].default_factory is not dataclasses.MISSING else None
-        if sub is not None and dataclasses.is_dataclass(sub):
-            kwargs[name] = _build(sub, value or {}, dotted)
-        else:
-            kwargs[name] = tuple(value) if isinstance(value, list) else value
+        if key not in fields_:
+            raise unknown_key_error(dotted, known_keys(), fields_)
+        sub = _section(cls, key)
+        if sub is not None:
+            kwargs[key] = _build(sub, value, dotted)
+            continue
+        f = fields_[key]
+        default = f.default if f.default is not dataclasses.MISSING else None
+        kwargs[key] = coerce(value, hints[key], dotted, default)
+        check_field(dotted, kwargs[key], default)
     return cls(**kwargs)
 
 
-def config_from_dict(data: dict[str, Any]) -> Config:
-    return _build(Config, data or {}, "")
+def config_from_dict(data: dict[str, Any] | None) -> Config:
+    """Build and validate a Config from an already-merged mapping (no `_base_` here: that needs a file)."""
+    data = data or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config: expected a mapping at the top level, got {type(data).__name__}",
+                          "write `section:` lines with indented `key: value` lines under them")
+    if "_base_" in data:
+        raise ConfigError("_base_: only allowed in a config file", "load the file with load_config(path)")
+    cfg = _build(Config, _normalize(data), "")
+    check_config(cfg)
+    return cfg
+
+
+def _read_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
+    path = path.resolve()
+    if path in chain:
+        loop = " -> ".join(os.path.relpath(p, chain[0].parent) for p in (*chain[chain.index(path):], path))
+        raise ConfigError(f"_base_ inheritance cycle: {loop}", "remove one of the _base_ references")
+    if not path.is_file():
+        where = f" (named by _base_ in {chain[-1]})" if chain else ""
+        raise ConfigError(f"config file not found: {path}{where}",
+                          "fix the path (relative to the file that names it)" if chain
+                          else "run `skillgit init` or pass --config PATH")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}", "check the file's permissions and encoding")
+    data = yaml_load(text, str(path)) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}",
+                          "write `section:` lines with indented `key: value` lines under them")
+    bases = data.pop("_base_", None)
+    if bases is None:
+        bases = []
+    elif isinstance(bases, str):
+        bases = [bases]
+    if not isinstance(bases, list) or not all(isinstance(b, str) and b.strip() for b in bases):
+        raise ConfigError(f"{path}: _base_: expected a file name or a list of them, got {bases!r}"[:200],
+                          "e.g. `_base_: ../base.yaml`")
+    merged: dict[str, Any] = {}
+    for base in bases:
+        merged = _deep_merge(merged, _read_file(path.parent / Path(base).expanduser(), (*chain, path)))
+    return _deep_merge(merged, _normalize(data))
+
+
+# ---------------------------------------------------------------------------------------------- overrides
+_KEY_RE = re.compile(r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$")
+
+
+def parse_overrides(args: Iterable[str]) -> list[str]:
+    """SkillOpt's `--cfg-options a.b=1 c.d=x` → ['a.b=1', 'c.d=x'].
+
+    Each argument is one `key=value`, or several of them in one shell-quoted string (`"a.b=1 c.d='x y'"`). A string
+    is only split when every piece is itself `key=value`, so `skill.path=My Skill.md` stays one override.
+    """
+    out: list[str] = []
+    for arg in args:
+        pieces: list[str] | None = None
+        if any(ch.isspace() for ch in arg):
+            try:
+                tokens = shlex.split(arg)
+            except ValueError:
+                tokens = []
+            if len(tokens) > 1 and all(_KEY_RE.match(t.partition("=")[0]) and "=" in t for t in tokens):
+                pieces = tokens
+        for piece in pieces or [arg]:
+            split_override(piece)  # validates
+            out.append(piece)
+    return out
+
+
+def split_override(item: str) -> tuple[str, Any]:
+    """'a.b=value' → ('a.b', parsed value). The value is a YAML scalar (or flow list/mapping); '' means null."""
+    key, sep, raw = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"override {item!r} is not key=value", "write it as --set section.key=value")
+    if not _KEY_RE.match(key):
+        raise ConfigError(f"override {item!r}: {key!r} is not a dotted key", "e.g. --set train.batch_size=8")
+    if key == "_base_" or key.startswith("_base_."):
+        raise ConfigError(f"override {item!r}: _base_ cannot be overridden", "name the base file in the config")
+    try:
+        value = yaml_load(raw, f"--set {key}") if raw.strip() else None
+    except ConfigError:
+        value = raw  # not YAML (e.g. an unbalanced bracket in a pattern): take the text as it is
+    return key, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Merge `key=value` overrides into a config mapping; returns a new, normalized mapping."""
+    data = _normalize(data or {})
+    for item in overrides:
+        key, value = split_override(item)
+        nested: Any = value
+        for part in reversed(key.split(".")):
+            nested = {part: nested}
+        data = _deep_merge(data, _normalize(nested))
+    return data
 
 
 def load_config(path: Path | str | None, overrides: tuple[str, ...] | list[str] = ()) -> Config:
-    """Read `path` (None = all defaults) and apply `key=value` overrides."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        p = Path(path)
-        if not p.exists():
-            raise ConfigError(f"config file not found: {p}", "run `skillgit init` or pass --config PATH")
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{p}: not valid YAML: {exc}".splitlines()[0], "fix the YAML syntax") from None
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise ConfigError(f"override '{item}' is not key=value", "write it as --set section.key=value")
+    """Read `path` (None = all defaults) with its `_base_` files, apply `key=value` overrides, validate."""
+    data: dict[str, Any] = _read_file(Path(path), ()) if path is not None else {}
+    return config_from_dict(apply_overrides(data, list(overrides)))
+
+
+# ---------------------------------------------------------------------------------------------- output
+_SECRET_NAME = re.compile(r"key|token|secret|password|passwd|credential", re.IGNORECASE)
+_SECRET_VALUE = re.compile(r"^(sk-|sk-ant-|ghp_|gho_|github_pat_|xox[abp]-|hf_)[\w-]{8,}")
+
+
+def mask_secret(value: str) -> str:
+    """'****' plus at most the last 4 characters, and none of them when the secret is short."""
+    return "****" + (value[-4:] if len(value) >= 12 else "")
+
+
+def redact(data: Any, name: str = "") -> Any:
+    """A copy of plain data (dicts, lists, scalars) with secrets masked: string values under a key whose name
+    contains key/token/secret/password/credential, and strings that look like well-known API key formats."""
+    if isinstance(data, dict):
+        return {k: redact(v, str(k)) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [redact(v, name) for v in data]
+    if isinstance(data, str) and data:
+        # `*_env` keys hold the *name* of a variable (OPENAI_API_KEY), not its value; numbers (max_tokens) are
+        # never secrets. Values that look like well-known key formats are masked wherever they appear.
+        if (_SECRET_NAME.search(name) and not name.endswith("_env")) or _SECRET_VALUE.match(data):
+            return mask_secret(data)
+    return data
+
+
+def _plain(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {str(k): _plain(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_plain(v) for v in data]
+    return data
+
+
+def dump_config(cfg: Config, mask_secrets: bool = True) -> str:
+    """The resolved config as YAML (sections in schema order); `load_config` reads it back to an equal Config
+    when `mask_secrets` is False."""
+    data = _plain(cfg.to_dict())
+    if mask_secrets:
+        data = redact(data)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+def config_digest(cfg: Config, ignore: Iterable[str] = ()) -> str:
+    """First 12 hex digits of sha256 over the canonical JSON of the config (sorted keys, lists for tuples),
+    leaving out the dotted keys (or whole sections) in `ignore`, e.g. RUNTIME_ONLY_KEYS."""
+    data = _plain(cfg.to_dict())
+    for dotted in ignore:
         node = data
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = yaml.safe_load(raw)
-    return config_from_dict(data)
+        *parents, last = dotted.split(".")
+        for part in parents:
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node.pop(last, None)
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]

@@ -23,6 +23,8 @@ ApplyStatus = Literal[
     "skipped_protected_region",  # the target lies in front matter or a <!-- skillgit:NAME --> region
     "skipped_duplicate",  # the content is already in the skill word for word
     "skipped_invalid",  # op lacks a field it needs (no target for replace, empty content for append, ...)
+    "skipped_rejected_before",  # select: the same edit was rejected earlier (negative buffer)
+    "skipped_over_budget",  # select: ranked below the step's edit budget
     "error",
 ]
 

@@ -1,0 +1,96 @@
+"""Rendering loop events on stderr: a live progress line while a run works, one line per decided step, and the
+final seed / best / final table. On a non-terminal stderr (CI, pipes) only the step lines and the table appear."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from skillgit.loop.events import Event
+
+
+class RunDisplay:
+    def __init__(self, console: Console):
+        self.console = console
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console,
+                                 transient=True, disable=not console.is_terminal)
+        self.task = None
+        self.total_steps = 0
+        self.step = 0
+        self.stage = ""
+        self.accepted = 0
+        self.rejected = 0
+        self.val: float | None = None
+        self.tokens = 0
+
+    def __enter__(self) -> "RunDisplay":
+        self.progress.__enter__()
+        self.task = self.progress.add_task("starting", total=None, info="")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.__exit__(*exc)
+
+    def _info(self) -> str:
+        val = "-" if self.val is None else f"{self.val:.3f}"
+        return f"val {val} · ✓{self.accepted} ✗{self.rejected} · {self.tokens / 1000:.1f}k tok"
+
+    def _refresh(self, done: int | None = None, total: int | None = None) -> None:
+        if self.task is None:
+            return
+        desc = f"step {self.step}/{self.total_steps} {self.stage}" if self.total_steps else self.stage
+        self.progress.update(self.task, description=desc, info=self._info(), completed=done or 0, total=total)
+
+    def progress_callback(self, label: str):
+        def report(done: int, total: int) -> None:
+            self.stage = label
+            self._refresh(done, total)
+        return report
+
+    def handle(self, event: Event) -> None:
+        d = event.data
+        if event.kind == "run_start":
+            self.total_steps = d["total_steps"]
+            self.val = d.get("current_score")
+            word = "resuming" if d.get("resumed") else "starting"
+            self.console.print(f"{word} run {d['run']}: {self.total_steps} steps; seed val {d['seed_score']:.3f}")
+        elif event.kind == "step_start":
+            self.step = d["step"]
+        elif event.kind == "stage":
+            self.stage = d["stage"]
+            self._refresh()
+        elif event.kind == "progress":
+            self.stage = d["stage"]
+            self._refresh(d["done"], d["total"])
+        elif event.kind == "step_end":
+            if d["verdict"] == "accepted":
+                self.accepted += 1
+                self.val = d["score_after"]
+            else:
+                self.rejected += 1
+            usage = d.get("usage", {})
+            self.tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+            mark = "[green]accepted[/]" if d["verdict"] == "accepted" else "[red]rejected[/]"
+            delta = (d["score_after"] - d["score_before"]) * 100
+            self.console.print(f"step {d['step']:>4} {mark} val {d['score_before']:.3f} → {d['score_after']:.3f} "
+                               f"({delta:+.1f}) · {d['edits']} edit(s) · {d['reason']}", highlight=False)
+            self._refresh()
+        elif event.kind == "epoch_end":
+            self.console.print(f"epoch {d['epoch']} done: slow update / meta skill / meta reflect")
+        elif event.kind == "warning":
+            self.console.print(f"[yellow]warning:[/] {d['message']}")
+
+
+def scores_table(scores: dict, metric: str) -> Table:
+    table = Table(title=f"skill scores ({metric})")
+    table.add_column("skill")
+    table.add_column("val", justify="right")
+    table.add_column("test", justify="right")
+    table.add_column("rev")
+    for name in ("seed", "best", "final"):
+        row = scores.get(name) or {}
+        fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+        table.add_row(name, fmt(row.get("val")), fmt(row.get("test")), str(row.get("rev", ""))[:10])
+    return table

@@ -1,0 +1,193 @@
+"""CLI: `train`, `eval`, `demo`, `config show`, `status` — the commands that run the loop."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from skillgit import console
+from skillgit.cli.progress import RunDisplay, scores_table
+from skillgit.errors import SkillgitError
+
+REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
+CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "--set", "-s", help="Override a config key: --set train.batch_size=20 (repeatable).")
+CFG_OPTIONS = typer.Option(None, "--cfg-options", help="SkillOpt-style overrides, key=value (repeatable).")
+
+
+def _overrides(sets: Optional[list[str]], cfg_options: Optional[list[str]]) -> list[str]:
+    from skillgit.config import parse_overrides
+
+    return [*(sets or []), *parse_overrides(cfg_options or [])]
+
+
+def _project(repo: Optional[Path], config: Optional[Path], overrides: list[str]):
+    from skillgit.project import open_project
+
+    return open_project(repo, config, overrides)
+
+
+def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
+          cfg_options: Optional[list[str]] = CFG_OPTIONS,
+          resume: bool = typer.Option(True, "--resume/--new",
+                                      help="Continue the newest unfinished run with the same config (default), "
+                                           "or start a new run."),
+          run: Optional[str] = typer.Option(None, "--run", help="Continue this run id."),
+          dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and a call/token estimate; spend nothing."),
+          as_json: bool = typer.Option(False, "--json", help="Print the run result as JSON on stdout.")) -> None:
+    """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
+    from skillgit.session import build_trainer, open_session
+
+    project = _project(repo, config, _overrides(set_, cfg_options))
+    session = open_session(project)
+    if dry_run:
+        from skillgit.loop.plan import estimate
+
+        plan = estimate(project.config, session.splits, session.store.read_skill())
+        if as_json:
+            console.print_json(plan)
+        else:
+            console.out.print(plan["text"])
+        return
+    display = RunDisplay(console.err)
+    trainer = build_trainer(session, run_id=run, resume=resume if run is None else True, on_event=display.handle)
+    with display:
+        result = trainer.train()
+    if as_json:
+        console.print_json({"run": result.run, "status": result.status, "reason": result.reason,
+                            "steps": result.steps, "accepted": result.accepted, "rejected": result.rejected,
+                            "scores": result.scores, "usage": result.usage})
+    else:
+        console.out.print(scores_table(result.scores, project.config.evaluation.gate_metric))
+        console.out.print(f"run {result.run}: {result.status} ({result.reason}); "
+                          f"{result.accepted} accepted, {result.rejected} rejected")
+    if result.status == "stopped":
+        from skillgit.errors import ExitCode
+
+        raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step number, run/step, tag, commit, "
+                                                   "branch (default: the skill branch)."),
+          split: str = typer.Option("val", "--split", help="val | test | train"),
+          repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
+          as_json: bool = typer.Option(False, "--json", help="Per-item results as JSON on stdout.")) -> None:
+    """Score any revision of the skill on a split and print per-item results."""
+    from skillgit.loop.gate import Evaluator
+    from skillgit.session import open_session
+
+    if split not in ("val", "test", "train"):
+        raise SkillgitError(f"unknown split '{split}'", "use --split val, test or train")
+    project = _project(repo, config, _overrides(set_, None))
+    session = open_session(project)
+    cfg = project.config
+    text = session.store.read_skill(None if rev == "HEAD" else rev)
+    splits = {"train": session.splits.train, "val": session.splits.val, "test": session.splits.test}
+    evaluator = Evaluator(session.student(), session.scorer, splits, workers=cfg.env.workers,
+                          repeats=cfg.evaluation.gate_repeats)
+    display = RunDisplay(console.err)
+    with display:
+        result = evaluator.score(text, split, display.progress_callback(f"eval {split}"))
+    metric, weight = cfg.evaluation.gate_metric, cfg.evaluation.mixed_weight
+    rows = []
+    for t in result.trajectories:
+        rows.append({"id": t.item_id, "hard": t.score.hard if t.score else None,
+                     "soft": t.score.soft if t.score else None,
+                     "feedback": t.score.feedback if t.score else "", "error": t.error, "output": t.output})
+    summary = {"rev": rev, "split": split, "metric": metric, "mean": round(result.mean(metric, weight), 4),
+               "hard": round(result.mean("hard"), 4), "soft": round(result.mean("soft"), 4),
+               "n": len(result.per_item), "errors": len(result.errors), "blob": result.blob, "items": rows}
+    if as_json:
+        console.print_json(summary)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{rev} on {split}", show_lines=False)
+    for col in ("id", "hard", "soft", "feedback"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["id"], "-" if r["hard"] is None else f"{r['hard']:.2f}",
+                      "-" if r["soft"] is None else f"{r['soft']:.2f}", r["error"] or r["feedback"][:80])
+    console.out.print(table)
+    console.out.print(f"{split} {metric}: {summary['mean']:.4f} over {summary['n']} items "
+                      f"({summary['errors']} errors)")
+
+
+def config_show(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
+                cfg_options: Optional[list[str]] = CFG_OPTIONS,
+                as_json: bool = typer.Option(False, "--json", help="JSON instead of YAML.")) -> None:
+    """Print the resolved config (defaults, _base_ files and overrides applied; secrets masked)."""
+    from skillgit.config import dump_config
+    from skillgit.redact import redact_mapping
+
+    project = _project(repo, config, _overrides(set_, cfg_options))
+    if as_json:
+        console.print_json(redact_mapping(project.config.to_dict()))
+    else:
+        console.out.print(dump_config(project.config, mask_secrets=True), markup=False, highlight=False)
+
+
+def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+           run: Optional[str] = typer.Option(None, "--run", help="Which run (default: the newest)."),
+           as_json: bool = typer.Option(False, "--json")) -> None:
+    """Show the current (or newest) run: step, scores, spend, ETA."""
+    from skillgit.store import Store
+
+    project = _project(repo, config, [])
+    store = Store.open(project.root, project.config.skill.path, project.config.skill.branch)
+    runs = store.list_runs()
+    if not runs:
+        raise SkillgitError("no training run in this repository yet", "start one with `skillgit train`")
+    run_id = run or runs[0]
+    files = store.load_run(run_id)
+    if not files or "progress.json" not in files:
+        raise SkillgitError(f"unknown run '{run_id}'", f"known runs: {', '.join(runs[:5])}")
+    progress = json.loads(files["progress.json"])
+    info = _status_info(progress)
+    if as_json:
+        console.print_json(info)
+        return
+    for key, value in info.items():
+        console.out.print(f"{key:>12}: {value}")
+
+
+def _status_info(p: dict) -> dict:
+    usage = p.get("usage", {})
+    done = p.get("next_step", 1) - 1
+    total = p.get("total_steps")
+    eta = None
+    if p.get("status") == "running" and total and done and p.get("started") and p.get("updated"):
+        per_step = (p["updated"] - p["started"]) / done
+        eta = round(per_step * (total - done))
+    return {"run": p.get("run"), "status": p.get("status"), "reason": p.get("stop_reason", ""),
+            "step": f"{done}/{total}" if total else str(done), "accepted": p.get("accepted", 0),
+            "rejected": p.get("rejected", 0), "val": p.get("current_score"), "seed val": p.get("seed_score"),
+            "calls": usage.get("calls", 0), "tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0),
+            "cost_usd": round(usage.get("cost_usd", 0.0), 4),
+            "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p["updated"])) if p.get("updated") else None,
+            "eta_s": eta}
+
+
+def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo repository here (a normal "
+                                                                "skillgit project; `skillgit train` continues it)."),
+         seed: int = typer.Option(0, "--seed", help="Seed of the simulated world and the run."),
+         steps: int = typer.Option(8, "--steps", help="How many training steps.")) -> None:
+    """Train a skill offline on the simulated world (no API key): shows log, diff and test before → after."""
+    from skillgit.demo import run_demo
+
+    display = RunDisplay(console.err)
+    run_demo(dir_, seed=seed, steps=steps, display=display)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train)
+    app.command("eval")(eval_)
+    app.command("status")(status)
+    app.command("demo")(demo)
+    config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
+    config_app.command("show")(config_show)
+    app.add_typer(config_app, name="config")

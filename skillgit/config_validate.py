@@ -1,0 +1,304 @@
+"""Checking a config: value types, allowed values, ranges, cross-field rules, and "did you mean" for unknown keys.
+
+Contract: every check raises `ConfigError` whose message starts with the dotted key, shows the bad value and says
+what is allowed, e.g. ``train.num_epochs: expected an integer, got 'four'``. Nothing here reads files; `config.py`
+calls `coerce` while building the dataclasses and `check_config` on the finished `Config`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import shlex
+import types
+import typing
+from typing import Any, Callable, Iterable, Union
+
+from skillgit.errors import ConfigError
+
+TEACHER_BACKENDS = ("simulated", "openai", "azure", "anthropic")
+STUDENT_BACKENDS = (*TEACHER_BACKENDS, "command")
+SCORER_TYPES = ("exact", "normalized", "contains", "regex", "numeric", "f1", "json_field", "python", "command")
+REWRITE_MODES = ("rewrite_from_suggestions", "full_rewrite_minibatch")
+
+# Keys are "generic" dotted paths: model.teacher.X and model.student.X are both written model.*.X.
+ENUMS: dict[str, tuple[str, ...]] = {
+    "model.teacher_backend": TEACHER_BACKENDS,
+    "model.student_backend": STUDENT_BACKENDS,
+    "model.*.api": ("chat", "responses"),
+    "model.*.json_mode": ("auto", "json_schema", "json_object", "prompt"),
+    "model.*.command.preset": ("claude", "codex", "generic"),
+    "optimizer.lr_scheduler": ("constant", "linear", "cosine", "autonomous"),
+    "optimizer.lr_control_mode": ("scheduled", "autonomous"),
+    "optimizer.skill_update_mode": ("patch", *REWRITE_MODES),
+    "evaluation.gate_metric": ("hard", "soft", "mixed"),
+    "evaluation.gate": ("strict", "paired"),
+    "env.scorer.type": SCORER_TYPES,
+}
+
+
+def generic_key(dotted: str) -> str:
+    return re.sub(r"^model\.(teacher|student)\.", "model.*.", dotted)
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------------- types
+_INT_RE = re.compile(r"^[-+]?\d+$")
+
+
+def _as_float(value: Any) -> float | None:
+    """A real number from an int/float or a numeric string (PyYAML-style '1e-6' arrives as a string); else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip().replace("_", ""))
+        except ValueError:
+            return None
+    return None
+
+
+def coerce(value: Any, hint: Any, key: str, default: Any = None) -> Any:
+    """Check `value` against the type annotation `hint` and return it in canonical form (lists → tuples,
+    numeric strings → numbers, "yes"/"no" strings → bools). Raises ConfigError naming `key` otherwise."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return coerce(value, inner[0], key, default)
+    leaf = key.rsplit(".", 1)[-1]
+    example = f"e.g. `{leaf}: {str(default).lower() if isinstance(default, bool) else default}`" \
+        if default not in (None, (), "") else ""
+    if value is None:
+        raise ConfigError(f"{key}: a value is required, got None",
+                          f"remove the key to use the default {default!r}" if default is not None else example)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
+            return _BOOL_WORDS[value.strip().lower()]
+        raise ConfigError(f"{key}: expected true or false, got {_short(value)}",
+                          _join("write true or false", example))
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and _INT_RE.match(value.strip().replace("_", "")):
+            return int(value.strip().replace("_", ""))
+        raise ConfigError(f"{key}: expected an integer, got {_short(value)}", _join("write a whole number", example))
+    if hint is float:
+        number = _as_float(value)
+        if number is None or math.isnan(number):
+            raise ConfigError(f"{key}: expected a number, got {_short(value)}", _join("write a number", example))
+        return number
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)  # a model name like `4` or a version like `2` is still a name
+        raise ConfigError(f"{key}: expected a string, got {_short(value)}", "put the value in quotes")
+    if origin is tuple:
+        if isinstance(value, str):
+            # A string for a list: argv is split like a shell would; other lists take "a,b,c" (handy with --set).
+            try:
+                value = shlex.split(value) if leaf == "argv" else [v.strip() for v in value.split(",") if v.strip()]
+            except ValueError as exc:
+                raise ConfigError(f"{key}: cannot split {_short(value)} into words: {exc}",
+                                  "write a YAML list instead, e.g. `argv: [my-agent, '{prompt}']`") from None
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{key}: expected a list, got {_short(value)}",
+                              f"write a YAML list, e.g. `{leaf}: [a, b]`")
+        return tuple(coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping, got {_short(value)}", "write it as `name: value` lines")
+        return {str(k): coerce(v, args[1], f"{key}.{k}") for k, v in value.items()}
+    return value
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+_BOOL_WORDS = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False, "1": True, "0": False}
+
+
+# ---------------------------------------------------------------------------------------------- field rules
+def _ge(bound: float) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: v is None or v >= bound), f"must be >= {bound:g}"
+
+
+def _gt(bound: float) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: v is None or v > bound), f"must be > {bound:g}"
+
+
+def _within(lo: float, hi: float, hi_open: bool = False) -> tuple[Callable[[Any], bool], str]:
+    if hi_open:
+        return (lambda v: v is None or lo <= v < hi), f"must be >= {lo:g} and < {hi:g}"
+    return (lambda v: v is None or lo <= v <= hi), f"must be between {lo:g} and {hi:g}"
+
+
+RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "train.num_epochs": _ge(1), "train.batch_size": _ge(1), "train.max_steps": _ge(1),
+    "gradient.minibatch_size": _ge(1), "gradient.analyst_workers": _ge(1),
+    # Merging chunks of one edit would never shrink the pile: the merge would not terminate.
+    "gradient.merge_batch_size": _ge(2),
+    "optimizer.learning_rate": _ge(0), "optimizer.min_learning_rate": _ge(0),
+    "optimizer.negative_buffer_size": _ge(0), "optimizer.slow_update_samples": _ge(1),
+    "evaluation.mixed_weight": _within(0, 1), "evaluation.gate_margin": _ge(0), "evaluation.gate_repeats": _ge(1),
+    "evaluation.paired_alpha": (lambda v: 0 < v < 1, "must be > 0 and < 1"),
+    "env.workers": _ge(1),
+    "env.scorer.tolerance": _ge(0), "env.scorer.rel_tolerance": _ge(0), "env.scorer.timeout_s": _gt(0),
+    "env.scorer.threshold": (lambda v: 0 < v <= 1, "must be > 0 and <= 1"),
+    "model.*.temperature": _ge(0), "model.*.max_tokens": _ge(1), "model.*.thinking_budget": _ge(1),
+    "model.*.timeout_s": _gt(0), "model.*.max_retries": _ge(0), "model.*.concurrency": _ge(1),
+    "model.*.command.timeout_s": _gt(0),
+    "model.simulated.num_rules": _ge(1), "model.simulated.noise": _within(0, 1, hi_open=True),
+    "model.simulated.malformed_rate": _within(0, 1, hi_open=True), "model.simulated.latency_s": _ge(0),
+    "budget.max_calls": _ge(1), "budget.max_tokens": _ge(1), "budget.max_cost_usd": _gt(0),
+}
+
+
+def check_field(key: str, value: Any, default: Any = None) -> None:
+    """Allowed values and ranges of one already-typed field."""
+    generic = generic_key(key)
+    allowed = ENUMS.get(generic)
+    if allowed is not None and value not in allowed:
+        close = difflib.get_close_matches(str(value), allowed, n=1, cutoff=0.6)
+        raise ConfigError(f"{key}: {_short(value)} is not one of {', '.join(allowed)}",
+                          f"did you mean '{close[0]}'?" if close else f"use one of: {', '.join(allowed)}")
+    rule = RANGES.get(generic)
+    if rule is not None and not rule[0](value):
+        raise ConfigError(f"{key}: {rule[1]}, got {_short(value)}",
+                          f"the default is {default!r}" if default is not None else "")
+
+
+# ---------------------------------------------------------------------------------------------- whole config
+def parse_ratio(text: str, key: str = "env.split_ratio") -> tuple[float, float, float]:
+    """'train:val[:test]' → three non-negative weights; train and val must be positive."""
+    parts = str(text).split(":")
+    hint = "write train:val:test weights, e.g. '2:1:7' or '1:1:0'"
+    if len(parts) not in (2, 3):
+        raise ConfigError(f"{key}: expected 'train:val:test', got {_short(text)}", hint)
+    numbers = [_as_float(p) for p in parts]
+    if any(n is None or not math.isfinite(n) or n < 0 for n in numbers):
+        raise ConfigError(f"{key}: parts must be non-negative numbers, got {_short(text)}", hint)
+    train, val = numbers[0], numbers[1]
+    test = numbers[2] if len(numbers) == 3 else 0.0
+    if val <= 0:
+        raise ConfigError(f"{key}: the val part must be > 0, got {_short(text)}",
+                          "the gate scores candidates on val; give it a share, e.g. '2:1:7'")
+    if train <= 0:
+        raise ConfigError(f"{key}: the train part must be > 0, got {_short(text)}",
+                          "training reflects on train items; give it a share, e.g. '2:1:7'")
+    return (train, val, test)  # type: ignore[return-value]
+
+
+_MODULE_FUNC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_BRANCH_BAD = re.compile(r"(^[-/.])|(\.\.)|([\s~^:?*\[\\])|(@\{)|([/.]$)|(\.lock$)|(//)")
+
+
+def check_config(cfg: Any) -> None:
+    """Rules that involve more than one field, or a field's inner syntax. `cfg` is a `Config`."""
+    skill = cfg.skill
+    if not skill.path.strip():
+        raise ConfigError("skill.path: must not be empty", "name the skill file, e.g. `path: SKILL.md`")
+    if skill.path.startswith("/") or ".." in skill.path.replace("\\", "/").split("/"):
+        raise ConfigError(f"skill.path: must be relative to the repository and stay inside it, got {skill.path!r}",
+                          "write a path like `skills/my-skill/SKILL.md`")
+    if not skill.branch or _BRANCH_BAD.search(skill.branch):
+        raise ConfigError(f"skill.branch: {skill.branch!r} is not a valid branch name",
+                          "use letters, digits, '-', '_' and '/', e.g. `branch: main`")
+
+    opt = cfg.optimizer
+    if opt.min_learning_rate > opt.learning_rate:
+        raise ConfigError(f"optimizer.min_learning_rate: must be <= optimizer.learning_rate "
+                          f"({opt.learning_rate}), got {opt.min_learning_rate}",
+                          "the schedule decays from learning_rate down to min_learning_rate")
+    if opt.skill_update_mode in REWRITE_MODES and opt.learning_rate == 0:
+        raise ConfigError(f"optimizer.learning_rate: 0 with skill_update_mode {opt.skill_update_mode!r} "
+                          "would rewrite the skill from no suggestions at all",
+                          "set optimizer.learning_rate >= 1, or use skill_update_mode: patch")
+
+    parse_ratio(cfg.env.split_ratio)
+    if not str(cfg.env.tasks).strip() and not cfg.env.split_dir:
+        raise ConfigError("env.tasks: must name a task file or folder", "e.g. `tasks: tasks.jsonl`")
+
+    scorer = cfg.env.scorer
+    if scorer.pattern is not None:
+        try:
+            re.compile(scorer.pattern)
+        except re.error as exc:
+            raise ConfigError(f"env.scorer.pattern: not a valid regular expression: {exc}, got {scorer.pattern!r}",
+                              "escape special characters with a backslash") from None
+    if scorer.type == "python":
+        if not scorer.callable:
+            raise ConfigError("env.scorer.callable: the python scorer needs `callable: module:function`",
+                              "e.g. `callable: verifiers:score` for verifiers.py at the repository root")
+        if not _MODULE_FUNC.match(scorer.callable):
+            raise ConfigError(f"env.scorer.callable: expected 'module:function', got {scorer.callable!r}",
+                              "e.g. `callable: verifiers:score`")
+    if scorer.type == "command" and not (scorer.command or "").strip():
+        raise ConfigError("env.scorer.command: the command scorer needs `command: <shell command>`",
+                          "e.g. `command: python check.py` (reads {item, output} JSON on stdin, prints a score)")
+
+    model = cfg.model
+    if model.student_backend == "command":
+        command = model.student.command
+        if command.preset == "generic" and not command.argv:
+            raise ConfigError("model.student.command.argv: student_backend 'command' with preset 'generic' "
+                              "needs the command to run",
+                              "set model.student.command.preset: claude|codex, or argv: [my-agent, '{prompt}']")
+    for side in ("teacher", "student"):
+        backend = getattr(model, f"{side}_backend")
+        name = getattr(model, f"{side}_model")
+        if backend != "simulated" and not str(name).strip():
+            raise ConfigError(f"model.{side}_model: must name a model for backend {backend!r}",
+                              f"e.g. `{side}_model: gpt-4o-mini`")
+
+    for model_name, price in cfg.prices.items():
+        for kind, usd in price.items():
+            if usd < 0:
+                raise ConfigError(f"prices.{model_name}.{kind}: must be >= 0, got {usd!r}",
+                                  "prices are USD per 1M tokens")
+
+
+# ---------------------------------------------------------------------------------------------- unknown keys
+def suggest_key(dotted: str, known: Iterable[str]) -> list[str]:
+    """The known dotted keys the user most likely meant by `dotted` (best first, at most three)."""
+    known = sorted(set(known))
+    prefix, _, leaf = dotted.rpartition(".")
+    siblings = [k.rpartition(".")[2] for k in known if k.rpartition(".")[0] == prefix]
+    close = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.7)
+    if close:
+        return [f"{prefix}.{close[0]}" if prefix else close[0]]
+    same_leaf = [k for k in known if k.rpartition(".")[2] == leaf and k != dotted]
+    if same_leaf:
+        return same_leaf[:3]
+    close = difflib.get_close_matches(dotted, known, n=1, cutoff=0.75)
+    if close:
+        return close
+    close = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.5)
+    return [f"{prefix}.{close[0]}" if prefix else close[0]] if close else []
+
+
+def unknown_key_error(dotted: str, known: Iterable[str], siblings: Iterable[str]) -> ConfigError:
+    guesses = suggest_key(dotted, known)
+    if guesses:
+        hint = "did you mean " + " or ".join(f"'{g}'" for g in guesses) + "?"
+    else:
+        section = dotted.rpartition(".")[0] or "the top level"
+        hint = f"known keys under {section}: {', '.join(sorted(siblings))}"
+    return ConfigError(f"unknown config key '{dotted}'", hint)

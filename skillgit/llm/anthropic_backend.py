@@ -1,0 +1,249 @@
+"""Anthropic's Messages API through the official `anthropic` SDK. The only module that imports `anthropic`, and
+only when a backend is built.
+
+Contracts (besides the `LLM` protocol of base.py):
+- System messages go to `system`; the rest alternate user/assistant (consecutive same-role messages are joined,
+  and a conversation must start with a user turn, as the API requires).
+- The SDK's own retries are off (`max_retries=0`); `cfg.timeout_s` bounds each attempt.
+- JSON for `Request.json_schema`: a forced tool (`tools=[{name, input_schema: schema}]`, `tool_choice` naming it);
+  the reply text is the tool input serialised as JSON. When the server answers 400/422/500 to the tool form (or
+  the schema is not an object schema), the backend falls back — and remembers — to plain text with the schema in
+  the prompt; the caller's tolerant extraction (`jsonout`) reads that. `json_mode="prompt"` forces the text form.
+- Extended thinking when `cfg.thinking_budget` is set: `thinking={"type": "enabled", "budget_tokens": N}`,
+  `max_tokens` raised to budget + answer tokens, no temperature (the API requires the default), and never a
+  forced tool (the API refuses tool_choice with thinking): text + extraction instead.
+- `cfg.reasoning_effort` is sent as `output_config.effort` when set.
+- Usage: prompt tokens = input + cache read + cache creation (so `cached_tokens` is a part of `prompt_tokens`, as
+  for OpenAI), completion = output tokens, reasoning = thinking tokens when the API reports them.
+- Failures become `LLMError` with secrets redacted and the SDK exception detached (see `_map_error`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, Mapping
+
+from skillgit.config import BackendCfg
+from skillgit.llm import pricing
+from skillgit.llm.base import LLMError, Reply, Request
+from skillgit.llm.retry import classify_status, parse_retry_after
+from skillgit.redact import redact
+from skillgit.types import Usage
+
+DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens
+TOOL_NAME = "respond"
+JSON_MODES = ("auto", "tool", "json_schema", "json_object", "json_object_schema", "prompt")
+_SERVER_REFUSES_TOOL = (400, 422, 500)
+
+
+def _schema_instruction(schema: Mapping[str, Any]) -> str:
+    return ("\n\nAnswer with only a JSON object (no prose, no code fences) that matches this JSON schema:\n"
+            + json.dumps(schema, ensure_ascii=False))
+
+
+class AnthropicBackend:
+    """One Claude model (see the module contract). Thread-safe."""
+
+    def __init__(self, model: str, cfg: BackendCfg | None = None, *, api_key: str | None = None,
+                 auth_token: str | None = None, base_url: str | None = None, key_env: str = "ANTHROPIC_API_KEY",
+                 role: str = "", prices: Mapping[str, Any] | None = None):
+        import anthropic  # lazy: only a run that uses this backend pays for the import
+
+        self.cfg = cfg or BackendCfg()
+        if self.cfg.json_mode not in JSON_MODES:
+            raise LLMError(f"json_mode '{self.cfg.json_mode}' is not one of {', '.join(JSON_MODES)}",
+                           f"set model.{role or '<role>'}.json_mode to one of them", kind="config")
+        self.model = model
+        self.key_env = key_env
+        self.role = role
+        self.prices = prices
+        self._secrets = (api_key, auth_token)
+        kwargs: dict[str, Any] = {"timeout": self.cfg.timeout_s, "max_retries": 0, "base_url": base_url}
+        if api_key:
+            kwargs["api_key"] = api_key
+        else:
+            kwargs["auth_token"] = auth_token
+        try:
+            self.client = anthropic.Anthropic(**kwargs)
+        except (anthropic.AnthropicError, ValueError, TypeError) as exc:
+            message = redact(str(exc), self._secrets)
+        else:
+            message = None
+        if message is not None:
+            raise LLMError(f"anthropic: cannot configure the client: {message}",
+                           f"check model.{role or '<role>'} in skillgit.yaml", kind="config")
+        self.base_url = str(self.client.base_url).rstrip("/")
+        self.custom_server = base_url is not None and "api.anthropic.com" not in base_url
+        self.price = pricing.resolve_price(model, prices, self.base_url)
+        self._use_tool = self.cfg.json_mode != "prompt"
+        self._lock = threading.Lock()
+
+    # -- identity
+    @property
+    def id(self) -> str:
+        if self.custom_server:
+            from urllib.parse import urlsplit
+
+            return f"anthropic:{self.model}@{urlsplit(self.base_url).netloc}"
+        return f"anthropic:{self.model}"
+
+    @property
+    def endpoint(self) -> str:
+        return redact(self.base_url, self._secrets)
+
+    @property
+    def price_known(self) -> bool:
+        return self.price is not None
+
+    @property
+    def json_mode_in_use(self) -> str:
+        if self.cfg.thinking_budget:
+            return "prompt"
+        with self._lock:
+            return "tool" if self._use_tool else "prompt"
+
+    def __repr__(self) -> str:
+        return f"AnthropicBackend({self.id!r}, endpoint={self.endpoint!r})"
+
+    # -- the call
+    def complete(self, request: Request) -> Reply:
+        schema = request.json_schema
+        use_tool = (schema is not None and self.json_mode_in_use == "tool"
+                    and isinstance(schema, Mapping) and schema.get("type", "object") == "object")
+        while True:
+            started = time.monotonic()
+            error: LLMError | None = None
+            try:
+                message = self.client.messages.create(**self._kwargs(request, use_tool))
+            except Exception as exc:  # noqa: BLE001 - mapped below; unknown exceptions are re-raised
+                error = self._map_error(exc)
+                if error is None:
+                    raise
+            if error is None:
+                break
+            # outside the except block: the SDK exception (which holds request headers) is not chained
+            if use_tool and self.cfg.json_mode == "auto" and error.status in _SERVER_REFUSES_TOOL:
+                with self._lock:
+                    self._use_tool = False
+                use_tool = False
+                continue
+            raise error
+        return self._reply(message, time.monotonic() - started)
+
+    def _kwargs(self, request: Request, use_tool: bool) -> dict[str, Any]:
+        system_parts = [m.content for m in request.messages if m.role in ("system", "developer")]
+        turns: list[dict[str, str]] = []
+        for m in request.messages:
+            if m.role in ("system", "developer"):
+                continue
+            role = "assistant" if m.role == "assistant" else "user"
+            if turns and turns[-1]["role"] == role:
+                turns[-1]["content"] += "\n\n" + m.content
+            else:
+                turns.append({"role": role, "content": m.content})
+        if not turns or turns[0]["role"] != "user":
+            turns.insert(0, {"role": "user", "content": "(begin)"})
+        schema = request.json_schema
+        if schema is not None and not use_tool:
+            last_user = next(t for t in reversed(turns) if t["role"] == "user")
+            last_user["content"] += _schema_instruction(schema)
+
+        max_tokens = request.max_tokens if request.max_tokens is not None else self.cfg.max_tokens
+        max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+        kwargs: dict[str, Any] = {"model": self.model, "messages": turns}
+        if system_parts:
+            kwargs["system"] = "\n\n".join(system_parts)
+        budget = self.cfg.thinking_budget
+        if budget:
+            kwargs["thinking"] = {"type": "enabled", "budget_tokens": int(budget)}
+            kwargs["max_tokens"] = int(budget) + max_tokens
+        else:
+            kwargs["max_tokens"] = max_tokens
+            temperature = request.temperature if request.temperature is not None else self.cfg.temperature
+            if temperature is not None:
+                kwargs["temperature"] = temperature
+        if self.cfg.reasoning_effort:
+            kwargs["output_config"] = {"effort": self.cfg.reasoning_effort}
+        if use_tool:
+            kwargs["tools"] = [{"name": TOOL_NAME, "description": "Submit the answer as structured data.",
+                                "input_schema": schema}]
+            kwargs["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
+        return kwargs
+
+    def _reply(self, message: Any, latency: float) -> Reply:
+        texts, tool_input, thinking = [], None, []
+        for block in getattr(message, "content", None) or []:
+            kind = getattr(block, "type", "")
+            if kind == "text":
+                texts.append(block.text)
+            elif kind == "tool_use" and tool_input is None:
+                tool_input = block.input
+            elif kind == "thinking":
+                thinking.append(getattr(block, "thinking", "") or "")
+        text = json.dumps(tool_input, ensure_ascii=False) if tool_input is not None else "".join(texts)
+        notes = []
+        stop = getattr(message, "stop_reason", None)
+        if stop not in (None, "end_turn", "tool_use", "stop_sequence"):
+            notes.append(f"stop_reason={stop}")
+        if thinking:
+            joined = "\n".join(thinking)
+            notes.append("thinking: " + (joined if len(joined) <= 2000 else "…" + joined[-2000:]))
+        u = getattr(message, "usage", None)
+        cache_read = int(getattr(u, "cache_read_input_tokens", 0) or 0)
+        cache_write = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
+        prompt = int(getattr(u, "input_tokens", 0) or 0) + cache_read + cache_write
+        completion = int(getattr(u, "output_tokens", 0) or 0)
+        reasoning = int(getattr(getattr(u, "output_tokens_details", None), "thinking_tokens", 0) or 0)
+        usage = Usage(1, prompt, completion, cache_read, reasoning)
+        usage = Usage(1, prompt, completion, cache_read, reasoning, pricing.cost_at(self.price, usage))
+        return Reply(text, usage, getattr(message, "model", None) or self.model, latency,
+                     trace=redact("; ".join(notes), self._secrets))
+
+    # -- errors
+    def _hint(self, kind: str) -> str:
+        where = f"model.{self.role}" if self.role else "model.<role>"
+        return {
+            "auth": f"set {self.key_env} (in the environment or in .env at the project root) to a valid key",
+            "not_found": f"check the model name '{self.model}' and {where}.base_url",
+            "bad_request": (f"the server rejected the request; check {where} settings (max_tokens must exceed "
+                            f"thinking_budget; json_mode: prompt avoids the forced tool)"),
+            "rate_limit": f"retried automatically; lower {where}.concurrency if it persists",
+            "timeout": f"retried automatically; raise {where}.timeout_s for slow models",
+            "connection": f"is {self.endpoint} reachable? check {where}.base_url and the network",
+        }.get(kind, "retried automatically")
+
+    def _error(self, message: str, kind: str, *, retryable: bool, status: int | None = None,
+               retry_after: float | None = None) -> LLMError:
+        return LLMError(redact(f"{self.id}: {message}", self._secrets), redact(self._hint(kind), self._secrets),
+                        kind=kind, retryable=retryable, retry_after=retry_after, status=status)
+
+    def _map_error(self, exc: BaseException) -> LLMError | None:
+        import anthropic
+
+        if isinstance(exc, anthropic.APITimeoutError):
+            return self._error(f"no answer within {self.cfg.timeout_s:g}s", "timeout", retryable=True)
+        if isinstance(exc, anthropic.APIConnectionError):
+            return self._error(f"cannot reach {self.endpoint}: {exc.__cause__ or exc}", "connection",
+                               retryable=True)
+        if isinstance(exc, anthropic.APIStatusError):
+            status = exc.status_code
+            kind, retryable = classify_status(status)
+            body = exc.body
+            detail = None
+            if isinstance(body, dict):
+                inner = body.get("error")
+                detail = inner.get("message") if isinstance(inner, dict) else body.get("message")
+            detail = str(detail or exc.message or "")[:500]
+            return self._error(f"HTTP {status} ({kind}): {detail}", kind, retryable=retryable, status=status,
+                               retry_after=parse_retry_after(exc.response.headers))
+        if isinstance(exc, json.JSONDecodeError):
+            return self._error(f"the server's answer is not valid JSON ({exc.msg})", "server", retryable=True)
+        if isinstance(exc, anthropic.APIResponseValidationError):
+            return self._error("the server's answer does not have the expected shape", "server", retryable=True)
+        if isinstance(exc, anthropic.AnthropicError):
+            return self._error(str(exc), "config", retryable=False)
+        if isinstance(exc, ValueError) and "Streaming is required" in str(exc):
+            return self._error(str(exc), "bad_request", retryable=False)
+        return None

@@ -1,0 +1,317 @@
+"""CLI agents as students: run `claude -p`, `codex exec` or any command with the skill installed in a scratch
+workspace, and capture the final answer.
+
+Contracts:
+- `CommandStudent(cfg, ...)` implements `Student`. Each `run` gets a fresh temporary folder: `workspace/` (the
+  agent's working directory, where the skill is installed) and, beside it, `prompt.txt` and `answer.txt`. The
+  folder is removed afterwards, whatever happened.
+- Presets: `claude` runs `claude [--model M] -p {prompt} --output-format json` with the skill at
+  `.claude/skills/<name>/SKILL.md` (name from the skill's front matter, else "skill"; a skill without front matter
+  is installed with a minimal one, because Claude Code ignores skills without `name`/`description`), and reads the
+  JSON result (answer, usage, cost, turns) or plain text. `codex` runs `codex exec [-m M] --skip-git-repo-check
+  --output-last-message {answer_file} {prompt}` with the skill as `AGENTS.md`. `generic` runs `cfg.argv`.
+  A non-empty `cfg.argv` replaces any preset's command; `cfg.install_path` replaces its install path.
+  Placeholders, filled in each argv element: `{prompt}`, `{prompt_file}`, `{skill_file}`, `{workspace}`,
+  `{answer_file}`, `{model}` (and `{name}` in install_path). The prompt is one argv element: no shell, no quoting.
+- The answer is `answer.txt` when the agent wrote it, else the preset's parse of stdout.
+- The agent runs in its own session; at `cfg.timeout_s` its whole process group is killed (TERM, then KILL), so
+  children it spawned die too, and `LLMError(kind="timeout")` is raised (not retryable: a hung agent would hang
+  again and cost as much). Leftover group members are killed after a normal exit as well.
+- Environment: the parent's (plus the project's .env, as given by the factory) minus every credential-named
+  variable (see `redact.is_secret_name`) except the preset's own (`ANTHROPIC_API_KEY`… for claude,
+  `OPENAI_API_KEY`… for codex) and `cfg.env_passthrough`.
+- Failures are `LLMError(kind="agent")`: a missing binary (not retryable; the hint names the binary and
+  `model.student.command.argv`), a non-zero exit (message has the status and the stderr tail; retryable only when
+  the output looks like rate limiting or a transient server/network error), an error result in Claude's JSON.
+- `Reply.trace` holds a summary (turns, cost, session) and the stderr tail; traces and error messages go through
+  `redact`, and the answer has every known secret value masked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from skillgit.config import CommandCfg
+from skillgit.llm import pricing
+from skillgit.llm.base import LLMError, Reply
+from skillgit.redact import is_secret_name, redact, secret_values
+from skillgit.types import Item, Usage
+
+TAIL_LINES = 40
+TAIL_CHARS = 4000
+KILL_GRACE_S = 1.0
+_PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|skill_file|workspace|answer_file|model|name)\}")
+_TRANSIENT = re.compile(r"rate.?limit|\b429\b|overloaded|\b529\b|\b50[234]\b|temporarily unavailable|"
+                        r"ECONNRESET|ETIMEDOUT|connection (?:reset|refused)|timed out", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Preset:
+    argv: tuple[str, ...]  # "{model_args}" expands to model_args when a model is set, else to nothing
+    install_path: str
+    keep_env: tuple[str, ...]
+    model_args: tuple[str, ...] = ()
+    output: str = "text"  # "claude_json" | "text"
+
+
+PRESETS: dict[str, Preset] = {
+    "claude": Preset(("claude", "{model_args}", "-p", "{prompt}", "--output-format", "json"),
+                     ".claude/skills/{name}/SKILL.md",
+                     ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL",
+                      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"),
+                     ("--model", "{model}"), "claude_json"),
+    "codex": Preset(("codex", "exec", "{model_args}", "--skip-git-repo-check", "--output-last-message",
+                     "{answer_file}", "{prompt}"),
+                    "AGENTS.md", ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"), ("-m", "{model}")),
+    "generic": Preset((), "SKILL.md", ()),
+}
+
+_STUB_FRONT_MATTER = ("---\nname: {name}\ndescription: Instructions to follow for every task in this workspace. "
+                      "Always use this skill.\n---\n\n")
+
+
+def skill_name(skill: str) -> str:
+    """The `name:` of the skill's YAML front matter as a folder-safe slug, or "skill"."""
+    if skill.startswith("---"):
+        end = skill.find("\n---", 3)
+        for line in skill[3:end if end > 0 else 0].splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip() == "name":
+                slug = re.sub(r"[^a-z0-9-]+", "-", value.strip().strip("'\"").lower()).strip("-")
+                return slug[:64] or "skill"
+    return "skill"
+
+
+def agent_env(base: Mapping[str, str], keep: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """`base` without credential-named variables, except those named in `keep`."""
+    allowed = set(keep)
+    return {k: v for k, v in base.items() if k in allowed or not is_secret_name(k)}
+
+
+def _tail(text: str) -> str:
+    lines = text.rstrip().splitlines()[-TAIL_LINES:]
+    out = "\n".join(lines)
+    return out if len(out) <= TAIL_CHARS else "…" + out[-TAIL_CHARS:]
+
+
+def _fill(element: str, values: Mapping[str, str]) -> str:
+    # one pass, so a prompt that itself contains "{workspace}" is not substituted again
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], element)
+
+
+class CommandStudent:
+    """A CLI agent run once per item in a scratch workspace (see the module contract). Thread-safe."""
+
+    def __init__(self, cfg: CommandCfg, *, model: str | None = None, env: Mapping[str, str] | None = None,
+                 prices: Mapping[str, Any] | None = None):
+        if cfg.preset not in PRESETS:
+            raise LLMError(f"unknown command preset '{cfg.preset}'",
+                           f"set model.student.command.preset to one of: {', '.join(PRESETS)}", kind="config")
+        self.cfg = cfg
+        self.preset = PRESETS[cfg.preset]
+        self.model = model or None
+        base = dict(os.environ if env is None else env)
+        self.env = agent_env(base, (*self.preset.keep_env, *cfg.env_passthrough))
+        self._secrets = tuple(secret_values(base))
+        self.prices = prices
+        template = tuple(cfg.argv) or self.preset.argv
+        if not template:
+            raise LLMError("the generic command backend needs a command",
+                           "set model.student.command.argv, e.g. [my-agent, --prompt-file, '{prompt_file}']",
+                           kind="config")
+        argv: list[str] = []
+        for element in template:
+            if element == "{model_args}":
+                argv.extend(self.preset.model_args if self.model else ())
+            else:
+                argv.append(element)
+        self.argv_template = tuple(argv)
+        self.install_path = cfg.install_path or self.preset.install_path
+
+    # -- identity
+    @property
+    def id(self) -> str:
+        ident = f"command:{self.cfg.preset}:{self.model or 'default'}"
+        if self.cfg.argv or self.cfg.install_path:  # a custom command is a different student for the cache
+            digest = hashlib.sha256(json.dumps([self.argv_template, self.install_path]).encode()).hexdigest()
+            ident += f"#{digest[:8]}"
+        return ident
+
+    @property
+    def binary(self) -> str:
+        return self.argv_template[0]
+
+    @property
+    def endpoint(self) -> str:
+        return self.resolve_binary() or self.binary
+
+    def __repr__(self) -> str:
+        return f"CommandStudent({self.id!r})"
+
+    def resolve_binary(self) -> str | None:
+        """The agent executable's full path, or None when it cannot be found."""
+        if os.sep in self.binary:
+            path = Path(self.binary)
+            return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+        return shutil.which(self.binary, path=self.env.get("PATH", os.defpath))
+
+    def check(self) -> None:
+        """Raise the missing-binary LLMError now rather than at the first rollout."""
+        if self.resolve_binary() is None:
+            raise self._missing()
+
+    def _missing(self) -> LLMError:
+        return LLMError(f"{self.id}: agent command '{self.binary}' not found",
+                        f"install `{self.binary}` or put it on PATH, or set model.student.command.argv to the "
+                        f"agent's command line", kind="agent", retryable=False)
+
+    # -- one rollout
+    def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
+        executable = self.resolve_binary()
+        if executable is None:
+            raise self._missing()
+        root = Path(tempfile.mkdtemp(prefix="skillgit-rollout-"))
+        try:
+            return self._run_in(root, executable, skill, item, sample)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def _install(self, workspace: Path, skill: str) -> Path:
+        name = skill_name(skill)
+        target = workspace / self.install_path.replace("{name}", name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = skill
+        if self.cfg.preset == "claude" and not skill.startswith("---"):
+            text = _STUB_FRONT_MATTER.format(name=name) + skill
+        target.write_text(text, encoding="utf-8")
+        return target
+
+    def _run_in(self, root: Path, executable: str, skill: str, item: Item, sample: int) -> Reply:
+        workspace = root / "workspace"
+        workspace.mkdir()
+        skill_file = self._install(workspace, skill)
+        prompt_file, answer_file = root / "prompt.txt", root / "answer.txt"
+        prompt_file.write_text(item.input, encoding="utf-8")
+        values = {"prompt": item.input, "prompt_file": str(prompt_file), "skill_file": str(skill_file),
+                  "workspace": str(workspace), "answer_file": str(answer_file), "model": self.model or "",
+                  "name": skill_name(skill)}
+        argv = [executable] + [_fill(e, values) for e in self.argv_template[1:]]
+        env = dict(self.env, SKILLGIT_SAMPLE=str(sample))
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
+                                    start_new_session=True)
+        except FileNotFoundError:
+            raise self._missing() from None
+        except OSError as exc:
+            raise LLMError(f"{self.id}: cannot start '{self.binary}': {exc.strerror}",
+                           f"check that {executable} is an executable program", kind="agent") from None
+        timed_out = False
+        try:
+            stdout, stderr = proc.communicate(timeout=self.cfg.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = proc.poll() is None  # else: the agent finished but a child still holds its output open
+            stdout, stderr = self._kill(proc)
+        else:
+            self._kill_group(proc.pid, signal.SIGKILL)  # nothing the agent started may outlive the rollout
+        latency = time.monotonic() - started
+        stdout, stderr = stdout or "", stderr or ""
+        tail = redact(_tail(stderr), self._secrets)
+        if timed_out:
+            raise LLMError(f"{self.id}: no answer within {self.cfg.timeout_s:g}s; killed the agent and its children",
+                           "raise model.student.command.timeout_s if the agent needs longer", kind="timeout",
+                           retryable=False)
+        if proc.returncode != 0:
+            how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
+                   else f"exited with status {proc.returncode}")
+            last = tail.splitlines()[-1] if tail else redact(_tail(stdout), self._secrets)[-300:] or "(no output)"
+            raise LLMError(f"{self.id}: agent {how}: {last}",
+                           f"run `{self.binary}` by hand to see why; stderr tail:\n{tail}" if tail else
+                           f"run `{self.binary}` by hand to see why",
+                           kind="agent", retryable=bool(_TRANSIENT.search(stderr[-TAIL_CHARS:] + stdout[-2000:])))
+        answer_written = answer_file.is_file() and answer_file.stat().st_size > 0
+        if answer_written:
+            text, usage, summary = answer_file.read_text(encoding="utf-8", errors="replace").strip(), Usage(1), []
+        else:
+            text, usage, summary = self._parse(stdout)
+        trace_parts = [*summary]
+        if answer_written and stdout.strip():
+            trace_parts.append("stdout (tail):\n" + _tail(stdout))
+        if tail:
+            trace_parts.append("stderr (tail):\n" + tail)
+        return Reply(redact(text, self._secrets, shapes=False), usage, self.model or self.cfg.preset, latency,
+                     trace=redact("\n".join(trace_parts), self._secrets))
+
+    def _parse(self, stdout: str) -> tuple[str, Usage, list[str]]:
+        """(answer, usage, summary lines) from the agent's stdout."""
+        if self.preset.output == "claude_json":
+            result = self._claude_result(stdout)
+            if result is not None:
+                return result
+        return stdout.strip(), Usage(1), []
+
+    def _claude_result(self, stdout: str) -> tuple[str, Usage, list[str]] | None:
+        try:
+            data = json.loads(stdout)
+        except ValueError:
+            return None  # --output-format text, or an older CLI: the plain stdout is the answer
+        if isinstance(data, list):  # --verbose prints every message; the result is the last "result" entry
+            data = next((d for d in reversed(data) if isinstance(d, dict) and d.get("type") == "result"), None)
+        if not isinstance(data, dict) or "result" not in data and data.get("type") != "result":
+            return None
+        if data.get("is_error") or str(data.get("subtype", "success")).startswith("error"):
+            detail = redact(str(data.get("result") or data.get("subtype") or "error"), self._secrets)[:500]
+            raise LLMError(f"{self.id}: the agent reported an error: {detail}",
+                           f"run `{self.binary} -p` by hand to see why", kind="agent",
+                           retryable=bool(_TRANSIENT.search(detail)))
+        u = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        cache_read = int(u.get("cache_read_input_tokens") or 0)
+        prompt = int(u.get("input_tokens") or 0) + cache_read + int(u.get("cache_creation_input_tokens") or 0)
+        completion = int(u.get("output_tokens") or 0)
+        reported = data.get("total_cost_usd", data.get("cost_usd"))
+        usage = Usage(1, prompt, completion, cache_read, 0)
+        if isinstance(reported, (int, float)):
+            cost = round(float(reported), 8)
+        else:
+            cost = pricing.cost(self.model, usage, self.prices) if self.model else 0.0
+        summary = [", ".join(f"{k}={data[k]}" for k in ("num_turns", "duration_ms", "total_cost_usd", "session_id")
+                             if k in data)]
+        return str(data.get("result") or ""), Usage(1, prompt, completion, cache_read, 0, cost), [s for s in summary if s]
+
+    # -- killing
+    @staticmethod
+    def _kill_group(pgid: int, sig: int) -> None:
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _kill(self, proc: subprocess.Popen) -> tuple[str, str]:
+        """TERM the agent's process group, KILL it after a grace period, and collect what it printed."""
+        self._kill_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        self._kill_group(proc.pid, signal.SIGKILL)  # also the children that ignored TERM
+        try:
+            return proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a grandchild escaped into its own session and holds the pipes
+            proc.kill()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+            proc.wait()
+            return "", ""

@@ -1,0 +1,367 @@
+"""OpenAI, Azure OpenAI and any OpenAI-compatible server (vLLM, llama.cpp, Ollama, LM Studio) through the official
+`openai` SDK. The only module that imports `openai`, and only when a backend is built (so the CLI starts fast).
+
+Contracts (besides the `LLM` protocol of base.py):
+- Credentials and endpoints come in explicitly (the factory resolves them from the environment and `.env`).
+  `azure_endpoint` (or `provider="azure"`) selects the Azure client: `api_version` is sent as `?api-version=`,
+  `azure_deployment` goes into the path, and either `api_key` or `azure_ad_token_provider` authenticates.
+- The SDK's own retries are off (`max_retries=0`): `retry.RetryingLLM` is the only retry layer, so every attempt
+  is counted. `cfg.timeout_s` bounds each attempt.
+- Chat Completions by default; the Responses API when `cfg.api == "responses"`. temperature, max tokens, seed and
+  `reasoning_effort` are sent only when set (request values override the config's). Max tokens go out as
+  `max_completion_tokens` to OpenAI and Azure (reasoning models refuse `max_tokens`) and as `max_tokens` to other
+  servers, which do not all know the newer name. The Responses API has no seed; it is not sent there.
+- Structured output for `Request.json_schema`: `json_mode="auto"` walks the ladder json_schema →
+  json_object+schema (llama.cpp) → json_object → prompt, stepping down when the server answers 400/422/500 to a
+  form and remembering the step for the life of the backend (`json_mode_in_use`). An explicit mode
+  (`json_schema`, `json_object_schema`, `json_object`, `prompt`) is used as is. For the json_object forms and the
+  prompt form, the schema is appended to the last user message (json_object also needs the word JSON there).
+- Failures become `LLMError` (see `_map_error`) with secrets redacted and the SDK exception detached, so no
+  header or key can travel along in `__cause__`/`__context__`.
+- Usage: prompt, completion, cached (`prompt_tokens_details.cached_tokens`) and reasoning
+  (`completion_tokens_details.reasoning_tokens`) tokens; cost from `pricing` (local servers cost 0).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+from skillgit.config import BackendCfg
+from skillgit.llm import pricing
+from skillgit.llm.base import LLMError, Reply, Request
+from skillgit.llm.retry import classify_status, parse_retry_after
+from skillgit.redact import redact
+from skillgit.types import Usage
+
+CHAT_LADDER = ("json_schema", "json_object_schema", "json_object", "prompt")
+RESPONSES_LADDER = ("json_schema", "json_object", "prompt")
+JSON_MODES = ("auto", *CHAT_LADDER)
+DEFAULT_AZURE_API_VERSION = "2024-10-21"  # GA; supports json_schema and max_completion_tokens
+AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
+_SERVER_REFUSES_FORMAT = (400, 422, 500)
+
+
+def azure_token_provider() -> Callable[[], str] | None:
+    """An Entra ID bearer-token provider from `azure-identity`, or None when that package is not installed."""
+    try:
+        from azure.identity import DefaultAzureCredential, get_bearer_token_provider  # type: ignore
+    except ImportError:
+        return None
+    return get_bearer_token_provider(DefaultAzureCredential(), AZURE_SCOPE)
+
+
+def schema_instruction(schema: Mapping[str, Any]) -> str:
+    return ("\n\nAnswer with only a JSON object (no prose, no code fences) that matches this JSON schema:\n"
+            + json.dumps(schema, ensure_ascii=False))
+
+
+def _strict_compatible(schema: Any) -> bool:
+    """True when OpenAI's strict structured outputs accept `schema`: every object closes additionalProperties and
+    requires all of its properties."""
+    if isinstance(schema, list):
+        return all(_strict_compatible(s) for s in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        if schema.get("additionalProperties", True) is not False or set(schema.get("required") or []) != set(props):
+            return False
+    return all(_strict_compatible(v) for k, v in schema.items() if k not in ("required", "enum", "const"))
+
+
+def _schema_name(stage: str) -> str:
+    return (re.sub(r"[^A-Za-z0-9_-]", "_", stage)[:64] or "reply") if stage else "reply"
+
+
+class OpenAIBackend:
+    """One model on one OpenAI-compatible endpoint (see the module contract). Thread-safe."""
+
+    def __init__(self, model: str, cfg: BackendCfg | None = None, *, api_key: str | None = None,
+                 base_url: str | None = None, azure_endpoint: str | None = None, azure_deployment: str | None = None,
+                 api_version: str | None = None, azure_ad_token_provider: Callable[[], str] | None = None,
+                 provider: str = "openai", key_env: str = "OPENAI_API_KEY", role: str = "",
+                 prices: Mapping[str, Any] | None = None):
+        import openai  # lazy: only a run that uses this backend pays for the import
+
+        self.cfg = cfg or BackendCfg()
+        if self.cfg.json_mode not in JSON_MODES:
+            raise LLMError(f"json_mode '{self.cfg.json_mode}' is not one of {', '.join(JSON_MODES)}",
+                           f"set model.{role or '<role>'}.json_mode to one of them", kind="config")
+        self.model = model
+        self.azure = provider == "azure" or azure_endpoint is not None
+        self.provider = "azure" if self.azure else "openai"
+        self.key_env = key_env
+        self.role = role
+        self.prices = prices
+        self._secret = api_key
+        self._uses_entra = self.azure and not api_key and azure_ad_token_provider is not None
+        common: dict[str, Any] = {"timeout": self.cfg.timeout_s, "max_retries": 0}
+        try:
+            if self.azure:
+                self.deployment = azure_deployment or model
+                kwargs: dict[str, Any] = {"api_version": api_version or DEFAULT_AZURE_API_VERSION, **common}
+                if azure_endpoint:
+                    kwargs.update(azure_endpoint=azure_endpoint, azure_deployment=self.deployment)
+                else:
+                    kwargs["base_url"] = base_url
+                if api_key:
+                    kwargs["api_key"] = api_key
+                else:
+                    kwargs["azure_ad_token_provider"] = azure_ad_token_provider
+                self.client = openai.AzureOpenAI(**kwargs)
+                self.api_version = kwargs["api_version"]
+            else:
+                self.deployment = None
+                self.api_version = None
+                self.client = openai.OpenAI(api_key=api_key, base_url=base_url, **common)
+        except (openai.OpenAIError, ValueError) as exc:
+            message = redact(str(exc), (api_key,))
+        else:
+            message = None
+        if message is not None:
+            raise LLMError(f"{self.provider}: cannot configure the client: {message}",
+                           f"check model.{role or '<role>'} in skillgit.yaml", kind="config")
+        self.base_url = str(self.client.base_url).rstrip("/")
+        self.custom_server = not self.azure and base_url is not None and "api.openai.com" not in base_url
+        self.price = pricing.resolve_price(model, prices, None if self.azure else self.base_url)
+        ladder = RESPONSES_LADDER if self.cfg.api == "responses" else CHAT_LADDER
+        self._ladder = ladder
+        if self.cfg.json_mode == "auto":
+            self._json_level = 0
+        else:  # an explicit mode is forced, even where the ladder for this API would skip it
+            self._ladder = (self.cfg.json_mode,)
+            self._json_level = 0
+        self._lock = threading.Lock()
+
+    # -- identity
+    @property
+    def id(self) -> str:
+        if self.azure:
+            return f"azure:{self.deployment}"
+        if self.custom_server:  # the same model name on two servers is two different models for the cache
+            from urllib.parse import urlsplit
+
+            return f"openai:{self.model}@{urlsplit(self.base_url).netloc}"
+        return f"openai:{self.model}"
+
+    @property
+    def endpoint(self) -> str:
+        suffix = f" (api-version {self.api_version})" if self.azure else ""
+        return redact(self.base_url, (self._secret,)) + suffix
+
+    @property
+    def price_known(self) -> bool:
+        return self.price is not None
+
+    @property
+    def json_mode_in_use(self) -> str:
+        with self._lock:
+            return self._ladder[self._json_level]
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend({self.id!r}, endpoint={self.endpoint!r})"
+
+    # -- the call
+    def complete(self, request: Request) -> Reply:
+        mode = self.json_mode_in_use if request.json_schema is not None else None
+        while True:
+            started = time.monotonic()
+            error: LLMError | None = None
+            try:
+                if self.cfg.api == "responses":
+                    response = self.client.responses.create(**self._responses_kwargs(request, mode))
+                else:
+                    response = self.client.chat.completions.create(**self._chat_kwargs(request, mode))
+            except Exception as exc:  # noqa: BLE001 - mapped below; unknown exceptions are re-raised
+                error = self._map_error(exc)
+                if error is None:
+                    raise
+            if error is None:
+                break
+            # outside the except block: the SDK exception (which holds request headers) is not chained
+            next_mode = self._step_down(mode, error)
+            if next_mode is None:
+                raise error
+            mode = next_mode
+        latency = time.monotonic() - started
+        if self.cfg.api == "responses":
+            return self._responses_reply(response, latency)
+        return self._chat_reply(response, latency)
+
+    def _step_down(self, mode: str | None, error: LLMError) -> str | None:
+        """The next structured-output form after the server refused `mode`, remembered for later calls."""
+        if mode is None or mode == "prompt" or self.cfg.json_mode != "auto":
+            return None
+        if error.status not in _SERVER_REFUSES_FORMAT:
+            return None
+        with self._lock:
+            index = self._ladder.index(mode) + 1
+            self._json_level = max(self._json_level, index)
+            return self._ladder[self._json_level]
+
+    # -- request shapes
+    def _messages(self, request: Request, mode: str | None) -> list[dict[str, str]]:
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        if mode is not None and mode != "json_schema" and request.json_schema is not None:
+            instruction = schema_instruction(request.json_schema)
+            for msg in reversed(messages):
+                if msg["role"] == "user":
+                    msg["content"] += instruction
+                    break
+            else:
+                messages.append({"role": "user", "content": instruction.strip()})
+        return messages
+
+    def _common(self, request: Request) -> dict[str, Any]:
+        temperature = request.temperature if request.temperature is not None else self.cfg.temperature
+        return {"temperature": temperature,
+                "max_tokens": request.max_tokens if request.max_tokens is not None else self.cfg.max_tokens,
+                "seed": request.seed if request.seed is not None else self.cfg.seed}
+
+    def _chat_kwargs(self, request: Request, mode: str | None) -> dict[str, Any]:
+        common = self._common(request)
+        kwargs: dict[str, Any] = {"model": self.deployment if self.azure else self.model,
+                                  "messages": self._messages(request, mode)}
+        if common["temperature"] is not None:
+            kwargs["temperature"] = common["temperature"]
+        if common["max_tokens"] is not None:
+            kwargs["max_tokens" if self.custom_server else "max_completion_tokens"] = common["max_tokens"]
+        if common["seed"] is not None:
+            kwargs["seed"] = common["seed"]
+        if self.cfg.reasoning_effort:
+            kwargs["reasoning_effort"] = self.cfg.reasoning_effort
+        schema = request.json_schema
+        if mode == "json_schema":
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": _schema_name(request.stage), "schema": schema, "strict": _strict_compatible(schema)}}
+        elif mode == "json_object_schema":
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        elif mode == "json_object":
+            kwargs["response_format"] = {"type": "json_object"}
+        return kwargs
+
+    def _responses_kwargs(self, request: Request, mode: str | None) -> dict[str, Any]:
+        common = self._common(request)
+        messages = self._messages(request, mode)
+        system = "\n\n".join(m["content"] for m in messages if m["role"] in ("system", "developer"))
+        kwargs: dict[str, Any] = {
+            "model": self.deployment if self.azure else self.model,
+            "input": [m for m in messages if m["role"] not in ("system", "developer")],
+            "store": False,  # nothing of a training run needs to live on the provider's side
+        }
+        if system:
+            kwargs["instructions"] = system
+        if common["temperature"] is not None:
+            kwargs["temperature"] = common["temperature"]
+        if common["max_tokens"] is not None:
+            kwargs["max_output_tokens"] = common["max_tokens"]
+        if self.cfg.reasoning_effort:
+            kwargs["reasoning"] = {"effort": self.cfg.reasoning_effort}
+        schema = request.json_schema
+        if mode == "json_schema":
+            kwargs["text"] = {"format": {"type": "json_schema", "name": _schema_name(request.stage),
+                                         "schema": schema, "strict": _strict_compatible(schema)}}
+        elif mode in ("json_object", "json_object_schema"):
+            kwargs["text"] = {"format": {"type": "json_object"}}
+        return kwargs
+
+    # -- replies
+    def _usage(self, prompt: int, completion: int, cached: int, reasoning: int, served_by: str | None) -> Usage:
+        price = self.price
+        if price is None and served_by:  # e.g. Azure: the deployment name is ours, the served model is priced
+            price = pricing.price_for(served_by, self.prices)
+        usage = Usage(1, prompt, completion, cached, reasoning)
+        return Usage(1, prompt, completion, cached, reasoning, pricing.cost_at(price, usage))
+
+    def _chat_reply(self, response: Any, latency: float) -> Reply:
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise LLMError(f"{self.id}: the server answered without any choice", "it is retried automatically",
+                           kind="server", retryable=True)
+        choice = choices[0]
+        message = choice.message
+        notes = []
+        if choice.finish_reason and choice.finish_reason != "stop":
+            notes.append(f"finish_reason={choice.finish_reason}")
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            notes.append(f"refusal: {refusal}")
+        u = getattr(response, "usage", None)
+        prompt = int(getattr(u, "prompt_tokens", 0) or 0)
+        completion = int(getattr(u, "completion_tokens", 0) or 0)
+        cached = int(getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0) or 0)
+        reasoning = int(getattr(getattr(u, "completion_tokens_details", None), "reasoning_tokens", 0) or 0)
+        model = getattr(response, "model", None) or self.model
+        return Reply(message.content or "", self._usage(prompt, completion, cached, reasoning, model), model,
+                     latency, trace="; ".join(notes))
+
+    def _responses_reply(self, response: Any, latency: float) -> Reply:
+        u = getattr(response, "usage", None)
+        prompt = int(getattr(u, "input_tokens", 0) or 0)
+        completion = int(getattr(u, "output_tokens", 0) or 0)
+        cached = int(getattr(getattr(u, "input_tokens_details", None), "cached_tokens", 0) or 0)
+        reasoning = int(getattr(getattr(u, "output_tokens_details", None), "reasoning_tokens", 0) or 0)
+        status = getattr(response, "status", None)
+        trace = f"status={status}" if status and status != "completed" else ""
+        model = getattr(response, "model", None) or self.model
+        return Reply(response.output_text or "", self._usage(prompt, completion, cached, reasoning, model), model,
+                     latency, trace=trace)
+
+    # -- errors
+    def _hint(self, kind: str) -> str:
+        where = f"model.{self.role}" if self.role else "model.<role>"
+        if kind == "auth":
+            if self._uses_entra:
+                return f"sign in for Entra ID (`az login`) or set {self.key_env} in the environment or in .env"
+            return f"set {self.key_env} (in the environment or in .env at the project root) to a valid key"
+        if kind == "not_found":
+            if self.azure:
+                return f"check {where}.azure_deployment ('{self.deployment}') and {where}.api_version"
+            return f"check the model name '{self.model}' and {where}.base_url"
+        if kind == "bad_request":
+            return (f"the server rejected the request; check {where} settings (not every model accepts "
+                    f"temperature, max_tokens, seed or reasoning_effort; json_mode: prompt avoids response_format)")
+        if kind == "rate_limit":
+            return f"retried automatically; lower {where}.concurrency if it persists"
+        if kind == "timeout":
+            return f"retried automatically; raise {where}.timeout_s for slow models"
+        if kind == "connection":
+            return f"is the server at {self.endpoint} running and reachable? check {where}.base_url"
+        return "retried automatically"
+
+    def _error(self, message: str, kind: str, *, retryable: bool, status: int | None = None,
+               retry_after: float | None = None) -> LLMError:
+        return LLMError(redact(f"{self.id}: {message}", (self._secret,)), redact(self._hint(kind), (self._secret,)),
+                        kind=kind, retryable=retryable, retry_after=retry_after, status=status)
+
+    def _map_error(self, exc: BaseException) -> LLMError | None:
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            return self._error(f"no answer within {self.cfg.timeout_s:g}s", "timeout", retryable=True)
+        if isinstance(exc, openai.APIConnectionError):
+            return self._error(f"cannot reach {self.endpoint}: {exc.__cause__ or exc}", "connection",
+                               retryable=True)
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            kind, retryable = classify_status(status)
+            body = exc.body
+            detail = body.get("message") if isinstance(body, dict) else None
+            if detail is None and isinstance(body, dict) and isinstance(body.get("error"), dict):
+                detail = body["error"].get("message")
+            detail = str(detail or exc.message or "")[:500]
+            return self._error(f"HTTP {status} ({kind}): {detail}", kind, retryable=retryable, status=status,
+                               retry_after=parse_retry_after(exc.response.headers))
+        if isinstance(exc, json.JSONDecodeError):
+            return self._error(f"the server's answer is not valid JSON ({exc.msg})", "server", retryable=True)
+        if isinstance(exc, openai.APIResponseValidationError):
+            return self._error("the server's answer does not have the expected shape", "server", retryable=True)
+        if isinstance(exc, openai.OpenAIError):
+            return self._error(str(exc), "config", retryable=False)
+        if type(exc).__module__.startswith("azure."):  # azure-identity failed to get a token
+            return self._error(f"Entra ID token: {type(exc).__name__}: {exc}", "auth", retryable=False)
+        return None

@@ -1,0 +1,216 @@
+"""Retries with jittered exponential backoff, a per-role concurrency limit, and the HTTP-status → LLMError
+classification shared by the SDK backends.
+
+Contracts:
+- `RetryingLLM(inner, ...)` is an `LLM`; `RetryingStudent(inner, ...)` a `Student`. Both call the inner object,
+  and on an `LLMError` with `retryable=True` wait and try again, up to `max_retries` extra attempts. The wait is
+  the server's `retry_after` when given (plus up to 10 % jitter so parallel workers do not return in lockstep),
+  otherwise "full jitter" backoff: uniform(0, min(max_delay, base_delay * 2**retry)). Non-retryable errors and
+  anything that is not an LLMError propagate at once. When retries run out, the last error is raised again with
+  "(gave up after N attempts)" appended and its kind/status/retryable unchanged.
+- At most `concurrency` calls run inside the inner object at once (a semaphore per wrapper, so per role);
+  the slot is released while waiting between attempts.
+- `stats` counts calls, attempts, retries and failures (thread-safe), so the loop can report them.
+- `classify_status(status)` and `parse_retry_after(headers)` decide kind/retryable and the wait for HTTP errors.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, TypeVar
+
+from skillgit.llm.base import LLM, LLMError, Reply, Request, Student
+from skillgit.types import Item
+
+T = TypeVar("T")
+
+
+# ---------------------------------------------------------------------------------------------- classification
+def classify_status(status: int) -> tuple[str, bool]:
+    """(kind, retryable) for an HTTP error status."""
+    if status in (401, 403):
+        return "auth", False
+    if status == 404:
+        return "not_found", False
+    if status == 429:
+        return "rate_limit", True
+    if status in (408, 409):  # request timeout / lock conflict: trying again is what the server asks for
+        return "server", True
+    if status >= 500:  # includes Anthropic's 529 "overloaded"
+        return "server", True
+    return "bad_request", False
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from `retry-after-ms` (milliseconds) or `retry-after` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+# ---------------------------------------------------------------------------------------------- policy
+@dataclass
+class RetryStats:
+    calls: int = 0  # calls made by the caller
+    attempts: int = 0  # calls made to the inner object (calls + retries)
+    retries: int = 0
+    failures: int = 0  # calls that ended in an error (after retries, or not retryable)
+    waited_s: float = 0.0  # total backoff asked of `sleep`
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class _Policy:
+    def __init__(self, *, max_retries: int, base_delay: float, max_delay: float,
+                 sleep: Callable[[float], None], rng: random.Random | None, concurrency: int | None,
+                 on_retry: Callable[[LLMError, int, float], None] | None):
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        self.max_retries = max_retries
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.sleep = sleep
+        self.rng = rng or random.Random()
+        self.on_retry = on_retry
+        self.stats = RetryStats()
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(concurrency) if concurrency and concurrency > 0 else None
+        self.concurrency = concurrency
+
+    def delay(self, error: LLMError, retry: int) -> float:
+        """Seconds to wait before retry number `retry` (0-based) after `error`."""
+        with self._lock:  # random.Random is not safe to share across threads without a lock
+            if error.retry_after is not None:
+                return error.retry_after + self.rng.uniform(0.0, 0.1 * error.retry_after)
+            return self.rng.uniform(0.0, min(self.max_delay, self.base_delay * (2 ** retry)))
+
+    def _count(self, **deltas: float) -> None:
+        with self._lock:
+            for name, value in deltas.items():
+                setattr(self.stats, name, getattr(self.stats, name) + value)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        self._count(calls=1)
+        retry = 0
+        while True:
+            self._count(attempts=1)
+            try:
+                if self._slots is None:
+                    return fn()
+                with self._slots:
+                    return fn()
+            except LLMError as exc:
+                error = exc
+            if not error.retryable or retry >= self.max_retries:
+                self._count(failures=1)
+                if retry == 0:
+                    raise error
+                raise LLMError(f"{error.message} (gave up after {retry + 1} attempts)", error.hint, kind=error.kind,
+                               retryable=error.retryable, retry_after=error.retry_after, status=error.status)
+            wait = self.delay(error, retry)
+            self._count(retries=1, waited_s=wait)
+            if self.on_retry is not None:
+                self.on_retry(error, retry + 1, wait)
+            self.sleep(wait)
+            retry += 1
+
+
+class RetryingLLM:
+    """An `LLM` that retries its inner LLM's retryable errors and bounds its concurrency (module contract)."""
+
+    def __init__(self, inner: LLM, max_retries: int = 5, base_delay: float = 1.0, max_delay: float = 60.0,
+                 sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None, *,
+                 concurrency: int | None = None, on_retry: Callable[[LLMError, int, float], None] | None = None):
+        self.inner = inner
+        self._policy = _Policy(max_retries=max_retries, base_delay=base_delay, max_delay=max_delay, sleep=sleep,
+                               rng=rng, concurrency=concurrency, on_retry=on_retry)
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    @property
+    def stats(self) -> RetryStats:
+        return self._policy.stats
+
+    @property
+    def max_retries(self) -> int:
+        return self._policy.max_retries
+
+    @property
+    def concurrency(self) -> int | None:
+        return self._policy.concurrency
+
+    def complete(self, request: Request) -> Reply:
+        return self._policy.call(lambda: self.inner.complete(request))
+
+    def __getattr__(self, name: str) -> Any:  # endpoint, model, json_mode_in_use, ... of the inner backend
+        if name.startswith("_") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return f"RetryingLLM({self.inner!r}, max_retries={self.max_retries}, concurrency={self.concurrency})"
+
+
+class RetryingStudent:
+    """A `Student` with the same retry and concurrency policy as `RetryingLLM`, applied to `run`."""
+
+    def __init__(self, inner: Student, max_retries: int = 5, base_delay: float = 1.0, max_delay: float = 60.0,
+                 sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None, *,
+                 concurrency: int | None = None, on_retry: Callable[[LLMError, int, float], None] | None = None):
+        self.inner = inner
+        self._policy = _Policy(max_retries=max_retries, base_delay=base_delay, max_delay=max_delay, sleep=sleep,
+                               rng=rng, concurrency=concurrency, on_retry=on_retry)
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    @property
+    def stats(self) -> RetryStats:
+        return self._policy.stats
+
+    @property
+    def max_retries(self) -> int:
+        return self._policy.max_retries
+
+    @property
+    def concurrency(self) -> int | None:
+        return self._policy.concurrency
+
+    def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
+        return self._policy.call(lambda: self.inner.run(skill, item, sample))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return f"RetryingStudent({self.inner!r}, max_retries={self.max_retries}, concurrency={self.concurrency})"

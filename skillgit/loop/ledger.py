@@ -1,0 +1,127 @@
+"""Accounting of model calls: calls, tokens and cost per stage and role, and timings per stage.
+
+Thread-safe; the loop records every `Reply` here. Cached replies count as saved, not spent.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from skillgit.types import Usage
+
+
+class Ledger:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.by_stage: dict[str, Usage] = {}
+        self.by_role: dict[str, Usage] = {}
+        self.saved: dict[str, int] = {}  # stage -> calls answered from the cache
+        self.errors: dict[str, int] = {}  # stage -> calls that failed after retries
+        self.timings: dict[str, float] = {}
+
+    def record(self, stage: str, role: str, usage: Usage, cached: bool = False) -> None:
+        with self._lock:
+            if cached:
+                self.saved[stage] = self.saved.get(stage, 0) + 1
+                return
+            spent = Usage(calls=1) + Usage(0, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
+                                           usage.reasoning_tokens, usage.cost_usd)
+            self.by_stage[stage] = self.by_stage.get(stage, Usage()) + spent
+            self.by_role[role] = self.by_role.get(role, Usage()) + spent
+
+    def record_error(self, stage: str) -> None:
+        with self._lock:
+            self.errors[stage] = self.errors.get(stage, 0) + 1
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - start
+
+    def total(self) -> Usage:
+        with self._lock:
+            total = Usage()
+            for usage in self.by_stage.values():
+                total = total + usage
+            return total
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            return {
+                "by_stage": {k: v.to_dict() for k, v in self.by_stage.items()},
+                "by_role": {k: v.to_dict() for k, v in self.by_role.items()},
+                "saved_calls": dict(self.saved),
+                "errors": dict(self.errors),
+                "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
+            }
+
+    def diff_since(self, before: dict) -> dict:
+        """Per-stage usage spent since `before` (a snapshot): what one step cost."""
+        now = self.snapshot()
+        out: dict = {"by_stage": {}, "timings_s": {}}
+        for stage, usage in now["by_stage"].items():
+            prev = Usage.from_dict(before["by_stage"].get(stage, {}))
+            cur = Usage.from_dict(usage)
+            delta = Usage(cur.calls - prev.calls, cur.prompt_tokens - prev.prompt_tokens,
+                          cur.completion_tokens - prev.completion_tokens, cur.cached_tokens - prev.cached_tokens,
+                          cur.reasoning_tokens - prev.reasoning_tokens, round(cur.cost_usd - prev.cost_usd, 8))
+            if delta.calls:
+                out["by_stage"][stage] = delta.to_dict()
+        for stage, seconds in now["timings_s"].items():
+            d = seconds - before["timings_s"].get(stage, 0.0)
+            if d > 0:
+                out["timings_s"][stage] = round(d, 4)
+        return out
+
+
+class MeteredLLM:
+    """Records every reply of `inner` in the ledger under the request's stage and `role`; errors are counted."""
+
+    def __init__(self, inner, ledger: Ledger, role: str):
+        self.inner = inner
+        self.ledger = ledger
+        self.role = role
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    def complete(self, request):
+        try:
+            reply = self.inner.complete(request)
+        except Exception:
+            self.ledger.record_error(request.stage or self.role)
+            raise
+        self.ledger.record(request.stage or self.role, self.role, reply.usage, reply.cached)
+        return reply
+
+
+class MeteredStudent:
+    """Like MeteredLLM for a Student. `stage` is set by the run before each phase that runs the student
+    (rollout, gate, slow_update, test); phases run one after another, so one attribute suffices."""
+
+    def __init__(self, inner, ledger: Ledger):
+        self.inner = inner
+        self.ledger = ledger
+        self.stage = "rollout"
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    def run(self, skill, item, sample: int = 0):
+        stage = self.stage
+        try:
+            reply = self.inner.run(skill, item, sample)
+        except Exception:
+            self.ledger.record_error(stage)
+            raise
+        self.ledger.record(stage, "student", reply.usage, reply.cached)
+        return reply

@@ -1,0 +1,157 @@
+"""From scored trajectories to a candidate skill text, in each `optimizer.skill_update_mode`:
+
+- `patch`: reflect (structured edits per minibatch) → aggregate → select (budget) → update (apply).
+- `rewrite_from_suggestions`: the same edits are suggestions; one teacher call rewrites the whole skill with them.
+- `full_rewrite_minibatch`: each analyst writes a whole skill from its minibatch; a `pick` call chooses one.
+
+Rewrites must keep front matter and protected regions intact: what a rewrite merely dropped is restored, what
+it changed makes the candidate invalid (rejected with that reason, never applied). Also the autonomous edit
+budget (`lr` stage).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import TYPE_CHECKING, Any
+
+from skillgit import patch, prompts
+from skillgit.config import OptimizerCfg
+from skillgit.loop import stages
+from skillgit.types import EditResult, Trajectory
+
+if TYPE_CHECKING:
+    from skillgit.loop.run import Trainer
+
+
+def choose_budget(teacher: stages.Teacher, skill: str, trajs: list[Trajectory], cfg: OptimizerCfg,
+                  scheduled: int) -> tuple[int, dict[str, Any]]:
+    """Autonomous learning rate: the teacher picks the number of edits within [min_learning_rate,
+    learning_rate], seeing the batch statistics; its reasoning is recorded. Falls back to the schedule."""
+    lo, hi = min(cfg.min_learning_rate, cfg.learning_rate), cfg.learning_rate
+    usable = [t for t in trajs if t.ok]
+    stats = {"batch": len(trajs), "scored": len(usable),
+             "failures": sum(stages.is_failure(t) for t in usable),
+             "hard_mean": round(sum(t.score.hard for t in usable) / len(usable), 4) if usable else None,
+             "min_edits": lo, "max_edits": hi}
+    obj, error = teacher.ask("lr", {"skill": prompts.block_skill(skill), "stats": prompts.block_stats(stats),
+                                    "min_edits": str(lo), "max_edits": str(hi)})
+    if obj is None:
+        return scheduled, {"mode": "autonomous", "fallback": True, "reason": error, "budget": scheduled}
+    try:
+        chosen = int(obj.get("num_edits"))
+    except (TypeError, ValueError):
+        return scheduled, {"mode": "autonomous", "fallback": True, "reason": "num_edits is not a number",
+                           "budget": scheduled}
+    budget = max(lo, min(hi, chosen))
+    return budget, {"mode": "autonomous", "asked": chosen, "budget": budget,
+                    "reasoning": str(obj.get("reasoning", ""))}
+
+
+def propose_update(trainer: "Trainer", teacher: stages.Teacher, skill: str, trajs: list[Trajectory],
+                   budget: int, step: int) -> tuple[str, dict[str, Any]]:
+    """Returns the candidate text and the note record (patches, merge rounds, selection, every edit's fate).
+    `record["invalid"]` is set when the candidate must be rejected without scoring."""
+    cfg = trainer.cfg
+    mode = cfg.optimizer.skill_update_mode
+    rng = random.Random(f"{cfg.train.seed}:{trainer.run_id}:{step}")
+    emit = trainer._stage
+    allow_fm = cfg.skill.allow_front_matter_edits
+    if mode == "full_rewrite_minibatch":
+        return _full_rewrite(trainer, teacher, skill, trajs, rng, step)
+
+    emit(step, "reflect")
+    with trainer.ledger.timed("reflect"):
+        patches = stages.reflect(teacher, skill, trajs, minibatch_size=cfg.gradient.minibatch_size, budget=budget,
+                                 rng=rng)
+    trainer.check_teacher_alive(step, [p.error for p in patches])
+    emit(step, "aggregate")
+    with trainer.ledger.timed("aggregate"):
+        agg = stages.aggregate(teacher, skill, patches, merge_batch_size=cfg.gradient.merge_batch_size)
+    emit(step, "select")
+    with trainer.ledger.timed("select"):
+        sel = stages.select(teacher, skill, agg.edits, budget)
+    record: dict[str, Any] = {"mode": mode, "budget": budget, "patches": [p.to_dict() for p in patches],
+                              "merge": agg.rounds, "aggregated": [e.to_dict() for e in agg.edits],
+                              "select": sel.record}
+    emit(step, "update")
+    if mode == "patch":
+        with trainer.ledger.timed("update"):
+            new_text, results = stages.update(skill, sel.selected, allow_front_matter=allow_fm)
+        record["apply"] = [r.to_dict() for r in [*sel.dropped, *results]]
+        return new_text, record
+
+    # rewrite_from_suggestions
+    with trainer.ledger.timed("update"):
+        obj, error = teacher.ask("rewrite", {"skill": prompts.block_skill(skill),
+                                             "edits": prompts.block_edits(sel.selected)})
+    text, problem = _checked_rewrite(skill, obj, error, allow_fm)
+    status = "applied" if problem is None else "error"
+    reason = "folded into the rewrite" if problem is None else problem
+    record["apply"] = [r.to_dict() for r in [*sel.dropped, *(EditResult(e, status, reason) for e in sel.selected)]]
+    if problem is not None:
+        record["invalid"] = problem
+        return skill, record
+    return text, record
+
+
+def _checked_rewrite(before: str, obj: dict | None, error: str | None, allow_fm: bool) -> tuple[str, str | None]:
+    if obj is None:
+        return before, error or "no rewrite"
+    after = str(obj.get("skill", ""))
+    if not after.strip():
+        return before, "the rewrite is empty"
+    if not after.endswith("\n"):
+        after += "\n"
+    problems = patch.check_invariants(before, after, allow_front_matter=allow_fm)
+    if problems:
+        restored = patch.restore_protected(before, after)
+        if restored is not None and not patch.check_invariants(before, restored, allow_front_matter=allow_fm):
+            return restored, None
+        return before, "rewrite broke a protected part: " + "; ".join(problems)
+    return after, None
+
+
+def _full_rewrite(trainer: "Trainer", teacher: stages.Teacher, skill: str, trajs: list[Trajectory],
+                  rng: random.Random, step: int) -> tuple[str, dict[str, Any]]:
+    cfg = trainer.cfg
+    allow_fm = cfg.skill.allow_front_matter_edits
+    trainer._stage(step, "reflect")
+    batches = stages.minibatches(trajs, cfg.gradient.minibatch_size, rng)
+
+    def one(batch: tuple[str, list[Trajectory]]) -> dict[str, Any]:
+        outcome, group = batch
+        obj, error = teacher.ask("full_rewrite", {"skill": prompts.block_skill(skill), "outcome": outcome,
+                                                  "trajectories": prompts.block_trajectories(group, outcome)})
+        text, problem = _checked_rewrite(skill, obj, error, allow_fm)
+        return {"outcome": outcome, "item_ids": [t.item_id for t in group], "error": problem,
+                "reasoning": str((obj or {}).get("reasoning", "")), "text": text if problem is None else None}
+
+    with trainer.ledger.timed("reflect"):
+        drafts = teacher.map(one, batches)
+    trainer.check_teacher_alive(step, [d["error"] for d in drafts])
+    valid = {f"c{i}": d["text"] for i, d in enumerate(drafts, 1) if d["text"] is not None and d["text"] != skill}
+    record: dict[str, Any] = {"mode": "full_rewrite_minibatch",
+                              "drafts": [{k: v for k, v in d.items() if k != "text"} for d in drafts]}
+    record["apply"] = []
+    if not valid:
+        record["invalid"] = "no analyst produced a valid rewrite"
+        return skill, record
+    choice = next(iter(valid))
+    if len(valid) > 1:
+        trainer._stage(step, "aggregate")
+        with trainer.ledger.timed("aggregate"):
+            obj, error = teacher.ask("pick", {"skill": prompts.block_skill(skill),
+                                              "candidates": prompts.block_candidates(valid)})
+        picked = str((obj or {}).get("choice", ""))
+        record["pick"] = {"choice": picked, "reasoning": str((obj or {}).get("reasoning", "")), "error": error}
+        if picked in valid:
+            choice = picked
+        else:
+            record["pick"]["fallback"] = f"kept {choice}: the answer named no valid candidate"
+    record["chosen"] = choice
+    diff = patch.unified_diff(skill, valid[choice])
+    record["apply"] = [{"edit": {"op": "replace", "target": "(whole skill)", "content": f"rewrite {choice}",
+                                 "rationale": json.dumps(patch.diff_stats(diff))},
+                        "status": "applied", "reason": "whole-skill rewrite"}]
+    return valid[choice], record

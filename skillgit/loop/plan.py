@@ -1,0 +1,86 @@
+"""`skillgit train --dry-run`: the planned steps and an upper-bound estimate of model calls and tokens, computed
+from the config, the splits and the skill alone — nothing is called, nothing is spent.
+
+Upper bounds, because the real counts depend on how many rollouts fail (reflect minibatches), how many edits
+the analysts propose (merge, rank) and on the call cache (identical calls are free).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from skillgit.config import Config
+from skillgit.loop.schedule import is_autonomous, scheduled_budget
+from skillgit.tasks import Splits
+
+TEACHER_TEMPLATE_TOKENS = 700  # instructions and block markup of a teacher prompt
+TEACHER_ANSWER_TOKENS = 400
+STUDENT_ANSWER_TOKENS = 60
+
+
+def _tokens(chars: float) -> int:
+    return int(math.ceil(chars / 4))
+
+
+def estimate(cfg: Config, splits: Splits, skill: str) -> dict[str, Any]:
+    n_train, n_val, n_test = len(splits.train), len(splits.val), len(splits.test)
+    bpe = max(1, math.ceil(n_train / cfg.train.batch_size))
+    steps = cfg.train.num_epochs * bpe
+    if cfg.train.max_steps is not None:
+        steps = min(steps, cfg.train.max_steps)
+    epochs_done = steps // bpe
+    batch = min(cfg.train.batch_size, n_train)
+    mb = cfg.gradient.minibatch_size
+    repeats = cfg.evaluation.gate_repeats
+    avg_in = sum(len(i.input) for i in splits.train) / max(1, n_train)
+    student_prompt = _tokens(len(skill) + avg_in)
+    opt = cfg.optimizer
+
+    reflect = math.ceil(batch / mb) + 1
+    merge = max(0, reflect - 1)
+    calls = {
+        "rollout": steps * batch,
+        "reflect": steps * reflect,
+        "merge": steps * merge,
+        "rank": steps if opt.skill_update_mode != "full_rewrite_minibatch" else 0,
+        "update": steps if opt.skill_update_mode == "rewrite_from_suggestions" else 0,
+        "lr": steps if is_autonomous(opt) else 0,
+        "gate": (steps + 1) * n_val * repeats,
+        "slow_update": epochs_done * ((2 * opt.slow_update_samples + 1) if opt.use_slow_update else 0)
+        + (epochs_done * n_val * repeats if opt.use_slow_update and opt.slow_update_gate_with_selection else 0),
+        "meta_skill": epochs_done if opt.use_meta_skill else 0,
+        "meta_reflect": epochs_done * ((1 + n_val * repeats) if opt.use_meta_reflect else 0),
+        "test": 3 * n_test if cfg.evaluation.eval_test else 0,
+    }
+    student_stages = {"rollout", "gate", "test"}
+    teacher_prompt = TEACHER_TEMPLATE_TOKENS + _tokens(len(skill) + mb * avg_in * 4)
+    tokens = {"prompt": 0, "completion": 0}
+    for stage, n in calls.items():
+        if stage in student_stages:
+            tokens["prompt"] += n * student_prompt
+            tokens["completion"] += n * STUDENT_ANSWER_TOKENS
+        else:
+            tokens["prompt"] += n * teacher_prompt
+            tokens["completion"] += n * TEACHER_ANSWER_TOKENS
+    budgets = [scheduled_budget(opt, i, steps) for i in range(steps)]
+    lines = [
+        f"plan: {cfg.train.num_epochs} epoch(s) × {bpe} batch(es) of ≤{cfg.train.batch_size} → {steps} step(s)"
+        + (f" (capped by train.max_steps={cfg.train.max_steps})" if cfg.train.max_steps is not None else ""),
+        f"splits: train {n_train}, val {n_val}, test {n_test} (test is reported, never used for a decision)",
+        f"edit budget ({opt.lr_scheduler}{', teacher-chosen' if is_autonomous(opt) else ''}): "
+        + (", ".join(map(str, budgets[:12])) + (" …" if len(budgets) > 12 else "") if budgets else "-"),
+        f"student: {cfg.model.student_backend}:{cfg.model.student_model}   "
+        f"teacher: {cfg.model.teacher_backend}:{cfg.model.teacher_model}",
+        "estimated model calls (upper bound; the call cache makes repeats free):",
+        *(f"  {stage:<13}{n:>8}" for stage, n in calls.items() if n),
+        f"  {'total':<13}{sum(calls.values()):>8}",
+        f"estimated tokens: ~{tokens['prompt']:,} prompt + ~{tokens['completion']:,} completion",
+    ]
+    b = cfg.budget
+    limits = [f"{k}={v}" for k, v in (("max_calls", b.max_calls), ("max_tokens", b.max_tokens),
+                                      ("max_cost_usd", b.max_cost_usd)) if v is not None]
+    if limits:
+        lines.append("budget limits: " + ", ".join(limits) + " (the run stops cleanly at a step boundary)")
+    return {"steps": steps, "batches_per_epoch": bpe, "budgets": budgets, "calls": calls,
+            "total_calls": sum(calls.values()), "tokens": tokens, "text": "\n".join(lines)}

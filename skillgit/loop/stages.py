@@ -1,0 +1,302 @@
+"""The six stages of one optimisation step, as small functions with every effect injected.
+
+rollout → reflect → aggregate → select → update → (gate: see gate.py). None of them prints or touches git;
+they take the models, the scorer and a `Teacher` bundle, and return plain records that the run writes into the
+candidate's note. Malformed teacher output is recorded and skipped; a teacher API failure in one call is
+recorded and that call's contribution skipped (merge and rank fall back and say so).
+"""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from skillgit import patch, prompts
+from skillgit.errors import SkillgitError
+from skillgit.llm.base import LLM, LLMError, Request, Student
+from skillgit.llm.jsonout import complete_json
+from skillgit.types import Edit, EditResult, Item, RejectedEdit, Score, Trajectory
+
+Scorer = Callable[[Item, str], Score]
+Progress = Callable[[int, int], None]
+
+
+# ---------------------------------------------------------------------------------------------- teacher calls
+@dataclass
+class Teacher:
+    """What every teacher stage needs: the model, prompt overrides, the negative buffer and the meta skill."""
+
+    llm: LLM
+    prompts_dir: Path | None = None
+    negative: list[RejectedEdit] = field(default_factory=list)
+    meta_skill: str = ""
+    workers: int = 4
+
+    def ask(self, stage: str, variables: dict[str, str]) -> tuple[dict | None, str | None]:
+        """One teacher call. Returns (answer, None) or (None, why it is unusable). Raises LLMError only for
+        failures that retrying later cannot fix (auth, bad request): those stop the run."""
+        base = {"rejected_edits": prompts.block_rejected(self.negative),
+                "meta_skill": prompts.block_meta_skill(self.meta_skill)}
+        base.update(variables)
+        messages = prompts.render(stage, base, self.prompts_dir)
+        request = Request(tuple(messages), stage=stage, json_schema=prompts.SCHEMAS.get(stage))
+        try:
+            result = complete_json(self.llm, request)
+        except LLMError as exc:
+            if not exc.retryable:
+                raise
+            return None, f"teacher call failed: {exc.message}"
+        if result.obj is None:
+            return None, f"malformed teacher output: {result.error}"
+        problems = prompts.validate(stage, result.obj)
+        if problems:
+            return None, "teacher output has the wrong shape: " + "; ".join(problems)
+        return result.obj, None
+
+    def map(self, fn: Callable[[Any], Any], inputs: list[Any]) -> list[Any]:
+        if len(inputs) <= 1 or self.workers <= 1:
+            return [fn(x) for x in inputs]
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(inputs))) as pool:
+            return list(pool.map(fn, inputs))
+
+
+# ---------------------------------------------------------------------------------------------- rollout
+def rollout(student: Student, skill: str, items: list[Item], scorer: Scorer, *, workers: int, sample: int = 0,
+            on_progress: Progress | None = None) -> list[Trajectory]:
+    """Run every item with `skill` and score it. A run whose model call failed (after retries) or whose scorer
+    crashed is an *unknown* trajectory (`error` set): not a failure, excluded from scores and reflection."""
+    done = 0
+
+    def one(item: Item) -> Trajectory:
+        nonlocal done
+        try:
+            reply = student.run(skill, item, sample)
+        except LLMError as exc:
+            if exc.kind in ("auth", "config", "not_found") or (not exc.retryable and exc.kind == "bad_request"):
+                raise
+            trajectory = Trajectory(item.id, item.input, "", item.expected, error=f"student: {exc.message}")
+        else:
+            try:
+                score = scorer(item, reply.text)
+                trajectory = Trajectory(item.id, item.input, reply.text, item.expected, score, reply.trace,
+                                        usage=reply.usage)
+            except SkillgitError as exc:
+                trajectory = Trajectory(item.id, item.input, reply.text, item.expected, None, reply.trace,
+                                        error=f"scorer: {exc.message}", usage=reply.usage)
+        done += 1  # a benign race only affects the progress display
+        if on_progress:
+            on_progress(done, len(items))
+        return trajectory
+
+    if workers <= 1 or len(items) <= 1:
+        return [one(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(one, items))
+
+
+def is_failure(trajectory: Trajectory) -> bool:
+    return trajectory.score is not None and trajectory.score.hard < 1.0 - 1e-9
+
+
+# ---------------------------------------------------------------------------------------------- reflect
+@dataclass
+class Patch:
+    """One analyst's answer for one minibatch."""
+
+    outcome: str  # failure | success
+    item_ids: list[str]
+    edits: list[Edit] = field(default_factory=list)
+    reasoning: str = ""
+    summary: str = ""
+    problems: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "item_ids": self.item_ids, "edits": [e.to_dict() for e in self.edits],
+                "reasoning": self.reasoning, "summary": self.summary, "problems": self.problems,
+                "error": self.error}
+
+
+def minibatches(trajectories: list[Trajectory], size: int, rng: random.Random) -> list[tuple[str, list[Trajectory]]]:
+    """Failures and successes apart, each shuffled and cut into minibatches of `size`; failures first."""
+    out: list[tuple[str, list[Trajectory]]] = []
+    usable = [t for t in trajectories if t.ok]
+    for outcome in ("failure", "success"):
+        group = [t for t in usable if is_failure(t) == (outcome == "failure")]
+        rng.shuffle(group)
+        out.extend((outcome, group[i:i + size]) for i in range(0, len(group), size))
+    return out
+
+
+def reflect(teacher: Teacher, skill: str, trajectories: list[Trajectory], *, minibatch_size: int, budget: int,
+            rng: random.Random, stage: str = "reflect") -> list[Patch]:
+    """One teacher call per minibatch (in parallel); every answer or failure becomes a `Patch`."""
+    batches = minibatches(trajectories, minibatch_size, rng)
+
+    def one(batch: tuple[str, list[Trajectory]]) -> Patch:
+        outcome, trajs = batch
+        result = Patch(outcome, [t.item_id for t in trajs])
+        obj, error = teacher.ask(stage, {
+            "skill": prompts.block_skill(skill),
+            "trajectories": prompts.block_trajectories(trajs, outcome),
+            "budget": prompts.block_budget(budget),
+            "outcome": outcome,
+        })
+        if obj is None:
+            result.error = error
+            return result
+        result.edits, result.problems = patch.parse_edits(obj, source_type=outcome)
+        result.reasoning = str(obj.get("reasoning", ""))
+        result.summary = str(obj.get("failure_summary") or obj.get("success_patterns") or "")
+        return result
+
+    return teacher.map(one, batches)
+
+
+# ---------------------------------------------------------------------------------------------- aggregate
+@dataclass
+class Aggregate:
+    edits: list[Edit]
+    rounds: list[dict[str, Any]] = field(default_factory=list)  # one record per merge call or fallback
+
+
+def _number(edits: list[Edit]) -> list[Edit]:
+    return [e.with_(id=f"e{i}") for i, e in enumerate(edits, 1)]
+
+
+def concat_dedupe(edits: list[Edit]) -> list[Edit]:
+    """Concatenate, merging identical edits (same op, target, content) and summing their support."""
+    merged: dict[tuple[str, str, str], Edit] = {}
+    for edit in edits:
+        key = edit.key()
+        if key in merged:
+            prev = merged[key]
+            source = prev.source_type if prev.source_type == edit.source_type else "mixed"
+            merged[key] = prev.with_(support_count=prev.support_count + edit.support_count, source_type=source)
+        else:
+            merged[key] = edit
+    return list(merged.values())
+
+
+def _merge_call(teacher: Teacher, skill: str, edits: list[Edit], level: int) -> tuple[list[Edit], dict[str, Any]]:
+    numbered = _number(edits)
+    by_id = {e.id: e for e in numbered}
+    obj, error = teacher.ask("merge", {"skill": prompts.block_skill(skill), "edits": prompts.block_edits(numbered)})
+    record: dict[str, Any] = {"level": level, "inputs": len(numbered)}
+    if obj is None:
+        fallback = concat_dedupe(numbered)
+        record.update(fallback=True, reason=error, outputs=len(fallback))
+        return [e.with_(merge_level=level) for e in fallback], record
+    parsed, problems = patch.parse_edits(obj, source_type="mixed")
+    raw = [x for x in obj.get("edits", []) if isinstance(x, dict)]
+    out: list[Edit] = []
+    covered: set[str] = set()
+    for i, edit in enumerate(parsed):
+        sources = [by_id[s] for s in _merged_from(raw, edit, i) if s in by_id]
+        covered.update(s.id for s in sources)
+        support = sum(s.support_count for s in sources) or 1
+        kinds = {s.source_type for s in sources}
+        source = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else edit.source_type)
+        out.append(edit.with_(support_count=support, source_type=source, merge_level=level))
+    record.update(fallback=False, outputs=len(out), problems=problems, reasoning=str(obj.get("reasoning", "")),
+                  unmerged=sorted(set(by_id) - covered))
+    return out, record
+
+
+def _merged_from(raw: list[dict], edit: Edit, index: int) -> list[str]:
+    """The `merged_from` ids the teacher gave for the parsed edit at `index` (parse_edits keeps order of valid
+    entries, so match on content to be safe)."""
+    for entry in raw:
+        if str(entry.get("content", "")).strip() == edit.content and str(entry.get("target", "")).strip() == edit.target:
+            ids = entry.get("merged_from") or []
+            return [str(x) for x in ids] if isinstance(ids, list) else []
+    return []
+
+
+def aggregate(teacher: Teacher, skill: str, patches: list[Patch], *, merge_batch_size: int) -> Aggregate:
+    """Hierarchical merge: failure patches level by level in chunks of `merge_batch_size`, then success patches,
+    then one final merge of both sides. A single group needs no call. Failed merges fall back to concatenation
+    (identical edits folded) and say so in `rounds`."""
+    rounds: list[dict[str, Any]] = []
+
+    def merge_side(groups: list[list[Edit]]) -> list[Edit]:
+        level = 0
+        groups = [g for g in groups if g]
+        while len(groups) > 1:
+            level += 1
+            chunks = [groups[i:i + merge_batch_size] for i in range(0, len(groups), merge_batch_size)]
+
+            def one(chunk: list[list[Edit]]) -> list[Edit]:
+                flat = [e for g in chunk for e in g]
+                if len(chunk) == 1:
+                    return flat
+                merged, record = _merge_call(teacher, skill, flat, level)
+                rounds.append(record)
+                return merged
+
+            groups = [g for g in teacher.map(one, chunks) if g]
+        return groups[0] if groups else []
+
+    failures = merge_side([p.edits for p in patches if p.outcome == "failure"])
+    successes = merge_side([p.edits for p in patches if p.outcome == "success"])
+    if failures and successes:
+        level = max([e.merge_level for e in failures + successes], default=0) + 1
+        final, record = _merge_call(teacher, skill, failures + successes, level)
+        record["final"] = True
+        rounds.append(record)
+        return Aggregate(_number(final), rounds)
+    return Aggregate(_number(failures or successes), rounds)
+
+
+# ---------------------------------------------------------------------------------------------- select
+@dataclass
+class Selection:
+    selected: list[Edit]
+    dropped: list[EditResult]  # edits that will not be applied, each with why
+    record: dict[str, Any]
+
+
+def select(teacher: Teacher, skill: str, edits: list[Edit], budget: int) -> Selection:
+    """Drop edits that repeat a rejected one (the negative buffer), then keep the best `budget`: the teacher
+    ranks when there are more; if ranking fails, by support count (and says so)."""
+    rejected = {r.edit.key(): r for r in teacher.negative}
+    dropped: list[EditResult] = []
+    fresh: list[Edit] = []
+    for edit in edits:
+        hit = rejected.get(edit.key())
+        if hit is not None:
+            dropped.append(EditResult(edit, "skipped_rejected_before",
+                                      f"same as an edit rejected at {hit.run}/{hit.step} (delta {hit.delta:+.3f})"))
+        else:
+            fresh.append(edit)
+    record: dict[str, Any] = {"budget": budget, "candidates": len(fresh)}
+    if len(fresh) <= budget:
+        record["ranked"] = False
+        return Selection(fresh, dropped, record)
+    obj, error = teacher.ask("rank", {"skill": prompts.block_skill(skill), "edits": prompts.block_edits(fresh),
+                                      "budget": prompts.block_budget(budget)})
+    by_id = {e.id: e for e in fresh}
+    order: list[Edit] = []
+    if obj is not None:
+        for raw_id in obj.get("ranking", []):
+            edit = by_id.pop(str(raw_id), None)
+            if edit is not None:
+                order.append(edit)
+        record.update(ranked=True, reasoning=str(obj.get("reasoning", "")), ranking=[e.id for e in order])
+    else:
+        record.update(ranked=False, fallback=True, reason=error)
+    # Edits the ranking left out (or all, on fallback) follow by support, keeping their original order on ties.
+    order.extend(sorted(by_id.values(), key=lambda e: -e.support_count))
+    selected, clipped = order[:budget], order[budget:]
+    dropped.extend(EditResult(e, "skipped_over_budget", f"ranked {i} of {len(order)}; budget {budget}")
+                   for i, e in enumerate(clipped, budget + 1))
+    return Selection(selected, dropped, record)
+
+
+# ---------------------------------------------------------------------------------------------- update
+def update(skill: str, selected: list[Edit], *, allow_front_matter: bool) -> tuple[str, list[EditResult]]:
+    """Apply the selected edits in order; every edit gets a status and, when skipped, a reason."""
+    return patch.apply_edits(skill, selected, allow_front_matter=allow_front_matter)

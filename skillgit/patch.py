@@ -1,0 +1,390 @@
+"""Edits to a skill document: parsing teacher edits, applying them with a per-edit report, guarding front matter
+and protected regions, and rendering unified diffs.
+
+Contracts (see docs/ARCHITECTURE.md, "Edits and protected regions"):
+- `parse_edits` and `apply_edits` never raise for bad input: bad entries and failed edits are recorded.
+- Every edit gets exactly one `EditResult`, in input order; each edit applies to the result of the previous one.
+- Target matching: exact first, then whitespace-normalised (`applied_fuzzy`, mapped back to the exact original
+  span). A missing target is `skipped_target_not_found`, never a silent append.
+- Ambiguity: when a target occurs several times in the editable text, the edit applies to the FIRST occurrence and
+  the reason says how many there were (the teacher reads the skill top-down and the gate judges the result;
+  skipping would throw away most edits whose target is a short heading).
+- Front matter and protected regions are never changed by an edit (unless `allow_front_matter` for the former);
+  after each edit the whole document is re-checked with `check_invariants`, so no op can get around this.
+- Pure functions; results are deterministic.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from unidiff import PatchSet
+
+from skillgit.errors import SkillgitError
+from skillgit.prompts import unescape_all
+from skillgit.skilldoc import (MARKER_RE, Doc, check_region_name, close_marker, open_marker, split_document,
+                               strip_trailing_blank_lines)
+from skillgit.types import EDIT_OPS, OP_ALIASES, Edit, EditResult
+
+__all__ = ["parse_edits", "normalize_op", "apply_edits", "check_invariants", "restore_protected", "set_region",
+           "get_region", "unified_diff", "diff_stats", "split_document", "Doc"]
+
+NEEDS_CONTENT = ("append", "insert_after", "replace")
+NEEDS_TARGET = ("insert_after", "replace", "delete")
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+def normalize_op(op: Any) -> str | None:
+    """Canonical op name for `op` ("Insert-After" → "insert_after", "add" → "append"), or None if unknown."""
+    if not isinstance(op, str):
+        return None
+    name = re.sub(r"[\s-]+", "_", op.strip().lower())
+    name = OP_ALIASES.get(name, name)
+    return name if name in EDIT_OPS else None
+
+
+def _clean_content(value: str) -> str:
+    # Drop leading blank lines and trailing whitespace but keep the first line's indentation (a nested bullet).
+    return re.sub(r"\A(?:[ \t]*\r?\n)+", "", value).rstrip()
+
+
+def _text_field(entry: dict, key: str) -> tuple[str, str | None]:
+    """(text, problem) for an optional text field; a list of strings is joined line by line."""
+    value = entry.get(key)
+    if value is None:
+        return "", None
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value), None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value), None
+    return "", f"'{key}' is a {type(value).__name__}, not text"
+
+
+def parse_edits(obj: Any, *, source_type: str = "failure") -> tuple[list[Edit], list[str]]:
+    """Build `Edit`s from a teacher's answer `{"edits": [...]}`.
+
+    Ops are normalised (aliases, case, dashes), targets stripped, contents stripped of surrounding blank lines and
+    trailing whitespace; an append's target and a delete's content are dropped (they mean nothing). Kept edits get
+    ids `e1`, `e2`, … in order. Every skipped entry yields one problem string naming its position (1-based);
+    nothing raises.
+    """
+    if not isinstance(obj, dict):
+        return [], [f"teacher answer is a {type(obj).__name__}, not a JSON object"]
+    if "edits" not in obj:
+        return [], ["teacher answer has no 'edits' key"]
+    raw = obj["edits"]
+    if not isinstance(raw, list):
+        return [], [f"'edits' is a {type(raw).__name__}, not a list"]
+    edits: list[Edit] = []
+    problems: list[str] = []
+    for number, entry in enumerate(raw, 1):
+        where = f"edit {number}"
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: is a {type(entry).__name__}, not an object")
+            continue
+        op = normalize_op(entry.get("op"))
+        if op is None:
+            problems.append(f"{where}: unknown op {entry.get('op')!r} (allowed: {', '.join(EDIT_OPS)})")
+            continue
+        target, p1 = _text_field(entry, "target")
+        content, p2 = _text_field(entry, "content")
+        rationale, p3 = _text_field(entry, "rationale")
+        if not rationale:
+            rationale, p3 = _text_field(entry, "reason")
+        bad = [p for p in (p1, p2, p3) if p]
+        if bad:
+            problems.append(f"{where}: {'; '.join(bad)}")
+            continue
+        target, content = target.strip(), _clean_content(content)
+        if op == "append":
+            target = ""
+        if op == "delete":
+            content = ""
+        if op in NEEDS_CONTENT and not content:
+            problems.append(f"{where}: {op} without content")
+            continue
+        if op in NEEDS_TARGET and not target:
+            problems.append(f"{where}: {op} without target")
+            continue
+        support = entry.get("support_count", 1)
+        support = support if isinstance(support, int) and not isinstance(support, bool) and support > 0 else 1
+        edits.append(Edit(op=op, content=content, target=target, rationale=rationale.strip(),
+                          support_count=support, source_type=source_type, id=f"e{len(edits) + 1}"))
+    return edits, problems
+
+
+# ---------------------------------------------------------------------------------------------- matching
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _overlap(start: int, end: int, spans: list[tuple[int, int, str]]) -> str | None:
+    for a, b, label in spans:
+        if start < b and a < end:
+            return label
+    return None
+
+
+def _occurrences(text: str, target: str, fuzzy: bool) -> list[tuple[int, int]]:
+    if not fuzzy:
+        found, i = [], text.find(target)
+        while i != -1:
+            found.append((i, i + len(target)))
+            i = text.find(target, i + 1)
+        return found
+    # Whitespace-normalised: the target's words separated by any whitespace run. Searching the original text with
+    # this pattern gives the exact original span, so the edit replaces what is really there.
+    words = target.split()
+    pattern = r"\s+".join(re.escape(w) for w in words)
+    return [(m.start(), m.end()) for m in re.finditer(pattern, text)]
+
+
+def _locate(doc: Doc, target: str, allow_front_matter: bool) -> tuple[str, int, int, str]:
+    """(kind, start, end, note): kind is "exact", "fuzzy", "protected" (note = what it hit) or "missing"."""
+    spans = doc.protected_spans(allow_front_matter=allow_front_matter)
+    for fuzzy in (False, True):
+        found = _occurrences(doc.text, target, fuzzy)
+        if not found:
+            continue
+        free = [(s, e) for s, e in found if _overlap(s, e, spans) is None]
+        if not free:
+            return "protected", found[0][0], found[0][1], _overlap(*found[0], spans) or ""
+        note = f"target occurs {len(free)} times; applied to the first" if len(free) > 1 else ""
+        return ("fuzzy" if fuzzy else "exact"), free[0][0], free[0][1], note
+    return "missing", -1, -1, ""
+
+
+# ---------------------------------------------------------------------------------------------- ops
+def _append(doc: Doc, content: str) -> str:
+    text, start = doc.text, doc.body_start
+    end = doc.editable_end()
+    body = strip_trailing_blank_lines(text[start:end])
+    body = body if body.strip() else ""
+    new = (body + "\n\n" if body else "") + content + "\n"
+    tail = text[end:]
+    if tail:
+        new += "\n" + tail
+    return text[:start] + new
+
+
+def _insert_after(doc: Doc, end: int, content: str, spans: list[tuple[int, int, str]]) -> tuple[str, str | None]:
+    text = doc.text
+    newline = text.find("\n", end)
+    at = len(text) if newline == -1 else newline + 1
+    for a, b, label in spans:
+        if a < at < b:
+            return text, label
+    if newline == -1:
+        return text + "\n" + content + "\n", None
+    return text[:at] + content + "\n" + text[at:], None
+
+
+def _delete(text: str, start: int, end: int) -> str:
+    line_start = text.rfind("\n", 0, start) + 1
+    newline = text.find("\n", end)
+    line_end = len(text) if newline == -1 else newline + 1
+    if (text[line_start:start] + text[end:line_end]).strip():
+        # Part of a line: the rest stays; take one space before the gap along if it would leave "a ." or "a  b".
+        if start > line_start and text[start - 1] in " \t" and (end == len(text) or text[end] in " \t\n.,;:!?)"):
+            start -= 1
+        return text[:start] + text[end:]
+    # The target was all of its line(s): drop them instead of leaving an empty line, then tidy the blank lines.
+    new, pos = text[:line_start] + text[line_end:], line_start
+    if not new[pos:].strip():
+        head = strip_trailing_blank_lines(new[:pos])
+        return head + "\n" if head.strip() else head
+    run_start = re.search(r"(?:^[ \t]*\n)*\Z", new[:pos], re.M).start()
+    run_end = pos + re.match(r"(?:[ \t]*\n)*", new[pos:]).end()
+    if run_start == 0:
+        return new[run_end:]  # no blank lines at the very top of a document
+    if new[run_start:run_end].count("\n") > 1:
+        return new[:run_start] + "\n" + new[run_end:]
+    return new
+
+
+def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, str, str]:
+    """Apply one edit; returns (new_text, status, reason)."""
+    op = normalize_op(edit.op)
+    if op is None:
+        return text, "skipped_invalid", f"unknown op {edit.op!r}"
+    # A teacher quoting a skill line that starts with a protocol tag saw it escaped (`&lt;output>`); undo that.
+    content = unescape_all(_clean_content(edit.content.replace("\r\n", "\n")))
+    target = edit.target.replace("\r\n", "\n").strip()
+    if op in NEEDS_CONTENT and not content:
+        return text, "skipped_invalid", f"{op} needs content"
+    if op in NEEDS_TARGET and not target:
+        return text, "skipped_invalid", f"{op} needs a target"
+    if MARKER_RE.search(content):
+        return text, "skipped_protected_region", "content contains a skillgit region marker"
+    if op in ("append", "insert_after") and _norm(content) in _norm(text):
+        return text, "skipped_duplicate", "content already appears in the skill"
+    doc = split_document(text)
+    if op == "append":
+        return _append(doc, content), "applied", ""
+
+    kind, start, end, note = _locate(doc, target, allow_front_matter)
+    how = "whitespace normalisation"
+    if kind == "missing" and unescape_all(target) != target:
+        # The teacher copied a line that the prompt showed escaped (`&lt;output>`): match what it really says.
+        kind, start, end, note = _locate(doc, unescape_all(target), allow_front_matter)
+        how = "undoing prompt escaping" + (" and whitespace normalisation" if kind == "fuzzy" else "")
+        kind = "fuzzy" if kind == "exact" else kind
+    if kind == "missing":
+        return text, "skipped_target_not_found", "target not found (exact or whitespace-normalised)"
+    if kind == "protected":
+        return text, "skipped_protected_region", f"target lies in {note}"
+    status = "applied_fuzzy" if kind == "fuzzy" else "applied"
+    reasons = [f"target matched after {how}"] if kind == "fuzzy" else []
+    if note:
+        reasons.append(note)
+    if op == "replace":
+        if _norm(content) == _norm(text[start:end]):
+            return text, "skipped_duplicate", "replacement equals the target"
+        new = text[:start] + content + text[end:]
+    elif op == "delete":
+        new = _delete(text, start, end)
+    else:
+        new, hit = _insert_after(doc, end, content, doc.protected_spans(allow_front_matter=allow_front_matter))
+        if hit:
+            return text, "skipped_protected_region", f"the insertion point lies in {hit}"
+    return new, status, "; ".join(reasons)
+
+
+def apply_edits(text: str, edits: list[Edit], *, allow_front_matter: bool = False) -> tuple[str, list[EditResult]]:
+    """Apply `edits` in order, each to the result of the previous; return the new text and one result per edit.
+
+    Op semantics: `append` adds at the end of the editable body (above a trailing protected region), separated by
+    exactly one blank line, keeping a final newline; `insert_after` inserts on new lines after the end of the line
+    that contains the target's end; `replace` substitutes the matched span; `delete` removes it, drops a line it
+    leaves empty, and collapses the blank-line run there to one blank line. A document that uses CRLF throughout is
+    edited as LF and converted back, so the edits' newlines match it.
+    """
+    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    work = text.replace("\r\n", "\n") if crlf else text
+    results: list[EditResult] = []
+    for edit in edits:
+        try:
+            new, status, reason = _apply_one(work, edit, allow_front_matter)
+            if status in ("applied", "applied_fuzzy"):
+                broken = check_invariants(work, new, allow_front_matter=allow_front_matter)
+                if broken:
+                    new, status, reason = work, "skipped_protected_region", "; ".join(broken)
+        except Exception as exc:  # one bad edit must not cost the others; recorded, never hidden
+            new, status, reason = work, "error", f"{type(exc).__name__}: {exc}"
+        results.append(EditResult(edit, status, reason))
+        work = new
+    return (work.replace("\n", "\r\n") if crlf else work), results
+
+
+# ---------------------------------------------------------------------------------------------- invariants
+def _region_map(doc: Doc) -> dict[str, list[tuple[str, bool]]]:
+    found: dict[str, list[tuple[str, bool]]] = {}
+    for region in doc.regions:
+        found.setdefault(region.name, []).append((doc.inner(region), region.closed))
+    return found
+
+
+def check_invariants(before: str, after: str, *, allow_front_matter: bool = False) -> list[str]:
+    """Problems that make `after` unacceptable as a successor of `before`: front matter added, removed or changed
+    (unless allowed), a protected region missing, changed (its content byte-for-byte) or added. Empty = fine."""
+    old, new = split_document(before), split_document(after)
+    problems: list[str] = []
+    if not allow_front_matter and old.front_matter != new.front_matter:
+        if not new.front_matter:
+            problems.append("front matter was removed")
+        elif not old.front_matter:
+            problems.append("front matter was added")
+        else:
+            problems.append("front matter was changed")
+    old_regions, new_regions = _region_map(old), _region_map(new)
+    for name, blocks in old_regions.items():
+        if name not in new_regions:
+            problems.append(f"protected region '{name}' is missing")
+        elif new_regions[name] != blocks:
+            problems.append(f"protected region '{name}' was changed")
+    for name in new_regions:
+        if name not in old_regions:
+            problems.append(f"protected region '{name}' was added")
+    return problems
+
+
+def restore_protected(before: str, after: str, *, allow_front_matter: bool = False) -> str | None:
+    """Repair a whole-skill rewrite that simply OMITTED protected parts; None if it cannot be made acceptable.
+
+    Rule: missing front matter is put back at the top; a protected region whose name no longer occurs at all is
+    put back at the end, in the original order, after one blank line. Anything else — front matter or a region
+    that is present but different, a region that was added — is a change, not an omission, and gives None (the
+    loop rejects the candidate with `check_invariants`' reasons). Returns `after` unchanged if nothing is missing.
+    """
+    old, new = split_document(before), split_document(after)
+    out = after
+    if old.front_matter and not new.front_matter and not allow_front_matter:
+        gap = "\n" if before[old.body_start:].startswith("\n") and not after.startswith("\n") else ""
+        out = old.front_matter + gap + after
+    present = {m.group(2) for m in MARKER_RE.finditer(after)}
+    missing = [r for r in old.regions if r.name not in present]
+    if missing:
+        blocks = "\n\n".join(before[r.start:r.end] for r in missing)
+        body = strip_trailing_blank_lines(out)
+        out = (body + "\n\n" if body.strip() else body) + blocks + "\n"
+    return None if check_invariants(before, out, allow_front_matter=allow_front_matter) else out
+
+
+# ---------------------------------------------------------------------------------------------- regions
+def get_region(text: str, name: str) -> str | None:
+    """The content of protected region `name` (one newline after the opening and before the closing marker
+    removed), or None if the document has no such region. Inverse of `set_region`."""
+    region = split_document(text).region(name)
+    if region is None:
+        return None
+    inner = text[region.inner_start:region.inner_end]
+    inner = inner[1:] if inner.startswith("\n") else inner
+    return inner[:-1] if inner.endswith("\n") else inner
+
+
+def set_region(text: str, name: str, content: str) -> str:
+    """Write `content` into protected region `name`, creating the region at the end of the document if missing.
+
+    The content is stored between the markers on lines of its own; skillgit markers inside it are removed (a
+    teacher's guidance must not open or close regions). Raises SkillgitError for an invalid name, or if the
+    region exists but is not closed (replacing it would swallow the rest of the document)."""
+    check_region_name(name)
+    content = MARKER_RE.sub("", content.replace("\r\n", "\n")).strip("\n")
+    inner = f"\n{content}\n" if content else "\n"
+    doc = split_document(text)
+    region = doc.region(name)
+    if region is not None and not region.closed:
+        raise SkillgitError(f"protected region '{name}' has no closing marker",
+                            f"add '{close_marker(name)}' where the region should end")
+    if region is not None:
+        return text[:region.inner_start] + inner + text[region.inner_end:]
+    head, body = text[:doc.body_start], strip_trailing_blank_lines(text[doc.body_start:])
+    body = body + "\n\n" if body.strip() else ""
+    return head + body + open_marker(name) + inner + close_marker(name) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- diffs
+def _lines(text: str) -> list[str]:
+    # Split on "\n" only: str.splitlines would also split on form feeds and U+2028, which unidiff does not.
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+
+
+def unified_diff(before: str, after: str, path: str = "SKILL.md", context: int = 3) -> str:
+    """A `git diff`-style unified diff (`--- a/PATH`, `+++ b/PATH`), "" when equal; a last line without newline
+    gets git's `\\ No newline at end of file` marker so the text parses back."""
+    out: list[str] = []
+    for line in difflib.unified_diff(_lines(before), _lines(after), f"a/{path}", f"b/{path}", n=context):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def diff_stats(diff_text: str) -> tuple[int, int]:
+    """(added, removed) line counts of a unified diff, parsed with unidiff."""
+    if not diff_text.strip():
+        return 0, 0
+    patch = PatchSet(diff_text)
+    return patch.added, patch.removed

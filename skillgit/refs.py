@@ -1,0 +1,179 @@
+"""Names of everything skillgit keeps in git: refs, trailers and step specs. Pure string logic, no git.
+
+Layout (see docs/ARCHITECTURE.md, "Git data model"):
+
+| ref | holds |
+| --- | --- |
+| `refs/heads/<branch>` | accepted skills (fast-forward only) |
+| `refs/heads/candidates/<run>/<step:04d>` | one undecided candidate; gone once decided |
+| `refs/tags/rejected/<run>/<step:04d>` | annotated tag on a rejected candidate |
+| `refs/notes/skillgit` | JSON-lines notes per commit |
+| `refs/skillgit/runs/<run>` | a run's config and progress (a commit of small files) |
+| `refs/skillgit/archive` | rejected tags folded by `skillgit gc` (keeps their commits reachable) |
+| `refs/notes/skillgit-remote/<remote>`, `refs/skillgit/remote/<remote>/…` | what `skillgit pull`/`push` fetched |
+
+Run ids are single ref components from a small alphabet (`[A-Za-z0-9._-]`, no `/`), so `<run>/<step>` and
+`rejected/<run>/<step>` parse without ambiguity and an archive key `<run>@<step>` is unique.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from skillgit.errors import SkillgitError
+
+NOTES_REF = "refs/notes/skillgit"
+NOTES_TMP_PREFIX = "refs/notes/skillgit-tmp/"  # scratch notes refs while building a notes commit
+REMOTE_NOTES_PREFIX = "refs/notes/skillgit-remote/"
+CANDIDATES_PREFIX = "refs/heads/candidates/"
+REJECTED_PREFIX = "refs/tags/rejected/"
+RUNS_PREFIX = "refs/skillgit/runs/"
+ARCHIVE_REF = "refs/skillgit/archive"
+REMOTE_PREFIX = "refs/skillgit/remote/"
+
+# Commit-message trailers every skillgit commit carries (parsed back by `notes.parse_message`).
+TRAILER_RUN = "Skillgit-Run"
+TRAILER_STEP = "Skillgit-Step"
+TRAILER_SCORE = "Skillgit-Score"
+TRAILER_DELTA = "Skillgit-Delta"
+TRAILER_REVERT = "Skillgit-Revert"  # the revert mode: rev | to | steps
+TRAILER_REVERT_OF = "Skillgit-Revert-Of"
+TRAILER_REVERT_TO = "Skillgit-Revert-To"
+TRAILER_PREFIX = "Skillgit-"
+
+_RUN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_NAMED_STEP_RE = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}")
+_STEP_SPEC_RE = re.compile(r"(?:(rejected)/)?(?:([^/\s]+)/)?([^/\s]+)")
+
+Step = "int | str"  # a numbered step (1, 2, …; 0 = the run's seed) or a named one such as "e1-slow-update"
+
+
+def _component_ok(text: str) -> bool:
+    return ".." not in text and not text.endswith((".", ".lock"))
+
+
+def validate_run(run: str) -> str:
+    """Return `run` if it can name a run (one ref component from `[A-Za-z0-9._-]`), else raise (USAGE)."""
+    if not isinstance(run, str) or not _RUN_RE.fullmatch(run) or not _component_ok(run):
+        raise SkillgitError(f"invalid run id {run!r}",
+                            "use letters, digits, '.', '_' and '-' (up to 100, starting with a letter or digit)")
+    return run
+
+
+def validate_step(step: int | str) -> int | str:
+    """A step is a whole number ≥ 0 or a name (`e1-slow-update`: a letter, then letters, digits, `._-`).
+    Digit strings become numbers, so "3", "0003" and 3 are the same step."""
+    if isinstance(step, str) and step.isdigit():
+        return int(step)
+    if isinstance(step, int) and not isinstance(step, bool) and step >= 0:
+        return step
+    if isinstance(step, str) and _NAMED_STEP_RE.fullmatch(step) and _component_ok(step):
+        return step
+    raise SkillgitError(f"invalid step {step!r}",
+                        "steps are whole numbers (0 = the seed) or names of letters, digits, '.', '_', '-'")
+
+
+def parse_step(token: str) -> int | str | None:
+    try:
+        return validate_step(token)
+    except SkillgitError:
+        return None
+
+
+def step_key(step: int | str) -> tuple[int, int, str]:
+    """Sort key: numbered steps in order, then named ones by name."""
+    return (0, step, "") if isinstance(step, int) else (1, 0, str(step))
+
+
+def step_name(step: int | str) -> str:
+    """`3` → `0003` (four digits so refs sort by step; more digits when needed); names stay as they are."""
+    step = validate_step(step)
+    return f"{step:04d}" if isinstance(step, int) else step
+
+
+def label(run: str, step: int | str) -> str:
+    """The human name of a step: `run/0003`."""
+    return f"{run}/{step_name(step)}"
+
+
+def branch_ref(branch: str) -> str:
+    return branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+
+
+def candidate_ref(run: str, step: int | str) -> str:
+    return f"{CANDIDATES_PREFIX}{validate_run(run)}/{step_name(step)}"
+
+
+def rejected_tag(run: str, step: int | str) -> str:
+    """The tag's short name (what `git tag -l` shows): `rejected/<run>/<step:04d>`."""
+    return f"rejected/{validate_run(run)}/{step_name(step)}"
+
+
+def rejected_ref(run: str, step: int | str) -> str:
+    return f"refs/tags/{rejected_tag(run, step)}"
+
+
+def run_ref(run: str) -> str:
+    return f"{RUNS_PREFIX}{validate_run(run)}"
+
+
+def parse_step_ref(refname: str) -> tuple[str, int | str] | None:
+    """`refs/heads/candidates/r1/0003` or `refs/tags/rejected/r1/0003` → `("r1", 3)`; anything else → None."""
+    for prefix in (CANDIDATES_PREFIX, REJECTED_PREFIX):
+        if refname.startswith(prefix):
+            run, _, token = refname[len(prefix):].partition("/")
+            step = parse_step(token)
+            if _RUN_RE.fullmatch(run) and step is not None:
+                return run, step
+    return None
+
+
+def parse_run_ref(refname: str) -> str | None:
+    if refname.startswith(RUNS_PREFIX):
+        run = refname[len(RUNS_PREFIX):]
+        return run if _RUN_RE.fullmatch(run) else None
+    return None
+
+
+def parse_step_spec(spec: str) -> tuple[bool, str | None, int | str] | None:
+    """Parse a step spec a user may type: `N`, `<run>/<step>` or `rejected/<run>/<step>`.
+
+    Returns (rejected_only, run or None for "the newest run", step), or None when `spec` is not of that shape
+    (then it is an ordinary git revision). A bare spec must be a number (`main` stays a branch).
+    """
+    m = _STEP_SPEC_RE.fullmatch(spec.strip())
+    if not m:
+        return None
+    rejected, run, token = m.group(1), m.group(2), m.group(3)
+    if (rejected and run is None) or (run is None and not token.isdigit()):
+        return None
+    step = parse_step(token)
+    if step is None or (run is not None and not _RUN_RE.fullmatch(run)):
+        return None
+    return bool(rejected), run, step
+
+
+def archive_key(run: str, step: int | str) -> str:
+    """The name of a folded rejected step inside the archive's tree: `<run>@<step:04d>`."""
+    return f"{run}@{step_name(step)}"
+
+
+def parse_archive_key(name: str) -> tuple[str, int | str] | None:
+    run, sep, token = name.rpartition("@")
+    step = parse_step(token) if sep else None
+    if step is not None and _RUN_RE.fullmatch(run):
+        return run, step
+    return None
+
+
+def remote_component(remote: str) -> str:
+    """A ref component naming `remote`, which may be a remote's name, a path or a URL.
+
+    Plain remote names stay as they are; anything else becomes a readable slug plus a short hash, so two
+    different URLs never share the refs we fetch into.
+    """
+    if _RUN_RE.fullmatch(remote) and _component_ok(remote):
+        return remote
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", remote).strip("-._")[-40:].lstrip("-._") or "remote"
+    return f"{slug}-{hashlib.sha1(remote.encode()).hexdigest()[:8]}"

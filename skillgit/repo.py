@@ -1,0 +1,419 @@
+"""All of skillgit's git access: the only module that imports GitPython.
+
+`GitRepo` runs git commands through GitPython's `Git.execute` and offers the plumbing the store needs:
+objects (blobs, trees, commits, tags) built without touching any index or working tree, compare-and-swap ref
+transactions (`git update-ref --stdin`), notes commits built on scratch refs, and the few porcelain calls that
+keep a checked-out worktree consistent. Every failure of git becomes a `GitError` (a `GitStateError`) with git's
+own first error line and a hint; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import git as gitpython
+from git.exc import GitCommandNotFound
+
+from skillgit import refs as R
+from skillgit.errors import GitStateError
+
+IDENTITY_HINT = 'tell git who you are: git config user.name "Your Name" && git config user.email you@example.com'
+
+
+class GitError(GitStateError):
+    """A git command failed; `stderr` keeps git's full complaint for callers that diagnose it."""
+
+    def __init__(self, message: str, hint: str = "", stderr: str = "", status: int = 1):
+        super().__init__(message, hint)
+        self.stderr = stderr
+        self.status = status
+
+
+class RefConflict(GitError):
+    """A ref transaction's compare-and-swap failed; no ref was changed."""
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    mode: str
+    type: str
+    sha: str
+    name: str
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    """One line of an update-ref transaction. `old=None` means "must not exist" (for update/verify)."""
+
+    op: str  # update | delete | verify
+    ref: str
+    new: str | None = None
+    old: str | None = None
+
+
+@dataclass(frozen=True)
+class Worktree:
+    path: Path
+    head: str | None
+    branch: str | None  # full ref name, None when detached or bare
+    bare: bool = False
+
+
+def _stdin(data: bytes | str | None):
+    # GitPython hands `istream` to Popen as stdin, which needs a real file descriptor (not BytesIO).
+    if data is None:
+        return None
+    f = tempfile.TemporaryFile()
+    f.write(data.encode("utf-8") if isinstance(data, str) else data)
+    f.seek(0)
+    return f
+
+
+def _subcommand(args: Sequence[str]) -> str:
+    """The git subcommand in `args` (skipping global options such as `-c k=v` and `-C path`)."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("-c", "-C"):
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return "git"
+
+
+class GitRepo:
+    """A repository opened at `root` (its working tree; the git dir for a bare repository)."""
+
+    def __init__(self, root: Path, git_dir: Path, common_dir: Path, object_format: str, bare: bool):
+        self.root = root
+        self.git_dir = git_dir
+        self.common_dir = common_dir  # shared by all worktrees: locks and hooks live here
+        self.object_format = object_format
+        self.bare = bare
+        self.zero = "0" * (64 if object_format == "sha256" else 40)
+        self._git = gitpython.Git(str(root))
+
+    # ------------------------------------------------------------------------------------------ running git
+    @classmethod
+    def open(cls, path: Path | str) -> "GitRepo":
+        """Open the repository containing `path`; GitStateError when there is none."""
+        path = Path(path).expanduser()
+        if not path.is_dir():
+            raise GitStateError(f"no such folder: {path}", "pass --repo PATH to an existing repository")
+        probe = gitpython.Git(str(path))
+        status, out, _ = cls._exec(probe, ["rev-parse", "--path-format=absolute", "--git-common-dir",
+                                           "--absolute-git-dir", "--is-bare-repository", "--show-object-format"])
+        if status != 0:
+            raise GitStateError(f"not a git repository: {path.resolve()}",
+                                "run `skillgit init` there, or pass --repo PATH to a repository")
+        common, gdir, bare, fmt = out.decode().splitlines()[:4]
+        root = Path(gdir)
+        if bare != "true":
+            status, top, _ = cls._exec(probe, ["rev-parse", "--show-toplevel"])
+            if status != 0 or not top.strip():
+                raise GitStateError(f"{path.resolve()} is inside a git dir, not a working tree",
+                                    "pass --repo PATH to the repository's top folder")
+            root = Path(top.decode().strip())
+        return cls(root, Path(gdir), Path(common), fmt.strip() or "sha1", bare == "true")
+
+    @classmethod
+    def init(cls, path: Path, branch: str) -> "GitRepo":
+        """Create a repository at `path` whose unborn HEAD is `branch`."""
+        path.mkdir(parents=True, exist_ok=True)
+        status, _, err = cls._exec(gitpython.Git(str(path)), ["init", "-q", "-b", branch])
+        if status != 0:
+            raise cls._error(["init"], status, err)
+        return cls.open(path)
+
+    @staticmethod
+    def _exec(g, args: Sequence[str], stdin=None, env=None) -> tuple[int, bytes, str]:
+        try:
+            status, out, err = g.execute(["git", *args], istream=stdin, env=env, with_extended_output=True,
+                                         with_exceptions=False, stdout_as_string=False,
+                                         strip_newline_in_stdout=False)
+        except GitCommandNotFound:
+            raise GitStateError("git is not installed or not on PATH", "install git 2.39 or newer") from None
+        finally:
+            if stdin is not None:
+                stdin.close()
+        return status, out or b"", err if isinstance(err, str) else (err or b"").decode("utf-8", "replace")
+
+    def call(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None
+             ) -> tuple[int, bytes, str]:
+        """Run git; return (status, stdout bytes, stderr) without raising on a non-zero status."""
+        return self._exec(self._git, args, _stdin(input), env)
+
+    def run_bytes(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None) -> bytes:
+        status, out, err = self.call(*args, input=input, env=env)
+        if status != 0:
+            raise self._error(args, status, err)
+        return out
+
+    def run(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None) -> str:
+        """Run git and return its stdout as text without the final newline; GitError on failure."""
+        return self.run_bytes(*args, input=input, env=env).decode("utf-8", "replace").rstrip("\n")
+
+    @staticmethod
+    def _error(args: Sequence[str], status: int, stderr: str) -> GitError:
+        lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+        main = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
+        for prefix in ("fatal: ", "error: "):
+            main = main.removeprefix(prefix)
+        cmd = _subcommand(args)
+        hint = "see the message above; nothing was changed by skillgit"
+        if "tell me who you are" in stderr or "auto-detect email" in stderr or "empty ident" in stderr:
+            hint = IDENTITY_HINT
+        elif "index.lock" in stderr:
+            hint = "another git process is running in this repository; wait for it (or remove a stale index.lock)"
+        cls = RefConflict if cmd == "update-ref" else GitError
+        return cls(f"git {cmd} failed: {main or f'exit status {status}'}", hint, stderr, status)
+
+    # ------------------------------------------------------------------------------------------ objects
+    def blob_id(self, data: bytes) -> str:
+        """The id git would give `data` as a blob, computed without writing anything."""
+        algo = hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1
+        return algo(b"blob %d\0" % len(data) + data).hexdigest()
+
+    def write_blob(self, data: bytes) -> str:
+        # --no-filters: the text is already what the blob must hold (no eol/clean conversion).
+        return self.run("hash-object", "-w", "--no-filters", "--stdin", input=data)
+
+    def cat(self, rev: str) -> bytes:
+        return self.run_bytes("cat-file", "-p", rev)
+
+    def cat_batch(self, names: Iterable[str]) -> dict[str, tuple[str, bytes] | None]:
+        """Read many objects with one `git cat-file --batch`: name → (type, content), None when missing."""
+        names = list(dict.fromkeys(names))
+        if not names:
+            return {}
+        out = self.run_bytes("cat-file", "--batch", input="".join(f"{n}\n" for n in names))
+        result: dict[str, tuple[str, bytes] | None] = {}
+        pos = 0
+        for name in names:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].decode().split()
+            pos = end + 1
+            if len(header) != 3:  # "<name> missing" / "ambiguous"
+                result[name] = None
+                continue
+            size = int(header[2])
+            result[name] = (header[1], out[pos:pos + size])
+            pos += size + 1
+        return result
+
+    def ls_tree(self, treeish: str, recursive: bool = False) -> list[TreeEntry]:
+        out = self.run_bytes("ls-tree", "-z", *(["-r"] if recursive else []), treeish).decode("utf-8", "replace")
+        entries = []
+        for record in out.split("\0"):
+            if record:
+                meta, _, name = record.partition("\t")
+                mode, kind, sha = meta.split()
+                entries.append(TreeEntry(mode, kind, sha, name))
+        return entries
+
+    def mktree(self, entries: Iterable[TreeEntry]) -> str:
+        data = "".join(f"{e.mode} {e.type} {e.sha}\t{e.name}\0" for e in entries)
+        return self.run("mktree", "-z", input=data)
+
+    def tree_entry(self, treeish: str, path: str) -> TreeEntry | None:
+        """The entry at `path` (slash-separated, relative to the tree's root), or None."""
+        status, out, _ = self.call("ls-tree", "-z", "--full-tree", treeish, "--", path)
+        record = out.decode("utf-8", "replace").split("\0")[0] if status == 0 else ""
+        if not record:
+            return None
+        meta, _, name = record.partition("\t")
+        mode, kind, sha = meta.split()
+        return TreeEntry(mode, kind, sha, name) if name == path else None
+
+    def replace_in_tree(self, tree: str | None, path: str, blob: str, mode: str = "100644") -> str:
+        """A tree equal to `tree` with `path` set to `blob`, built level by level with mktree (no index).
+        Only the trees along `path` are rewritten, so the cost does not grow with the repository."""
+        head, _, rest = path.partition("/")
+        entries = {e.name: e for e in self.ls_tree(tree)} if tree else {}
+        if rest:
+            sub = entries.get(head)
+            new_sub = self.replace_in_tree(sub.sha if sub and sub.type == "tree" else None, rest, blob, mode)
+            entries[head] = TreeEntry("040000", "tree", new_sub, head)
+        else:
+            entries[head] = TreeEntry(mode, "blob", blob, head)
+        return self.mktree(entries.values())
+
+    def build_tree(self, files: dict[str, str]) -> str:
+        """A tree holding `files` (slash path → blob id, mode 100644)."""
+        tree: str | None = None
+        for path, blob in sorted(files.items()):
+            tree = self.replace_in_tree(tree, path, blob)
+        return tree if tree is not None else self.mktree([])
+
+    def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
+        args = ["commit-tree", tree]
+        for parent in parents:
+            args += ["-p", parent]
+        return self.run(*args, "-F", "-", input=message)
+
+    def make_tag(self, obj: str, name: str, message: str) -> str:
+        """An annotated tag object on commit `obj` (no ref is created)."""
+        ident = self.run("var", "GIT_COMMITTER_IDENT")
+        return self.run("mktag", input=f"object {obj}\ntype commit\ntag {name}\ntagger {ident}\n\n{message}")
+
+    def merge_file(self, ours: str, base: str, theirs: str) -> tuple[str, int]:
+        """3-way merge of texts (git merge-file): (merged text, number of conflicts)."""
+        with tempfile.TemporaryDirectory(prefix="skillgit-merge-") as tmp:
+            paths = []
+            for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+                p = Path(tmp) / name
+                p.write_bytes(text.encode("utf-8"))
+                paths.append(str(p))
+            status, out, err = self.call("merge-file", "-p", *paths)
+        if status < 0 or status > 127:
+            raise self._error(["merge-file"], status, err)
+        return out.decode("utf-8"), status
+
+    # ------------------------------------------------------------------------------------------ refs
+    def ref(self, name: str) -> str | None:
+        """The object a full ref name points to (not peeled), or None when it does not exist."""
+        status, out, _ = self.call("rev-parse", "--verify", "--quiet", name)
+        return out.decode().strip() if status == 0 else None
+
+    def commit_of(self, rev: str) -> str | None:
+        """The commit `rev` names (any git revision, peeled), or None."""
+        if not rev or rev.startswith("-"):
+            return None
+        status, out, _ = self.call("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+        return out.decode().strip() if status == 0 else None
+
+    def for_each_ref(self, fields: Sequence[str], *patterns: str, sort: str | None = None) -> list[list[str]]:
+        """One row of `fields` (for-each-ref atoms without %( )) per ref under `patterns`."""
+        fmt = "%1f".join(f"%({f})" for f in fields) + "%1e"
+        args = ["for-each-ref", f"--format={fmt}", *([f"--sort={sort}"] if sort else []), *patterns]
+        out = self.run_bytes(*args).decode("utf-8", "replace")
+        return [rec.lstrip("\n").split("\x1f") for rec in out.split("\x1e") if rec.strip("\n")]
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        return self.call("merge-base", "--is-ancestor", ancestor, descendant)[0] == 0
+
+    def transaction(self, updates: Sequence[RefUpdate], reason: str) -> None:
+        """Apply `updates` atomically with compare-and-swap on their old values (all or nothing).
+        Raises RefConflict when any old value does not match; then no ref has changed."""
+        lines = ["start"]
+        for u in updates:
+            if u.op == "update":
+                lines.append(f"update {u.ref} {u.new} {u.old or self.zero}")
+            elif u.op == "delete":
+                lines.append(f"delete {u.ref} {u.old}")
+            elif u.op == "verify":
+                lines.append(f"verify {u.ref} {u.old or self.zero}")
+            else:
+                raise ValueError(f"unknown ref op {u.op!r}")
+        lines += ["prepare", "commit"]
+        self.run("update-ref", "-m", reason, "--stdin", input="\n".join(lines) + "\n")
+
+    def delete_ref(self, ref: str) -> None:
+        self.call("update-ref", "-d", ref)
+
+    # ------------------------------------------------------------------------------------------ notes
+    def notes_map(self, ref: str = R.NOTES_REF) -> dict[str, str]:
+        """annotated commit → note blob, for every note under `ref` (one `git notes list`)."""
+        if self.ref(ref) is None:
+            return {}
+        out = self.run("notes", "--ref", ref, "list")
+        pairs = (line.split() for line in out.splitlines() if line.strip())
+        return {obj: blob for blob, obj in pairs}
+
+    def _scratch_notes(self, start: str | None, action) -> str | None:
+        """Run `action(tmp_ref)` on a scratch notes ref starting at `start`; return its final value.
+        The scratch ref has no reflog and is always deleted: only the returned commit is kept (as an object)."""
+        tmp = f"{R.NOTES_TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        quiet = ("-c", "core.logAllRefUpdates=false")
+        try:
+            if start:
+                self.run(*quiet, "update-ref", tmp, start, self.zero)
+            action(tmp, quiet)
+            return self.ref(tmp)
+        finally:
+            self.call(*quiet, "update-ref", "-d", tmp)
+
+    def build_notes(self, additions: dict[str, str], ref: str = R.NOTES_REF) -> tuple[str | None, str | None]:
+        """Build (without moving `ref`) the notes commit that appends `additions` (commit → text) to `ref`'s notes.
+        Returns (old value of ref, new notes commit) for a CAS update in the caller's transaction."""
+        old = self.ref(ref)
+        if not additions:
+            return old, old
+
+        def append(tmp: str, quiet) -> None:
+            for commit, text in additions.items():
+                self.run(*quiet, "notes", "--ref", tmp, "append", "-F", "-", commit, input=text)
+
+        return old, self._scratch_notes(old, append)
+
+    def merged_notes(self, other: str, ref: str = R.NOTES_REF) -> tuple[str | None, str | None]:
+        """(old, new) where new merges notes commit `other` into `ref` with cat_sort_uniq (line union)."""
+        old = self.ref(ref)
+        if old is None or old == other or self.is_ancestor(other, old):
+            return old, other if old is None else old
+
+        def merge(tmp: str, quiet) -> None:
+            self.run(*quiet, "notes", "--ref", tmp, "merge", "-q", "-s", "cat_sort_uniq", other)
+
+        return old, self._scratch_notes(old, merge)
+
+    # ------------------------------------------------------------------------------------------ worktrees
+    def worktrees(self) -> list[Worktree]:
+        out = self.run_bytes("worktree", "list", "--porcelain", "-z").decode("utf-8", "replace")
+        result: list[Worktree] = []
+        for block in out.split("\0\0"):
+            fields = dict((line.partition(" ")[0], line.partition(" ")[2]) for line in block.split("\0") if line)
+            if "worktree" in fields:
+                result.append(Worktree(Path(fields["worktree"]), fields.get("HEAD"), fields.get("branch"),
+                                       "bare" in fields))
+        return result
+
+    def in_worktree(self, wt: Path, *args: str, input: str | bytes | None = None) -> str:
+        """Run git inside worktree `wt` (its own index and HEAD); pathspecs are taken literally."""
+        return self.run("--literal-pathspecs", "-C", str(wt), *args, input=input)
+
+    def index_entries(self, wt: Path, path: str) -> list[tuple[str, str, int]]:
+        """(mode, blob, stage) of `path` in worktree `wt`'s index."""
+        out = self.in_worktree(wt, "ls-files", "-s", "-z", "--", path)
+        rows = []
+        for record in out.split("\0"):
+            if record:
+                meta, _, name = record.partition("\t")
+                mode, sha, stage = meta.split()
+                if name == path:
+                    rows.append((mode, sha, int(stage)))
+        return rows
+
+    def worktree_blob(self, wt: Path, path: str) -> str | None:
+        """The blob id the working file would get if added (clean/eol filters applied); None when missing."""
+        if not (wt / path).is_file():
+            return None
+        return self.in_worktree(wt, "hash-object", "--", path)
+
+    def checkout_blob(self, wt: Path, path: str, mode: str, blob: str) -> None:
+        """Set `path`'s index entry in `wt` to `blob` and write the file from it (smudge/eol as git would)."""
+        self.in_worktree(wt, "update-index", "--cacheinfo", f"{mode},{blob},{path}")
+        self.in_worktree(wt, "checkout-index", "-f", "-u", "--", path)
+
+    # ------------------------------------------------------------------------------------------ config
+    def config_get_all(self, key: str) -> list[str]:
+        status, out, _ = self.call("config", "--get-all", key)
+        return out.decode().splitlines() if status == 0 else []
+
+    def config_add(self, key: str, value: str) -> None:
+        self.run("config", "--add", key, value)
+
+    def config_set(self, key: str, value: str) -> None:
+        self.run("config", key, value)
+
+    def git_path(self, name: str) -> Path:
+        """`git rev-parse --git-path` (honours core.hooksPath for "hooks")."""
+        path = Path(self.run("rev-parse", "--git-path", name))
+        return path if path.is_absolute() else (self.root / path)

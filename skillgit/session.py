@@ -1,0 +1,60 @@
+"""The composition root: from a project (repository + config) to a ready `Trainer` or `Evaluator`.
+
+This is the one place that wires the outside worlds together — the store (git), the backends (SDKs,
+subprocesses or the simulated world), the call cache and the ledger — so that the loop itself stays pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from skillgit.llm import factory
+from skillgit.llm.cache import CachedLLM, CachedStudent, CallCache
+from skillgit.loop.events import EventSink, ignore
+from skillgit.loop.ledger import Ledger, MeteredLLM, MeteredStudent
+from skillgit.project import Project
+from skillgit.scorers import build_scorer
+from skillgit.store import Store
+from skillgit.tasks import Splits, load_splits
+
+
+@dataclass
+class Session:
+    project: Project
+    store: Store
+    splits: Splits
+    scorer: object
+    ledger: Ledger
+    cache: CallCache
+
+    @property
+    def prompts_dir(self) -> Path | None:
+        d = self.project.config.prompts.dir
+        return (self.project.root / d) if d else None
+
+    def student(self) -> MeteredStudent:
+        inner = factory.build_student(self.project.config, self.project.root)
+        return MeteredStudent(CachedStudent(inner, self.cache), self.ledger)
+
+    def teacher(self) -> MeteredLLM:
+        inner = factory.build_teacher(self.project.config, self.project.root)
+        return MeteredLLM(CachedLLM(inner, self.cache), self.ledger, "teacher")
+
+
+def open_session(project: Project, *, cache: bool = True) -> Session:
+    cfg = project.config
+    store = Store.open(project.root, cfg.skill.path, cfg.skill.branch)
+    splits = load_splits(cfg.env, project.root)
+    scorer = build_scorer(cfg.env.scorer, project.root)
+    cache_path = store.git_dir / "skillgit" / "cache" / "calls.jsonl" if cache else None
+    return Session(project, store, splits, scorer, Ledger(), CallCache(cache_path))
+
+
+def build_trainer(session: Session, *, run_id: str | None = None, resume: bool = True,
+                  on_event: EventSink = ignore):
+    from skillgit.loop.run import Trainer
+
+    return Trainer(session.project.config, session.store, session.splits, session.student(), session.teacher(),
+                   session.scorer, ledger=session.ledger, run_id=run_id, resume=resume, on_event=on_event,
+                   prompts_dir=session.prompts_dir)

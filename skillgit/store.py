@@ -1,0 +1,532 @@
+"""The training history in git: candidates, decisions, notes, history, reverts, runs and locks.
+
+Contracts the training loop relies on:
+- `propose` builds a candidate commit with plumbing only: the user's index and working tree are never touched.
+- `decide` is one `git update-ref --stdin` transaction (skill branch or rejected tag, candidate ref and notes
+  together, compare-and-swap on every old value): either all of it happens or nothing does.
+- Accepting (and reverting) keeps a worktree that has the skill branch checked out consistent, as
+  `git merge --ff-only` would, and refuses up front when the skill file there has uncommitted changes.
+- History, the negative buffer and step lookup live in `store_history`; push/pull/gc in `store_sync`;
+  `skillgit init` in `store_init`. Only `repo` talks to git.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterator, Sequence
+
+from skillgit import notes as N
+from skillgit import refs as R
+from skillgit import store_history
+from skillgit.errors import ExitCode, GitStateError, SkillgitError
+from skillgit.repo import GitRepo, RefConflict, RefUpdate, Worktree
+from skillgit.store_history import LogEntry
+from skillgit.types import RejectedEdit
+
+__all__ = ["Store", "Candidate", "Decision", "LogEntry"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A proposed skill: commit `sha` (parent = the tip it was built on) held by ref `ref` until decided."""
+
+    sha: str
+    ref: str
+    parent: str
+    blob: str
+    run: str
+    step: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: str  # accepted | rejected
+    run: str
+    step: int
+    commit: str  # the candidate commit
+    tip: str  # the skill branch after the decision
+    tag: str | None  # rejected/<run>/<step> for a rejection
+    score_before: float
+    score_after: float
+    delta: float
+    reason: str
+
+
+def _normalize_path(root: Path, skill_path: str | Path) -> str:
+    path = Path(skill_path)
+    if path.is_absolute():
+        try:
+            path = path.resolve().relative_to(root.resolve())
+        except ValueError:
+            raise GitStateError(f"skill file {path} is outside the repository {root}",
+                                "give skill.path relative to the repository root") from None
+    posix = PurePosixPath(path.as_posix())
+    if not posix.parts or ".." in posix.parts or posix.as_posix() in (".", ""):
+        raise GitStateError(f"invalid skill path {str(skill_path)!r}",
+                            "give skill.path relative to the repository root, e.g. SKILL.md")
+    return posix.as_posix()
+
+
+class Store:
+    """The skill file `skill_path` on branch `branch` of the repository at `repo.root`."""
+
+    def __init__(self, repo: GitRepo, skill_path: str, branch: str):
+        self.repo = repo
+        self.skill_path = skill_path
+        self.branch = branch
+        self.branch_ref = R.branch_ref(branch)
+
+    # ------------------------------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, root: Path | str, skill_path: str = "SKILL.md", branch: str = "main") -> "Store":
+        """Open the skill; GitStateError (with a hint) when `root` is not a repository, the branch does not
+        exist or the skill file is not committed on it."""
+        repo = GitRepo.open(Path(root))
+        store = cls(repo, _normalize_path(repo.root, skill_path), branch)
+        if repo.call("check-ref-format", store.branch_ref)[0] != 0:
+            raise GitStateError(f"invalid branch name '{branch}'", "set skill.branch to a valid branch name")
+        tip = repo.ref(store.branch_ref)
+        if tip is None:
+            names = [row[0] for row in repo.for_each_ref(["refname:short"], "refs/heads/")
+                     if not row[0].startswith("candidates/")]
+            hint = (f"existing branches: {', '.join(names[:8])}; set skill.branch in skillgit.yaml" if names
+                    else f"commit the skill file first: git add {store.skill_path} && git commit -m 'Add skill'")
+            raise GitStateError(f"skill branch '{branch}' does not exist in {repo.root}", hint)
+        entry = repo.tree_entry(tip, store.skill_path)
+        if entry is None or entry.type != "blob":
+            hint = (f"commit it: git add {store.skill_path} && git commit -m 'Add skill'"
+                    if (repo.root / store.skill_path).is_file()
+                    else "set skill.path in skillgit.yaml, or run `skillgit init` to create a starter skill")
+            raise GitStateError(f"skill file '{store.skill_path}' is not in branch '{branch}'", hint)
+        return store
+
+    # ------------------------------------------------------------------------------------------ reading
+    def tip(self) -> str:
+        """The commit the skill branch points to."""
+        sha = self.repo.ref(self.branch_ref)
+        if sha is None:
+            raise GitStateError(f"skill branch '{self.branch}' no longer exists",
+                                f"recreate it (git branch {self.branch} <commit>) or set skill.branch")
+        return sha
+
+    def resolve(self, rev: str) -> str:
+        """The commit `rev` names: `rejected/<run>/<N>`, `<run>/<N>`, a bare step `N` (of the newest run; 0 is
+        the run's seed), or any git revision (sha, branch, tag, `main~2`…). GitStateError when unknown."""
+        rev = str(rev).strip()
+        spec = R.parse_step_spec(rev)
+        if spec is not None:
+            rejected_only, run, step = spec
+            entries = store_history.scan(self)
+            runs = [e.run for e in entries if e.run and e.verdict != "revert"]
+            run = run or (runs[-1] if runs else None)
+            for e in reversed(entries):
+                if e.run == run and e.step == step and (e.verdict == "rejected" or not rejected_only):
+                    return e.sha
+            if run and not rejected_only:
+                pending = self.repo.ref(R.candidate_ref(run, step))
+                if pending:
+                    return pending
+        sha = None if (spec and spec[0]) else self.repo.commit_of(rev)
+        if sha is None:
+            raise GitStateError(f"unknown revision '{rev}'",
+                                "see the steps with `skillgit log` (use N, RUN/N, rejected/RUN/N or a commit)")
+        return sha
+
+    def read_skill(self, rev: str | None = None) -> str:
+        """The skill text at `rev` (None = the branch tip)."""
+        commit = self.tip() if rev is None else self.resolve(rev)
+        entry = self.repo.tree_entry(commit, self.skill_path)
+        if entry is None:
+            raise GitStateError(f"'{self.skill_path}' does not exist at {rev or self.branch} ({commit[:12]})",
+                                "pick a revision that has the skill file (see `skillgit log`)")
+        try:
+            return self.repo.cat(entry.sha).decode("utf-8")
+        except UnicodeDecodeError:
+            raise GitStateError(f"'{self.skill_path}' at {commit[:12]} is not UTF-8 text",
+                                "skills must be UTF-8 text files") from None
+
+    def blob_id(self, text: str) -> str:
+        """The git blob id of `text` (what the score cache keys on); computed, nothing is written."""
+        return self.repo.blob_id(text.encode("utf-8"))
+
+    def _entry(self, commit: str):
+        entry = self.repo.tree_entry(commit, self.skill_path)
+        if entry is None:
+            raise GitStateError(f"'{self.skill_path}' is missing in {commit[:12]}", "see `skillgit log`")
+        return entry
+
+    # ------------------------------------------------------------------------------------------ notes
+    def add_note(self, sha: str, records: list[dict[str, Any]]) -> None:
+        """Append `records` to the note of commit `sha` (CAS on the notes ref)."""
+        old, new = self.repo.build_notes({sha: N.encode(records)})
+        if new != old:
+            self._commit_refs([RefUpdate("update", R.NOTES_REF, new, old)], f"skillgit: note on {sha[:12]}")
+
+    def read_notes(self, sha: str) -> list[dict[str, Any]]:
+        """The records noted on commit `sha` ([] without a note); GitStateError on a corrupt line."""
+        blob = self.repo.notes_map().get(sha)
+        if blob is None:
+            return []
+        return N.decode(self.repo.cat(blob).decode("utf-8", "replace"), sha)
+
+    # ------------------------------------------------------------------------------------------ candidates
+    def propose(self, text: str, *, run: str, step: int, subject: str, body: str, trailers: dict[str, str],
+                note: list[dict[str, Any]]) -> Candidate:
+        """Build the candidate commit (tip's tree with the skill replaced by `text`, parent = tip) and create
+        `refs/heads/candidates/<run>/<step:04d>` plus its note in one transaction.
+
+        If a candidate ref for this step already exists with the same parent and content (left by a killed
+        process), that candidate is returned unchanged."""
+        R.validate_run(run)
+        if R.validate_step(step) < 1:
+            raise SkillgitError(f"invalid step {step}", "steps start at 1 (0 names the run's seed)")
+        tip = self.tip()
+        current = self._entry(tip)
+        blob = self.repo.write_blob(text.encode("utf-8"))
+        ref = R.candidate_ref(run, step)
+        existing = self.repo.ref(ref)
+        if existing is not None:
+            left = self.candidate(run, step)
+            if left is not None and left.parent == tip and left.blob == blob:
+                return left
+            raise GitStateError(f"candidate {R.label(run, step)} already exists ({existing[:12]})",
+                                f"decide or drop it first (git update-ref -d {ref}), or use another step number")
+        tree = self.repo.replace_in_tree(self.repo.run("rev-parse", f"{tip}^{{tree}}"), self.skill_path, blob,
+                                         current.mode)
+        all_trailers = {R.TRAILER_RUN: run, R.TRAILER_STEP: str(step), **trailers}
+        sha = self.repo.commit_tree(tree, [tip], N.format_message(subject, body, all_trailers))
+        updates = [RefUpdate("update", ref, sha, None)]
+        if note:
+            old, new = self.repo.build_notes({sha: N.encode(note)})
+            updates.append(RefUpdate("update", R.NOTES_REF, new, old))
+        self._commit_refs(updates, f"skillgit: propose {R.label(run, step)}")
+        return Candidate(sha, ref, tip, blob, run, step)
+
+    def candidate(self, run: str, step: int) -> Candidate | None:
+        """The undecided candidate of a step, if its ref exists (e.g. left behind by a killed process)."""
+        ref = R.candidate_ref(run, step)
+        sha = self.repo.ref(ref)
+        if sha is None:
+            return None
+        parents = self.repo.run("rev-parse", f"{sha}^@").split()
+        entry = self.repo.tree_entry(sha, self.skill_path)
+        return Candidate(sha, ref, parents[0] if parents else "", entry.sha if entry else "", run, step)
+
+    def pending(self) -> list[Candidate]:
+        """All undecided candidates, oldest step first."""
+        found = [R.parse_step_ref(row[0]) for row in self.repo.for_each_ref(["refname"], R.CANDIDATES_PREFIX)]
+        cands = [self.candidate(run, step) for run, step in sorted(f for f in found if f)]
+        return [c for c in cands if c is not None]
+
+    def discard(self, cand: Candidate) -> None:
+        """Delete an undecided candidate's ref without a verdict (for stale leftovers built on an old tip)."""
+        self._commit_refs([RefUpdate("delete", cand.ref, old=cand.sha)],
+                          f"skillgit: discard {R.label(cand.run, cand.step)}")
+
+    def decide(self, cand: Candidate, *, accept: bool, reason: str, score_before: float, score_after: float,
+               note: Sequence[dict[str, Any]] = ()) -> Decision:
+        """Accept (fast-forward the skill branch to the candidate) or reject (tag it `rejected/<run>/<step>`);
+        either way delete the candidate ref and append the decision note, all in one CAS transaction.
+        GitStateError and no change at all when the branch, the candidate or the notes moved meanwhile."""
+        label = R.label(cand.run, cand.step)
+        if self.repo.ref(cand.ref) != cand.sha:
+            raise GitStateError(f"candidate {label} is not pending any more",
+                                "it was decided (or dropped) by another process: see `skillgit log`")
+        tip = self.tip()
+        if tip != cand.parent:
+            raise self._moved(cand.parent, tip)
+        delta = score_after - score_before
+        decision = {"kind": "decision", "verdict": "accepted" if accept else "rejected", "reason": N.one_line(reason),
+                    "score_before": score_before, "score_after": score_after, "delta": round(delta, 10),
+                    "run": cand.run, "step": cand.step, "branch": self.branch, "parent": cand.parent}
+        worktrees = self._checked_out()
+        if accept:
+            self._require_clean(worktrees, tip)
+        old_notes, new_notes = self.repo.build_notes({cand.sha: N.encode([decision, *note])})
+        updates = [RefUpdate("delete", cand.ref, old=cand.sha)]
+        tag = None
+        if accept:
+            updates.insert(0, RefUpdate("update", self.branch_ref, cand.sha, tip))
+        else:
+            tag = R.rejected_tag(cand.run, cand.step)
+            body = N.parse_message(self.repo.run("log", "-1", "--format=%B", cand.sha))[1]
+            tag_obj = self.repo.make_tag(cand.sha, tag, N.format_rejected_tag(label, reason, score_before,
+                                                                             score_after, body))
+            updates += [RefUpdate("verify", self.branch_ref, old=tip),
+                        RefUpdate("update", f"refs/tags/{tag}", tag_obj, None)]
+        updates.append(RefUpdate("update", R.NOTES_REF, new_notes, old_notes))
+        verdict = "accept" if accept else "reject"
+        self._commit_refs(updates, f"skillgit: {verdict} {label} ({N.fmt_delta(delta)}): {N.one_line(reason)}",
+                          expected_tip=tip)
+        if accept:
+            self._sync_worktrees(worktrees, tip, cand.sha)
+        return Decision("accepted" if accept else "rejected", cand.run, cand.step, cand.sha,
+                        cand.sha if accept else tip, tag, score_before, score_after, delta, reason)
+
+    # ------------------------------------------------------------------------------------------ transactions
+    def _moved(self, expected: str, now: str | None) -> GitStateError:
+        return GitStateError(
+            f"skill branch '{self.branch}' moved during the step ({expected[:12]} → {(now or 'deleted')[:12]})",
+            "someone committed to it or another run accepted a step; nothing was changed — run again to continue "
+            "from the new tip")
+
+    def _commit_refs(self, updates: list[RefUpdate], reason: str, expected_tip: str | None = None) -> None:
+        try:
+            self.repo.transaction(updates, reason)
+        except RefConflict as exc:
+            now = self.repo.ref(self.branch_ref)
+            if expected_tip is not None and now != expected_tip:
+                raise self._moved(expected_tip, now) from None
+            raise GitStateError(f"a ref changed underneath skillgit: {exc.message.removeprefix('git update-ref failed: ')}",
+                                "another skillgit or git process is writing to this repository; nothing was "
+                                "changed — run again") from None
+
+    # ------------------------------------------------------------------------------------------ worktrees
+    def _checked_out(self) -> list[Worktree]:
+        return [w for w in self.repo.worktrees()
+                if w.branch == self.branch_ref and not w.bare and w.path.is_dir()]
+
+    def _require_clean(self, worktrees: list[Worktree], tip: str) -> None:
+        """Refuse (changing nothing) when the skill file differs from `tip` in a worktree's index or file."""
+        entry = self._entry(tip)
+        for wt in worktrees:
+            staged = self.repo.index_entries(wt.path, self.skill_path)
+            on_disk = self.repo.worktree_blob(wt.path, self.skill_path)
+            if staged == [(entry.mode, entry.sha, 0)] and on_disk == entry.sha:
+                continue
+            hint = "commit or stash them, then run again"
+            parents = self.repo.run("rev-parse", f"{tip}^@").split()
+            before = self.repo.tree_entry(parents[0], self.skill_path) if parents else None
+            if before and on_disk == before.sha and staged and staged[0][1] == before.sha:
+                hint = (f"it holds the previous version (an interrupted skillgit step?): restore it with "
+                        f"git -C {wt.path} checkout {self.branch} -- {self.skill_path}")
+            raise GitStateError(f"{self.skill_path} has uncommitted changes in {wt.path}", hint)
+
+    def _sync_worktrees(self, worktrees: list[Worktree], old: str, new: str) -> None:
+        """After the branch moved old → new, bring each checked-out worktree's skill file and index entry along
+        (only the skill file differs between the two commits)."""
+        before, after = self._entry(old), self._entry(new)
+        for wt in worktrees:
+            self.repo.in_worktree(wt.path, "update-index", "--cacheinfo", f"{after.mode},{after.sha},{self.skill_path}")
+            # Re-check: if the file was edited in the moment since the check, keep the user's text.
+            if self.repo.worktree_blob(wt.path, self.skill_path) in (before.sha, None):
+                self.repo.in_worktree(wt.path, "checkout-index", "-f", "-u", "--", self.skill_path)
+
+    # ------------------------------------------------------------------------------------------ history
+    def history(self, run: str | None = None) -> list[LogEntry]:
+        """Seeds, accepted, rejected (also archived) and revert entries, oldest → newest."""
+        return store_history.history(self, run)
+
+    def negative_buffer(self, limit: int) -> list[RejectedEdit]:
+        """Up to `limit` edits of rejected candidates, newest first (archived ones included)."""
+        return store_history.negative_buffer(self, limit)
+
+    # ------------------------------------------------------------------------------------------ revert
+    def revert(self, *, rev: str | None = None, to: str | None = None, steps: int | None = None,
+               reason: str) -> str:
+        """Add a commit on the skill branch that restores an earlier skill; returns its sha. Exactly one of:
+        `to` (the skill as at that revision), `rev` (undo that one step: its parent's text if it is the tip,
+        else a 3-way revert of just its change), `steps` (the skill before the last N accepted steps)."""
+        if sum(x is not None for x in (rev, to, steps)) != 1:
+            raise SkillgitError("give exactly one of <rev>, --to REV or --steps N",
+                                "e.g. `skillgit revert --steps 1` undoes the last accepted step")
+        tip = self.tip()
+        current = self.read_skill(tip)
+        if to is not None:
+            target = self.resolve(to)
+            mode, text, subject = "to", self.read_skill(target), f"revert to {to} ({target[:12]})"
+        elif rev is not None:
+            target = self.resolve(rev)
+            if not self.repo.is_ancestor(target, tip):
+                raise GitStateError(f"'{rev}' is not on branch '{self.branch}'",
+                                    f"only accepted steps can be undone; restore any version with --to {rev}")
+            parents = self.repo.run("rev-parse", f"{target}^@").split()
+            if not parents:
+                raise GitStateError(f"'{rev}' is the first commit; there is nothing before it", "use --to REV")
+            before = self.read_skill(parents[0])
+            mode, subject = "rev", f"revert {rev} ({target[:12]})"
+            if target == tip:
+                text = before
+            else:
+                text, conflicts = self.repo.merge_file(current, self.read_skill(target), before)
+                if conflicts:
+                    raise GitStateError(f"undoing '{rev}' conflicts with the steps accepted after it",
+                                        f"restore a whole version instead: skillgit revert --to {parents[0][:12]}")
+        else:
+            if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+                raise SkillgitError(f"invalid --steps {steps!r}", "give a whole number of steps, 1 or more")
+            accepted = [e for e in store_history.scan(self) if e.verdict == "accepted"]
+            if len(accepted) < steps:
+                raise GitStateError(f"only {len(accepted)} accepted steps on '{self.branch}', cannot go back {steps}",
+                                    "see `skillgit log`, or use --to REV")
+            target = accepted[-steps].parent or ""
+            mode, text, subject = "steps", self.read_skill(target), f"revert {steps} step(s) (to {target[:12]})"
+        if text == current:
+            raise SkillgitError("nothing to revert: that version equals the current skill",
+                                "see `skillgit log` and `skillgit diff` to pick another revision")
+        record = {"kind": "revert", "mode": mode, "target": target, "reason": N.one_line(reason), "from": tip}
+        trailers = {R.TRAILER_REVERT: mode, (R.TRAILER_REVERT_TO if mode != "rev" else R.TRAILER_REVERT_OF): target}
+        return self._commit_on_branch(text, subject, f"Reason: {N.one_line(reason) or 'none given'}", trailers,
+                                      [record], f"skillgit: {subject}")
+
+    def _commit_on_branch(self, text: str, subject: str, body: str, trailers: dict[str, str],
+                          records: list[dict[str, Any]], reflog: str) -> str:
+        """Commit `text` as the skill on top of the tip and move the branch (CAS), keeping worktrees consistent."""
+        tip = self.tip()
+        worktrees = self._checked_out()
+        self._require_clean(worktrees, tip)
+        entry = self._entry(tip)
+        blob = self.repo.write_blob(text.encode("utf-8"))
+        tree = self.repo.replace_in_tree(self.repo.run("rev-parse", f"{tip}^{{tree}}"), self.skill_path, blob,
+                                         entry.mode)
+        sha = self.repo.commit_tree(tree, [tip], N.format_message(subject, body, trailers))
+        old_notes, new_notes = self.repo.build_notes({sha: N.encode(records)})
+        self._commit_refs([RefUpdate("update", self.branch_ref, sha, tip),
+                           RefUpdate("update", R.NOTES_REF, new_notes, old_notes)], reflog, expected_tip=tip)
+        self._sync_worktrees(worktrees, tip, sha)
+        return sha
+
+    # ------------------------------------------------------------------------------------------ runs
+    def save_run(self, run: str, files: dict[str, str], message: str) -> str:
+        """Commit `files` (path → text) as the new state of `refs/skillgit/runs/<run>` (parent = its previous
+        state, CAS). Returns the commit."""
+        ref = R.run_ref(run)
+        old = self.repo.ref(ref)
+        tree = self.repo.build_tree({p: self.repo.write_blob(t.encode("utf-8")) for p, t in files.items()})
+        sha = self.repo.commit_tree(tree, [old] if old else [], N.format_message(message, "", {R.TRAILER_RUN: run}))
+        self._commit_refs([RefUpdate("update", ref, sha, old)], f"skillgit: run {run}: {N.one_line(message)}")
+        return sha
+
+    def load_run(self, run: str) -> dict[str, str] | None:
+        """The files of a run's latest state, or None when the run does not exist."""
+        ref = R.run_ref(run)
+        if self.repo.ref(ref) is None:
+            return None
+        entries = [e for e in self.repo.ls_tree(ref, recursive=True) if e.type == "blob"]
+        blobs = self.repo.cat_batch(e.sha for e in entries)
+        return {e.name: blobs[e.sha][1].decode("utf-8", "replace") for e in entries if blobs.get(e.sha)}
+
+    def list_runs(self) -> list[str]:
+        """Run ids, most recently saved first (ties: reverse name order)."""
+        rows = self.repo.for_each_ref(["refname", "committerdate:unix"], R.RUNS_PREFIX)
+        runs = [(int(date or 0), R.parse_run_ref(ref)) for ref, date in rows]
+        return [run for _, run in sorted((r for r in runs if r[1]), reverse=True)]
+
+    # ------------------------------------------------------------------------------------------ lock
+    @contextmanager
+    def lock(self, name: str) -> Iterator[Path]:
+        """Hold `<git-common-dir>/skillgit/locks/<name>.lock` (O_EXCL, with pid/host/time) for the block.
+        A lock whose process is gone (same host) is taken over; a live one raises SkillgitError(LOCKED)."""
+        R.validate_run(name)
+        path = self.repo.common_dir / "skillgit" / "locks" / f"{name}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        token = uuid.uuid4().hex
+        _acquire(path, {"pid": os.getpid(), "host": socket.gethostname(),
+                        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": token})
+        try:
+            yield path
+        finally:
+            if _read_lock(path).get("token") == token:
+                path.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------------------------------ misc
+    def export(self, rev: str, path: Path | str) -> Path:
+        """Write the skill at `rev` to `path` (a file, or a folder that gets the skill's file name)."""
+        text = self.read_skill(rev)
+        dest = Path(path)
+        if dest.is_dir():
+            dest = dest / PurePosixPath(self.skill_path).name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(text.encode("utf-8"))
+        return dest
+
+    def push(self, remote: str = "origin"):
+        from skillgit.store_sync import push
+        return push(self, remote)
+
+    def pull(self, remote: str = "origin"):
+        from skillgit.store_sync import pull
+        return pull(self, remote)
+
+    def gc(self, keep: int = 20):
+        from skillgit.store_sync import gc
+        return gc(self, keep)
+
+
+# ---------------------------------------------------------------------------------------------- lock files
+def _read_lock(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _acquire(path: Path, info: dict[str, Any]) -> None:
+    for _ in range(5):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            holder = _read_lock(path)
+            if not holder:
+                # Being written right now, or a crash left it empty: young → live, old → stale.
+                try:
+                    young = time.time() - path.stat().st_mtime < 10
+                except FileNotFoundError:
+                    continue
+                if young:
+                    time.sleep(0.05)
+                    continue
+            elif holder.get("host") != info["host"] or _alive(holder.get("pid")):
+                raise SkillgitError(
+                    f"another skillgit process holds the lock '{path.stem}' (pid {holder.get('pid')} on "
+                    f"{holder.get('host')} since {holder.get('time')})",
+                    f"wait for it to finish or stop it (kill {holder.get('pid')}); if no such process runs, "
+                    f"delete {path}", ExitCode.LOCKED)
+            _take_over(path, holder)
+            continue
+        with os.fdopen(fd, "w") as f:
+            json.dump(info, f)
+        return
+    raise SkillgitError(f"could not take the lock {path}", f"delete {path} if no skillgit process runs",
+                        ExitCode.LOCKED)
+
+
+def _take_over(path: Path, stale: dict[str, Any]) -> None:
+    """Remove a stale lock file, but only if it is still the one judged stale (a small mutex prevents two
+    processes from both removing it after one of them has already replaced it with a live lock)."""
+    mutex = path.with_name(path.name + ".takeover")
+    try:
+        fd = os.open(mutex, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        try:
+            if time.time() - mutex.stat().st_mtime > 30:  # its holder died mid-takeover
+                mutex.unlink(missing_ok=True)
+        except FileNotFoundError:
+            pass
+        return
+    try:
+        if _read_lock(path) == stale:
+            path.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
+        mutex.unlink(missing_ok=True)

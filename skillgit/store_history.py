@@ -1,0 +1,252 @@
+"""Reading the training history back out of git: the log, step lookup and the negative buffer.
+
+Everything is read with a fixed number of git calls, whatever the number of steps (the first-parent chain, the
+skillgit commits on it, the rejected tags, the archive and, when needed, the notes in one batch), so `skillgit log`
+stays fast after thousands of steps.
+
+Order (oldest → newest) follows the branch's topology, not only the clock: each accepted or revert commit sits at
+its place on the first-parent chain; a run's seed and the rejected candidates built on a commit come right after
+that commit, ordered by date, then run, then step (so tests with fixed dates get a stable order).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from skillgit import notes as N
+from skillgit import refs as R
+from skillgit.types import Edit, RejectedEdit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from skillgit.store import Store
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One line of the history. `score` is the skill's val score (the candidate's for a rejected step, the
+    baseline for a seed), `delta` its change against the skill it was compared with; None when unknown.
+    `note` is "ok", "missing" or "corrupt" (the log never fails on a bad note, it says so)."""
+
+    run: str
+    step: int
+    verdict: str  # seed | accepted | rejected | revert
+    sha: str
+    subject: str
+    score: float | None = None
+    delta: float | None = None
+    edits: tuple[str, ...] = ()
+    reason: str = ""
+    parent: str | None = None
+    date: int = 0
+    tag: str = ""
+    archived: bool = False
+    note: str = "missing"
+
+    @property
+    def label(self) -> str:
+        return R.label(self.run, self.step) if self.run else self.sha[:12]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["edits"] = list(self.edits)
+        data["label"] = self.label
+        return data
+
+
+def _commit_entry(sha: str, parents: str, date: str, message: str) -> LogEntry | None:
+    subject, body, trailers = N.parse_message(message)
+    parent = parents.split()[0] if parents.split() else None
+    if R.TRAILER_REVERT in trailers:
+        return LogEntry(trailers.get(R.TRAILER_RUN, ""), 0, "revert", sha, subject, parent=parent, date=int(date),
+                        reason=body.removeprefix("Reason: ").split("\n")[0])
+    run, step = trailers.get(R.TRAILER_RUN), trailers.get(R.TRAILER_STEP, "")
+    if not run or not step.isdigit():
+        return None
+    return LogEntry(run, int(step), "accepted", sha, subject, N.to_float(trailers.get(R.TRAILER_SCORE)),
+                    N.to_float(trailers.get(R.TRAILER_DELTA)), tuple(N.edit_lines(body)), parent=parent,
+                    date=int(date))
+
+
+def _rejected_entry(run: str, step: int, commit: str, parent: str, date: str, tag_message: str,
+                    commit_message: str, archived: bool = False) -> LogEntry:
+    subject, body, _ = N.parse_message(commit_message)
+    info = N.parse_rejected_tag(tag_message)
+    return LogEntry(run, step, "rejected", commit, subject, info["score_after"], info["delta"],
+                    tuple(info["edits"] or N.edit_lines(body)), info["reason"], parent.split()[0] if parent else None,
+                    int(date or 0), R.rejected_tag(run, step), archived)
+
+
+def rejected_entries(store: "Store") -> list[LogEntry]:
+    """Rejected steps from live tags and from the gc archive (unordered)."""
+    repo = store.repo
+    rows = repo.for_each_ref(["refname", "objectname", "*objectname", "*parent", "*committerdate:unix", "contents",
+                              "*contents", "parent", "committerdate:unix"], R.REJECTED_PREFIX)
+    out = []
+    for ref, obj, commit, parent, date, contents, commit_msg, lw_parent, lw_date in rows:
+        parsed = R.parse_step_ref(ref)
+        if parsed is None:
+            continue
+        if not commit:  # a lightweight tag someone made by hand: no message, the ref is the commit itself
+            commit, parent, date, commit_msg, contents = obj, lw_parent, lw_date, contents, ""
+        out.append(_rejected_entry(*parsed, commit, parent, date, contents, commit_msg))
+    for doc in archived_docs(store):
+        out.append(_rejected_entry(doc["run"], int(doc["step"]), doc["commit"], doc.get("parent") or "",
+                                   str(doc.get("date", 0)), doc.get("tag_message", ""),
+                                   doc.get("commit_message", ""), archived=True))
+    return out
+
+
+def archived_docs(store: "Store") -> list[dict[str, Any]]:
+    """The JSON records `skillgit gc` wrote into the archive tree, one per folded rejected tag."""
+    repo = store.repo
+    if repo.ref(R.ARCHIVE_REF) is None:
+        return []
+    entries = [e for e in repo.ls_tree(R.ARCHIVE_REF) if e.type == "blob" and R.parse_archive_key(e.name)]
+    blobs = repo.cat_batch(e.sha for e in entries)
+    docs = []
+    for e in entries:
+        found = blobs.get(e.sha)
+        try:
+            doc = json.loads(found[1]) if found else None
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and "commit" in doc:
+            run, step = R.parse_archive_key(e.name)
+            docs.append({**doc, "run": run, "step": step})
+    return docs
+
+
+def scan(store: "Store") -> list[LogEntry]:
+    """Every step entry (seed, accepted, rejected, revert) in history order, without reading notes."""
+    repo, tip = store.repo, store.tip()
+    chain_rows = [line.split() for line in repo.run("log", "--first-parent", "--format=%H %ct", tip).splitlines()]
+    chain_rows.reverse()
+    position = {sha: i for i, (sha, _) in enumerate(chain_rows)}
+    chain_dates = [int(d) for _, d in chain_rows]
+
+    out = repo.run("log", "--first-parent", "-z", "--grep=^Skillgit-", "--format=%H%x1f%P%x1f%ct%x1f%B", tip)
+    entries: list[LogEntry] = []
+    for record in out.split("\0"):
+        if record.strip():
+            entry = _commit_entry(*record.lstrip("\n").split("\x1f", 3))
+            if entry is not None:
+                entries.append(entry)
+    entries += rejected_entries(store)
+
+    # A seed per run: the commit its earliest step was built on.
+    first: dict[str, LogEntry] = {}
+    for e in entries:
+        if e.run and e.verdict in ("accepted", "rejected") and (e.run not in first or e.step < first[e.run].step):
+            first[e.run] = e
+    subjects = {e.sha: e.subject for e in entries if e.verdict != "rejected"}
+    missing = [e.parent for e in first.values() if e.parent and e.parent not in subjects]
+    if missing:
+        listing = repo.run("log", "--no-walk=unsorted", "--format=%H%x1f%s", "--stdin", input="\n".join(missing))
+        subjects.update(line.split("\x1f", 1) for line in listing.splitlines() if "\x1f" in line)
+    for run, e in first.items():
+        if e.parent:
+            entries.append(LogEntry(run, 0, "seed", e.parent, subjects.get(e.parent, ""), date=e.date))
+
+    def anchor(e: LogEntry) -> int:
+        sha = e.parent if e.verdict == "rejected" else e.sha
+        if sha in position:
+            return position[sha]
+        # Off the chain (the branch was reset since): place it after the last chain commit not newer than it.
+        return max((i for i, d in enumerate(chain_dates) if d <= e.date), default=-1)
+
+    def key(e: LogEntry):
+        on_chain = e.verdict in ("accepted", "revert") and e.sha in position
+        return (anchor(e), 0 if on_chain else 1, e.date, e.run, e.step)
+
+    entries.sort(key=key)
+    return entries
+
+
+def read_notes(store: "Store", shas: list[str]) -> dict[str, tuple[list[dict[str, Any]], int]]:
+    """sha → (records that parse, number of corrupt lines) for the shas that have a note (two git calls)."""
+    mapping = store.repo.notes_map()
+    wanted = {sha: mapping[sha] for sha in shas if sha in mapping}
+    blobs = store.repo.cat_batch(wanted.values())
+    out = {}
+    for sha, blob in wanted.items():
+        found = blobs.get(blob)
+        out[sha] = N.decode_lenient(found[1].decode("utf-8", "replace")) if found else ([], 1)
+    return out
+
+
+def with_notes(store: "Store", entries: list[LogEntry]) -> list[LogEntry]:
+    """Fill scores, reasons and edits from the notes (the decision record wins over trailers and tag text)."""
+    notes = read_notes(store, [e.sha for e in entries])
+    first_decision: dict[str, dict[str, Any]] = {}
+    result = []
+    for e in entries:
+        records, bad = notes.get(e.sha, ([], 0))
+        status = "corrupt" if bad else ("ok" if e.sha in notes else "missing")
+        changes: dict[str, Any] = {"note": status}
+        decisions = [d for d in N.of_kind(records, "decision") if d.get("run") in (None, e.run)
+                     and d.get("step") in (None, e.step)]
+        if decisions and e.verdict in ("accepted", "rejected"):
+            d = decisions[0]
+            changes["score"] = N.to_float(d.get("score_after"))
+            changes["delta"] = N.to_float(d.get("delta"))
+            changes["reason"] = str(d.get("reason", e.reason))
+            if e.run not in first_decision or e.step < first_decision[e.run].get("step", 1 << 30):
+                first_decision[e.run] = {**d, "step": e.step}
+        if not e.edits:
+            edits = [Edit.from_dict(x).summary() for c in N.of_kind(records, "candidate")
+                     for x in c.get("edits", []) if isinstance(x, dict) and "op" in x]
+            changes["edits"] = tuple(edits)
+        if e.verdict == "revert":
+            reverts = N.of_kind(records, "revert")
+            if reverts:
+                changes["reason"] = str(reverts[0].get("reason", e.reason))
+        result.append(replace(e, **changes))
+    # A seed's score is the baseline its run's first decision compared against.
+    return [replace(e, score=N.to_float(first_decision[e.run].get("score_before")))
+            if e.verdict == "seed" and e.run in first_decision else e for e in result]
+
+
+def history(store: "Store", run: str | None = None) -> list[LogEntry]:
+    entries = scan(store)
+    if run is not None:
+        entries = [e for e in entries if e.run == run]
+    return with_notes(store, entries)
+
+
+def _edits_of(records: list[dict[str, Any]], entry: LogEntry) -> list[Edit]:
+    edits = [Edit.from_dict(x) for c in N.of_kind(records, "candidate") for x in c.get("edits", [])
+             if isinstance(x, dict) and isinstance(x.get("op"), str)]
+    if edits:
+        return edits
+    # No candidate record (e.g. tags pulled without notes): fall back to the summaries in the tag message.
+    out = []
+    for line in entry.edits:
+        op, _, text = line.partition(": ")
+        out.append(Edit(op=op, content=text, rationale="(from the tag summary)"))
+    return out
+
+
+def negative_buffer(store: "Store", limit: int) -> list[RejectedEdit]:
+    """Up to `limit` edits of rejected candidates, newest step first, with that step's delta and reason.
+    Bad notes are skipped here (the buffer must never stop a training run); `read_notes` reports them."""
+    if limit <= 0:
+        return []
+    rejected = [e for e in reversed(scan(store)) if e.verdict == "rejected"]
+    out: list[RejectedEdit] = []
+    chunk = max(limit, 16)
+    for start in range(0, len(rejected), chunk):
+        batch = rejected[start:start + chunk]
+        notes = read_notes(store, [e.sha for e in batch])
+        for e in batch:
+            records = notes.get(e.sha, ([], 0))[0]
+            decision = next(iter(N.of_kind(records, "decision")), {})
+            delta = N.to_float(decision.get("delta"))
+            delta = delta if delta is not None else (e.delta if e.delta is not None else 0.0)
+            reason = str(decision.get("reason") or e.reason)
+            for edit in _edits_of(records, e):
+                out.append(RejectedEdit(edit, delta, reason, e.run, e.step))
+                if len(out) >= limit:
+                    return out
+    return out

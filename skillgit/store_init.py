@@ -1,0 +1,191 @@
+"""`skillgit init`: adopt (or create) a skill in a repository and set the repository up for skillgit.
+
+Decisions, so that `init` is safe to run in a team's existing repository:
+- An existing skill is adopted as it is (SKILL.md with front matter, AGENTS.md, CLAUDE.md or a system prompt
+  `.md`/`.txt`), searched in the folder given; several matches are an error asking for `--skill` (we never guess
+  between AGENTS.md and CLAUDE.md). Only when none exists is a starter SKILL.md written.
+- Outside a repository, a new one is created (its branch: `--branch`, default main).
+- `skillgit.yaml` is written at the repository root from the shipped template, never over an existing one.
+- Git config (local to the repository): `notes.displayRef` so `git log` shows skillgit notes, `notes.rewriteRef`
+  so amend/rebase carry them, and `notes.skillgit.mergeStrategy=cat_sort_uniq` so a plain `git notes merge`
+  merges them as skillgit does. Remotes are not touched: push/pull pass explicit refspecs.
+- Nothing is committed unless asked (`--commit`, which needs the skill branch checked out); otherwise the report
+  lists the exact commands. Hooks are installed only with `--hooks`, chaining (never overwriting) existing ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+
+from skillgit import refs as R
+from skillgit.errors import SkillgitError
+from skillgit.repo import GitRepo
+from skillgit.resources import hooks_dir, templates_dir
+
+CONFIG_NAME = "skillgit.yaml"
+HOOK_MARKER = b"skillgit-hook:"
+# Where skills usually live, most specific first; searched in the folder `init` is given.
+SKILL_NAMES = ("SKILL.md", "AGENTS.md", "CLAUDE.md", "system_prompt.md", "system_prompt.txt", "system-prompt.md",
+               "system-prompt.txt", "SYSTEM_PROMPT.md", "prompt.md", "prompt.txt")
+SKILL_GLOBS = (".claude/skills/*/SKILL.md", "skills/*/SKILL.md")
+
+STARTER_SKILL = """---
+name: my-skill
+description: One sentence on what this skill helps the agent do and when to use it.
+---
+
+# My skill
+
+Describe how the agent should approach its tasks. skillgit adds, rewrites and removes guidance here as it
+learns from scored runs; every accepted change is a commit you can inspect with `skillgit log` and undo with
+`skillgit revert`.
+"""
+
+
+@dataclass
+class InitReport:
+    root: Path
+    skill_path: str
+    branch: str
+    created_repo: bool = False
+    created_skill: bool = False
+    config_written: bool = False
+    committed: str | None = None
+    hooks: list[str] = field(default_factory=list)
+    todo: list[str] = field(default_factory=list)  # commands the user still has to run
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "root": str(self.root)}
+
+
+def _find_skill(folder: Path) -> list[Path]:
+    found = [folder / name for name in SKILL_NAMES if (folder / name).is_file()]
+    for pattern in SKILL_GLOBS:
+        found += sorted(p for p in folder.glob(pattern) if p.is_file())
+    return found
+
+
+def _relative(repo: GitRepo, path: Path) -> str:
+    try:
+        return path.resolve().relative_to(repo.root.resolve()).as_posix()
+    except ValueError:
+        raise SkillgitError(f"{path} is outside the repository {repo.root}",
+                            "put the skill file inside the repository") from None
+
+
+def render_config(skill_path: str, branch: str) -> str:
+    """The shipped skillgit.yaml template with the skill's path and branch filled in (as YAML strings)."""
+    template = Template((templates_dir() / CONFIG_NAME).read_text(encoding="utf-8"))
+    return template.safe_substitute(skill_path=json.dumps(skill_path), branch=json.dumps(branch))
+
+
+def install_hooks(repo: GitRepo) -> list[str]:
+    """Install the shipped hooks into the repository's hooks folder (honours core.hooksPath). An existing
+    foreign hook is kept as `<name>.local` and called by ours; an older skillgit hook is replaced."""
+    dest_dir = repo.git_path("hooks")
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    done = []
+    for src in sorted(hooks_dir().iterdir()):
+        if not src.is_file() or src.name.startswith((".", "_")) or src.suffix in (".py", ".pyc", ".md"):
+            continue
+        ours, dest = src.read_bytes(), dest_dir / src.name
+        if dest.exists():
+            existing = dest.read_bytes()
+            if existing == ours:
+                done.append(f"{src.name}: already installed")
+                continue
+            if HOOK_MARKER not in existing:
+                local = dest.with_name(dest.name + ".local")
+                if local.exists():
+                    raise SkillgitError(f"{dest} and {local} both exist; not overwriting either",
+                                        f"merge them into {local.name} by hand, remove {dest.name}, run again")
+                dest.rename(local)
+                done.append(f"{src.name}: installed; your previous hook was kept as {local.name} and still runs")
+            else:
+                done.append(f"{src.name}: updated")
+        else:
+            done.append(f"{src.name}: installed")
+        tmp = dest.with_name(f".{dest.name}.skillgit-tmp")
+        tmp.write_bytes(ours)
+        tmp.chmod(0o755)
+        os.replace(tmp, dest)
+    return done
+
+
+def _configure(repo: GitRepo) -> None:
+    for key in ("notes.displayRef", "notes.rewriteRef"):
+        if R.NOTES_REF not in repo.config_get_all(key):
+            repo.config_add(key, R.NOTES_REF)
+    if not repo.config_get_all("notes.skillgit.mergeStrategy"):
+        repo.config_set("notes.skillgit.mergeStrategy", "cat_sort_uniq")
+
+
+def init_project(path: Path | str = ".", *, skill: str | None = None, branch: str | None = None,
+                 commit: bool = False, hooks: bool = False) -> InitReport:
+    """Set up skillgit in (or create) the repository at `path`; see the module docstring for the rules."""
+    folder = Path(path).expanduser().resolve()
+    created_repo = False
+    try:
+        repo = GitRepo.open(folder) if folder.is_dir() else None
+    except SkillgitError:
+        repo = None
+    if repo is None:
+        repo = GitRepo.init(folder, branch or "main")
+        created_repo = True
+    if repo.bare:
+        raise SkillgitError(f"{repo.root} is a bare repository", "run `skillgit init` in a clone with a working tree")
+    status, out, _ = repo.call("symbolic-ref", "--short", "-q", "HEAD")
+    current = out.decode().strip() if status == 0 else None
+    branch = branch or current or "main"
+    if repo.call("check-ref-format", R.branch_ref(branch))[0] != 0:
+        raise SkillgitError(f"invalid branch name '{branch}'", "pass --branch NAME with a valid branch name")
+
+    if skill:
+        skill_file = Path(skill) if Path(skill).is_absolute() else folder / skill
+    else:
+        found = _find_skill(folder)
+        if len(found) > 1:
+            names = ", ".join(_relative(repo, p) for p in found)
+            raise SkillgitError(f"several possible skill files: {names}",
+                                f"choose one: skillgit init --skill {_relative(repo, found[0])}")
+        skill_file = found[0] if found else folder / "SKILL.md"
+    rel = _relative(repo, skill_file)
+    report = InitReport(repo.root, rel, branch, created_repo)
+    if skill_file.is_dir():
+        raise SkillgitError(f"{rel} is a folder, not a skill file", "pass --skill PATH to a Markdown or text file")
+    if not skill_file.exists():
+        skill_file.parent.mkdir(parents=True, exist_ok=True)
+        skill_file.write_text(STARTER_SKILL, encoding="utf-8")
+        report.created_skill = True
+    else:
+        try:
+            skill_file.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise SkillgitError(f"{rel} is not UTF-8 text", "skills must be UTF-8 text files") from None
+
+    config = repo.root / CONFIG_NAME
+    if not config.exists():
+        config.write_text(render_config(rel, branch), encoding="utf-8")
+        report.config_written = True
+    _configure(repo)
+    if hooks:
+        report.hooks = install_hooks(repo)
+
+    paths = [rel, CONFIG_NAME]
+    changed = repo.run("status", "--porcelain", "--untracked-files=all", "--", *paths).splitlines()
+    pending = [p for p in paths if any(line[3:].strip('"') == p for line in changed)]
+    if commit and pending:
+        if current != branch:
+            raise SkillgitError(f"--commit needs branch '{branch}' checked out (HEAD is on {current or 'no branch'})",
+                                f"git switch {branch}, then run `skillgit init --commit` again")
+        repo.run("add", "--", *pending)
+        repo.run("commit", "-q", "-m", f"skillgit: track {rel}", "--only", "--", *pending)
+        report.committed = repo.run("rev-parse", "HEAD")
+    elif pending:
+        quoted = " ".join(pending)
+        report.todo = [f"git add {quoted}", f"git commit -m 'Track {rel} with skillgit' -- {quoted}"]
+    return report

@@ -1,0 +1,256 @@
+"""Sharing and housekeeping: `skillgit push`, `skillgit pull` and `skillgit gc`.
+
+What moves between clones: the skill branch (fast-forward only), the `rejected/*` tags, the notes (always merged
+line by line with `cat_sort_uniq`, never overwritten), the run refs and the gc archive (merged as a union).
+All refspecs are given explicitly, so nothing depends on the remote's configured fetch refspecs, and everything
+fetched lands first in skillgit's own namespace (`refs/notes/skillgit-remote/<remote>`,
+`refs/skillgit/remote/<remote>/…`) before being integrated with compare-and-swap transactions.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from skillgit import refs as R
+from skillgit import store_history
+from skillgit.errors import GitStateError, SkillgitError
+from skillgit.repo import GitError, RefUpdate, TreeEntry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from skillgit.store import Store
+
+
+@dataclass
+class SyncReport:
+    remote: str
+    branch: str = "up to date"  # up to date | fast-forwarded | ahead | pushed | created
+    notes_merged: bool = False
+    tags: int = 0  # rejected tags created locally (pull) or archived tags deleted remotely (push)
+    runs: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # refs left alone because both sides changed them
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class GcReport:
+    folded: int
+    kept: int
+    archive: str | None
+
+
+def _remote_refs(store: "Store", remote: str) -> dict[str, str]:
+    try:
+        out = store.repo.run("ls-remote", remote)
+    except GitError as exc:
+        raise GitStateError(f"cannot reach remote '{remote}': {exc.message.split(': ', 1)[-1]}",
+                            "check `git remote -v` (add one with `git remote add origin URL`) or pass a path/URL"
+                            ) from None
+    refs = {}
+    for line in out.splitlines():
+        sha, _, name = line.partition("\t")
+        if name and not name.endswith("^{}"):
+            refs[name] = sha
+    return refs
+
+
+def _fetch(store: "Store", remote: str, refspecs: list[str]) -> None:
+    if refspecs:
+        store.repo.run("fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", remote, *refspecs)
+
+
+def _merged_archive(store: "Store", other: str | None, remote: str) -> tuple[str | None, str | None]:
+    """(old, new) for refs/skillgit/archive after taking in `other` (union of both archives' entries)."""
+    repo = store.repo
+    old = repo.ref(R.ARCHIVE_REF)
+    if other is None or old == other or (old is not None and repo.is_ancestor(other, old)):
+        return old, old
+    if old is None or repo.is_ancestor(old, other):
+        return old, other
+    entries: dict[str, TreeEntry] = {e.name: e for e in repo.ls_tree(other)}
+    entries.update({e.name: e for e in repo.ls_tree(old)})
+    tree = repo.mktree(entries.values())
+    return old, repo.commit_tree(tree, [old, other], f"skillgit: merge archive from {remote}\n")
+
+
+def _tracking(remote: str) -> tuple[str, str]:
+    """(notes ref, ref prefix) where a remote's skillgit refs are fetched to."""
+    c = R.remote_component(remote)
+    return f"{R.REMOTE_NOTES_PREFIX}{c}", f"{R.REMOTE_PREFIX}{c}/"
+
+
+def _archived_keys(store: "Store", archive: str | None) -> set[str]:
+    if archive is None:
+        return set()
+    return {e.name for e in store.repo.ls_tree(archive)}
+
+
+def pull(store: "Store", remote: str = "origin") -> SyncReport:
+    """Fetch the remote's skill branch, tags, notes, runs and archive and integrate them: the branch only by
+    fast-forward (GitStateError when it diverged; then nothing local changes), notes merged, tags and runs
+    added or fast-forwarded (a run changed on both sides is kept local and reported as a conflict)."""
+    repo, report = store.repo, SyncReport(remote)
+    remote_refs = _remote_refs(store, remote)
+    notes_ref, prefix = _tracking(remote)
+    specs = []
+    if store.branch_ref in remote_refs:
+        specs.append(f"+{store.branch_ref}:{prefix}branch")
+    if R.NOTES_REF in remote_refs:
+        specs.append(f"+{R.NOTES_REF}:{notes_ref}")
+    if R.ARCHIVE_REF in remote_refs:
+        specs.append(f"+{R.ARCHIVE_REF}:{prefix}archive")
+    specs += [f"+{R.REJECTED_PREFIX}*:{prefix}tags/*", f"+{R.RUNS_PREFIX}*:{prefix}runs/*"]
+    _fetch(store, remote, specs)
+
+    # The branch first: a diverged branch stops the pull before anything local changes.
+    local, theirs = store.tip(), repo.ref(f"{prefix}branch") if store.branch_ref in remote_refs else None
+    fast_forward = theirs is not None and theirs != local and repo.is_ancestor(local, theirs)
+    if theirs is not None and theirs != local and not fast_forward:
+        if not repo.is_ancestor(theirs, local):
+            raise GitStateError(f"skill branch '{store.branch}' has diverged from {remote}",
+                                f"merge them with git (git merge {prefix}branch), then push")
+        report.branch = "ahead"
+
+    updates: list[RefUpdate] = []
+    if R.NOTES_REF in remote_refs:
+        old, new = repo.merged_notes(repo.ref(notes_ref))
+        if new != old:
+            updates.append(RefUpdate("update", R.NOTES_REF, new, old))
+            report.notes_merged = True
+    old_archive, archive = _merged_archive(store, repo.ref(f"{prefix}archive"), remote)
+    if archive != old_archive:
+        updates.append(RefUpdate("update", R.ARCHIVE_REF, archive, old_archive))
+    archived = _archived_keys(store, archive)
+    for ref, obj in repo.for_each_ref(["refname", "objectname"], f"{prefix}tags/"):
+        name = ref[len(prefix) + len("tags/"):]
+        step = R.parse_step_ref(f"{R.REJECTED_PREFIX}{name}")
+        mine = repo.ref(f"{R.REJECTED_PREFIX}{name}")
+        if step is None or R.archive_key(*step) in archived or mine == obj:
+            continue
+        if mine is not None:
+            report.conflicts.append(f"refs/tags/rejected/{name}")
+            continue
+        updates.append(RefUpdate("update", f"{R.REJECTED_PREFIX}{name}", obj, None))
+        report.tags += 1
+    for ref, obj in repo.for_each_ref(["refname", "objectname"], f"{prefix}runs/"):
+        run = ref[len(prefix) + len("runs/"):]
+        mine = repo.ref(f"{R.RUNS_PREFIX}{run}")
+        if mine == obj or (mine is not None and repo.is_ancestor(obj, mine)):
+            continue
+        if mine is not None and not repo.is_ancestor(mine, obj):
+            report.conflicts.append(f"{R.RUNS_PREFIX}{run}")
+            continue
+        updates.append(RefUpdate("update", f"{R.RUNS_PREFIX}{run}", obj, mine))
+        report.runs.append(run)
+
+    worktrees = store._checked_out() if fast_forward else []
+    if fast_forward and worktrees:
+        # Checked out: let git do exactly what `git merge --ff-only` does there (it refuses on local changes).
+        try:
+            repo.in_worktree(worktrees[0].path, "merge", "--ff-only", "--quiet", theirs)
+        except GitError as exc:
+            raise GitStateError(f"cannot fast-forward '{store.branch}' in {worktrees[0].path}: "
+                                f"{exc.message.split(': ', 1)[-1]}",
+                                "commit or stash your local changes, then run `skillgit pull` again") from None
+    elif fast_forward:
+        updates.insert(0, RefUpdate("update", store.branch_ref, theirs, local))
+    if fast_forward:
+        report.branch = "fast-forwarded"
+    if updates:
+        store._commit_refs(updates, f"skillgit: pull from {remote}")
+    return report
+
+
+def push(store: "Store", remote: str = "origin") -> SyncReport:
+    """Merge the remote's notes (and archive) into ours first, then push branch, tags, notes, runs and archive in
+    one atomic push without force: a remote that moved on is never overwritten (pull first)."""
+    repo, report = store.repo, SyncReport(remote, branch="pushed")
+    remote_refs = _remote_refs(store, remote)
+    notes_ref, prefix = _tracking(remote)
+    specs = []
+    if R.NOTES_REF in remote_refs:
+        specs.append(f"+{R.NOTES_REF}:{notes_ref}")
+    if R.ARCHIVE_REF in remote_refs:
+        specs.append(f"+{R.ARCHIVE_REF}:{prefix}archive")
+    _fetch(store, remote, specs)
+    updates = []
+    if R.NOTES_REF in remote_refs:
+        old, new = repo.merged_notes(repo.ref(notes_ref))
+        if new != old:
+            updates.append(RefUpdate("update", R.NOTES_REF, new, old))
+            report.notes_merged = True
+    old_archive, archive = _merged_archive(store, repo.ref(f"{prefix}archive"), remote)
+    if archive != old_archive:
+        updates.append(RefUpdate("update", R.ARCHIVE_REF, archive, old_archive))
+    if updates:
+        store._commit_refs(updates, f"skillgit: merge from {remote} before push")
+
+    refspecs = [f"{store.branch_ref}:{store.branch_ref}", f"{R.REJECTED_PREFIX}*:{R.REJECTED_PREFIX}*",
+                f"{R.RUNS_PREFIX}*:{R.RUNS_PREFIX}*"]
+    for ref in (R.NOTES_REF, R.ARCHIVE_REF):
+        if repo.ref(ref) is not None:
+            refspecs.append(f"{ref}:{ref}")
+    # Tags that gc folded into the (now pushed) archive are folded on the remote too.
+    archived = _archived_keys(store, archive)
+    for name in remote_refs:
+        step = R.parse_step_ref(name) if name.startswith(R.REJECTED_PREFIX) else None
+        if step and R.archive_key(*step) in archived and repo.ref(name) is None:
+            refspecs.append(f":{name}")
+            report.tags += 1
+    if remote_refs.get(store.branch_ref) == store.tip():
+        report.branch = "up to date"
+    elif store.branch_ref not in remote_refs:
+        report.branch = "created"
+    status, _, err = repo.call("push", "--quiet", "--atomic", remote, *refspecs)
+    if status != 0 and "atomic" in err and "support" in err:
+        status, _, err = repo.call("push", "--quiet", remote, *refspecs)
+    if status != 0:
+        lines = [line.strip() for line in err.splitlines() if line.strip()]
+        why = next((line for line in lines if "rejected" in line or "error:" in line), lines[0] if lines else "")
+        raise GitStateError(f"push to {remote} was refused: {why.removeprefix('error: ')}",
+                            f"the remote has changes you do not have: run `skillgit pull {remote}` and push again")
+    return report
+
+
+def gc(store: "Store", keep: int = 20) -> GcReport:
+    """Fold every rejected tag but the newest `keep` into `refs/skillgit/archive`: one commit whose tree holds a
+    JSON record per folded step (tag message, commit, parent) and whose parents include the folded candidate
+    commits, so they and their notes stay reachable after `git gc --prune=now`. Then pack all refs."""
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+        raise SkillgitError(f"invalid --keep {keep!r}", "give how many recent rejected tags to keep (0 or more)")
+    repo = store.repo
+    live = [e for e in store_history.scan(store) if e.verdict == "rejected" and not e.archived]
+    fold = live[: len(live) - keep] if keep else live
+    archive = repo.ref(R.ARCHIVE_REF)
+    if fold:
+        tag_objs = {ref: obj for ref, obj in repo.for_each_ref(["refname", "objectname"], R.REJECTED_PREFIX)}
+        raw = repo.cat_batch(tag_objs.values())
+        messages = repo.run("log", "--no-walk=unsorted", "-z", "--format=%H%x1f%B", "--stdin",
+                            input="\n".join(e.sha for e in fold))
+        commit_msgs = dict(r.lstrip("\n").split("\x1f", 1) for r in messages.split("\0") if "\x1f" in r)
+        entries = {e.name: e for e in repo.ls_tree(archive)} if archive else {}
+        updates = []
+        for e in fold:
+            ref = f"refs/tags/{e.tag}"
+            obj = tag_objs[ref]
+            kind, content = raw.get(obj) or ("", b"")
+            text = content.decode("utf-8", "replace")
+            doc = {"v": 1, "run": e.run, "step": e.step, "commit": e.sha, "parent": e.parent, "date": e.date,
+                   "tag": e.tag, "tag_object": obj, "tag_raw": text if kind == "tag" else "",
+                   "tag_message": text.partition("\n\n")[2] if kind == "tag" else "",
+                   "commit_message": commit_msgs.get(e.sha, "")}
+            blob = repo.write_blob(json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=1).encode())
+            key = R.archive_key(e.run, e.step)
+            entries[key] = TreeEntry("100644", "blob", blob, key)
+            updates.append(RefUpdate("delete", ref, old=obj))
+        tree = repo.mktree(entries.values())
+        parents = ([archive] if archive else []) + list(dict.fromkeys(e.sha for e in fold))
+        new = repo.commit_tree(tree, parents, f"skillgit gc: fold {len(fold)} rejected step(s)\n")
+        store._commit_refs([RefUpdate("update", R.ARCHIVE_REF, new, archive), *updates],
+                           f"skillgit gc: fold {len(fold)} rejected tags")
+        archive = new
+    repo.run("pack-refs", "--all")
+    return GcReport(len(fold), len(live) - len(fold), archive)
