@@ -13,7 +13,8 @@ Layout (see docs/ARCHITECTURE.md, "Git data model"):
 | `refs/notes/skillgit-remote/<remote>`, `refs/skillgit/remote/<remote>/…` | what `skillgit pull`/`push` fetched |
 
 Run ids are single ref components from a small alphabet (`[A-Za-z0-9._-]`, no `/`), so `<run>/<step>` and
-`rejected/<run>/<step>` parse without ambiguity and an archive key `<run>@<step>` is unique.
+`rejected/<run>/<step>` parse without ambiguity and an archive key `<run>@<step>` is unique. A step is a number
+(written `0003` in refs) or a name for epoch-level steps (`e1-slow-update`).
 """
 
 from __future__ import annotations
@@ -45,9 +46,6 @@ TRAILER_PREFIX = "Skillgit-"
 _RUN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _NAMED_STEP_RE = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}")
 _STEP_SPEC_RE = re.compile(r"(?:(rejected)/)?(?:([^/\s]+)/)?([^/\s]+)")
-
-Step = "int | str"  # a numbered step (1, 2, …; 0 = the run's seed) or a named one such as "e1-slow-update"
-
 
 def _component_ok(text: str) -> bool:
     return ".." not in text and not text.endswith((".", ".lock"))

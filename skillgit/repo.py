@@ -327,6 +327,11 @@ class GitRepo:
         pairs = (line.split() for line in out.splitlines() if line.strip())
         return {obj: blob for blob, obj in pairs}
 
+    def note_text(self, commit: str, ref: str = R.NOTES_REF) -> str | None:
+        """The note on `commit` under `ref`, or None when it has none."""
+        status, out, _ = self.call("notes", "--ref", ref, "show", commit)
+        return out.decode("utf-8", "replace") if status == 0 else None
+
     def _scratch_notes(self, start: str | None, action) -> str | None:
         """Run `action(tmp_ref)` on a scratch notes ref starting at `start`; return its final value.
         The scratch ref has no reflog and is always deleted: only the returned commit is kept (as an object)."""

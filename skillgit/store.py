@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 import uuid
@@ -42,14 +43,14 @@ class Candidate:
     parent: str
     blob: str
     run: str
-    step: int
+    step: int | str
 
 
 @dataclass(frozen=True)
 class Decision:
     verdict: str  # accepted | rejected
     run: str
-    step: int
+    step: int | str
     commit: str  # the candidate commit
     tip: str  # the skill branch after the decision
     tag: str | None  # rejected/<run>/<step> for a rejection
@@ -82,6 +83,11 @@ class Store:
         self.skill_path = skill_path
         self.branch = branch
         self.branch_ref = R.branch_ref(branch)
+
+    @property
+    def git_dir(self) -> Path:
+        """The repository's common git dir (shared by all worktrees): where skillgit keeps locks and caches."""
+        return self.repo.common_dir
 
     # ------------------------------------------------------------------------------------------ opening
     @classmethod
@@ -171,10 +177,8 @@ class Store:
 
     def read_notes(self, sha: str) -> list[dict[str, Any]]:
         """The records noted on commit `sha` ([] without a note); GitStateError on a corrupt line."""
-        blob = self.repo.notes_map().get(sha)
-        if blob is None:
-            return []
-        return N.decode(self.repo.cat(blob).decode("utf-8", "replace"), sha)
+        text = self.repo.note_text(sha)
+        return [] if text is None else N.decode(text, sha)
 
     # ------------------------------------------------------------------------------------------ candidates
     def propose(self, text: str, *, run: str, step: int, subject: str, body: str, trailers: dict[str, str],
@@ -185,8 +189,9 @@ class Store:
         If a candidate ref for this step already exists with the same parent and content (left by a killed
         process), that candidate is returned unchanged."""
         R.validate_run(run)
-        if R.validate_step(step) < 1:
-            raise SkillgitError(f"invalid step {step}", "steps start at 1 (0 names the run's seed)")
+        step = R.validate_step(step)
+        if step == 0:
+            raise SkillgitError("invalid step 0", "numbered steps start at 1 (0 names the run's seed)")
         tip = self.tip()
         current = self._entry(tip)
         blob = self.repo.write_blob(text.encode("utf-8"))
@@ -209,9 +214,9 @@ class Store:
         self._commit_refs(updates, f"skillgit: propose {R.label(run, step)}")
         return Candidate(sha, ref, tip, blob, run, step)
 
-    def candidate(self, run: str, step: int) -> Candidate | None:
+    def candidate(self, run: str, step: int | str) -> Candidate | None:
         """The undecided candidate of a step, if its ref exists (e.g. left behind by a killed process)."""
-        ref = R.candidate_ref(run, step)
+        ref, step = R.candidate_ref(run, step), R.validate_step(step)
         sha = self.repo.ref(ref)
         if sha is None:
             return None
@@ -229,6 +234,46 @@ class Store:
         """Delete an undecided candidate's ref without a verdict (for stale leftovers built on an old tip)."""
         self._commit_refs([RefUpdate("delete", cand.ref, old=cand.sha)],
                           f"skillgit: discard {R.label(cand.run, cand.step)}")
+
+    def discard_candidate(self, run: str, step: int | str) -> bool:
+        """Drop the undecided candidate of a step if there is one; True when one was dropped."""
+        cand = self.candidate(run, step)
+        if cand is not None:
+            self.discard(cand)
+        return cand is not None
+
+    def step_record(self, run: str, step: int | str) -> dict[str, Any] | None:
+        """What git holds about a decided step, or None when it was not decided: {"verdict", "kind" (the step's
+        type, e.g. step | slow_update | meta_reflect), "delta", "edits" (applied Edit dicts), "sha"}. Cheap (a
+        few git calls whatever the history's length): the loop asks it before every step to resume safely."""
+        step = R.validate_step(step)
+        verdict, sha = "rejected", None
+        tag = self.repo.ref(R.rejected_ref(run, step))
+        if tag is not None:
+            sha = self.repo.commit_of(tag)
+        if sha is None:
+            # Trailers are whole lines; run ids and step names only need '.' escaped in a basic regex.
+            esc = lambda text: str(text).replace(".", "\\.")  # noqa: E731
+            out = self.repo.run("log", "--first-parent", "-1", "--all-match", "--format=%H",
+                                f"--grep=^{R.TRAILER_RUN}: {esc(run)}$",
+                                f"--grep=^{R.TRAILER_STEP}: {esc(step)}$", self.tip())
+            verdict, sha = "accepted", out.strip() or None
+        if sha is None and self.repo.ref(R.ARCHIVE_REF):
+            entry = self.repo.tree_entry(R.ARCHIVE_REF, R.archive_key(run, step))
+            if entry is not None:
+                doc = json.loads(self.repo.cat(entry.sha))
+                verdict, sha = "rejected", doc.get("commit")
+        if sha is None:
+            return None
+        records, _ = N.decode_lenient(self.repo.note_text(sha) or "")
+        cand = next(iter(N.of_kind(records, "candidate")), {})
+        decision = next(iter(N.of_kind(records, "decision")), {})
+        _, _, trailers = N.parse_message(self.repo.run("log", "-1", "--format=%B", sha))
+        delta = N.to_float(decision.get("delta"))
+        if delta is None:
+            delta = N.to_float(trailers.get(R.TRAILER_DELTA)) or 0.0
+        return {"verdict": verdict, "kind": str(cand.get("type") or trailers.get("Skillgit-Kind") or "step"),
+                "delta": delta, "edits": [e for e in cand.get("edits", []) if isinstance(e, dict)], "sha": sha}
 
     def decide(self, cand: Candidate, *, accept: bool, reason: str, score_before: float, score_after: float,
                note: Sequence[dict[str, Any]] = ()) -> Decision:
@@ -424,8 +469,8 @@ class Store:
     def lock(self, name: str) -> Iterator[Path]:
         """Hold `<git-common-dir>/skillgit/locks/<name>.lock` (O_EXCL, with pid/host/time) for the block.
         A lock whose process is gone (same host) is taken over; a live one raises SkillgitError(LOCKED)."""
-        R.validate_run(name)
-        path = self.repo.common_dir / "skillgit" / "locks" / f"{name}.lock"
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".") or "default"
+        path = self.repo.common_dir / "skillgit" / "locks" / f"{safe}.lock"
         path.parent.mkdir(parents=True, exist_ok=True)
         token = uuid.uuid4().hex
         _acquire(path, {"pid": os.getpid(), "host": socket.gethostname(),

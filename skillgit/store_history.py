@@ -30,7 +30,7 @@ class LogEntry:
     `note` is "ok", "missing" or "corrupt" (the log never fails on a bad note, it says so)."""
 
     run: str
-    step: int
+    step: int | str  # a number, or a name for epoch-level steps (e.g. "e1-slow-update")
     verdict: str  # seed | accepted | rejected | revert
     sha: str
     subject: str
@@ -61,15 +61,15 @@ def _commit_entry(sha: str, parents: str, date: str, message: str) -> LogEntry |
     if R.TRAILER_REVERT in trailers:
         return LogEntry(trailers.get(R.TRAILER_RUN, ""), 0, "revert", sha, subject, parent=parent, date=int(date),
                         reason=body.removeprefix("Reason: ").split("\n")[0])
-    run, step = trailers.get(R.TRAILER_RUN), trailers.get(R.TRAILER_STEP, "")
-    if not run or not step.isdigit():
+    run, step = trailers.get(R.TRAILER_RUN), R.parse_step(trailers.get(R.TRAILER_STEP, ""))
+    if not run or step is None:
         return None
-    return LogEntry(run, int(step), "accepted", sha, subject, N.to_float(trailers.get(R.TRAILER_SCORE)),
+    return LogEntry(run, step, "accepted", sha, subject, N.to_float(trailers.get(R.TRAILER_SCORE)),
                     N.to_float(trailers.get(R.TRAILER_DELTA)), tuple(N.edit_lines(body)), parent=parent,
                     date=int(date))
 
 
-def _rejected_entry(run: str, step: int, commit: str, parent: str, date: str, tag_message: str,
+def _rejected_entry(run: str, step: int | str, commit: str, parent: str, date: str, tag_message: str,
                     commit_message: str, archived: bool = False) -> LogEntry:
     subject, body, _ = N.parse_message(commit_message)
     info = N.parse_rejected_tag(tag_message)
@@ -92,7 +92,7 @@ def rejected_entries(store: "Store") -> list[LogEntry]:
             commit, parent, date, commit_msg, contents = obj, lw_parent, lw_date, contents, ""
         out.append(_rejected_entry(*parsed, commit, parent, date, contents, commit_msg))
     for doc in archived_docs(store):
-        out.append(_rejected_entry(doc["run"], int(doc["step"]), doc["commit"], doc.get("parent") or "",
+        out.append(_rejected_entry(doc["run"], doc["step"], doc["commit"], doc.get("parent") or "",
                                    str(doc.get("date", 0)), doc.get("tag_message", ""),
                                    doc.get("commit_message", ""), archived=True))
     return out
@@ -138,7 +138,8 @@ def scan(store: "Store") -> list[LogEntry]:
     # A seed per run: the commit its earliest step was built on.
     first: dict[str, LogEntry] = {}
     for e in entries:
-        if e.run and e.verdict in ("accepted", "rejected") and (e.run not in first or e.step < first[e.run].step):
+        if e.run and e.verdict in ("accepted", "rejected") and (
+                e.run not in first or R.step_key(e.step) < R.step_key(first[e.run].step)):
             first[e.run] = e
     subjects = {e.sha: e.subject for e in entries if e.verdict != "rejected"}
     missing = [e.parent for e in first.values() if e.parent and e.parent not in subjects]
@@ -158,7 +159,7 @@ def scan(store: "Store") -> list[LogEntry]:
 
     def key(e: LogEntry):
         on_chain = e.verdict in ("accepted", "revert") and e.sha in position
-        return (anchor(e), 0 if on_chain else 1, e.date, e.run, e.step)
+        return (anchor(e), 0 if on_chain else 1, e.date, e.run, R.step_key(e.step))
 
     entries.sort(key=key)
     return entries
@@ -192,8 +193,7 @@ def with_notes(store: "Store", entries: list[LogEntry]) -> list[LogEntry]:
             changes["score"] = N.to_float(d.get("score_after"))
             changes["delta"] = N.to_float(d.get("delta"))
             changes["reason"] = str(d.get("reason", e.reason))
-            if e.run not in first_decision or e.step < first_decision[e.run].get("step", 1 << 30):
-                first_decision[e.run] = {**d, "step": e.step}
+            first_decision.setdefault(e.run, d)  # entries are in history order: the run's first decision
         if not e.edits:
             edits = [Edit.from_dict(x).summary() for c in N.of_kind(records, "candidate")
                      for x in c.get("edits", []) if isinstance(x, dict) and "op" in x]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skillgit.config import BackendCfg, config_from_dict
+from skillgit.config import BackendCfg, Config, ModelCfg, config_from_dict
 from skillgit.errors import ConfigError, SkillgitError
 from skillgit.llm.base import ChatStudent, LLMError, Message, Request
 from skillgit.llm.factory import build_student, build_teacher
@@ -182,7 +182,8 @@ def test_azure_deployment_path_api_version_and_key(fake_server):
     assert sent.headers["api-key"] == "azure-secret-key-123456"
     assert sent.json["max_completion_tokens"] == 100 and "max_tokens" not in sent.json
     assert llm.id == "azure:prod-4o" and "api-version 2024-10-21" in llm.endpoint
-    assert llm.price_known is False  # a deployment name is not a model name: cost needs `prices:`
+    # priced by the model name (the deployment's name is the user's own)
+    assert llm.price_known and llm.complete(ASK).usage.cost_usd == pytest.approx((12 * 2.50 + 3 * 10.0) / 1e6)
 
 
 def test_azure_from_environment_and_dotenv(fake_server, tmp_path):
@@ -193,6 +194,7 @@ def test_azure_from_environment_and_dotenv(fake_server, tmp_path):
     llm.complete(ASK)
     [sent] = fake_server.requests
     assert sent.deployment == "gpt4o-dep" and sent.query["api-version"] == "2025-01-01-preview"
+    assert not llm.price_known  # "gpt4o-dep" names no model; cost needs `prices:`
     assert sent.headers["api-key"] == "dotenv-azure-key-0001"
 
 
@@ -321,7 +323,8 @@ def test_base_url_and_key_from_environment_and_dotenv(fake_server, tmp_path):
 
 
 def test_unknown_backend_is_an_error_never_a_fallback():
-    cfg = config_from_dict({"model": {"teacher_backend": "openia", "student_backend": "mock"}})
+    # built directly: config loading rejects these names too, the factory must not rely on that
+    cfg = Config(model=ModelCfg(teacher_backend="openia", student_backend="mock"))
     with pytest.raises(ConfigError) as info:
         build_teacher(cfg, None, environ={})
     assert "openia" in info.value.message
@@ -329,7 +332,7 @@ def test_unknown_backend_is_an_error_never_a_fallback():
     with pytest.raises(ConfigError) as info:
         build_student(cfg, None, environ={})
     assert "command" in info.value.hint
-    cfg = config_from_dict({"model": {"teacher_backend": "command"}})
+    cfg = Config(model=ModelCfg(teacher_backend="command"))
     with pytest.raises(SkillgitError):
         build_teacher(cfg, None, environ={})  # a CLI agent cannot be the teacher
 

@@ -82,7 +82,7 @@ def end_epoch(trainer: "Trainer", epoch: int, current: gate_mod.SplitScore) -> g
     if opt.use_meta_skill:
         teacher = trainer.teacher()
         obj, error = teacher.ask("meta_skill", {
-            "old_meta_skill": prompts.block_meta_skill(trainer.state.get("meta_skill", "")),
+            "meta_skill": prompts.block_meta_skill(trainer.state.get("meta_skill", "")),
             "comparison": prompts.block_comparison(pairs),
             "accepted_steps": prompts.block_steps("accepted_steps", accepted),
             "rejected_steps": prompts.block_steps("rejected_steps", rejected)})

@@ -35,7 +35,7 @@ def choose_budget(teacher: stages.Teacher, skill: str, trajs: list[Trajectory], 
              "hard_mean": round(sum(t.score.hard for t in usable) / len(usable), 4) if usable else None,
              "min_edits": lo, "max_edits": hi}
     obj, error = teacher.ask("lr", {"skill": prompts.block_skill(skill), "stats": prompts.block_stats(stats),
-                                    "min_edits": str(lo), "max_edits": str(hi)})
+                                    "bounds": prompts.block_bounds(lo, hi)})
     if obj is None:
         return scheduled, {"mode": "autonomous", "fallback": True, "reason": error, "budget": scheduled}
     try:

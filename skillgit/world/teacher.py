@@ -40,6 +40,7 @@ from skillgit.world.textedit import apply_edit, editable_lines
 
 STAGES = ("reflect", "merge", "rank", "lr", "slow_update", "meta_skill", "meta_reflect", "rewrite",
           "full_rewrite", "pick")
+CAUSE_FIX_RATE = 0.45  # how often a suspected cause line is deleted or rewritten rather than argued with
 _NEGATED = re.compile(r"\b(not|never|no|avoid|without|instead|rather)\b|n't\b", re.I)
 _REGION = re.compile(r"<!--\s*skillgit:([\w.-]+)\s*-->\n?(.*?)\n?<!--\s*/skillgit:\1\s*-->", re.S)
 
@@ -180,19 +181,23 @@ class SimulatedTeacher:
         own = {norm(t) for t in ideas.good + ideas.vague}
         negation_ok = sym[1] in ("as_written", "label", "lb", "lower", "first_last", "code_after", "comma")
         causes = [line for line in p.lines
-                  if norm(line) not in own and norm(line) not in taken and "delete:" + norm(line) not in p.avoid
+                  if norm(line) not in own and norm(line) not in taken
                   and any(re.search(c, line, re.I) for c in ideas.causes)
                   and (negation_ok or not _NEGATED.search(line))]
         pool = {label: [t for t in getattr(ideas, label) if p.allowed(t) and norm(t) not in taken]
                 for label in ("good", "vague", "harmful")}
-        if causes and rng.random() < 0.7:
+        # A line that looks like the cause: delete it or rewrite it — but only some of the time; as often, a
+        # teacher just adds a counter-instruction next to it (which leaves the cause in place).
+        if causes and rng.random() < CAUSE_FIX_RATE:
             cause = rng.choice(causes)
-            taken.add(norm(cause))
-            if pool["good"] and rng.random() < 0.5:
+            deletable = "delete:" + norm(cause) not in p.avoid
+            if pool["good"] and (not deletable or rng.random() < 0.5):
                 idea = rng.choice(pool["good"])
-                taken.add(norm(idea))
+                taken.update({norm(cause), norm(idea)})
                 return _edit("replace", idea, cause, f"{why}; this line seems to cause it")
-            return _edit("delete", "", cause, f"{why}; this line seems to cause it")
+            if deletable:
+                taken.add(norm(cause))
+                return _edit("delete", "", cause, f"{why}; this line seems to cause it")
         weights = {"good": max(0.0, 1 - self.vague_rate - self.harmful_rate), "vague": self.vague_rate,
                    "harmful": self.harmful_rate}
         labels = [label for label in pool if pool[label] and weights[label] > 0]

@@ -1,0 +1,223 @@
+"""The step's stages with a scripted teacher: reflect, aggregate (merge and its fallbacks), select (ranking,
+budget clipping, negative buffer), update, and the gate's decision rule."""
+
+from __future__ import annotations
+
+import random
+
+from skillgit.config import EvaluationCfg
+from skillgit.llm.base import LLMError
+from skillgit.loop import gate, stages
+from skillgit.loop.schedule import scheduled_budget
+from skillgit.config import OptimizerCfg
+from skillgit.types import Edit, Item, RejectedEdit, Score, Trajectory
+
+from tests.scripted import KeywordStudent, ScriptedTeacher
+
+SKILL = "# Skill\n\n- Be brief.\n"
+
+
+def traj(i: int, hard: float) -> Trajectory:
+    return Trajectory(f"t{i}", f"input {i}", "out", "exp", Score(hard, hard, "fb"))
+
+
+def edit(content: str, support: int = 1, source: str = "failure", eid: str = "") -> Edit:
+    return Edit("append", content=content, support_count=support, source_type=source, id=eid)
+
+
+def test_rollout_marks_errors_unknown_not_failed():
+    class Flaky(KeywordStudent):
+        def run(self, skill, item, sample=0):
+            if item.id == "b":
+                raise LLMError("server exploded", kind="server", retryable=True)
+            return super().run(skill, item, sample)
+
+    items = [Item("a", "x", "A", {"keyword": "units"}), Item("b", "y", "B", {"keyword": "units"})]
+    trajs = stages.rollout(Flaky(), "use units", items, lambda it, out: Score(float(out == it.expected), 0.0),
+                           workers=2)
+    assert trajs[0].ok and trajs[0].score.hard == 1.0
+    assert not trajs[1].ok and trajs[1].score is None and "server exploded" in trajs[1].error
+    # unknown trajectories are not reflected on
+    assert all(t.item_id != "b" for _, group in stages.minibatches(trajs, 4, random.Random(0)) for t in group)
+
+
+def test_minibatches_keep_failures_and_successes_apart_failures_first():
+    trajs = [traj(i, 1.0 if i % 3 == 0 else 0.0) for i in range(10)]
+    batches = stages.minibatches(trajs, 3, random.Random(1))
+    kinds = [k for k, _ in batches]
+    assert kinds == sorted(kinds, key=lambda k: k != "failure")
+    for kind, group in batches:
+        assert len(group) <= 3
+        assert all(stages.is_failure(t) == (kind == "failure") for t in group)
+
+
+def test_reflect_records_malformed_output_and_unknown_ops_without_raising():
+    teacher = ScriptedTeacher({"reflect": [
+        "this is not json at all",
+        "still not json",  # the repair retry also fails
+        {"reasoning": "r", "edits": [{"op": "rewrite_all", "content": "x"}, {"op": "add", "content": "Check units."}]},
+    ]})
+    t = stages.Teacher(teacher, workers=1)
+    patches = stages.reflect(t, SKILL, [traj(0, 0.0), traj(1, 0.0)], minibatch_size=1, budget=2,
+                             rng=random.Random(0))
+    errors = [p for p in patches if p.error]
+    good = [p for p in patches if not p.error]
+    assert len(errors) == 1 and "malformed" in errors[0].error
+    assert len(good) == 1
+    assert [e.op for e in good[0].edits] == ["append"]  # "add" normalised, unknown op skipped
+    assert any("rewrite_all" in p for p in good[0].problems)
+
+
+def test_negative_buffer_reaches_reflect_merge_and_rank_prompts():
+    rejected = [RejectedEdit(edit("Explain your reasoning first."), -0.12, "worse on val", "r1", 3)]
+    teacher = ScriptedTeacher(default={
+        "reflect": {"reasoning": "", "edits": [{"op": "append", "content": "A"}, {"op": "append", "content": "B"}]},
+        "merge": {"reasoning": "", "edits": [{"op": "append", "content": "A", "merged_from": ["e1", "e3"]},
+                                             {"op": "append", "content": "B", "merged_from": ["e2", "e4"]}]},
+        "rank": {"reasoning": "", "ranking": ["e2", "e1"]},
+    })
+    t = stages.Teacher(teacher, negative=rejected, workers=1)
+    patches = stages.reflect(t, SKILL, [traj(0, 0.0), traj(1, 0.0)], minibatch_size=1, budget=1,
+                             rng=random.Random(0))
+    agg = stages.aggregate(t, SKILL, patches, merge_batch_size=8)
+    sel = stages.select(t, SKILL, agg.edits, budget=1)
+    for stage in ("reflect", "merge", "rank"):
+        prompts = teacher.prompts(stage)
+        assert prompts, stage
+        assert all("Explain your reasoning first." in p and "-0.120" in p for p in prompts), stage
+    assert [e.content for e in sel.selected] == ["B"]
+
+
+def test_aggregate_merges_hierarchically_and_carries_support():
+    teacher = ScriptedTeacher(default={
+        "merge": {"reasoning": "dedupe", "edits": [{"op": "append", "content": "Check units.",
+                                                    "merged_from": ["e1", "e2"]}]},
+    })
+    t = stages.Teacher(teacher, workers=1)
+    patches = [stages.Patch("failure", ["a"], [edit("Check units.")]),
+               stages.Patch("failure", ["b"], [edit("check units!", support=2)])]
+    agg = stages.aggregate(t, SKILL, patches, merge_batch_size=8)
+    assert len(agg.edits) == 1
+    assert agg.edits[0].support_count == 3 and agg.edits[0].merge_level == 1
+    assert agg.rounds[0]["fallback"] is False
+
+
+def test_aggregate_falls_back_to_concatenation_and_says_so():
+    teacher = ScriptedTeacher(default={"merge": "garbage"})
+    t = stages.Teacher(teacher, workers=1)
+    patches = [stages.Patch("failure", ["a"], [edit("Check units.")]),
+               stages.Patch("failure", ["b"], [edit("Check  units.")]),
+               stages.Patch("success", ["c"], [edit("Keep answers short.", source="success")])]
+    agg = stages.aggregate(t, SKILL, patches, merge_batch_size=8)
+    contents = sorted(e.content for e in agg.edits)
+    assert contents == ["Check units.", "Keep answers short."]
+    units = next(e for e in agg.edits if e.content == "Check units.")
+    assert units.support_count == 2  # identical edits folded, support summed
+    assert all(r["fallback"] for r in agg.rounds) and len(agg.rounds) == 2  # failure side + final
+    assert agg.rounds[-1].get("final") is True
+
+
+def test_single_patch_needs_no_merge_call():
+    teacher = ScriptedTeacher()
+    t = stages.Teacher(teacher, workers=1)
+    agg = stages.aggregate(t, SKILL, [stages.Patch("failure", ["a"], [edit("X"), edit("Y")])], merge_batch_size=8)
+    assert [e.content for e in agg.edits] == ["X", "Y"] and not teacher.requests
+
+
+def test_select_clips_to_budget_by_ranking_and_records_every_fate():
+    teacher = ScriptedTeacher({"rank": [{"reasoning": "c is best", "ranking": ["e3", "e1"]}]})
+    t = stages.Teacher(teacher, workers=1)
+    edits = [edit("A", eid="e1"), edit("B", support=5, eid="e2"), edit("C", eid="e3")]
+    sel = stages.select(t, SKILL, edits, budget=2)
+    assert [e.content for e in sel.selected] == ["C", "A"]
+    assert [(r.edit.content, r.status) for r in sel.dropped] == [("B", "skipped_over_budget")]
+
+
+def test_select_falls_back_to_support_when_ranking_fails():
+    teacher = ScriptedTeacher({"rank": [LLMError("overloaded", kind="server", retryable=True)]})
+    t = stages.Teacher(teacher, workers=1)
+    edits = [edit("A", 1, eid="e1"), edit("B", 5, eid="e2"), edit("C", 3, eid="e3")]
+    sel = stages.select(t, SKILL, edits, budget=2)
+    assert [e.content for e in sel.selected] == ["B", "C"]
+    assert sel.record["fallback"] is True and "overloaded" in sel.record["reason"]
+
+
+def test_select_drops_edits_that_repeat_a_rejected_one():
+    rejected = [RejectedEdit(edit("Explain your reasoning."), -0.1, "worse", "r1", 2)]
+    t = stages.Teacher(ScriptedTeacher(), negative=rejected, workers=1)
+    sel = stages.select(t, SKILL, [edit("explain your  reasoning.", eid="e1"), edit("Check units.", eid="e2")], 4)
+    assert [e.content for e in sel.selected] == ["Check units."]
+    assert sel.dropped[0].status == "skipped_rejected_before" and "r1/2" in sel.dropped[0].reason
+
+
+def test_non_retryable_teacher_errors_stop_instead_of_being_skipped():
+    teacher = ScriptedTeacher({"rank": [LLMError("bad key", kind="auth", retryable=False)]})
+    t = stages.Teacher(teacher, workers=1)
+    try:
+        stages.select(t, SKILL, [edit("A", eid="e1"), edit("B", eid="e2")], budget=1)
+    except LLMError as exc:
+        assert exc.kind == "auth"
+    else:
+        raise AssertionError("an auth error must not be swallowed")
+
+
+def test_update_never_touches_protected_region():
+    skill = "---\nname: x\n---\n# S\n\n- Be brief.\n\n<!-- skillgit:slow-update -->\nKeep it.\n<!-- /skillgit:slow-update -->\n"
+    new, results = stages.update(skill, [Edit("replace", target="Keep it.", content="Changed"),
+                                         Edit("append", content="Check units.")], allow_front_matter=False)
+    assert [r.status for r in results] == ["skipped_protected_region", "applied"]
+    assert "Keep it." in new and "Changed" not in new and new.startswith("---\nname: x\n---\n")
+    assert new.index("Check units.") < new.index("<!-- skillgit:slow-update -->")
+
+
+def _split(scores: dict[str, float], blob="b") -> gate.SplitScore:
+    return gate.SplitScore("val", blob, {k: (v, v) for k, v in scores.items()})
+
+
+def test_gate_is_strict_and_honours_margin_and_use_gate():
+    before = _split({"a": 1, "b": 0, "c": 0})
+    same = _split({"a": 0, "b": 1, "c": 0})
+    better = _split({"a": 1, "b": 1, "c": 0})
+    cfg = EvaluationCfg()
+    assert not gate.decide(cfg, before, same).accept  # a tie is rejected
+    assert gate.decide(cfg, before, better).accept
+    assert not gate.decide(EvaluationCfg(gate_margin=0.5), before, better).accept
+    worse = _split({"a": 0, "b": 0, "c": 0})
+    assert gate.decide(EvaluationCfg(use_gate=False), before, worse).accept
+
+
+def test_gate_compares_only_items_scored_on_both_sides():
+    before = gate.SplitScore("val", "x", {"a": (1, 1), "b": (0, 0)})
+    after = gate.SplitScore("val", "y", {"a": (1, 1)}, errors={"b": "student: timeout"})
+    assert not gate.decide(EvaluationCfg(), before, after).accept  # 1.0 vs 1.0 on the common item: a tie
+
+
+def test_paired_gate_rejects_a_lucky_small_gain():
+    ids = [f"i{k}" for k in range(20)]
+    before = _split({k: 0.0 for k in ids})
+    after = _split({k: (1.0 if k == "i0" else 0.0) for k in ids})
+    assert gate.decide(EvaluationCfg(), before, after).accept
+    result = gate.decide(EvaluationCfg(gate="paired"), before, after)
+    assert not result.accept and result.p_value is not None and result.p_value >= 0.1
+    big = _split({k: (1.0 if int(k[1:]) < 8 else 0.0) for k in ids})
+    assert gate.decide(EvaluationCfg(gate="paired"), before, big).accept
+
+
+def test_schedules_go_from_learning_rate_to_min():
+    for name in ("linear", "cosine"):
+        cfg = OptimizerCfg(learning_rate=6, min_learning_rate=2, lr_scheduler=name)
+        budgets = [scheduled_budget(cfg, i, 10) for i in range(10)]
+        assert budgets[0] == 6 and budgets[-1] == 2
+        assert budgets == sorted(budgets, reverse=True)
+    assert {scheduled_budget(OptimizerCfg(lr_scheduler="constant", learning_rate=3), i, 10) for i in range(10)} == {3}
+
+
+def test_evaluator_caches_by_blob_and_excludes_errors():
+    student = KeywordStudent()
+    items = [Item(f"i{k}", "q", "ans", {"keyword": "units"}) for k in range(4)]
+    ev = gate.Evaluator(student, lambda it, out: Score(float(out == it.expected), 0.0), {"val": items}, workers=2)
+    first = ev.score("mention units", "val")
+    second = ev.score("mention units", "val")
+    assert first is second and student.calls == 4 and ev.cache_hits == 1
+    assert first.mean("hard") == 1.0
+    assert ev.score("nothing", "val").mean("hard") == 0.0 and student.calls == 8
