@@ -76,10 +76,18 @@ class SimulatedCfg:
     """The offline simulated world (see skillgit/world): a documented simulation, never a silent fallback."""
 
     seed: int = 0
-    num_rules: int = 6
-    noise: float = 0.05  # probability that the student slips on a rule the skill does convey
+    num_rules: int = 6  # hidden house rules, of 8
+    noise: float = 0.05  # per answer: probability that the student ignores one instruction that matters
     malformed_rate: float = 0.03  # probability that a teacher reply is not valid JSON
     latency_s: float = 0.0
+    lucky_rate: float = 0.02  # per answer: probability that one uncovered rule is applied anyway
+    min_fields: int = 1  # fields per record (1..5)
+    max_fields: int = 4
+    dilution_lines: int = 40  # skills longer than this (non-empty lines) make the student slip more…
+    dilution_per_line: float = 0.005  # …by this much per extra line (slip rate capped at 0.5)
+    vague_rate: float = 0.2  # teacher: share of vague, useless ideas
+    harmful_rate: float = 0.1  # teacher: share of harmful ideas
+    off_target_rate: float = 0.15  # teacher: probability of an extra idea unrelated to any symptom per call
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ def _value(raw: str) -> str:
         if raw[0] == '"':
             inner = inner.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
         return inner
-    if raw[:1] in "'\"":  # a quoted value followed by a comment: VALUE="x" # note
+    if raw and raw[0] in "'\"":  # a quoted value followed by a comment: VALUE="x" # note
         end = raw.find(raw[0], 1)
         if end > 0:
             return _value(raw[: end + 1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillgit.errors import SkillgitError
 from skillgit.llm import factory
 from skillgit.llm.cache import CachedLLM, CachedStudent, CallCache
 from skillgit.loop.events import EventSink, ignore
@@ -46,9 +47,23 @@ def open_session(project: Project, *, cache: bool = True) -> Session:
     cfg = project.config
     store = Store.open(project.root, cfg.skill.path, cfg.skill.branch)
     splits = load_splits(cfg.env, project.root)
+    if cfg.model.student_backend == "simulated":
+        _check_simulated_tasks(splits)
     scorer = build_scorer(cfg.env.scorer, project.root)
     cache_path = store.git_dir / "skillgit" / "cache" / "calls.jsonl" if cache else None
     return Session(project, store, splits, scorer, Ledger(), CallCache(cache_path))
+
+
+def _check_simulated_tasks(splits: Splits) -> None:
+    """The simulated student only understands the simulated world's own records; running it on real tasks would
+    produce meaningless scores, so refuse instead of training on noise."""
+    foreign = [i.id for i in (*splits.train, *splits.val, *splits.test) if i.metadata.get("world") != "simulated"]
+    if foreign:
+        raise SkillgitError(
+            f"model.student_backend is 'simulated' but {len(foreign)} task(s) (e.g. '{foreign[0]}') are not "
+            "simulated-world tasks",
+            "set model.student_backend and model.teacher_backend to openai, azure, anthropic or command for real "
+            "tasks (`skillgit demo` shows the simulated world)")
 
 
 def build_trainer(session: Session, *, run_id: str | None = None, resume: bool = True,

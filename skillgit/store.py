@@ -158,6 +158,11 @@ class Store:
             raise GitStateError(f"'{self.skill_path}' at {commit[:12]} is not UTF-8 text",
                                 "skills must be UTF-8 text files") from None
 
+    def diff(self, a: str, b: str) -> str:
+        """The unified diff of the skill file from commit `a` to commit `b` (git's format, no colour)."""
+        return self.repo.run_bytes("--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", a, b, "--",
+                                   self.skill_path).decode("utf-8", "replace")
+
     def blob_id(self, text: str) -> str:
         """The git blob id of `text` (what the score cache keys on); computed, nothing is written."""
         return self.repo.blob_id(text.encode("utf-8"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
@@ -33,17 +34,21 @@ SKILL_NAMES = ("SKILL.md", "AGENTS.md", "CLAUDE.md", "system_prompt.md", "system
                "system-prompt.txt", "SYSTEM_PROMPT.md", "prompt.md", "prompt.txt")
 SKILL_GLOBS = (".claude/skills/*/SKILL.md", "skills/*/SKILL.md")
 
-STARTER_SKILL = """---
-name: my-skill
-description: One sentence on what this skill helps the agent do and when to use it.
----
-
-# My skill
+# Used only when the shipped templates/skills/starter.md cannot be found.
+FALLBACK_BODY = """# Task skill
 
 Describe how the agent should approach its tasks. skillgit adds, rewrites and removes guidance here as it
-learns from scored runs; every accepted change is a commit you can inspect with `skillgit log` and undo with
-`skillgit revert`.
+learns from scored runs; every accepted change is a commit (`skillgit log`, `skillgit revert`).
 """
+
+
+def starter_skill(name: str) -> str:
+    """A starter SKILL.md: Claude-Code-style front matter (name, description) and the shipped starter body."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:64] or "my-skill"
+    template = templates_dir() / "skills" / "starter.md"
+    body = template.read_text(encoding="utf-8") if template.is_file() else FALLBACK_BODY
+    return (f"---\nname: {slug}\ndescription: How to approach this project's tasks (trained with skillgit; edit "
+            f"this line to say when the skill applies).\n---\n\n{body}")
 
 
 @dataclass
@@ -159,7 +164,7 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
         raise SkillgitError(f"{rel} is a folder, not a skill file", "pass --skill PATH to a Markdown or text file")
     if not skill_file.exists():
         skill_file.parent.mkdir(parents=True, exist_ok=True)
-        skill_file.write_text(STARTER_SKILL, encoding="utf-8")
+        skill_file.write_text(starter_skill(repo.root.name), encoding="utf-8")
         report.created_skill = True
     else:
         try:

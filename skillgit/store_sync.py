@@ -215,6 +215,17 @@ def push(store: "Store", remote: str = "origin") -> SyncReport:
     return report
 
 
+def _drop_stale_scratch_refs(store: "Store") -> None:
+    """Scratch notes refs (`refs/notes/skillgit-tmp/<pid>-…`) outlive only a killed process: drop those whose
+    process is gone."""
+    from skillgit.store import _alive
+
+    for (ref,) in store.repo.for_each_ref(["refname"], R.NOTES_TMP_PREFIX):
+        pid = ref[len(R.NOTES_TMP_PREFIX):].split("-", 1)[0]
+        if not (pid.isdigit() and _alive(int(pid))):
+            store.repo.delete_ref(ref)
+
+
 def gc(store: "Store", keep: int = 20) -> GcReport:
     """Fold every rejected tag but the newest `keep` into `refs/skillgit/archive`: one commit whose tree holds a
     JSON record per folded step (tag message, commit, parent) and whose parents include the folded candidate
@@ -252,5 +263,6 @@ def gc(store: "Store", keep: int = 20) -> GcReport:
         store._commit_refs([RefUpdate("update", R.ARCHIVE_REF, new, archive), *updates],
                            f"skillgit gc: fold {len(fold)} rejected tags")
         archive = new
+    _drop_stale_scratch_refs(store)
     repo.run("pack-refs", "--all")
     return GcReport(len(fold), len(live) - len(fold), archive)

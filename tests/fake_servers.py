@@ -3,7 +3,7 @@
 `FakeLLMServer` is a stdlib `ThreadingHTTPServer` on 127.0.0.1 (a free port) running in a daemon thread. It
 answers
 - `POST /v1/chat/completions`                                   (OpenAI Chat Completions, vLLM, llama.cpp, ...)
-- `POST /v1/responses`                                          (OpenAI Responses API)
+- `POST /v1/responses`, `/openai/responses?api-version=...`    (OpenAI / Azure Responses API)
 - `POST /openai/deployments/<deployment>/chat/completions?api-version=...`   (Azure OpenAI)
 - `POST /v1/messages`                                           (Anthropic Messages API)
 
@@ -11,12 +11,15 @@ What it answers is scripted per test:
 - `server.script(b1, b2, ...)` queues one-shot behaviours, consumed one per request in arrival order
   (`reply`, `json_reply`, `error`, `rate_limited`, `server_error`, `hang`, `not_json`, `unauthorized`);
 - when the queue is empty, the `handler(request_json) -> reply_text` given to the constructor answers (so a
-  simulated world can sit behind the server; `request_messages(body)` turns any of the three request shapes into
-  `[(role, text), ...]`); without a handler the reply is "OK";
+  simulated world can sit behind the server: `llm_handler(llm)` serves any skillgit `LLM`;
+  `request_messages(body)` / `request_schema(body)` read any of the request shapes); without a handler the
+  reply is "OK";
 - persistent rules model servers that do not support a feature: `reject_formats={"json_schema": 500}` answers
   that status to every request whose response format is of that kind (kinds: `json_schema`,
   `json_object+schema`, `json_object`), as llama.cpp does for json_schema; `reject_tools=400` does the same for
   Anthropic requests that carry tools.
+
+In a test module, `from tests.fake_servers import fake_server_fixture` makes the `fake_server` fixture available.
 
 Every request is recorded (`server.requests`, a list of `Received`) before it is answered, so tests assert what
 was sent (model, response_format, headers, api-version, deployment path) and how many times (no SDK retries).
@@ -155,6 +158,32 @@ def response_format_kind(body: dict[str, Any]) -> str | None:
     if fmt.get("type") == "json_object" and "schema" in fmt:
         return "json_object+schema"
     return str(fmt.get("type"))
+
+
+def request_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a request asks for (response_format, text.format, or a forced Anthropic tool), if any."""
+    fmt = body.get("response_format") or (body.get("text") or {}).get("format") or {}
+    if fmt.get("type") == "json_schema":
+        return fmt.get("schema") or (fmt.get("json_schema") or {}).get("schema")
+    if fmt.get("type") == "json_object" and "schema" in fmt:
+        return fmt["schema"]
+    choice = body.get("tool_choice") or {}
+    for tool in body.get("tools") or []:
+        if choice.get("type") == "tool" and tool.get("name") == choice.get("name"):
+            return tool.get("input_schema")
+    return None
+
+
+def llm_handler(llm: Any) -> "Handler":
+    """A server handler that answers with any skillgit `LLM` (e.g. the simulated teacher or student), so a real
+    SDK-backed backend can be exercised end to end against a deterministic model."""
+    from skillgit.llm.base import Message, Request
+
+    def handle(body: dict[str, Any]) -> str:
+        messages = tuple(Message(role, text) for role, text in request_messages(body))
+        return llm.complete(Request(messages, stage="served", json_schema=request_schema(body))).text
+
+    return handle
 
 
 # ---------------------------------------------------------------------------------------------- response shapes
@@ -329,7 +358,7 @@ class FakeLLMServer:
         deployment = None
         if path == "/v1/chat/completions":
             api = "chat"
-        elif path == "/v1/responses":
+        elif path in ("/v1/responses", "/openai/responses", "/openai/v1/responses"):  # OpenAI, Azure
             api = "responses"
         elif path == "/v1/messages":
             api = "anthropic"
@@ -385,8 +414,8 @@ class FakeLLMServer:
             pass
 
 
-@pytest.fixture
-def fake_server() -> Iterator[FakeLLMServer]:
+@pytest.fixture(name="fake_server")
+def fake_server_fixture() -> Iterator[FakeLLMServer]:
     """A started `FakeLLMServer` (no handler: replies "OK" unless scripted); stopped after the test."""
     with FakeLLMServer() as server:
         yield server

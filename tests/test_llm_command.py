@@ -105,10 +105,18 @@ def test_generic_placeholders(bin_dir):
     assert "#" in student.id  # a custom command is a different student for the call cache
 
 
+def test_install_path_must_stay_inside_the_workspace(bin_dir):
+    cfg = CommandCfg(argv=("generic-agent", "{prompt_file}", "{skill_file}", "{workspace}"),
+                     install_path="../../escaped.md", timeout_s=30)
+    with pytest.raises(LLMError, match="outside the scratch workspace") as info:
+        CommandStudent(cfg, env=env_with(bin_dir)).run(SKILL, Item("i1", "q"))
+    assert info.value.kind == "config"
+
+
 def test_timeout_kills_the_whole_process_group(bin_dir, tmp_path):
     pid_file = tmp_path / "child.pid"
     cfg = CommandCfg(argv=("hang-agent", str(pid_file), "--ignore-term"), timeout_s=0.5)
-    student = CommandStudent(cfg, env=env_with(bin_dir))
+    student = CommandStudent(cfg, env=env_with(bin_dir), kill_grace_s=0.1)  # both ignore TERM: KILL is needed
     with pytest.raises(LLMError) as info:
         student.run(SKILL, Item("i1", "q"))
     assert info.value.kind == "timeout" and not info.value.retryable
@@ -173,3 +181,16 @@ def test_generic_without_argv_and_unknown_preset_are_config_errors():
     with pytest.raises(LLMError, match="unknown command preset 'cursor'") as info:
         CommandStudent(CommandCfg(preset="cursor"))
     assert "claude" in info.value.hint and "codex" in info.value.hint
+
+
+def test_factory_builds_a_wrapped_command_student_and_checks_the_binary(bin_dir, tmp_path):
+    from skillgit.config import config_from_dict
+    from skillgit.llm.factory import build_student
+
+    cfg = config_from_dict({"model": {"student_backend": "command", "student_model": "default",
+                                      "student": {"concurrency": 3, "command": {"preset": "codex"}}}})
+    student = build_student(cfg, tmp_path, environ=env_with(bin_dir))
+    assert isinstance(student, RetryingStudent) and student.concurrency == 3
+    assert student.run(SKILL, Item("i1", "q")).text == "q -> RULE: always give units (model=default)"
+    with pytest.raises(LLMError, match="'codex' not found"):
+        build_student(cfg, tmp_path, environ={"PATH": str(tmp_path)})  # fails at build, not at the first rollout

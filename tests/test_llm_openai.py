@@ -16,8 +16,9 @@ from skillgit.llm.jsonout import complete_json
 from skillgit.llm.openai_backend import OpenAIBackend
 from skillgit.llm.pricing import cost, price_for, price_known, resolve_price
 from skillgit.types import Item, Usage
-from tests.fake_servers import (FakeLLMServer, error, fake_server, hang, json_reply, not_json,  # noqa: F401
-                                rate_limited, reply, server_error, unauthorized)
+from tests.fake_servers import fake_server_fixture  # noqa: F401 (the fake_server fixture)
+from tests.fake_servers import (FakeLLMServer, error, hang, json_reply, llm_handler, not_json, rate_limited, reply,
+                                server_error, unauthorized)
 
 KEY = "sk-test-0123456789abcdefghijklmnop"
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
@@ -89,6 +90,10 @@ def test_json_schema_first(fake_server):
 def test_json_schema_not_strict_when_schema_is_open(fake_server):
     teacher(fake_server).complete(ASK_JSON)
     assert fake_server.requests[0].json["response_format"]["json_schema"]["strict"] is False
+    nested_open = {"type": "object", "additionalProperties": False, "required": ["edits"], "properties": {
+        "edits": {"type": "array", "items": {"type": "object", "properties": {"op": {"type": "string"}}}}}}
+    teacher(fake_server).complete(Request(ASK.messages, json_schema=nested_open))
+    assert fake_server.requests[1].json["response_format"]["json_schema"]["strict"] is False
 
 
 def test_auto_falls_back_to_json_object_with_schema_and_remembers(fake_server):
@@ -186,6 +191,18 @@ def test_azure_deployment_path_api_version_and_key(fake_server):
     assert llm.price_known and llm.complete(ASK).usage.cost_usd == pytest.approx((12 * 2.50 + 3 * 10.0) / 1e6)
 
 
+def test_azure_responses_api(fake_server):
+    cfg = config_from_dict({"model": {
+        "teacher_backend": "azure", "teacher_model": "gpt-4o",
+        "teacher": {"azure_endpoint": fake_server.azure_endpoint, "azure_deployment": "prod-4o", "api": "responses",
+                    "api_version": "2025-04-01-preview"}}})
+    llm = build_teacher(cfg, None, environ={"AZURE_OPENAI_API_KEY": "azure-secret-key-123456"}, max_retries=0)
+    assert llm.complete(ASK).text == "OK"
+    [sent] = fake_server.requests
+    assert sent.path == "/openai/responses" and sent.query == {"api-version": "2025-04-01-preview"}
+    assert sent.json["model"] == "prod-4o" and sent.headers["api-key"] == "azure-secret-key-123456"
+
+
 def test_azure_from_environment_and_dotenv(fake_server, tmp_path):
     (tmp_path / ".env").write_text(f"# Azure\nexport AZURE_OPENAI_API_KEY='dotenv-azure-key-0001'\n"
                                    f"AZURE_OPENAI_ENDPOINT={fake_server.azure_endpoint}  # local\n")
@@ -196,6 +213,24 @@ def test_azure_from_environment_and_dotenv(fake_server, tmp_path):
     assert sent.deployment == "gpt4o-dep" and sent.query["api-version"] == "2025-01-01-preview"
     assert not llm.price_known  # "gpt4o-dep" names no model; cost needs `prices:`
     assert sent.headers["api-key"] == "dotenv-azure-key-0001"
+
+
+def test_azure_entra_id_token_provider_when_no_key(fake_server, monkeypatch):
+    import skillgit.llm.openai_backend as backend_module
+
+    tokens = iter(["entra-token-1", "entra-token-2"])
+    monkeypatch.setattr(backend_module, "azure_token_provider", lambda: lambda: next(tokens))
+    cfg = config_from_dict({"model": {"teacher_backend": "azure", "teacher_model": "dep",
+                                      "teacher": {"azure_endpoint": fake_server.azure_endpoint}}})
+    llm = build_teacher(cfg, None, environ={}, max_retries=0)
+    fake_server.script(unauthorized())
+    with pytest.raises(LLMError) as info:
+        llm.complete(ASK)
+    assert info.value.kind == "auth" and "az login" in info.value.hint
+    llm.complete(ASK)
+    first, second = fake_server.requests
+    assert first.headers["authorization"] == "Bearer entra-token-1" and "api-key" not in first.headers
+    assert second.headers["authorization"] == "Bearer entra-token-2"  # asked for on every request (refresh)
 
 
 def test_azure_without_key_or_identity_names_the_variable(fake_server, monkeypatch):
@@ -230,6 +265,16 @@ def test_rate_limit_honours_retry_after_and_sdk_does_not_retry(fake_server):
     with pytest.raises(LLMError) as info:
         llm.complete(ASK)
     assert info.value.retry_after == 0.25
+
+
+def test_exhausted_quota_is_not_retried(fake_server):
+    fake_server.script(error(429, "You exceeded your current quota", error_type="insufficient_quota"))
+    sleeps: list[float] = []
+    llm = build_teacher(teacher_cfg(fake_server), None, environ={"OPENAI_API_KEY": KEY}, sleep=sleeps.append)
+    with pytest.raises(LLMError) as info:
+        llm.complete(ASK)
+    assert (info.value.kind, info.value.retryable) == ("rate_limit", False) and "billing" in info.value.hint
+    assert sleeps == [] and len(fake_server.requests) == 1
 
 
 @pytest.mark.parametrize("behaviour, kind, retryable, status, hint_part", [
@@ -313,7 +358,8 @@ def test_named_key_variable_must_exist_even_with_base_url(fake_server):
 
 
 def test_base_url_and_key_from_environment_and_dotenv(fake_server, tmp_path):
-    (tmp_path / ".env").write_text(f'OPENAI_API_KEY="dotenv-key-000000"\nOPENAI_BASE_URL={fake_server.openai_base_url}\n')
+    (tmp_path / ".env").write_text(f'OPENAI_API_KEY="dotenv-key-000000"\n'
+                                   f'OPENAI_BASE_URL={fake_server.openai_base_url}\n')
     cfg = config_from_dict({"model": {"teacher_backend": "openai", "teacher_model": "m"}})
     build_teacher(cfg, tmp_path, environ={}, max_retries=0).complete(ASK)
     assert fake_server.requests[-1].headers["authorization"] == "Bearer dotenv-key-000000"
@@ -335,6 +381,28 @@ def test_unknown_backend_is_an_error_never_a_fallback():
     cfg = Config(model=ModelCfg(teacher_backend="command"))
     with pytest.raises(SkillgitError):
         build_teacher(cfg, None, environ={})  # a CLI agent cannot be the teacher
+
+
+def test_simulated_backends_are_only_built_when_asked_for():
+    cfg = config_from_dict({"model": {"teacher_backend": "simulated", "student_backend": "simulated"}})
+    teacher_llm = build_teacher(cfg, None, environ={})
+    student = build_student(cfg, None, environ={})
+    assert teacher_llm.id.startswith("simulated:sim-teacher") and student.id.startswith("chat:simulated:sim-student")
+    assert teacher_llm.concurrency == cfg.model.teacher.concurrency  # wrapped like every other backend
+
+
+def test_a_simulated_model_can_sit_behind_the_server():
+    from skillgit.world import SimulatedStudentLLM, generate_tasks
+
+    sim_cfg = config_from_dict({}).model.simulated
+    item = generate_tasks(sim_cfg, 1)[0]
+    skill = "# Records\n\nWrite dates as YYYY-MM-DD.\n"
+    with FakeLLMServer(llm_handler(SimulatedStudentLLM(sim_cfg))) as server:
+        cfg = config_from_dict({"model": {"student_backend": "openai", "student_model": "sim",
+                                          "student": {"base_url": server.openai_base_url}}})
+        served = build_student(cfg, None, environ={}, max_retries=0).run(skill, item)
+    direct = ChatStudent(SimulatedStudentLLM(sim_cfg)).run(skill, item)
+    assert served.text == direct.text and served.text
 
 
 def test_chat_student_uses_skill_as_system_prompt(fake_server):

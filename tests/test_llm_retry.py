@@ -69,6 +69,14 @@ def test_retry_after_is_honoured():
     assert len(sleeps) == 1 and 7.0 <= sleeps[0] <= 7.7  # at least what the server asked, plus <=10% jitter
 
 
+def test_retry_after_beyond_the_limit_is_not_waited_for():
+    inner = ScriptedLLM(LLMError("429", kind="rate_limit", retryable=True, retry_after=7200.0, status=429))
+    sleeps: list[float] = []
+    with pytest.raises(LLMError) as info:
+        RetryingLLM(inner, sleep=sleeps.append, max_retry_after=600.0).complete(REQ)
+    assert info.value.retry_after == 7200.0 and sleeps == [] and inner.calls == 1
+
+
 def test_non_retryable_error_is_raised_at_once():
     auth = LLMError("HTTP 401", "set OPENAI_API_KEY", kind="auth", retryable=False, status=401)
     inner = ScriptedLLM(auth)

@@ -53,26 +53,14 @@ _register()
 
 
 def main() -> None:
+    """Entry point: click/typer handle usage errors (exit 2) and --help; we handle our own errors."""
     from skillgit.console import print_error
 
     try:
-        app(standalone_mode=False)
+        app()
     except SkillgitError as exc:
         print_error(exc.message, exc.hint)
         sys.exit(int(exc.code))
     except KeyboardInterrupt:
         print_error("interrupted", "run the same command again to resume")
         sys.exit(int(ExitCode.INTERRUPTED))
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        sys.exit(int(ExitCode.INTERRUPTED))
-    except SystemExit:
-        raise
-    except Exception as exc:  # click's usage errors come through here in standalone_mode=False
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(int(ExitCode.USAGE))
-        raise

@@ -43,11 +43,13 @@ def check_role(cfg: Any, role: str, root: Path | None, *, environ: Mapping[str, 
         else:
             student = factory.build_student(cfg, root, environ=environ, max_retries=0)
             if isinstance(student, ChatStudent):  # a chat model: a tiny request rather than a whole rollout
-                reply = student.llm.complete(Request((Message("system", "You are being health-checked."),
-                                                      Message("user", PROBE)), stage="doctor", max_tokens=32))
+                llm = student.llm
+                reply = llm.complete(Request((Message("system", "You are being health-checked."),
+                                              Message("user", PROBE)), stage="doctor", max_tokens=32))
             else:
+                llm = student
                 reply = student.run("You are being health-checked. Answer briefly.", Item("doctor", PROBE))
-        built = llm if role == "teacher" else student
+        built = llm
         row["endpoint"] = redact(str(getattr(built, "endpoint", row["endpoint"])))
     except SkillgitError as exc:
         row.update(status="error", detail=exc.message, fix=exc.hint)

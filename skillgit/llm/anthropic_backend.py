@@ -12,7 +12,8 @@ Contracts (besides the `LLM` protocol of base.py):
 - Extended thinking when `cfg.thinking_budget` is set: `thinking={"type": "enabled", "budget_tokens": N}`,
   `max_tokens` raised to budget + answer tokens, no temperature (the API requires the default), and never a
   forced tool (the API refuses tool_choice with thinking): text + extraction instead.
-- `cfg.reasoning_effort` is sent as `output_config.effort` when set.
+- `cfg.reasoning_effort` is sent as `output_config.effort` when set. A temperature (request or config) is sent in
+  the request body (the current SDK has no parameter for it; models that refuse it answer 400, hint included).
 - Usage: prompt tokens = input + cache read + cache creation (so `cached_tokens` is a part of `prompt_tokens`, as
   for OpenAI), completion = output tokens, reasoning = thinking tokens when the API reports them.
 - Failures become `LLMError` with secrets redacted and the SDK exception detached (see `_map_error`).
@@ -162,8 +163,8 @@ class AnthropicBackend:
         else:
             kwargs["max_tokens"] = max_tokens
             temperature = request.temperature if request.temperature is not None else self.cfg.temperature
-            if temperature is not None:
-                kwargs["temperature"] = temperature
+            if temperature is not None:  # this SDK no longer has the parameter; older models still take it
+                kwargs["extra_body"] = {"temperature": temperature}
         if self.cfg.reasoning_effort:
             kwargs["output_config"] = {"effort": self.cfg.reasoning_effort}
         if use_tool:
@@ -207,8 +208,8 @@ class AnthropicBackend:
         return {
             "auth": f"set {self.key_env} (in the environment or in .env at the project root) to a valid key",
             "not_found": f"check the model name '{self.model}' and {where}.base_url",
-            "bad_request": (f"the server rejected the request; check {where} settings (max_tokens must exceed "
-                            f"thinking_budget; json_mode: prompt avoids the forced tool)"),
+            "bad_request": (f"the server rejected the request; check {where} settings (newer models refuse "
+                            f"temperature; json_mode: prompt avoids the forced tool)"),
             "rate_limit": f"retried automatically; lower {where}.concurrency if it persists",
             "timeout": f"retried automatically; raise {where}.timeout_s for slow models",
             "connection": f"is {self.endpoint} reachable? check {where}.base_url and the network",

@@ -69,7 +69,9 @@ PRESETS: dict[str, Preset] = {
     "claude": Preset(("claude", "{model_args}", "-p", "{prompt}", "--output-format", "json"),
                      ".claude/skills/{name}/SKILL.md",
                      ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL",
-                      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"),
+                      # Claude Code on Bedrock / Vertex AI
+                      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
+                      "GOOGLE_APPLICATION_CREDENTIALS"),
                      ("--model", "{model}"), "claude_json"),
     "codex": Preset(("codex", "exec", "{model_args}", "--skip-git-repo-check", "--output-last-message",
                      "{answer_file}", "{prompt}"),
@@ -114,7 +116,7 @@ class CommandStudent:
     """A CLI agent run once per item in a scratch workspace (see the module contract). Thread-safe."""
 
     def __init__(self, cfg: CommandCfg, *, model: str | None = None, env: Mapping[str, str] | None = None,
-                 prices: Mapping[str, Any] | None = None):
+                 prices: Mapping[str, Any] | None = None, kill_grace_s: float = KILL_GRACE_S):
         if cfg.preset not in PRESETS:
             raise LLMError(f"unknown command preset '{cfg.preset}'",
                            f"set model.student.command.preset to one of: {', '.join(PRESETS)}", kind="config")
@@ -125,6 +127,7 @@ class CommandStudent:
         self.env = agent_env(base, (*self.preset.keep_env, *cfg.env_passthrough))
         self._secrets = tuple(secret_values(base))
         self.prices = prices
+        self.kill_grace_s = kill_grace_s  # how long a timed-out agent may take to exit on TERM before KILL
         template = tuple(cfg.argv) or self.preset.argv
         if not template:
             raise LLMError("the generic command backend needs a command",
@@ -189,10 +192,16 @@ class CommandStudent:
 
     def _install(self, workspace: Path, skill: str) -> Path:
         name = skill_name(skill)
-        target = workspace / self.install_path.replace("{name}", name)
+        target = (workspace / self.install_path.replace("{name}", name)).resolve()
+        if not target.is_relative_to(workspace.resolve()):
+            raise LLMError(f"{self.id}: install_path '{self.install_path}' points outside the scratch workspace",
+                           "set model.student.command.install_path to a relative path such as AGENTS.md",
+                           kind="config")
         target.parent.mkdir(parents=True, exist_ok=True)
         text = skill
-        if self.cfg.preset == "claude" and not skill.startswith("---"):
+        # Claude Code loads a SKILL.md only with name/description front matter (other install paths, e.g.
+        # CLAUDE.md, are read as they are)
+        if self.cfg.preset == "claude" and target.name == "SKILL.md" and not skill.startswith("---"):
             text = _STUB_FRONT_MATTER.format(name=name) + skill
         target.write_text(text, encoding="utf-8")
         return target
@@ -286,9 +295,10 @@ class CommandStudent:
             cost = round(float(reported), 8)
         else:
             cost = pricing.cost(self.model, usage, self.prices) if self.model else 0.0
-        summary = [", ".join(f"{k}={data[k]}" for k in ("num_turns", "duration_ms", "total_cost_usd", "session_id")
-                             if k in data)]
-        return str(data.get("result") or ""), Usage(1, prompt, completion, cache_read, 0, cost), [s for s in summary if s]
+        fields = ("num_turns", "duration_ms", "total_cost_usd", "session_id")
+        summary = ", ".join(f"{k}={data[k]}" for k in fields if k in data)
+        return str(data.get("result") or ""), Usage(1, prompt, completion, cache_read, 0, cost), \
+            [summary] if summary else []
 
     # -- killing
     @staticmethod
@@ -302,7 +312,7 @@ class CommandStudent:
         """TERM the agent's process group, KILL it after a grace period, and collect what it printed."""
         self._kill_group(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=KILL_GRACE_S)
+            proc.wait(timeout=self.kill_grace_s)
         except subprocess.TimeoutExpired:
             pass
         self._kill_group(proc.pid, signal.SIGKILL)  # also the children that ignored TERM

@@ -34,7 +34,9 @@ from skillgit.llm.retry import RetryingLLM, RetryingStudent
 TEACHER_BACKENDS = ("simulated", "openai", "azure", "anthropic")
 STUDENT_BACKENDS = (*TEACHER_BACKENDS, "command")
 DUMMY_KEY = "no-key-needed"  # OpenAI-compatible servers without auth still want some Authorization header
-DEFAULT_SIM_STUDENT = "sim-student"  # ModelCfg's default model name: means "not set" for a command agent
+# For a CLI agent these model names mean "the agent's own default" (no --model flag); "sim-student" is ModelCfg's
+# default, left in place by a config that only switched the backend.
+AGENT_DEFAULT_MODELS = ("", "default", "sim-student")
 
 
 def _role_cfg(cfg: Config, role: str) -> tuple[str, str, BackendCfg]:
@@ -66,7 +68,9 @@ def build_llm(role: str, backend: str, model: str, bcfg: BackendCfg, cfg: Config
     if backend == "simulated":
         from skillgit.world import SimulatedStudentLLM, SimulatedTeacher  # lazy: only the simulation needs them
 
-        return SimulatedTeacher(cfg.model.simulated) if role == "teacher" else SimulatedStudentLLM(cfg.model.simulated)
+        if role == "teacher":
+            return SimulatedTeacher(cfg.model.simulated, model=model)
+        return SimulatedStudentLLM(cfg.model.simulated, model=model)
     if backend == "anthropic":
         from skillgit.llm.anthropic_backend import AnthropicBackend
 
@@ -107,42 +111,53 @@ def build_llm(role: str, backend: str, model: str, bcfg: BackendCfg, cfg: Config
         key = env.get(var) or None
         base_url = bcfg.base_url or env.get("OPENAI_BASE_URL") or None
         if not key:
-            if not base_url or bcfg.api_key_env:  # a named key variable means the server wants that key
+            # a named key variable means the server wants that key; OpenAI itself always does
+            if not base_url or bcfg.api_key_env or "api.openai.com" in base_url:
                 raise _missing_key(role, var, f", or set model.{role}.base_url for a local server")
             key = DUMMY_KEY
         return OpenAIBackend(model, bcfg, api_key=key, base_url=base_url, key_env=var, role=role, prices=cfg.prices)
+    _check_backend(role, backend)  # raises for names that are not backends at all
     raise ConfigError(f"model.{role}_backend: '{backend}' cannot be used for the {role}",
-                      f"allowed for the {role}: {', '.join(TEACHER_BACKENDS if role == 'teacher' else STUDENT_BACKENDS)}")
+                      f"allowed for the {role}: {', '.join(TEACHER_BACKENDS)}")
 
 
-def _wrap_kwargs(bcfg: BackendCfg, max_retries: int | None, sleep: Callable[[float], None]) -> dict[str, Any]:
+OnRetry = Callable[[LLMError, int, float], None]  # (error, retry number from 1, seconds about to be waited)
+
+
+def _wrap_kwargs(bcfg: BackendCfg, max_retries: int | None, sleep: Callable[[float], None],
+                 on_retry: OnRetry | None) -> dict[str, Any]:
     return {"max_retries": bcfg.max_retries if max_retries is None else max_retries,
-            "concurrency": bcfg.concurrency, "sleep": sleep}
+            "concurrency": bcfg.concurrency, "sleep": sleep, "on_retry": on_retry}
 
 
 def build_teacher(cfg: Config, root: Path | None, *, environ: Mapping[str, str] | None = None,
-                  max_retries: int | None = None, sleep: Callable[[float], None] = time.sleep) -> LLM:
-    """The teacher LLM of `cfg`, wrapped with retries and its concurrency limit (see the module contract)."""
+                  max_retries: int | None = None, sleep: Callable[[float], None] = time.sleep,
+                  on_retry: OnRetry | None = None) -> LLM:
+    """The teacher LLM of `cfg`, wrapped with retries and its concurrency limit (see the module contract).
+    `environ` replaces os.environ (tests); `on_retry` is told about each retry (progress display, events)."""
     backend, model, bcfg = _role_cfg(cfg, "teacher")
     _check_backend("teacher", backend)
     env = merged_env(root, environ)
-    return RetryingLLM(build_llm("teacher", backend, model, bcfg, cfg, env), **_wrap_kwargs(bcfg, max_retries, sleep))
+    return RetryingLLM(build_llm("teacher", backend, model, bcfg, cfg, env),
+                       **_wrap_kwargs(bcfg, max_retries, sleep, on_retry))
 
 
 def build_student(cfg: Config, root: Path | None, *, environ: Mapping[str, str] | None = None,
-                  max_retries: int | None = None, sleep: Callable[[float], None] = time.sleep) -> Student:
+                  max_retries: int | None = None, sleep: Callable[[float], None] = time.sleep,
+                  on_retry: OnRetry | None = None) -> Student:
     """The student of `cfg`, wrapped with retries and its concurrency limit (see the module contract)."""
     backend, model, bcfg = _role_cfg(cfg, "student")
     _check_backend("student", backend)
     env = merged_env(root, environ)
+    wrap = _wrap_kwargs(bcfg, max_retries, sleep, on_retry)
     if backend == "command":
         from skillgit.llm.command import CommandStudent
 
-        agent = CommandStudent(bcfg.command, model=None if model == DEFAULT_SIM_STUDENT else model, env=env,
-                               prices=cfg.prices)
-        agent.check()
-        return RetryingStudent(agent, **_wrap_kwargs(bcfg, max_retries, sleep))
-    llm = RetryingLLM(build_llm("student", backend, model, bcfg, cfg, env), **_wrap_kwargs(bcfg, max_retries, sleep))
+        agent = CommandStudent(bcfg.command, model=None if model.strip() in AGENT_DEFAULT_MODELS else model,
+                               env=env, prices=cfg.prices)
+        agent.check()  # a missing agent binary fails the build, not every rollout
+        return RetryingStudent(agent, **wrap)
+    llm = RetryingLLM(build_llm("student", backend, model, bcfg, cfg, env), **wrap)
     return ChatStudent(llm, temperature=bcfg.temperature, max_tokens=bcfg.max_tokens, seed=bcfg.seed)
 
 

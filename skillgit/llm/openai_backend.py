@@ -29,6 +29,7 @@ import re
 import threading
 import time
 from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
 
 from skillgit.config import BackendCfg
 from skillgit.llm import pricing
@@ -61,16 +62,20 @@ def schema_instruction(schema: Mapping[str, Any]) -> str:
 
 def _strict_compatible(schema: Any) -> bool:
     """True when OpenAI's strict structured outputs accept `schema`: every object closes additionalProperties and
-    requires all of its properties."""
-    if isinstance(schema, list):
-        return all(_strict_compatible(s) for s in schema)
+    requires all of its properties (otherwise the schema is sent with strict=false, as guidance)."""
     if not isinstance(schema, dict):
         return True
     if schema.get("type") == "object" or "properties" in schema:
         props = schema.get("properties") or {}
         if schema.get("additionalProperties", True) is not False or set(schema.get("required") or []) != set(props):
             return False
-    return all(_strict_compatible(v) for k, v in schema.items() if k not in ("required", "enum", "const"))
+    children: list[Any] = []
+    for key in ("properties", "$defs", "definitions"):
+        children += list((schema.get(key) or {}).values())
+    for key in ("items", "anyOf", "oneOf", "allOf", "prefixItems"):
+        value = schema.get(key)
+        children += value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+    return all(_strict_compatible(child) for child in children)
 
 
 def _schema_name(stage: str) -> str:
@@ -126,15 +131,16 @@ class OpenAIBackend:
             raise LLMError(f"{self.provider}: cannot configure the client: {message}",
                            f"check model.{role or '<role>'} in skillgit.yaml", kind="config")
         self.base_url = str(self.client.base_url).rstrip("/")
-        self.custom_server = not self.azure and base_url is not None and "api.openai.com" not in base_url
+        host = (urlsplit(self.base_url).hostname or "").lower()
+        official = host == "api.openai.com" or host.endswith((".openai.azure.com", ".cognitiveservices.azure.com"))
+        self.custom_server = not self.azure and base_url is not None and not official
         self.price = pricing.resolve_price(model, prices, None if self.azure else self.base_url)
-        ladder = RESPONSES_LADDER if self.cfg.api == "responses" else CHAT_LADDER
-        self._ladder = ladder
+        # an explicit mode is a ladder of one step: forced, never stepped down from
         if self.cfg.json_mode == "auto":
-            self._json_level = 0
-        else:  # an explicit mode is forced, even where the ladder for this API would skip it
+            self._ladder = RESPONSES_LADDER if self.cfg.api == "responses" else CHAT_LADDER
+        else:
             self._ladder = (self.cfg.json_mode,)
-            self._json_level = 0
+        self._json_level = 0
         self._lock = threading.Lock()
 
     # -- identity
@@ -143,8 +149,6 @@ class OpenAIBackend:
         if self.azure:
             return f"azure:{self.deployment}"
         if self.custom_server:  # the same model name on two servers is two different models for the cache
-            from urllib.parse import urlsplit
-
             return f"openai:{self.model}@{urlsplit(self.base_url).netloc}"
         return f"openai:{self.model}"
 
@@ -325,6 +329,8 @@ class OpenAIBackend:
         if kind == "bad_request":
             return (f"the server rejected the request; check {where} settings (not every model accepts "
                     f"temperature, max_tokens, seed or reasoning_effort; json_mode: prompt avoids response_format)")
+        if kind == "quota":
+            return "the account has no quota left: check the provider's billing page, then resume the run"
         if kind == "rate_limit":
             return f"retried automatically; lower {where}.concurrency if it persists"
         if kind == "timeout":
@@ -334,8 +340,9 @@ class OpenAIBackend:
         return "retried automatically"
 
     def _error(self, message: str, kind: str, *, retryable: bool, status: int | None = None,
-               retry_after: float | None = None) -> LLMError:
-        return LLMError(redact(f"{self.id}: {message}", (self._secret,)), redact(self._hint(kind), (self._secret,)),
+               retry_after: float | None = None, hint: str | None = None) -> LLMError:
+        return LLMError(redact(f"{self.id}: {message}", (self._secret,)),
+                        redact(self._hint(kind) if hint is None else hint, (self._secret,)),
                         kind=kind, retryable=retryable, retry_after=retry_after, status=status)
 
     def _map_error(self, exc: BaseException) -> LLMError | None:
@@ -354,6 +361,10 @@ class OpenAIBackend:
             if detail is None and isinstance(body, dict) and isinstance(body.get("error"), dict):
                 detail = body["error"].get("message")
             detail = str(detail or exc.message or "")[:500]
+            if status == 429 and "insufficient_quota" in (str(exc.code), str(exc.type)):
+                # a 429 that waiting does not cure: the account has no credit left
+                return self._error(f"HTTP 429 (quota): {detail}", "rate_limit", retryable=False, status=status,
+                                   hint=self._hint("quota"))
             return self._error(f"HTTP {status} ({kind}): {detail}", kind, retryable=retryable, status=status,
                                retry_after=parse_retry_after(exc.response.headers))
         if isinstance(exc, json.JSONDecodeError):

@@ -5,8 +5,9 @@ Contracts:
 - `RetryingLLM(inner, ...)` is an `LLM`; `RetryingStudent(inner, ...)` a `Student`. Both call the inner object,
   and on an `LLMError` with `retryable=True` wait and try again, up to `max_retries` extra attempts. The wait is
   the server's `retry_after` when given (plus up to 10 % jitter so parallel workers do not return in lockstep),
-  otherwise "full jitter" backoff: uniform(0, min(max_delay, base_delay * 2**retry)). Non-retryable errors and
-  anything that is not an LLMError propagate at once. When retries run out, the last error is raised again with
+  otherwise "full jitter" backoff: uniform(0, min(max_delay, base_delay * 2**retry)). Non-retryable errors,
+  anything that is not an LLMError, and a `retry_after` beyond `max_retry_after` (a quota that resets in hours is
+  not worth a sleeping worker) propagate at once. When retries run out, the last error is raised again with
   "(gave up after N attempts)" appended and its kind/status/retryable unchanged.
 - At most `concurrency` calls run inside the inner object at once (a semaphore per wrapper, so per role);
   the slot is released while waiting between attempts.
@@ -86,7 +87,7 @@ class RetryStats:
 
 
 class _Policy:
-    def __init__(self, *, max_retries: int, base_delay: float, max_delay: float,
+    def __init__(self, *, max_retries: int, base_delay: float, max_delay: float, max_retry_after: float,
                  sleep: Callable[[float], None], rng: random.Random | None, concurrency: int | None,
                  on_retry: Callable[[LLMError, int, float], None] | None):
         if max_retries < 0:
@@ -94,6 +95,7 @@ class _Policy:
         self.max_retries = max_retries
         self.base_delay = base_delay
         self.max_delay = max_delay
+        self.max_retry_after = max_retry_after
         self.sleep = sleep
         self.rng = rng or random.Random()
         self.on_retry = on_retry
@@ -126,7 +128,8 @@ class _Policy:
                     return fn()
             except LLMError as exc:
                 error = exc
-            if not error.retryable or retry >= self.max_retries:
+            too_long = error.retry_after is not None and error.retry_after > self.max_retry_after
+            if not error.retryable or retry >= self.max_retries or too_long:
                 self._count(failures=1)
                 if retry == 0:
                     raise error
@@ -145,10 +148,12 @@ class RetryingLLM:
 
     def __init__(self, inner: LLM, max_retries: int = 5, base_delay: float = 1.0, max_delay: float = 60.0,
                  sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None, *,
-                 concurrency: int | None = None, on_retry: Callable[[LLMError, int, float], None] | None = None):
+                 concurrency: int | None = None, on_retry: Callable[[LLMError, int, float], None] | None = None,
+                 max_retry_after: float = 600.0):
         self.inner = inner
-        self._policy = _Policy(max_retries=max_retries, base_delay=base_delay, max_delay=max_delay, sleep=sleep,
-                               rng=rng, concurrency=concurrency, on_retry=on_retry)
+        self._policy = _Policy(max_retries=max_retries, base_delay=base_delay, max_delay=max_delay,
+                               max_retry_after=max_retry_after, sleep=sleep, rng=rng, concurrency=concurrency,
+                               on_retry=on_retry)
 
     @property
     def id(self) -> str:
@@ -183,10 +188,12 @@ class RetryingStudent:
 
     def __init__(self, inner: Student, max_retries: int = 5, base_delay: float = 1.0, max_delay: float = 60.0,
                  sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None, *,
-                 concurrency: int | None = None, on_retry: Callable[[LLMError, int, float], None] | None = None):
+                 concurrency: int | None = None, on_retry: Callable[[LLMError, int, float], None] | None = None,
+                 max_retry_after: float = 600.0):
         self.inner = inner
-        self._policy = _Policy(max_retries=max_retries, base_delay=base_delay, max_delay=max_delay, sleep=sleep,
-                               rng=rng, concurrency=concurrency, on_retry=on_retry)
+        self._policy = _Policy(max_retries=max_retries, base_delay=base_delay, max_delay=max_delay,
+                               max_retry_after=max_retry_after, sleep=sleep, rng=rng, concurrency=concurrency,
+                               on_retry=on_retry)
 
     @property
     def id(self) -> str:

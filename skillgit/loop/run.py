@@ -16,6 +16,7 @@ import json
 import math
 import random
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -280,7 +281,8 @@ class Trainer:
             self._stage(step, "gate")
             with self.ledger.timed("gate"):
                 cand_score = self.evaluator.score(new_text, "val", self._progress(step, "gate"))
-            verdict = gate_mod.decide(ecfg, current, cand_score, seed=self.cfg.train.seed + step)
+            verdict = gate_mod.decide(ecfg, current, cand_score,
+                                      seed=zlib.crc32(f"{self.cfg.train.seed}:{step}".encode()))
             if force and not verdict.accept:
                 verdict = gate_mod.GateResult(True, verdict.before, verdict.after,
                                               f"forced by configuration (gate said: {verdict.reason})")

@@ -8,7 +8,7 @@ world's properties can be measured without git:
 - the gate matters: with `gate=False` harmful ideas get in and test accuracy ends lower;
 - the negative buffer matters: with `use_buffer=False` the teacher re-proposes rejected ideas.
 
-Run `python -m skillgit.world.climb [seeds]` for a table of these numbers.
+Run `python -m skillgit.world [seeds]` for a table of these numbers.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from skillgit.llm.base import ChatStudent, Message, Request
 from skillgit.types import Item
 from skillgit.world import tags
 from skillgit.world.lexicon import norm
-from skillgit.world.rules import read_skill
 from skillgit.world.student import SimulatedStudentLLM
-from skillgit.world.tasks import default_skill, generate_tasks, reference_score
+from skillgit.world.tasks import default_skill, generate_tasks, hurtful_concepts, reference_score
 from skillgit.world.teacher import SimulatedTeacher
 from skillgit.world.textedit import apply_edit
 
@@ -46,6 +45,8 @@ class ClimbResult:
     seed_test: float
     final_test: float
     final_skill: str
+    hurtful: frozenset[str] = frozenset()  # concepts of the final skill that hurt in this world (tasks.hurtful_concepts)
+    ever_hurtful: frozenset[str] = frozenset()  # … of any skill accepted on the way
     steps: list[ClimbStep] = field(default_factory=list)
     malformed: int = 0
 
@@ -61,11 +62,6 @@ class ClimbResult:
     def repeats(self) -> int:
         return sum(s.repeats for s in self.steps)
 
-    @property
-    def harms(self) -> frozenset[str]:
-        """Harm and plain concepts the final skill conveys (what the gate should have kept out)."""
-        reading = read_skill(self.final_skill)
-        return reading.harms | frozenset(f"plain:{t}" for t in reading.plain)
 
 
 def evaluate(student: ChatStudent, skill: str, items: list[Item]) -> float:
@@ -136,6 +132,7 @@ def hill_climb(cfg: Any, *, steps: int = 10, gate: bool = True, use_buffer: bool
         accepted = (not gate) or score > current
         if accepted:
             skill, current = candidate, score
+            result.ever_hurtful |= hurtful_concepts(cfg, skill)
         else:
             for op, target, content in chosen:
                 rejected.append((op, target, content, score - current))
@@ -143,6 +140,7 @@ def hill_climb(cfg: Any, *, steps: int = 10, gate: bool = True, use_buffer: bool
         result.steps.append(ClimbStep(step, proposed, repeats, applied, score, accepted))
     result.final_val, result.final_skill = current, skill
     result.final_test = evaluate(student, skill, test)
+    result.hurtful = hurtful_concepts(cfg, skill)
     return result
 
 
@@ -150,14 +148,14 @@ def main(argv: list[str]) -> None:
     from skillgit.config import SimulatedCfg
 
     seeds = [int(a) for a in argv] or list(range(8))
-    print("seed | seed test | gated test (acc/rej) | no-gate test, harms | gated repeats: buffer on / off")
+    print("seed | seed test | gated test (acc/rej) | no-gate test, hurtful concepts let in | gated repeats: buffer on / off")
     for s in seeds:
         cfg = SimulatedCfg(seed=s)
         g = hill_climb(cfg)
         ng = hill_climb(cfg, gate=False)
         nb = hill_climb(cfg, use_buffer=False)
         print(f"{s:4d} | {g.seed_test:9.3f} | {g.final_test:.3f} ({g.accepted}/{g.rejected}) | "
-              f"{ng.final_test:.3f} {sorted(ng.harms)} | {g.repeats} / {nb.repeats}")
+              f"{ng.final_test:.3f} {sorted(ng.ever_hurtful)} | {g.repeats} / {nb.repeats}")
 
 
 if __name__ == "__main__":

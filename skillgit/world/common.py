@@ -26,9 +26,9 @@ DEFAULTS: dict[str, Any] = {
     "max_fields": 4,
     "dilution_lines": 40,
     "dilution_per_line": 0.005,
-    "vague_rate": 0.25,
-    "harmful_rate": 0.15,
-    "off_target_rate": 0.2,
+    "vague_rate": 0.2,
+    "harmful_rate": 0.1,
+    "off_target_rate": 0.15,
 }
 
 

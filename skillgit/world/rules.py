@@ -4,7 +4,7 @@ A record has fields (date, weight, code, price, name). Every rendering decision 
 
 | topic | the student's natural rendering | the house rendering when the topic's rule is hidden-active |
 | --- | --- | --- |
-| preamble | `Answer: <record>` | the bare record |
+| preamble | `Answer: <record>` for imperative requests ("Normalise …") | the bare record |
 | separator | fields joined with `, ` | fields joined with ` | ` |
 | date | as written (`3/5/2024`, month first) | ISO `2024-03-05` |
 | weight | as written (`12.5 lb`) | metric `5.67 kg` (two decimals) |
@@ -163,8 +163,13 @@ def sentences(text: str) -> list[str]:
     return out
 
 
-def _matches(matcher: tuple[str, ...], norm: str, stems: frozenset[str]) -> bool:
-    return all((stem(t) in stems) if _is_word(t) else (t in norm) for t in matcher)
+def _compile(matcher: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(stemmed words, substring phrases) of a matcher."""
+    return (frozenset(stem(t) for t in matcher if _is_word(t)), tuple(t for t in matcher if not _is_word(t)))
+
+
+_COMPILED: tuple[tuple[Concept, tuple[tuple[frozenset[str], tuple[str, ...]], ...]], ...] = tuple(
+    (c, tuple(_compile(m) for m in c.matchers)) for c in CONCEPTS)
 
 
 @dataclass(frozen=True)
@@ -191,10 +196,10 @@ def read_skill(text: str) -> SkillReading:
         norm = " ".join(sentence.lower().split())
         stems = frozenset(stem(w) for w in _WORD.findall(norm))
         negated = _NEGATION.search(norm) is not None
-        for c in CONCEPTS:
+        for c, matchers in _COMPILED:
             if c.kind != "rule" and negated:
                 continue  # "never explain", "not DD/MM/YYYY": a negated instruction is not followed as stated
-            if any(_matches(m, norm, stems) for m in c.matchers):
+            if any(words <= stems and all(p in norm for p in phrases) for words, phrases in matchers):
                 if c.kind == "rule":
                     rules.add(c.topic)
                 elif c.kind == "plain":
@@ -247,27 +252,30 @@ def _render_field(kind: str, raw: str, styled: frozenset[str], harms: frozenset[
 
 
 def render_record(fields: list[tuple[str, str]], styled: frozenset[str] | set[str],
-                  harms: frozenset[str] | set[str] = frozenset(), explanation: str = "") -> str:
+                  harms: frozenset[str] | set[str] = frozenset(), explanation: str = "", label: bool = True) -> str:
     """Render `fields` ((kind, raw value) pairs) with the topics in `styled` in house style and `harms` applied.
+    `label`: whether the natural rendering starts with "Answer: " (the student labels answers to imperative
+    requests, see tasks.labels_answer); the house style of the preamble topic never does.
 
-    The expected answer of an item is `render_record(fields, hidden topics)`; the student renders with what it
-    took from the skill (plus slips). One function for both, so they can only differ by the topics and harms.
+    The expected answer of an item is `render_record(fields, hidden topics, label=...)`; the student renders with
+    what it took from the skill (plus slips). One function for both, so they can only differ by the topics, the
+    label and the harms.
     """
     styled, harms = frozenset(styled), frozenset(harms)
     parts = [_render_field(kind, raw, styled, harms) for kind, raw in fields]
     sep = "; " if "semicolon_separator" in harms else (" | " if "separator" in styled else ", ")
     text = sep.join(parts)
-    if "preamble" not in styled:
+    if label and "preamble" not in styled:
         text = "Answer: " + text
     if "explain" in harms:
         text += "\n" + (explanation or "Explanation: I rewrote each field in the house style.")
     return text
 
 
-def relevant_topics(fields: list[tuple[str, str]]) -> list[str]:
+def relevant_topics(fields: list[tuple[str, str]], label: bool = True) -> list[str]:
     """Topics whose rendering can change this record's answer (a slip on any other topic has no effect)."""
     kinds = {k for k, _ in fields}
-    out = ["preamble"]
+    out = ["preamble"] if label else []
     if len(fields) > 1:
         out.append("separator")
     out += [t for t in TOPICS[2:] if FIELD_OF_TOPIC[t] in kinds]

@@ -4,7 +4,8 @@ Use it as a chat model behind `ChatStudent`: the system message is the skill, th
 input. It never sees an item's expected answer (the request does not carry one): it parses the record out of the
 input text and renders it (rules.render_record) with
 
-- each topic in house style iff the skill conveys that topic's rule concept and not its plain concept;
+- each topic in house style iff the skill conveys that topic's rule concept and not its plain concept (the
+  natural "Answer: " label appears only for imperative requests, unless the skill asks for it everywhere);
 - harm concepts applied ("explain your reasoning" appends an explanation line, "DD/MM/YYYY" breaks dates, ...);
 - per answer, with probability `noise` (+ dilution for skills longer than `dilution_lines` non-empty lines,
   `dilution_per_line` per extra line, at most 0.5), one instruction that matters for this record is ignored;
@@ -21,7 +22,7 @@ import time
 from skillgit.llm.base import Reply, Request
 from skillgit.world.common import digest, param, seeded_rng, usage
 from skillgit.world.rules import read_skill, relevant_topics, render_record
-from skillgit.world.tasks import parse_record
+from skillgit.world.tasks import labels_answer, parse_record
 
 EXPLANATIONS = (
     "Explanation: I rewrote each field in the house style.",
@@ -60,7 +61,9 @@ class SimulatedStudentLLM:
             return "I could not find a record to normalise in the request."
         reading = read_skill(skill)
         rng = seeded_rng(self.seed, "student", material)
-        relevant = relevant_topics(fields)
+        # "Begin the reply with 'Answer:'" (the preamble's plain concept) makes every answer labelled.
+        label = labels_answer(task_input) or "preamble" in reading.plain
+        relevant = relevant_topics(fields, label)
         styled = {t for t in relevant if t in reading.rules and t not in reading.plain}
         harms = {h for h in reading.harms}
         # Draw both coins every time, in a fixed order, so the stream does not depend on which branch runs.
@@ -77,7 +80,7 @@ class SimulatedStudentLLM:
             uncovered = [t for t in relevant if t not in reading.rules and t not in reading.plain]
             if uncovered:
                 styled.add(rng.choice(uncovered))
-        return render_record(fields, styled, harms, explanation=rng.choice(EXPLANATIONS))
+        return render_record(fields, styled, harms, explanation=rng.choice(EXPLANATIONS), label=label)
 
     def complete(self, request: Request) -> Reply:
         started = time.monotonic()

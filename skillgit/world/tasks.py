@@ -17,8 +17,10 @@ import re
 from collections import Counter
 from typing import Any
 
+from skillgit.errors import ConfigError
 from skillgit.types import Item, Score
-from skillgit.world.rules import RULES, TOPICS, Rule, pick_rules, render_record
+from skillgit.world.common import param
+from skillgit.world.rules import RULES, TOPICS, Rule, pick_rules, read_skill, render_record
 
 FIRST_NAMES = ("Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Margaret", "Dennis", "Frances", "Ken",
                "Radia", "John", "Hedy", "Claude", "Karen", "Niklaus", "Sophie", "Tim", "Anita", "Linus")
@@ -26,8 +28,10 @@ LAST_NAMES = ("Lovelace", "Turing", "Hopper", "Dijkstra", "Liskov", "Knuth", "Ha
               "Thompson", "Perlman", "Backus", "Lamarr", "Shannon", "Jones", "Wirth", "Wilson", "Berners", "Borg",
               "Torvalds")
 CURRENCIES = ("USD", "EUR", "GBP")
+# The student labels its answer ("Answer: …") when the request is an imperative "Normalise …" — a habit, like
+# the inconsistent habits of real models; it makes the preamble rule matter for about half of the items.
 LEADS = ("Normalise this record:", "Please normalise this record:", "Record to normalise:",
-         "Rewrite this record in house style:")
+         "Record for the house style:")
 
 _FIELD_VALUE = {
     "date": re.compile(r"\d{1,2}/\d{1,2}/\d{4}"),
@@ -72,29 +76,51 @@ def parse_record(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def labels_answer(text: str) -> bool:
+    """Does the student naturally start its answer with "Answer: " for this input? (Imperative requests.)"""
+    return bool(re.match(r"\s*(please\s+)?normalise\b", text or "", re.I))
+
+
 def hidden_rules(cfg: Any) -> tuple[Rule, ...]:
     """The house rules of the world `cfg` (a SimulatedCfg). For tests and docs only — never for the teacher."""
-    return pick_rules(cfg.seed, cfg.num_rules)
+    try:
+        return pick_rules(int(cfg.seed), int(cfg.num_rules))
+    except ValueError as exc:
+        raise ConfigError(f"model.simulated.num_rules: {exc}", f"use 0..{len(RULES)}") from None
 
 
 def house_topics(cfg: Any) -> frozenset[str]:
     return frozenset(r.topic for r in hidden_rules(cfg))
 
 
+def hurtful_concepts(cfg: Any, skill: str) -> frozenset[str]:
+    """Concepts `skill` conveys that make answers worse *in this world*: harms, plain concepts of house topics,
+    and rule concepts of topics the house keeps natural. (An evaluator's view, for tests and benchmarks.)"""
+    reading, house = read_skill(skill), house_topics(cfg)
+    hurt = set(reading.harms)
+    hurt |= {f"plain:{t}" for t in reading.plain if t in house}
+    hurt |= {f"rule:{t}" for t in reading.rules if t not in house and t not in reading.plain}
+    return frozenset(hurt)
+
+
 def _field_bounds(cfg: Any) -> tuple[int, int]:
-    lo, hi = int(getattr(cfg, "min_fields", 1)), int(getattr(cfg, "max_fields", 4))
+    lo, hi = int(param(cfg, "min_fields")), int(param(cfg, "max_fields"))
     if not 1 <= lo <= hi <= 5:
-        raise ValueError(f"need 1 <= min_fields <= max_fields <= 5, got {lo}..{hi}")
+        raise ConfigError(f"model.simulated.min_fields/max_fields: need 1 <= min_fields <= max_fields <= 5, "
+                          f"got {lo}..{hi}", "records have at most five fields")
     return lo, hi
 
 
 def make_item(cfg: Any, index: int) -> Item:
     rng = random.Random(f"skillgit-world:{cfg.seed}:item:{index}")
     lo, hi = _field_bounds(cfg)
-    kinds = rng.sample(("date", "weight", "code", "price", "name"), rng.randint(lo, hi))
+    # Fewer fields are likelier (weights hi-k+1): short records make single rules pay off, so that learning
+    # shows step by step under a strict exact-match gate instead of only once every rule is known.
+    count = rng.choices(range(lo, hi + 1), [hi - k + 1 for k in range(lo, hi + 1)])[0]
+    kinds = rng.sample(("date", "weight", "code", "price", "name"), count)
     fields = [(k, _random_value(rng, k)) for k in kinds]
     text = f"{rng.choice(LEADS)} " + "; ".join(f"{k} {v}" for k, v in fields)
-    expected = render_record(fields, house_topics(cfg))
+    expected = render_record(fields, house_topics(cfg), label=labels_answer(text))
     return Item(f"rec-{index:04d}", text, expected, {"world": "simulated"})
 
 
@@ -150,7 +176,8 @@ def describe(cfg: Any) -> str:
         "Simulated world: house-style record normalisation (an offline simulation, not a model).",
         f"  seed={cfg.seed} num_rules={cfg.num_rules} noise={cfg.noise} malformed_rate={cfg.malformed_rate}",
         "  Each task is a short record (date, weight, code, price, name; "
-        f"{_field_bounds(cfg)[0]}-{_field_bounds(cfg)[1]} fields) to rewrite in a hidden house style.",
+        f"{_field_bounds(cfg)[0]}-{_field_bounds(cfg)[1]} fields, fewer likelier) to rewrite in a hidden house style.",
+        "  The student labels answers to imperative requests ('Normalise ...') with 'Answer: '.",
         "  Hidden house rules (the teacher never sees these; it only sees outputs, expected answers and feedback):",
     ]
     lines += [f"    - {r.summary}: {r.natural!r} -> {r.house!r}" for r in rules]

@@ -40,7 +40,7 @@ from skillgit.world.textedit import apply_edit, editable_lines
 
 STAGES = ("reflect", "merge", "rank", "lr", "slow_update", "meta_skill", "meta_reflect", "rewrite",
           "full_rewrite", "pick")
-CAUSE_FIX_RATE = 0.45  # how often a suspected cause line is deleted or rewritten rather than argued with
+CAUSE_FIX_RATE = 0.3  # how often a suspected cause line is deleted or rewritten rather than argued with
 _NEGATED = re.compile(r"\b(not|never|no|avoid|without|instead|rather)\b|n't\b", re.I)
 _REGION = re.compile(r"<!--\s*skillgit:([\w.-]+)\s*-->\n?(.*?)\n?<!--\s*/skillgit:\1\s*-->", re.S)
 
@@ -93,8 +93,10 @@ class SimulatedTeacher:
     # ------------------------------------------------------------------------------------------ entry point
     def complete(self, request: Request) -> Reply:
         started = time.monotonic()
+        # The task is the last user message that starts with a stage line; later user messages (a caller's
+        # "your previous reply could not be used, answer again" repair turn) just ask for the same answer again.
         users = [m.content for m in request.messages if m.role == "user"]
-        text = users[-1] if users else ""
+        text = next((u for u in reversed(users) if tags.stage_of(u) in STAGES), users[-1] if users else "")
         stage = tags.stage_of(text)
         if stage not in STAGES:
             raise LLMError(f"simulated teacher: the user message does not start with a known <stage>NAME</stage> "
@@ -192,7 +194,7 @@ class SimulatedTeacher:
             cause = rng.choice(causes)
             deletable = "delete:" + norm(cause) not in p.avoid
             if pool["good"] and (not deletable or rng.random() < 0.5):
-                idea = rng.choice(pool["good"])
+                idea = _favourite(pool["good"], rng)
                 taken.update({norm(cause), norm(idea)})
                 return _edit("replace", idea, cause, f"{why}; this line seems to cause it")
             if deletable:
@@ -204,7 +206,7 @@ class SimulatedTeacher:
         if not labels:
             return None
         label = rng.choices(labels, [weights[x] for x in labels])[0]
-        idea = rng.choice(pool[label])
+        idea = _favourite(pool[label], rng)
         taken.add(norm(idea))
         # A line of the teacher's own for this symptom is in the skill, yet the symptom persists: sharpen it.
         stale = [line for line in p.lines if norm(line) in own and norm(line) not in taken]
@@ -391,8 +393,8 @@ class SimulatedTeacher:
         skill = p.skill
         for e in tags.find(p.text, "edit"):
             content = e.first("content") or ""
-            if content.strip() and norm(content) in p.avoid:
-                continue
+            if content.strip() and (norm(content) in p.avoid or norm(content) in norm(skill)):
+                continue  # rejected before, or already said
             skill, _ = apply_edit(skill, e.attrs.get("op", "append"), e.first("target") or "", content)
         return {"reasoning": "Applied the suggestions that were not rejected before.", "skill": skill}
 
@@ -428,6 +430,11 @@ def _outcome(t: tags.Block) -> str:
         return "success" if float(t.attrs.get("hard", "0")) >= 1.0 else "failure"
     except ValueError:
         return "failure"
+
+
+def _favourite(options: list[str], rng) -> str:
+    """Like a model's sampling, the first (most obvious) wording is the likeliest: weights 1, 1/2, 1/3, …"""
+    return rng.choices(options, [1 / (i + 1) for i in range(len(options))])[0]
 
 
 def _choose(options: list[str], rng) -> str | None:

@@ -1,0 +1,217 @@
+"""CLI: `init`, `log`, `show`, `diff`, `rejected`, `revert`, `export`, `push`, `pull`, `gc` — the history in git.
+
+Thin wrappers over `skillgit.store`: data (tables, diffs, JSON with --json) on stdout, messages on stderr, every
+expected failure a SkillgitError that `main()` turns into `error: …` / `hint: …` and an exit code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from skillgit import console
+from skillgit.errors import SkillgitError
+
+REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
+CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
+JSON = typer.Option(False, "--json", help="Print JSON on stdout.")
+
+
+def _store(repo: Optional[Path], config: Optional[Path]):
+    from skillgit.project import open_project
+    from skillgit.store import Store
+
+    project = open_project(repo, config)
+    return Store.open(project.root, project.config.skill.path, project.config.skill.branch)
+
+
+def _say(message: str) -> None:
+    console.info(escape(message))
+
+
+def _num(value: Optional[float], signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
+# ---------------------------------------------------------------------------------------------- init
+def init(path: Path = typer.Argument(Path("."), help="The repository (created when it is not one)."),
+         skill: Optional[str] = typer.Option(None, "--skill", help="The skill file (default: found, or a starter "
+                                                                   "SKILL.md)."),
+         branch: Optional[str] = typer.Option(None, "--branch", help="The skill branch (default: the current one)."),
+         hooks: bool = typer.Option(False, "--hooks", help="Install skillgit's git hooks (chains existing ones)."),
+         commit: bool = typer.Option(False, "--commit", help="Commit the skill file and skillgit.yaml.")) -> None:
+    """Adopt (or create) a skill in a repository and set it up for skillgit."""
+    from skillgit.store_init import init_project
+
+    report = init_project(path, skill=skill, branch=branch, commit=commit, hooks=hooks)
+    if report.created_repo:
+        _say(f"created a git repository in {report.root}")
+    _say(f"{'created a starter skill' if report.created_skill else 'adopted the skill'} {report.skill_path} "
+         f"on branch '{report.branch}'")
+    _say("wrote skillgit.yaml" if report.config_written else "kept the existing skillgit.yaml")
+    for line in report.hooks:
+        _say(f"hook {line}")
+    if report.committed:
+        _say(f"committed {report.committed[:12]}")
+    if report.todo:
+        _say("to start training, commit them:")
+        for line in report.todo:
+            _say(f"  {line}")
+
+
+# ---------------------------------------------------------------------------------------------- log
+def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."), as_json: bool = JSON,
+        limit: Optional[int] = typer.Option(None, "-n", "--max-count", help="Only the newest N entries."),
+        repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """The training history: seeds, accepted, rejected and reverted steps, oldest first."""
+    entries = _store(repo, config).history(run)
+    if limit is not None:
+        entries = entries[-limit:] if limit > 0 else []
+    if as_json:
+        console.print_json([e.to_dict() for e in entries])
+        return
+    if not entries:
+        _say("no training steps yet (run `skillgit train`)")
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("step", "verdict", "val", "Δ", "commit", "summary"):
+        table.add_column(column, justify="right" if column in ("val", "Δ") else "left")
+    for e in entries:
+        summary = e.subject if e.verdict != "rejected" else f"{e.subject} — {e.reason}"
+        if e.note == "corrupt":
+            summary += " (corrupt note)"
+        table.add_row(Text(e.label), Text(e.verdict + (" (archived)" if e.archived else "")), Text(_num(e.score)),
+                      Text(_num(e.delta, True) if e.verdict != "seed" else ""), Text(e.sha[:10]), Text(summary))
+    console.out.print(table)
+
+
+# ---------------------------------------------------------------------------------------------- show / diff
+def _render_record(record: dict[str, Any]) -> str:
+    import yaml
+
+    kind = record.get("kind")
+    rest = {k: v for k, v in record.items() if k not in ("v", "kind")}
+    if kind == "decision":
+        return (f"[decision] {rest.get('verdict')}: val {_num(rest.get('score_before'))} → "
+                f"{_num(rest.get('score_after'))} ({_num(rest.get('delta'), True)}) — {rest.get('reason', '')}\n")
+    text = yaml.safe_dump(rest, sort_keys=True, allow_unicode=True, width=110, default_flow_style=False)
+    return f"[{kind}]\n" + "".join(f"  {line}\n" for line in text.splitlines())
+
+
+def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N), tag or commit."),
+         as_json: bool = JSON, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """One step: its diff against its parent and its notes (reflections, ranking, apply report, scores)."""
+    store = _store(repo, config)
+    sha = store.resolve(rev)
+    parents = store.repo.run("rev-parse", f"{sha}^@").split()
+    parent = parents[0] if parents else None
+    message = store.repo.run("log", "-1", "--format=%B", sha)
+    records = store.read_notes(sha)
+    diff = store.diff(parent or store.repo.mktree([]), sha)  # a root commit: against the empty tree
+    if as_json:
+        console.print_json({"rev": rev, "sha": sha, "parent": parent, "message": message, "diff": diff,
+                            "notes": records})
+        return
+    typer.echo(f"commit {sha}\n")
+    typer.echo("".join(f"    {line}\n" for line in message.strip("\n").splitlines()))
+    typer.echo(diff or "(no change to the skill)\n", nl=False)
+    if records:
+        typer.echo("\nnotes:")
+        for record in records:
+            typer.echo(_render_record(record), nl=False)
+
+
+def diff(a: str = typer.Argument(..., help="From this revision."), b: str = typer.Argument(..., help="To this one."),
+         repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """The unified diff of the skill between two revisions."""
+    store = _store(repo, config)
+    typer.echo(store.diff(store.resolve(a), store.resolve(b)), nl=False)
+
+
+# ---------------------------------------------------------------------------------------------- rejected
+def rejected(as_json: bool = JSON, limit: Optional[int] = typer.Option(None, "-n", "--max-count",
+                                                                      help="Only the newest N."),
+             repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """Rejected steps, newest first (archived ones too): what the negative buffer remembers."""
+    entries = [e for e in reversed(_store(repo, config).history()) if e.verdict == "rejected"]
+    if limit is not None:
+        entries = entries[:max(limit, 0)]
+    if as_json:
+        console.print_json([e.to_dict() for e in entries])
+        return
+    if not entries:
+        _say("no rejected steps")
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("step", "val", "Δ", "reason", "edits"):
+        table.add_column(column, justify="right" if column in ("val", "Δ") else "left")
+    for e in entries:
+        edits = "; ".join(e.edits) if e.edits else "–"
+        table.add_row(Text(e.label + (" (archived)" if e.archived else "")), Text(_num(e.score)),
+                      Text(_num(e.delta, True)), Text(e.reason + (" (corrupt note)" if e.note == "corrupt" else "")),
+                      Text(edits))
+    console.out.print(table)
+
+
+# ---------------------------------------------------------------------------------------------- revert / export
+def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (default: the newest commit)."),
+           to: Optional[str] = typer.Option(None, "--to", help="Restore the skill as it was at this revision."),
+           steps: Optional[int] = typer.Option(None, "--steps", help="Go back N accepted steps."),
+           reason: str = typer.Option("manual revert", "--reason", help="Why (kept in the commit and its note)."),
+           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """Add a commit that restores an earlier skill (history is never rewritten)."""
+    store = _store(repo, config)
+    if rev is None and to is None and steps is None:
+        rev = store.tip()
+    if sum(x is not None for x in (rev, to, steps)) != 1:
+        raise SkillgitError("give only one of <rev>, --to REV or --steps N",
+                            "e.g. `skillgit revert --steps 1` undoes the last accepted step")
+    sha = store.revert(rev=rev, to=to, steps=steps, reason=reason)
+    typer.echo(sha)
+    _say(f"reverted: '{store.branch}' is now {sha[:12]}")
+
+
+def export(rev: str = typer.Argument(..., help="The revision to export."),
+           path: Path = typer.Argument(..., help="Destination file (or folder)."),
+           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """Write the skill as it was at a revision to a file."""
+    dest = _store(repo, config).export(rev, path)
+    typer.echo(str(dest))
+
+
+# ---------------------------------------------------------------------------------------------- sharing / gc
+def push(remote: str = typer.Argument("origin", help="Remote name, path or URL."),
+         repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """Push the skill branch, rejected tags, notes (merged first), runs and archive; never forces."""
+    report = _store(repo, config).push(remote)
+    _say(f"pushed to {remote}: branch {report.branch}" + (", notes merged" if report.notes_merged else ""))
+
+
+def pull(remote: str = typer.Argument("origin", help="Remote name, path or URL."),
+         repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """Fetch and integrate: branch fast-forward only, notes merged, tags and runs added."""
+    report = _store(repo, config).pull(remote)
+    _say(f"pulled from {remote}: branch {report.branch}, {report.tags} new rejected tag(s)"
+         + (", notes merged" if report.notes_merged else "") + (f", runs {', '.join(report.runs)}" if report.runs else ""))
+    for ref in report.conflicts:
+        _say(f"kept local {ref}: it changed on both sides")
+
+
+def gc(keep: int = typer.Option(20, "--keep", help="How many recent rejected tags stay as tags."),
+       repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """Fold old rejected tags into one archive ref (still listed by `rejected`) and pack refs."""
+    report = _store(repo, config).gc(keep)
+    _say(f"folded {report.folded} rejected tag(s) into refs/skillgit/archive; {report.kept} kept as tags")
+
+
+def register(app: typer.Typer) -> None:
+    for name, fn in (("init", init), ("log", log), ("show", show), ("diff", diff), ("rejected", rejected),
+                     ("revert", revert), ("export", export), ("push", push), ("pull", pull), ("gc", gc)):
+        app.command(name)(fn)

@@ -1,0 +1,125 @@
+"""`skillgit demo`: a complete training run on the offline simulated world, in a throwaway (or kept) repository.
+
+The repository it creates is a normal skillgit project (SKILL.md, tasks.jsonl, skillgit.yaml with the
+simulated backends named explicitly), so `skillgit train` inside it continues training. Nothing here calls a
+real model: the simulated world is documented in skillgit/world and says so on screen.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from skillgit import console
+from skillgit.cli.progress import RunDisplay, scores_table
+from skillgit.errors import SkillgitError
+from skillgit.patch import unified_diff
+
+DEMO_CONFIG = """\
+# A skillgit project on the offline SIMULATED world (see `skillgit demo --help` and skillgit/world).
+# Nothing here calls a real model. To train a real skill, set the backends to openai / azure / anthropic.
+skill:
+  path: SKILL.md
+  branch: main
+model:
+  teacher_backend: simulated
+  teacher_model: sim-teacher
+  student_backend: simulated
+  student_model: sim-student
+  simulated:
+    seed: {seed}
+    num_rules: 6
+    noise: 0.05
+train:
+  num_epochs: 3
+  batch_size: 20
+  seed: {seed}
+gradient:
+  minibatch_size: 5
+  analyst_workers: 4
+  merge_batch_size: 4
+optimizer:
+  learning_rate: 3
+  min_learning_rate: 1
+  lr_scheduler: cosine
+evaluation:
+  gate_metric: hard
+env:
+  tasks: tasks.jsonl
+  split_ratio: "4:2:4"
+  workers: 8
+  scorer:
+    type: exact
+"""
+
+N_TASKS = 150
+
+
+def create_project(folder: Path, seed: int) -> None:
+    """Write the demo project into `folder` (created or empty) and commit it on `main`."""
+    from skillgit.config import SimulatedCfg
+    from skillgit.repo import GitRepo
+    from skillgit.store_init import init_project
+    from skillgit.world import default_skill, generate_tasks
+
+    if folder.exists() and any(folder.iterdir()):
+        raise SkillgitError(f"{folder} is not empty",
+                            "pass --dir with a new or empty folder (or cd into an existing demo and run "
+                            "`skillgit train`)")
+    folder.mkdir(parents=True, exist_ok=True)
+    repo = GitRepo.init(folder, "main")
+    for key, value in (("user.name", "skillgit demo"), ("user.email", "demo@skillgit.invalid")):
+        if repo.call("config", key)[0] != 0:  # a fresh machine may have no git identity at all
+            repo.run("config", key, value)
+    (folder / "SKILL.md").write_text(default_skill(), encoding="utf-8")
+    tasks = generate_tasks(SimulatedCfg(seed=seed), N_TASKS)
+    (folder / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks), encoding="utf-8")
+    (folder / "skillgit.yaml").write_text(DEMO_CONFIG.format(seed=seed), encoding="utf-8")
+    (folder / "README.md").write_text(
+        "# skillgit demo project\n\nA skill trained on skillgit's offline simulated world. Try `skillgit log`, "
+        "`skillgit show 1`, `skillgit rejected`, `skillgit train`.\n", encoding="utf-8")
+    repo.run("add", "--", "tasks.jsonl", "README.md")
+    init_project(folder, skill="SKILL.md", branch="main", commit=True)
+    repo.run("commit", "-q", "-m", "demo: simulated tasks", "--", "tasks.jsonl", "README.md")
+
+
+def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay) -> None:
+    from skillgit.cli.history import log
+    from skillgit.config import SimulatedCfg
+    from skillgit.project import open_project
+    from skillgit.session import build_trainer, open_session
+    from skillgit.world import describe
+
+    if steps < 1:
+        raise SkillgitError(f"--steps must be at least 1, got {steps}", "try --steps 8")
+    keep = folder is not None
+    folder = Path(folder).resolve() if folder else Path(tempfile.mkdtemp(prefix="skillgit-demo-")) / "project"
+    try:
+        create_project(folder, seed)
+        console.err.print(f"[bold]skillgit demo[/] in {folder}")
+        console.err.print(describe(SimulatedCfg(seed=seed)).strip().splitlines()[0])
+        project = open_project(folder, None, [f"train.max_steps={steps}"])
+        session = open_session(project)
+        seed_text = session.store.read_skill()
+        trainer = build_trainer(session, resume=False, on_event=display.handle)
+        with display:
+            result = trainer.train()
+        out = console.out
+        out.rule("skillgit log")
+        log(run=None, as_json=False, limit=None, repo=folder, config=None)
+        out.rule("seed → final skill")
+        out.print(unified_diff(seed_text, session.store.read_skill()) or "(unchanged)", markup=False,
+                  highlight=False)
+        out.print(scores_table(result.scores, project.config.evaluation.gate_metric))
+        seed_test, final_test = result.scores["seed"]["test"], result.scores["final"]["test"]
+        out.print(f"test {project.config.evaluation.gate_metric}: {seed_test:.3f} → {final_test:.3f} "
+                  f"({(final_test - seed_test) * 100:+.1f} points) after {result.steps} steps: "
+                  f"{result.accepted} accepted, {result.rejected} rejected")
+        if keep:
+            out.print(f"kept {folder}: cd there and try `skillgit log`, `skillgit show 1`, `skillgit rejected`, "
+                      f"`skillgit train` (continues on the simulated world)")
+    finally:
+        if not keep:
+            shutil.rmtree(folder.parent, ignore_errors=True)

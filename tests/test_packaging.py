@@ -1,0 +1,95 @@
+"""The shipped data files (templates/, hooks/) must reach users: in an editable install and in the built wheel
+(SkillOpt 0.2.0 shipped a wheel without its prompt files, so training from PyPI failed at once)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def shipped_files(folder: str) -> list[str]:
+    base = ROOT / folder
+    return sorted(p.relative_to(base).as_posix() for p in base.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and not p.name.startswith("."))
+
+
+def test_editable_install_resolves_templates_and_hooks():
+    from skillgit import resources
+
+    templates, hooks = resources.templates_dir(), resources.hooks_dir()
+    assert templates.resolve() == (ROOT / "templates").resolve()
+    assert hooks.resolve() == (ROOT / "hooks").resolve()
+    assert (templates / "skillgit.yaml").is_file() and (hooks / "pre-push").is_file()
+    assert sorted((templates / "prompts").glob("*.md")), "no prompt templates found"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """Build the wheel from a copy of the source (the build must not write into the working tree)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src, dist = tmp / "src", tmp / "dist"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*")
+    for name in ("pyproject.toml", "README.md", "LICENSE", "skillgit", "templates", "hooks"):
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=ignore)
+        elif path.is_file():
+            src.mkdir(exist_ok=True)
+            shutil.copy2(path, src / name)
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        # No index reachable for the isolated build's setuptools: build with what this environment has.
+        retry = subprocess.run([*cmd, "--no-build-isolation"], capture_output=True, text=True, timeout=600)
+        assert retry.returncode == 0, f"wheel build failed:\n{proc.stderr}\n--- without isolation:\n{retry.stderr}"
+    wheels = sorted(dist.glob("skillgit-*.whl"))
+    assert len(wheels) == 1
+    return wheels[0]
+
+
+@pytest.mark.slow  # building the wheel takes about 10 s
+def test_wheel_ships_every_template_and_hook(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
+    for rel in shipped_files("templates"):
+        assert f"skillgit/_templates/{rel}" in names, f"templates/{rel} is missing from the wheel"
+    for rel in shipped_files("hooks"):
+        assert f"skillgit/_hooks/{rel}" in names, f"hooks/{rel} is missing from the wheel"
+    assert any(n.startswith("skillgit/_templates/prompts/") and n.endswith(".md") for n in names)
+    assert modes["skillgit/_hooks/pre-push"] & 0o111, "the hook must stay executable"
+
+
+@pytest.mark.slow
+def test_installed_wheel_finds_its_data_and_init_uses_it(wheel, tmp_path):
+    target = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
+                           str(target), str(wheel)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    # -S: no site processing, so the editable install's finder cannot answer; dependencies come from the
+    # current environment's site-packages, skillgit only from the installed wheel.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), sysconfig.get_paths()["purelib"]])}
+    code = ("import skillgit, skillgit.resources as r; "
+            "print(skillgit.__file__); print(r.templates_dir()); print(r.hooks_dir())")
+    proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    module, templates, hooks = (Path(line) for line in proc.stdout.split("\n")[:3])
+    assert target in module.parents and target in templates.parents and target in hooks.parents
+    assert (templates / "skillgit.yaml").is_file() and sorted((templates / "prompts").glob("*.md"))
+    assert (hooks / "pre-push").is_file()
+
+    project = tmp_path / "project"
+    proc = subprocess.run([sys.executable, "-S", "-m", "skillgit", "init", "--hooks", str(project)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "skillgit.yaml").read_text().startswith("# skillgit.yaml")
+    assert (project / ".git" / "hooks" / "pre-push").read_bytes() == (ROOT / "hooks" / "pre-push").read_bytes()
