@@ -56,7 +56,7 @@ class BackendCfg:
     base_url: str | None = None  # OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LM Studio) and proxies
     api_key_env: str | None = None  # name of the variable holding the key; backend default when None
     api: str = "chat"  # chat | responses (openai)
-    json_mode: str = "auto"  # auto | json_schema | json_object | prompt
+    json_mode: str = "auto"  # auto | json_schema | json_object_schema (llama.cpp) | json_object | prompt
     azure_endpoint: str | None = None
     azure_deployment: str | None = None
     api_version: str | None = None

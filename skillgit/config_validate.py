@@ -27,7 +27,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "model.teacher_backend": TEACHER_BACKENDS,
     "model.student_backend": STUDENT_BACKENDS,
     "model.*.api": ("chat", "responses"),
-    "model.*.json_mode": ("auto", "json_schema", "json_object", "prompt"),
+    "model.*.json_mode": ("auto", "json_schema", "json_object_schema", "json_object", "prompt"),
     "model.*.command.preset": ("claude", "codex", "generic"),
     "optimizer.lr_scheduler": ("constant", "linear", "cosine", "autonomous"),
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),

@@ -224,7 +224,7 @@ class SimulatedTeacher:
     def _reflect_successes(self, p: _Prompt, successes: list[tags.Block], rng) -> dict[str, Any]:
         patterns: Counter = Counter()
         for t in successes:
-            patterns.update(_observed_patterns(t.first("output") or ""))
+            patterns.update(sorted(_observed_patterns(t.first("output") or "")))
         summary = ", ".join(_describe(k, "") for k, _ in patterns.most_common(5)) or "nothing specific"
         edits: list[dict[str, str]] = []
         roll = rng.random()
@@ -313,7 +313,7 @@ class SimulatedTeacher:
         for kind, output, expected in self._pairs(p):
             kinds[kind] += 1
             if kind in ("regressed", "persistent_failure"):
-                counts.update({(s.topic, s.want) for s in diagnose(output, expected)})
+                counts.update(_unique((s.topic, s.want) for s in diagnose(output, expected)))
         current = [line.strip() for m in _REGION.finditer(p.skill) if m.group(1) == "slow-update"
                    for line in m.group(2).splitlines() if line.strip()]
         bullets = list(current)
@@ -351,7 +351,7 @@ class SimulatedTeacher:
         counts: Counter = Counter()
         for kind, output, expected in self._pairs(p):
             if kind in ("persistent_failure", "regressed"):
-                counts.update({(s.topic, s.want) for s in diagnose(output, expected)})
+                counts.update(_unique((s.topic, s.want) for s in diagnose(output, expected)))
         lines = ["Teacher notes (simulated teacher memory):"]
         lines += [f"- avoid: {a}" for a in list(dict.fromkeys(avoid))[-12:]]
         lines += [f"- helped: {h}" for h in list(dict.fromkeys(helped))[-8:]]
@@ -430,6 +430,11 @@ def _outcome(t: tags.Block) -> str:
         return "success" if float(t.attrs.get("hard", "0")) >= 1.0 else "failure"
     except ValueError:
         return "failure"
+
+
+def _unique(items) -> list:
+    """Distinct items in first-seen order (never a set: set order varies between processes, answers must not)."""
+    return list(dict.fromkeys(items))
 
 
 def _favourite(options: list[str], rng) -> str:
