@@ -95,6 +95,27 @@ def decode_lenient(text: str) -> tuple[list[dict[str, Any]], int]:
     return records, bad
 
 
+def decode_selected(text: str, kinds: Iterable[str]) -> tuple[list[dict[str, Any]], int]:
+    """Like `decode_lenient`, but fully parses only records of `kinds`, for views over many notes (the log).
+    Other lines are only checked to look like one JSON object per line, so a bad line among them may go unseen;
+    `decode` is the strict check."""
+    wanted = tuple(f'"kind":"{k}"' for k in kinds)
+    records, bad = [], 0
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if not (line.startswith("{") and line.endswith("}")):
+            bad += 1
+        elif any(w in line for w in wanted) or '"kind":"' not in line:  # not written by us: check it fully
+            record = _parse_line(line)
+            if record is None:
+                bad += 1
+            elif record["kind"] in kinds:
+                records.append(record)
+    return records, bad
+
+
 def of_kind(records: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [r for r in records if r.get("kind") == kind]
 

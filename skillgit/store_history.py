@@ -12,6 +12,7 @@ that commit, ordered by date, then run, then step (so tests with fixed dates get
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -118,22 +119,32 @@ def archived_docs(store: "Store") -> list[dict[str, Any]]:
     return docs
 
 
+def concurrently(*thunks):
+    """Run independent git reads at the same time (each is a subprocess; threads just wait on them)."""
+    with ThreadPoolExecutor(max_workers=len(thunks)) as pool:
+        futures = [pool.submit(t) for t in thunks]
+        return [f.result() for f in futures]
+
+
 def scan(store: "Store") -> list[LogEntry]:
     """Every step entry (seed, accepted, rejected, revert) in history order, without reading notes."""
     repo, tip = store.repo, store.tip()
-    chain_rows = [line.split() for line in repo.run("log", "--first-parent", "--format=%H %ct", tip).splitlines()]
+    chain, out, rejected = concurrently(
+        lambda: repo.run("log", "--first-parent", "--format=%H %ct", tip),
+        lambda: repo.run("log", "--first-parent", "-z", "--grep=^Skillgit-", "--format=%H%x1f%P%x1f%ct%x1f%B", tip),
+        lambda: rejected_entries(store))
+    chain_rows = [line.split() for line in chain.splitlines()]
     chain_rows.reverse()
     position = {sha: i for i, (sha, _) in enumerate(chain_rows)}
     chain_dates = [int(d) for _, d in chain_rows]
 
-    out = repo.run("log", "--first-parent", "-z", "--grep=^Skillgit-", "--format=%H%x1f%P%x1f%ct%x1f%B", tip)
     entries: list[LogEntry] = []
     for record in out.split("\0"):
         if record.strip():
             entry = _commit_entry(*record.lstrip("\n").split("\x1f", 3))
             if entry is not None:
                 entries.append(entry)
-    entries += rejected_entries(store)
+    entries += rejected
 
     # A seed per run: the commit its earliest step was built on.
     first: dict[str, LogEntry] = {}
@@ -165,21 +176,25 @@ def scan(store: "Store") -> list[LogEntry]:
     return entries
 
 
-def read_notes(store: "Store", shas: list[str]) -> dict[str, tuple[list[dict[str, Any]], int]]:
-    """sha → (records that parse, number of corrupt lines) for the shas that have a note (two git calls)."""
+_LOG_KINDS = ("decision", "candidate", "revert")
+
+
+def read_notes(store: "Store", shas: list[str] | None) -> dict[str, tuple[list[dict[str, Any]], int]]:
+    """sha → (decision/candidate/revert records, number of corrupt lines) for the shas (None: all) that have a
+    note, with two git calls; other kinds (per-item scores, reflections…) are not parsed."""
     mapping = store.repo.notes_map()
-    wanted = {sha: mapping[sha] for sha in shas if sha in mapping}
+    wanted = {sha: mapping[sha] for sha in (mapping if shas is None else shas) if sha in mapping}
     blobs = store.repo.cat_batch(wanted.values())
     out = {}
     for sha, blob in wanted.items():
         found = blobs.get(blob)
-        out[sha] = N.decode_lenient(found[1].decode("utf-8", "replace")) if found else ([], 1)
+        out[sha] = N.decode_selected(found[1].decode("utf-8", "replace"), _LOG_KINDS) if found else ([], 1)
     return out
 
 
-def with_notes(store: "Store", entries: list[LogEntry]) -> list[LogEntry]:
+def with_notes(store: "Store", entries: list[LogEntry], notes=None) -> list[LogEntry]:
     """Fill scores, reasons and edits from the notes (the decision record wins over trailers and tag text)."""
-    notes = read_notes(store, [e.sha for e in entries])
+    notes = read_notes(store, [e.sha for e in entries]) if notes is None else notes
     first_decision: dict[str, dict[str, Any]] = {}
     result = []
     for e in entries:
@@ -209,10 +224,11 @@ def with_notes(store: "Store", entries: list[LogEntry]) -> list[LogEntry]:
 
 
 def history(store: "Store", run: str | None = None) -> list[LogEntry]:
-    entries = scan(store)
+    # All notes are read while the history is scanned: the two are independent and the notes dominate.
+    entries, notes = concurrently(lambda: scan(store), lambda: read_notes(store, None))
     if run is not None:
         entries = [e for e in entries if e.run == run]
-    return with_notes(store, entries)
+    return with_notes(store, entries, notes)
 
 
 def _edits_of(records: list[dict[str, Any]], entry: LogEntry) -> list[Edit]:

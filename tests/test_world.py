@@ -3,8 +3,8 @@ measurable effects of the gate and of the negative buffer. Fast, no git."""
 
 from __future__ import annotations
 
+import functools
 import json
-import re
 from dataclasses import replace
 
 import pytest
@@ -113,8 +113,9 @@ def test_student_usage_is_plausible():
 
 
 # ---------------------------------------------------------------------------------------------- teacher
-def failure_prompt(cfg: SimulatedCfg, skill: str, n: int = 8, *, expected: bool = True, rejected=None,
-                   budget: int = 4) -> str:
+@functools.lru_cache(maxsize=None)
+def failure_blocks(cfg: SimulatedCfg, skill: str, n: int, expected: bool) -> str:
+    """`<trajectory>` blocks of the first `n` failures of `skill` on the world's tasks."""
     student = ChatStudent(SimulatedStudentLLM(cfg))
     blocks = []
     for it in generate_tasks(cfg, 60):
@@ -124,7 +125,13 @@ def failure_prompt(cfg: SimulatedCfg, skill: str, n: int = 8, *, expected: bool 
             blocks.append(tags.trajectory(it.id, "failure", score.hard, score.soft, it.input, out,
                                           str(it.expected) if expected else None,
                                           score.feedback if expected else None))
-    return tags.prompt("reflect", tags.block("skill", skill), f"<budget>{budget}</budget>", "\n".join(blocks),
+    return "\n".join(blocks)
+
+
+def failure_prompt(cfg: SimulatedCfg, skill: str, n: int = 8, *, expected: bool = True, rejected=None,
+                   budget: int = 4) -> str:
+    return tags.prompt("reflect", tags.block("skill", skill), f"<budget>{budget}</budget>",
+                       failure_blocks(cfg, skill, n, expected),
                        tags.rejected_edits(rejected) if rejected is not None else "")
 
 
@@ -344,15 +351,39 @@ def test_hill_climbing_learns_and_the_gate_and_the_buffer_have_measurable_effect
     for s in seeds:
         cfg = SimulatedCfg(seed=s)
         gated = hill_climb(cfg, n_test=60, **size)
-        assert gated.final_val > gated.seed_val and gated.final_test > gated.seed_test + 0.3, s
+        assert gated.final_val > gated.seed_val and gated.final_test > gated.seed_test + 0.2, s
         assert gated.accepted >= 2 and gated.rejected >= 1, s
         forced = hill_climb(cfg, n_test=60, gate=False, **size)
         harmful_let_in += bool(forced.ever_hurtful)
         gated_tests.append(gated.final_test)
         forced_tests.append(forced.final_test)
+    assert sum(gated_tests) / len(seeds) > 0.75
     assert harmful_let_in >= 8  # without the gate, harmful ideas get into the skill…
     assert sum(f < g for f, g in zip(forced_tests, gated_tests)) > len(seeds) / 2  # …test ends lower, most seeds
     assert sum(forced_tests) / len(seeds) < sum(gated_tests) / len(seeds) - 0.15
     repeats_on = sum(hill_climb(SimulatedCfg(seed=s), n_test=0, **size).repeats for s in range(4))
     repeats_off = sum(hill_climb(SimulatedCfg(seed=s), n_test=0, use_buffer=False, **size).repeats for s in range(4))
     assert repeats_off > 2 * max(1, repeats_on)  # without the buffer, rejected ideas come back
+
+
+def test_answers_do_not_depend_on_the_process(tmp_path):
+    """Same request, same answer — also across processes with different hash seeds (the call cache and resume
+    rely on it)."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import hashlib, json\n"
+        "from skillgit.config import SimulatedCfg\n"
+        "from skillgit.world.climb import hill_climb\n"
+        "r = hill_climb(SimulatedCfg(seed=3, malformed_rate=0.2), steps=4, n_train=32, n_val=20, n_test=10)\n"
+        "print(hashlib.sha256(json.dumps([r.final_skill, [s.applied for s in r.steps], r.final_test]).encode())"
+        ".hexdigest())\n")
+    digests = set()
+    for hash_seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        digests.add(proc.stdout.strip())
+    assert len(digests) == 1

@@ -11,8 +11,6 @@ from typing import Any, Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from skillgit import console
 from skillgit.errors import SkillgitError
@@ -32,6 +30,17 @@ def _store(repo: Optional[Path], config: Optional[Path]):
 
 def _say(message: str) -> None:
     console.info(escape(message))
+
+
+def _table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> None:
+    """Aligned plain-text columns on stdout. (Not a rich Table: rendering 1,000 rows with rich takes seconds.)"""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(parts).rstrip()
+
+    typer.echo("\n".join([line(headers), *(line(r) for r in rows)]))
 
 
 def _num(value: Optional[float], signed: bool = False) -> str:
@@ -80,16 +89,14 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
     if not entries:
         _say("no training steps yet (run `skillgit train`)")
         return
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("step", "verdict", "val", "Δ", "commit", "summary"):
-        table.add_column(column, justify="right" if column in ("val", "Δ") else "left")
+    rows = []
     for e in entries:
         summary = e.subject if e.verdict != "rejected" else f"{e.subject} — {e.reason}"
         if e.note == "corrupt":
             summary += " (corrupt note)"
-        table.add_row(Text(e.label), Text(e.verdict + (" (archived)" if e.archived else "")), Text(_num(e.score)),
-                      Text(_num(e.delta, True) if e.verdict != "seed" else ""), Text(e.sha[:10]), Text(summary))
-    console.out.print(table)
+        rows.append([e.label, e.verdict + (" (archived)" if e.archived else ""), _num(e.score),
+                     _num(e.delta, True) if e.verdict != "seed" else "", e.sha[:10], summary])
+    _table(["step", "verdict", "val", "Δ", "commit", "summary"], rows, right=(2, 3))
 
 
 # ---------------------------------------------------------------------------------------------- show / diff
@@ -149,15 +156,10 @@ def rejected(as_json: bool = JSON, limit: Optional[int] = typer.Option(None, "-n
     if not entries:
         _say("no rejected steps")
         return
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("step", "val", "Δ", "reason", "edits"):
-        table.add_column(column, justify="right" if column in ("val", "Δ") else "left")
-    for e in entries:
-        edits = "; ".join(e.edits) if e.edits else "–"
-        table.add_row(Text(e.label + (" (archived)" if e.archived else "")), Text(_num(e.score)),
-                      Text(_num(e.delta, True)), Text(e.reason + (" (corrupt note)" if e.note == "corrupt" else "")),
-                      Text(edits))
-    console.out.print(table)
+    rows = [[e.label + (" (archived)" if e.archived else ""), _num(e.score), _num(e.delta, True),
+             e.reason + (" (corrupt note)" if e.note == "corrupt" else ""), "; ".join(e.edits) or "–"]
+            for e in entries]
+    _table(["step", "val", "Δ", "reason", "edits"], rows, right=(1, 2))
 
 
 # ---------------------------------------------------------------------------------------------- revert / export

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Optional
@@ -38,7 +39,9 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                            "or start a new run."),
           run: Optional[str] = typer.Option(None, "--run", help="Continue this run id."),
           dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and a call/token estimate; spend nothing."),
-          as_json: bool = typer.Option(False, "--json", help="Print the run result as JSON on stdout.")) -> None:
+          as_json: bool = typer.Option(False, "--json", help="Print the run result as JSON on stdout."),
+          events: bool = typer.Option(False, "--events", help="Progress as JSON lines on stderr (for scripts) "
+                                                              "instead of the live display.")) -> None:
     """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
     from skillgit.session import build_trainer, open_session
 
@@ -54,9 +57,13 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
             console.out.print(plan["text"])
         return
     display = RunDisplay(console.err)
-    trainer = build_trainer(session, run_id=run, resume=resume if run is None else True, on_event=display.handle)
-    with display:
+    sink = _json_events if events else display.handle
+    trainer = build_trainer(session, run_id=run, resume=resume if run is None else True, on_event=sink)
+    if events:
         result = trainer.train()
+    else:
+        with display:
+            result = trainer.train()
     if as_json:
         console.print_json({"run": result.run, "status": result.status, "reason": result.reason,
                             "steps": result.steps, "accepted": result.accepted, "rejected": result.rejected,
@@ -69,6 +76,11 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         from skillgit.errors import ExitCode
 
         raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _json_events(event) -> None:
+    sys.stderr.write(json.dumps({"event": event.kind, **event.data}, default=str) + "\n")
+    sys.stderr.flush()
 
 
 def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step number, run/step, tag, commit, "

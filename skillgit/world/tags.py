@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 _ATTR = re.compile(r'([A-Za-z_][\w-]*)\s*=\s*"([^"]*)"')
@@ -33,7 +34,6 @@ class Block:
         return find(self.body, tag)
 
 
-_OPEN_LINE = re.compile(r'^\s*<([A-Za-z_]\w*)((?:\s+[A-Za-z_][\w-]*\s*=\s*"[^"]*")*)\s*>(.*)$')
 # prompts.py escapes a content line that starts with a protocol tag (`<` -> `&lt;`, `&lt;` -> `&amp;lt;`), once per
 # nesting level, so that no student output can open or close a block. Reading a block undoes one level.
 _ESCAPED_LINE = re.compile(r"^((?:&amp;)*&lt;)(?=/?[A-Za-z_]\w*(?:[\s>/]|$))", re.M)
@@ -43,35 +43,42 @@ def _unescape(text: str) -> str:
     return _ESCAPED_LINE.sub(lambda m: "<" if m.group(1) == "&lt;" else m.group(1)[len("&amp;"):], text)
 
 
+@lru_cache(maxsize=128)
+def _line_patterns(tag: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    t = re.escape(tag)
+    opening = re.compile(rf'^[ \t]*<{t}((?:\s+[A-Za-z_][\w-]*\s*=\s*"[^"]*")*)\s*>(.*?)\r?$', re.M)
+    closing = re.compile(rf"^[ \t]*</{t}>[ \t]*\r?$", re.M)
+    return opening, closing
+
+
 def find(text: str, tag: str) -> list[Block]:
     """Every `<tag ...>…</tag>` block of `text`, in order (at any depth; same-name blocks do not nest).
 
     As in prompts.py, a block opens on a line starting with `<tag ...>` and closes at the first later line that is
     exactly `</tag>`; a one-line `<tag ...>inner</tag>` is also a block. The body is unescaped one level.
     """
-    lines = (text or "").split("\n")
+    if not text or f"<{tag}" not in text:
+        return []
+    opening, closing = _line_patterns(tag)
     close = f"</{tag}>"
     out: list[Block] = []
-    i = 0
-    while i < len(lines):
-        m = _OPEN_LINE.match(lines[i].rstrip("\r"))
-        if not m or m.group(1) != tag:
-            i += 1
-            continue
-        rest = m.group(3).rstrip()
+    pos = 0
+    while (m := opening.search(text, pos)) is not None:
+        attrs = {k: html.unescape(v) for k, v in _ATTR.findall(m.group(1) or "")}
+        rest = m.group(2).rstrip()
         if rest:
-            i += 1
-            if not rest.endswith(close):
-                continue
-            body = rest[: -len(close)]
-        else:
-            j = next((k for k in range(i + 1, len(lines)) if lines[k].strip() == close), None)
-            if j is None:
-                i += 1
-                continue
-            body, i = "\n".join(lines[i + 1:j]), j + 1
-        attrs = {k: html.unescape(v) for k, v in _ATTR.findall(m.group(2) or "")}
-        out.append(Block(tag, _unescape(body), attrs))
+            pos = m.end()
+            if rest.endswith(close):
+                out.append(Block(tag, _unescape(rest[: -len(close)]), attrs))
+            continue
+        c = closing.search(text, m.end())
+        if c is None:
+            pos = m.end()
+            continue
+        start = min(m.end() + 1, c.start())
+        body = text[start:max(start, c.start() - 1)]
+        out.append(Block(tag, _unescape(body.rstrip("\r")), attrs))
+        pos = c.end()
     return out
 
 
