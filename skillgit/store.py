@@ -13,11 +13,6 @@ Contracts the training loop relies on:
 from __future__ import annotations
 
 import json
-import os
-import re
-import socket
-import time
-import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -26,9 +21,10 @@ from typing import Any, Iterator, Sequence
 from skillgit import notes as N
 from skillgit import refs as R
 from skillgit import store_history
-from skillgit.errors import ExitCode, GitStateError, SkillgitError
+from skillgit.errors import GitStateError, SkillgitError
 from skillgit.repo import GitRepo, RefConflict, RefUpdate, Worktree
 from skillgit.store_history import LogEntry
+from skillgit.store_lock import hold
 from skillgit.types import RejectedEdit
 
 __all__ = ["Store", "Candidate", "Decision", "LogEntry"]
@@ -186,7 +182,7 @@ class Store:
         return [] if text is None else N.decode(text, sha)
 
     # ------------------------------------------------------------------------------------------ candidates
-    def propose(self, text: str, *, run: str, step: int, subject: str, body: str, trailers: dict[str, str],
+    def propose(self, text: str, *, run: str, step: int | str, subject: str, body: str, trailers: dict[str, str],
                 note: list[dict[str, Any]]) -> Candidate:
         """Build the candidate commit (tip's tree with the skill replaced by `text`, parent = tip) and create
         `refs/heads/candidates/<run>/<step:04d>` plus its note in one transaction.
@@ -474,17 +470,8 @@ class Store:
     def lock(self, name: str) -> Iterator[Path]:
         """Hold `<git-common-dir>/skillgit/locks/<name>.lock` (O_EXCL, with pid/host/time) for the block.
         A lock whose process is gone (same host) is taken over; a live one raises SkillgitError(LOCKED)."""
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".") or "default"
-        path = self.repo.common_dir / "skillgit" / "locks" / f"{safe}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        token = uuid.uuid4().hex
-        _acquire(path, {"pid": os.getpid(), "host": socket.gethostname(),
-                        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": token})
-        try:
+        with hold(self.repo.common_dir / "skillgit" / "locks", name) as path:
             yield path
-        finally:
-            if _read_lock(path).get("token") == token:
-                path.unlink(missing_ok=True)
 
     # ------------------------------------------------------------------------------------------ misc
     def export(self, rev: str, path: Path | str) -> Path:
@@ -508,75 +495,3 @@ class Store:
     def gc(self, keep: int = 20):
         from skillgit.store_sync import gc
         return gc(self, keep)
-
-
-# ---------------------------------------------------------------------------------------------- lock files
-def _read_lock(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
-def _acquire(path: Path, info: dict[str, Any]) -> None:
-    for _ in range(5):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            holder = _read_lock(path)
-            if not holder:
-                # Being written right now, or a crash left it empty: young → live, old → stale.
-                try:
-                    young = time.time() - path.stat().st_mtime < 10
-                except FileNotFoundError:
-                    continue
-                if young:
-                    time.sleep(0.05)
-                    continue
-            elif holder.get("host") != info["host"] or _alive(holder.get("pid")):
-                raise SkillgitError(
-                    f"another skillgit process holds the lock '{path.stem}' (pid {holder.get('pid')} on "
-                    f"{holder.get('host')} since {holder.get('time')})",
-                    f"wait for it to finish or stop it (kill {holder.get('pid')}); if no such process runs, "
-                    f"delete {path}", ExitCode.LOCKED)
-            _take_over(path, holder)
-            continue
-        with os.fdopen(fd, "w") as f:
-            json.dump(info, f)
-        return
-    raise SkillgitError(f"could not take the lock {path}", f"delete {path} if no skillgit process runs",
-                        ExitCode.LOCKED)
-
-
-def _take_over(path: Path, stale: dict[str, Any]) -> None:
-    """Remove a stale lock file, but only if it is still the one judged stale (a small mutex prevents two
-    processes from both removing it after one of them has already replaced it with a live lock)."""
-    mutex = path.with_name(path.name + ".takeover")
-    try:
-        fd = os.open(mutex, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        try:
-            if time.time() - mutex.stat().st_mtime > 30:  # its holder died mid-takeover
-                mutex.unlink(missing_ok=True)
-        except FileNotFoundError:
-            pass
-        return
-    try:
-        if _read_lock(path) == stale:
-            path.unlink(missing_ok=True)
-    finally:
-        os.close(fd)
-        mutex.unlink(missing_ok=True)

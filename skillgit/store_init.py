@@ -62,6 +62,7 @@ class InitReport:
     committed: str | None = None
     hooks: list[str] = field(default_factory=list)
     todo: list[str] = field(default_factory=list)  # commands the user still has to run
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {**self.__dict__, "root": str(self.root)}
@@ -160,6 +161,9 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
         skill_file = found[0] if found else folder / "SKILL.md"
     rel = _relative(repo, skill_file)
     report = InitReport(repo.root, rel, branch, created_repo)
+    if commit and current != branch:  # checked before anything is written
+        raise SkillgitError(f"--commit needs branch '{branch}' checked out (HEAD is on {current or 'no branch'})",
+                            f"git switch {branch}, then run `skillgit init --commit` again")
     if skill_file.is_dir():
         raise SkillgitError(f"{rel} is a folder, not a skill file", "pass --skill PATH to a Markdown or text file")
     if not skill_file.exists():
@@ -176,6 +180,8 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
     if not config.exists():
         config.write_text(render_config(rel, branch), encoding="utf-8")
         report.config_written = True
+    else:
+        report.warnings += _config_mismatch(config, rel, branch)
     _configure(repo)
     if hooks:
         report.hooks = install_hooks(repo)
@@ -184,13 +190,29 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
     changed = repo.run("status", "--porcelain", "--untracked-files=all", "--", *paths).splitlines()
     pending = [p for p in paths if any(line[3:].strip('"') == p for line in changed)]
     if commit and pending:
-        if current != branch:
-            raise SkillgitError(f"--commit needs branch '{branch}' checked out (HEAD is on {current or 'no branch'})",
-                                f"git switch {branch}, then run `skillgit init --commit` again")
         repo.run("add", "--", *pending)
         repo.run("commit", "-q", "-m", f"skillgit: track {rel}", "--only", "--", *pending)
         report.committed = repo.run("rev-parse", "HEAD")
     elif pending:
         quoted = " ".join(pending)
-        report.todo = [f"git add {quoted}", f"git commit -m 'Track {rel} with skillgit' -- {quoted}"]
+        if current != branch:
+            report.todo.append(f"git switch {branch}" if repo.ref(R.branch_ref(branch)) else f"git switch -c {branch}")
+        report.todo += [f"git add {quoted}", f"git commit -m 'Track {rel} with skillgit' -- {quoted}"]
     return report
+
+
+def _config_mismatch(config: Path, rel: str, branch: str) -> list[str]:
+    """Warnings when an existing skillgit.yaml names another skill file or branch than the one just set up."""
+    import yaml
+
+    try:
+        skill = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("skill") or {}
+    except (yaml.YAMLError, AttributeError):
+        return [f"{CONFIG_NAME} is not valid YAML; fix it (skill.path: {rel}, skill.branch: {branch})"]
+    out = []
+    if skill.get("path", "SKILL.md") != rel:
+        out.append(f"{CONFIG_NAME} trains skill.path '{skill.get('path', 'SKILL.md')}'; set it to '{rel}' "
+                   "to train this file")
+    if skill.get("branch", "main") != branch:
+        out.append(f"{CONFIG_NAME} uses skill.branch '{skill.get('branch', 'main')}', not '{branch}'")
+    return out

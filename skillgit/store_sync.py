@@ -17,6 +17,7 @@ from skillgit import refs as R
 from skillgit import store_history
 from skillgit.errors import GitStateError, SkillgitError
 from skillgit.repo import GitError, RefUpdate, TreeEntry
+from skillgit.store_lock import alive
 
 if TYPE_CHECKING:  # pragma: no cover
     from skillgit.store import Store
@@ -218,11 +219,9 @@ def push(store: "Store", remote: str = "origin") -> SyncReport:
 def _drop_stale_scratch_refs(store: "Store") -> None:
     """Scratch notes refs (`refs/notes/skillgit-tmp/<pid>-…`) outlive only a killed process: drop those whose
     process is gone."""
-    from skillgit.store import _alive
-
     for (ref,) in store.repo.for_each_ref(["refname"], R.NOTES_TMP_PREFIX):
         pid = ref[len(R.NOTES_TMP_PREFIX):].split("-", 1)[0]
-        if not (pid.isdigit() and _alive(int(pid))):
+        if not (pid.isdigit() and alive(int(pid))):
             store.repo.delete_ref(ref)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from skillgit.config import load_config
 from skillgit.store import Store
+from skillgit.store_init import init_project
 from tests.conftest import git, run_cli
 
 SEED = "# Skill\n\nBe helpful.\n"
@@ -82,10 +83,17 @@ def test_init_adopts_an_existing_skill_and_refuses_to_guess(make_repo):
     assert (root / "AGENTS.md").read_text() == "# Agents\n\nRun the tests.\n"
     assert not (root / "SKILL.md").exists()
 
+    (root / "CLAUDE.md").write_text("c\n")
+    report = init_project(root, skill="CLAUDE.md")
+    assert not report.config_written and report.todo[0] == "git add CLAUDE.md skillgit.yaml"
+    assert report.warnings == ["skillgit.yaml trains skill.path 'AGENTS.md'; set it to 'CLAUDE.md' to train this file"]
+
     both = make_repo({"AGENTS.md": "a\n", "CLAUDE.md": "c\n"}, name="both")
     before = snapshot(both)
-    proc = run_cli("init", cwd=both)
-    assert_one_line_error(proc, 2, "AGENTS.md, CLAUDE.md", "--skill")
+    assert_one_line_error(run_cli("init", cwd=both), 2, "AGENTS.md, CLAUDE.md", "--skill")
+    assert snapshot(both) == before
+    assert_one_line_error(run_cli("init", "--skill", "AGENTS.md", "--branch", "skills", "--commit", cwd=both), 2,
+                          "--commit needs branch 'skills' checked out", "git switch skills")
     assert snapshot(both) == before
 
 

@@ -275,7 +275,9 @@ def test_open_errors_have_hints(tmp_path, make_repo):
 # ---------------------------------------------------------------------------------------------- notes
 def test_notes_roundtrip_and_corrupt_note(repo, store):
     tip = store.tip()
+    before = snapshot(repo)
     store.add_note(tip, [{"kind": "custom", "value": 1, "future_key": [1, 2]}])
+    assert {k: v for k, v in snapshot(repo).items() if k != "refs"} == {k: v for k, v in before.items() if k != "refs"}
     store.add_note(tip, [{"kind": "other"}])
     assert [r["kind"] for r in store.read_notes(tip)] == ["custom", "other"]
     assert all(r["v"] == 1 for r in store.read_notes(tip))
@@ -443,5 +445,44 @@ def test_gc_folds_tags_and_keeps_commits_and_notes_after_prune(repo, store):
     assert listed == [(2, True), (3, True), (4, True), (5, False), (6, False)]
     assert store.resolve("rejected/r1/3") == rejected[1].commit
     assert store.step_record("r1", 2)["verdict"] == "rejected"
+    assert git(repo, "status", "--porcelain") == ""
     assert store.gc(keep=0).folded == 2 and git(repo, "tag", "-l") == ""
     assert len(store.negative_buffer(10)) == 5
+
+
+# ---------------------------------------------------------------------------------------------- sharing / identity
+def test_diverged_branches_are_never_overwritten(repo, store, tmp_path):
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    store.push(str(remote))
+    other_root = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(remote), str(other_root))
+    other = Store.open(other_root, "SKILL.md")
+    accept(other, SEED + "theirs\n", 1, run="b")
+    other.push(str(remote))
+    accept(store, SEED + "mine\n", 1, run="a")
+    remote_before = git(remote, "for-each-ref", "--format=%(refname) %(objectname)")
+
+    with pytest.raises(GitStateError) as err:
+        store.push(str(remote))
+    assert "refused" in err.value.message and "skillgit pull" in err.value.hint
+    assert git(remote, "for-each-ref", "--format=%(refname) %(objectname)") == remote_before  # atomic: nothing
+
+    local_before = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/", "refs/tags/",
+                       "refs/notes/skillgit", "refs/skillgit/runs/")
+    with pytest.raises(GitStateError, match="has diverged"):
+        store.pull(str(remote))
+    assert git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/", "refs/tags/",
+               "refs/notes/skillgit", "refs/skillgit/runs/") == local_before
+    assert (repo / "SKILL.md").read_text() == SEED + "mine\n"
+
+
+def test_missing_identity_fails_with_a_hint_and_changes_nothing(repo, store, monkeypatch):
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(name)
+    git(repo, "config", "user.useConfigOnly", "true")
+    before = snapshot(repo)
+    with pytest.raises(GitStateError) as err:
+        propose(store, SEED + "x\n", 1)
+    assert "git config user.name" in err.value.hint
+    assert snapshot(repo) == before

@@ -330,7 +330,8 @@ def test_teacher_reads_prompts_rendered_by_the_project():
     trajs = [Trajectory(it.id, it.input, out, it.expected, reference_score(it, out))
              for it in generate_tasks(cfg, 8) for out in [student.run(default_skill(), it).text]]
     banned = RejectedEdit(Edit("append", "Double-check dates."), -0.05, "worse")
-    variables = {"skill": prompts.block_skill(default_skill()), "trajectories": prompts.block_trajectories(trajs, "auto"),
+    variables = {"skill": prompts.block_skill(default_skill()),
+                 "trajectories": prompts.block_trajectories(trajs, "auto"),
                  "budget": prompts.block_budget(3), "rejected_edits": prompts.block_rejected([banned]),
                  "meta_skill": prompts.block_meta_skill("")}
     messages = prompts.render("reflect", variables)

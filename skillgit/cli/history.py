@@ -65,6 +65,8 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
     _say(f"{'created a starter skill' if report.created_skill else 'adopted the skill'} {report.skill_path} "
          f"on branch '{report.branch}'")
     _say("wrote skillgit.yaml" if report.config_written else "kept the existing skillgit.yaml")
+    for line in report.warnings:
+        _say(f"warning: {line}")
     for line in report.hooks:
         _say(f"hook {line}")
     if report.committed:
@@ -123,8 +125,11 @@ def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N),
     records = store.read_notes(sha)
     diff = store.diff(parent or store.repo.mktree([]), sha)  # a root commit: against the empty tree
     if as_json:
-        console.print_json({"rev": rev, "sha": sha, "parent": parent, "message": message, "diff": diff,
-                            "notes": records})
+        from skillgit.notes import parse_message
+
+        subject, _, trailers = parse_message(message)
+        console.print_json({"rev": rev, "sha": sha, "parent": parent, "subject": subject, "trailers": trailers,
+                            "message": message, "diff": diff, "notes": records})
         return
     typer.echo(f"commit {sha}\n")
     typer.echo("".join(f"    {line}\n" for line in message.strip("\n").splitlines()))

@@ -45,7 +45,7 @@ class ClimbResult:
     seed_test: float
     final_test: float
     final_skill: str
-    hurtful: frozenset[str] = frozenset()  # concepts of the final skill that hurt in this world (tasks.hurtful_concepts)
+    hurtful: frozenset[str] = frozenset()  # concepts of the final skill that hurt here (tasks.hurtful_concepts)
     ever_hurtful: frozenset[str] = frozenset()  # … of any skill accepted on the way
     steps: list[ClimbStep] = field(default_factory=list)
     malformed: int = 0
@@ -148,7 +148,8 @@ def main(argv: list[str]) -> None:
     from skillgit.config import SimulatedCfg
 
     seeds = [int(a) for a in argv] or list(range(8))
-    print("seed | seed test | gated test (acc/rej) | no-gate test, hurtful concepts let in | gated repeats: buffer on / off")
+    print("seed | seed test | gated test (acc/rej) | no-gate test, hurtful concepts let in | "
+          "gated repeats: buffer on / off")
     for s in seeds:
         cfg = SimulatedCfg(seed=s)
         g = hill_climb(cfg)

@@ -13,8 +13,9 @@ A record has fields (date, weight, code, price, name). Every rendering decision 
 | currency | code after (`4.20 USD`) | symbol first (`$4.20`) |
 | name | `Ada Lovelace` | `Lovelace, Ada` |
 
-`pick_rules(seed, num_rules)` (via `tasks.hidden_rules(cfg)`) picks `cfg.num_rules` of the eight rules with the world seed. Topics whose rule was not
-picked keep the student's natural rendering in the expected answers, so conveying such a rule *hurts*.
+`pick_rules(seed, num_rules)` (via `tasks.hidden_rules(cfg)`) picks `num_rules` of the eight rules with the world
+seed. Topics whose rule was not picked keep the student's natural rendering in the expected answers, so
+conveying such a rule *hurts*.
 
 What a skill conveys is decided by *concepts*, matched loosely: a concept is a set of alternative matchers, and
 a matcher matches when one sentence of the skill contains all of its terms (case-insensitive; single words are

@@ -183,7 +183,8 @@ def describe(cfg: Any) -> str:
     lines += [f"    - {r.summary}: {r.natural!r} -> {r.house!r}" for r in rules]
     kept = [r.topic for r in RULES if r.topic not in picked]
     if kept:
-        lines.append(f"  Topics kept as the student writes them naturally (conveying their rule hurts): {', '.join(kept)}")
+        lines.append("  Topics kept as the student writes them naturally (conveying their rule hurts): "
+                     + ", ".join(kept))
     lines += [
         "  Student: follows the concepts its skill conveys, matched loosely (paraphrases work); harmful phrases",
         "  (explain your reasoning, DD/MM/YYYY, whole numbers, ...) break answers; per answer it slips with",

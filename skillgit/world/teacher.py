@@ -8,8 +8,10 @@ modules it uses are its eyes (diagnose.py: symptoms from output vs expected text
 
 Behaviour, per stage:
 - reflect: failures → symptoms per trajectory, most frequent first; per symptom one idea, drawn with weights
-  (good 1 - vague_rate - harmful_rate, vague, harmful); a skill line that looks like the symptom's cause is
-  deleted or rewritten instead; sometimes (`off_target_rate`) an idea unrelated to any symptom. Successes →
+  (good 1 - vague_rate - harmful_rate, vague, harmful; the most obvious wording likeliest) and mostly appended,
+  sometimes inserted after a related line or replacing its own earlier wording; a skill line that looks like the
+  symptom's cause is deleted or rewritten instead some of the time (`CAUSE_FIX_RATE`); sometimes
+  (`off_target_rate`) an idea unrelated to any symptom. Successes →
   now and then a reinforcement of an observed pattern, or harmless padding. Never proposes an idea whose text
   is in `<rejected_edits>` or noted as "avoid:" in `<meta_skill>`, nor one already in the skill; without those
   blocks it happily repeats rejected ideas (that is what the negative buffer is for). At most `<budget>` edits.
@@ -19,7 +21,8 @@ Behaviour, per stage:
   consolidate duplicate lines and retry rejected directions with a different idea; rewrite / full_rewrite:
   apply suggestions to the text (front matter and protected regions kept verbatim); pick: the candidate with the
   most concrete, least chatty instructions.
-- With probability `malformed_rate` the reply is malformed (truncated JSON, prose, or a wrong shape).
+- With probability `malformed_rate` the reply is malformed (truncated JSON, prose, or a wrong shape). A caller's
+  repair turn ("your previous reply could not be used …") is answered like the original request (fresh noise).
 Randomness is seeded by (world seed, the whole request): the same prompt always gets the same answer.
 """
 
@@ -34,8 +37,8 @@ from typing import Any, Callable
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.world import tags
 from skillgit.world.common import digest, param, seeded_rng, usage
-from skillgit.world.diagnose import Symptom, diagnose, expected_from_feedback, kind_of, separator_of, split_fields
-from skillgit.world.lexicon import OFF_TARGET, REINFORCE, Ideas, ideas_for, norm, topic_of_text
+from skillgit.world.diagnose import diagnose, expected_from_feedback, kind_of, split_fields
+from skillgit.world.lexicon import OFF_TARGET, REINFORCE, ideas_for, norm, topic_of_text
 from skillgit.world.textedit import apply_edit, editable_lines
 
 STAGES = ("reflect", "merge", "rank", "lr", "slow_update", "meta_skill", "meta_reflect", "rewrite",
@@ -165,7 +168,7 @@ class SimulatedTeacher:
                              taken, rng)
             if edit:
                 edits.append(edit)
-        if len(edits) < p.budget and (not counts or rng.random() < self.off_target_rate):
+        if failures and len(edits) < p.budget and (not counts or rng.random() < self.off_target_rate):
             idea = _choose([i for i in OFF_TARGET if p.allowed(i) and norm(i) not in taken], rng)
             if idea:
                 edits.append(_edit("append", idea, rationale="a general reminder that may help with these failures"))
@@ -235,7 +238,8 @@ class SimulatedTeacher:
                 if ideas and not any(w in p.skill.lower() for w in ideas.topic_words[:1]):
                     good = [t for t in ideas.good if p.allowed(t)]
                     if good:
-                        edits.append(_edit("append", good[0], rationale=f"successful outputs show {_describe(sym, '')}"))
+                        edits.append(_edit("append", good[0],
+                                           rationale=f"successful outputs show {_describe(sym, '')}"))
                         break
         elif p.budget and roll < 0.6:
             idea = _choose([i for i in REINFORCE if p.allowed(i)], rng)
@@ -250,7 +254,8 @@ class SimulatedTeacher:
         for e in tags.find(p.text, "edit"):
             op, target, content = e.attrs.get("op", "append"), e.first("target") or "", e.first("content") or ""
             support = (tags.ints(e.attrs.get("support")) or [1])[0]
-            if (norm(content) in p.avoid and content.strip()) or (op == "delete" and "delete:" + norm(target) in p.avoid):
+            key = norm(content) if content.strip() else "delete:" + norm(target)
+            if key in p.avoid:
                 continue  # a careful merger drops what validation already rejected
             words = set(norm(content).split())
             for g in groups:
@@ -264,7 +269,7 @@ class SimulatedTeacher:
                                "support": support})
         groups.sort(key=lambda g: -g["support"])
         edits = [{"op": g["op"], "target": g["target"], "content": g["content"],
-                  "rationale": g["rationale"] + (f" (merged {len(g['merged_from'])})" if len(g["merged_from"]) > 1 else ""),
+                  "rationale": g["rationale"] + (f" (merged {n})" if (n := len(g["merged_from"])) > 1 else ""),
                   "merged_from": g["merged_from"]} for g in groups]
         return {"reasoning": f"Merged {sum(len(g['merged_from']) for g in groups)} edits into {len(groups)}.",
                 "edits": edits}
@@ -384,7 +389,8 @@ class SimulatedTeacher:
             ideas = ideas_for(*sym)
             good = [t for t in ideas.good if p.allowed(t)] if ideas else []
             if good and sym not in by_symptom:
-                edits.append(_edit("append", rng.choice(good), rationale=f"a different wording for {_describe(sym, '')}"))
+                edits.append(_edit("append", rng.choice(good),
+                                   rationale=f"a different wording for {_describe(sym, '')}"))
         return {"reasoning": f"{len(rejected)} rejected edits this epoch; consolidated {len(edits)} changes.",
                 "edits": edits, "failure_summary": ""}
 
