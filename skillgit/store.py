@@ -228,7 +228,8 @@ class Store:
     def pending(self) -> list[Candidate]:
         """All undecided candidates, oldest step first."""
         found = [R.parse_step_ref(row[0]) for row in self.repo.for_each_ref(["refname"], R.CANDIDATES_PREFIX)]
-        cands = [self.candidate(run, step) for run, step in sorted(f for f in found if f)]
+        found = sorted((f for f in found if f), key=lambda rs: (rs[0], R.step_key(rs[1])))
+        cands = [self.candidate(run, step) for run, step in found]
         return [c for c in cands if c is not None]
 
     def discard(self, cand: Candidate) -> None:
@@ -330,7 +331,8 @@ class Store:
             now = self.repo.ref(self.branch_ref)
             if expected_tip is not None and now != expected_tip:
                 raise self._moved(expected_tip, now) from None
-            raise GitStateError(f"a ref changed underneath skillgit: {exc.message.removeprefix('git update-ref failed: ')}",
+            why = exc.message.removeprefix("git update-ref failed: ")
+            raise GitStateError(f"a ref changed underneath skillgit: {why}",
                                 "another skillgit or git process is writing to this repository; nothing was "
                                 "changed — run again") from None
 

@@ -107,15 +107,15 @@ def test_propose_and_decide_never_touch_a_worktree_without_the_branch(make_repo)
     (root / "skills/demo/SKILL.md").write_text("my own local edit\n")
     git(root, "add", "skills/demo/SKILL.md")
     (root / "README.md").write_text("dirty\n")
-    before = git(root, "status", "--porcelain"), git(root, "ls-files", "-s"), (root / "skills/demo/SKILL.md").read_text()
+    skill = root / "skills/demo/SKILL.md"
+    before = git(root, "status", "--porcelain"), git(root, "ls-files", "-s"), skill.read_text()
     store = Store.open(root, "skills/demo/SKILL.md", "main")
     old_tip = store.tip()
 
     cand = propose(store, SEED + "Subfolder rule.\n", 1)
     store.decide(cand, accept=True, reason="better", score_before=0.1, score_after=0.2)
 
-    assert (git(root, "status", "--porcelain"), git(root, "ls-files", "-s"),
-            (root / "skills/demo/SKILL.md").read_text()) == before
+    assert (git(root, "status", "--porcelain"), git(root, "ls-files", "-s"), skill.read_text()) == before
     # Only the skill's blob changed in the new tree; every other file is the same object.
     changed = git(root, "diff-tree", "-r", "--name-only", "--no-commit-id", old_tip, "main")
     assert changed == "skills/demo/SKILL.md"

@@ -205,8 +205,9 @@ def pull(remote: str = typer.Argument("origin", help="Remote name, path or URL."
          repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
     """Fetch and integrate: branch fast-forward only, notes merged, tags and runs added."""
     report = _store(repo, config).pull(remote)
-    _say(f"pulled from {remote}: branch {report.branch}, {report.tags} new rejected tag(s)"
-         + (", notes merged" if report.notes_merged else "") + (f", runs {', '.join(report.runs)}" if report.runs else ""))
+    extra = (", notes merged" if report.notes_merged else "") + (f", runs {', '.join(report.runs)}"
+                                                                 if report.runs else "")
+    _say(f"pulled from {remote}: branch {report.branch}, {report.tags} new rejected tag(s){extra}")
     for ref in report.conflicts:
         _say(f"kept local {ref}: it changed on both sides")
 
