@@ -67,7 +67,7 @@ class BackendCfg:
     seed: int | None = None
     timeout_s: float = 120.0
     max_retries: int = 5
-    concurrency: int = 8
+    concurrency: int = 16  # parallel calls per role; keep >= env.workers and gradient.analyst_workers
     command: CommandCfg = field(default_factory=CommandCfg)
 
 

@@ -165,7 +165,11 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "model.*.temperature": _ge(0), "model.*.max_tokens": _ge(1), "model.*.thinking_budget": _ge(1),
     "model.*.timeout_s": _gt(0), "model.*.max_retries": _ge(0), "model.*.concurrency": _ge(1),
     "model.*.command.timeout_s": _gt(0),
-    "model.simulated.num_rules": _ge(1), "model.simulated.noise": _within(0, 1, hi_open=True),
+    "model.simulated.num_rules": _within(1, 8), "model.simulated.noise": _within(0, 1, hi_open=True),
+    "model.simulated.lucky_rate": _within(0, 1, hi_open=True), "model.simulated.min_fields": _within(1, 5),
+    "model.simulated.max_fields": _within(1, 5), "model.simulated.dilution_lines": _ge(1),
+    "model.simulated.dilution_per_line": _within(0, 1), "model.simulated.vague_rate": _within(0, 1),
+    "model.simulated.harmful_rate": _within(0, 1), "model.simulated.off_target_rate": _within(0, 1),
     "model.simulated.malformed_rate": _within(0, 1, hi_open=True), "model.simulated.latency_s": _ge(0),
     "budget.max_calls": _ge(1), "budget.max_tokens": _ge(1), "budget.max_cost_usd": _gt(0),
 }

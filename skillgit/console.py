@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-err = Console(stderr=True, highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
 

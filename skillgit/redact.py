@@ -56,10 +56,18 @@ def redact(text: str, extra_secrets: Iterable[str | None] = (), *, shapes: bool 
     """
     if not text:
         return text
+    return _redact_values(text, _secrets(extra_secrets), shapes)
+
+
+def _secrets(extra_secrets: Iterable[str | None]) -> list[str]:
+    extras = {s for s in extra_secrets if s and len(s) >= MIN_SECRET_LEN}
+    return sorted(set(secret_values()) | extras, key=len, reverse=True)
+
+
+def _redact_values(text: Any, secrets: list[str], shapes: bool = True) -> str:
     if not isinstance(text, str):
         text = str(text)
-    extras = {s for s in extra_secrets if s and len(s) >= MIN_SECRET_LEN}
-    for value in sorted(set(secret_values()) | extras, key=len, reverse=True):
+    for value in secrets:
         if value in text:
             text = text.replace(value, MASK)
     if shapes:
@@ -77,7 +85,12 @@ def _is_secret_key(key: str) -> bool:
 
 def redact_mapping(obj: Any, extra_secrets: Iterable[str | None] = ()) -> Any:
     """A copy of `obj` (dicts, lists, tuples, scalars) with credential fields masked (see the module contract)."""
-    extras = tuple(extra_secrets)
+    # The secret values are looked up once per call, not once per string: a step's note holds thousands of
+    # strings, and scanning the environment for each of them cost more than the step's git bookkeeping.
+    return _redact_tree(obj, _secrets(extra_secrets))
+
+
+def _redact_tree(obj: Any, secrets: list[str]) -> Any:
     if isinstance(obj, Mapping):
         out: dict[Any, Any] = {}
         for key, value in obj.items():
@@ -87,12 +100,12 @@ def redact_mapping(obj: Any, extra_secrets: Iterable[str | None] = ()) -> Any:
                 keep = name.lower().endswith("_env") and _ENV_NAME_RE.match(value) and len(value) <= 64
                 out[key] = value if keep or not value else MASK
             else:
-                out[key] = redact_mapping(value, extras)
+                out[key] = _redact_tree(value, secrets)
         return out
     if isinstance(obj, list):
-        return [redact_mapping(v, extras) for v in obj]
+        return [_redact_tree(v, secrets) for v in obj]
     if isinstance(obj, tuple):
-        return tuple(redact_mapping(v, extras) for v in obj)
+        return tuple(_redact_tree(v, secrets) for v in obj)
     if isinstance(obj, str):
-        return redact(obj, extras)
+        return _redact_values(obj, secrets) if obj else obj
     return obj

@@ -38,6 +38,7 @@ TRAILER_RUN = "Skillgit-Run"
 TRAILER_STEP = "Skillgit-Step"
 TRAILER_SCORE = "Skillgit-Score"
 TRAILER_DELTA = "Skillgit-Delta"
+TRAILER_SEQ = "Skillgit-Seq"  # the decision's position in its run (orders named epoch-level steps among numbered ones)
 TRAILER_REVERT = "Skillgit-Revert"  # the revert mode: rev | to | steps
 TRAILER_REVERT_OF = "Skillgit-Revert-Of"
 TRAILER_REVERT_TO = "Skillgit-Revert-To"

@@ -44,6 +44,7 @@ class LogEntry:
     tag: str = ""
     archived: bool = False
     note: str = "missing"
+    seq: int | None = None  # position of the decision within its run (Skillgit-Seq), when recorded
 
     @property
     def label(self) -> str:
@@ -67,16 +68,21 @@ def _commit_entry(sha: str, parents: str, date: str, message: str) -> LogEntry |
         return None
     return LogEntry(run, step, "accepted", sha, subject, N.to_float(trailers.get(R.TRAILER_SCORE)),
                     N.to_float(trailers.get(R.TRAILER_DELTA)), tuple(N.edit_lines(body)), parent=parent,
-                    date=int(date))
+                    date=int(date), seq=_seq(trailers))
+
+
+def _seq(trailers: dict[str, str]) -> int | None:
+    value = trailers.get(R.TRAILER_SEQ, "")
+    return int(value) if value.isdigit() else None
 
 
 def _rejected_entry(run: str, step: int | str, commit: str, parent: str, date: str, tag_message: str,
                     commit_message: str, archived: bool = False) -> LogEntry:
-    subject, body, _ = N.parse_message(commit_message)
+    subject, body, trailers = N.parse_message(commit_message)
     info = N.parse_rejected_tag(tag_message)
     return LogEntry(run, step, "rejected", commit, subject, info["score_after"], info["delta"],
                     tuple(info["edits"] or N.edit_lines(body)), info["reason"], parent.split()[0] if parent else None,
-                    int(date or 0), R.rejected_tag(run, step), archived)
+                    int(date or 0), R.rejected_tag(run, step), archived, seq=_seq(trailers))
 
 
 def rejected_entries(store: "Store") -> list[LogEntry]:
@@ -169,8 +175,11 @@ def scan(store: "Store") -> list[LogEntry]:
         return max((i for i, d in enumerate(chain_dates) if d <= e.date), default=-1)
 
     def key(e: LogEntry):
-        on_chain = e.verdict in ("accepted", "revert") and e.sha in position
-        return (anchor(e), 0 if on_chain else 1, e.date, e.run, R.step_key(e.step))
+        # At one chain position: the commit itself, then a run's seed built on it, then rejections built on it.
+        on_chain = 0 if e.verdict in ("accepted", "revert") and e.sha in position else (1 if e.verdict == "seed" else 2)
+        # Within a run, the recorded decision order is exact; older histories fall back to the step number.
+        order = (0, e.seq) if e.seq is not None else (1, 0)
+        return (anchor(e), on_chain, e.date, e.run, order, R.step_key(e.step))
 
     entries.sort(key=key)
     return entries

@@ -214,7 +214,7 @@ class RejectedEdit:
     delta: float
     reason: str
     run: str = ""
-    step: int = 0
+    step: int | str = 0  # a step number, or a named epoch-level step such as "e1-slow-update"
 
     def to_dict(self) -> dict[str, Any]:
         return {"edit": self.edit.to_dict(), "delta": self.delta, "reason": self.reason, "run": self.run,
@@ -223,4 +223,4 @@ class RejectedEdit:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RejectedEdit":
         return cls(Edit.from_dict(data["edit"]), float(data.get("delta", 0.0)), data.get("reason", ""),
-                   data.get("run", ""), int(data.get("step", 0)))
+                   data.get("run", ""), data.get("step", 0))

@@ -68,6 +68,7 @@ class Trainer:
         self.emit = on_event
         self.prompts_dir = prompts_dir
         self.digest = config_digest(cfg, ignore=RUNTIME_ONLY_KEYS)
+        self.config_yaml = dump_config(cfg, mask_secrets=True)  # frozen: dumped once, not at every save
         self.run_id, self.state = self._open_run(run_id, resume)
         self.evaluator = gate_mod.Evaluator(student, scorer, {"train": splits.train, "val": splits.val,
                                                               "test": splits.test},
@@ -100,7 +101,7 @@ class Trainer:
         self.state["usage"] = self._usage_total().to_dict()
         self.state["updated"] = time.time()
         files = {"progress.json": json.dumps(self.state, indent=2, sort_keys=True, ensure_ascii=False),
-                 "config.yaml": dump_config(self.cfg, mask_secrets=True),
+                 "config.yaml": self.config_yaml,
                  "meta_skill.md": self.state.get("meta_skill", "")}
         self.store.save_run(self.run_id, files, message)
 
@@ -254,6 +255,7 @@ class Trainer:
         record = self.store.step_record(self.run_id, step)
         if record is not None:
             self._count(record["verdict"])
+            self.state["seq"] = self.state.get("seq", 0) + 1
             self._remember(epoch, step, record["kind"], record["verdict"], record["delta"], record["edits"])
             return True
         self.store.discard_candidate(self.run_id, step)
@@ -287,7 +289,9 @@ class Trainer:
                 verdict = gate_mod.GateResult(True, verdict.before, verdict.after,
                                               f"forced by configuration (gate said: {verdict.reason})")
         record["usage"] = self.ledger.diff_since(before_usage)
-        trailers = {"Skillgit-Run": self.run_id, "Skillgit-Step": str(step), "Skillgit-Epoch": str(epoch + 1),
+        self.state["seq"] = self.state.get("seq", 0) + 1
+        trailers = {"Skillgit-Run": self.run_id, "Skillgit-Step": str(step), "Skillgit-Seq": str(self.state["seq"]),
+                    "Skillgit-Epoch": str(epoch + 1),
                     "Skillgit-Kind": kind, "Skillgit-Metric": f"val.{metric}",
                     "Skillgit-Score": f"{verdict.after:.4f}", "Skillgit-Delta": f"{verdict.delta:+.4f}"}
         subject = _subject(kind, applied, verdict.delta)
