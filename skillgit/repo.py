@@ -99,6 +99,7 @@ class GitRepo:
         self.bare = bare
         self.zero = "0" * (64 if object_format == "sha256" else 40)
         self._git = gitpython.Git(str(root))
+        self._written: set[str] = set()  # blobs this process wrote: writing one again would change nothing
 
     # ------------------------------------------------------------------------------------------ running git
     @classmethod
@@ -182,8 +183,15 @@ class GitRepo:
         return algo(b"blob %d\0" % len(data) + data).hexdigest()
 
     def write_blob(self, data: bytes) -> str:
+        # A run saves the same config and meta skill with every step: skip the subprocess for a blob this
+        # process already wrote (its id is computed here; mktree/commit-tree would refuse a missing object).
+        known = self.blob_id(data)
+        if known in self._written:
+            return known
         # --no-filters: the text is already what the blob must hold (no eol/clean conversion).
-        return self.run("hash-object", "-w", "--no-filters", "--stdin", input=data)
+        sha = self.run("hash-object", "-w", "--no-filters", "--stdin", input=data)
+        self._written.add(sha)
+        return sha
 
     def cat(self, rev: str) -> bytes:
         return self.run_bytes("cat-file", "-p", rev)
@@ -233,8 +241,9 @@ class GitRepo:
         return TreeEntry(mode, kind, sha, name) if name == path else None
 
     def replace_in_tree(self, tree: str | None, path: str, blob: str, mode: str = "100644") -> str:
-        """A tree equal to `tree` with `path` set to `blob`, built level by level with mktree (no index).
-        Only the trees along `path` are rewritten, so the cost does not grow with the repository."""
+        """A tree equal to `tree` (a tree or a commit: its root tree) with `path` set to `blob`, built level by
+        level with mktree (no index). Only the trees along `path` are rewritten, so the cost does not grow with
+        the repository."""
         head, _, rest = path.partition("/")
         entries = {e.name: e for e in self.ls_tree(tree)} if tree else {}
         if rest:
@@ -246,11 +255,17 @@ class GitRepo:
         return self.mktree(entries.values())
 
     def build_tree(self, files: dict[str, str]) -> str:
-        """A tree holding `files` (slash path → blob id, mode 100644)."""
-        tree: str | None = None
-        for path, blob in sorted(files.items()):
-            tree = self.replace_in_tree(tree, path, blob)
-        return tree if tree is not None else self.mktree([])
+        """A tree holding `files` (slash path → blob id, mode 100644): one mktree per folder, nothing read."""
+        here: list[TreeEntry] = []
+        folders: dict[str, dict[str, str]] = {}
+        for path, blob in files.items():
+            head, _, rest = path.partition("/")
+            if rest:
+                folders.setdefault(head, {})[rest] = blob
+            else:
+                here.append(TreeEntry("100644", "blob", blob, head))
+        here += [TreeEntry("040000", "tree", self.build_tree(sub), name) for name, sub in folders.items()]
+        return self.mktree(here)
 
     def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
         args = ["commit-tree", tree]

@@ -22,7 +22,7 @@ from skillgit import notes as N
 from skillgit import refs as R
 from skillgit import store_history
 from skillgit.errors import GitStateError, SkillgitError
-from skillgit.repo import GitRepo, RefConflict, RefUpdate, Worktree
+from skillgit.repo import GitRepo, RefConflict, RefUpdate, TreeEntry, Worktree
 from skillgit.store_history import LogEntry
 from skillgit.store_lock import hold
 from skillgit.types import RejectedEdit
@@ -144,6 +144,14 @@ class Store:
     def read_skill(self, rev: str | None = None) -> str:
         """The skill text at `rev` (None = the branch tip)."""
         commit = self.tip() if rev is None else self.resolve(rev)
+        # One `cat-file` in the common case (the loop reads the skill at every step); on any failure fall
+        # through to the path that says what is wrong.
+        status, data, _ = self.repo.call("cat-file", "blob", f"{commit}:{self.skill_path}")
+        if status == 0:
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
         entry = self.repo.tree_entry(commit, self.skill_path)
         if entry is None:
             raise GitStateError(f"'{self.skill_path}' does not exist at {rev or self.branch} ({commit[:12]})",
@@ -204,8 +212,7 @@ class Store:
                 return left
             raise GitStateError(f"candidate {R.label(run, step)} already exists ({existing[:12]})",
                                 f"decide or drop it first (git update-ref -d {ref}), or use another step number")
-        tree = self.repo.replace_in_tree(self.repo.run("rev-parse", f"{tip}^{{tree}}"), self.skill_path, blob,
-                                         current.mode)
+        tree = self.repo.replace_in_tree(tip, self.skill_path, blob, current.mode)
         all_trailers = {R.TRAILER_RUN: run, R.TRAILER_STEP: str(step), **trailers}
         sha = self.repo.commit_tree(tree, [tip], N.format_message(subject, body, all_trailers))
         updates = [RefUpdate("update", ref, sha, None)]
@@ -294,8 +301,7 @@ class Store:
                     "score_before": score_before, "score_after": score_after, "delta": round(delta, 10),
                     "run": cand.run, "step": cand.step, "branch": self.branch, "parent": cand.parent}
         worktrees = self._checked_out()
-        if accept:
-            self._require_clean(worktrees, tip)
+        before = self._require_clean(worktrees, tip) if accept else None
         old_notes, new_notes = self.repo.build_notes({cand.sha: N.encode([decision, *note])})
         updates = [RefUpdate("delete", cand.ref, old=cand.sha)]
         tag = None
@@ -313,7 +319,8 @@ class Store:
         self._commit_refs(updates, f"skillgit: {verdict} {label} ({N.fmt_delta(delta)}): {N.one_line(reason)}",
                           expected_tip=tip)
         if accept:
-            self._sync_worktrees(worktrees, tip, cand.sha)
+            after = TreeEntry(before.mode, "blob", cand.blob, before.name) if before and cand.blob else None
+            self._sync_worktrees(worktrees, tip, cand.sha, before, after)
         return Decision("accepted" if accept else "rejected", cand.run, cand.step, cand.sha,
                         cand.sha if accept else tip, tag, score_before, score_after, delta, reason)
 
@@ -341,8 +348,11 @@ class Store:
         return [w for w in self.repo.worktrees()
                 if w.branch == self.branch_ref and not w.bare and w.path.is_dir()]
 
-    def _require_clean(self, worktrees: list[Worktree], tip: str) -> None:
-        """Refuse (changing nothing) when the skill file differs from `tip` in a worktree's index or file."""
+    def _require_clean(self, worktrees: list[Worktree], tip: str) -> TreeEntry | None:
+        """Refuse (changing nothing) when the skill file differs from `tip` in a worktree's index or file.
+        Returns the skill's entry at `tip` (None when no worktree has the branch: nothing was read)."""
+        if not worktrees:
+            return None
         entry = self._entry(tip)
         for wt in worktrees:
             staged = self.repo.index_entries(wt.path, self.skill_path)
@@ -356,11 +366,17 @@ class Store:
                 hint = (f"it holds the previous version (an interrupted skillgit step?): restore it with "
                         f"git -C {wt.path} checkout {self.branch} -- {self.skill_path}")
             raise GitStateError(f"{self.skill_path} has uncommitted changes in {wt.path}", hint)
+        return entry
 
-    def _sync_worktrees(self, worktrees: list[Worktree], old: str, new: str) -> None:
+    def _sync_worktrees(self, worktrees: list[Worktree], old: str, new: str, before: TreeEntry | None = None,
+                        after: TreeEntry | None = None) -> None:
         """After the branch moved old → new, bring each checked-out worktree's skill file and index entry along
-        (only the skill file differs between the two commits)."""
-        before, after = self._entry(old), self._entry(new)
+        (only the skill file differs between the two commits). `before`/`after`: the skill's entries at old and
+        new when the caller already knows them."""
+        if not worktrees:
+            return
+        before = before or self._entry(old)
+        after = after or self._entry(new)
         for wt in worktrees:
             self.repo.in_worktree(wt.path, "update-index", "--cacheinfo", f"{after.mode},{after.sha},{self.skill_path}")
             # Re-check: if the file was edited in the moment since the check, keep the user's text.
@@ -432,8 +448,7 @@ class Store:
         self._require_clean(worktrees, tip)
         entry = self._entry(tip)
         blob = self.repo.write_blob(text.encode("utf-8"))
-        tree = self.repo.replace_in_tree(self.repo.run("rev-parse", f"{tip}^{{tree}}"), self.skill_path, blob,
-                                         entry.mode)
+        tree = self.repo.replace_in_tree(tip, self.skill_path, blob, entry.mode)
         sha = self.repo.commit_tree(tree, [tip], N.format_message(subject, body, trailers))
         old_notes, new_notes = self.repo.build_notes({sha: N.encode(records)})
         self._commit_refs([RefUpdate("update", self.branch_ref, sha, tip),

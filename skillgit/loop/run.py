@@ -17,9 +17,10 @@ import math
 import random
 import time
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from skillgit import redact
 from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_config
@@ -34,7 +35,7 @@ from skillgit.loop.ledger import Ledger
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.store import Store
 from skillgit.tasks import Splits, epoch_batches
-from skillgit.types import Edit, Usage
+from skillgit.types import Edit, RejectedEdit, Usage
 
 
 @dataclass
@@ -68,6 +69,7 @@ class Trainer:
         self.emit = on_event
         self.prompts_dir = prompts_dir
         self.digest = config_digest(cfg, ignore=RUNTIME_ONLY_KEYS)
+        self._blocked_edits: dict | None = None
         self.config_yaml = dump_config(cfg, mask_secrets=True)  # frozen: dumped once, not at every save
         self.run_id, self.state = self._open_run(run_id, resume)
         self.evaluator = gate_mod.Evaluator(student, scorer, {"train": splits.train, "val": splits.val,
@@ -206,7 +208,17 @@ class Trainer:
         opt = self.cfg.optimizer
         negative = self.store.negative_buffer(opt.negative_buffer_size) if opt.use_negative_buffer else []
         meta = self.state.get("meta_skill", "") if opt.use_meta_skill else ""
-        return stages.Teacher(self.teacher_llm, self.prompts_dir, negative, meta, self.cfg.gradient.analyst_workers)
+        blocked = self._blocked() if opt.use_negative_buffer else {}
+        return stages.Teacher(self.teacher_llm, self.prompts_dir, negative, meta, self.cfg.gradient.analyst_workers,
+                              blocked)
+
+    def _blocked(self) -> dict:
+        """Every edit rejected so far in this run, read from git once and then kept up to date as steps are
+        rejected (so resuming rebuilds the same set)."""
+        if self._blocked_edits is None:
+            self._blocked_edits = {r.edit.key(): r for r in reversed(self.store.negative_buffer(10 ** 9))
+                                   if r.run == self.run_id}
+        return self._blocked_edits
 
     # ------------------------------------------------------------------------------------------ one step
     def _step(self, step: int, epoch: int, batch: list, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
@@ -215,7 +227,9 @@ class Trainer:
             return self.evaluator.score(self.store.read_skill(), "val")
         before_usage = self.ledger.snapshot()
         skill = self.store.read_skill()
-        teacher = self.teacher()
+        # The negative buffer (a history scan and a notes read) is only needed from reflect on: read it from git
+        # while the students run instead of adding its git calls to every step's wall time.
+        pending_teacher = _in_background(self.teacher)
         budget = scheduled_budget(self.cfg.optimizer, step - 1, self.total_steps)
         lr_record: dict[str, Any] = {"mode": "scheduled", "budget": budget}
         self.emit(Event("step_start", {"step": step, "epoch": epoch, "budget": budget}))
@@ -224,6 +238,7 @@ class Trainer:
         with self.ledger.timed("rollout"):
             trajs = stages.rollout(self.student, skill, batch, self.scorer, workers=self.cfg.env.workers,
                                    on_progress=self._progress(step, "rollout"))
+        teacher = pending_teacher.result()
         usable = [t for t in trajs if t.ok]
         if batch and not usable:
             raise SkillgitError(f"step {step}: every rollout failed ({trajs[0].error})",
@@ -309,6 +324,9 @@ class Trainer:
         self.store.decide(cand, accept=verdict.accept, reason=verdict.reason, score_before=verdict.before,
                           score_after=verdict.after, note=[gate_note])
         self._count("accepted" if verdict.accept else "rejected")
+        if not verdict.accept and self._blocked_edits is not None:
+            for e in applied:
+                self._blocked_edits[e.key()] = RejectedEdit(e, verdict.delta, verdict.reason, self.run_id, step)
         self._remember(epoch, step, kind, "accepted" if verdict.accept else "rejected", verdict.delta,
                        [e.to_dict() for e in applied])
         self.emit(Event("step_end", {"step": step, "kind": kind, "verdict": "accepted" if verdict.accept else "rejected",
@@ -354,6 +372,15 @@ class Trainer:
                 test = self.evaluator.score(text, "test", self._progress(0, f"test:{name}")).mean(metric, weight)
             out[name] = {"val": round(val, 4), "test": None if test is None else round(test, 4), "rev": rev}
         return out
+
+
+def _in_background(fn: Callable[[], Any]) -> Future:
+    """Run `fn()` on a thread of its own; its result (or exception) comes from the returned future."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(fn)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _mean(values: list[float]) -> float | None:

@@ -34,6 +34,9 @@ class Teacher:
     negative: list[RejectedEdit] = field(default_factory=list)
     meta_skill: str = ""
     workers: int = 4
+    # Every edit rejected earlier in this run (not only the newest shown in prompts): `select` never applies
+    # one of them again.
+    blocked: dict[tuple[str, str, str], RejectedEdit] = field(default_factory=dict)
 
     def ask(self, stage: str, variables: dict[str, str]) -> tuple[dict | None, str | None]:
         """One teacher call. Returns (answer, None) or (None, why it is unusable). Raises LLMError only for
@@ -262,7 +265,7 @@ class Selection:
 def select(teacher: Teacher, skill: str, edits: list[Edit], budget: int) -> Selection:
     """Drop edits that repeat a rejected one (the negative buffer), then keep the best `budget`: the teacher
     ranks when there are more; if ranking fails, by support count (and says so)."""
-    rejected = {r.edit.key(): r for r in teacher.negative}
+    rejected = {**teacher.blocked, **{r.edit.key(): r for r in teacher.negative}}
     dropped: list[EditResult] = []
     fresh: list[Edit] = []
     for edit in edits:

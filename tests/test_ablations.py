@@ -1,0 +1,34 @@
+"""The ablations the README reports, on a small setting: the negative buffer stops rejected edits from coming
+back, and the gate keeps regressions out (bench/ablations.py runs the full table)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_ablations():
+    spec = importlib.util.spec_from_file_location("ablations", ROOT / "bench" / "ablations.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_buffer_and_gate_ablations_are_measurable():
+    ab = load_ablations()
+    variants = {k: ab.VARIANTS[k] for k in ("full", "no negative buffer", "no gate")}
+    result = ab.run_ablations(seeds=2, steps=9, variants=variants)["variants"]
+    full, no_buffer, no_gate = result["full"], result["no negative buffer"], result["no gate"]
+    # with the buffer, no edit rejected earlier in the run is applied again; without it, some are
+    assert full["repeated_applied"] == 0
+    assert no_buffer["repeated_applied"] > 0
+    # with the gate, nothing that made val worse is accepted; without it, regressions get in
+    assert full["accepted_regressions"] == 0
+    assert no_gate["accepted_regressions"] > 0
+    assert full["test_gain"] > 0.3  # training works on this world
+    assert "full" in ab.table({"variants": result})
