@@ -297,6 +297,11 @@ class GitRepo:
         status, out, _ = self.call("rev-parse", "--verify", "--quiet", name)
         return out.decode().strip() if status == 0 else None
 
+    def refs(self, names: Sequence[str]) -> dict[str, str | None]:
+        """Several full ref names at once (one `for-each-ref`): name → object (not peeled), None when missing."""
+        found = {row[0]: row[1] for row in self.for_each_ref(["refname", "objectname"], *names)} if names else {}
+        return {name: found.get(name) for name in names}
+
     def commit_of(self, rev: str) -> str | None:
         """The commit `rev` names (any git revision, peeled), or None."""
         if not rev or rev.startswith("-"):

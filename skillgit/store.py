@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Sequence
 
@@ -40,6 +40,7 @@ class Candidate:
     blob: str
     run: str
     step: int | str
+    note: tuple[dict[str, Any], ...] = ()  # records `decide` writes first (propose with defer_note=True)
 
 
 @dataclass(frozen=True)
@@ -143,9 +144,16 @@ class Store:
 
     def read_skill(self, rev: str | None = None) -> str:
         """The skill text at `rev` (None = the branch tip)."""
-        commit = self.tip() if rev is None else self.resolve(rev)
         # One `cat-file` in the common case (the loop reads the skill at every step); on any failure fall
         # through to the path that says what is wrong.
+        if rev is None:
+            status, data, _ = self.repo.call("cat-file", "blob", f"{self.branch_ref}:{self.skill_path}")
+            if status == 0:
+                try:
+                    return data.decode("utf-8")
+                except UnicodeDecodeError:
+                    pass
+        commit = self.tip() if rev is None else self.resolve(rev)
         status, data, _ = self.repo.call("cat-file", "blob", f"{commit}:{self.skill_path}")
         if status == 0:
             try:
@@ -191,9 +199,13 @@ class Store:
 
     # ------------------------------------------------------------------------------------------ candidates
     def propose(self, text: str, *, run: str, step: int | str, subject: str, body: str, trailers: dict[str, str],
-                note: list[dict[str, Any]]) -> Candidate:
+                note: list[dict[str, Any]], defer_note: bool = False) -> Candidate:
         """Build the candidate commit (tip's tree with the skill replaced by `text`, parent = tip) and create
         `refs/heads/candidates/<run>/<step:04d>` plus its note in one transaction.
+
+        `defer_note=True` (the training loop, which decides at once) leaves the note to `decide`, which writes it
+        with the decision in one notes commit instead of two; a candidate that is never decided then has no
+        note (the loop discards such leftovers and rebuilds them from cached calls).
 
         If a candidate ref for this step already exists with the same parent and content (left by a killed
         process), that candidate is returned unchanged."""
@@ -209,6 +221,8 @@ class Store:
         if existing is not None:
             left = self.candidate(run, step)
             if left is not None and left.parent == tip and left.blob == blob:
+                if defer_note and note and self.repo.note_text(left.sha) is None:
+                    return replace(left, note=tuple(note))
                 return left
             raise GitStateError(f"candidate {R.label(run, step)} already exists ({existing[:12]})",
                                 f"decide or drop it first (git update-ref -d {ref}), or use another step number")
@@ -216,11 +230,11 @@ class Store:
         all_trailers = {R.TRAILER_RUN: run, R.TRAILER_STEP: str(step), **trailers}
         sha = self.repo.commit_tree(tree, [tip], N.format_message(subject, body, all_trailers))
         updates = [RefUpdate("update", ref, sha, None)]
-        if note:
+        if note and not defer_note:
             old, new = self.repo.build_notes({sha: N.encode(note)})
             updates.append(RefUpdate("update", R.NOTES_REF, new, old))
         self._commit_refs(updates, f"skillgit: propose {R.label(run, step)}")
-        return Candidate(sha, ref, tip, blob, run, step)
+        return Candidate(sha, ref, tip, blob, run, step, tuple(note) if defer_note else ())
 
     def candidate(self, run: str, step: int | str) -> Candidate | None:
         """The undecided candidate of a step, if its ref exists (e.g. left behind by a killed process)."""
@@ -257,7 +271,8 @@ class Store:
         few git calls whatever the history's length): the loop asks it before every step to resume safely."""
         step = R.validate_step(step)
         verdict, sha = "rejected", None
-        tag = self.repo.ref(R.rejected_ref(run, step))
+        known = self.repo.refs([R.rejected_ref(run, step), R.ARCHIVE_REF, self.branch_ref])
+        tag, tip = known[R.rejected_ref(run, step)], known[self.branch_ref] or self.tip()
         if tag is not None:
             sha = self.repo.commit_of(tag)
         if sha is None:
@@ -265,9 +280,9 @@ class Store:
             esc = lambda text: str(text).replace(".", "\\.")  # noqa: E731
             out = self.repo.run("log", "--first-parent", "-1", "--all-match", "--format=%H",
                                 f"--grep=^{R.TRAILER_RUN}: {esc(run)}$",
-                                f"--grep=^{R.TRAILER_STEP}: {esc(step)}$", self.tip())
+                                f"--grep=^{R.TRAILER_STEP}: {esc(step)}$", tip)
             verdict, sha = "accepted", out.strip() or None
-        if sha is None and self.repo.ref(R.ARCHIVE_REF):
+        if sha is None and known[R.ARCHIVE_REF]:
             entry = self.repo.tree_entry(R.ARCHIVE_REF, R.archive_key(run, step))
             if entry is not None:
                 doc = json.loads(self.repo.cat(entry.sha))
@@ -302,7 +317,7 @@ class Store:
                     "run": cand.run, "step": cand.step, "branch": self.branch, "parent": cand.parent}
         worktrees = self._checked_out()
         before = self._require_clean(worktrees, tip) if accept else None
-        old_notes, new_notes = self.repo.build_notes({cand.sha: N.encode([decision, *note])})
+        old_notes, new_notes = self.repo.build_notes({cand.sha: N.encode([*cand.note, decision, *note])})
         updates = [RefUpdate("delete", cand.ref, old=cand.sha)]
         tag = None
         if accept:

@@ -241,7 +241,12 @@ class Trainer:
         teacher = pending_teacher.result()
         usable = [t for t in trajs if t.ok]
         if batch and not usable:
-            raise SkillgitError(f"step {step}: every rollout failed ({trajs[0].error})",
+            first = trajs[0].error or ""
+            if first.startswith("scorer:"):
+                raise SkillgitError(f"step {step}: the scorer failed on every rollout ({first})",
+                                    "fix env.scorer (try it with `skillgit eval --split train`); the run resumes "
+                                    "where it stopped", ExitCode.USAGE)
+            raise SkillgitError(f"step {step}: every rollout failed ({first})",
                                 "check the student backend with `skillgit doctor`; the run resumes where it stopped",
                                 ExitCode.BACKEND)
         if is_autonomous(self.cfg.optimizer):
@@ -320,7 +325,7 @@ class Trainer:
                      "val": cand_score.to_record() if cand_score is not current else None}
         self._stage(step, "decide")
         cand = self.store.propose(new_text, run=self.run_id, step=step, subject=subject, body=body,
-                                  trailers=trailers, note=[note])
+                                  trailers=trailers, note=[note], defer_note=True)  # one notes commit, not two
         self.store.decide(cand, accept=verdict.accept, reason=verdict.reason, score_before=verdict.before,
                           score_after=verdict.after, note=[gate_note])
         self._count("accepted" if verdict.accept else "rejected")
