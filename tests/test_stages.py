@@ -221,3 +221,20 @@ def test_evaluator_caches_by_blob_and_excludes_errors():
     assert first is second and student.calls == 4 and ev.cache_hits == 1
     assert first.mean("hard") == 1.0
     assert ev.score("nothing", "val").mean("hard") == 0.0 and student.calls == 8
+
+
+def test_gate_repeats_average_several_samples_per_item():
+    class Coin(KeywordStudent):
+        """Right on even samples only: one sample says 1.0, two say 0.5 on average."""
+
+        def run(self, skill, item, sample=0):
+            self.calls += 1
+            from skillgit.llm.base import Reply
+            return Reply(str(item.expected) if sample % 2 == 0 else "wrong")
+
+    items = [Item("a", "q", "A"), Item("b", "q", "B")]
+    scorer = lambda it, out: Score(float(out == it.expected), 0.0)  # noqa: E731
+    one = gate.Evaluator(Coin(), scorer, {"val": items}, workers=1, repeats=1).score("s", "val")
+    student = Coin()
+    two = gate.Evaluator(student, scorer, {"val": items}, workers=1, repeats=2).score("s", "val")
+    assert one.mean("hard") == 1.0 and two.mean("hard") == 0.5 and student.calls == 4
