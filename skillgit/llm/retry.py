@@ -143,10 +143,10 @@ class _Policy:
             retry += 1
 
 
-class RetryingLLM:
-    """An `LLM` that retries its inner LLM's retryable errors and bounds its concurrency (module contract)."""
+class _Retrying:
+    """What the retrying wrappers share: the policy, pass-through identity and attributes of the inner backend."""
 
-    def __init__(self, inner: LLM, max_retries: int = 5, base_delay: float = 1.0, max_delay: float = 60.0,
+    def __init__(self, inner: Any, max_retries: int = 5, base_delay: float = 1.0, max_delay: float = 60.0,
                  sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None, *,
                  concurrency: int | None = None, on_retry: Callable[[LLMError, int, float], None] | None = None,
                  max_retry_after: float = 600.0):
@@ -170,9 +170,6 @@ class RetryingLLM:
     @property
     def concurrency(self) -> int | None:
         return self._policy.concurrency
-
-    def complete(self, request: Request) -> Reply:
-        return self._policy.call(lambda: self.inner.complete(request))
 
     def __getattr__(self, name: str) -> Any:  # endpoint, model, json_mode_in_use, ... of the inner backend
         if name.startswith("_") or name == "inner":
@@ -180,44 +177,18 @@ class RetryingLLM:
         return getattr(self.inner, name)
 
     def __repr__(self) -> str:
-        return f"RetryingLLM({self.inner!r}, max_retries={self.max_retries}, concurrency={self.concurrency})"
+        return f"{type(self).__name__}({self.inner!r}, max_retries={self.max_retries}, concurrency={self.concurrency})"
 
 
-class RetryingStudent:
+class RetryingLLM(_Retrying):
+    """An `LLM` that retries its inner LLM's retryable errors and bounds its concurrency (module contract)."""
+
+    def complete(self, request: Request) -> Reply:
+        return self._policy.call(lambda: self.inner.complete(request))
+
+
+class RetryingStudent(_Retrying):
     """A `Student` with the same retry and concurrency policy as `RetryingLLM`, applied to `run`."""
-
-    def __init__(self, inner: Student, max_retries: int = 5, base_delay: float = 1.0, max_delay: float = 60.0,
-                 sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None, *,
-                 concurrency: int | None = None, on_retry: Callable[[LLMError, int, float], None] | None = None,
-                 max_retry_after: float = 600.0):
-        self.inner = inner
-        self._policy = _Policy(max_retries=max_retries, base_delay=base_delay, max_delay=max_delay,
-                               max_retry_after=max_retry_after, sleep=sleep, rng=rng, concurrency=concurrency,
-                               on_retry=on_retry)
-
-    @property
-    def id(self) -> str:
-        return self.inner.id
-
-    @property
-    def stats(self) -> RetryStats:
-        return self._policy.stats
-
-    @property
-    def max_retries(self) -> int:
-        return self._policy.max_retries
-
-    @property
-    def concurrency(self) -> int | None:
-        return self._policy.concurrency
 
     def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
         return self._policy.call(lambda: self.inner.run(skill, item, sample))
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def __repr__(self) -> str:
-        return f"RetryingStudent({self.inner!r}, max_retries={self.max_retries}, concurrency={self.concurrency})"
