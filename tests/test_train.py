@@ -262,3 +262,12 @@ def test_cli_train_dry_run_eval_and_status(sim_project):
     data = json.loads(ev.stdout)
     assert data["split"] == "test" and len(data["items"]) == data["n"] and abs(
         data["mean"] - result["scores"]["final"]["test"]) < 1e-9
+
+
+def test_token_budget_stops_the_run_and_dry_run_names_the_limits(sim_project):
+    folder = sim_project()
+    result, session = train(folder, "budget.max_tokens=20000")
+    assert result.status == "stopped" and "budget.max_tokens" in result.reason
+    assert result.steps >= 1 and session.ledger.total().total_tokens >= 20000
+    dry = run_cli("train", "--dry-run", "--set", "budget.max_tokens=20000", cwd=folder)
+    assert "budget limits: max_tokens=20000" in dry.stdout
