@@ -151,11 +151,12 @@ class StepClock:
     everything from the previous save's end (budget check, batch, step, progress save) belongs to the step."""
 
     def __init__(self, trainer) -> None:
-        self.marks: list[tuple[str, float, dict]] = []  # (save message, when it finished, ledger snapshot)
+        # (save message, when it finished, ledger snapshot); the first mark opens the run's first window
+        self.marks: list[tuple[str, float, dict]] = [("(start)", time.monotonic(), trainer.ledger.snapshot())]
         inner = trainer._save
 
-        def save(message: str) -> None:
-            inner(message)
+        def save(message: str, **kwargs: Any) -> None:
+            inner(message, **kwargs)  # a background save ends the step when the loop moves on, not when it lands
             self.marks.append((message, time.monotonic(), trainer.ledger.snapshot()))
 
         trainer._save = save
@@ -167,6 +168,21 @@ class StepClock:
     def calls_by_stage(self) -> dict[int, dict[str, int]]:
         """step → {stage: model calls paid in that step} (from the ledger; cached calls are not paid)."""
         return {step: calls for step, _, _, calls in self._steps()}
+
+    def usage_windows(self) -> list[dict[str, Any]]:
+        """One entry per save after the first: {"label": save message, "by_stage": {stage: {calls, prompt_tokens,
+        completion_tokens}}, "saved": {stage: calls answered from the call cache}} spent since the save before."""
+        out = []
+        for (_, _, snap0), (message, _, snap1) in zip(self.marks, self.marks[1:]):
+            by_stage = {}
+            for stage, u in snap1["by_stage"].items():
+                before = snap0["by_stage"].get(stage, {})
+                d = {k: u.get(k, 0) - before.get(k, 0) for k in ("calls", "prompt_tokens", "completion_tokens")}
+                if d["calls"]:
+                    by_stage[stage] = d
+            saved = {k: v - snap0["saved_calls"].get(k, 0) for k, v in snap1["saved_calls"].items()}
+            out.append({"label": message, "by_stage": by_stage, "saved": {k: v for k, v in saved.items() if v}})
+        return out
 
     def _steps(self):
         for (_, before, snap0), (message, after, snap1) in zip(self.marks, self.marks[1:]):

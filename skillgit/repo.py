@@ -65,12 +65,12 @@ class Worktree:
     bare: bool = False
 
 
-def _stdin(data: bytes | str | None):
+def _stdin(data: bytes | None):
     # GitPython hands `istream` to Popen as stdin, which needs a real file descriptor (not BytesIO).
     if data is None:
         return None
     f = tempfile.TemporaryFile()
-    f.write(data.encode("utf-8") if isinstance(data, str) else data)
+    f.write(data)
     f.seek(0)
     return f
 
@@ -134,22 +134,27 @@ class GitRepo:
         return cls.open(path)
 
     @staticmethod
-    def _exec(g, args: Sequence[str], stdin=None, env=None) -> tuple[int, bytes, str]:
+    def _exec(g, args: Sequence[str], stdin: bytes | None = None, env: dict[str, str] | None = None
+              ) -> tuple[int, bytes, str]:
+        """Run `git ARGS` with `stdin` (or none); (status, stdout, stderr without its final newline). GitPython
+        runs git with LANGUAGE=C/LC_ALL=C, so errors can be recognised by their text whatever the locale."""
+        f = _stdin(stdin)
         try:
-            status, out, err = g.execute(["git", *args], istream=stdin, env=env, with_extended_output=True,
+            status, out, err = g.execute(["git", *args], istream=f, env=env, with_extended_output=True,
                                          with_exceptions=False, stdout_as_string=False,
                                          strip_newline_in_stdout=False)
         except GitCommandNotFound:
             raise GitStateError("git is not installed or not on PATH", "install git 2.39 or newer") from None
         finally:
-            if stdin is not None:
-                stdin.close()
+            if f is not None:
+                f.close()
         return status, out or b"", err if isinstance(err, str) else (err or b"").decode("utf-8", "replace")
 
     def call(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None
              ) -> tuple[int, bytes, str]:
         """Run git; return (status, stdout bytes, stderr) without raising on a non-zero status."""
-        return self._exec(self._git, args, _stdin(input), env)
+        data = input.encode("utf-8") if isinstance(input, str) else input
+        return self._exec(self._git, args, data, env)
 
     def run_bytes(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None) -> bytes:
         status, out, err = self.call(*args, input=input, env=env)
@@ -192,6 +197,20 @@ class GitRepo:
         sha = self.run("hash-object", "-w", "--no-filters", "--stdin", input=data)
         self._written.add(sha)
         return sha
+
+    def write_blobs(self, datas: Sequence[bytes]) -> list[str]:
+        """Write many blobs with one `git hash-object --stdin-paths` (via files in a scratch folder)."""
+        if not datas:
+            return []
+        with tempfile.TemporaryDirectory(prefix="skillgit-blobs-") as tmp:
+            paths = []
+            for i, data in enumerate(datas):
+                path = Path(tmp) / str(i)
+                path.write_bytes(data)
+                paths.append(str(path))
+            shas = self.run("hash-object", "-w", "--no-filters", "--stdin-paths", input="\n".join(paths) + "\n").split()
+        self._written.update(shas)
+        return shas
 
     def cat(self, rev: str) -> bytes:
         return self.run_bytes("cat-file", "-p", rev)

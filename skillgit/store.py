@@ -497,6 +497,23 @@ class Store:
         runs = [(int(date or 0), R.parse_run_ref(ref)) for ref, date in rows]
         return [run for _, run in sorted((r for r in runs if r[1]), reverse=True)]
 
+    # ------------------------------------------------------------------------------------------ housekeeping
+    def maintain(self, *, pack_now: bool = False) -> None:
+        """Let git pack loose objects and refs when there are many. skillgit writes with plumbing, which unlike
+        `git commit` never runs git's automatic housekeeping, and every step writes a dozen small objects (skill
+        blob, trees, commit, notes tree and commit, progress commit): after 1,000 steps that is ~10,000 loose
+        files, ~55 MB on disk. This runs `git gc --auto` in the foreground: it does nothing below `gc.auto` loose
+        objects — the repository's own setting if it has one (0 turns it off), else 1000 — and otherwise packs
+        them (and the refs) as `git commit` would have. `pack_now` (`skillgit gc`) first packs whatever is loose
+        (`git repack -d`, incremental: existing packs are left alone). Never raises: housekeeping must not stop a
+        run."""
+        if pack_now:
+            self.repo.call("repack", "-d", "-q")
+        opts = ["-c", "gc.autoDetach=false"]
+        if not self.repo.config_get_all("gc.auto"):
+            opts += ["-c", "gc.auto=1000"]
+        self.repo.call(*opts, "gc", "--auto", "--quiet")
+
     # ------------------------------------------------------------------------------------------ lock
     @contextmanager
     def lock(self, name: str) -> Iterator[Path]:

@@ -71,6 +71,8 @@ class Trainer:
         self.digest = config_digest(cfg, ignore=RUNTIME_ONLY_KEYS)
         self._blocked_edits: dict | None = None
         self.config_yaml = dump_config(cfg, mask_secrets=True)  # frozen: dumped once, not at every save
+        self._pending_save: Future | None = None
+        self._caught_up = False  # see already_decided
         self.run_id, self.state = self._open_run(run_id, resume)
         self.evaluator = gate_mod.Evaluator(student, scorer, {"train": splits.train, "val": splits.val,
                                                               "test": splits.test},
@@ -99,13 +101,38 @@ class Trainer:
         files = self.store.load_run(run_id) or {}
         return json.loads(files["progress.json"]) if "progress.json" in files else None
 
-    def _save(self, message: str) -> None:
+    def _save(self, message: str, *, background: bool = False, maintain: bool = False) -> None:
+        """Commit the progress to the run ref. With `background` the commit is written while the caller goes on
+        (after a step: during the next step's rollout), so its git calls are not on the step's critical path.
+        Saves land in order (each waits for the one before), a failed one raises at the next save, and a run
+        killed before one lands resumes a step earlier, where git shows the step as decided (`already_decided`).
+        `maintain`: then let git pack loose objects if there are many (`Store.maintain`; not with `background`)."""
         self.state["usage"] = self._usage_total().to_dict()
         self.state["updated"] = time.time()
         files = {"progress.json": json.dumps(self.state, indent=2, sort_keys=True, ensure_ascii=False),
                  "config.yaml": self.config_yaml,
                  "meta_skill.md": self.state.get("meta_skill", "")}
-        self.store.save_run(self.run_id, files, message)
+        self._settle_save()
+
+        def write() -> None:
+            self.store.save_run(self.run_id, files, message)
+            if maintain:
+                self.store.maintain()
+
+        if background:
+            self._pending_save = _in_background(write)
+        else:
+            write()
+
+    def _settle_save(self, *, quiet: bool = False) -> None:
+        """Wait for a background save; its error is raised unless `quiet` (another error is on its way)."""
+        pending, self._pending_save = self._pending_save, None
+        if pending is not None:
+            try:
+                pending.result()
+            except Exception:
+                if not quiet:
+                    raise
 
     def _usage_total(self) -> Usage:
         prior = Usage.from_dict(self.state.get("usage_before_resume", {}))
@@ -165,7 +192,10 @@ class Trainer:
                     current = self._step(step, epoch, batch, current)
                     self.state["next_step"] = step + 1
                     self.state["current_score"] = round(current.mean(metric, weight), 4)
-                    self._save(f"step {step}")
+                    # every MAINTAIN_EVERY steps the save is waited for and followed by housekeeping (never
+                    # while other git writes run: packing refs then could make their transactions fail)
+                    housekeeping = step % MAINTAIN_EVERY == 0
+                    self._save(f"step {step}", background=not housekeeping, maintain=housekeeping)
                 else:
                     last_epoch = (self.total_steps - 1) // self.batches_per_epoch
                     if self.total_steps % self.batches_per_epoch == 0 and self.total_steps > 0 \
@@ -176,11 +206,14 @@ class Trainer:
                 self.state["stop_reason"] = "interrupted"
                 self._save("interrupted")
                 raise
+            except BaseException:
+                self._settle_save(quiet=True)  # nothing may still write once the run lock is released
+                raise
             self.state["status"] = status
             self.state["stop_reason"] = reason
             scores = self._final_scores(seed_score)
             self.state["final_scores"] = scores
-            self._save(f"run {status}: {reason}")
+            self._save(f"run {status}: {reason}", maintain=True)
         result = RunResult(self.run_id, status, reason, self.state["next_step"] - 1, self.state["accepted"],
                            self.state["rejected"], scores, self.ledger.snapshot())
         self.emit(Event("run_end", {"run": self.run_id, "status": status, "reason": reason, "scores": scores,
@@ -271,7 +304,10 @@ class Trainer:
     def already_decided(self, step: int | str, epoch: int) -> bool:
         """True when git already holds the decision for `step` (a run killed after deciding but before saving
         its progress): the step is counted, not redone. A candidate left undecided is discarded, to be rebuilt
-        from cached calls."""
+        from cached calls. Steps are decided in order (and the run lock keeps other processes out), so once one
+        step is found undecided no later one can have been decided: git is asked only until then."""
+        if self._caught_up:
+            return False
         record = self.store.step_record(self.run_id, step)
         if record is not None:
             self._count(record["verdict"])
@@ -279,6 +315,7 @@ class Trainer:
             self._remember(epoch, step, record["kind"], record["verdict"], record["delta"], record["edits"])
             return True
         self.store.discard_candidate(self.run_id, step)
+        self._caught_up = True
         return False
 
     def check_teacher_alive(self, step: int | str, errors: list[str | None]) -> None:
@@ -351,8 +388,12 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ epochs
     def _end_epoch(self, epoch: int, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
         current = epoch_mod.end_epoch(self, epoch, current)
-        self.state["epochs"].setdefault(str(epoch), {"steps": []})["ended"] = True
-        self._save(f"epoch {epoch + 1} end")
+        info = self.state["epochs"].setdefault(str(epoch), {"steps": []})
+        info["ended"] = True
+        # Only the running epoch's step log is read (by meta reflect); keeping every ended epoch's would make
+        # progress.json, rewritten at every step, grow with the run (200 KB after 1,000 steps).
+        info.pop("steps", None)
+        self._save(f"epoch {epoch + 1} end", maintain=True)
         return current
 
     # ------------------------------------------------------------------------------------------ report
@@ -377,6 +418,9 @@ class Trainer:
                 test = self.evaluator.score(text, "test", self._progress(0, f"test:{name}")).mean(metric, weight)
             out[name] = {"val": round(val, 4), "test": None if test is None else round(test, 4), "rev": rev}
         return out
+
+
+MAINTAIN_EVERY = 100  # steps between housekeeping checks within an epoch (epoch and run ends always check)
 
 
 def _in_background(fn: Callable[[], Any]) -> Future:

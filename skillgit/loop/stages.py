@@ -222,29 +222,31 @@ def _merged_from(raw: list[dict], edit: Edit, index: int) -> list[str]:
 def aggregate(teacher: Teacher, skill: str, patches: list[Patch], *, merge_batch_size: int) -> Aggregate:
     """Hierarchical merge: failure patches level by level in chunks of `merge_batch_size`, then success patches,
     then one final merge of both sides. A single group needs no call. Failed merges fall back to concatenation
-    (identical edits folded) and say so in `rounds`."""
-    rounds: list[dict[str, Any]] = []
+    (identical edits folded) and say so in `rounds` (failure side first, each level in chunk order).
+    The two sides do not depend on each other and are merged at the same time (one wave of calls, not two)."""
 
-    def merge_side(groups: list[list[Edit]]) -> list[Edit]:
+    def merge_side(groups: list[list[Edit]]) -> tuple[list[Edit], list[dict[str, Any]]]:
+        side_rounds: list[dict[str, Any]] = []
         level = 0
         groups = [g for g in groups if g]
         while len(groups) > 1:
             level += 1
             chunks = [groups[i:i + merge_batch_size] for i in range(0, len(groups), merge_batch_size)]
 
-            def one(chunk: list[list[Edit]]) -> list[Edit]:
+            def one(chunk: list[list[Edit]]) -> tuple[list[Edit], dict[str, Any] | None]:
                 flat = [e for g in chunk for e in g]
                 if len(chunk) == 1:
-                    return flat
-                merged, record = _merge_call(teacher, skill, flat, level)
-                rounds.append(record)
-                return merged
+                    return flat, None
+                return _merge_call(teacher, skill, flat, level)
 
-            groups = [g for g in teacher.map(one, chunks) if g]
-        return groups[0] if groups else []
+            results = teacher.map(one, chunks)
+            side_rounds += [record for _, record in results if record is not None]
+            groups = [g for g, _ in results if g]
+        return (groups[0] if groups else []), side_rounds
 
-    failures = merge_side([p.edits for p in patches if p.outcome == "failure"])
-    successes = merge_side([p.edits for p in patches if p.outcome == "success"])
+    (failures, rounds), (successes, success_rounds) = teacher.map(merge_side, [
+        [p.edits for p in patches if p.outcome == "failure"], [p.edits for p in patches if p.outcome == "success"]])
+    rounds += success_rounds
     if failures and successes:
         level = max([e.merge_level for e in failures + successes], default=0) + 1
         final, record = _merge_call(teacher, skill, failures + successes, level)

@@ -1,0 +1,198 @@
+"""Scale: a long run (1,000 steps) on the simulated world, and what it leaves in git.
+
+    python bench/scale.py [--quick] [--steps 1000]
+
+In-process, the simulated backends without latency and small batches, epoch ends on (a few of them), so the
+run takes minutes on two cores. Measured:
+- git bookkeeping per step: the store's writes (propose, decide — both with their notes — and the run-ref
+  progress save) and reads (step lookup, the negative buffer, reading the skill), in milliseconds and git
+  subprocesses, for the first, middle and last hundred steps (to see whether they grow with the history);
+- `skillgit log` (the real CLI, a subprocess) wall time, best and median of 5: target < 1 s;
+- the size of .git (bytes and disk blocks; target < 20 MB) and its loose objects;
+- refs before and after `skillgit gc` (also the CLI), and `skillgit log` again after it.
+Writes bench/results/scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import GitMeter, StepClock, dir_size, git, make_project, say, table, workdir, write_result  # noqa: E402
+
+WRITES = ("propose", "decide", "save_run")
+READS = ("step_record", "discard_candidate", "negative_buffer", "read_skill")
+
+
+class StoreTimer:
+    """Wraps the store's bookkeeping methods and sums their wall time per kind (thread-safe)."""
+
+    def __init__(self, store) -> None:
+        self.events: list[tuple[float, str, float]] = []  # (start, method, seconds)
+        self._lock = threading.Lock()
+        for name in WRITES + READS:
+            setattr(store, name, self._wrap(name, getattr(store, name)))
+
+    def _wrap(self, name, fn):
+        @functools.wraps(fn)
+        def timed(*args, **kwargs):
+            start = time.monotonic()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.events.append((start, name, time.monotonic() - start))
+        return timed
+
+    def within(self, start: float, end: float, names: tuple[str, ...]) -> float:
+        with self._lock:
+            return sum(d for s, n, d in self.events if start <= s < end and n in names)
+
+
+def cli_seconds(folder: Path, *args: str, repeat: int = 5) -> tuple[float, float, str]:
+    """Best and median wall time of `skillgit ARGS` over `repeat` runs, and the last run's stdout."""
+    times, out = [], ""
+    for _ in range(repeat):
+        start = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "skillgit", *args], cwd=folder, capture_output=True, text=True)
+        times.append(time.monotonic() - start)
+        if proc.returncode != 0:
+            raise RuntimeError(f"skillgit {' '.join(args)} failed: {proc.stderr[-1500:]}")
+        out = proc.stdout
+    return min(times), statistics.median(times), out
+
+
+def ref_counts(folder: Path) -> dict[str, int]:
+    refs = git(folder, "for-each-ref", "--format=%(refname)").splitlines()
+    loose = sum(1 for p in (folder / ".git" / "refs").rglob("*") if p.is_file())
+    packed = folder / ".git" / "packed-refs"
+    return {"refs": len(refs), "loose_ref_files": loose,
+            "packed": sum(1 for line in packed.read_text().splitlines() if line[:1] not in ("#", "^"))
+            if packed.exists() else 0,
+            "rejected_tags": sum(r.startswith("refs/tags/rejected/") for r in refs)}
+
+
+def objects(folder: Path) -> dict[str, int]:
+    info = dict(line.split(": ", 1) for line in git(folder, "count-objects", "-v").splitlines())
+    return {"loose": int(info["count"]), "packs": int(info["packs"]),
+            "loose_kib": int(info["size"]), "pack_kib": int(info["size-pack"])}
+
+
+def slice_figures(rows: list[dict], label: str) -> dict:
+    def stat(key):
+        values = sorted(r[key] for r in rows)
+        return {"mean": round(statistics.fmean(values), 2), "p50": round(values[len(values) // 2], 2),
+                "p95": round(values[min(len(values) - 1, int(len(values) * 0.95))], 2)}
+    return {"steps": label, "writes_ms": stat("writes_ms"), "reads_ms": stat("reads_ms"),
+            "git_calls": stat("git_calls"), "step_ms": stat("step_ms")}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="a tiny setting for tests (seconds)")
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--train", type=int, default=200, help="train items (train ÷ batch steps per epoch)")
+    p.add_argument("--val", type=int, default=8)
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--keep", action="store_true", help="keep the work folder")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.steps, a.train, a.val = 12, 24, 4
+
+    from skillgit.project import open_project
+    from skillgit.session import build_trainer, open_session
+
+    with workdir("scale", a.keep) as tmp:
+        config = {"train": {"batch_size": a.batch, "num_epochs": -(-a.steps * a.batch // a.train),
+                            "max_steps": a.steps},
+                  "gradient": {"minibatch_size": 2, "analyst_workers": 2},
+                  "optimizer": {"slow_update_samples": 2}, "evaluation": {"eval_test": False},
+                  "env": {"workers": 2}}
+        folder = make_project(tmp / "project", n_train=a.train, n_val=a.val, config=config)
+        size_before = dir_size(folder / ".git")
+        session = open_session(open_project(folder, None, []))
+        trainer = build_trainer(session, run_id="scale", resume=False)
+        clock = StepClock(trainer)
+        timer = StoreTimer(session.store)
+        say(f"scale: {a.steps} steps, batch {a.batch}, {a.train} train / {a.val} val items")
+        started = time.monotonic()
+        last = [started]
+
+        def progress(event):
+            if event.kind == "step_end" and isinstance(event.data.get("step"), int) and event.data["step"] % 100 == 0:
+                now = time.monotonic()
+                say(f"  step {event.data['step']}: {now - started:.0f}s ({(now - last[0]) * 10:.0f} ms/step lately)")
+                last[0] = now
+
+        trainer.emit = progress
+        with GitMeter() as meter:
+            result = trainer.train()
+        run_s = time.monotonic() - started
+        rows = []
+        for step, start, end in clock.windows():
+            rows.append({"step": step, "step_ms": 1000 * (end - start),
+                         "writes_ms": 1000 * timer.within(start, end, WRITES),
+                         "reads_ms": 1000 * timer.within(start, end, READS),
+                         "git_calls": len(meter.within(start, end))})
+        n = len(rows)
+        k = max(1, min(100, n // 3))
+        slices = [slice_figures(rows[:k], f"1-{k}"), slice_figures(rows[n // 2 - k // 2:n // 2 - k // 2 + k],
+                                                                   f"{n // 2 - k // 2 + 1}-{n // 2 - k // 2 + k}"),
+                  slice_figures(rows[-k:], f"{n - k + 1}-{n}")]
+
+        say("scale: skillgit log, sizes, gc")
+        repeat = 1 if a.quick else 5
+        log_s, log_median_s, log_out = cli_seconds(folder, "log", repeat=repeat)
+        log_json_s, log_json_median_s, _ = cli_seconds(folder, "log", "--json", repeat=repeat)
+        git_size = dir_size(folder / ".git")
+        objs = objects(folder)
+        refs_before = ref_counts(folder)
+        gc_s, _, _ = cli_seconds(folder, "gc", repeat=1)
+        refs_after = ref_counts(folder)
+        log_after_s, log_after_median_s, _ = cli_seconds(folder, "log", repeat=repeat)
+        size_after_gc = dir_size(folder / ".git")
+
+    data = {"config": {"steps": a.steps, "batch_size": a.batch, "train_items": a.train, "val_items": a.val,
+                       "quick": a.quick},
+            "run_s": round(run_s, 1), "accepted": result.accepted, "rejected": result.rejected,
+            "decided": result.accepted + result.rejected, "bookkeeping": slices,
+            "log_s": round(log_s, 3), "log_median_s": round(log_median_s, 3), "log_json_s": round(log_json_s, 3),
+            "log_json_median_s": round(log_json_median_s, 3), "log_lines": len(log_out.splitlines()),
+            "log_after_gc_s": round(log_after_s, 3), "log_after_gc_median_s": round(log_after_median_s, 3),
+            "gc_s": round(gc_s, 3),
+            "git_dir": {"before_run": size_before, "after_run": git_size, "after_gc": size_after_gc,
+                        "objects": objs},
+            "refs": {"before_gc": refs_before, "after_gc": refs_after},
+            "targets": {"log_s": 1.0, "git_dir_mb": 20.0},
+            "meets_targets": bool(log_s < 1.0 and git_size["disk"] < 20e6 and git_size["bytes"] < 20e6)}
+    write_result("scale", data, a.out)
+    cols = [("steps", "steps", "")]
+    for key, head in (("writes_ms", "writes ms"), ("reads_ms", "reads ms"), ("git_calls", "git calls"),
+                      ("step_ms", "step ms")):
+        for m in ("mean", "p95"):
+            cols.append((f"{key}.{m}", f"{head} {m}", ".1f"))
+    flat = [{"steps": s["steps"], **{f"{k}.{m}": s[k][m] for k in ("writes_ms", "reads_ms", "git_calls", "step_ms")
+                                     for m in ("mean", "p95")}} for s in slices]
+    print(table(flat, cols))
+    print(f"\n{a.steps} steps ({data['decided']} decided candidates incl. epoch ends) in {run_s:.0f} s; "
+          f"skillgit log (best/median of {repeat}) {log_s:.2f}/{log_median_s:.2f} s ({data['log_lines']} lines), "
+          f"--json {log_json_s:.2f}/{log_json_median_s:.2f} s, after gc {log_after_s:.2f}/{log_after_median_s:.2f} s "
+          f"(target < 1 s)")
+    print(f".git: {git_size['bytes'] / 1e6:.1f} MB in files, {git_size['disk'] / 1e6:.1f} MB on disk, "
+          f"{objs['loose']} loose objects (target < 20 MB); after gc {size_after_gc['disk'] / 1e6:.1f} MB on disk")
+    print(f"refs: {refs_before['refs']} before gc ({refs_before['loose_ref_files']} loose files), "
+          f"{refs_after['refs']} after ({refs_after['loose_ref_files']} loose files); gc took {gc_s:.2f} s")
+    return data
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The benchmarks run: each script on a tiny setting (`--quick`, seconds) writes well-formed JSON with the keys
+bench/README.md documents, and the latency server answers the real openai backend. No timing assertions: the
+figures themselves are the scripts' business, not the test suite's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+
+
+def run_script(name: str, tmp_path: Path, *args: str) -> dict:
+    out = tmp_path / f"{name}.json"
+    proc = subprocess.run([sys.executable, str(BENCH / f"{name}.py"), "--quick", "--out", str(out), *args],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip(), "the results table goes to stdout"
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == name
+    assert {"nproc", "cpu", "python", "git"} <= set(data["machine"])
+    return data
+
+
+def test_simserver_serves_the_simulated_world_to_the_openai_backend():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import simserver
+    finally:
+        sys.path.remove(str(BENCH))
+    from skillgit.config import load_config
+    from skillgit.llm import factory
+    from skillgit.llm.base import LLMError, Message, Request
+    from skillgit.types import Item
+
+    with simserver.SimServer(simserver.Settings(latency=0.0, completion_tokens=7)) as server:
+        assert server.base_url.startswith("http://127.0.0.1:")
+        cfg = load_config(None, [f"model.{role}.base_url={server.base_url}" for role in ("teacher", "student")]
+                          + ["model.teacher_backend=openai", "model.student_backend=openai"])
+        student = factory.build_student(cfg, None, environ={})
+        reply = student.run("# Skill\nWrite dates as YYYY-MM-DD.\n", Item("a", "Normalise this record: date 3/5/2024"))
+        assert reply.text and reply.usage.completion_tokens == 7
+        teacher = factory.build_teacher(cfg, None, environ={}, max_retries=0)
+        answer = teacher.complete(Request((Message("system", "s"), Message("user", "<stage>lr</stage>\n<stats>\n{}\n"
+                                           "</stats>\n<bounds min=\"1\" max=\"3\"></bounds>")), stage="lr"))
+        assert "num_edits" in json.loads(answer.text)
+        assert [c["role"] for c in server.timeline] == ["student", "teacher"]
+        assert server.timeline[1]["stage"] == "lr" and all(c["end"] >= c["start"] for c in server.timeline)
+        other = load_config(None, [f"model.teacher.base_url={server.base_url}", "model.teacher_backend=openai",
+                                   "model.teacher_model=no-such-model"])
+        with pytest.raises(LLMError) as exc:
+            factory.build_teacher(other, None, environ={}, max_retries=0).complete(
+                Request((Message("user", "<stage>lr</stage>"),), stage="lr"))
+        assert exc.value.kind == "not_found"
+
+
+def test_overhead_script(tmp_path):
+    data = run_script("overhead", tmp_path)
+    step = data["variants"]["configured"]["steps"][0]
+    for key in ("wall_s", "critical_path_s", "ratio", "waves", "model_busy_s", "outside_models_s", "outside_share",
+                "git_s", "git_calls", "calls_by_stage", "limit_by_counts_s"):
+        assert key in step, key
+    assert step["calls_by_stage"]["rollout"] == data["config"]["batch_size"]
+    assert {"ratio", "outside_share", "targets", "meets_targets"} <= set(data["summary"])
+
+
+def test_scaling_script(tmp_path):
+    data = run_script("scaling", tmp_path)
+    assert [r["workers"] for r in data["rows"]] == data["config"]["workers"]
+    for row in data["rows"]:
+        assert {"wall_s", "critical_path_s", "ratio", "outside_share", "speedup", "calls"} <= set(row)
+    assert data["same_calls_everywhere"] is True
+
+
+def test_calls_script(tmp_path):
+    data = run_script("calls", tmp_path)
+    assert any(p["phase"].startswith("step ") for p in data["phases"])
+    assert {"rollout", "gate", "reflect"} <= set(data["per_step_mean_by_stage"])
+    assert {"hits", "calls"} <= set(data["score_cache_saved"])
+    assert isinstance(data["call_cache_saved"], dict)
+    assert data["kills"] and all(k["killed"] for k in data["kills"])
+    assert data["repeated_calls_after_resume"] == 0
+    assert all(k["same_calls_as_uninterrupted"] and k["same_end_state"] for k in data["kills"])
+
+
+def test_scale_script(tmp_path):
+    data = run_script("scale", tmp_path)
+    assert data["decided"] >= data["config"]["steps"]
+    assert len(data["bookkeeping"]) == 3
+    assert {"writes_ms", "reads_ms", "git_calls", "step_ms"} <= set(data["bookkeeping"][0])
+    assert data["log_s"] > 0 and data["log_lines"] >= data["decided"]
+    assert {"bytes", "disk", "files"} <= set(data["git_dir"]["after_run"])
+    assert data["refs"]["after_gc"]["refs"] <= data["refs"]["before_gc"]["refs"]
