@@ -359,6 +359,11 @@ class Store:
                                 "changed — run again") from None
 
     # ------------------------------------------------------------------------------------------ worktrees
+    def check_clean(self) -> None:
+        """Refuse now (GitStateError with a hint) if an accept could not keep a checked-out worktree consistent
+        because its skill file has uncommitted changes: a run checks this before spending anything."""
+        self._require_clean(self._checked_out(), self.tip())
+
     def _checked_out(self) -> list[Worktree]:
         return [w for w in self.repo.worktrees()
                 if w.branch == self.branch_ref and not w.bare and w.path.is_dir()]

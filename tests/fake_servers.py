@@ -282,6 +282,7 @@ class FakeLLMServer:
 
         class _H(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # else Nagle + the client's delayed ACK add ~40 ms to every reply
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass

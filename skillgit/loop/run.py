@@ -157,6 +157,7 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ the run
     def train(self) -> RunResult:
         with self.store.lock(self.cfg.skill.branch):
+            self.store.check_clean()  # before any model call: an accept could not land in a dirty worktree
             resumed = self.state["next_step"] > 1
             if resumed:
                 self.state["usage_before_resume"] = self.state.get("usage", {})
