@@ -77,6 +77,23 @@ def _merged_archive(store: "Store", other: str | None, remote: str) -> tuple[str
     return old, repo.commit_tree(tree, [old, other], f"skillgit: merge archive from {remote}\n")
 
 
+
+def _merge_fetched(store: "Store", remote: str, remote_refs, notes_ref: str, prefix: str, report
+                   ) -> tuple[list[RefUpdate], str | None]:
+    """The ref updates that fold the fetched notes (cat_sort_uniq) and gc archive into ours, and the merged
+    archive; `report.notes_merged` says whether the notes changed."""
+    repo = store.repo
+    updates: list[RefUpdate] = []
+    if R.NOTES_REF in remote_refs:
+        old, new = repo.merged_notes(repo.ref(notes_ref))
+        if new != old:
+            updates.append(RefUpdate("update", R.NOTES_REF, new, old))
+            report.notes_merged = True
+    old_archive, archive = _merged_archive(store, repo.ref(f"{prefix}archive"), remote)
+    if archive != old_archive:
+        updates.append(RefUpdate("update", R.ARCHIVE_REF, archive, old_archive))
+    return updates, archive
+
 def _tracking(remote: str) -> tuple[str, str]:
     """(notes ref, ref prefix) where a remote's skillgit refs are fetched to."""
     c = R.remote_component(remote)
@@ -115,15 +132,7 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
                                 f"merge them with git (git merge {prefix}branch), then push")
         report.branch = "ahead"
 
-    updates: list[RefUpdate] = []
-    if R.NOTES_REF in remote_refs:
-        old, new = repo.merged_notes(repo.ref(notes_ref))
-        if new != old:
-            updates.append(RefUpdate("update", R.NOTES_REF, new, old))
-            report.notes_merged = True
-    old_archive, archive = _merged_archive(store, repo.ref(f"{prefix}archive"), remote)
-    if archive != old_archive:
-        updates.append(RefUpdate("update", R.ARCHIVE_REF, archive, old_archive))
+    updates, archive = _merge_fetched(store, remote, remote_refs, notes_ref, prefix, report)
     archived = _archived_keys(store, archive)
     for ref, obj in repo.for_each_ref(["refname", "objectname"], f"{prefix}tags/"):
         name = ref[len(prefix) + len("tags/"):]
@@ -177,15 +186,7 @@ def push(store: "Store", remote: str = "origin") -> SyncReport:
     if R.ARCHIVE_REF in remote_refs:
         specs.append(f"+{R.ARCHIVE_REF}:{prefix}archive")
     _fetch(store, remote, specs)
-    updates = []
-    if R.NOTES_REF in remote_refs:
-        old, new = repo.merged_notes(repo.ref(notes_ref))
-        if new != old:
-            updates.append(RefUpdate("update", R.NOTES_REF, new, old))
-            report.notes_merged = True
-    old_archive, archive = _merged_archive(store, repo.ref(f"{prefix}archive"), remote)
-    if archive != old_archive:
-        updates.append(RefUpdate("update", R.ARCHIVE_REF, archive, old_archive))
+    updates, archive = _merge_fetched(store, remote, remote_refs, notes_ref, prefix, report)
     if updates:
         store._commit_refs(updates, f"skillgit: merge from {remote} before push")
 
