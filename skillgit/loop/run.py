@@ -212,7 +212,11 @@ class Trainer:
                 raise
             self.state["status"] = status
             self.state["stop_reason"] = reason
-            scores = self._final_scores(seed_score)
+            try:
+                scores = self._final_scores(seed_score)
+            except BaseException:
+                self._settle_save(quiet=True)  # as above: the lock must outlive every write
+                raise
             self.state["final_scores"] = scores
             self._save(f"run {status}: {reason}", maintain=True)
         result = RunResult(self.run_id, status, reason, self.state["next_step"] - 1, self.state["accepted"],
