@@ -144,22 +144,16 @@ class Store:
 
     def read_skill(self, rev: str | None = None) -> str:
         """The skill text at `rev` (None = the branch tip)."""
-        # One `cat-file` in the common case (the loop reads the skill at every step); on any failure fall
-        # through to the path that says what is wrong.
-        if rev is None:
-            status, data, _ = self.repo.call("cat-file", "blob", f"{self.branch_ref}:{self.skill_path}")
-            if status == 0:
-                try:
-                    return data.decode("utf-8")
-                except UnicodeDecodeError:
-                    pass
-        commit = self.tip() if rev is None else self.resolve(rev)
-        status, data, _ = self.repo.call("cat-file", "blob", f"{commit}:{self.skill_path}")
+        # One `cat-file` in the common case (the loop reads the skill at every step; the tip needs no
+        # rev-parse); on any failure fall through to the path that says what is wrong.
+        spec = self.branch_ref if rev is None else self.resolve(rev)
+        status, data, _ = self.repo.call("cat-file", "blob", f"{spec}:{self.skill_path}")
         if status == 0:
             try:
                 return data.decode("utf-8")
             except UnicodeDecodeError:
                 pass
+        commit = self.tip() if rev is None else spec
         entry = self.repo.tree_entry(commit, self.skill_path)
         if entry is None:
             raise GitStateError(f"'{self.skill_path}' does not exist at {rev or self.branch} ({commit[:12]})",

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, TypeVar
 
-from skillgit.llm.base import LLM, LLMError, Reply, Request, Student
+from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.types import Item
 
 T = TypeVar("T")

@@ -118,7 +118,7 @@ def compare_field(kind: str, got: str, want: str) -> list[Symptom]:
             return [Symptom("decimals", "two" if _decimals(w.group(1)) == 2 else "as_written", want)]
         return [Symptom("other", "weight", want)]
     if kind == "price":
-        (ga, gc, gs), (wa, wc, ws) = _price_parts(got), _price_parts(want)
+        (ga, _, gs), (wa, _, ws) = _price_parts(got), _price_parts(want)
         out = []
         if gs != ws:
             out.append(Symptom("currency", "symbol_first" if ws else "code_after", want))
