@@ -41,7 +41,7 @@ for _p in (str(ROOT), str(BENCH)):
 
 import yaml  # noqa: E402
 
-from skillgit import repo as repo_mod  # noqa: E402
+from skillgit.store import git as repo_mod  # noqa: E402
 from skillgit.config import SimulatedCfg  # noqa: E402
 from skillgit.demo import create_project  # noqa: E402
 from skillgit.world import generate_tasks  # noqa: E402

@@ -60,8 +60,8 @@ N_TASKS = 150
 def create_project(folder: Path, seed: int) -> None:
     """Write the demo project into `folder` (created or empty) and commit it on `main`."""
     from skillgit.config import SimulatedCfg
-    from skillgit.repo import GitRepo
-    from skillgit.store_init import init_project
+    from skillgit.store.git import GitRepo
+    from skillgit.store.initialize import init_project
     from skillgit.world import default_skill, generate_tasks
 
     if folder.exists() and any(folder.iterdir()):

@@ -13,7 +13,7 @@ import pytest
 
 from skillgit.config import load_config
 from skillgit.store import Store
-from skillgit.store_init import init_project
+from skillgit.store.initialize import init_project
 from tests.conftest import git, run_cli
 
 SEED = "# Skill\n\nBe helpful.\n"

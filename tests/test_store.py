@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from skillgit import notes as N
-from skillgit import refs as R
+from skillgit.store import notes as N
+from skillgit.store import refs as R
 from skillgit.errors import ExitCode, GitStateError, SkillgitError
 from skillgit.store import Store
 from tests.conftest import git

@@ -57,7 +57,7 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
          hooks: bool = typer.Option(False, "--hooks", help="Install skillgit's git hooks (chains existing ones)."),
          commit: bool = typer.Option(False, "--commit", help="Commit the skill file and skillgit.yaml.")) -> None:
     """Adopt (or create) a skill in a repository and set it up for skillgit."""
-    from skillgit.store_init import init_project
+    from skillgit.store.initialize import init_project
 
     report = init_project(path, skill=skill, branch=branch, commit=commit, hooks=hooks)
     if report.created_repo:
@@ -125,7 +125,7 @@ def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N),
     records = store.read_notes(sha)
     diff = store.diff(parent or store.repo.mktree([]), sha)  # a root commit: against the empty tree
     if as_json:
-        from skillgit.notes import parse_message
+        from skillgit.store.notes import parse_message
 
         subject, _, trailers = parse_message(message)
         console.print_json({"rev": rev, "sha": sha, "parent": parent, "subject": subject, "trailers": trailers,

@@ -18,13 +18,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Sequence
 
-from skillgit import notes as N
-from skillgit import refs as R
-from skillgit import store_history
+from skillgit.store import notes as N
+from skillgit.store import refs as R
+from skillgit.store import history as store_history
 from skillgit.errors import GitStateError, SkillgitError
-from skillgit.repo import GitRepo, RefConflict, RefUpdate, TreeEntry, Worktree
-from skillgit.store_history import LogEntry
-from skillgit.store_lock import hold
+from skillgit.store.git import GitRepo, RefConflict, RefUpdate, TreeEntry, Worktree
+from skillgit.store.history import LogEntry
+from skillgit.store.lock import hold
 from skillgit.types import RejectedEdit
 
 __all__ = ["Store", "Candidate", "Decision", "LogEntry"]
@@ -533,13 +533,13 @@ class Store:
         return dest
 
     def push(self, remote: str = "origin"):
-        from skillgit.store_sync import push
+        from skillgit.store.sync import push
         return push(self, remote)
 
     def pull(self, remote: str = "origin"):
-        from skillgit.store_sync import pull
+        from skillgit.store.sync import pull
         return pull(self, remote)
 
     def gc(self, keep: int = 20):
-        from skillgit.store_sync import gc
+        from skillgit.store.sync import gc
         return gc(self, keep)

@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 import git as gitpython
 from git.exc import GitCommandNotFound
 
-from skillgit import refs as R
+from skillgit.store import refs as R
 from skillgit.errors import GitStateError
 
 IDENTITY_HINT = 'tell git who you are: git config user.name "Your Name" && git config user.email you@example.com'

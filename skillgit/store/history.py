@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from skillgit import notes as N
-from skillgit import refs as R
+from skillgit.store import notes as N
+from skillgit.store import refs as R
 from skillgit.types import Edit, RejectedEdit
 
 if TYPE_CHECKING:  # pragma: no cover

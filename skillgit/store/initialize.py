@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
-from skillgit import refs as R
+from skillgit.store import refs as R
 from skillgit.errors import SkillgitError
-from skillgit.repo import GitRepo
+from skillgit.store.git import GitRepo
 from skillgit.resources import hooks_dir, templates_dir
 
 CONFIG_NAME = "skillgit.yaml"

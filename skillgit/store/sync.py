@@ -13,11 +13,11 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from skillgit import refs as R
-from skillgit import store_history
+from skillgit.store import refs as R
+from skillgit.store import history as store_history
 from skillgit.errors import GitStateError, SkillgitError
-from skillgit.repo import GitError, RefUpdate, TreeEntry
-from skillgit.store_lock import alive
+from skillgit.store.git import GitError, RefUpdate, TreeEntry
+from skillgit.store.lock import alive
 
 if TYPE_CHECKING:  # pragma: no cover
     from skillgit.store import Store
