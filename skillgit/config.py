@@ -68,6 +68,9 @@ class BackendCfg:
     timeout_s: float = 120.0
     max_retries: int = 5
     concurrency: int = 16  # parallel calls per role; keep >= env.workers and gradient.analyst_workers
+    # What the call journal keys this role's calls on, instead of backend:model (e.g. "qwen2.5-coder-7b-q4" for a
+    # local server whose port changes between restarts); None: the backend's own identity, never the endpoint.
+    cache_identity: str | None = None
     command: CommandCfg = field(default_factory=CommandCfg)
 
 
@@ -130,6 +133,8 @@ class OptimizerCfg:
     slow_update_gate_with_selection: bool = True
     use_meta_skill: bool = True
     use_meta_reflect: bool = True
+    max_edits_per_reply: int = 16  # edits beyond this in one teacher reply are recorded and dropped
+    max_edit_chars: int = 4000  # an edit whose target or content is longer is recorded and dropped
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,10 @@ class EvaluationCfg:
     gate_repeats: int = 1
     paired_alpha: float = 0.1
     eval_test: bool = True  # score seed / best / final on test at the end of a run (reported only)
+    # The gate decides only when at least this share of val items was scored for both skills (unscored items are
+    # retried `unscored_retries` times first); below it the candidate is rejected as "cannot judge".
+    min_val_coverage: float = 0.9
+    unscored_retries: int = 1
 
 
 @dataclass(frozen=True)
@@ -165,6 +174,7 @@ class EnvCfg:
     split_seed: int = 0
     split_dir: str | None = None
     workers: int = 16
+    max_reply_chars: int = 1_000_000  # a model reply longer than this is an error (recorded), never journaled whole
     scorer: ScorerCfg = field(default_factory=ScorerCfg)
 
 
@@ -210,7 +220,8 @@ ALIASES: dict[str, str] = {
 RUNTIME_ONLY_KEYS: tuple[str, ...] = (
     "model.teacher.concurrency", "model.student.concurrency", "model.teacher.timeout_s", "model.student.timeout_s",
     "model.teacher.max_retries", "model.student.max_retries", "model.simulated.latency_s", "gradient.analyst_workers",
-    "env.workers", "env.scorer.timeout_s", "budget", "train.max_steps",
+    "env.workers", "env.scorer.timeout_s", "budget", "train.max_steps", "model.teacher.cache_identity",
+    "model.student.cache_identity",
 )
 
 
