@@ -61,7 +61,7 @@ def run_one(seed: int, steps: int, overrides: tuple[str, ...], workdir: Path) ->
     events = []
     trainer = build_trainer(session, run_id="ablation", resume=False, on_event=events.append)
     result = trainer.train()
-    ends = [e.data for e in events if e.kind == "step_end"]
+    ends = [e.outcome.to_dict() for e in events if e.kind == "step_end"]
     return {
         "seed": seed,
         "test_seed": result.scores["seed"]["test"],

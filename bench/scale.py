@@ -128,9 +128,9 @@ def main(argv: list[str] | None = None) -> dict:
         last = [started]
 
         def progress(event):
-            if event.kind == "step_end" and isinstance(event.data.get("step"), int) and event.data["step"] % 100 == 0:
+            if event.kind == "step_end" and event.outcome.step.isdigit() and int(event.outcome.step) % 100 == 0:
                 now = time.monotonic()
-                say(f"  step {event.data['step']}: {now - started:.0f}s ({(now - last[0]) * 10:.0f} ms/step lately)")
+                say(f"  step {event.outcome.step}: {now - started:.0f}s ({(now - last[0]) * 10:.0f} ms/step lately)")
                 last[0] = now
 
         trainer.emit = progress

@@ -71,8 +71,8 @@ def create_project(folder: Path, seed: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     repo = GitRepo.init(folder, "main")
     for key, value in (("user.name", "skillgit demo"), ("user.email", "demo@skillgit.invalid")):
-        if repo.call("config", key)[0] != 0:  # a fresh machine may have no git identity at all
-            repo.run("config", key, value)
+        if not repo.config_get_all(key):  # a fresh machine may have no git identity at all
+            repo.config_set(key, value)
     (folder / "SKILL.md").write_text(default_skill(), encoding="utf-8")
     tasks = generate_tasks(SimulatedCfg(seed=seed), N_TASKS)
     (folder / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks), encoding="utf-8")
@@ -80,9 +80,8 @@ def create_project(folder: Path, seed: int) -> None:
     (folder / "README.md").write_text(
         "# skillgit demo project\n\nA skill trained on skillgit's offline simulated world. Try `skillgit log`, "
         "`skillgit show 1`, `skillgit rejected`, `skillgit train`.\n", encoding="utf-8")
-    repo.run("add", "--", "tasks.jsonl", "README.md")
     init_project(folder, skill="SKILL.md", branch="main", commit=True)
-    repo.run("commit", "-q", "-m", "demo: simulated tasks", "--", "tasks.jsonl", "README.md")
+    repo.commit_paths(["tasks.jsonl", "README.md"], "demo: simulated tasks")
 
 
 def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from unidiff import PatchSet
 
+from skillgit import textsafe
 from skillgit.errors import SkillgitError
 from skillgit.prompts import unescape_all
 from skillgit.skilldoc import (MARKER_RE, Doc, check_region_name, close_marker, open_marker, split_document,
@@ -64,13 +65,23 @@ def _text_field(entry: dict, key: str) -> tuple[str, str | None]:
     return "", f"'{key}' is a {type(value).__name__}, not text"
 
 
-def parse_edits(obj: Any, *, source_type: str = "failure") -> tuple[list[Edit], list[str]]:
+MAX_EDITS = 16
+MAX_EDIT_CHARS = 4000
+
+
+def parse_edits(obj: Any, *, source_type: str = "failure", max_edits: int = MAX_EDITS,
+                max_chars: int = MAX_EDIT_CHARS) -> tuple[list[Edit], list[str]]:
     """Build `Edit`s from a teacher's answer `{"edits": [...]}`.
 
     Ops are normalised (aliases, case, dashes), targets stripped, contents stripped of surrounding blank lines and
     trailing whitespace; an append's target and a delete's content are dropped (they mean nothing). Kept edits get
     ids `e1`, `e2`, … in order. Every skipped entry yields one problem string naming its position (1-based);
     nothing raises.
+
+    Model text is untrusted: control characters (NUL, ESC, bidi overrides …) are removed from every field and the
+    removal recorded, because they end up in commit messages, notes and terminals (a NUL makes git refuse the
+    commit, and a journaled reply would fail the same way on every resume). An edit whose target or content is
+    longer than `max_chars`, and every edit past the first `max_edits`, is dropped with a problem.
     """
     if not isinstance(obj, dict):
         return [], [f"teacher answer is a {type(obj).__name__}, not a JSON object"]
@@ -81,6 +92,10 @@ def parse_edits(obj: Any, *, source_type: str = "failure") -> tuple[list[Edit], 
         return [], [f"'edits' is a {type(raw).__name__}, not a list"]
     edits: list[Edit] = []
     problems: list[str] = []
+    if len(raw) > max_edits:
+        problems.append(f"edits {max_edits + 1}–{len(raw)}: dropped (at most {max_edits} edits per answer; "
+                        "optimizer.max_edits_per_reply)")
+        raw = raw[:max_edits]
     for number, entry in enumerate(raw, 1):
         where = f"edit {number}"
         if not isinstance(entry, dict):
@@ -98,6 +113,12 @@ def parse_edits(obj: Any, *, source_type: str = "failure") -> tuple[list[Edit], 
         bad = [p for p in (p1, p2, p3) if p]
         if bad:
             problems.append(f"{where}: {'; '.join(bad)}")
+            continue
+        if any(textsafe.has_unsafe(x) for x in (target, content, rationale)):
+            problems.append(f"{where}: control characters removed")
+            target, content, rationale = (textsafe.clean(x) for x in (target, content, rationale))
+        if max(len(target), len(content)) > max_chars:
+            problems.append(f"{where}: longer than {max_chars} characters (optimizer.max_edit_chars); dropped")
             continue
         target, content = target.strip(), _clean_content(content)
         if op == "append":

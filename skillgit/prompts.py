@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping
 from skillgit.errors import SkillgitError
 from skillgit.llm.base import Message
 from skillgit.resources import templates_dir
-from skillgit.types import EDIT_OPS, Edit, RejectedEdit, Trajectory
+from skillgit.types import EDIT_OPS, Edit, RejectedEdit, Trajectory, is_failure
 
 STAGES: tuple[str, ...] = ("reflect", "merge", "rank", "lr", "slow_update", "meta_skill", "meta_reflect",
                            "rewrite", "full_rewrite", "pick")
@@ -145,7 +145,7 @@ def block_stats(stats: Mapping[str, Any]) -> str:
 def _outcome_of(traj: Trajectory, outcome: str) -> str:
     if outcome != "auto":
         return outcome
-    return "success" if traj.score is not None and traj.score.hard >= 1.0 else "failure"
+    return "failure" if traj.score is None or is_failure(traj.score) else "success"
 
 
 def block_trajectories(trajs: list[Trajectory], outcome: str, *,

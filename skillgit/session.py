@@ -35,11 +35,11 @@ class Session:
         return (self.project.root / d) if d else None
 
     def student(self) -> MeteredStudent:
-        inner = factory.build_student(self.project.config, self.project.root)
+        inner = factory.build_student(self.project.config, self.project.root, on_retry=self.ledger.record_retry)
         return MeteredStudent(CachedStudent(inner, self.cache), self.ledger)
 
     def teacher(self) -> MeteredLLM:
-        inner = factory.build_teacher(self.project.config, self.project.root)
+        inner = factory.build_teacher(self.project.config, self.project.root, on_retry=self.ledger.record_retry)
         return MeteredLLM(CachedLLM(inner, self.cache), self.ledger, "teacher")
 
 

@@ -75,6 +75,12 @@ class Score:
         return _from_dict(cls, data)
 
 
+def is_failure(score: "Score | None") -> bool:
+    """The one definition of failure: a scored run whose hard score is below 1. An unscored (unknown) run is not
+    a failure, and neither is a success; everything that splits runs into failures and successes asks this."""
+    return score is not None and score.hard < 1.0 - 1e-9
+
+
 @dataclass(frozen=True)
 class Usage:
     """Tokens and money of one or more model calls. Adds up with `+`."""

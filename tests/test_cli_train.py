@@ -101,7 +101,7 @@ def test_unknown_revision_for_eval_is_a_git_error(project):
 def test_a_dirty_skill_file_is_refused_before_anything_is_spent(project):
     (project / "SKILL.md").write_text("my unsaved edits\n")
     proc = run_cli("train", cwd=project)
-    assert_clean_failure(proc, 3, "uncommitted changes", "commit or stash")
+    assert_clean_failure(proc, 3, "uncommitted changes", "stash")
     assert not (project / ".git" / "skillgit" / "cache" / "calls.jsonl").exists()  # no model call was made
     assert (project / "SKILL.md").read_text() == "my unsaved edits\n"
     assert git(project, "for-each-ref", "refs/skillgit", "refs/tags") == ""

@@ -131,7 +131,7 @@ def test_decide_fails_with_nothing_changed_when_the_branch_moved(repo, store):
     for cand, accept_it in ((cand_a, True), (cand_b, False)):
         with pytest.raises(GitStateError) as err:
             store.decide(cand, accept=accept_it, reason="x", score_before=0.1, score_after=0.2)
-        assert "skill branch 'main' moved during the step" in err.value.message
+        assert "skill branch 'main' moved while the step worked" in err.value.message
         assert err.value.hint and err.value.code == ExitCode.GIT
         assert snapshot(repo) == before  # refs (branch, candidates, notes, tags), status, index, file
 
@@ -150,7 +150,7 @@ def test_decide_cas_covers_the_race_after_the_check(repo, store, monkeypatch, ac
     monkeypatch.setattr(store.repo, "build_notes", build_then_race)
     refs_before_race = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/notes/",
                            "refs/tags/", "refs/heads/candidates/")
-    with pytest.raises(GitStateError, match="moved during the step"):
+    with pytest.raises(GitStateError, match="moved while the step worked"):
         store.decide(cand, accept=accept_it, reason="x", score_before=0.1, score_after=0.2)
     assert git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/notes/", "refs/tags/",
                "refs/heads/candidates/") == refs_before_race
@@ -198,7 +198,7 @@ def test_dirty_skill_file_refuses_accept_and_changes_nothing(repo, store):
         with pytest.raises(GitStateError) as err:
             store.decide(cand, accept=True, reason="x", score_before=0.1, score_after=0.2)
         assert err.value.message == f"SKILL.md has uncommitted changes in {repo}"
-        assert err.value.hint == "commit or stash them, then run again"
+        assert "git -C" in err.value.hint and "stash" in err.value.hint and "commit" not in err.value.hint
         assert snapshot(repo) == before
         git(repo, "reset", "-q", "--hard")
     # Rejecting does not touch the worktree, so a dirty skill file does not block it.

@@ -53,7 +53,7 @@ def test_full_run_leaves_exactly_the_promised_git_state(sim_project):
     events: list[Event] = []
     result, session = train(folder, "train.max_steps=6", events=events)
 
-    ends = [e.data for e in events if e.kind == "step_end"]
+    ends = [e.outcome.to_dict() for e in events if e.kind == "step_end"]
     accepted = [d for d in ends if d["verdict"] == "accepted"]
     rejected = [d for d in ends if d["verdict"] == "rejected"]
     assert accepted and rejected, "the demo world must show both verdicts"
@@ -96,8 +96,8 @@ def test_gate_off_lets_regressions_in(sim_project):
     train(sim_project(3, "a"), "train.max_steps=8", "optimizer.use_negative_buffer=false", events=gated_events)
     train(sim_project(3, "b"), "train.max_steps=8", "optimizer.use_negative_buffer=false",
           "evaluation.use_gate=false", events=ungated_events)
-    gated = [e.data for e in gated_events if e.kind == "step_end"]
-    ungated = [e.data for e in ungated_events if e.kind == "step_end"]
+    gated = [e.outcome.to_dict() for e in gated_events if e.kind == "step_end"]
+    ungated = [e.outcome.to_dict() for e in ungated_events if e.kind == "step_end"]
     worse = lambda d: d["score_after"] < d["score_before"]  # noqa: E731
     assert not any(worse(d) and d["verdict"] == "accepted" for d in gated)
     assert any(worse(d) and d["verdict"] == "accepted" for d in ungated)
@@ -188,7 +188,7 @@ def test_epoch_end_writes_slow_update_region_and_meta_skill(sim_project):
     events: list[Event] = []
     result, session = train(folder, "train.num_epochs=2", "train.max_steps=6",
                             "optimizer.slow_update_gate_with_selection=false", events=events)
-    kinds = [e.data.get("kind") for e in events if e.kind == "step_end"]
+    kinds = [e.outcome.kind.value for e in events if e.kind == "step_end"]
     assert "slow_update" in kinds and "meta_reflect" in kinds
     text = session.store.read_skill()
     assert "<!-- skillgit:slow-update -->" in text  # forced: recorded in the note, always lands

@@ -14,6 +14,8 @@ from rich.markup import escape
 
 from skillgit import console
 from skillgit.errors import SkillgitError
+from skillgit.store.notes import to_float
+from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
 CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
@@ -29,7 +31,7 @@ def _store(repo: Optional[Path], config: Optional[Path]):
 
 
 def _say(message: str) -> None:
-    console.info(escape(message))
+    console.info(escape(shown(message)))
 
 
 def _table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> None:
@@ -40,7 +42,7 @@ def _table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = (
         parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
         return "  ".join(parts).rstrip()
 
-    typer.echo("\n".join([line(headers), *(line(r) for r in rows)]))
+    typer.echo(shown("\n".join([line(headers), *(line(r) for r in rows)])))
 
 
 def _num(value: Optional[float], signed: bool = False) -> str:
@@ -65,6 +67,8 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
     _say(f"{'created a starter skill' if report.created_skill else 'adopted the skill'} {report.skill_path} "
          f"on branch '{report.branch}'")
     _say("wrote skillgit.yaml" if report.config_written else "kept the existing skillgit.yaml")
+    if report.env_ignored:
+        _say("added .env to .gitignore (API keys go in .env, which must never be committed)")
     for line in report.warnings:
         _say(f"warning: {line}")
     for line in report.hooks:
@@ -108,8 +112,10 @@ def _render_record(record: dict[str, Any]) -> str:
     kind = record.get("kind")
     rest = {k: v for k, v in record.items() if k not in ("v", "kind")}
     if kind == "decision":
-        return (f"[decision] {rest.get('verdict')}: val {_num(rest.get('score_before'))} → "
-                f"{_num(rest.get('score_after'))} ({_num(rest.get('delta'), True)}) — {rest.get('reason', '')}\n")
+        before, after = to_float(rest.get("score_before")), to_float(rest.get("score_after"))
+        delta = to_float(rest.get("delta"))
+        return (f"[decision] {rest.get('verdict')}: val {_num(before)} → {_num(after)} ({_num(delta, True)}) — "
+                f"{rest.get('reason', '')}\n")
     text = yaml.safe_dump(rest, sort_keys=True, allow_unicode=True, width=110, default_flow_style=False)
     return f"[{kind}]\n" + "".join(f"  {line}\n" for line in text.splitlines())
 
@@ -117,34 +123,28 @@ def _render_record(record: dict[str, Any]) -> str:
 def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N), tag or commit."),
          as_json: bool = JSON, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
     """One step: its diff against its parent and its notes (reflections, ranking, apply report, scores)."""
-    store = _store(repo, config)
-    sha = store.resolve(rev)
-    parents = store.repo.run("rev-parse", f"{sha}^@").split()
-    parent = parents[0] if parents else None
-    message = store.repo.run("log", "-1", "--format=%B", sha)
-    records = store.read_notes(sha)
-    diff = store.diff(parent or store.repo.mktree([]), sha)  # a root commit: against the empty tree
-    if as_json:
-        from skillgit.store.notes import parse_message
+    from skillgit.store import read
 
-        subject, _, trailers = parse_message(message)
-        console.print_json({"rev": rev, "sha": sha, "parent": parent, "subject": subject, "trailers": trailers,
-                            "message": message, "diff": diff, "notes": records})
+    detail = read.show(_store(repo, config), rev)
+    if as_json:
+        console.print_json(detail.to_dict())
         return
-    typer.echo(f"commit {sha}\n")
-    typer.echo("".join(f"    {line}\n" for line in message.strip("\n").splitlines()))
-    typer.echo(diff or "(no change to the skill)\n", nl=False)
-    if records:
-        typer.echo("\nnotes:")
-        for record in records:
-            typer.echo(_render_record(record), nl=False)
+    out = [f"commit {detail.sha}\n\n", *(f"    {line}\n" for line in detail.message.strip("\n").splitlines()),
+           detail.diff or "(no change to the skill)\n"]
+    if detail.notes or detail.corrupt_lines:
+        out.append("\nnotes:\n")
+        out += [_render_record(dict(record)) for record in detail.notes]
+        if detail.corrupt_lines:
+            out.append(f"({detail.corrupt_lines} corrupt note line(s) skipped: "
+                       f"git notes --ref skillgit show {detail.sha[:12]})\n")
+    typer.echo(shown("".join(out)), nl=False)
 
 
 def diff(a: str = typer.Argument(..., help="From this revision."), b: str = typer.Argument(..., help="To this one."),
          repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
     """The unified diff of the skill between two revisions."""
     store = _store(repo, config)
-    typer.echo(store.diff(store.resolve(a), store.resolve(b)), nl=False)
+    typer.echo(shown(store.diff(store.resolve(a), store.resolve(b))), nl=False)
 
 
 # ---------------------------------------------------------------------------------------------- rejected

@@ -7,7 +7,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from rich.markup import escape
+
+from skillgit.loop import events as ev
 from skillgit.loop.events import Event
+from skillgit.textsafe import shown
 
 
 class RunDisplay:
@@ -18,7 +22,7 @@ class RunDisplay:
                                  transient=True, disable=not console.is_terminal)
         self.task = None
         self.total_steps = 0
-        self.step = 0
+        self.step = ""
         self.stage = ""
         self.accepted = 0
         self.rejected = 0
@@ -50,37 +54,42 @@ class RunDisplay:
         return report
 
     def handle(self, event: Event) -> None:
-        d = event.data
-        if event.kind == "run_start":
-            self.total_steps = d["total_steps"]
-            self.val = d.get("current_score")
-            word = "resuming" if d.get("resumed") else "starting"
-            self.console.print(f"{word} run {d['run']}: {self.total_steps} steps; seed val {d['seed_score']:.3f}")
-        elif event.kind == "step_start":
-            self.step = d["step"]
-        elif event.kind == "stage":
-            self.stage = d["stage"]
+        if isinstance(event, ev.RunStarted):
+            self.total_steps = event.total_steps
+            self.val = event.current_score
+            word = "resuming" if event.resumed else "starting"
+            self.console.print(f"{word} run {event.run}: {self.total_steps} steps; seed val {event.seed_score:.3f}")
+        elif isinstance(event, ev.StepStarted):
+            self.step = event.step
+        elif isinstance(event, ev.StageStarted):
+            self.stage = event.stage
             self._refresh()
-        elif event.kind == "progress":
-            self.stage = d["stage"]
-            self._refresh(d["done"], d["total"])
-        elif event.kind == "step_end":
-            if d["verdict"] == "accepted":
+        elif isinstance(event, ev.Progress):
+            self.stage = event.stage
+            self._refresh(event.done, event.total)
+        elif isinstance(event, ev.Heartbeat):
+            self.stage = f"{event.stage} (waiting {event.elapsed_s:.0f}s on {event.in_flight} call(s))"
+            self._refresh()
+        elif isinstance(event, ev.StepDecided):
+            o = event.outcome
+            if o.accepted:
                 self.accepted += 1
-                self.val = d["score_after"]
+                self.val = o.score_after
             else:
                 self.rejected += 1
-            usage = d.get("usage", {})
+            usage = event.usage_total
             self.tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-            mark = "[green]accepted[/]" if d["verdict"] == "accepted" else "[red]rejected[/]"
-            delta = (d["score_after"] - d["score_before"]) * 100
-            self.console.print(f"step {d['step']:>4} {mark} val {d['score_before']:.3f} → {d['score_after']:.3f} "
-                               f"({delta:+.1f}) · {d['edits']} edit(s) · {d['reason']}", highlight=False)
+            mark = "[green]accepted[/]" if o.accepted else "[red]rejected[/]"
+            self.console.print(f"step {o.step:>4} {mark} val {o.score_before:.3f} → {o.score_after:.3f} "
+                               f"({o.delta * 100:+.1f}) · {len(o.edits)} edit(s) · {escape(shown(o.reason))}",
+                               highlight=False)
             self._refresh()
-        elif event.kind == "epoch_end":
-            self.console.print(f"epoch {d['epoch']} done: slow update / meta skill / meta reflect")
-        elif event.kind == "warning":
-            self.console.print(f"[yellow]warning:[/] {d['message']}")
+        elif isinstance(event, ev.EpochEnding):
+            self.console.print(f"epoch {event.epoch}: slow update / meta skill / meta reflect")
+        elif isinstance(event, ev.EpochEnded):
+            self.console.print(f"epoch {event.epoch} done")
+        elif isinstance(event, ev.Warning):
+            self.console.print(f"[yellow]warning:[/] {escape(shown(event.message))}")
 
 
 def scores_table(scores: dict, metric: str) -> Table:

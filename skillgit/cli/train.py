@@ -79,7 +79,7 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
 
 
 def _json_events(event) -> None:
-    sys.stderr.write(json.dumps({"event": event.kind, **event.data}, default=str) + "\n")
+    sys.stderr.write(json.dumps(event.to_dict(), default=str) + "\n")
     sys.stderr.flush()
 
 

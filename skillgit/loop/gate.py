@@ -1,10 +1,13 @@
 """Scoring a skill on a split, and the gate's decision.
 
 `Evaluator.score` runs the student on every item of a split and caches the result by the skill's git blob id
-(plus split and sample), so an identical skill is never scored twice in a run; cached entries can be seeded
-from earlier notes. `decide` accepts a candidate only if it is strictly better than the current skill on the
-selection split (plus `gate_margin`); `gate: paired` also asks a one-sided paired permutation test over the
-per-item scores to clear `paired_alpha`, for noisy students.
+(plus split and sample), so an identical skill is never scored twice in a run; an item whose run failed (API error
+after retries, scorer crash) is *unknown*, retried `retries` more times first, and never counted as a failure.
+`decide` compares on the items both skills were scored on, and only when they cover at least
+`evaluation.min_val_coverage` of the split (else it rejects: it cannot judge); it accepts a candidate only if it is
+strictly better than the current skill on the selection split (plus `gate_margin`); `gate: paired` also asks a
+one-sided paired permutation test over the per-item scores to clear `paired_alpha`, for noisy students. Every
+reason names the coverage when an item was left unscored.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Callable
 from skillgit.config import EvaluationCfg
 from skillgit.llm.base import Student
 from skillgit.loop.stages import Scorer, rollout
+from skillgit.records import Coverage
 from skillgit.types import Item, Trajectory
 
 
@@ -59,12 +63,14 @@ class SplitScore:
 
 class Evaluator:
     def __init__(self, student: Student, scorer: Scorer, splits: dict[str, list[Item]], *, workers: int,
-                 repeats: int = 1):
+                 repeats: int = 1, retries: int = 0):
         self.student = student
         self.scorer = scorer
         self.splits = splits
         self.workers = workers
         self.repeats = max(1, repeats)
+        self.retries = max(0, retries)
+        self.retried = 0  # unknown item runs tried again
         self._cache: dict[tuple[str, str], SplitScore] = {}
         self._lock = threading.Lock()
         self.cache_hits = 0
@@ -82,6 +88,17 @@ class Evaluator:
         for sample in range(self.repeats):
             trajs = rollout(self.student, skill, items, self.scorer, workers=self.workers, sample=sample,
                             on_progress=on_progress)
+            # Unknown runs are tried again before anything is decided on them (errors are never cached).
+            for _ in range(self.retries):
+                failed = [i for i, t in enumerate(trajs) if not t.ok]
+                if not failed:
+                    break
+                with self._lock:
+                    self.retried += len(failed)
+                again = rollout(self.student, skill, [items[i] for i in failed], self.scorer, workers=self.workers,
+                                sample=sample)
+                for i, t in zip(failed, again):
+                    trajs[i] = t
             for t in trajs:
                 if t.ok:
                     acc = sums.setdefault(t.item_id, [0.0, 0.0, 0])
@@ -107,6 +124,7 @@ class GateResult:
     after: float
     reason: str
     p_value: float | None = None
+    coverage: Coverage | None = None
 
     @property
     def delta(self) -> float:
@@ -131,13 +149,34 @@ def paired_p_value(diffs: list[float], seed: int, rounds: int = 2000) -> float:
     return (count + 1) / (rounds + 1)
 
 
-def decide(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, *, seed: int = 0) -> GateResult:
-    """Compare on the items both skills could be scored on."""
+def coverage(before: SplitScore, after: SplitScore, items: list[str] | None = None) -> Coverage:
+    """The items both skills were scored on, out of the split's items (`items`; default: all either saw)."""
+    universe = list(items) if items is not None else sorted(set(before.per_item) | set(after.per_item)
+                                                            | set(before.errors) | set(after.errors))
+    common = set(before.per_item) & set(after.per_item)
+    return Coverage(sum(1 for i in universe if i in common), len(universe),
+                    tuple(i for i in universe if i not in common))
+
+
+def decide(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, *, seed: int = 0,
+           items: list[str] | None = None) -> GateResult:
+    """Compare on the items both skills could be scored on, if they cover enough of the split (`items`)."""
+    cov = coverage(before, after, items)
     common = set(before.per_item) & set(after.per_item)
     b = before.mean(cfg.gate_metric, cfg.mixed_weight, common)
     a = after.mean(cfg.gate_metric, cfg.mixed_weight, common)
+    note = "" if cov.complete else f" ({cov.describe()})"
     if not common:
-        return GateResult(False, b, a, "no validation item could be scored for both skills")
+        return GateResult(False, b, a, "cannot judge: no validation item could be scored for both skills", None, cov)
+    if cov.fraction + 1e-12 < cfg.min_val_coverage:
+        return GateResult(False, b, a, f"cannot judge: only {cov.describe()} for both skills (evaluation."
+                                       f"min_val_coverage is {cfg.min_val_coverage:.0%})", None, cov)
+    result = _decide(cfg, before, after, common, b, a, seed)
+    return GateResult(result.accept, b, a, result.reason + note, result.p_value, cov)
+
+
+def _decide(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, common: set[str], b: float, a: float,
+            seed: int) -> GateResult:
     if not cfg.use_gate:
         return GateResult(True, b, a, "gate disabled (evaluation.use_gate=false)")
     if a <= b + cfg.gate_margin:

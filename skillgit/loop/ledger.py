@@ -20,6 +20,7 @@ class Ledger:
         self.by_role: dict[str, Usage] = {}
         self.saved: dict[str, int] = {}  # stage -> calls answered from the cache
         self.errors: dict[str, int] = {}  # stage -> calls that failed after retries
+        self.retries = 0  # attempts repeated after a transient error
         self.timings: dict[str, float] = {}
 
     def record(self, stage: str, role: str, usage: Usage, cached: bool = False) -> None:
@@ -35,6 +36,11 @@ class Ledger:
     def record_error(self, stage: str) -> None:
         with self._lock:
             self.errors[stage] = self.errors.get(stage, 0) + 1
+
+    def record_retry(self, *_: object) -> None:
+        """Count one retried attempt (usable as a retry wrapper's `on_retry` callback)."""
+        with self._lock:
+            self.retries += 1
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:
@@ -59,6 +65,7 @@ class Ledger:
                 "by_role": {k: v.to_dict() for k, v in self.by_role.items()},
                 "saved_calls": dict(self.saved),
                 "errors": dict(self.errors),
+                "retries": self.retries,
                 "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
             }
 

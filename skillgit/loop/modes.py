@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import json
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from skillgit import patch, prompts
 from skillgit.config import OptimizerCfg
 from skillgit.loop import stages
-from skillgit.types import EditResult, Trajectory
-
-if TYPE_CHECKING:
-    from skillgit.loop.run import Trainer
+from skillgit.loop.context import StepContext
+from skillgit.records import UpdateRecord
+from skillgit.types import Edit, EditResult, Trajectory, is_failure
 
 
 def choose_budget(teacher: stages.Teacher, skill: str, trajs: list[Trajectory], cfg: OptimizerCfg,
@@ -31,7 +30,7 @@ def choose_budget(teacher: stages.Teacher, skill: str, trajs: list[Trajectory], 
     lo, hi = min(cfg.min_learning_rate, cfg.learning_rate), cfg.learning_rate
     usable = [t for t in trajs if t.ok]
     stats = {"batch": len(trajs), "scored": len(usable),
-             "failures": sum(stages.is_failure(t) for t in usable),
+             "failures": sum(is_failure(t.score) for t in usable),
              "hard_mean": round(sum(t.score.hard for t in usable) / len(usable), 4) if usable else None,
              "min_edits": lo, "max_edits": hi}
     obj, error = teacher.ask("lr", {"skill": prompts.block_skill(skill), "stats": prompts.block_stats(stats),
@@ -48,51 +47,47 @@ def choose_budget(teacher: stages.Teacher, skill: str, trajs: list[Trajectory], 
                     "reasoning": str(obj.get("reasoning", ""))}
 
 
-def propose_update(trainer: "Trainer", teacher: stages.Teacher, skill: str, trajs: list[Trajectory],
-                   budget: int, step: int) -> tuple[str, dict[str, Any]]:
-    """Returns the candidate text and the note record (patches, merge rounds, selection, every edit's fate).
-    `record["invalid"]` is set when the candidate must be rejected without scoring."""
-    cfg = trainer.cfg
+def propose_update(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: list[Trajectory],
+                   budget: int, step: int) -> tuple[str, UpdateRecord]:
+    """The candidate text and how it was built (patches, merge rounds, selection, every edit's fate).
+    `record.invalid` is set when the candidate must be rejected without scoring."""
+    cfg = ctx.cfg
     mode = cfg.optimizer.skill_update_mode
-    rng = random.Random(f"{cfg.train.seed}:{trainer.run_id}:{step}")
-    emit = trainer._stage
+    rng = ctx.rng("step", step)
     allow_fm = cfg.skill.allow_front_matter_edits
     if mode == "full_rewrite_minibatch":
-        return _full_rewrite(trainer, teacher, skill, trajs, rng, step)
+        return _full_rewrite(ctx, teacher, skill, trajs, rng, step)
 
-    emit(step, "reflect")
-    with trainer.ledger.timed("reflect"):
+    ctx.stage(step, "reflect")
+    with ctx.ledger.timed("reflect"):
         patches = stages.reflect(teacher, skill, trajs, minibatch_size=cfg.gradient.minibatch_size, budget=budget,
                                  rng=rng)
-    trainer.check_teacher_alive(step, [p.error for p in patches])
-    emit(step, "aggregate")
-    with trainer.ledger.timed("aggregate"):
+    stages.check_teacher_alive(step, [p.error for p in patches])
+    ctx.stage(step, "aggregate")
+    with ctx.ledger.timed("aggregate"):
         agg = stages.aggregate(teacher, skill, patches, merge_batch_size=cfg.gradient.merge_batch_size)
-    emit(step, "select")
-    with trainer.ledger.timed("select"):
+    ctx.stage(step, "select")
+    with ctx.ledger.timed("select"):
         sel = stages.select(teacher, skill, agg.edits, budget)
-    record: dict[str, Any] = {"mode": mode, "budget": budget, "patches": [p.to_dict() for p in patches],
-                              "merge": agg.rounds, "aggregated": [e.to_dict() for e in agg.edits],
-                              "select": sel.record}
-    emit(step, "update")
+    details: dict[str, Any] = {"budget": budget, "patches": [p.to_dict() for p in patches], "merge": agg.rounds,
+                               "aggregated": [e.to_dict() for e in agg.edits], "select": sel.record}
+    ctx.stage(step, "update")
     if mode == "patch":
-        with trainer.ledger.timed("update"):
+        with ctx.ledger.timed("update"):
             new_text, results = stages.update(skill, sel.selected, allow_front_matter=allow_fm)
-        record["apply"] = [r.to_dict() for r in [*sel.dropped, *results]]
-        return new_text, record
+        return new_text, UpdateRecord(mode, tuple([*sel.dropped, *results]), details=details)
 
     # rewrite_from_suggestions
-    with trainer.ledger.timed("update"):
+    with ctx.ledger.timed("update"):
         obj, error = teacher.ask("rewrite", {"skill": prompts.block_skill(skill),
                                              "edits": prompts.block_edits(sel.selected)})
     text, problem = _checked_rewrite(skill, obj, error, allow_fm)
     status = "applied" if problem is None else "error"
     reason = "folded into the rewrite" if problem is None else problem
-    record["apply"] = [r.to_dict() for r in [*sel.dropped, *(EditResult(e, status, reason) for e in sel.selected)]]
+    apply = tuple([*sel.dropped, *(EditResult(e, status, reason) for e in sel.selected)])
     if problem is not None:
-        record["invalid"] = problem
-        return skill, record
-    return text, record
+        return skill, UpdateRecord(mode, apply, invalid=problem, details=details)
+    return text, UpdateRecord(mode, apply, reasoning=str((obj or {}).get("reasoning", "")), details=details)
 
 
 def _checked_rewrite(before: str, obj: dict | None, error: str | None, allow_fm: bool) -> tuple[str, str | None]:
@@ -112,11 +107,12 @@ def _checked_rewrite(before: str, obj: dict | None, error: str | None, allow_fm:
     return after, None
 
 
-def _full_rewrite(trainer: "Trainer", teacher: stages.Teacher, skill: str, trajs: list[Trajectory],
-                  rng: random.Random, step: int) -> tuple[str, dict[str, Any]]:
-    cfg = trainer.cfg
+def _full_rewrite(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: list[Trajectory],
+                  rng: random.Random, step: int) -> tuple[str, UpdateRecord]:
+    cfg = ctx.cfg
     allow_fm = cfg.skill.allow_front_matter_edits
-    trainer._stage(step, "reflect")
+    mode = "full_rewrite_minibatch"
+    ctx.stage(step, "reflect")
     batches = stages.minibatches(trajs, cfg.gradient.minibatch_size, rng)
 
     def one(batch: tuple[str, list[Trajectory]]) -> dict[str, Any]:
@@ -127,31 +123,28 @@ def _full_rewrite(trainer: "Trainer", teacher: stages.Teacher, skill: str, trajs
         return {"outcome": outcome, "item_ids": [t.item_id for t in group], "error": problem,
                 "reasoning": str((obj or {}).get("reasoning", "")), "text": text if problem is None else None}
 
-    with trainer.ledger.timed("reflect"):
+    with ctx.ledger.timed("reflect"):
         drafts = teacher.map(one, batches)
-    trainer.check_teacher_alive(step, [d["error"] for d in drafts])
+    stages.check_teacher_alive(step, [d["error"] for d in drafts])
     valid = {f"c{i}": d["text"] for i, d in enumerate(drafts, 1) if d["text"] is not None and d["text"] != skill}
-    record: dict[str, Any] = {"mode": "full_rewrite_minibatch",
-                              "drafts": [{k: v for k, v in d.items() if k != "text"} for d in drafts]}
-    record["apply"] = []
+    details: dict[str, Any] = {"drafts": [{k: v for k, v in d.items() if k != "text"} for d in drafts]}
     if not valid:
-        record["invalid"] = "no analyst produced a valid rewrite"
-        return skill, record
+        return skill, UpdateRecord(mode, (), invalid="no analyst produced a valid rewrite", details=details)
     choice = next(iter(valid))
     if len(valid) > 1:
-        trainer._stage(step, "aggregate")
-        with trainer.ledger.timed("aggregate"):
+        ctx.stage(step, "aggregate")
+        with ctx.ledger.timed("aggregate"):
             obj, error = teacher.ask("pick", {"skill": prompts.block_skill(skill),
                                               "candidates": prompts.block_candidates(valid)})
         picked = str((obj or {}).get("choice", ""))
-        record["pick"] = {"choice": picked, "reasoning": str((obj or {}).get("reasoning", "")), "error": error}
+        pick: dict[str, Any] = {"choice": picked, "reasoning": str((obj or {}).get("reasoning", "")), "error": error}
         if picked in valid:
             choice = picked
         else:
-            record["pick"]["fallback"] = f"kept {choice}: the answer named no valid candidate"
-    record["chosen"] = choice
+            pick["fallback"] = f"kept {choice}: the answer named no valid candidate"
+        details["pick"] = pick
+    details["chosen"] = choice
     diff = patch.unified_diff(skill, valid[choice])
-    record["apply"] = [{"edit": {"op": "replace", "target": "(whole skill)", "content": f"rewrite {choice}",
-                                 "rationale": json.dumps(patch.diff_stats(diff))},
-                        "status": "applied", "reason": "whole-skill rewrite"}]
-    return valid[choice], record
+    edit = Edit(op="replace", target="(whole skill)", content=f"rewrite {choice}",
+                rationale=json.dumps(patch.diff_stats(diff)), source_type="rewrite")
+    return valid[choice], UpdateRecord(mode, (EditResult(edit, "applied", "whole-skill rewrite"),), details=details)

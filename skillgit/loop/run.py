@@ -2,40 +2,49 @@
 
 Contract of `Trainer.train()`:
 - every step ends in exactly one decided candidate (accepted → the skill branch fast-forwards; rejected → a
-  `rejected/<run>/<step>` tag) or raises before proposing anything;
-- progress (`progress.json`, the resolved config) is saved on `refs/skillgit/runs/<run>` after every decided
-  step, so a killed run resumes at the first undecided step; a step that git shows as decided is never redone;
-- the batches of step k are a pure function of (train split, seed, k), and every model call goes through the
-  call cache, so a resumed run makes exactly the calls an uninterrupted one would have made;
-- it never prints: it emits `Event`s.
+  `rejected/<run>/<step>` tag) through the one gated-commit path (`decide.gated_commit`), or raises before
+  deciding anything;
+- a step's candidate is built on the tip its skill text was read from; if the branch moved meanwhile (a user's
+  commit, revert or pull) the run stops with `BranchMoved` (exit 3) and a later `skillgit train` continues from the
+  new tip — a user's change is never built over;
+- progress (`RunProgress` in `progress.json`, the resolved config, the meta skill) is saved on
+  `refs/skillgit/runs/<run>` after every decided step, so a killed run resumes at the first undecided step; a
+  step that git shows as decided is never redone;
+- the batches of step k are a pure function of (train split, seed, k), every random choice is seeded by the
+  config's seed and the step (never the run id or the clock), and every model call goes through the call journal,
+  so a resumed run makes exactly the calls an uninterrupted one would have made, and the same project, seed and
+  replies give the same run;
+- it never prints: it emits typed `Event`s.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
 import time
-import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from skillgit import redact
 from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_config
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.llm.base import LLM, Student
 from skillgit.loop import epoch as epoch_mod
-from skillgit.loop import modes
 from skillgit.loop import gate as gate_mod
-from skillgit.loop import stages
-from skillgit.loop.events import Event, EventSink, ignore
+from skillgit.loop import modes, stages
+from skillgit.loop.context import StepContext
+from skillgit.loop.decide import BranchMoved, Proposal, gated_commit
+from skillgit.loop.events import (EpochEnded, EpochEnding, EventSink, RunEnded, RunStarted, StepDecided, StepStarted,
+                                  ignore)
 from skillgit.loop.ledger import Ledger
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
+from skillgit.records import EpochStep, RunProgress, SkillScores, StepKind, StepOutcome, Verdict
 from skillgit.store import Store
 from skillgit.tasks import Splits, epoch_batches
-from skillgit.types import Edit, RejectedEdit, Usage
+from skillgit.types import RejectedEdit, Usage
 
 
 @dataclass
@@ -46,13 +55,19 @@ class RunResult:
     steps: int
     accepted: int
     rejected: int
-    scores: dict[str, dict[str, float | None]] = field(default_factory=dict)  # seed/best/final → val/test
+    scores: dict[str, dict[str, Any]] = field(default_factory=dict)  # seed/best/final → {rev, val, test}
     usage: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 def new_run_id(now: float | None = None) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now or time.time()))
     return f"{stamp}-{random.Random().randrange(16 ** 4):04x}"
+
+
+MAINTAIN_EVERY = 100  # steps between housekeeping checks within an epoch (epoch and run ends always check)
 
 
 class Trainer:
@@ -62,56 +77,72 @@ class Trainer:
         self.cfg = cfg
         self.store = store
         self.splits = splits
-        self.student = student
         self.teacher_llm = teacher
-        self.scorer = scorer
         self.ledger = ledger
         self.emit = on_event
         self.prompts_dir = prompts_dir
         self.digest = config_digest(cfg, ignore=RUNTIME_ONLY_KEYS)
-        self._blocked_edits: dict | None = None
         self.config_yaml = dump_config(cfg, mask_secrets=True)  # frozen: dumped once, not at every save
-        self._pending_save: Future | None = None
-        self._caught_up = False  # see already_decided
-        self.run_id, self.state = self._open_run(run_id, resume)
         self.evaluator = gate_mod.Evaluator(student, scorer, {"train": splits.train, "val": splits.val,
                                                               "test": splits.test},
-                                            workers=cfg.env.workers, repeats=cfg.evaluation.gate_repeats)
+                                            workers=cfg.env.workers, repeats=cfg.evaluation.gate_repeats,
+                                            retries=cfg.evaluation.unscored_retries)
+        self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, on_event, tuple(splits.train))
+        self._blocked_edits: dict | None = None
+        self._pending_save: Future | None = None
+        self._caught_up = False  # see _already_decided
+        self.run_id, self.progress = self._open_run(run_id, resume)
+        self._prior = self.progress  # what earlier processes spent on this run
 
     # ------------------------------------------------------------------------------------------ run state
-    def _open_run(self, run_id: str | None, resume: bool) -> tuple[str, dict[str, Any]]:
+    def _open_run(self, run_id: str | None, resume: bool) -> tuple[str, RunProgress]:
         """Continue `run_id`, or (with `resume`) the newest run if it is unfinished and has the same config
         digest and branch; otherwise start a new run."""
         if run_id is None and resume:
             runs = self.store.list_runs()
             progress = self._progress_of(runs[0]) if runs else None
-            if progress and progress.get("status") != "finished" and progress.get("config_digest") == self.digest \
-                    and progress.get("branch") == self.cfg.skill.branch:
+            if progress and progress.status != "finished" and progress.config_digest == self.digest \
+                    and progress.branch == self.cfg.skill.branch:
                 return runs[0], progress
         if run_id is not None:
             progress = self._progress_of(run_id)
             if progress is not None:
                 return run_id, progress
         run_id = run_id or new_run_id()
-        return run_id, {"run": run_id, "config_digest": self.digest, "branch": self.cfg.skill.branch,
-                        "status": "running", "next_step": 1, "accepted": 0, "rejected": 0,
-                        "usage": {}, "meta_skill": "", "epochs": {}}
+        return run_id, RunProgress(run=run_id, config_digest=self.digest, branch=self.cfg.skill.branch)
 
-    def _progress_of(self, run_id: str) -> dict[str, Any] | None:
+    def _progress_of(self, run_id: str) -> RunProgress | None:
         files = self.store.load_run(run_id) or {}
-        return json.loads(files["progress.json"]) if "progress.json" in files else None
+        return RunProgress.from_dict(json.loads(files["progress.json"])) if "progress.json" in files else None
+
+    def _usage(self) -> tuple[Usage, dict[str, Usage], dict[str, Usage], dict[str, int]]:
+        """(total, by stage, by role, errors by stage) over this run's every process."""
+        snap = self.ledger.snapshot()
+
+        def merged(prior: Any, now: dict[str, Any]) -> dict[str, Usage]:
+            out = dict(prior)
+            for key, usage in now.items():
+                out[key] = out.get(key, Usage()) + Usage.from_dict(usage)
+            return out
+
+        errors = dict(self._prior.errors)
+        for stage, n in snap["errors"].items():
+            errors[stage] = errors.get(stage, 0) + n
+        return (self._prior.usage + self.ledger.total(), merged(self._prior.usage_by_stage, snap["by_stage"]),
+                merged(self._prior.usage_by_role, snap["by_role"]), errors)
 
     def _save(self, message: str, *, background: bool = False, maintain: bool = False) -> None:
         """Commit the progress to the run ref. With `background` the commit is written while the caller goes on
         (after a step: during the next step's rollout), so its git calls are not on the step's critical path.
         Saves land in order (each waits for the one before), a failed one raises at the next save, and a run
-        killed before one lands resumes a step earlier, where git shows the step as decided (`already_decided`).
+        killed before one lands resumes a step earlier, where git shows the step as decided (`_already_decided`).
         `maintain`: then let git pack loose objects if there are many (`Store.maintain`; not with `background`)."""
-        self.state["usage"] = self._usage_total().to_dict()
-        self.state["updated"] = time.time()
-        files = {"progress.json": json.dumps(self.state, indent=2, sort_keys=True, ensure_ascii=False),
-                 "config.yaml": self.config_yaml,
-                 "meta_skill.md": self.state.get("meta_skill", "")}
+        total, by_stage, by_role, errors = self._usage()
+        self.progress = self.progress.replace(
+            updated=time.time(), usage=total, usage_by_stage=by_stage, usage_by_role=by_role, errors=errors,
+            retries=self._prior.retries + self.ledger.retries + self.evaluator.retried)
+        files = {"progress.json": json.dumps(self.progress.to_dict(), indent=2, sort_keys=True, ensure_ascii=False),
+                 "config.yaml": self.config_yaml, "meta_skill.md": self.progress.meta_skill}
         self._settle_save()
 
         def write() -> None:
@@ -134,10 +165,6 @@ class Trainer:
                 if not quiet:
                     raise
 
-    def _usage_total(self) -> Usage:
-        prior = Usage.from_dict(self.state.get("usage_before_resume", {}))
-        return prior + self.ledger.total()
-
     # ------------------------------------------------------------------------------------------ plan
     @property
     def batches_per_epoch(self) -> int:
@@ -157,42 +184,35 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ the run
     def train(self) -> RunResult:
         with self.store.lock(self.cfg.skill.branch):
-            self.store.check_clean()  # before any model call: an accept could not land in a dirty worktree
-            resumed = self.state["next_step"] > 1
-            if resumed:
-                self.state["usage_before_resume"] = self.state.get("usage", {})
-            self.state["status"] = "running"
-            seed_skill = self.store.read_skill()
-            self._stage(0, "gate")
-            if "seed_rev" not in self.state:
-                self.state["seed_rev"] = self.store.tip()
-            seed_score = self.evaluator.score(self.store.read_skill(self.state["seed_rev"]), "val",
-                                              self._progress(0, "seed"))
-            current = self.evaluator.score(seed_skill, "val")
+            self.store.prepare_worktrees()  # before any model call: an accept could not land in a dirty worktree
+            resumed = self.progress.next_step > 1
+            self.progress = self.progress.replace(status="running", stop_reason="")
+            self.ctx.stage(0, "gate")
+            if self.progress.seed_rev is None:
+                self.progress = self.progress.replace(seed_rev=self.store.tip())
+            seed_rev = self.progress.seed_rev or ""
+            seed_score = self.evaluator.score(self.store.read_skill(seed_rev), "val", self.ctx.progress(0, "seed"))
+            current = self.evaluator.score(self.store.read_skill(), "val")
             metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
-            self.state["total_steps"] = self.total_steps
-            self.state.setdefault("started", time.time())
-            self.state["seed_score"] = round(seed_score.mean(metric, weight), 4)
-            self.state["current_score"] = round(current.mean(metric, weight), 4)
-            self.emit(Event("run_start", {"run": self.run_id, "resumed": resumed, "total_steps": self.total_steps,
-                                          "seed_score": seed_score.mean(metric, weight),
-                                          "current_score": current.mean(metric, weight)}))
+            self.progress = self.progress.replace(
+                total_steps=self.total_steps, started=self.progress.started or time.time(),
+                seed_score=round(seed_score.mean(metric, weight), 4), current_score=round(current.mean(metric, weight), 4))
+            self.emit(RunStarted(self.run_id, resumed, self.total_steps, seed_score.mean(metric, weight),
+                                 current.mean(metric, weight)))
             self._save("run start" if not resumed else "resume")
-            reason = "finished all steps"
-            status = "finished"
+            status, reason = "finished", "finished all steps"
             try:
-                for step in range(self.state["next_step"], self.total_steps + 1):
+                for step in range(self.progress.next_step, self.total_steps + 1):
                     stop = self._budget_exceeded()
                     if stop:
                         status, reason = "stopped", stop
                         break
                     epoch, batch = self.batch_for(step)
-                    if step > 1 and (step - 1) % self.batches_per_epoch == 0 \
-                            and self.state["epochs"].get(str(epoch - 1), {}).get("ended") is not True:
+                    if step > 1 and (step - 1) % self.batches_per_epoch == 0 and not self.progress.epoch(epoch - 1).ended:
                         current = self._end_epoch(epoch - 1, current)
                     current = self._step(step, epoch, batch, current)
-                    self.state["next_step"] = step + 1
-                    self.state["current_score"] = round(current.mean(metric, weight), 4)
+                    self.progress = self.progress.replace(next_step=step + 1,
+                                                          current_score=round(current.mean(metric, weight), 4))
                     # every MAINTAIN_EVERY steps the save is waited for and followed by housekeeping (never
                     # while other git writes run: packing refs then could make their transactions fail)
                     housekeeping = step % MAINTAIN_EVERY == 0
@@ -200,40 +220,39 @@ class Trainer:
                 else:
                     last_epoch = (self.total_steps - 1) // self.batches_per_epoch
                     if self.total_steps % self.batches_per_epoch == 0 and self.total_steps > 0 \
-                            and self.state["epochs"].get(str(last_epoch), {}).get("ended") is not True:
+                            and not self.progress.epoch(last_epoch).ended:
                         current = self._end_epoch(last_epoch, current)
             except KeyboardInterrupt:
-                self.state["status"] = "interrupted"
-                self.state["stop_reason"] = "interrupted"
+                self._settle_save(quiet=True)
+                self.progress = self.progress.replace(status="interrupted", stop_reason="interrupted")
                 self._save("interrupted")
+                raise
+            except BranchMoved as exc:
+                self._settle_save(quiet=True)
+                self.progress = self.progress.replace(status="stopped", stop_reason=exc.message)
+                self._save("stopped: the skill branch moved")
                 raise
             except BaseException:
                 self._settle_save(quiet=True)  # nothing may still write once the run lock is released
                 raise
-            self.state["status"] = status
-            self.state["stop_reason"] = reason
+            self.progress = self.progress.replace(status=status, stop_reason=reason)
             try:
                 scores = self._final_scores(seed_score)
             except BaseException:
                 self._settle_save(quiet=True)  # as above: the lock must outlive every write
                 raise
-            self.state["final_scores"] = scores
+            self.progress = self.progress.replace(final_scores=scores)
             self._save(f"run {status}: {reason}", maintain=True)
-        result = RunResult(self.run_id, status, reason, self.state["next_step"] - 1, self.state["accepted"],
-                           self.state["rejected"], scores, self.ledger.snapshot())
-        self.emit(Event("run_end", {"run": self.run_id, "status": status, "reason": reason, "scores": scores,
-                                    "usage": self._usage_total().to_dict(), "accepted": result.accepted,
-                                    "rejected": result.rejected}))
+        score_dicts = {k: v.to_dict() for k, v in scores.items()}
+        result = RunResult(self.run_id, status, reason, self.progress.steps_done, self.progress.accepted,
+                           self.progress.rejected, score_dicts, self.ledger.snapshot())
+        self.emit(RunEnded(self.run_id, status, reason, result.accepted, result.rejected, score_dicts,
+                           self.progress.usage.to_dict()))
         return result
-
-    def _progress(self, step: int, stage: str):
-        def report(done: int, total: int) -> None:
-            self.emit(Event("progress", {"step": step, "stage": stage, "done": done, "total": total}))
-        return report
 
     def _budget_exceeded(self) -> str | None:
         b = self.cfg.budget
-        used = self._usage_total()
+        used = self._usage()[0]
         if b.max_calls is not None and used.calls >= b.max_calls:
             return f"budget.max_calls reached ({used.calls} ≥ {b.max_calls})"
         if b.max_tokens is not None and used.total_tokens >= b.max_tokens:
@@ -245,10 +264,10 @@ class Trainer:
     def teacher(self) -> stages.Teacher:
         opt = self.cfg.optimizer
         negative = self.store.negative_buffer(opt.negative_buffer_size) if opt.use_negative_buffer else []
-        meta = self.state.get("meta_skill", "") if opt.use_meta_skill else ""
+        meta = self.progress.meta_skill if opt.use_meta_skill else ""
         blocked = self._blocked() if opt.use_negative_buffer else {}
         return stages.Teacher(self.teacher_llm, self.prompts_dir, negative, meta, self.cfg.gradient.analyst_workers,
-                              blocked)
+                              blocked, max_edits=opt.max_edits_per_reply, max_edit_chars=opt.max_edit_chars)
 
     def _blocked(self) -> dict:
         """Every edit rejected so far in this run, read from git once and then kept up to date as steps are
@@ -260,22 +279,22 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------ one step
     def _step(self, step: int, epoch: int, batch: list, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
-        """rollout → (autonomous budget) → reflect … update (per update mode) → gate → propose → decide."""
-        if self.already_decided(step, epoch):
+        """rollout → (autonomous budget) → reflect … update (per update mode) → the gated commit."""
+        if self._already_decided(step, epoch):
             return self.evaluator.score(self.store.read_skill(), "val")
-        before_usage = self.ledger.snapshot()
-        skill = self.store.read_skill()
+        usage_before = self.ledger.snapshot()
+        base = self.store.tip()
+        skill = self.store.read_skill(base)
         # The negative buffer (a history scan and a notes read) is only needed from reflect on: read it from git
         # while the students run instead of adding its git calls to every step's wall time.
         pending_teacher = _in_background(self.teacher)
         budget = scheduled_budget(self.cfg.optimizer, step - 1, self.total_steps)
         lr_record: dict[str, Any] = {"mode": "scheduled", "budget": budget}
-        self.emit(Event("step_start", {"step": step, "epoch": epoch, "budget": budget}))
-
-        self._stage(step, "rollout")
+        self.emit(StepStarted(str(step), epoch, budget))
+        self.ctx.stage(step, "rollout")
         with self.ledger.timed("rollout"):
-            trajs = stages.rollout(self.student, skill, batch, self.scorer, workers=self.cfg.env.workers,
-                                   on_progress=self._progress(step, "rollout"))
+            trajs = stages.rollout(self.ctx.student, skill, batch, self.ctx.scorer, workers=self.ctx.workers,
+                                   on_progress=self.ctx.progress(step, "rollout"))
         teacher = pending_teacher.result()
         usable = [t for t in trajs if t.ok]
         if batch and not usable:
@@ -289,123 +308,110 @@ class Trainer:
                                 ExitCode.BACKEND)
         if is_autonomous(self.cfg.optimizer):
             budget, lr_record = modes.choose_budget(teacher, skill, trajs, self.cfg.optimizer, budget)
+        text, record = modes.propose_update(self.ctx, teacher, skill, trajs, budget, step)
+        record = record.with_details(lr=lr_record, train={
+            "items": [t.item_id for t in trajs], "errors": {t.item_id: t.error for t in trajs if t.error},
+            "hard_mean": _mean([t.score.hard for t in usable if t.score]),
+            "soft_mean": _mean([t.score.soft for t in usable if t.score])})
+        return self._commit(Proposal(step, epoch, StepKind.STEP, base, skill, text, record), current, usage_before)
 
-        new_text, record = modes.propose_update(self, teacher, skill, trajs, budget, step)
-        record["lr"] = lr_record
-        record["train"] = {"items": [t.item_id for t in trajs], "errors": {t.item_id: t.error for t in trajs if t.error},
-                           "hard_mean": _mean([t.score.hard for t in usable]),
-                           "soft_mean": _mean([t.score.soft for t in usable])}
-        return self._gate_and_decide(step, epoch, skill, new_text, record, before_usage, current, kind="step")
+    def _commit(self, proposal: Proposal, current: gate_mod.SplitScore, usage_before: dict) -> gate_mod.SplitScore:
+        outcome, score = gated_commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, proposal, current,
+                                      usage_before)
+        applied = [r.edit for r in proposal.record.applied]
+        self._record(proposal.epoch, outcome, [e.to_dict() for e in applied])
+        if not outcome.accepted and self._blocked_edits is not None:
+            for e in applied:
+                self._blocked_edits[e.key()] = RejectedEdit(e, outcome.delta, outcome.reason, self.run_id,
+                                                            proposal.step)
+        self.emit(StepDecided(outcome, self._usage()[0].to_dict()))
+        return score
 
-    def _stage(self, step: int | str, stage: str) -> None:
-        """Announce a stage; the metered student books its calls under it."""
-        if hasattr(self.student, "stage"):
-            self.student.stage = stage.split(":")[0]
-        self.emit(Event("stage", {"step": step, "stage": stage}))
+    def _record(self, epoch: int, outcome: StepOutcome, edits: list[dict]) -> None:
+        """Count a decided step and add it to the running epoch's log (what meta reflect reads)."""
+        info = self.progress.epoch(epoch)
+        info = dataclasses.replace(info, steps=(*info.steps, EpochStep(outcome.step, outcome.kind, outcome.verdict,
+                                                                      outcome.delta, tuple(edits))))
+        unscored = (outcome.coverage.total - outcome.coverage.scored) if outcome.coverage else self.progress.unscored
+        self.progress = self.progress.with_epoch(epoch, info).replace(
+            accepted=self.progress.accepted + outcome.accepted, rejected=self.progress.rejected + (not outcome.accepted),
+            seq=outcome.seq, last=outcome, unscored=unscored)
 
-    def emit_event(self, kind: str, data: dict[str, Any]) -> None:
-        self.emit(Event(kind, data))
-
-    def already_decided(self, step: int | str, epoch: int) -> bool:
+    def _already_decided(self, step: int | str, epoch: int) -> bool:
         """True when git already holds the decision for `step` (a run killed after deciding but before saving
         its progress): the step is counted, not redone. A candidate left undecided is discarded, to be rebuilt
-        from cached calls. Steps are decided in order (and the run lock keeps other processes out), so once one
+        from journaled calls. Steps are decided in order (and the run lock keeps other processes out), so once one
         step is found undecided no later one can have been decided: git is asked only until then."""
         if self._caught_up:
             return False
-        record = self.store.step_record(self.run_id, step)
-        if record is not None:
-            self._count(record["verdict"])
-            self.state["seq"] = self.state.get("seq", 0) + 1
-            self._remember(epoch, step, record["kind"], record["verdict"], record["delta"], record["edits"])
+        found = self.store.step_record(self.run_id, step)
+        if found is not None:
+            kind = StepKind.parse(found["kind"])
+            verdict = Verdict(found["verdict"])
+            outcome = StepOutcome(self.run_id, str(step), kind, epoch + 1, self.progress.seq + 1, verdict,
+                                  0.0, float(found["delta"]), "(decided before a restart)", sha=found["sha"])
+            self._record(epoch, outcome, list(found["edits"]))
             return True
         self.store.discard_candidate(self.run_id, step)
         self._caught_up = True
         return False
 
-    def check_teacher_alive(self, step: int | str, errors: list[str | None]) -> None:
-        """Stop (resumably) when every teacher call of a stage failed at the API: the teacher is down."""
-        if errors and all(e and e.startswith("teacher call failed") for e in errors):
-            raise SkillgitError(f"step {step}: every teacher call failed ({errors[0]})",
-                                "check the teacher backend with `skillgit doctor`; the run resumes where it stopped",
-                                ExitCode.BACKEND)
-
-    def _gate_and_decide(self, step: int, epoch: int, skill: str, new_text: str, record: dict[str, Any],
-                         before_usage: dict, current: gate_mod.SplitScore, *, kind: str,
-                         force: bool = False) -> gate_mod.SplitScore:
-        """Score `new_text` on val, commit it as a candidate with its note, and decide it."""
-        applied = [Edit.from_dict(r["edit"]) for r in record.get("apply", []) if r["status"] in ("applied", "applied_fuzzy")]
-        ecfg = self.cfg.evaluation
-        metric, weight = ecfg.gate_metric, ecfg.mixed_weight
-        if new_text == skill or record.get("invalid"):
-            verdict = gate_mod.GateResult(False, current.mean(metric, weight), current.mean(metric, weight),
-                                          record.get("invalid") or "no edit could be applied")
-            cand_score = current
-        else:
-            self._stage(step, "gate")
-            with self.ledger.timed("gate"):
-                cand_score = self.evaluator.score(new_text, "val", self._progress(step, "gate"))
-            verdict = gate_mod.decide(ecfg, current, cand_score,
-                                      seed=zlib.crc32(f"{self.cfg.train.seed}:{step}".encode()))
-            if force and not verdict.accept:
-                verdict = gate_mod.GateResult(True, verdict.before, verdict.after,
-                                              f"forced by configuration (gate said: {verdict.reason})")
-        record["usage"] = self.ledger.diff_since(before_usage)
-        self.state["seq"] = self.state.get("seq", 0) + 1
-        trailers = {"Skillgit-Run": self.run_id, "Skillgit-Step": str(step), "Skillgit-Seq": str(self.state["seq"]),
-                    "Skillgit-Epoch": str(epoch + 1),
-                    "Skillgit-Kind": kind, "Skillgit-Metric": f"val.{metric}",
-                    "Skillgit-Score": f"{verdict.after:.4f}", "Skillgit-Delta": f"{verdict.delta:+.4f}"}
-        subject = _subject(kind, applied, verdict.delta)
-        body = "\n".join(f"- {e.summary(100)}" for e in applied) or "(no edit applied)"
-        note = redact.redact_mapping({"v": 1, "kind": "candidate", "run": self.run_id, "step": step,
-                                      "epoch": epoch + 1, "type": kind, **record,
-                                      "edits": [e.to_dict() for e in applied]})
-        gate_note = {"v": 1, "kind": "gate", "run": self.run_id, "step": step, "metric": metric,
-                     "score_before": round(verdict.before, 6), "score_after": round(verdict.after, 6),
-                     "p_value": verdict.p_value, "reason": verdict.reason,
-                     "val": cand_score.to_record() if cand_score is not current else None}
-        self._stage(step, "decide")
-        cand = self.store.propose(new_text, run=self.run_id, step=step, subject=subject, body=body,
-                                  trailers=trailers, note=[note], defer_note=True)  # one notes commit, not two
-        self.store.decide(cand, accept=verdict.accept, reason=verdict.reason, score_before=verdict.before,
-                          score_after=verdict.after, note=[gate_note])
-        self._count("accepted" if verdict.accept else "rejected")
-        if not verdict.accept and self._blocked_edits is not None:
-            for e in applied:
-                self._blocked_edits[e.key()] = RejectedEdit(e, verdict.delta, verdict.reason, self.run_id, step)
-        self._remember(epoch, step, kind, "accepted" if verdict.accept else "rejected", verdict.delta,
-                       [e.to_dict() for e in applied])
-        self.emit(Event("step_end", {"step": step, "kind": kind, "verdict": "accepted" if verdict.accept else "rejected",
-                                     "score_before": verdict.before, "score_after": verdict.after,
-                                     "edits": len(applied), "reason": verdict.reason,
-                                     "usage": self._usage_total().to_dict()}))
-        return cand_score if verdict.accept else current
-
-    def _remember(self, epoch: int, step: int | str, kind: str, verdict: str, delta: float, edits: list) -> None:
-        """The epoch's step log that meta reflect reads (accepted and rejected directions)."""
-        self.state["epochs"].setdefault(str(epoch), {"steps": []})["steps"].append(
-            {"step": step, "kind": kind, "verdict": verdict, "delta": round(delta, 6), "edits": edits})
-
-    def _count(self, verdict: str) -> None:
-        self.state["accepted" if verdict == "accepted" else "rejected"] += 1
-
     # ------------------------------------------------------------------------------------------ epochs
     def _end_epoch(self, epoch: int, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
-        current = epoch_mod.end_epoch(self, epoch, current)
-        info = self.state["epochs"].setdefault(str(epoch), {"steps": []})
-        info["ended"] = True
+        opt = self.cfg.optimizer
+        if opt.use_slow_update or opt.use_meta_skill or opt.use_meta_reflect:
+            current = self._epoch_work(epoch, current)
         # Only the running epoch's step log is read (by meta reflect); keeping every ended epoch's would make
         # progress.json, rewritten at every step, grow with the run (200 KB after 1,000 steps).
-        info.pop("steps", None)
+        info = dataclasses.replace(self.progress.epoch(epoch), ended=True, end_rev=self.store.tip(), steps=())
+        self.progress = self.progress.with_epoch(epoch, info)
+        self.emit(EpochEnded(epoch + 1, info.meta_skill, dict(info.comparison)))
         self._save(f"epoch {epoch + 1} end", maintain=True)
         return current
 
+    def _epoch_work(self, epoch: int, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
+        opt = self.cfg.optimizer
+        self.emit(EpochEnding(epoch + 1))
+        info = self.progress.epoch(epoch)
+        old_rev = self.progress.epoch(epoch - 1).end_rev or self.progress.seed_rev or self.store.tip()
+        pairs: list[dict[str, Any]] = []
+        if opt.use_slow_update or opt.use_meta_skill:
+            pairs = epoch_mod.compare(self.ctx, epoch, self.store.read_skill(old_rev), self.store.read_skill())
+        accepted = [s for s in info.steps if s.verdict is Verdict.ACCEPTED]
+        rejected = [s for s in info.steps if s.verdict is Verdict.REJECTED]
+        meta_status = ""
+        if opt.use_meta_skill:
+            meta, meta_status = epoch_mod.update_meta_skill(self.teacher(), self.progress.meta_skill, pairs,
+                                                            accepted, rejected)
+            self.progress = self.progress.replace(meta_skill=meta)
+        self.progress = self.progress.with_epoch(epoch, dataclasses.replace(
+            self.progress.epoch(epoch), comparison=epoch_mod.counts(pairs), meta_skill=meta_status))
+        if opt.use_slow_update and pairs:
+            current = self._epoch_candidate(epoch, StepKind.SLOW_UPDATE, current, lambda teacher, skill: (
+                epoch_mod.slow_update(self.ctx, teacher, epoch, skill, pairs)))
+        if opt.use_meta_reflect and (accepted or rejected):
+            current = self._epoch_candidate(epoch, StepKind.META_REFLECT, current, lambda teacher, skill: (
+                epoch_mod.meta_reflect(self.ctx, teacher, epoch, skill, accepted, rejected)))
+        return current
+
+    def _epoch_candidate(self, epoch: int, kind: StepKind, current: gate_mod.SplitScore, build: Callable
+                         ) -> gate_mod.SplitScore:
+        step = epoch_mod.slow_update_step(epoch) if kind is StepKind.SLOW_UPDATE else epoch_mod.meta_reflect_step(epoch)
+        if self._already_decided(step, epoch):
+            return self.evaluator.score(self.store.read_skill(), "val")
+        usage_before = self.ledger.snapshot()
+        base = self.store.tip()
+        skill = self.store.read_skill(base)
+        text, record = build(self.teacher(), skill)
+        force = kind is StepKind.SLOW_UPDATE and not self.cfg.optimizer.slow_update_gate_with_selection
+        return self._commit(Proposal(step, epoch, kind, base, skill, text, record, force), current, usage_before)
+
     # ------------------------------------------------------------------------------------------ report
-    def _final_scores(self, seed_score: gate_mod.SplitScore) -> dict[str, dict[str, float | None]]:
+    def _final_scores(self, seed_score: gate_mod.SplitScore) -> dict[str, SkillScores]:
         ecfg = self.cfg.evaluation
         metric, weight = ecfg.gate_metric, ecfg.mixed_weight
-        revs = {"seed": self.state["seed_rev"], "best": self.store.tip(), "final": self.store.tip()}
+        tip = self.store.tip()
+        revs = {"seed": self.progress.seed_rev or tip, "best": tip, "final": tip}
         # best = the highest val score among accepted skills of this run (the tip, since the gate only
         # accepts improvements, unless the gate was off or forced).
         best_rev, best_val = revs["seed"], seed_score.mean(metric, weight)
@@ -413,19 +419,16 @@ class Trainer:
             if entry.verdict == "accepted" and entry.score is not None and entry.score > best_val:
                 best_rev, best_val = entry.sha, entry.score
         revs["best"] = best_rev
-        out: dict[str, dict[str, float | None]] = {}
+        out: dict[str, SkillScores] = {}
         for name, rev in revs.items():
             text = self.store.read_skill(rev)
             val = self.evaluator.score(text, "val").mean(metric, weight)
             test = None
             if ecfg.eval_test and self.splits.test:
-                self._stage(0, f"test:{name}")
-                test = self.evaluator.score(text, "test", self._progress(0, f"test:{name}")).mean(metric, weight)
-            out[name] = {"val": round(val, 4), "test": None if test is None else round(test, 4), "rev": rev}
+                self.ctx.stage(0, f"test:{name}")
+                test = self.evaluator.score(text, "test", self.ctx.progress(0, f"test:{name}")).mean(metric, weight)
+            out[name] = SkillScores(rev, round(val, 4), None if test is None else round(test, 4))
         return out
-
-
-MAINTAIN_EVERY = 100  # steps between housekeeping checks within an epoch (epoch and run ends always check)
 
 
 def _in_background(fn: Callable[[], Any]) -> Future:
@@ -441,13 +444,4 @@ def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def _subject(kind: str, applied: list[Edit], delta: float) -> str:
-    if not applied:
-        head = "no applicable edit"
-    else:
-        head = applied[0].summary(56)
-        if len(applied) > 1:
-            head += f" (+{len(applied) - 1} more)"
-    prefix = {"step": "skill", "slow_update": "skill(slow-update)", "meta_reflect": "skill(meta)"}.get(kind, "skill")
-    return f"{prefix}: {head} ({delta * 100:+.1f} val)"
-
+__all__ = ["Trainer", "RunResult", "new_run_id"]

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from skillgit import patch, prompts
-from skillgit.errors import SkillgitError
+from skillgit.errors import ExitCode, SkillgitError
 from skillgit.llm.base import LLM, LLMError, Request, Student
 from skillgit.llm.jsonout import complete_json
 from skillgit.types import Edit, EditResult, Item, RejectedEdit, Score, Trajectory
+from skillgit.types import is_failure as _is_failure
 
 Scorer = Callable[[Item, str], Score]
 Progress = Callable[[int, int], None]
@@ -37,10 +38,14 @@ class Teacher:
     # Every edit rejected earlier in this run (not only the newest shown in prompts): `select` never applies
     # one of them again.
     blocked: dict[tuple[str, str, str], RejectedEdit] = field(default_factory=dict)
+    max_edits: int = patch.MAX_EDITS  # per answer (optimizer.max_edits_per_reply)
+    max_edit_chars: int = patch.MAX_EDIT_CHARS  # per edit field (optimizer.max_edit_chars)
 
     def ask(self, stage: str, variables: dict[str, str]) -> tuple[dict | None, str | None]:
-        """One teacher call. Returns (answer, None) or (None, why it is unusable). Raises LLMError only for
-        failures that retrying later cannot fix (auth, bad request): those stop the run."""
+        """One teacher call. Returns (answer, None) or (None, why it is unusable). Raises LLMError only when the
+        teacher cannot be used at all (credentials, configuration, unknown model): those stop the run. A request
+        the server refuses (say, a prompt grown too large) or a reply too large to keep is recorded and skipped:
+        its stage goes on without it, and a resumed run does not stop on it again."""
         base = {"rejected_edits": prompts.block_rejected(self.negative),
                 "meta_skill": prompts.block_meta_skill(self.meta_skill)}
         base.update(variables)
@@ -49,8 +54,10 @@ class Teacher:
         try:
             result = complete_json(self.llm, request)
         except LLMError as exc:
-            if not exc.retryable:
+            if exc.kind in FATAL_KINDS:
                 raise
+            if not exc.retryable:
+                return None, f"teacher call refused: {exc.message}"
             return None, f"teacher call failed: {exc.message}"
         if result.obj is None:
             return None, f"malformed teacher output: {result.error}"
@@ -78,7 +85,7 @@ def rollout(student: Student, skill: str, items: list[Item], scorer: Scorer, *, 
         try:
             reply = student.run(skill, item, sample)
         except LLMError as exc:
-            if exc.kind in ("auth", "config", "not_found") or (not exc.retryable and exc.kind == "bad_request"):
+            if exc.kind in FATAL_KINDS:
                 raise
             trajectory = Trajectory(item.id, item.input, "", item.expected, error=f"student: {exc.message}")
         else:
@@ -101,7 +108,18 @@ def rollout(student: Student, skill: str, items: list[Item], scorer: Scorer, *, 
 
 
 def is_failure(trajectory: Trajectory) -> bool:
-    return trajectory.score is not None and trajectory.score.hard < 1.0 - 1e-9
+    return _is_failure(trajectory.score)
+
+
+FATAL_KINDS = ("auth", "config", "not_found")  # no later call of this backend can succeed: stop the run
+
+
+def check_teacher_alive(step: int | str, errors: list[str | None]) -> None:
+    """Stop (resumably) when every teacher call of a stage failed at the API after retries: the teacher is down."""
+    if errors and all(e and e.startswith("teacher call failed") for e in errors):
+        raise SkillgitError(f"step {step}: every teacher call failed ({errors[0]})",
+                            "check the teacher backend with `skillgit doctor`; the run resumes where it stopped",
+                            ExitCode.BACKEND)
 
 
 # ---------------------------------------------------------------------------------------------- reflect
@@ -151,7 +169,8 @@ def reflect(teacher: Teacher, skill: str, trajectories: list[Trajectory], *, min
         if obj is None:
             result.error = error
             return result
-        result.edits, result.problems = patch.parse_edits(obj, source_type=outcome)
+        result.edits, result.problems = patch.parse_edits(obj, source_type=outcome, max_edits=teacher.max_edits,
+                                                          max_chars=teacher.max_edit_chars)
         result.reasoning = str(obj.get("reasoning", ""))
         result.summary = str(obj.get("failure_summary") or obj.get("success_patterns") or "")
         return result
@@ -193,7 +212,8 @@ def _merge_call(teacher: Teacher, skill: str, edits: list[Edit], level: int) -> 
         fallback = concat_dedupe(numbered)
         record.update(fallback=True, reason=error, outputs=len(fallback))
         return [e.with_(merge_level=level) for e in fallback], record
-    parsed, problems = patch.parse_edits(obj, source_type="mixed")
+    parsed, problems = patch.parse_edits(obj, source_type="mixed", max_edits=teacher.max_edits,
+                                         max_chars=teacher.max_edit_chars)
     raw = [x for x in obj.get("edits", []) if isinstance(x, dict)]
     out: list[Edit] = []
     covered: set[str] = set()

@@ -4,8 +4,14 @@ Contracts the training loop relies on:
 - `propose` builds a candidate commit with plumbing only: the user's index and working tree are never touched.
 - `decide` is one `git update-ref --stdin` transaction (skill branch or rejected tag, candidate ref and notes
   together, compare-and-swap on every old value): either all of it happens or nothing does.
+- `propose` builds on the `base` it is given (the tip the candidate's text came from) and `decide` moves the branch
+  with compare-and-swap on it: if anything else moved the branch meanwhile, `BranchMoved` is raised and nothing
+  is decided — a user's commit, revert or pull is never built over.
 - Accepting (and reverting) keeps a worktree that has the skill branch checked out consistent, as
-  `git merge --ff-only` would, and refuses up front when the skill file there has uncommitted changes.
+  `git merge --ff-only` would: the skill file and its index entry are updated by one `git checkout <commit> --
+  <path>` (so a kill can never leave the index ahead of the file, which would look like a staged revert), and
+  `prepare_worktrees` finishes an update that a kill interrupted (it can tell: the file and index hold exactly the
+  version before a skillgit step). A skill file with the user's own uncommitted changes is refused up front.
 - History, the negative buffer and step lookup live in `store_history`; push/pull/gc in `store_sync`;
   `skillgit init` in `store_init`. Only `repo` talks to git.
 """
@@ -21,6 +27,7 @@ from typing import Any, Iterator, Sequence
 from skillgit.store import notes as N
 from skillgit.store import refs as R
 from skillgit.store import history as store_history
+from skillgit import textsafe
 from skillgit.errors import GitStateError, SkillgitError
 from skillgit.store.git import GitRepo, RefConflict, RefUpdate, TreeEntry, Worktree
 from skillgit.store.history import LogEntry
@@ -41,6 +48,19 @@ class Candidate:
     run: str
     step: int | str
     note: tuple[dict[str, Any], ...] = ()  # records `decide` writes first (propose with defer_note=True)
+
+
+class BranchMoved(GitStateError):
+    """The skill branch no longer points where a candidate was built; nothing was decided."""
+
+    def __init__(self, branch: str, expected: str, now: str | None, what: str = ""):
+        moved = f"{expected[:12]} → {(now or 'deleted')[:12]}"
+        by = f" by {what}" if what else ""
+        super().__init__(f"skill branch '{branch}' moved while the step worked ({moved}{by})",
+                         "nothing was decided and nothing of yours was changed; run `skillgit train` again to "
+                         "continue from the new tip (see the new commit with `git log -1 " + branch + "`)")
+        self.expected = expected
+        self.now = now
 
 
 @dataclass(frozen=True)
@@ -93,7 +113,7 @@ class Store:
         exist or the skill file is not committed on it."""
         repo = GitRepo.open(Path(root))
         store = cls(repo, _normalize_path(repo.root, skill_path), branch)
-        if repo.call("check-ref-format", store.branch_ref)[0] != 0:
+        if not repo.valid_branch_name(branch):
             raise GitStateError(f"invalid branch name '{branch}'", "set skill.branch to a valid branch name")
         tip = repo.ref(store.branch_ref)
         if tip is None:
@@ -147,8 +167,8 @@ class Store:
         # One `cat-file` in the common case (the loop reads the skill at every step; the tip needs no
         # rev-parse); on any failure fall through to the path that says what is wrong.
         spec = self.branch_ref if rev is None else self.resolve(rev)
-        status, data, _ = self.repo.call("cat-file", "blob", f"{spec}:{self.skill_path}")
-        if status == 0:
+        data = self.repo.blob_at(spec, self.skill_path)
+        if data is not None:
             try:
                 return data.decode("utf-8")
             except UnicodeDecodeError:
@@ -166,8 +186,7 @@ class Store:
 
     def diff(self, a: str, b: str) -> str:
         """The unified diff of the skill file from commit `a` to commit `b` (git's format, no colour)."""
-        return self.repo.run_bytes("--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", a, b, "--",
-                                   self.skill_path).decode("utf-8", "replace")
+        return self.repo.diff(a, b, [self.skill_path])
 
     def blob_id(self, text: str) -> str:
         """The git blob id of `text` (what the score cache keys on); computed, nothing is written."""
@@ -193,9 +212,10 @@ class Store:
 
     # ------------------------------------------------------------------------------------------ candidates
     def propose(self, text: str, *, run: str, step: int | str, subject: str, body: str, trailers: dict[str, str],
-                note: list[dict[str, Any]], defer_note: bool = False) -> Candidate:
-        """Build the candidate commit (tip's tree with the skill replaced by `text`, parent = tip) and create
-        `refs/heads/candidates/<run>/<step:04d>` plus its note in one transaction.
+                note: list[dict[str, Any]], defer_note: bool = False, base: str | None = None) -> Candidate:
+        """Build the candidate commit (`base`'s tree with the skill replaced by `text`, parent = `base`; default
+        the tip) and create `refs/heads/candidates/<run>/<step:04d>` plus its note in one transaction. `base` must
+        be the commit whose skill `text` was derived from: `decide` then refuses if the branch left it.
 
         `defer_note=True` (the training loop, which decides at once) leaves the note to `decide`, which writes it
         with the decision in one notes commit instead of two; a candidate that is never decided then has no
@@ -207,7 +227,7 @@ class Store:
         step = R.validate_step(step)
         if step == 0:
             raise SkillgitError("invalid step 0", "numbered steps start at 1 (0 names the run's seed)")
-        tip = self.tip()
+        tip = base or self.tip()
         current = self._entry(tip)
         blob = self.repo.write_blob(text.encode("utf-8"))
         ref = R.candidate_ref(run, step)
@@ -222,7 +242,8 @@ class Store:
                                 f"decide or drop it first (git update-ref -d {ref}), or use another step number")
         tree = self.repo.replace_in_tree(tip, self.skill_path, blob, current.mode)
         all_trailers = {R.TRAILER_RUN: run, R.TRAILER_STEP: str(step), **trailers}
-        sha = self.repo.commit_tree(tree, [tip], N.format_message(subject, body, all_trailers))
+        sha = self.repo.commit_tree(tree, [tip], N.format_message(textsafe.clean(subject, multiline=False),
+                                                                  textsafe.clean(body), all_trailers))
         updates = [RefUpdate("update", ref, sha, None)]
         if note and not defer_note:
             old, new = self.repo.build_notes({sha: N.encode(note)})
@@ -236,7 +257,7 @@ class Store:
         sha = self.repo.ref(ref)
         if sha is None:
             return None
-        parents = self.repo.run("rev-parse", f"{sha}^@").split()
+        parents = self.repo.parents(sha)
         entry = self.repo.tree_entry(sha, self.skill_path)
         return Candidate(sha, ref, parents[0] if parents else "", entry.sha if entry else "", run, step)
 
@@ -270,12 +291,8 @@ class Store:
         if tag is not None:
             sha = self.repo.commit_of(tag)
         if sha is None:
-            # Trailers are whole lines; run ids and step names only need '.' escaped in a basic regex.
-            esc = lambda text: str(text).replace(".", "\\.")  # noqa: E731
-            out = self.repo.run("log", "--first-parent", "-1", "--all-match", "--format=%H",
-                                f"--grep=^{R.TRAILER_RUN}: {esc(run)}$",
-                                f"--grep=^{R.TRAILER_STEP}: {esc(step)}$", tip)
-            verdict, sha = "accepted", out.strip() or None
+            sha = self.repo.find_by_trailers(tip, {R.TRAILER_RUN: run, R.TRAILER_STEP: str(step)})
+            verdict = "accepted"
         if sha is None and known[R.ARCHIVE_REF]:
             entry = self.repo.tree_entry(R.ARCHIVE_REF, R.archive_key(run, step))
             if entry is not None:
@@ -286,7 +303,7 @@ class Store:
         records, _ = N.decode_lenient(self.repo.note_text(sha) or "")
         cand = next(iter(N.of_kind(records, "candidate")), {})
         decision = next(iter(N.of_kind(records, "decision")), {})
-        _, _, trailers = N.parse_message(self.repo.run("log", "-1", "--format=%B", sha))
+        _, _, trailers = N.parse_message(self.repo.commit_message(sha))
         delta = N.to_float(decision.get("delta"))
         if delta is None:
             delta = N.to_float(trailers.get(R.TRAILER_DELTA)) or 0.0
@@ -294,10 +311,11 @@ class Store:
                 "delta": delta, "edits": [e for e in cand.get("edits", []) if isinstance(e, dict)], "sha": sha}
 
     def decide(self, cand: Candidate, *, accept: bool, reason: str, score_before: float, score_after: float,
-               note: Sequence[dict[str, Any]] = ()) -> Decision:
+               note: Sequence[dict[str, Any]] = (), decision: dict[str, Any] | None = None) -> Decision:
         """Accept (fast-forward the skill branch to the candidate) or reject (tag it `rejected/<run>/<step>`);
-        either way delete the candidate ref and append the decision note, all in one CAS transaction.
-        GitStateError and no change at all when the branch, the candidate or the notes moved meanwhile."""
+        either way delete the candidate ref and append the decision note (`decision`, the loop's full record, or a
+        minimal one), all in one CAS transaction. `BranchMoved` when the branch left the candidate's parent,
+        GitStateError when the candidate or the notes moved meanwhile; either way no change at all."""
         label = R.label(cand.run, cand.step)
         if self.repo.ref(cand.ref) != cand.sha:
             raise GitStateError(f"candidate {label} is not pending any more",
@@ -306,9 +324,10 @@ class Store:
         if tip != cand.parent:
             raise self._moved(cand.parent, tip)
         delta = score_after - score_before
-        decision = {"kind": "decision", "verdict": "accepted" if accept else "rejected", "reason": N.one_line(reason),
-                    "score_before": score_before, "score_after": score_after, "delta": round(delta, 10),
-                    "run": cand.run, "step": cand.step, "branch": self.branch, "parent": cand.parent}
+        decision = {**(decision or {}), "kind": "decision", "verdict": "accepted" if accept else "rejected",
+                    "reason": N.one_line(reason), "score_before": score_before, "score_after": score_after,
+                    "delta": round(delta, 10), "run": cand.run, "step": cand.step, "branch": self.branch,
+                    "parent": cand.parent}
         worktrees = self._checked_out()
         before = self._require_clean(worktrees, tip) if accept else None
         old_notes, new_notes = self.repo.build_notes({cand.sha: N.encode([*cand.note, decision, *note])})
@@ -318,7 +337,7 @@ class Store:
             updates.insert(0, RefUpdate("update", self.branch_ref, cand.sha, tip))
         else:
             tag = R.rejected_tag(cand.run, cand.step)
-            body = N.parse_message(self.repo.run("log", "-1", "--format=%B", cand.sha))[1]
+            body = N.parse_message(self.repo.commit_message(cand.sha))[1]
             tag_obj = self.repo.make_tag(cand.sha, tag, N.format_rejected_tag(label, reason, score_before,
                                                                              score_after, body))
             updates += [RefUpdate("verify", self.branch_ref, old=tip),
@@ -328,17 +347,17 @@ class Store:
         self._commit_refs(updates, f"skillgit: {verdict} {label} ({N.fmt_delta(delta)}): {N.one_line(reason)}",
                           expected_tip=tip)
         if accept:
-            after = TreeEntry(before.mode, "blob", cand.blob, before.name) if before and cand.blob else None
-            self._sync_worktrees(worktrees, tip, cand.sha, before, after)
+            self._sync_worktrees(worktrees, tip, cand.sha, before)
         return Decision("accepted" if accept else "rejected", cand.run, cand.step, cand.sha,
                         cand.sha if accept else tip, tag, score_before, score_after, delta, reason)
 
     # ------------------------------------------------------------------------------------------ transactions
-    def _moved(self, expected: str, now: str | None) -> GitStateError:
-        return GitStateError(
-            f"skill branch '{self.branch}' moved during the step ({expected[:12]} → {(now or 'deleted')[:12]})",
-            "someone committed to it or another run accepted a step; nothing was changed — run again to continue "
-            "from the new tip")
+    def _moved(self, expected: str, now: str | None) -> BranchMoved:
+        what = ""
+        if now:
+            subject, author = self.repo.commit_summary(now)
+            what = f"commit {now[:12]} '{N.one_line(subject)[:60]}' ({author})"
+        return BranchMoved(self.branch, expected, now, textsafe.shown(what, multiline=False))
 
     def _commit_refs(self, updates: list[RefUpdate], reason: str, expected_tip: str | None = None) -> None:
         try:
@@ -355,8 +374,37 @@ class Store:
     # ------------------------------------------------------------------------------------------ worktrees
     def check_clean(self) -> None:
         """Refuse now (GitStateError with a hint) if an accept could not keep a checked-out worktree consistent
-        because its skill file has uncommitted changes: a run checks this before spending anything."""
-        self._require_clean(self._checked_out(), self.tip())
+        because its skill file has uncommitted changes of the user's: a run checks this before spending anything.
+        An update that a kill interrupted right after a skillgit step moved the branch is finished first."""
+        self.prepare_worktrees()
+
+    def prepare_worktrees(self) -> list[Path]:
+        """Finish interrupted worktree updates, then refuse (GitStateError) if the skill file differs from the tip
+        in a worktree that has the branch checked out. Returns the worktrees that were brought up to date."""
+        tip = self.tip()
+        worktrees = self._checked_out()
+        finished = [wt for wt in worktrees if self._interrupted_update(wt, tip)]
+        for wt in finished:
+            self.repo.checkout_path(wt.path, tip, self.skill_path)
+        self._require_clean(worktrees, tip)
+        return [wt.path for wt in finished]
+
+    def _interrupted_update(self, wt: Worktree, tip: str) -> bool:
+        """True when `wt` shows exactly the state a kill between a skillgit step's branch move and its worktree
+        update leaves: the tip is a skillgit commit, and the skill's index entry holds its parent's version while
+        the file holds the parent's or the tip's version (nothing of the user's is there to lose)."""
+        message = self.repo.commit_message(tip)
+        _, _, trailers = N.parse_message(message)
+        if R.TRAILER_RUN not in trailers and R.TRAILER_REVERT not in trailers:
+            return False
+        parents = self.repo.parents(tip)
+        before = self.repo.tree_entry(parents[0], self.skill_path) if parents else None
+        after = self.repo.tree_entry(tip, self.skill_path)
+        if before is None or after is None or before.sha == after.sha:
+            return False
+        staged = self.repo.index_entries(wt.path, self.skill_path)
+        on_disk = self.repo.worktree_blob(wt.path, self.skill_path)
+        return staged == [(before.mode, before.sha, 0)] and on_disk in (before.sha, after.sha)
 
     def _checked_out(self) -> list[Worktree]:
         return [w for w in self.repo.worktrees()
@@ -364,7 +412,8 @@ class Store:
 
     def _require_clean(self, worktrees: list[Worktree], tip: str) -> TreeEntry | None:
         """Refuse (changing nothing) when the skill file differs from `tip` in a worktree's index or file.
-        Returns the skill's entry at `tip` (None when no worktree has the branch: nothing was read)."""
+        Returns the skill's entry at `tip` (None when no worktree has the branch: nothing was read).
+        The hint never suggests committing: a commit made from a stale file would silently undo a skillgit step."""
         if not worktrees:
             return None
         entry = self._entry(tip)
@@ -373,29 +422,24 @@ class Store:
             on_disk = self.repo.worktree_blob(wt.path, self.skill_path)
             if staged == [(entry.mode, entry.sha, 0)] and on_disk == entry.sha:
                 continue
-            hint = "commit or stash them, then run again"
-            parents = self.repo.run("rev-parse", f"{tip}^@").split()
-            before = self.repo.tree_entry(parents[0], self.skill_path) if parents else None
-            if before and on_disk == before.sha and staged and staged[0][1] == before.sha:
-                hint = (f"it holds the previous version (an interrupted skillgit step?): restore it with "
-                        f"git -C {wt.path} checkout {self.branch} -- {self.skill_path}")
-            raise GitStateError(f"{self.skill_path} has uncommitted changes in {wt.path}", hint)
+            raise GitStateError(
+                f"{self.skill_path} has uncommitted changes in {wt.path}",
+                f"keep them with `git -C {wt.path} stash`, run again, then `git stash pop` to re-apply them on the "
+                f"trained skill (or discard them: git -C {wt.path} checkout {self.branch} -- {self.skill_path})")
         return entry
 
-    def _sync_worktrees(self, worktrees: list[Worktree], old: str, new: str, before: TreeEntry | None = None,
-                        after: TreeEntry | None = None) -> None:
+    def _sync_worktrees(self, worktrees: list[Worktree], old: str, new: str, before: TreeEntry | None = None) -> None:
         """After the branch moved old → new, bring each checked-out worktree's skill file and index entry along
-        (only the skill file differs between the two commits). `before`/`after`: the skill's entries at old and
-        new when the caller already knows them."""
+        (only the skill file differs between the two commits) with one command per worktree. `before`: the skill's
+        entry at old when the caller already knows it."""
         if not worktrees:
             return
         before = before or self._entry(old)
-        after = after or self._entry(new)
         for wt in worktrees:
-            self.repo.in_worktree(wt.path, "update-index", "--cacheinfo", f"{after.mode},{after.sha},{self.skill_path}")
-            # Re-check: if the file was edited in the moment since the check, keep the user's text.
+            # Re-check: if the file was edited in the moment since the check, keep the user's text (the next
+            # `prepare_worktrees` reports it).
             if self.repo.worktree_blob(wt.path, self.skill_path) in (before.sha, None):
-                self.repo.in_worktree(wt.path, "checkout-index", "-f", "-u", "--", self.skill_path)
+                self.repo.checkout_path(wt.path, new, self.skill_path)
 
     # ------------------------------------------------------------------------------------------ history
     def history(self, run: str | None = None) -> list[LogEntry]:
@@ -415,6 +459,10 @@ class Store:
         if sum(x is not None for x in (rev, to, steps)) != 1:
             raise SkillgitError("give exactly one of <rev>, --to REV or --steps N",
                                 "e.g. `skillgit revert --steps 1` undoes the last accepted step")
+        with self.lock(self.branch):  # never while a run works on the branch: its next step would build over it
+            return self._revert(rev, to, steps, reason)
+
+    def _revert(self, rev: str | None, to: str | None, steps: int | None, reason: str) -> str:
         tip = self.tip()
         current = self.read_skill(tip)
         if to is not None:
@@ -425,7 +473,7 @@ class Store:
             if not self.repo.is_ancestor(target, tip):
                 raise GitStateError(f"'{rev}' is not on branch '{self.branch}'",
                                     f"only accepted steps can be undone; restore any version with --to {rev}")
-            parents = self.repo.run("rev-parse", f"{target}^@").split()
+            parents = self.repo.parents(target)
             if not parents:
                 raise GitStateError(f"'{rev}' is the first commit; there is nothing before it", "use --to REV")
             before = self.read_skill(parents[0])
@@ -457,9 +505,9 @@ class Store:
     def _commit_on_branch(self, text: str, subject: str, body: str, trailers: dict[str, str],
                           records: list[dict[str, Any]], reflog: str) -> str:
         """Commit `text` as the skill on top of the tip and move the branch (CAS), keeping worktrees consistent."""
+        self.prepare_worktrees()
         tip = self.tip()
         worktrees = self._checked_out()
-        self._require_clean(worktrees, tip)
         entry = self._entry(tip)
         blob = self.repo.write_blob(text.encode("utf-8"))
         tree = self.repo.replace_in_tree(tip, self.skill_path, blob, entry.mode)
@@ -507,11 +555,8 @@ class Store:
         (`git repack -d`, incremental: existing packs are left alone). Never raises: housekeeping must not stop a
         run."""
         if pack_now:
-            self.repo.call("repack", "-d", "-q")
-        opts = ["-c", "gc.autoDetach=false"]
-        if not self.repo.config_get_all("gc.auto"):
-            opts += ["-c", "gc.auto=1000"]
-        self.repo.call(*opts, "gc", "--auto", "--quiet")
+            self.repo.repack()
+        self.repo.gc_auto(1000)
 
     # ------------------------------------------------------------------------------------------ lock
     @contextmanager
@@ -538,7 +583,8 @@ class Store:
 
     def pull(self, remote: str = "origin"):
         from skillgit.store.sync import pull
-        return pull(self, remote)
+        with self.lock(self.branch):  # never while a run works on the branch: its next step would build over it
+            return pull(self, remote)
 
     def gc(self, keep: int = 20):
         from skillgit.store.sync import gc

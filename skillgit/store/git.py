@@ -150,21 +150,21 @@ class GitRepo:
                 f.close()
         return status, out or b"", err if isinstance(err, str) else (err or b"").decode("utf-8", "replace")
 
-    def call(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None
+    def _call(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None
              ) -> tuple[int, bytes, str]:
         """Run git; return (status, stdout bytes, stderr) without raising on a non-zero status."""
         data = input.encode("utf-8") if isinstance(input, str) else input
         return self._exec(self._git, args, data, env)
 
-    def run_bytes(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None) -> bytes:
-        status, out, err = self.call(*args, input=input, env=env)
+    def _run_bytes(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None) -> bytes:
+        status, out, err = self._call(*args, input=input, env=env)
         if status != 0:
             raise self._error(args, status, err)
         return out
 
-    def run(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None) -> str:
+    def _run(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None) -> str:
         """Run git and return its stdout as text without the final newline; GitError on failure."""
-        return self.run_bytes(*args, input=input, env=env).decode("utf-8", "replace").rstrip("\n")
+        return self._run_bytes(*args, input=input, env=env).decode("utf-8", "replace").rstrip("\n")
 
     @staticmethod
     def _error(args: Sequence[str], status: int, stderr: str) -> GitError:
@@ -194,7 +194,7 @@ class GitRepo:
         if known in self._written:
             return known
         # --no-filters: the text is already what the blob must hold (no eol/clean conversion).
-        sha = self.run("hash-object", "-w", "--no-filters", "--stdin", input=data)
+        sha = self._run("hash-object", "-w", "--no-filters", "--stdin", input=data)
         self._written.add(sha)
         return sha
 
@@ -208,19 +208,19 @@ class GitRepo:
                 path = Path(tmp) / str(i)
                 path.write_bytes(data)
                 paths.append(str(path))
-            shas = self.run("hash-object", "-w", "--no-filters", "--stdin-paths", input="\n".join(paths) + "\n").split()
+            shas = self._run("hash-object", "-w", "--no-filters", "--stdin-paths", input="\n".join(paths) + "\n").split()
         self._written.update(shas)
         return shas
 
     def cat(self, rev: str) -> bytes:
-        return self.run_bytes("cat-file", "-p", rev)
+        return self._run_bytes("cat-file", "-p", rev)
 
     def cat_batch(self, names: Iterable[str]) -> dict[str, tuple[str, bytes] | None]:
         """Read many objects with one `git cat-file --batch`: name → (type, content), None when missing."""
         names = list(dict.fromkeys(names))
         if not names:
             return {}
-        out = self.run_bytes("cat-file", "--batch", input="".join(f"{n}\n" for n in names))
+        out = self._run_bytes("cat-file", "--batch", input="".join(f"{n}\n" for n in names))
         result: dict[str, tuple[str, bytes] | None] = {}
         pos = 0
         for name in names:
@@ -236,7 +236,7 @@ class GitRepo:
         return result
 
     def ls_tree(self, treeish: str, recursive: bool = False) -> list[TreeEntry]:
-        out = self.run_bytes("ls-tree", "-z", *(["-r"] if recursive else []), treeish).decode("utf-8", "replace")
+        out = self._run_bytes("ls-tree", "-z", *(["-r"] if recursive else []), treeish).decode("utf-8", "replace")
         entries = []
         for record in out.split("\0"):
             if record:
@@ -247,11 +247,11 @@ class GitRepo:
 
     def mktree(self, entries: Iterable[TreeEntry]) -> str:
         data = "".join(f"{e.mode} {e.type} {e.sha}\t{e.name}\0" for e in entries)
-        return self.run("mktree", "-z", input=data)
+        return self._run("mktree", "-z", input=data)
 
     def tree_entry(self, treeish: str, path: str) -> TreeEntry | None:
         """The entry at `path` (slash-separated, relative to the tree's root), or None."""
-        status, out, _ = self.call("ls-tree", "-z", "--full-tree", treeish, "--", path)
+        status, out, _ = self._call("ls-tree", "-z", "--full-tree", treeish, "--", path)
         record = out.decode("utf-8", "replace").split("\0")[0] if status == 0 else ""
         if not record:
             return None
@@ -290,12 +290,12 @@ class GitRepo:
         args = ["commit-tree", tree]
         for parent in parents:
             args += ["-p", parent]
-        return self.run(*args, "-F", "-", input=message)
+        return self._run(*args, "-F", "-", input=message)
 
     def make_tag(self, obj: str, name: str, message: str) -> str:
         """An annotated tag object on commit `obj` (no ref is created)."""
-        ident = self.run("var", "GIT_COMMITTER_IDENT")
-        return self.run("mktag", input=f"object {obj}\ntype commit\ntag {name}\ntagger {ident}\n\n{message}")
+        ident = self._run("var", "GIT_COMMITTER_IDENT")
+        return self._run("mktag", input=f"object {obj}\ntype commit\ntag {name}\ntagger {ident}\n\n{message}")
 
     def merge_file(self, ours: str, base: str, theirs: str) -> tuple[str, int]:
         """3-way merge of texts (git merge-file): (merged text, number of conflicts)."""
@@ -305,15 +305,135 @@ class GitRepo:
                 p = Path(tmp) / name
                 p.write_bytes(text.encode("utf-8"))
                 paths.append(str(p))
-            status, out, err = self.call("merge-file", "-p", *paths)
+            status, out, err = self._call("merge-file", "-p", *paths)
         if status < 0 or status > 127:
             raise self._error(["merge-file"], status, err)
         return out.decode("utf-8"), status
 
+    def blob_at(self, rev: str, path: str) -> bytes | None:
+        """The bytes of `path` in `rev` (a commit or tree-ish), or None when it has no such blob."""
+        status, data, _ = self._call("cat-file", "blob", f"{rev}:{path}")
+        return data if status == 0 else None
+
+    def diff(self, a: str, b: str, paths: Sequence[str]) -> str:
+        """git's unified diff of `paths` (literal) from `a` to `b`, no colour, no external diff driver."""
+        return self._run_bytes("--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", a, b, "--",
+                               *paths).decode("utf-8", "replace")
+
+    def empty_tree(self) -> str:
+        return self.mktree([])
+
+    # ------------------------------------------------------------------------------------------ commits
+    def parents(self, commit: str) -> list[str]:
+        return self._run("rev-parse", f"{commit}^@").split()
+
+    def commit_message(self, commit: str) -> str:
+        return self._run("log", "-1", "--format=%B", commit)
+
+    def commit_summary(self, commit: str) -> tuple[str, str]:
+        """(subject, "author name <email>, date") of a commit."""
+        out = self._run("log", "-1", "--format=%s%x1f%an <%ae>, %ad", "--date=short", commit)
+        subject, _, author = out.partition("\x1f")
+        return subject, author
+
+    def first_parent_chain(self, tip: str) -> list[tuple[str, int]]:
+        """(commit, committer time) along the first-parent chain of `tip`, newest first."""
+        return [(sha, int(date)) for sha, date in (line.split() for line in
+                self._run("log", "--first-parent", "--format=%H %ct", tip).splitlines())]
+
+    def grep_first_parent(self, tip: str, pattern: str) -> list[tuple[str, str, int, str]]:
+        """(commit, parents, committer time, message) of first-parent commits of `tip` whose message matches the
+        basic regex `pattern`, newest first."""
+        out = self._run("log", "--first-parent", "-z", f"--grep={pattern}", "--format=%H%x1f%P%x1f%ct%x1f%B", tip)
+        rows = []
+        for record in out.split("\0"):
+            if record.strip():
+                sha, parents, date, message = record.lstrip("\n").split("\x1f", 3)
+                rows.append((sha, parents, int(date or 0), message))
+        return rows
+
+    def find_by_trailers(self, tip: str, trailers: dict[str, str]) -> str | None:
+        """The newest first-parent commit of `tip` carrying every `Key: value` trailer line, or None."""
+        esc = lambda text: str(text).replace(".", "\\.").replace("*", "\\*").replace("[", "\\[")  # noqa: E731
+        greps = [f"--grep=^{key}: {esc(value)}$" for key, value in trailers.items()]
+        out = self._run("log", "--first-parent", "-1", "--all-match", "--format=%H", *greps, tip)
+        return out.strip() or None
+
+    def messages(self, commits: Sequence[str]) -> dict[str, str]:
+        """commit → full message, for many commits with one git call."""
+        if not commits:
+            return {}
+        out = self._run("log", "--no-walk=unsorted", "-z", "--format=%H%x1f%B", "--stdin", input="\n".join(commits))
+        pairs = (record.lstrip("\n").split("\x1f", 1) for record in out.split("\0") if "\x1f" in record)
+        return {sha: message for sha, message in pairs}
+
+    def subjects(self, commits: Sequence[str]) -> dict[str, str]:
+        if not commits:
+            return {}
+        out = self._run("log", "--no-walk=unsorted", "--format=%H%x1f%s", "--stdin", input="\n".join(commits))
+        return dict(line.split("\x1f", 1) for line in out.splitlines() if "\x1f" in line)
+
+    def rev_parse(self, rev: str) -> str:
+        return self._run("rev-parse", rev)
+
+    def current_branch(self) -> str | None:
+        """The short name of the branch HEAD points to (also when unborn), None when detached."""
+        status, out, _ = self._call("symbolic-ref", "--short", "-q", "HEAD")
+        return out.decode().strip() or None if status == 0 else None
+
+    def valid_branch_name(self, branch: str) -> bool:
+        """A name `git branch`/`git switch` accept (not only a valid ref: `-x` is a valid ref but an option)."""
+        if branch.startswith("-"):
+            return False
+        short = branch.removeprefix("refs/heads/")
+        return self._call("check-ref-format", "--branch", short)[0] == 0 and \
+            self._call("check-ref-format", R.branch_ref(branch))[0] == 0
+
+    # ------------------------------------------------------------------------------------------ working tree
+    def status_paths(self, paths: Sequence[str]) -> list[str]:
+        """`git status --porcelain` lines for `paths` (untracked files included)."""
+        return self._run("status", "--porcelain", "--untracked-files=all", "--", *paths).splitlines()
+
+    def commit_paths(self, paths: Sequence[str], message: str) -> str:
+        """Add and commit exactly `paths` (nothing else that is staged); returns the new HEAD."""
+        self._run("add", "--", *paths)
+        self._run("commit", "-q", "-m", message, "--only", "--", *paths)
+        return self._run("rev-parse", "HEAD")
+
+    def is_ignored(self, path: str) -> bool:
+        """True when git ignores `path` (relative to the root) by any .gitignore, info/exclude or global rule."""
+        return self._call("check-ignore", "-q", "--no-index", "--", path)[0] == 0
+
+    # ------------------------------------------------------------------------------------------ remotes
+    def ls_remote(self, remote: str) -> str:
+        return self._run("ls-remote", remote)
+
+    def fetch(self, remote: str, refspecs: Sequence[str]) -> None:
+        self._run("fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", remote, *refspecs)
+
+    def push(self, remote: str, refspecs: Sequence[str], *, atomic: bool) -> tuple[int, str]:
+        """(status, stderr) of `git push` (atomic when asked); the caller decides what a failure means."""
+        status, _, err = self._call("push", "--quiet", *(["--atomic"] if atomic else []), remote, *refspecs)
+        return status, err
+
+    # ------------------------------------------------------------------------------------------ housekeeping
+    def pack_refs(self) -> None:
+        self._run("pack-refs", "--all")
+
+    def repack(self) -> None:
+        self._call("repack", "-d", "-q")
+
+    def gc_auto(self, default_threshold: int) -> None:
+        """`git gc --auto` in the foreground, with `gc.auto` = `default_threshold` unless the repo sets it."""
+        opts = ["-c", "gc.autoDetach=false"]
+        if not self.config_get_all("gc.auto"):
+            opts += ["-c", f"gc.auto={default_threshold}"]
+        self._call(*opts, "gc", "--auto", "--quiet")
+
     # ------------------------------------------------------------------------------------------ refs
     def ref(self, name: str) -> str | None:
         """The object a full ref name points to (not peeled), or None when it does not exist."""
-        status, out, _ = self.call("rev-parse", "--verify", "--quiet", name)
+        status, out, _ = self._call("rev-parse", "--verify", "--quiet", name)
         return out.decode().strip() if status == 0 else None
 
     def refs(self, names: Sequence[str]) -> dict[str, str | None]:
@@ -325,18 +445,18 @@ class GitRepo:
         """The commit `rev` names (any git revision, peeled), or None."""
         if not rev or rev.startswith("-"):
             return None
-        status, out, _ = self.call("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+        status, out, _ = self._call("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
         return out.decode().strip() if status == 0 else None
 
     def for_each_ref(self, fields: Sequence[str], *patterns: str, sort: str | None = None) -> list[list[str]]:
         """One row of `fields` (for-each-ref atoms without %( )) per ref under `patterns`."""
         fmt = "%1f".join(f"%({f})" for f in fields) + "%1e"
         args = ["for-each-ref", f"--format={fmt}", *([f"--sort={sort}"] if sort else []), *patterns]
-        out = self.run_bytes(*args).decode("utf-8", "replace")
+        out = self._run_bytes(*args).decode("utf-8", "replace")
         return [rec.lstrip("\n").split("\x1f") for rec in out.split("\x1e") if rec.strip("\n")]
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        return self.call("merge-base", "--is-ancestor", ancestor, descendant)[0] == 0
+        return self._call("merge-base", "--is-ancestor", ancestor, descendant)[0] == 0
 
     def transaction(self, updates: Sequence[RefUpdate], reason: str) -> None:
         """Apply `updates` atomically with compare-and-swap on their old values (all or nothing).
@@ -352,23 +472,23 @@ class GitRepo:
             else:
                 raise ValueError(f"unknown ref op {u.op!r}")
         lines += ["prepare", "commit"]
-        self.run("update-ref", "-m", reason, "--stdin", input="\n".join(lines) + "\n")
+        self._run("update-ref", "-m", reason, "--stdin", input="\n".join(lines) + "\n")
 
     def delete_ref(self, ref: str) -> None:
-        self.call("update-ref", "-d", ref)
+        self._call("update-ref", "-d", ref)
 
     # ------------------------------------------------------------------------------------------ notes
     def notes_map(self, ref: str = R.NOTES_REF) -> dict[str, str]:
         """annotated commit → note blob, for every note under `ref` (one `git notes list`)."""
         if self.ref(ref) is None:
             return {}
-        out = self.run("notes", "--ref", ref, "list")
+        out = self._run("notes", "--ref", ref, "list")
         pairs = (line.split() for line in out.splitlines() if line.strip())
         return {obj: blob for blob, obj in pairs}
 
     def note_text(self, commit: str, ref: str = R.NOTES_REF) -> str | None:
         """The note on `commit` under `ref`, or None when it has none."""
-        status, out, _ = self.call("notes", "--ref", ref, "show", commit)
+        status, out, _ = self._call("notes", "--ref", ref, "show", commit)
         return out.decode("utf-8", "replace") if status == 0 else None
 
     def _scratch_notes(self, start: str | None, action) -> str | None:
@@ -378,11 +498,11 @@ class GitRepo:
         quiet = ("-c", "core.logAllRefUpdates=false")
         try:
             if start:
-                self.run(*quiet, "update-ref", tmp, start, self.zero)
+                self._run(*quiet, "update-ref", tmp, start, self.zero)
             action(tmp, quiet)
             return self.ref(tmp)
         finally:
-            self.call(*quiet, "update-ref", "-d", tmp)
+            self._call(*quiet, "update-ref", "-d", tmp)
 
     def build_notes(self, additions: dict[str, str], ref: str = R.NOTES_REF) -> tuple[str | None, str | None]:
         """Build (without moving `ref`) the notes commit that appends `additions` (commit → text) to `ref`'s notes.
@@ -393,7 +513,7 @@ class GitRepo:
 
         def append(tmp: str, quiet) -> None:
             for commit, text in additions.items():
-                self.run(*quiet, "notes", "--ref", tmp, "append", "-F", "-", commit, input=text)
+                self._run(*quiet, "notes", "--ref", tmp, "append", "-F", "-", commit, input=text)
 
         return old, self._scratch_notes(old, append)
 
@@ -404,13 +524,13 @@ class GitRepo:
             return old, other if old is None else old
 
         def merge(tmp: str, quiet) -> None:
-            self.run(*quiet, "notes", "--ref", tmp, "merge", "-q", "-s", "cat_sort_uniq", other)
+            self._run(*quiet, "notes", "--ref", tmp, "merge", "-q", "-s", "cat_sort_uniq", other)
 
         return old, self._scratch_notes(old, merge)
 
     # ------------------------------------------------------------------------------------------ worktrees
     def worktrees(self) -> list[Worktree]:
-        out = self.run_bytes("worktree", "list", "--porcelain", "-z").decode("utf-8", "replace")
+        out = self._run_bytes("worktree", "list", "--porcelain", "-z").decode("utf-8", "replace")
         result: list[Worktree] = []
         for block in out.split("\0\0"):
             fields = dict((line.partition(" ")[0], line.partition(" ")[2]) for line in block.split("\0") if line)
@@ -419,13 +539,13 @@ class GitRepo:
                                        "bare" in fields))
         return result
 
-    def in_worktree(self, wt: Path, *args: str, input: str | bytes | None = None) -> str:
+    def _in_worktree(self, wt: Path, *args: str, input: str | bytes | None = None) -> str:
         """Run git inside worktree `wt` (its own index and HEAD); pathspecs are taken literally."""
-        return self.run("--literal-pathspecs", "-C", str(wt), *args, input=input)
+        return self._run("--literal-pathspecs", "-C", str(wt), *args, input=input)
 
     def index_entries(self, wt: Path, path: str) -> list[tuple[str, str, int]]:
         """(mode, blob, stage) of `path` in worktree `wt`'s index."""
-        out = self.in_worktree(wt, "ls-files", "-s", "-z", "--", path)
+        out = self._in_worktree(wt, "ls-files", "-s", "-z", "--", path)
         rows = []
         for record in out.split("\0"):
             if record:
@@ -439,25 +559,29 @@ class GitRepo:
         """The blob id the working file would get if added (clean/eol filters applied); None when missing."""
         if not (wt / path).is_file():
             return None
-        return self.in_worktree(wt, "hash-object", "--", path)
+        return self._in_worktree(wt, "hash-object", "--", path)
 
-    def checkout_blob(self, wt: Path, path: str, mode: str, blob: str) -> None:
-        """Set `path`'s index entry in `wt` to `blob` and write the file from it (smudge/eol as git would)."""
-        self.in_worktree(wt, "update-index", "--cacheinfo", f"{mode},{blob},{path}")
-        self.in_worktree(wt, "checkout-index", "-f", "-u", "--", path)
+    def checkout_path(self, wt: Path, commit: str, path: str) -> None:
+        """Set `path`'s index entry and file in worktree `wt` to their state in `commit`, in ONE git command (git
+        writes the file, then the index): a kill can leave the file new and the index old, never the reverse."""
+        self._in_worktree(wt, "checkout", "--no-overlay", commit, "--", path)
+
+    def ff_merge(self, wt: Path, commit: str) -> None:
+        """`git merge --ff-only` in worktree `wt` (its checked-out branch, index and files move to `commit`)."""
+        self._in_worktree(wt, "merge", "--ff-only", "--quiet", commit)
 
     # ------------------------------------------------------------------------------------------ config
     def config_get_all(self, key: str) -> list[str]:
-        status, out, _ = self.call("config", "--get-all", key)
+        status, out, _ = self._call("config", "--get-all", key)
         return out.decode().splitlines() if status == 0 else []
 
     def config_add(self, key: str, value: str) -> None:
-        self.run("config", "--add", key, value)
+        self._run("config", "--add", key, value)
 
     def config_set(self, key: str, value: str) -> None:
-        self.run("config", key, value)
+        self._run("config", key, value)
 
     def git_path(self, name: str) -> Path:
         """`git rev-parse --git-path` (honours core.hooksPath for "hooks")."""
-        path = Path(self.run("rev-parse", "--git-path", name))
+        path = Path(self._run("rev-parse", "--git-path", name))
         return path if path.is_absolute() else (self.root / path)

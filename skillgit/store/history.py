@@ -154,21 +154,19 @@ def concurrently(*thunks):
 def scan(store: "Store") -> list[LogEntry]:
     """Every step entry (seed, accepted, rejected, revert) in history order, without reading notes."""
     repo, tip = store.repo, store.tip()
-    chain, out, rejected = concurrently(
-        lambda: repo.run("log", "--first-parent", "--format=%H %ct", tip),
-        lambda: repo.run("log", "--first-parent", "-z", "--grep=^Skillgit-", "--format=%H%x1f%P%x1f%ct%x1f%B", tip),
+    chain, rows, rejected = concurrently(
+        lambda: repo.first_parent_chain(tip),
+        lambda: repo.grep_first_parent(tip, "^Skillgit-"),
         lambda: rejected_entries(store))
-    chain_rows = [line.split() for line in chain.splitlines()]
-    chain_rows.reverse()
-    position = {sha: i for i, (sha, _) in enumerate(chain_rows)}
-    chain_dates = [int(d) for _, d in chain_rows]
+    chain.reverse()
+    position = {sha: i for i, (sha, _) in enumerate(chain)}
+    chain_dates = [d for _, d in chain]
 
     entries: list[LogEntry] = []
-    for record in out.split("\0"):
-        if record.strip():
-            entry = _commit_entry(*record.lstrip("\n").split("\x1f", 3))
-            if entry is not None:
-                entries.append(entry)
+    for sha, parents, date, message in rows:
+        entry = _commit_entry(sha, parents, str(date), message)
+        if entry is not None:
+            entries.append(entry)
     entries += rejected
 
     # A seed per run: the commit its earliest step was built on.
@@ -180,8 +178,7 @@ def scan(store: "Store") -> list[LogEntry]:
     subjects = {e.sha: e.subject for e in entries if e.verdict != "rejected"}
     missing = [e.parent for e in first.values() if e.parent and e.parent not in subjects]
     if missing:
-        listing = repo.run("log", "--no-walk=unsorted", "--format=%H%x1f%s", "--stdin", input="\n".join(missing))
-        subjects.update(line.split("\x1f", 1) for line in listing.splitlines() if "\x1f" in line)
+        subjects.update(repo.subjects(missing))
     for run, e in first.items():
         if e.parent:
             entries.append(LogEntry(run, 0, "seed", e.parent, subjects.get(e.parent, ""), date=e.date))

@@ -59,6 +59,7 @@ class InitReport:
     created_repo: bool = False
     created_skill: bool = False
     config_written: bool = False
+    env_ignored: bool = False  # `.env` was added to .gitignore
     committed: str | None = None
     hooks: list[str] = field(default_factory=list)
     todo: list[str] = field(default_factory=list)  # commands the user still has to run
@@ -144,10 +145,9 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
         created_repo = True
     if repo.bare:
         raise SkillgitError(f"{repo.root} is a bare repository", "run `skillgit init` in a clone with a working tree")
-    status, out, _ = repo.call("symbolic-ref", "--short", "-q", "HEAD")
-    current = out.decode().strip() if status == 0 else None
+    current = repo.current_branch()
     branch = branch or current or "main"
-    if repo.call("check-ref-format", R.branch_ref(branch))[0] != 0:
+    if not repo.valid_branch_name(branch):
         raise SkillgitError(f"invalid branch name '{branch}'", "pass --branch NAME with a valid branch name")
 
     if skill:
@@ -185,20 +185,33 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
     _configure(repo)
     if hooks:
         report.hooks = install_hooks(repo)
-
     paths = [rel, CONFIG_NAME]
-    changed = repo.run("status", "--porcelain", "--untracked-files=all", "--", *paths).splitlines()
+    if _ignore_dotenv(repo):
+        report.env_ignored = True
+    ignore = repo.root / ".gitignore"
+    if ignore.exists() and ".env" in ignore.read_text(encoding="utf-8").splitlines():
+        paths.append(".gitignore")
+
+    changed = repo.status_paths(paths)
     pending = [p for p in paths if any(line[3:].strip('"') == p for line in changed)]
     if commit and pending:
-        repo.run("add", "--", *pending)
-        repo.run("commit", "-q", "-m", f"skillgit: track {rel}", "--only", "--", *pending)
-        report.committed = repo.run("rev-parse", "HEAD")
+        report.committed = repo.commit_paths(pending, f"skillgit: track {rel}")
     elif pending:
         quoted = " ".join(pending)
         if current != branch:
             report.todo.append(f"git switch {branch}" if repo.ref(R.branch_ref(branch)) else f"git switch -c {branch}")
         report.todo += [f"git add {quoted}", f"git commit -m 'Track {rel} with skillgit' -- {quoted}"]
     return report
+
+
+def _ignore_dotenv(repo: GitRepo) -> bool:
+    """Make sure `.env` (where the config tells users to put API keys) is ignored; True when .gitignore changed."""
+    if repo.is_ignored(".env"):
+        return False
+    ignore = repo.root / ".gitignore"
+    text = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
+    ignore.write_text(text + ("" if not text or text.endswith("\n") else "\n") + ".env\n", encoding="utf-8")
+    return True
 
 
 def _config_mismatch(config: Path, rel: str, branch: str) -> list[str]:

@@ -45,7 +45,7 @@ class GcReport:
 
 def _remote_refs(store: "Store", remote: str) -> dict[str, str]:
     try:
-        out = store.repo.run("ls-remote", remote)
+        out = store.repo.ls_remote(remote)
     except GitError as exc:
         raise GitStateError(f"cannot reach remote '{remote}': {exc.message.split(': ', 1)[-1]}",
                             "check `git remote -v` (add one with `git remote add origin URL`) or pass a path/URL"
@@ -60,7 +60,7 @@ def _remote_refs(store: "Store", remote: str) -> dict[str, str]:
 
 def _fetch(store: "Store", remote: str, refspecs: list[str]) -> None:
     if refspecs:
-        store.repo.run("fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", remote, *refspecs)
+        store.repo.fetch(remote, refspecs)
 
 
 def _merged_archive(store: "Store", other: str | None, remote: str) -> tuple[str | None, str | None]:
@@ -160,11 +160,11 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
     if fast_forward and worktrees:
         # Checked out: let git do exactly what `git merge --ff-only` does there (it refuses on local changes).
         try:
-            repo.in_worktree(worktrees[0].path, "merge", "--ff-only", "--quiet", theirs)
+            repo.ff_merge(worktrees[0].path, theirs)
         except GitError as exc:
             raise GitStateError(f"cannot fast-forward '{store.branch}' in {worktrees[0].path}: "
                                 f"{exc.message.split(': ', 1)[-1]}",
-                                "commit or stash your local changes, then run `skillgit pull` again") from None
+                                "stash your local changes (git stash), run `skillgit pull` again, then `git stash pop`") from None
     elif fast_forward:
         updates.insert(0, RefUpdate("update", store.branch_ref, theirs, local))
     if fast_forward:
@@ -206,9 +206,9 @@ def push(store: "Store", remote: str = "origin") -> SyncReport:
         report.branch = "up to date"
     elif store.branch_ref not in remote_refs:
         report.branch = "created"
-    status, _, err = repo.call("push", "--quiet", "--atomic", remote, *refspecs)
+    status, err = repo.push(remote, refspecs, atomic=True)
     if status != 0 and "atomic" in err and "support" in err:
-        status, _, err = repo.call("push", "--quiet", remote, *refspecs)
+        status, err = repo.push(remote, refspecs, atomic=False)
     if status != 0:
         lines = [line.strip() for line in err.splitlines() if line.strip()]
         why = next((line for line in lines if "rejected" in line or "error:" in line), lines[0] if lines else "")
@@ -239,9 +239,7 @@ def gc(store: "Store", keep: int = 20) -> GcReport:
     if fold:
         tag_objs = {ref: obj for ref, obj in repo.for_each_ref(["refname", "objectname"], R.REJECTED_PREFIX)}
         raw = repo.cat_batch(tag_objs.values())
-        messages = repo.run("log", "--no-walk=unsorted", "-z", "--format=%H%x1f%B", "--stdin",
-                            input="\n".join(e.sha for e in fold))
-        commit_msgs = dict(r.lstrip("\n").split("\x1f", 1) for r in messages.split("\0") if "\x1f" in r)
+        commit_msgs = repo.messages([e.sha for e in fold])
         entries = {e.name: e for e in repo.ls_tree(archive)} if archive else {}
         updates, docs = [], []
         for e in fold:
@@ -266,6 +264,6 @@ def gc(store: "Store", keep: int = 20) -> GcReport:
                            f"skillgit gc: fold {len(fold)} rejected tags")
         archive = new
     _drop_stale_scratch_refs(store)
-    repo.run("pack-refs", "--all")
+    repo.pack_refs()
     store.maintain(pack_now=True)  # the archive records (one per folded tag) are new loose objects
     return GcReport(len(fold), len(live) - len(fold), archive)

@@ -1,0 +1,50 @@
+"""What the stages of a step need from a run, and nothing of the run itself.
+
+`StepContext` bundles the config, the (metered, cached) student, the scorer, the val evaluator, the ledger and the
+event sink. `modes`, `epoch` and `decide` take it instead of the `Trainer`, so each can be used — and tested —
+without a run. Randomness comes only from `rng(*parts)`: seeded by `train.seed` and the parts the caller names
+(a step, an epoch), never by the run id or the clock, so the same project, seed and replies give the same run.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from skillgit.config import Config
+from skillgit.llm.base import Student
+from skillgit.loop.events import EventSink, Progress, StageStarted
+from skillgit.loop.gate import Evaluator
+from skillgit.loop.ledger import Ledger
+from skillgit.loop.stages import Scorer
+from skillgit.types import Item
+
+
+@dataclass(frozen=True)
+class StepContext:
+    cfg: Config
+    student: Student
+    scorer: Scorer
+    evaluator: Evaluator
+    ledger: Ledger
+    emit: EventSink
+    train: tuple[Item, ...]
+
+    def stage(self, step: int | str, name: str) -> None:
+        """Announce a stage; the metered student books its calls under it."""
+        if hasattr(self.student, "stage"):
+            self.student.stage = name.split(":")[0]  # type: ignore[attr-defined]
+        self.emit(StageStarted(str(step), name))
+
+    def progress(self, step: int | str, stage: str):
+        def report(done: int, total: int) -> None:
+            self.emit(Progress(str(step), stage, done, total))
+        return report
+
+    def rng(self, *parts: Any) -> random.Random:
+        return random.Random(":".join(str(p) for p in (self.cfg.train.seed, *parts)))
+
+    @property
+    def workers(self) -> int:
+        return self.cfg.env.workers

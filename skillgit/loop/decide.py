@@ -1,0 +1,117 @@
+"""The one gated-commit path: candidate → gate → commit → decide → notes.
+
+Every producer of a candidate (a numbered step, an epoch's slow update and meta reflect; later sleep and `check`)
+hands a `Proposal` to `gated_commit`. Contract:
+- The candidate commit's parent is `proposal.base`, the tip whose skill text the candidate was derived from —
+  never whatever the branch points to now — and the decision moves the branch with compare-and-swap on that base.
+  So a commit, `skillgit revert` or `skillgit pull` that landed on the skill branch while the step worked is never
+  built over: `BranchMoved` is raised, nothing is decided, the candidate ref is dropped, and the run stops
+  (exit 3) with a hint naming the commit that moved the branch; `skillgit train` continues from the new tip.
+- An unchanged or invalid candidate is rejected without scoring (its reason says why).
+- The gate compares on the val items both skills were scored on, retrying unknown ones first, and refuses to
+  judge below `evaluation.min_val_coverage` (see `gate.decide`). `force` (an unconditional slow update) accepts
+  whatever the gate said and records what it said.
+- The candidate, gate and decision notes land in the same ref transaction as the branch move or rejected tag, so
+  a decision never exists without its why; every string a model wrote is redacted and stripped of control
+  characters before it reaches a commit message, trailer or note.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from skillgit import redact, textsafe
+from skillgit.loop import gate as gate_mod
+from skillgit.loop.context import StepContext
+from skillgit.records import StepKind, StepOutcome, UpdateRecord, Verdict
+from skillgit.store import Store
+from skillgit.store.core import BranchMoved
+from skillgit.types import Edit, Usage
+
+__all__ = ["Proposal", "gated_commit", "BranchMoved", "subject_of"]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    step: int | str
+    epoch: int  # 0-based
+    kind: StepKind
+    base: str  # the commit the candidate was derived from
+    before: str  # the skill text at `base`
+    after: str  # the candidate's skill text
+    record: UpdateRecord
+    force: bool = False
+
+
+def subject_of(kind: StepKind, applied: list[Edit], delta: float) -> str:
+    if not applied:
+        head = "no applicable edit"
+    else:
+        head = applied[0].summary(56)
+        if len(applied) > 1:
+            head += f" (+{len(applied) - 1} more)"
+    return textsafe.clean(f"{kind.subject_prefix}: {head} ({delta * 100:+.1f} val)", multiline=False)
+
+
+def _usage_of(diff: Mapping[str, Any]) -> Usage:
+    total = Usage()
+    for usage in diff.get("by_stage", {}).values():
+        total = total + Usage.from_dict(usage)
+    return total
+
+
+def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: Proposal,
+                 current: gate_mod.SplitScore, usage_before: Mapping[str, Any]
+                 ) -> tuple[StepOutcome, gate_mod.SplitScore]:
+    """Gate `proposal` against `current` (the base's val score), commit it as a candidate on its base and decide
+    it. Returns the outcome and the val score of the skill the branch now holds."""
+    p, ecfg = proposal, ctx.cfg.evaluation
+    metric, weight = ecfg.gate_metric, ecfg.mixed_weight
+    applied = [r.edit for r in p.record.applied]
+    val_items = [i.id for i in ctx.evaluator.splits["val"]]
+    if p.after == p.before or p.record.invalid:
+        score = current.mean(metric, weight)
+        verdict = gate_mod.GateResult(False, score, score, p.record.invalid or "no edit could be applied")
+        cand_score = current
+    else:
+        ctx.stage(p.step, "gate")
+        with ctx.ledger.timed("gate"):
+            cand_score = ctx.evaluator.score(p.after, "val", ctx.progress(p.step, "gate"))
+        verdict = gate_mod.decide(ecfg, current, cand_score, items=val_items,
+                                  seed=zlib.crc32(f"{ctx.cfg.train.seed}:{p.step}".encode()))
+        if p.force and not verdict.accept:
+            verdict = dataclasses.replace(verdict, accept=True,
+                                          reason=f"forced by configuration (gate said: {verdict.reason})")
+    usage = ctx.ledger.diff_since(usage_before)
+    reason = textsafe.clean(redact.redact(verdict.reason), multiline=False)
+    summaries = tuple(textsafe.clean(redact.redact(e.summary(100)), multiline=False) for e in applied)
+    outcome = StepOutcome(run=run, step=str(p.step), kind=p.kind, epoch=p.epoch + 1, seq=seq,
+                          verdict=Verdict.ACCEPTED if verdict.accept else Verdict.REJECTED,
+                          score_before=round(verdict.before, 6), score_after=round(verdict.after, 6), reason=reason,
+                          edits=summaries, coverage=verdict.coverage, p_value=verdict.p_value, usage=_usage_of(usage))
+    trailers = {"Skillgit-Run": run, "Skillgit-Step": str(p.step), "Skillgit-Seq": str(seq),
+                "Skillgit-Epoch": str(p.epoch + 1), "Skillgit-Kind": p.kind.value, "Skillgit-Metric": f"val.{metric}",
+                "Skillgit-Score": f"{verdict.after:.4f}", "Skillgit-Delta": f"{verdict.delta:+.4f}"}
+    body = "\n".join(f"- {s}" for s in summaries) or "(no edit applied)"
+    candidate_note = redact.redact_mapping({"kind": "candidate", "run": run, "step": p.step, "epoch": p.epoch + 1,
+                                            "type": p.kind.value, **p.record.to_dict(), "usage": usage,
+                                            "edits": [e.to_dict() for e in applied]})
+    gate_note = {"kind": "gate", "run": run, "step": p.step, "metric": metric,
+                 "score_before": round(verdict.before, 6), "score_after": round(verdict.after, 6),
+                 "p_value": verdict.p_value, "reason": reason,
+                 "coverage": verdict.coverage.to_dict() if verdict.coverage else None,
+                 "val": cand_score.to_record() if cand_score is not current else None}
+    ctx.stage(p.step, "decide")
+    cand = store.propose(p.after, base=p.base, run=run, step=p.step, subject=subject_of(p.kind, applied, verdict.delta),
+                         body=body, trailers=trailers, note=[candidate_note], defer_note=True)
+    try:
+        store.decide(cand, accept=verdict.accept, reason=reason, score_before=verdict.before,
+                     score_after=verdict.after, note=[gate_note], decision=outcome.to_note(store.branch))
+    except BranchMoved:
+        store.discard(cand)  # nothing was decided: leave no pending candidate behind
+        raise
+    outcome = dataclasses.replace(outcome, sha=cand.sha, parent=cand.parent)
+    return outcome, (cand_score if verdict.accept else current)

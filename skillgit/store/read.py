@@ -1,0 +1,96 @@
+"""The read API over a skill's history: what `skillgit log/show/status`, reports and servers call.
+
+Nothing here writes, and nothing here fails on a malformed note: bad lines are counted and skipped (`corrupt`),
+numbers that are not numbers read as None. Records come back typed (`StepOutcome`, `UpdateRecord`,
+`RunProgress`); the raw note records stay available for `--full` views.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from skillgit.errors import SkillgitError
+from skillgit.records import RunProgress, StepOutcome, UpdateRecord
+from skillgit.store import notes as N
+from skillgit.store.core import Store
+from skillgit.store.history import LogEntry
+
+
+@dataclass(frozen=True)
+class StepDetail:
+    """One revision of the skill with everything git knows about it."""
+
+    rev: str
+    sha: str
+    parent: str | None
+    subject: str
+    body: str
+    trailers: Mapping[str, str]
+    message: str
+    diff: str
+    outcome: StepOutcome | None = None  # the decision, when this commit was decided by skillgit
+    update: UpdateRecord | None = None  # how the candidate was built
+    gate: Mapping[str, Any] | None = None  # the gate's record (per-item val scores, coverage)
+    revert: Mapping[str, Any] | None = None
+    notes: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)  # every parsable note record
+    corrupt_lines: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rev": self.rev, "sha": self.sha, "parent": self.parent, "subject": self.subject,
+                "trailers": dict(self.trailers), "message": self.message, "diff": self.diff,
+                "outcome": self.outcome.to_dict() if self.outcome else None,
+                "update": self.update.to_dict() if self.update else None, "gate": self.gate, "revert": self.revert,
+                "notes": [dict(n) for n in self.notes], "corrupt_lines": self.corrupt_lines}
+
+
+def _first(records: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
+    return next(iter(N.of_kind(records, kind)), None)
+
+
+def show(store: Store, rev: str) -> StepDetail:
+    """The revision `rev` names (a step, run/step, rejected/run/step, or any git revision)."""
+    sha = store.resolve(rev)
+    parents = store.repo.parents(sha)
+    parent = parents[0] if parents else None
+    message = store.repo.commit_message(sha)
+    subject, body, trailers = N.parse_message(message)
+    diff = store.diff(parent or store.repo.empty_tree(), sha)
+    records, corrupt = N.decode_lenient(store.repo.note_text(sha) or "")
+    decision, candidate = _first(records, "decision"), _first(records, "candidate")
+    outcome = None
+    if decision is not None:
+        try:
+            outcome = StepOutcome.from_dict({**decision, "sha": sha})
+        except (ValueError, TypeError):
+            corrupt += 1
+    return StepDetail(rev, sha, parent, subject, body, trailers, message, diff, outcome,
+                      UpdateRecord.from_dict(candidate) if candidate else None, _first(records, "gate"),
+                      _first(records, "revert"), tuple(records), corrupt)
+
+
+def history(store: Store, run: str | None = None) -> list[LogEntry]:
+    """Seeds, accepted, rejected (also archived) and revert entries, oldest → newest."""
+    return store.history(run)
+
+
+def runs(store: Store) -> list[str]:
+    """Run ids, most recently saved first."""
+    return store.list_runs()
+
+
+def run_progress(store: Store, run: str | None = None) -> RunProgress:
+    """The saved progress of `run` (default: the newest run). SkillgitError (with a hint) when there is none."""
+    known = store.list_runs()
+    if not known:
+        raise SkillgitError("no training run in this repository yet", "start one with `skillgit train`")
+    run_id = run or known[0]
+    files = store.load_run(run_id)
+    if not files or "progress.json" not in files:
+        raise SkillgitError(f"unknown run '{run_id}'", f"known runs: {', '.join(known[:5])}")
+    try:
+        return RunProgress.from_dict(json.loads(files["progress.json"]))
+    except (ValueError, TypeError) as exc:
+        raise SkillgitError(f"run '{run_id}' has an unreadable progress record ({exc})",
+                            f"inspect it with `git show refs/skillgit/runs/{run_id}:progress.json`") from None
