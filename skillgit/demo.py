@@ -102,7 +102,7 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay)
         project = open_project(folder, None, [f"train.max_steps={steps}"])
         session = open_session(project)
         seed_text = session.store.read_skill()
-        trainer = build_trainer(session, resume=False, on_event=display.handle)
+        trainer = build_trainer(session, run_id=f"demo-seed{seed}", resume=False, on_event=display.handle)
         with display:
             result = trainer.train()
         out = console.out

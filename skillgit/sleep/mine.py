@@ -1,0 +1,625 @@
+"""Mining: from harvested sessions to the tasks that recur or failed, as replayable skillgit tasks.
+
+Contracts:
+- `split_units(session)` cuts a session into task units: a person's request, the agent's work until the next
+  request, and its outcome signals — shell commands, test runs with their verdict (pytest, jest/vitest/npm, go,
+  cargo summaries; else the exit code), files written, the person's corrections ("no, …", "that's wrong",
+  "revert", "still failing", an interruption), revert commands (`git checkout -- …`, `git restore`, `git revert`,
+  `git reset --hard`, `git stash`) and acceptance ("thanks", "looks good"). A correction stays in its unit as a
+  follow-up; anything else a person says starts a new unit.
+- `group_units` clusters units by TF-IDF cosine over normalised request words + the files the unit wrote + its
+  test command, with average-linkage agglomeration stopped at `threshold`; no model is needed, and the result is
+  deterministic for the same units.
+- `mine(sessions)` keeps groups seen in at least `min_sessions` sessions or holding a failed unit, and returns one
+  `MinedTask` each: agentic (the repository at the session's commit when known, else HEAD; the representative
+  prompt; verify = the test command the sessions ran, or a judge rubric when none ran) or text (nothing was run or
+  written). Its id is a hash of the group's normalised requests and test command: the same group, the same id.
+  `label(group) -> str`, when given, replaces the representative prompt (a teacher's relabelling hook).
+- `write_tasks` / `read_tasks`: a reviewable JSONL file whose first line is the header
+  `{"skillgit_mined_tasks": 1, "reviewed": false, …}`; `reviewed` round-trips. Rows: agentic
+  `{"id", "prompt", "workspace": {"repo": ".", "rev"}, "setup": [], "verify": {"command", "timeout_s", "result":
+  "pytest"|"exit_code"} | {"rubric"}, "metadata": {"source": "sleep", "kind", "sessions", "signals"}}`; text
+  `{"id", "input", "verify": {"rubric"}, "metadata": {…}}` (loadable by `skillgit.tasks`). With a `Scrubber`,
+  every string is scrubbed again on the way out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import subprocess
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillgit.errors import SkillgitError
+from skillgit.sleep.model import Session, ToolCall
+from skillgit.sleep.readers._common import as_dict
+from skillgit.sleep.scrub import Scrubber
+
+HEADER_KEY = "skillgit_mined_tasks"
+FORMAT_VERSION = 1
+DEFAULT_THRESHOLD = 0.3
+DEFAULT_TIMEOUT_S = 600
+
+# ------------------------------------------------------------------------------------------------ signals
+_CORRECTION = re.compile(
+    r"(?i)^\s*(?:no\s*[,.!:;]|nope\b|wrong\b|stop\b|undo\b|revert\b)"
+    r"|\b(?:that'?s|that is|this is|it'?s) (?:wrong|not right|incorrect|not what)\b|\bnot what i\b"
+    r"|\b(?:does ?n[o']t|did ?n[o']t|still (?:does ?n[o']t)) work\b|\bstill (?:fail\w*|broken|red|wrong|erroring)\b"
+    r"|\byou broke\b|\brevert (?:that|this|it|the)\b|\bundo (?:that|this|it)\b|\btry again\b"
+    r"|\[request interrupted by user")
+_ACCEPT = re.compile(r"(?i)^\s*(?:thanks|thank you|thx|great|perfect|lgtm|looks good|nice|awesome|excellent|"
+                     r"that works|works(?: now)?|cool|ok(?:ay)?,? thanks)\b[\s!.,]*")
+_REVERT = re.compile(r"\bgit\s+(?:checkout\s+(?:\S+\s+)?--(?:\s|$)|restore\b|revert\b|reset\s+--hard\b|"
+                     r"stash(?!\s+(?:list|show)\b))")
+_TEST_COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("pytest", re.compile(r"\b(?:py\.test|pytest)\b")),
+    ("npm", re.compile(r"\b(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test\b|\b(?:jest|vitest)\b")),
+    ("go", re.compile(r"\bgo\s+test\b")),
+    ("cargo", re.compile(r"\bcargo\s+(?:test|nextest)\b")),
+    ("other", re.compile(r"\bmake\s+(?:test|check)\b|\btox\b|\bnox\b|-m\s+unittest\b|\bctest\b|\bmvn\s+test\b|"
+                         r"\bgradle\w*\s+test\b")),
+)
+_PYTEST_LINE = re.compile(r"(?m)^.*\b\d+ (?:passed|failed|errors?)\b.*\bin [\d.]+s\b.*$|^.*no tests ran.*$")
+_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
+_JEST = re.compile(r"(?m)^\s*Tests:?\s+(.*)$")
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """One run of a test command: `passed` is None when no verdict could be read."""
+
+    __test__ = False  # not a pytest test class
+    command: str
+    framework: str
+    passed: bool | None
+    summary: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"command": self.command, "framework": self.framework, "passed": self.passed, "summary": self.summary}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TestRun:
+        return cls(str(data.get("command", "")), str(data.get("framework", "")), data.get("passed"),
+                   str(data.get("summary", "")))
+
+
+def detect_test_runner(command: str) -> str | None:
+    """The test runner a shell command invokes (pytest, npm, go, cargo, other), or None."""
+    for name, pattern in _TEST_COMMANDS:
+        if pattern.search(command):
+            return name
+    return None
+
+
+def parse_test_output(output: str, exit_code: int | None = None, is_error: bool = False) -> tuple[bool | None, str]:
+    """(passed, summary) read from a test runner's output; falls back to the exit code, then to `is_error`."""
+    text = output or ""
+    lines = _PYTEST_LINE.findall(text)
+    if lines:
+        line = lines[-1]
+        counts = Counter({kind.rstrip("s") if kind.startswith("error") else kind: int(n)
+                          for n, kind in _COUNT.findall(line)})
+        summary = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no tests ran"
+        if counts["failed"] or counts["error"]:
+            return False, summary
+        return (True, summary) if counts["passed"] else (None, summary)
+    jest = _JEST.findall(text)
+    if jest and re.search(r"\d+ (?:passed|failed)", jest[-1]):
+        summary = jest[-1].strip()
+        return ("failed" not in summary), summary
+    if re.search(r"(?m)^--- FAIL|^FAIL\b|test result: FAILED", text):
+        return False, "FAIL"
+    if re.search(r"(?m)^ok\s+\S+|test result: ok\.", text):
+        return True, "ok"
+    if exit_code is not None:
+        return exit_code == 0, f"exit code {exit_code}"
+    if is_error:
+        return False, "tool error"
+    return None, ""
+
+
+# ------------------------------------------------------------------------------------------------ units
+@dataclass(frozen=True)
+class TaskUnit:
+    """A person's request and what followed it, up to their next request."""
+
+    source: str
+    session_id: str
+    index: int
+    request: str
+    first_turn: int = 0
+    last_turn: int = 0
+    followups: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    test_runs: tuple[TestRun, ...] = ()
+    paths: tuple[str, ...] = ()
+    corrections: int = 0
+    reverts: int = 0
+    accepted: bool = False
+    timestamp: str | None = None
+    cwd: str | None = None
+    git_branch: str | None = None
+    git_commit: str | None = None
+
+    @property
+    def session_key(self) -> str:
+        return f"{self.source}:{self.session_id}"
+
+    @property
+    def last_test(self) -> TestRun | None:
+        return self.test_runs[-1] if self.test_runs else None
+
+    @property
+    def outcome(self) -> str:
+        """failed | passed | unknown: the last test verdict, overridden by a later revert or correction."""
+        last = self.last_test
+        if self.reverts or (self.corrections and not (last and last.passed)):
+            return "failed"
+        if last is not None and last.passed is not None:
+            return "passed" if last.passed else "failed"
+        return "passed" if self.accepted else "unknown"
+
+    @property
+    def did_work(self) -> bool:
+        return bool(self.commands or self.paths)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "session_id": self.session_id, "index": self.index, "request": self.request,
+            "first_turn": self.first_turn, "last_turn": self.last_turn, "followups": list(self.followups),
+            "commands": list(self.commands), "test_runs": [t.to_dict() for t in self.test_runs],
+            "paths": list(self.paths), "corrections": self.corrections, "reverts": self.reverts,
+            "accepted": self.accepted, "timestamp": self.timestamp, "cwd": self.cwd, "git_branch": self.git_branch,
+            "git_commit": self.git_commit, "outcome": self.outcome,
+        }
+
+
+def _classify(text: str) -> str:
+    if _CORRECTION.search(text):
+        return "correction"
+    match = _ACCEPT.match(text)
+    if match:
+        rest = text[match.end():].strip()
+        return "acceptance" if len(rest.split()) <= 4 else "acceptance+request"
+    return "request"
+
+
+class _UnitBuilder:
+    def __init__(self, session: Session, index: int, request: str, turn: int, ts: str | None) -> None:
+        self.fields: dict[str, Any] = {
+            "source": session.source, "session_id": session.session_id, "index": index, "request": request,
+            "first_turn": turn, "last_turn": turn, "timestamp": ts, "cwd": session.cwd,
+            "git_branch": session.git_branch, "git_commit": session.git_commit,
+        }
+        self.followups: list[str] = []
+        self.commands: list[str] = []
+        self.tests: list[TestRun] = []
+        self.paths: list[str] = []
+        self.corrections = self.reverts = 0
+        self.accepted = False
+        self.pending: dict[str, ToolCall] = {}
+        self.unmatched: list[ToolCall] = []
+
+    def call(self, call: ToolCall) -> None:
+        if call.command:
+            self.commands.append(call.command)
+            if _REVERT.search(call.command):
+                self.reverts += 1
+        if call.writes:
+            self.paths.extend(call.paths)
+        if call.call_id:
+            self.pending[call.call_id] = call
+        else:
+            self.unmatched.append(call)
+
+    def result(self, output: str, exit_code: int | None, is_error: bool, call_id: str) -> None:
+        call = self.pending.pop(call_id, None) if call_id else None
+        if call is None and self.unmatched:
+            call = self.unmatched.pop(0)
+        framework = detect_test_runner(call.command) if call is not None and call.command else None
+        if call is not None and call.command and framework:
+            passed, summary = parse_test_output(output, exit_code, is_error)
+            self.tests.append(TestRun(call.command, framework, passed, summary))
+
+    def build(self) -> TaskUnit:
+        return TaskUnit(**self.fields, followups=tuple(self.followups), commands=tuple(self.commands),
+                        test_runs=tuple(self.tests), paths=tuple(dict.fromkeys(self.paths)),
+                        corrections=self.corrections, reverts=self.reverts, accepted=self.accepted)
+
+
+def split_units(session: Session, from_turn: int = 0) -> list[TaskUnit]:
+    """The task units of `session` (see the module contract) that reach turn `from_turn` or later."""
+    units: list[TaskUnit] = []
+    current: _UnitBuilder | None = None
+    for i, turn in enumerate(session.turns):
+        if turn.role == "user":
+            text = turn.text.strip()
+            kind = _classify(text)
+            if current is not None and kind == "correction":
+                current.followups.append(text)
+                current.corrections += 1
+                current.fields["last_turn"] = i
+                continue
+            if current is not None and kind.startswith("acceptance"):
+                current.accepted = True
+                current.fields["last_turn"] = i
+                if kind == "acceptance":
+                    continue
+                text = _ACCEPT.sub("", text, count=1).strip()
+            if current is not None:
+                units.append(current.build())
+            current = _UnitBuilder(session, len(units), text, i, turn.timestamp)
+            continue
+        if current is None:
+            continue
+        current.fields["last_turn"] = i
+        for call in turn.tool_calls:
+            current.call(call)
+        for result in turn.tool_results:
+            current.result(result.output, result.exit_code, result.is_error, result.call_id)
+    if current is not None:
+        units.append(current.build())
+    return [u for u in units if u.last_turn >= from_turn]
+
+
+# ------------------------------------------------------------------------------------------------ similarity
+_STOP = frozenset("""a an and are as at be but by can could do does for from have how i if in into is it its
+just let me my no not now of on or our please should so some that the their them then there these this to up us
+we what when where which while will with would you your also again make sure want need get got one more use using
+like see run running fix""".split())  # noqa: SIM905
+_WORD = re.compile(r"[a-z][a-z0-9_]+")
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ations", "ation", "ings", "ing", "ers", "er", "ies", "ed", "es", "s", "e"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def normalize(text: str) -> list[str]:
+    """Lower-cased, stemmed content words of `text`; snake_case names also give their parts."""
+    words: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        parts = [word] + ([p for p in word.split("_") if p] if "_" in word else [])
+        words.extend(_stem(p) for p in parts if p not in _STOP and len(p) > 1)
+    return [w for w in words if w not in _STOP]
+
+
+_WRAPPER = re.compile(r"^(?:\w+=\S*\s+)*(?:(?:uv|poetry|pdm|hatch|pipenv)\s+run\s+|npx\s+)?(?:python[\d.]*\s+-m\s+)?")
+
+
+def _test_key(command: str) -> str:
+    """A test command without wrappers (`python -m`, `uv run`, env assignments) and noise flags (`-q`, `-x`, `-v`,
+    `--tb=short`), so runs of the same tests compare equal."""
+    core = _WRAPPER.sub("", command.strip())
+    return " ".join(t for t in core.split() if not re.fullmatch(r"-[qxsv]+|--tb=\w+|--color=\w+", t))
+
+
+def unit_features(unit: TaskUnit) -> Counter[str]:
+    feats: Counter[str] = Counter(normalize(unit.request))
+    tests = {_test_key(t.command) for t in unit.test_runs}
+    for path in unit.paths:
+        name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+        feats["file:" + name] += 2
+        feats.update(normalize(name.rsplit(".", 1)[0].replace("-", "_")))
+    for command in tests:
+        feats["test:" + command] += 2
+        for token in command.split():
+            if "/" in token or token.endswith(".py") or "::" in token:
+                feats["file:" + token.split("::")[0].rsplit("/", 1)[-1].lower()] += 1
+    return feats
+
+
+def _tfidf(docs: list[Counter[str]]) -> list[dict[str, float]]:
+    n = len(docs)
+    df: Counter[str] = Counter()
+    for doc in docs:
+        df.update(doc.keys())
+    vectors = []
+    for doc in docs:
+        vec = {t: (1.0 + math.log(c)) * (math.log((1 + n) / (1 + df[t])) + 1.0) for t, c in doc.items()}
+        norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
+        vectors.append({t: v / norm for t, v in vec.items()})
+    return vectors
+
+
+def _cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(v * b.get(t, 0.0) for t, v in a.items())
+
+
+def similarity_matrix(units: Sequence[TaskUnit]) -> list[list[float]]:
+    vectors = _tfidf([unit_features(u) for u in units])
+    return [[_cosine(vectors[i], vectors[j]) if i != j else 1.0 for j in range(len(units))] for i in range(len(units))]
+
+
+def group_units(units: Sequence[TaskUnit], threshold: float = DEFAULT_THRESHOLD) -> list[list[int]]:
+    """Average-linkage agglomerative clusters of `units` (indices), merged while linkage >= `threshold`."""
+    sim = similarity_matrix(units)
+    clusters: dict[int, list[int]] = {i: [i] for i in range(len(units))}
+    link: dict[tuple[int, int], float] = {(i, j): sim[i][j] for i in clusters for j in clusters if i < j}
+    while link:
+        (a, b), best = max(link.items(), key=lambda kv: (kv[1], -kv[0][0], -kv[0][1]))
+        if best < threshold:
+            break
+        size_a, size_b = len(clusters[a]), len(clusters[b])
+        clusters[a] = sorted(clusters[a] + clusters.pop(b))
+        # Lance-Williams update for average linkage keeps every merge O(clusters)
+        for k in list(clusters):
+            if k in (a, b):
+                continue
+            ka, kb = (min(k, a), max(k, a)), (min(k, b), max(k, b))
+            link[ka] = (size_a * link[ka] + size_b * link.pop(kb)) / (size_a + size_b)
+        link = {key: v for key, v in link.items() if b not in key}
+    return sorted(clusters.values(), key=lambda c: c[0])
+
+
+# ------------------------------------------------------------------------------------------------ tasks
+@dataclass(frozen=True)
+class TaskGroup:
+    """Units judged to be the same task; `representative` is the unit most similar to the others."""
+
+    units: tuple[TaskUnit, ...]
+    representative: TaskUnit
+    cohesion: float = 1.0
+
+    @property
+    def sessions(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(u.session_key for u in self.units))
+
+    @property
+    def failed(self) -> bool:
+        return any(u.outcome == "failed" for u in self.units)
+
+
+@dataclass(frozen=True)
+class MinedTask:
+    id: str
+    kind: str  # agentic | text
+    prompt: str
+    rev: str = "HEAD"
+    setup: tuple[str, ...] = ()
+    verify: dict[str, Any] = field(default_factory=dict)
+    sessions: tuple[dict[str, Any], ...] = ()
+    signals: dict[str, Any] = field(default_factory=dict)
+
+    def to_row(self) -> dict[str, Any]:
+        metadata = {"source": "sleep", "kind": self.kind, "sessions": [dict(s) for s in self.sessions],
+                    "signals": dict(self.signals)}
+        if self.kind == "text":
+            return {"id": self.id, "input": self.prompt, "verify": dict(self.verify), "metadata": metadata}
+        return {"id": self.id, "prompt": self.prompt, "workspace": {"repo": ".", "rev": self.rev},
+                "setup": list(self.setup), "verify": dict(self.verify), "metadata": metadata}
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> MinedTask:
+        metadata = as_dict(row.get("metadata"))
+        workspace = row.get("workspace") if isinstance(row.get("workspace"), dict) else None
+        return cls(
+            id=str(row.get("id", "")),
+            kind="agentic" if workspace is not None else "text",
+            prompt=str(row.get("prompt") if workspace is not None else row.get("input", "")),
+            rev=str((workspace or {}).get("rev") or "HEAD"),
+            setup=tuple(str(s) for s in row.get("setup") or ()),
+            verify=dict(row.get("verify") or {}),
+            sessions=tuple(dict(s) for s in metadata.get("sessions") or ()),
+            signals=dict(metadata.get("signals") or {}),
+        )
+
+    to_dict = to_row
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MinedTask:
+        return cls.from_row(data)
+
+
+@dataclass(frozen=True)
+class MineResult:
+    units: tuple[TaskUnit, ...]
+    groups: tuple[TaskGroup, ...]
+    tasks: tuple[MinedTask, ...]
+
+    def summary(self) -> dict[str, Any]:
+        return {"units": len(self.units), "groups": len(self.groups), "tasks": len(self.tasks),
+                "recurring": sum(1 for t in self.tasks if t.signals.get("sessions", 0) >= 2),
+                "failed": sum(1 for t in self.tasks if t.signals.get("failed_units", 0))}
+
+
+def _task_id(group: TaskGroup, test_command: str | None) -> str:
+    key = "\n".join(sorted(" ".join(normalize(u.request)) for u in group.units))
+    key += "|" + _test_key(test_command or "")
+    return "sleep-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
+
+
+def _verify_command(group: TaskGroup) -> TestRun | None:
+    """The test command the group ran most (the last run of each unit votes; a passing run wins ties)."""
+    votes: Counter[str] = Counter()
+    runs: dict[str, TestRun] = {}
+    for unit in group.units:
+        last = unit.last_test
+        if last is None:
+            continue
+        key = _test_key(last.command)
+        votes[key] += 2 if last.passed else 1
+        if key not in runs or last.command < runs[key].command:  # the same choice whatever the unit order
+            runs[key] = last
+    if not votes:
+        return None
+    best = max(votes.items(), key=lambda kv: (kv[1], -len(kv[0]), kv[0]))[0]
+    return runs[best]
+
+
+def _rubric(prompt: str, group: TaskGroup) -> str:
+    lines = [f"Judge whether the agent's work fulfils this request: {prompt}"]
+    corrections = [f for u in group.units for f in u.followups][:3]
+    if corrections:
+        lines.append("In past sessions the person corrected the agent with: " + " | ".join(corrections))
+    lines.append("Pass only if the request is met without the problems those corrections point at.")
+    return "\n".join(lines)
+
+
+def _signals(group: TaskGroup, test: TestRun | None) -> dict[str, Any]:
+    outcomes = Counter(u.outcome for u in group.units)
+    return {
+        "units": len(group.units),
+        "sessions": len(group.sessions),
+        "failed_units": outcomes["failed"],
+        "passed_units": outcomes["passed"],
+        "unknown_units": outcomes["unknown"],
+        "corrections": sum(u.corrections for u in group.units),
+        "reverts": sum(u.reverts for u in group.units),
+        "accepted": sum(1 for u in group.units if u.accepted),
+        "test_command": test.command if test else None,
+        "test_runs": [{"command": t.command, "passed": t.passed, "summary": t.summary}
+                      for u in group.units for t in u.test_runs][-10:],
+        "paths": sorted({p for u in group.units for p in u.paths})[:20],
+        "cohesion": round(group.cohesion, 3),
+    }
+
+
+def to_task(group: TaskGroup, *, label: Callable[[TaskGroup], str] | None = None,
+            rev_for: Callable[[TaskUnit], str | None] | None = None, scrubber: Scrubber | None = None,
+            timeout_s: int = DEFAULT_TIMEOUT_S) -> MinedTask:
+    rep = group.representative
+    prompt = (label(group) if label is not None else "") or rep.request
+    clean = scrubber.text if scrubber is not None else (lambda s: s)
+    prompt = clean(prompt)
+    test = _verify_command(group)
+    agentic = any(u.did_work for u in group.units)
+    verify: dict[str, Any]
+    if test is not None:
+        verify = {"command": clean(test.command), "timeout_s": timeout_s,
+                  "result": "pytest" if test.framework == "pytest" else "exit_code"}
+    else:
+        verify = {"rubric": clean(_rubric(prompt, group))}
+    rev = rep.git_commit or (rev_for(rep) if rev_for is not None else None) or "HEAD"
+    sessions = tuple({"source": u.source, "session_id": u.session_id, "unit": u.index, "started": u.timestamp,
+                      "outcome": u.outcome} for u in group.units)
+    return MinedTask(id=_task_id(group, test.command if test else None), kind="agentic" if agentic else "text",
+                     prompt=prompt, rev=rev, verify=verify, sessions=sessions, signals=_signals(group, test))
+
+
+def mine(sessions: Iterable[Session], *, threshold: float = DEFAULT_THRESHOLD, min_sessions: int = 2,
+         first_new_turn: Mapping[str, int] | None = None, label: Callable[[TaskGroup], str] | None = None,
+         rev_for: Callable[[TaskUnit], str | None] | None = None, scrubber: Scrubber | None = None,
+         timeout_s: int = DEFAULT_TIMEOUT_S) -> MineResult:
+    """Units → groups → the tasks worth replaying (see the module contract)."""
+    units: list[TaskUnit] = []
+    seen: set[tuple[str, str | None]] = set()
+    for session in sessions:
+        if session.skipped_reason:
+            continue
+        start = (first_new_turn or {}).get(session.key, 0)
+        for unit in split_units(session, start):
+            # a resumed conversation copies earlier turns into a new file: count each request once
+            fingerprint = (" ".join(normalize(unit.request)), unit.timestamp)
+            if not unit.request or (unit.timestamp and fingerprint in seen):
+                continue
+            seen.add(fingerprint)
+            units.append(unit)
+    sim = similarity_matrix(units)
+    groups: list[TaskGroup] = []
+    for members in group_units(units, threshold):
+        def mean_sim(i: int, members: list[int] = members) -> float:
+            others = [sim[i][j] for j in members if j != i]
+            return sum(others) / len(others) if others else 1.0
+
+        # most typical unit; ties go to the earliest, so the choice does not depend on the order of sessions
+        rep_index = min(members, key=lambda i: (-round(mean_sim(i), 9), units[i].timestamp or "",
+                                                units[i].session_key, units[i].index))
+        cohesion = sum(mean_sim(i) for i in members) / len(members)
+        ordered = sorted((units[i] for i in members), key=lambda u: (u.timestamp or "", u.session_key, u.index))
+        groups.append(TaskGroup(tuple(ordered), units[rep_index], cohesion))
+    kept = [g for g in groups if len(g.sessions) >= min_sessions or g.failed]
+    tasks = [to_task(g, label=label, rev_for=rev_for, scrubber=scrubber, timeout_s=timeout_s) for g in kept]
+    return MineResult(tuple(units), tuple(groups), tuple(tasks))
+
+
+def rev_before(repo_root: Path | str, timestamp: str | None, branch: str | None = None) -> str | None:
+    """The commit `branch` (default HEAD) pointed at just before `timestamp`, for `mine(rev_for=…)`; None when git
+    cannot tell. Reads the repository only."""
+    if not timestamp:
+        return None
+    for ref in ([branch] if branch else []) + ["HEAD"]:
+        try:
+            out = subprocess.run(["git", "-C", str(repo_root), "rev-list", "-1", f"--before={timestamp}", ref,
+                                  "--"], capture_output=True, text=True, timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        sha = out.stdout.strip()
+        if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", sha):
+            return sha
+    return None
+
+
+# ------------------------------------------------------------------------------------------------ files
+@dataclass(frozen=True)
+class MinedTaskFile:
+    reviewed: bool
+    tasks: tuple[MinedTask, ...]
+    header: dict[str, Any] = field(default_factory=dict)
+
+
+def _scrub_tree(value: Any, scrubber: Scrubber) -> Any:
+    if isinstance(value, str):
+        return scrubber.text(value)
+    if isinstance(value, dict):
+        return {k: _scrub_tree(v, scrubber) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub_tree(v, scrubber) for v in value]
+    return value
+
+
+def write_tasks(path: Path | str, tasks: Iterable[MinedTask], *, reviewed: bool = False,
+                meta: Mapping[str, Any] | None = None, scrubber: Scrubber | None = None) -> Path:
+    """Write the reviewable JSONL file (header line, then one row per task) and return its path."""
+    rows = [t.to_row() for t in tasks]
+    if scrubber is not None:
+        rows = [_scrub_tree(r, scrubber) for r in rows]
+    header = {HEADER_KEY: FORMAT_VERSION, "reviewed": bool(reviewed), "count": len(rows),
+              **{k: v for k, v in (meta or {}).items() if k not in (HEADER_KEY, "reviewed", "count")}}
+    if scrubber is not None:
+        header = _scrub_tree(header, scrubber)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(header, ensure_ascii=False, sort_keys=True)]
+    lines += [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in rows]
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return target
+
+
+def read_tasks(path: Path | str) -> MinedTaskFile:
+    """Read a file written by `write_tasks` (after a person may have edited it); errors name the line."""
+    target = Path(path)
+    try:
+        lines = [(n, line) for n, line in enumerate(target.read_text(encoding="utf-8").splitlines(), 1)
+                 if line.strip()]
+    except OSError as exc:
+        raise SkillgitError(f"cannot read mined tasks {target}: {exc.strerror or exc}",
+                            "run `skillgit sleep mine` to write it") from exc
+    rows: list[dict[str, Any]] = []
+    for number, line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise SkillgitError(f"{target}:{number}: not valid JSON ({exc})",
+                                "fix the line or delete it; each line is one JSON object") from exc
+        if not isinstance(row, dict):
+            raise SkillgitError(f"{target}:{number}: a row must be a JSON object", "delete or fix the line")
+        rows.append(row)
+    if not rows or HEADER_KEY not in rows[0]:
+        raise SkillgitError(f"{target}: not a mined task file (no {HEADER_KEY!r} header line)",
+                            "the first line must be the header written by `skillgit sleep mine`")
+    header = rows[0]
+    if not isinstance(header.get(HEADER_KEY), int) or header[HEADER_KEY] > FORMAT_VERSION:
+        raise SkillgitError(f"{target}: mined task format {header.get(HEADER_KEY)!r} is newer than this skillgit "
+                            f"reads ({FORMAT_VERSION})", "upgrade skillgit")
+    return MinedTaskFile(bool(header.get("reviewed")), tuple(MinedTask.from_row(r) for r in rows[1:]), header)

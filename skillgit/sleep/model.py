@@ -1,0 +1,148 @@
+"""Typed records for harvested agent sessions: `Session` → `Turn` → `ToolCall` / `ToolResult`.
+
+Contracts:
+- Every record is frozen and round-trips through `to_dict` / `from_dict` (JSON-safe; readers ignore unknown keys,
+  so a newer file stays readable by an older skillgit).
+- A `Session` is source-neutral: readers of every agent (Claude Code, Codex, Copilot, Cursor, OpenCode) produce the
+  same shape. Turns alternate by meaning, not by record: a `user` turn is something a person typed; an `assistant`
+  turn is everything the agent did until the person spoke again (its text, its tool calls, and the results of those
+  calls — tool results are never a person's turn).
+- `skipped_reason` is None for a session that is a person's work on this project; otherwise one of
+  `SKIP_REASONS`. A skipped session that leaves `harvest` carries no turns.
+- `unknown_records` counts record types the reader did not recognise (and `<malformed>` for unparsable lines);
+  `total_records` is the number of records read, so a caller can tell a format change from noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Literal
+
+Role = Literal["user", "assistant"]
+SkipReason = Literal["headless", "sidechain", "replay", "other-project", "empty"]
+SKIP_REASONS: tuple[str, ...] = ("other-project", "sidechain", "headless", "replay", "empty")
+REPLAY_MARKER = "[skillgit-replay]"  # the lead puts this literal in the first prompt of every replay session
+MALFORMED = "<malformed>"  # the unknown-record key for lines that are not JSON objects
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool invocation. `summary` is a short human-readable form of the input (a command, a path, or JSON);
+    `command` is set for shell tools; `paths` are the files the call names; `writes` is True for edits."""
+
+    name: str
+    summary: str = ""
+    command: str | None = None
+    paths: tuple[str, ...] = ()
+    writes: bool = False
+    call_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "paths": list(self.paths)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        d = _known(cls, data)
+        d["paths"] = tuple(d.get("paths") or ())
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returned: an excerpt of its output (head and tail, where test summaries live), whether the tool
+    reported an error, and the exit code when the source records one."""
+
+    output: str = ""
+    is_error: bool = False
+    call_id: str = ""
+    exit_code: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolResult:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: Role
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+    timestamp: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "text": self.text,
+            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            "tool_results": [r.to_dict() for r in self.tool_results],
+            "timestamp": self.timestamp,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Turn:
+        return cls(
+            role=data.get("role", "user"),
+            text=data.get("text", "") or "",
+            tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls") or ()),
+            tool_results=tuple(ToolResult.from_dict(r) for r in data.get("tool_results") or ()),
+            timestamp=data.get("timestamp"),
+        )
+
+
+@dataclass(frozen=True)
+class Session:
+    """One agent session as a person had it. `key` (source:session_id) is unique across sources."""
+
+    source: str
+    session_id: str
+    cwd: str | None = None
+    git_branch: str | None = None
+    started: str | None = None
+    ended: str | None = None
+    entrypoint: str | None = None
+    headless: bool = False
+    sidechain: bool = False
+    client_version: str | None = None
+    turns: tuple[Turn, ...] = ()
+    skipped_reason: str | None = None
+    path: str | None = None
+    unknown_records: dict[str, int] = field(default_factory=dict)
+    total_records: int = 0
+    git_commit: str | None = None
+    git_remote: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.source}:{self.session_id}"
+
+    @property
+    def user_turns(self) -> tuple[Turn, ...]:
+        return tuple(t for t in self.turns if t.role == "user")
+
+    def first_user_text(self) -> str:
+        return next((t.text for t in self.turns if t.role == "user" and t.text.strip()), "")
+
+    def with_(self, **changes: Any) -> Session:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["turns"] = [t.to_dict() for t in self.turns]
+        d["unknown_records"] = dict(self.unknown_records)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Session:
+        d = _known(cls, data)
+        d["turns"] = tuple(Turn.from_dict(t) for t in data.get("turns") or ())
+        d["unknown_records"] = dict(data.get("unknown_records") or {})
+        return cls(**d)
