@@ -9,7 +9,7 @@ All model calls go through the latency server (bench/simserver.py) and the opena
    epoch ends, final scores); calls saved by the score cache (a skill scored before on a split is not scored
    again: items × repeats per hit) and by the call cache (identical requests answered from the journal).
 2. The same run as `skillgit train` subprocesses, SIGKILLed in the middle of a stage and resumed, once per kill
-   point. Compared with the uninterrupted run: journal entries (`.git/skillgit/cache/calls.jsonl`) that repeat a
+   point. Compared with the uninterrupted run: journal entries (`.git/skillgit/cache/calls.sqlite`) that repeat a
    finished call (target 0), whether the set of journaled calls is the same, calls the server answered in all
    (those beyond the uninterrupted run's were in flight at the kill: paid, never received), and whether the
    run ended with the same refs and skill.
@@ -38,14 +38,14 @@ KILLS = [("rollout", "2"), ("reflect", "2"), ("gate", "2"), ("decide", "3"), ("s
 
 
 def journal(folder: Path) -> list[str]:
-    path = folder / ".git" / "skillgit" / "cache" / "calls.jsonl"
-    keys = []
-    for line in path.read_text().splitlines() if path.exists() else []:
-        try:
-            keys.append(json.loads(line)["k"])
-        except (ValueError, KeyError):
-            pass  # the line a killed writer tore
-    return keys
+    """Every paid call's key, once per time it was paid (the journal counts repeated puts)."""
+    import sqlite3
+
+    path = folder / ".git" / "skillgit" / "cache" / "calls.sqlite"
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as db:
+        return [key for key, puts in db.execute("SELECT key, puts FROM calls") for _ in range(max(1, puts))]
 
 
 def end_state(folder: Path) -> dict:

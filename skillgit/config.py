@@ -142,15 +142,51 @@ class EvaluationCfg:
     use_gate: bool = True
     gate_metric: str = "hard"  # hard | soft | mixed
     mixed_weight: float = 0.5  # weight of hard in mixed
-    gate: str = "strict"  # strict | paired
+    # Gate modes, all of which must pass (a list, or one string joined with '+': `significance+per_item`):
+    # strict | significance | paired (strict + permutation test) | per_item | two_split. per_item and two_split are
+    # guards: named without strict, significance or paired they imply strict. Default chosen by
+    # bench/gate_calibration.py (bench/README.md, "Gate calibration").
+    gate: tuple[str, ...] = ("significance",)
     gate_margin: float = 0.0
     gate_repeats: int = 1
     paired_alpha: float = 0.1
+    gate_test: str = "stderr"  # significance: stderr (mean delta > gate_k standard errors) | permutation (p < alpha)
+    gate_k: float = 1.5
+    item_tolerance: float = 0.5  # per_item: an item whose score drops by more than this is a regression
     eval_test: bool = True  # score seed / best / final on test at the end of a run (reported only)
     # The gate decides only when at least this share of val items was scored for both skills (unscored items are
     # retried `unscored_retries` times first); below it the candidate is rejected as "cannot judge".
     min_val_coverage: float = 0.9
     unscored_retries: int = 1
+
+    def __post_init__(self) -> None:
+        # Invariant: `gate` is a non-empty tuple of known mode names, without repeats, in the order given — whether
+        # it came from YAML (a list, or 'a+b'), from `--set evaluation.gate=a+b` or from Python (a plain string).
+        object.__setattr__(self, "gate", self.parse_gate(self.gate))
+
+    @staticmethod
+    def parse_gate(value: Any, key: str = "evaluation.gate") -> tuple[str, ...]:
+        """'significance+per_item', ['significance', 'per_item'] or ('a+b', 'c') → a flat tuple of mode names."""
+        import difflib
+
+        from skillgit.config_validate import GATE_MODES
+
+        parts = [value] if isinstance(value, str) else list(value or ())
+        names: list[str] = []
+        for part in parts:
+            for name in re.split(r"[+,\s]+", str(part).strip().lower()):
+                if name and name not in names:
+                    names.append(name)
+        if not names:
+            raise ConfigError(f"{key}: names no gate mode",
+                              f"use one or more of {', '.join(GATE_MODES)} joined with '+', e.g. significance")
+        for name in names:
+            if name not in GATE_MODES:
+                close = difflib.get_close_matches(name, GATE_MODES, n=1, cutoff=0.6)
+                raise ConfigError(f"{key}: {name!r} is not one of {', '.join(GATE_MODES)}",
+                                  f"did you mean '{close[0]}'?" if close
+                                  else "combine modes with '+', e.g. `gate: significance+per_item`")
+        return tuple(names)
 
 
 @dataclass(frozen=True)
@@ -456,30 +492,6 @@ def load_config(path: Path | str | None, overrides: tuple[str, ...] | list[str] 
 
 
 # ---------------------------------------------------------------------------------------------- output
-_SECRET_NAME = re.compile(r"key|token|secret|password|passwd|credential", re.IGNORECASE)
-_SECRET_VALUE = re.compile(r"^(sk-|sk-ant-|ghp_|gho_|github_pat_|xox[abp]-|hf_)[\w-]{8,}")
-
-
-def mask_secret(value: str) -> str:
-    """'****' plus at most the last 4 characters, and none of them when the secret is short."""
-    return "****" + (value[-4:] if len(value) >= 12 else "")
-
-
-def redact(data: Any, name: str = "") -> Any:
-    """A copy of plain data (dicts, lists, scalars) with secrets masked: string values under a key whose name
-    contains key/token/secret/password/credential, and strings that look like well-known API key formats."""
-    if isinstance(data, dict):
-        return {k: redact(v, str(k)) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [redact(v, name) for v in data]
-    if isinstance(data, str) and data:
-        # `*_env` keys hold the *name* of a variable (OPENAI_API_KEY), not its value; numbers (max_tokens) are
-        # never secrets. Values that look like well-known key formats are masked wherever they appear.
-        if (_SECRET_NAME.search(name) and not name.endswith("_env")) or _SECRET_VALUE.match(data):
-            return mask_secret(data)
-    return data
-
-
 def _plain(data: Any) -> Any:
     if isinstance(data, dict):
         return {str(k): _plain(v) for k, v in data.items()}
@@ -493,7 +505,9 @@ def dump_config(cfg: Config, mask_secrets: bool = True) -> str:
     when `mask_secrets` is False."""
     data = _plain(cfg.to_dict())
     if mask_secrets:
-        data = redact(data)
+        from skillgit.redact import redact_mapping  # the one module that decides what a secret is
+
+        data = redact_mapping(data)
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 

@@ -16,16 +16,18 @@ import typing
 from typing import Any, Callable, Iterable, Union
 
 from skillgit.errors import ConfigError
+from skillgit.llm.registry import names_for
 
-TEACHER_BACKENDS = ("simulated", "openai", "azure", "anthropic")
-STUDENT_BACKENDS = (*TEACHER_BACKENDS, "command")
 SCORER_TYPES = ("exact", "normalized", "contains", "regex", "numeric", "f1", "json_field", "python", "command")
 REWRITE_MODES = ("rewrite_from_suggestions", "full_rewrite_minibatch")
+# evaluation.gate: one or more of these, joined with '+' or as a list (checked by EvaluationCfg.parse_gate)
+GATE_MODES = ("strict", "paired", "significance", "per_item", "two_split")
 
 # Keys are "generic" dotted paths: model.teacher.X and model.student.X are both written model.*.X.
 ENUMS: dict[str, tuple[str, ...]] = {
-    "model.teacher_backend": TEACHER_BACKENDS,
-    "model.student_backend": STUDENT_BACKENDS,
+    # the backend registry is the one list of backend names and the roles each may play
+    "model.teacher_backend": names_for("teacher"),
+    "model.student_backend": names_for("student"),
     "model.*.api": ("chat", "responses"),
     "model.*.json_mode": ("auto", "json_schema", "json_object_schema", "json_object", "prompt"),
     "model.*.command.preset": ("claude", "codex", "generic"),
@@ -33,7 +35,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),
     "optimizer.skill_update_mode": ("patch", *REWRITE_MODES),
     "evaluation.gate_metric": ("hard", "soft", "mixed"),
-    "evaluation.gate": ("strict", "paired"),
+    "evaluation.gate_test": ("stderr", "permutation"),
     "env.scorer.type": SCORER_TYPES,
 }
 
@@ -159,6 +161,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "optimizer.negative_buffer_size": _ge(0), "optimizer.slow_update_samples": _ge(1),
     "evaluation.mixed_weight": _within(0, 1), "evaluation.gate_margin": _ge(0), "evaluation.gate_repeats": _ge(1),
     "evaluation.paired_alpha": (lambda v: 0 < v < 1, "must be > 0 and < 1"),
+    "evaluation.gate_k": _ge(0), "evaluation.item_tolerance": _within(0, 1, hi_open=True),
     "env.workers": _ge(1), "env.max_reply_chars": _ge(1000),
     "optimizer.max_edits_per_reply": _ge(1), "optimizer.max_edit_chars": _ge(100),
     "evaluation.min_val_coverage": _within(0, 1), "evaluation.unscored_retries": _ge(0),

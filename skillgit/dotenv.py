@@ -6,12 +6,15 @@ Contracts:
   A missing file is an empty mapping; malformed lines are skipped (a .env file must never stop a run).
 - `merged_env(root, environ=None)` is the environment a backend sees: the `.env` at `root` underneath the real
   environment, which always wins. `os.environ` itself is never modified.
+- `project_env(root, environ=None)` is the same environment plus the names the `.env` file defines
+  (`dotenv_keys`): the factory treats every one of them as a secret and never hands them to a CLI agent.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -48,11 +51,25 @@ def read_dotenv(path: Path | str) -> dict[str, str]:
     return values
 
 
-def merged_env(root: Path | str | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`environ` (default: os.environ) over the variables of `root/.env`; the real environment wins."""
+@dataclass(frozen=True)
+class ProjectEnv:
+    """The environment a backend sees (`env`) and the variable names the project's `.env` defines."""
+
+    env: dict[str, str]
+    dotenv_keys: frozenset[str] = frozenset()
+
+
+def project_env(root: Path | str | None, environ: Mapping[str, str] | None = None) -> ProjectEnv:
+    """`environ` (default: os.environ) over the variables of `root/.env`, and the names `.env` defines."""
     env = dict(os.environ if environ is None else environ)
     if root is None:
-        return env
-    for key, value in read_dotenv(Path(root) / ".env").items():
-        env.setdefault(key, value)
-    return env
+        return ProjectEnv(env)
+    dotenv = read_dotenv(Path(root) / ".env")
+    for key, value in dotenv.items():
+        env.setdefault(key, value)  # the real environment wins
+    return ProjectEnv(env, frozenset(dotenv))
+
+
+def merged_env(root: Path | str | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`environ` (default: os.environ) over the variables of `root/.env`; the real environment wins."""
+    return project_env(root, environ).env

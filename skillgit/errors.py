@@ -46,3 +46,10 @@ class ConfigError(SkillgitError):
 
     def __init__(self, message: str, hint: str = ""):
         super().__init__(message, hint, ExitCode.USAGE)
+
+
+class Interrupted(SkillgitError):
+    """The user pressed Ctrl-C; what was done is kept and the same command resumes."""
+
+    def __init__(self, message: str = "interrupted", hint: str = "run the same command again to resume"):
+        super().__init__(message, hint, ExitCode.INTERRUPTED)

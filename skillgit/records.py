@@ -226,18 +226,21 @@ class EpochStep:
 class EpochState:
     steps: tuple[EpochStep, ...] = ()
     ended: bool = False
+    steps_rev: str | None = None  # the skill after the epoch's numbered steps (what the epoch's end compares)
     end_rev: str | None = None
     comparison: Mapping[str, int] = field(default_factory=dict)
     meta_skill: str = ""  # what happened to the meta skill at this epoch's end
 
     def to_dict(self) -> dict[str, Any]:
-        return {"steps": [s.to_dict() for s in self.steps], "ended": self.ended, "end_rev": self.end_rev,
+        return {"steps": [s.to_dict() for s in self.steps], "ended": self.ended, "steps_rev": self.steps_rev,
+                "end_rev": self.end_rev,
                 "comparison": dict(self.comparison), "meta_skill": self.meta_skill}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EpochState":
         return cls(tuple(EpochStep.from_dict(s) for s in data.get("steps", ()) or () if isinstance(s, Mapping)),
-                   bool(data.get("ended", False)), data.get("end_rev"), dict(data.get("comparison") or {}),
+                   bool(data.get("ended", False)), data.get("steps_rev"), data.get("end_rev"),
+                   dict(data.get("comparison") or {}),
                    str(data.get("meta_skill", "")))
 
 

@@ -11,10 +11,13 @@ from pathlib import Path
 
 from skillgit.errors import SkillgitError
 from skillgit.llm import factory
+from skillgit.llm.base import LLM, Student
 from skillgit.llm.cache import CachedLLM, CachedStudent, CallCache
 from skillgit.loop.events import EventSink, ignore
-from skillgit.loop.ledger import Ledger, MeteredLLM, MeteredStudent
+from skillgit.llm.metering import MeteredLLM, MeteredStudent
+from skillgit.loop.ledger import Ledger
 from skillgit.project import Project
+from skillgit.loop.stages import Scorer
 from skillgit.scorers import build_scorer
 from skillgit.store import Store
 from skillgit.tasks import Splits, load_splits
@@ -25,9 +28,11 @@ class Session:
     project: Project
     store: Store
     splits: Splits
-    scorer: object
+    scorer: Scorer
     ledger: Ledger
     cache: CallCache
+    raw_teacher: LLM | None = None  # injected backends (tests, embedding programs); None: built from the config
+    raw_student: Student | None = None
 
     @property
     def prompts_dir(self) -> Path | None:
@@ -35,23 +40,34 @@ class Session:
         return (self.project.root / d) if d else None
 
     def student(self) -> MeteredStudent:
-        inner = factory.build_student(self.project.config, self.project.root, on_retry=self.ledger.record_retry)
+        inner = self.raw_student or factory.build_student(self.project.config, self.project.root,
+                                                          on_retry=self.ledger.record_retry)
         return MeteredStudent(CachedStudent(inner, self.cache), self.ledger)
 
     def teacher(self) -> MeteredLLM:
-        inner = factory.build_teacher(self.project.config, self.project.root, on_retry=self.ledger.record_retry)
+        inner = self.raw_teacher or factory.build_teacher(self.project.config, self.project.root,
+                                                          on_retry=self.ledger.record_retry)
         return MeteredLLM(CachedLLM(inner, self.cache), self.ledger, "teacher")
 
 
-def open_session(project: Project, *, cache: bool = True) -> Session:
+def open_session(project: Project, *, cache: bool = True, teacher: LLM | None = None, student: Student | None = None,
+                 splits: Splits | None = None, scorer: Scorer | None = None) -> Session:
+    """Wire a project. `teacher`, `student`, `splits` and `scorer` replace what the config would build (they are
+    still journaled and metered like built ones); the simulated student refuses tasks of the real world."""
     cfg = project.config
     store = Store.open(project.root, cfg.skill.path, cfg.skill.branch)
-    splits = load_splits(cfg.env, project.root)
-    if cfg.model.student_backend == "simulated":
+    splits = splits if splits is not None else load_splits(cfg.env, project.root)
+    if cfg.model.student_backend == "simulated" and student is None:
         _check_simulated_tasks(splits)
-    scorer = build_scorer(cfg.env.scorer, project.root)
-    cache_path = store.git_dir / "skillgit" / "cache" / "calls.jsonl" if cache else None
-    return Session(project, store, splits, scorer, Ledger(), CallCache(cache_path))
+    scorer = scorer if scorer is not None else build_scorer(cfg.env.scorer, project.root)
+    return Session(project, store, splits, scorer, Ledger(),
+                   CallCache(journal_path(store) if cache else None, max_reply_chars=cfg.env.max_reply_chars),
+                   teacher, student)
+
+
+def journal_path(store: Store) -> Path:
+    """The call journal of a repository (shared by its worktrees)."""
+    return store.git_dir / "skillgit" / "cache" / "calls.sqlite"
 
 
 def _check_simulated_tasks(splits: Splits) -> None:
@@ -70,6 +86,8 @@ def build_trainer(session: Session, *, run_id: str | None = None, resume: bool =
                   on_event: EventSink = ignore):
     from skillgit.loop.run import Trainer
 
-    return Trainer(session.project.config, session.store, session.splits, session.student(), session.teacher(),
-                   session.scorer, ledger=session.ledger, run_id=run_id, resume=resume, on_event=on_event,
-                   prompts_dir=session.prompts_dir)
+    trainer = Trainer(session.project.config, session.store, session.splits, session.student(), session.teacher(),
+                      session.scorer, ledger=session.ledger, run_id=run_id, resume=resume, on_event=on_event,
+                      prompts_dir=session.prompts_dir)
+    session.cache.bind_run(trainer.run_id)  # journal entries remember their run, so `skillgit gc` can prune
+    return trainer

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from skillgit.llm.cache import CallCache
+
 from skillgit.demo import create_project
 
 from tests.conftest import git, run_cli
@@ -102,6 +104,7 @@ def test_a_dirty_skill_file_is_refused_before_anything_is_spent(project):
     (project / "SKILL.md").write_text("my unsaved edits\n")
     proc = run_cli("train", cwd=project)
     assert_clean_failure(proc, 3, "uncommitted changes", "stash")
-    assert not (project / ".git" / "skillgit" / "cache" / "calls.jsonl").exists()  # no model call was made
+    journal = project / ".git" / "skillgit" / "cache" / "calls.sqlite"
+    assert not journal.exists() or CallCache(journal).stats().entries == 0  # no model call was made
     assert (project / "SKILL.md").read_text() == "my unsaved edits\n"
     assert git(project, "for-each-ref", "refs/skillgit", "refs/tags") == ""

@@ -9,9 +9,14 @@ import yaml
 from skillgit.config import config_from_dict
 from skillgit.cli.doctor import check_role
 from tests.fake_servers import fake_server_fixture  # noqa: F401 (the fake_server fixture)
-from tests.fake_servers import unauthorized
+from tests.fake_servers import Behaviour, FakeLLMServer, unauthorized
 
 KEY = "sk-doctor-0123456789abcdefghij"
+
+
+def json_ok(body: dict) -> str:
+    """A model that follows the JSON instruction."""
+    return '{"status": "ok"}'
 
 
 def write_config(root, data: dict) -> None:
@@ -19,6 +24,7 @@ def write_config(root, data: dict) -> None:
 
 
 def test_doctor_ok_for_both_roles(make_repo, cli, fake_server):
+    fake_server.handler = json_ok
     root = make_repo()
     write_config(root, {"model": {
         "teacher_backend": "openai", "teacher_model": "local-teacher",
@@ -29,10 +35,12 @@ def test_doctor_ok_for_both_roles(make_repo, cli, fake_server):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "teacher" in out and "student" in out and "local-teacher" in out and "claude-haiku-4-5" in out
-    assert out.count("ok (answered 'OK'") == 2
-    # exactly one tiny call per role, no retries
+    assert "ok (JSON via json_schema" in out and "ok (JSON via tool" in out
+    # exactly one tiny structured call per role, no retries
     assert [r.api for r in fake_server.requests] == ["chat", "anthropic"]
-    assert fake_server.requests[0].json["max_tokens"] == 32
+    chat, messages = (r.json for r in fake_server.requests)
+    assert chat["max_tokens"] == 256 and chat["response_format"]["type"] == "json_schema"
+    assert messages["tool_choice"]["type"] == "tool"
     assert KEY not in out + proc.stderr
 
 
@@ -63,6 +71,7 @@ def test_doctor_table_shows_the_fix(make_repo, cli):
 
 
 def test_check_role_reports_rejected_key_and_unknown_price(fake_server, tmp_path):
+    fake_server.handler = json_ok
     fake_server.script(unauthorized())
     cfg = config_from_dict({"model": {
         "teacher_backend": "openai", "teacher_model": "my-model",
@@ -89,3 +98,48 @@ def test_check_role_command_student_without_binary(tmp_path):
     row = check_role(cfg, "student", tmp_path, environ={"PATH": str(tmp_path)})
     assert row["status"] == "error" and "'codex' not found" in row["detail"]
     assert "model.student.command.argv" in row["fix"]
+
+
+def test_a_server_that_cannot_give_json_is_not_ok(fake_server, tmp_path):
+    # the default fake model answers "OK" whatever it is asked: reachable, but useless to the teacher
+    cfg = config_from_dict({"model": {"teacher_backend": "openai", "teacher_model": "tiny",
+                                      "teacher": {"base_url": fake_server.openai_base_url}}})
+    row = check_role(cfg, "teacher", tmp_path, environ={})
+    assert row["status"] == "error" and row["json_mode"] == "json_schema"
+    assert "not with JSON via json_schema" in row["detail"] and "'OK'" in row["detail"]
+    assert "json_mode" in row["fix"]
+    assert len(fake_server.requests) == 1  # one call: doctor does not spend a repair round
+
+    prompt_only = config_from_dict({"model": {"teacher_backend": "openai", "teacher_model": "tiny",
+                                              "teacher": {"base_url": fake_server.openai_base_url,
+                                                          "json_mode": "prompt"}}})
+    row = check_role(prompt_only, "teacher", tmp_path, environ={})
+    assert row["status"] == "error" and "instruction-following model" in row["fix"]
+
+
+def test_doctor_reports_the_json_mode_the_server_accepted(make_repo, cli):
+    # llama.cpp-like: json_schema is refused with a 500 naming it; the schema-in-json_object form works
+    with FakeLLMServer(json_ok, reject_formats={"json_schema": 500}) as server:
+        root = make_repo()
+        write_config(root, {"model": {"teacher_backend": "openai", "teacher_model": "local",
+                                      "teacher": {"base_url": server.openai_base_url}}})
+        proc = cli("doctor", "--json", cwd=root)
+        kinds = [r.format_kind for r in server.requests]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    teacher = json.loads(proc.stdout)["roles"][0]
+    assert teacher["status"] == "ok" and teacher["json_mode"] == "json_object_schema"
+    assert teacher["detail"].startswith("JSON via json_object_schema")
+    assert kinds == ["json_schema", "json_object+schema"]
+
+
+def test_doctor_explains_a_reply_cut_by_the_token_limit(fake_server, tmp_path):
+    # what a reasoning model returns when its budget ran out: no text, finish_reason "length"
+    body = {"id": "c", "object": "chat.completion", "created": 1, "model": "tiny",
+            "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": ""}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 256, "total_tokens": 276}}
+    fake_server.script(Behaviour(raw=json.dumps(body).encode(), headers={"content-type": "application/json"}))
+    cfg = config_from_dict({"model": {"teacher_backend": "openai", "teacher_model": "tiny",
+                                      "teacher": {"base_url": fake_server.openai_base_url}}})
+    row = check_role(cfg, "teacher", tmp_path, environ={})
+    assert row["status"] == "error" and "empty reply" in row["detail"] and "finish_reason=length" in row["detail"]
+    assert "256-token limit" in row["fix"] and "reasoning" in row["fix"]

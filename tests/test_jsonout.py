@@ -29,6 +29,17 @@ def test_extract_json_accepts(text, expected):
     assert error is None and obj == expected
 
 
+def test_extract_json_accepts_raw_control_characters_in_strings():
+    # what small local models really send: literal newlines and tabs inside a string value (strict json.loads
+    # refuses them with "Invalid control character")
+    text = '{"skill": "# Title\n\nLine one\n\tindented", "n": 1}'
+    assert "\n" in text and "\\n" not in text  # raw characters, not escapes
+    obj, error = extract_json(text)
+    assert error is None and obj == {"skill": "# Title\n\nLine one\n\tindented", "n": 1}
+    fenced, error = extract_json('Here:\n```json\n{"a": "x\ny",}\n```')  # raw newline and a trailing comma
+    assert error is None and fenced == {"a": "x\ny"}
+
+
 @pytest.mark.parametrize("text, fragment", [
     ("", "empty"),
     ("I cannot help with that.", "no JSON object"),

@@ -84,6 +84,40 @@ def test_tool_refused_falls_back_to_text_and_remembers(fake_server):
     assert llm.json_mode_in_use == "prompt"
 
 
+def test_a_transient_500_keeps_the_forced_tool_and_counts_a_retry(fake_server):
+    fake_server.script(server_error(500, "internal server error"), json_reply({"answer": 5}))
+    sleeps: list[float] = []
+    llm = build_teacher(cfg_for(fake_server, max_retries=2), None, environ={"ANTHROPIC_API_KEY": KEY},
+                        sleep=sleeps.append)
+    assert complete_json(llm, ASK_JSON).obj == {"answer": 5}
+    assert [bool(r.json.get("tools")) for r in fake_server.requests] == [True, True]
+    assert llm.json_mode_in_use == "tool" and llm.stats.retries == 1 and len(sleeps) == 1
+
+
+def test_a_500_naming_tools_is_a_refusal(fake_server):
+    fake_server.reject_tools = 500  # "tools are not supported by this server"
+    fake_server.handler = lambda body: '{"answer": 5}'
+    llm = teacher(fake_server)
+    assert complete_json(llm, ASK_JSON).obj == {"answer": 5}
+    assert [bool(r.json.get("tools")) for r in fake_server.requests] == [True, False]
+    assert llm.json_mode_in_use == "prompt" and llm.stats.retries == 0
+
+
+def test_a_400_both_forms_get_keeps_the_tool(fake_server):
+    fake_server.script(error(400, "prompt is too long: 300000 tokens > 200000 maximum"),
+                       error(400, "prompt is too long: 300000 tokens > 200000 maximum"))
+    llm = teacher(fake_server)
+    with pytest.raises(LLMError, match="prompt is too long"):
+        llm.complete(ASK_JSON)
+    assert [bool(r.json.get("tools")) for r in fake_server.requests] == [True, False]
+    assert llm.json_mode_in_use == "tool"
+
+
+def test_cache_identity_leaves_out_the_endpoint(fake_server):
+    assert teacher(fake_server).cache_identity == "anthropic:claude-haiku-4-5"
+    assert teacher(fake_server, cache_identity="haiku-proxy").cache_identity == "haiku-proxy"
+
+
 def test_extended_thinking_uses_text_not_a_forced_tool(fake_server):
     fake_server.script(reply('```json\n{"answer": 5}\n```'))
     llm = teacher(fake_server, thinking_budget=2048, max_tokens=1000, temperature=0.5)

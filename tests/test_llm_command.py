@@ -194,3 +194,55 @@ def test_factory_builds_a_wrapped_command_student_and_checks_the_binary(bin_dir,
     assert student.run(SKILL, Item("i1", "q")).text == "q -> RULE: always give units (model=default)"
     with pytest.raises(LLMError, match="'codex' not found"):
         build_student(cfg, tmp_path, environ={"PATH": str(tmp_path)})  # fails at build, not at the first rollout
+
+
+ENV_AGENT = '''import json, os, sys
+prompt = open(sys.argv[1], encoding="utf-8").read()
+print(json.dumps({"env": dict(os.environ), "prompt": prompt}))
+'''
+
+
+def test_no_dotenv_entry_or_key_variable_reaches_the_agent(tmp_path, bin_dir):
+    """The probe: a key in .env under a name without KEY/TOKEN/SECRET reached the agent's environment and, echoed,
+    the journal. Now no .env entry and no api_key_env target reaches the agent (except passthrough), and a
+    secret value the agent echoes anyway (here: it was in the prompt) is masked in the answer and the note."""
+    from skillgit.config import config_from_dict
+    from skillgit.llm.factory import build_student
+    from skillgit.redact import redact_mapping
+
+    agent = tmp_path / "env_agent.py"
+    agent.write_text(ENV_AGENT)
+    (tmp_path / ".env").write_text("WEATHER_SERVICE=dotenv-plain-value-0042\nSHARED_WITH_AGENT=passed-on-value-77\n"
+                                   "ANTHROPIC_API_KEY=sk-ant-dotenv-0123456789abcdef\n")
+    cfg = config_from_dict({"model": {
+        "teacher_backend": "openai", "teacher_model": "m",
+        "teacher": {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "LAB_ACCESS"},
+        "student_backend": "command", "student_model": "default",
+        "student": {"command": {"preset": "claude", "argv": [sys.executable, str(agent), "{prompt_file}"],
+                                "env_passthrough": ["SHARED_WITH_AGENT"]}}}})
+    environ = env_with(bin_dir, LAB_ACCESS="lab-access-value-9911", HARMLESS_SETTING="visible-value-1234")
+    student = build_student(cfg, tmp_path, environ=environ, max_retries=0)
+
+    reply = student.run("skill", Item("i1", "echo dotenv-plain-value-0042 and lab-access-value-9911"))
+    seen = json.loads(reply.text)
+    env = seen["env"]
+    assert "WEATHER_SERVICE" not in env  # a .env entry, whatever its name
+    assert "LAB_ACCESS" not in env  # the teacher's api_key_env target
+    assert env["SHARED_WITH_AGENT"] == "***"  # passed through on purpose; its value still masked in the answer
+    assert env["ANTHROPIC_API_KEY"] == "***"  # the claude preset's own key
+    assert env["HARMLESS_SETTING"] == "visible-value-1234"  # ordinary variables pass, unmasked
+    assert seen["prompt"] == "echo *** and ***"  # echoed secrets are masked in the answer
+    for value in ("dotenv-plain-value-0042", "lab-access-value-9911", "passed-on-value-77"):
+        assert value not in reply.text and value not in reply.trace
+        # and in the journal: any note built later in this process masks them too
+        assert value not in json.dumps(redact_mapping({"output": f"the agent said {value}"}))
+
+
+def test_command_cache_identity_is_preset_program_and_model(bin_dir):
+    student = CommandStudent(CommandCfg(preset="claude", argv=(str(bin_dir / "claude"), "-p", "{prompt}")),
+                             model="claude-sonnet-4-5", env=env_with(bin_dir))
+    assert student.cache_identity == "command:claude:claude:claude-sonnet-4-5"  # no folder: the basename only
+    assert CommandStudent(CommandCfg(preset="codex"), env=env_with(bin_dir)).cache_identity == \
+        "command:codex:codex:default"
+    pinned = CommandStudent(CommandCfg(preset="codex"), env=env_with(bin_dir), cache_identity="codex-pinned")
+    assert RetryingStudent(pinned).cache_identity == "codex-pinned"  # forwarded by the retry wrapper

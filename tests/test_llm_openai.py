@@ -135,6 +135,54 @@ def test_fallback_does_not_happen_for_other_errors(fake_server):
     assert len(fake_server.requests) == 1
 
 
+def test_a_transient_500_is_retried_without_stepping_the_json_mode_down(fake_server):
+    # one scripted 500 that does not mention the format, then the server works again
+    fake_server.script(server_error(500, "internal server error"), json_reply({"answer": 5}))
+    sleeps: list[float] = []
+    llm = build_teacher(teacher_cfg(fake_server, max_retries=2), None, environ={"OPENAI_API_KEY": KEY},
+                        sleep=sleeps.append)
+    assert complete_json(llm, ASK_JSON).obj == {"answer": 5}
+    assert [r.format_kind for r in fake_server.requests] == ["json_schema", "json_schema"]
+    assert llm.json_mode_in_use == "json_schema"  # same mode as before the blip
+    assert llm.stats.retries == 1 and llm.stats.attempts == 2 and len(sleeps) == 1  # counted as a retry
+    llm.complete(ASK_JSON)
+    assert fake_server.requests[-1].format_kind == "json_schema"
+
+
+def test_an_error_naming_the_format_steps_down_whatever_its_status(fake_server):
+    fake_server.script(error(503, "json_schema: unsupported schema feature 'oneOf'"))
+    llm = teacher(fake_server)  # max_retries=0: the step-down is not a retry
+    llm.complete(ASK_JSON)
+    assert [r.format_kind for r in fake_server.requests] == ["json_schema", "json_object+schema"]
+    assert llm.json_mode_in_use == "json_object_schema" and llm.stats.retries == 0
+
+
+def test_a_400_every_form_gets_leaves_the_json_mode_alone(fake_server):
+    too_long = "This model's maximum context length is 4096 tokens"
+    fake_server.script(*(error(400, too_long) for _ in range(4)))
+    llm = teacher(fake_server)
+    with pytest.raises(LLMError, match="maximum context length") as info:
+        llm.complete(ASK_JSON)
+    assert info.value.kind == "bad_request" and len(fake_server.requests) == 4  # every form was tried...
+    assert llm.json_mode_in_use == "json_schema"  # ...and none worked: nothing is remembered
+    llm.complete(ASK_JSON)
+    assert fake_server.requests[-1].format_kind == "json_schema"
+
+
+def test_cache_identity_leaves_out_the_endpoint(fake_server):
+    llm = teacher(fake_server)
+    assert llm.cache_identity == "openai:qwen2.5-0.5b"  # no host:port; read through the retry wrapper
+    assert fake_server.url.split("//")[1] in llm.id  # the id still names the server
+    pinned = teacher(fake_server, cache_identity="qwen2.5-0.5b-q4-local")
+    assert pinned.cache_identity == "qwen2.5-0.5b-q4-local"
+    cfg = config_from_dict({"model": {"student_backend": "openai", "student_model": "small",
+                                      "student": {"base_url": fake_server.openai_base_url}}})
+    assert build_student(cfg, None, environ={}).cache_identity == "chat:openai:small"
+    azure = config_from_dict({"model": {"teacher_backend": "azure", "teacher_model": "dep-1",
+                                        "teacher": {"azure_endpoint": fake_server.azure_endpoint}}})
+    assert build_teacher(azure, None, environ={"AZURE_OPENAI_API_KEY": KEY}).cache_identity == "azure:dep-1"
+
+
 def test_explicit_json_mode_is_forced(fake_server):
     fake_server.reject_formats = {"json_object": 400}
     llm = teacher(fake_server, json_mode="json_object")

@@ -105,3 +105,46 @@ def test_dotenv_parsing(tmp_path):
     assert read_dotenv(tmp_path / ".env") == {"A": "1", "B": "single # not a comment", "C": "line\nbreak",
                                               "D": "plain", "E": "quoted", "F": ""}
     assert read_dotenv(tmp_path / "missing.env") == {}
+
+
+# ---------------------------------------------------------------------------------------------- one secret policy
+def test_registered_names_are_secrets_whatever_they_are_called(monkeypatch):
+    from skillgit.redact import is_secret_name, register_secret_names
+
+    monkeypatch.setenv("WAREHOUSE_LOGIN", "warehouse-login-value-31")
+    assert not is_secret_name("WAREHOUSE_LOGIN") and redact("x warehouse-login-value-31") != f"x {MASK}"
+    register_secret_names(["WAREHOUSE_LOGIN"])
+    assert is_secret_name("WAREHOUSE_LOGIN")
+    assert redact("x warehouse-login-value-31") == f"x {MASK}"
+    assert redact_mapping({"log": ["saw warehouse-login-value-31"]}) == {"log": [f"saw {MASK}"]}
+
+
+def test_secret_set_from_env_keeps_endpoints_readable():
+    from skillgit.redact import SecretSet
+
+    env = {"DB_URL": "postgres://u:pw@db/x", "OPENAI_BASE_URL": "http://127.0.0.1:8000/v1", "SHORT": "abc",
+           "MY_TOKEN": "token-value-123456", "PLAIN": "not-a-secret-value"}
+    secrets = SecretSet.from_env(env, ["DB_URL", "OPENAI_BASE_URL", "SHORT"])
+    assert secrets.names == {"DB_URL", "SHORT"}  # an endpoint setting is not a secret name
+    assert secrets.values == {"postgres://u:pw@db/x", "token-value-123456"}  # too short: not masked by value
+    assert secrets.to_dict() == {"names": ["DB_URL", "SHORT"], "values": 2}  # values are never serialised
+
+
+def test_factory_registers_api_key_env_targets_and_dotenv_keys(tmp_path, monkeypatch):
+    (tmp_path / ".env").write_text("ORDINARY_NAME=from-dotenv-0123456\nOPENAI_BASE_URL=http://127.0.0.1:9/v1\n")
+    monkeypatch.setenv("LAB_GATE", "lab-gate-value-5566")
+    cfg = config_from_dict({"model": {"teacher_backend": "openai", "teacher_model": "m",
+                                      "teacher": {"api_key_env": "LAB_GATE"}}})
+    llm = build_teacher(cfg, tmp_path)  # OPENAI_BASE_URL from .env; the key from LAB_GATE
+    assert llm.endpoint == "http://127.0.0.1:9/v1"  # readable: an endpoint setting, not a secret
+    text = "a from-dotenv-0123456 b lab-gate-value-5566 c"
+    assert redact(text) == f"a {MASK} b {MASK} c"  # masked everywhere from now on, by value
+
+
+def test_more_credential_shapes():
+    assert redact("clone https://bob:hunter2pass@git.example.com/x") == f"clone https://bob:{MASK}@git.example.com/x"
+    assert redact("token ghp_abcdefghij0123456789") == f"token ghp_{MASK}"
+    assert redact("hf_AbCdEfGhIjKlMnOp and xoxb-1234567890-abc") == f"hf_{MASK} and xoxb-{MASK}"
+    assert redact("http://127.0.0.1:8000/v1 and ssh://git@host/x") == "http://127.0.0.1:8000/v1 and ssh://git@host/x"
+    once = redact("https://bob:hunter2pass@h/x")
+    assert redact(once) == once

@@ -73,14 +73,13 @@ def git_state(folder: Path) -> dict:
 
 
 def paid_calls(folder: Path) -> tuple[int, int]:
-    """(journal entries, distinct calls): every finished model call is journaled once, when it is paid."""
-    keys = []
-    for line in (folder / ".git" / "skillgit" / "cache" / "calls.jsonl").read_text().splitlines():
-        try:
-            keys.append(json.loads(line)["k"])
-        except ValueError:
-            pass  # the line a killed writer tore
-    return len(keys), len(set(keys))
+    """(calls paid, distinct calls): every finished model call is journaled once, when it is paid; a call paid
+    again (a resume that failed to reuse the journal) shows as a repeated put."""
+    from skillgit.llm.cache import CallCache
+
+    stats = CallCache(folder / ".git" / "skillgit" / "cache" / "calls.sqlite").stats()
+    distinct = stats.entries + stats.tombstones
+    return distinct + stats.repeated_puts, distinct
 
 
 @pytest.fixture(scope="module")

@@ -29,13 +29,9 @@ def sim_project(tmp_path):
 
 def train(folder: Path, *sets: str, run_id: str = "r1", events: list | None = None, teacher=None):
     project = open_project(folder, None, list(sets))
-    session = open_session(project)
+    session = open_session(project, teacher=teacher, cache=teacher is None)
     trainer = build_trainer(session, run_id=run_id, resume=False,
                             on_event=(events.append if events is not None else (lambda e: None)))
-    if teacher is not None:
-        from skillgit.loop.ledger import MeteredLLM
-
-        trainer.teacher_llm = MeteredLLM(teacher, session.ledger, "teacher")
     return trainer.train(), session
 
 
@@ -257,7 +253,7 @@ def test_cli_train_dry_run_eval_and_status(sim_project):
     assert result["steps"] == 2 and set(result["scores"]) == {"seed", "best", "final"}
     status = run_cli("status", "--json", cwd=folder)
     info = json.loads(status.stdout)
-    assert info["status"] == "finished" and info["step"] == "2/2" and info["calls"] > 0
+    assert info["status"] == "finished" and (info["step"], info["total_steps"]) == (2, 2) and info["calls"] > 0
     ev = run_cli("eval", "--split", "test", "--json", cwd=folder)
     data = json.loads(ev.stdout)
     assert data["split"] == "test" and len(data["items"]) == data["n"] and abs(

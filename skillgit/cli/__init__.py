@@ -11,7 +11,7 @@ import sys
 import typer
 
 from skillgit import __version__
-from skillgit.errors import ExitCode, SkillgitError
+from skillgit.errors import ExitCode, Interrupted, SkillgitError
 
 app = typer.Typer(
     name="skillgit",
@@ -52,15 +52,24 @@ def _register() -> None:
 _register()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted("interrupted", "run the same command again to resume where it stopped")
+
+
 def main() -> None:
-    """Entry point: click/typer handle usage errors (exit 2) and --help; we handle our own errors."""
+    """Entry point: our errors become `error:`/`hint:` lines and their exit code; Ctrl-C says how to resume and
+    exits 130. (Ctrl-C raises `Interrupted`, a SkillgitError, rather than KeyboardInterrupt, which click would turn
+    into "Aborted!" and exit 1.)"""
+    import signal
+
     from skillgit.console import print_error
 
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         app()
     except SkillgitError as exc:
         print_error(exc.message, exc.hint)
         sys.exit(int(exc.code))
     except KeyboardInterrupt:
-        print_error("interrupted", "run the same command again to resume")
+        print_error("interrupted", "run the same command again to resume where it stopped")
         sys.exit(int(ExitCode.INTERRUPTED))

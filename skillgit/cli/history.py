@@ -215,8 +215,21 @@ def pull(remote: str = typer.Argument("origin", help="Remote name, path or URL."
 def gc(keep: int = typer.Option(20, "--keep", help="How many recent rejected tags stay as tags."),
        repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
     """Fold old rejected tags into one archive ref (still listed by `rejected`) and pack refs."""
-    report = _store(repo, config).gc(keep)
+    from skillgit.llm.cache import CallCache
+    from skillgit.session import journal_path
+    from skillgit.store import read
+
+    store = _store(repo, config)
+    report = store.gc(keep)
     _say(f"folded {report.folded} rejected tag(s) into refs/skillgit/archive; {report.kept} kept as tags")
+    # The call journal only has to make unfinished runs resumable for free: drop what finished runs paid for.
+    path = journal_path(store)
+    if path.exists():
+        unfinished = {run for run in read.runs(store) if read.run_progress(store, run).status != "finished"}
+        pruned = CallCache(path).prune(unfinished)
+        path.with_name("calls.jsonl.imported").unlink(missing_ok=True)
+        _say(f"call journal: dropped {pruned.entries_deleted} call(s) of finished runs, kept "
+             f"{pruned.entries_kept}; {pruned.bytes_freed / 1e6:.1f} MB freed")
 
 
 def register(app: typer.Typer) -> None:

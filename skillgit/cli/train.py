@@ -12,7 +12,8 @@ import typer
 
 from skillgit import console
 from skillgit.cli.progress import RunDisplay, scores_table
-from skillgit.errors import SkillgitError
+from skillgit.errors import ExitCode, SkillgitError
+from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
 CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
@@ -73,8 +74,6 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         console.out.print(f"run {result.run}: {result.status} ({result.reason}); "
                           f"{result.accepted} accepted, {result.rejected} rejected")
     if result.status == "stopped":
-        from skillgit.errors import ExitCode
-
         raise typer.Exit(int(ExitCode.BUDGET))
 
 
@@ -115,6 +114,7 @@ def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step 
                "n": len(result.per_item), "errors": len(result.errors), "blob": result.blob, "items": rows}
     if as_json:
         console.print_json(summary)
+        _fail_if_unscored(summary)
         return
     from rich.table import Table
 
@@ -127,6 +127,16 @@ def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step 
     console.out.print(table)
     console.out.print(f"{split} {metric}: {summary['mean']:.4f} over {summary['n']} items "
                       f"({summary['errors']} errors)")
+    _fail_if_unscored(summary)
+
+
+def _fail_if_unscored(summary: dict) -> None:
+    """An eval in which no item could be scored measured nothing: say so and exit non-zero (4), never 0."""
+    if summary["n"] == 0 and summary["errors"]:
+        first = next((r["error"] for r in summary["items"] if r.get("error")), "unknown error")
+        raise SkillgitError(f"no item of the {summary['split']} split could be scored ({summary['errors']} errors; "
+                            f"first: {first})", "check the student with `skillgit doctor` and the scorer config",
+                            ExitCode.BACKEND)
 
 
 def config_show(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
@@ -146,42 +156,62 @@ def config_show(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, se
 def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
            run: Optional[str] = typer.Option(None, "--run", help="Which run (default: the newest)."),
            as_json: bool = typer.Option(False, "--json")) -> None:
-    """Show the current (or newest) run: step, scores, spend, ETA."""
-    from skillgit.store import Store
+    """Show the current (or newest) run: step, scores, errors and retries, spend by stage and role, ETA."""
+    from skillgit.store import Store, read
 
     project = _project(repo, config, [])
     store = Store.open(project.root, project.config.skill.path, project.config.skill.branch)
-    runs = store.list_runs()
-    if not runs:
-        raise SkillgitError("no training run in this repository yet", "start one with `skillgit train`")
-    run_id = run or runs[0]
-    files = store.load_run(run_id)
-    if not files or "progress.json" not in files:
-        raise SkillgitError(f"unknown run '{run_id}'", f"known runs: {', '.join(runs[:5])}")
-    progress = json.loads(files["progress.json"])
-    info = _status_info(progress)
+    progress = read.run_progress(store, run)
+    vals = [e.score for e in store.history(progress.run) if e.verdict in ("seed", "accepted")]
+    info = status_info(progress, vals)
     if as_json:
         console.print_json(info)
         return
-    for key, value in info.items():
-        console.out.print(f"{key:>12}: {value}")
+    out = console.out
+    for key in ("run", "status", "reason", "step", "accepted", "rejected", "val", "seed_val", "val_trend", "errors",
+                "retries", "unscored", "calls", "tokens", "cost_usd", "updated", "eta_s"):
+        value = info[key]
+        if key == "step":
+            value = f"{info['step']}/{info['total_steps']}"
+        elif key == "errors":
+            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "0"
+        out.print(f"{key.replace('_', ' '):>12}: {shown(str(value if value is not None else '-'))}", markup=False,
+                  highlight=False)
+    if info["usage_by_stage"]:
+        out.print(usage_table(info["usage_by_stage"], info["usage_by_role"]))
 
 
-def _status_info(p: dict) -> dict:
-    usage = p.get("usage", {})
-    done = p.get("next_step", 1) - 1
-    total = p.get("total_steps")
+def status_info(p, vals: list[float | None]) -> dict:
+    """`status --json`: one shape, one type per field (docs/JSON.md)."""
+    from skillgit.report.sparkline import sparkline
+
+    done, total = p.steps_done, p.total_steps
     eta = None
-    if p.get("status") == "running" and total and done and p.get("started") and p.get("updated"):
-        per_step = (p["updated"] - p["started"]) / done
-        eta = round(per_step * (total - done))
-    return {"run": p.get("run"), "status": p.get("status"), "reason": p.get("stop_reason", ""),
-            "step": f"{done}/{total}" if total else str(done), "accepted": p.get("accepted", 0),
-            "rejected": p.get("rejected", 0), "val": p.get("current_score"), "seed val": p.get("seed_score"),
-            "calls": usage.get("calls", 0), "tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0),
-            "cost_usd": round(usage.get("cost_usd", 0.0), 4),
-            "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p["updated"])) if p.get("updated") else None,
-            "eta_s": eta}
+    if p.status == "running" and total and done and p.started and p.updated:
+        eta = round((p.updated - p.started) / done * (total - done))
+    return {"run": p.run, "status": p.status, "reason": p.stop_reason, "step": done, "total_steps": total,
+            "accepted": p.accepted, "rejected": p.rejected, "val": p.current_score, "seed_val": p.seed_score,
+            "val_trend": sparkline(vals, lo=0.0, hi=1.0), "errors": dict(p.errors), "retries": p.retries,
+            "unscored": p.unscored, "calls": p.usage.calls, "tokens": p.usage.total_tokens,
+            "cost_usd": round(p.usage.cost_usd, 4),
+            "usage_by_stage": {k: v.to_dict() for k, v in p.usage_by_stage.items()},
+            "usage_by_role": {k: v.to_dict() for k, v in p.usage_by_role.items()},
+            "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p.updated)) if p.updated else None,
+            "eta_s": eta, "last": p.last.to_dict() if p.last else None}
+
+
+def usage_table(by_stage: dict, by_role: dict):
+    from rich.table import Table
+
+    table = Table(title="usage by stage and role", title_justify="left")
+    for col in ("", "calls", "prompt tok", "completion tok", "cost $"):
+        table.add_column(col, justify="right" if col else "left")
+    for group in (by_role, by_stage):
+        for name, u in sorted(group.items()):
+            table.add_row(name, str(u["calls"]), f"{u['prompt_tokens']:,}", f"{u['completion_tokens']:,}",
+                          f"{u['cost_usd']:.4f}")
+        table.add_section()
+    return table
 
 
 def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo repository here (a normal "

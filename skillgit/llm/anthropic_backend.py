@@ -6,9 +6,12 @@ Contracts (besides the `LLM` protocol of base.py):
   and a conversation must start with a user turn, as the API requires).
 - The SDK's own retries are off (`max_retries=0`); `cfg.timeout_s` bounds each attempt.
 - JSON for `Request.json_schema`: a forced tool (`tools=[{name, input_schema: schema}]`, `tool_choice` naming it);
-  the reply text is the tool input serialised as JSON. When the server answers 400/422/500 to the tool form (or
-  the schema is not an object schema), the backend falls back — and remembers — to plain text with the schema in
-  the prompt; the caller's tolerant extraction (`jsonout`) reads that. `json_mode="prompt"` forces the text form.
+  the reply text is the tool input serialised as JSON. When the server refuses the tool form — a 400 or 422, or
+  any other error whose message names tools / tool_choice / input_schema (a proxy answering 500 "tools are not
+  supported") — or the schema is not an object schema, the backend falls back to plain text with the schema in the
+  prompt (and, once that form has been answered, remembers it); the caller's tolerant extraction (`jsonout`)
+  reads that. A bare 5xx (or 529 overloaded) is transient: raised as retryable with the tool form kept.
+  `json_mode="prompt"` forces the text form.
 - Extended thinking when `cfg.thinking_budget` is set: `thinking={"type": "enabled", "budget_tokens": N}`,
   `max_tokens` raised to budget + answer tokens, no temperature (the API requires the default), and never a
   forced tool (the API refuses tool_choice with thinking): text + extraction instead.
@@ -17,31 +20,61 @@ Contracts (besides the `LLM` protocol of base.py):
 - Usage: prompt tokens = input + cache read + cache creation (so `cached_tokens` is a part of `prompt_tokens`, as
   for OpenAI), completion = output tokens, reasoning = thinking tokens when the API reports them.
 - Failures become `LLMError` with secrets redacted and the SDK exception detached (see `_map_error`).
+- Identity: `cache_identity` is `anthropic:<model>` without the endpoint, or `BackendCfg.cache_identity` when set.
+- Registry: `BACKEND` is this module's `registry.Backend`. Credentials: `api_key_env` or ANTHROPIC_API_KEY (or
+  ANTHROPIC_AUTH_TOKEN, unless a key variable is named), `base_url` or ANTHROPIC_BASE_URL; a custom `base_url`
+  that needs no key gets a dummy one.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
-from skillgit.config import BackendCfg
+from skillgit.config import BackendCfg, Config
 from skillgit.llm import pricing
 from skillgit.llm.base import LLMError, Reply, Request
+from skillgit.llm.registry import DUMMY_KEY, Backend, missing_key
 from skillgit.llm.retry import classify_status, parse_retry_after
-from skillgit.redact import redact
+from skillgit.redact import SecretSet, redact
 from skillgit.types import Usage
 
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens
 TOOL_NAME = "respond"
 JSON_MODES = ("auto", "tool", "json_schema", "json_object", "json_object_schema", "prompt")
-_SERVER_REFUSES_TOOL = (400, 422, 500)
+_REFUSED = (400, 422)  # the server understood the request and refuses it
+# An error naming the tool form is a refusal whatever its status (a proxy's 500 "tools are not supported").
+_NAMES_TOOLS = re.compile(r"\btools?\b|tool_choice|tool_use|input_schema", re.IGNORECASE)
 
 
 def _schema_instruction(schema: Mapping[str, Any]) -> str:
     return ("\n\nAnswer with only a JSON object (no prose, no code fences) that matches this JSON schema:\n"
             + json.dumps(schema, ensure_ascii=False))
+
+
+def _status_detail(exc: Any) -> str:
+    """The server's error message from an `anthropic.APIStatusError`, at most 500 characters."""
+    body = exc.body
+    detail = None
+    if isinstance(body, dict):
+        inner = body.get("error")
+        detail = inner.get("message") if isinstance(inner, dict) else body.get("message")
+    return str(detail or exc.message or "")[:500]
+
+
+def _refuses_tools(exc: BaseException) -> bool:
+    """True when the server refused the forced-tool form (see the module contract); a bare 5xx is transient."""
+    import anthropic
+
+    if not isinstance(exc, anthropic.APIStatusError):
+        return False
+    if exc.status_code in _REFUSED:
+        return True
+    return exc.status_code not in (401, 403, 404, 408, 409, 429) and bool(_NAMES_TOOLS.search(_status_detail(exc)))
 
 
 class AnthropicBackend:
@@ -66,12 +99,11 @@ class AnthropicBackend:
             kwargs["api_key"] = api_key
         else:
             kwargs["auth_token"] = auth_token
+        message: str | None = None
         try:
             self.client = anthropic.Anthropic(**kwargs)
         except (anthropic.AnthropicError, ValueError, TypeError) as exc:
             message = redact(str(exc), self._secrets)
-        else:
-            message = None
         if message is not None:
             raise LLMError(f"anthropic: cannot configure the client: {message}",
                            f"check model.{role or '<role>'} in skillgit.yaml", kind="config")
@@ -85,10 +117,13 @@ class AnthropicBackend:
     @property
     def id(self) -> str:
         if self.custom_server:
-            from urllib.parse import urlsplit
-
             return f"anthropic:{self.model}@{urlsplit(self.base_url).netloc}"
         return f"anthropic:{self.model}"
+
+    @property
+    def cache_identity(self) -> str:
+        """What the call journal keys this model on: backend and model, never the endpoint's host or port."""
+        return self.cfg.cache_identity or f"anthropic:{self.model}"
 
     @property
     def endpoint(self) -> str:
@@ -113,24 +148,28 @@ class AnthropicBackend:
         schema = request.json_schema
         use_tool = (schema is not None and self.json_mode_in_use == "tool"
                     and isinstance(schema, Mapping) and schema.get("type", "object") == "object")
+        stepped_down = False
         while True:
             started = time.monotonic()
             error: LLMError | None = None
+            refused = False
             try:
                 message = self.client.messages.create(**self._kwargs(request, use_tool))
             except Exception as exc:  # noqa: BLE001 - mapped below; unknown exceptions are re-raised
                 error = self._map_error(exc)
                 if error is None:
                     raise
+                refused = _refuses_tools(exc)
             if error is None:
                 break
             # outside the except block: the SDK exception (which holds request headers) is not chained
-            if use_tool and self.cfg.json_mode == "auto" and error.status in _SERVER_REFUSES_TOOL:
-                with self._lock:
-                    self._use_tool = False
-                use_tool = False
+            if use_tool and self.cfg.json_mode == "auto" and refused:
+                use_tool, stepped_down = False, True
                 continue
             raise error
+        if stepped_down:  # remembered only once the text form worked: a 400 both forms get changes nothing
+            with self._lock:
+                self._use_tool = False
         return self._reply(message, time.monotonic() - started)
 
     def _kwargs(self, request: Request, use_tool: bool) -> dict[str, Any]:
@@ -231,12 +270,7 @@ class AnthropicBackend:
         if isinstance(exc, anthropic.APIStatusError):
             status = exc.status_code
             kind, retryable = classify_status(status)
-            body = exc.body
-            detail = None
-            if isinstance(body, dict):
-                inner = body.get("error")
-                detail = inner.get("message") if isinstance(inner, dict) else body.get("message")
-            detail = str(detail or exc.message or "")[:500]
+            detail = _status_detail(exc)
             return self._error(f"HTTP {status} ({kind}): {detail}", kind, retryable=retryable, status=status,
                                retry_after=parse_retry_after(exc.response.headers))
         if isinstance(exc, json.JSONDecodeError):
@@ -248,3 +282,28 @@ class AnthropicBackend:
         if isinstance(exc, ValueError) and "Streaming is required" in str(exc):
             return self._error(str(exc), "bad_request", retryable=False)
         return None
+
+
+# ---------------------------------------------------------------------------------------------- registry
+def _build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[str, str], *, secrets: SecretSet,
+           dotenv_keys: frozenset[str]) -> AnthropicBackend:
+    """The Anthropic backend for `role`, credentials resolved from `env` (module contract)."""
+    var = bcfg.api_key_env or "ANTHROPIC_API_KEY"
+    key = env.get(var) or None
+    # an OAuth-style bearer token is the SDK's other credential; a named key variable excludes it
+    token = None if bcfg.api_key_env else (env.get("ANTHROPIC_AUTH_TOKEN") or None)
+    base_url = bcfg.base_url or env.get("ANTHROPIC_BASE_URL") or None
+    if not key and not token:
+        if not base_url or bcfg.api_key_env:
+            raise missing_key(role, var)
+        key = DUMMY_KEY
+    return AnthropicBackend(model, bcfg, api_key=key, auth_token=token, base_url=base_url, key_env=var, role=role,
+                            prices=cfg.prices)
+
+
+def _describe(role: str, model: str, bcfg: BackendCfg, env: Mapping[str, str]) -> str:
+    return bcfg.base_url or env.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+
+
+BACKEND = Backend("anthropic", frozenset({"teacher", "student"}), _build, _describe,
+                  "Anthropic's Messages API (Claude) via the anthropic SDK")

@@ -7,7 +7,9 @@ Contracts:
   honours `retry_after`. Malformed *content* (text that is not the JSON we asked for) is not an LLMError:
   it is a normal reply that the caller's parser records and skips.
 - `LLM.id` names backend and model (e.g. "openai:gpt-4o-mini"); it is part of every cache key, so two
-  different models never share cached answers.
+  different models never share cached answers. Backends that talk to a model also have `cache_identity`: the
+  same without endpoint host/port (or the configured `BackendCfg.cache_identity`), for the call journal (see
+  `cache.model_identity`); wrappers forward it.
 - Implementations are thread-safe: the loop calls them from a bounded worker pool.
 """
 
@@ -113,6 +115,13 @@ class ChatStudent:
     @property
     def id(self) -> str:
         return f"chat:{self.llm.id}"
+
+    @property
+    def cache_identity(self) -> str:
+        inner = getattr(self.llm, "cache_identity", None)
+        if not inner:  # the model has none (the simulation): readers fall back to `id`, as for any backend
+            raise AttributeError("cache_identity")
+        return f"chat:{inner}"
 
     def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
         messages = (Message("system", skill), Message("user", item.input))

@@ -1,26 +1,95 @@
-"""A content-addressed call cache, so that no finished model call is ever paid for twice.
+"""The call journal: a content-addressed store of finished model calls, so that no call is ever paid for twice.
 
-Contract: a call's key is a sha256 over everything that determines its answer (backend/model id, the full
-request or, for students, skill text + item + sample). Only successful calls are stored; errors are never
-cached, so a resumed run retries them. The cache is an append-only JSON-lines journal under the repository's
-git dir (`.git/skillgit/cache/calls.jsonl`): each finished call is flushed as soon as it returns, so a run
-killed mid-stage keeps every call that finished before the kill. A torn last line (kill during the write) is
-ignored on load.
+Contract:
+- Key: a sha256 over the call's *model identity* and everything else that determines its answer (the full
+  request for a chat model; skill text + item + sample for a student). The identity names the model, never the
+  transport: an explicit `identity=` (the config's `model.<role>.cache_identity`), else the backend's
+  `cache_identity` attribute, else its `id` with an endpoint suffix (`@host:port`, `@https://...`) removed — so a
+  local server restarted on another port keeps its answers. Two different models served under the same name on
+  two servers do share answers: set `cache_identity` to tell them apart.
+- Storage: one SQLite file (`.git/skillgit/cache/calls.sqlite`) in WAL mode, indexed by key. Opening it reads no
+  entry (O(1) in their number); replies are zlib-compressed above `COMPRESS_ABOVE` bytes. In-memory when `path`
+  is None.
+- Durability: a `put` that returned is committed to the WAL file with `synchronous=NORMAL`, i.e. written to the
+  operating system before `put` returns but not fsync'ed per call. It survives the process being killed at any
+  instant (SIGKILL, OOM killer, Ctrl-C). On power loss or a kernel crash the calls committed since the last
+  checkpoint (at most ~4 MB of WAL) may be lost — never corrupted: those calls are simply paid again.
+- Size cap: a reply whose text + trace exceeds `max_reply_chars` is never stored; `put` stores a small
+  *tombstone* for the key and raises `ReplyTooLarge` (an `LLMError`, kind "bad_reply", not retryable) that
+  names the size and `env.max_reply_chars`. A later `get` of that key raises the same error again (a resumed run
+  does not pay for the call again) unless the cap has since been raised above the recorded size.
+- Only successful calls and tombstones are stored; other errors are never journaled, so a resumed run retries them.
+- Provenance: `bind_run(run_id)` tags every later `put` and every hit with that run; `prune(keep_runs)` deletes
+  the entries no kept run used (including entries never bound to a run) and VACUUMs.
+- Thread-safe: writes go through one connection under one lock held only around the SQL statements (compression
+  and the model call itself happen outside it); reads use one connection per thread and take no lock (WAL readers
+  see every committed put and never wait for the writer). Several processes may share the file (SQLite's own
+  locking, 30 s busy timeout). Every ~4 MB of WAL a commit also checkpoints it into the database (two fsyncs).
+- Migration: a `calls.jsonl` journal from an earlier skillgit next to the database is imported once at open
+  (streamed line by line, torn lines and replies over the cap skipped) and renamed `calls.jsonl.imported`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
+import re
+import sqlite3
 import threading
-from dataclasses import asdict
+import time
+import weakref
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from skillgit.llm.base import LLM, Reply, Request, Student
+from skillgit.errors import SkillgitError
+from skillgit.llm.base import LLM, LLMError, Reply, Request, Student
 from skillgit.types import Item, Usage
 
+DB_NAME = "calls.sqlite"
+LEGACY_NAME = "calls.jsonl"
+SCHEMA_VERSION = 1
+DEFAULT_MAX_REPLY_CHARS = 1_000_000
+COMPRESS_ABOVE = 512  # bytes of encoded record; smaller records are stored as they are
+_ZLIB_LEVEL = 6
+_REPLY, _TOMBSTONE = 0, 1
+_TEXT_ZLIB, _TRACE_ZLIB = 1, 2  # bits of `codec`
+_IMPORT_BATCH = (500, 8 << 20)  # rows, stored bytes: an import commits (and frees) a batch at either bound
+_READER_CACHE_KIB = 256  # page cache of each thread's read connection (SQLite's default: 2 MiB; the OS caches the file)
+_SELECT = "SELECT kind, chars, codec, meta, trace, text FROM calls WHERE key = ?"
 
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    kind INTEGER NOT NULL,      -- 0 a reply, 1 a tombstone (a reply over the cap, never stored)
+    chars INTEGER NOT NULL,     -- the reply's size in characters (text + trace)
+    puts INTEGER NOT NULL,      -- how many times this key was paid for and stored (> 1: a call paid twice)
+    created REAL NOT NULL,
+    codec INTEGER NOT NULL,     -- bit 1: text is zlib-compressed, bit 2: trace is
+    meta TEXT NOT NULL,         -- JSON: model and usage (a tombstone: model and the cap it broke)
+    trace BLOB NOT NULL,        -- utf-8, maybe compressed
+    text BLOB NOT NULL          -- utf-8, maybe compressed; last, so that reading the other columns skips it
+);
+CREATE TABLE IF NOT EXISTS uses (
+    key TEXT NOT NULL,
+    run TEXT NOT NULL,
+    PRIMARY KEY (key, run)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS uses_by_run ON uses (run);
+"""
+_COLUMNS = "key, kind, chars, puts, created, codec, meta, trace, text"
+_UPSERT = (f"INSERT INTO calls ({_COLUMNS}) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+           "kind = excluded.kind, chars = excluded.chars, puts = calls.puts + 1, created = excluded.created, "
+           "codec = excluded.codec, meta = excluded.meta, trace = excluded.trace, text = excluded.text")
+# the import is idempotent (a kill between commit and rename imports again): it never counts a second payment
+_IMPORT = (f"INSERT INTO calls ({_COLUMNS}) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+           "chars = excluded.chars, codec = excluded.codec, meta = excluded.meta, trace = excluded.trace, "
+           "text = excluded.text WHERE calls.kind = 0")
+
+
+# ---------------------------------------------------------------------------------------------- keys
 def _digest(*parts: str) -> str:
     h = hashlib.sha256()
     for part in parts:
@@ -29,67 +98,434 @@ def _digest(*parts: str) -> str:
     return h.hexdigest()
 
 
-class CallCache:
-    """Thread-safe append-only journal of replies keyed by content hash."""
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+_PORT = re.compile(r":\d{1,5}$")
+_IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+_DOMAIN = re.compile(r"^[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}$", re.IGNORECASE)
 
-    def __init__(self, path: Path | None):
+
+def _looks_like_endpoint(text: str) -> bool:
+    """`host:port`, a URL, localhost, an IP or a dotted domain — not a model version such as `20240620`/`v1.5`."""
+    if _SCHEME.match(text):
+        return True
+    host = text.split("/", 1)[0]
+    if _PORT.search(host) or host.startswith("["):
+        return True
+    return host.lower() == "localhost" or bool(_IPV4.match(host)) or bool(_DOMAIN.match(host))
+
+
+def strip_endpoint(backend_id: str) -> str:
+    """`openai:qwen@localhost:8000` -> `openai:qwen`; ids without an endpoint part are returned unchanged
+    (`anthropic:claude-3-5-sonnet@20240620` keeps its version)."""
+    head, sep, tail = backend_id.rpartition("@")
+    return head if sep and head and _looks_like_endpoint(tail) else backend_id
+
+
+def model_identity(inner: Any, identity: str | None = None) -> str:
+    """What a wrapper keys `inner`'s calls on: `identity` when given, else `inner.cache_identity` when the backend
+    has one, else `inner.id` without its endpoint."""
+    if identity:
+        return identity
+    own = getattr(inner, "cache_identity", None)
+    if isinstance(own, str) and own:
+        return own
+    return strip_endpoint(str(inner.id))
+
+
+def llm_key(identity: str, request: Request) -> str:
+    return _digest("llm", identity, request.cache_key_material())
+
+
+def student_key(identity: str, skill: str, item: Item, sample: int) -> str:
+    return _digest("student", identity, skill, item.id, item.input, str(sample))
+
+
+# ---------------------------------------------------------------------------------------------- values
+class ReplyTooLarge(LLMError):
+    """A reply over `env.max_reply_chars`: not stored, not retried; `usage` is what the call cost (0 on replay)."""
+
+    def __init__(self, key: str, chars: int, limit: int, *, usage: Usage | None = None, replayed: bool = False):
+        when = "an earlier call returned" if replayed else "the model returned"
+        super().__init__(
+            f"{when} a reply of {chars:,} characters, over env.max_reply_chars ({limit:,}); it was not journaled "
+            f"(call journal key {key[:16]})",
+            f"raise env.max_reply_chars above {chars:,} if replies this long are expected (the call is then made "
+            "again), or ask for shorter answers", kind="bad_reply", retryable=False)
+        self.key = key
+        self.chars = chars
+        self.limit = limit
+        self.usage = usage or Usage()
+        self.replayed = replayed
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Counters of this process (hits, misses, refused, saved_usage) and of the file (entries, tombstones,
+    repeated_puts: stored calls paid more than once, disk_bytes: database + WAL)."""
+
+    hits: int = 0
+    misses: int = 0
+    refused: int = 0
+    saved_usage: Usage = field(default_factory=Usage)
+    entries: int = 0
+    tombstones: int = 0
+    repeated_puts: int = 0
+    disk_bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hits": self.hits, "misses": self.misses, "refused": self.refused,
+                "saved_usage": self.saved_usage.to_dict(), "entries": self.entries, "tombstones": self.tombstones,
+                "repeated_puts": self.repeated_puts, "disk_bytes": self.disk_bytes}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CacheStats:
+        return cls(**{**data, "saved_usage": Usage.from_dict(data.get("saved_usage", {}))})
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    entries_deleted: int
+    entries_kept: int
+    bytes_before: int
+    bytes_after: int
+
+    @property
+    def bytes_freed(self) -> int:
+        return max(0, self.bytes_before - self.bytes_after)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"entries_deleted": self.entries_deleted, "entries_kept": self.entries_kept,
+                "bytes_before": self.bytes_before, "bytes_after": self.bytes_after, "bytes_freed": self.bytes_freed}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PruneReport:
+        return cls(int(data["entries_deleted"]), int(data["entries_kept"]), int(data["bytes_before"]),
+                   int(data["bytes_after"]))
+
+
+def _pack(value: str) -> tuple[bool, bytes]:
+    raw = value.encode("utf-8")
+    if len(raw) > COMPRESS_ABOVE:
+        packed = zlib.compress(raw, _ZLIB_LEVEL)
+        if len(packed) < len(raw):
+            return True, packed
+    return False, raw
+
+
+def _unpack(zipped: bool, blob: bytes) -> str:
+    return (zlib.decompress(blob) if zipped else bytes(blob)).decode("utf-8")
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One entry as stored (everything but key, puts and created)."""
+
+    kind: int
+    chars: int
+    codec: int
+    meta: str
+    trace: bytes
+    text: bytes
+
+    def params(self, key: str) -> tuple[Any, ...]:
+        return (key, self.kind, self.chars, time.time(), self.codec, self.meta, self.trace, self.text)
+
+    @classmethod
+    def of_reply(cls, reply: Reply) -> _Row:
+        text_zipped, text = _pack(reply.text)
+        trace_zipped, trace = _pack(reply.trace)
+        meta = json.dumps({"model": reply.model, "usage": reply.usage.to_dict()}, separators=(",", ":"))
+        return cls(_REPLY, len(reply.text) + len(reply.trace),
+                   (_TEXT_ZLIB if text_zipped else 0) | (_TRACE_ZLIB if trace_zipped else 0), meta, trace, text)
+
+    @classmethod
+    def tombstone(cls, reply: Reply, limit: int) -> _Row:
+        meta = json.dumps({"model": reply.model, "limit": limit}, separators=(",", ":"))
+        return cls(_TOMBSTONE, len(reply.text) + len(reply.trace), 0, meta, b"", b"")
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:  # SQLite may already have rolled back (disk full, I/O error)
+        conn.execute("ROLLBACK")
+
+
+# ---------------------------------------------------------------------------------------------- the journal
+class _Reader:
+    """A thread's own read connection; referenced by that thread only, so it is closed when the thread ends."""
+
+    __slots__ = ("__weakref__", "conn")
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+
+class CallCache:
+    """Thread-safe journal of replies keyed by content hash (see the module contract).
+
+    `path` is the database file (a legacy `.../calls.jsonl` path is read as `.../calls.sqlite` next to it);
+    None keeps the journal in memory for the life of the object."""
+
+    def __init__(self, path: Path | None, *, max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS):
+        if path is not None and path.suffix == ".jsonl":
+            path = path.with_name(DB_NAME)
         self.path = path
+        self.max_reply_chars = max_reply_chars
         self._lock = threading.Lock()
-        self._entries: dict[str, dict] = {}
+        self._run: str | None = None
+        self._marked: set[str] = set()  # keys this process already tagged with the bound run
+        self._local = threading.local()
+        self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self.hits = 0
         self.misses = 0
+        self.refused = 0
         self.saved_usage = Usage()
-        if path is not None and path.exists():
-            with path.open("r", encoding="utf-8") as fh:
-                for line in fh:
-                    try:
-                        record = json.loads(line)
-                        self._entries[record["k"]] = record
-                    except (ValueError, KeyError, TypeError):
-                        continue  # a torn line from a killed writer; the call will simply be made again
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(":memory:" if path is None else str(path), timeout=30.0,
+                                         isolation_level=None, check_same_thread=False)
+            self._setup()
+            legacy = None if path is None else path.with_name(LEGACY_NAME)
+            if legacy is not None and legacy.is_file():
+                self._import_legacy(legacy)
+        except sqlite3.Error as exc:
+            raise SkillgitError(f"cannot open the call journal {path}: {exc}",
+                                "if another skillgit process is using it, wait for it; if the file is damaged, "
+                                "move it away (the calls it holds will be paid again)") from None
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def _setup(self) -> None:
+        c = self._conn
+        c.execute("PRAGMA journal_mode=WAL")
+        c.execute("PRAGMA synchronous=NORMAL")  # no fsync per commit: durable across a process kill (see above)
+        c.execute("PRAGMA journal_size_limit=67108864")  # truncate a WAL that a burst grew, after checkpoints
+        version = c.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise SkillgitError(
+                f"the call journal {self.path} was written by a newer skillgit (schema {version})",
+                "upgrade skillgit, or delete .git/skillgit/cache/ (finished calls will be paid again)")
+        if version < SCHEMA_VERSION:
+            c.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+
+    def close(self) -> None:
+        with self._lock:
+            for reader in list(self._readers):
+                reader.conn.close()
+            self._conn.close()
+
+    def _select(self, key: str) -> tuple[Any, ...] | None:
+        # fetchall, not fetchone: stepping the statement to its end closes the read transaction at once, so an
+        # idle reader never pins a WAL snapshot (which would keep checkpoints from shrinking the WAL)
+        if self.path is None:  # one in-memory database: only the writer connection sees it
+            with self._lock:
+                rows = self._conn.execute(_SELECT, (key,)).fetchall()
+            return rows[0] if rows else None
+        reader: _Reader | None = getattr(self._local, "reader", None)
+        if reader is None:
+            conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA query_only=1")
+            conn.execute(f"PRAGMA cache_size=-{_READER_CACHE_KIB}")
+            reader = self._local.reader = _Reader(conn)
+            with self._lock:
+                self._readers.add(reader)
+        rows = reader.conn.execute(_SELECT, (key,)).fetchall()
+        return rows[0] if rows else None
 
     def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, key: str) -> Reply | None:
         with self._lock:
-            record = self._entries.get(key)
-            if record is None:
+            return int(self._conn.execute("SELECT COUNT(*) FROM calls WHERE kind = 0").fetchone()[0])
+
+    def bind_run(self, run_id: str | None) -> None:
+        """Tag later puts and hits with `run_id` (None: stop tagging)."""
+        with self._lock:
+            self._run = run_id
+            self._marked = set()
+
+    # ------------------------------------------------------------------------------------------ get / put
+    def get(self, key: str) -> Reply | None:
+        """The stored reply (marked `cached`, usage zero: nothing paid), or None. Raises `ReplyTooLarge` for a
+        tombstone recorded above the current cap."""
+        row = self._select(key)
+        if row is not None and row[0] == _TOMBSTONE and row[1] <= self.max_reply_chars:
+            row = None  # a tombstone under today's cap: the cap was raised since, so the call is made again
+        if row is None:
+            with self._lock:
                 self.misses += 1
-                return None
-            self.hits += 1
-            usage = Usage.from_dict(record.get("usage", {}))
-            self.saved_usage = self.saved_usage + usage
-        return Reply(text=record["text"], usage=Usage(), model=record.get("model", ""),
-                     trace=record.get("trace", ""), cached=True)
+            return None
+        kind, chars, codec, meta_json, trace, text = row
+        if kind == _TOMBSTONE:
+            self._mark_used(key, refused=True)
+            raise ReplyTooLarge(key, chars, self.max_reply_chars, replayed=True)
+        meta = json.loads(meta_json)
+        self._mark_used(key, saved=Usage.from_dict(meta.get("usage") or {}))
+        return Reply(text=_unpack(bool(codec & _TEXT_ZLIB), text), usage=Usage(), model=meta.get("model", ""),
+                     trace=_unpack(bool(codec & _TRACE_ZLIB), trace), cached=True)
 
     def put(self, key: str, reply: Reply) -> None:
-        record = {"k": key, "text": reply.text, "model": reply.model, "trace": reply.trace,
-                  "usage": asdict(reply.usage)}
+        """Store `reply`; returns once it is committed. A reply over the cap is replaced by a tombstone and
+        `ReplyTooLarge` is raised (carrying the reply's usage, which was paid)."""
+        chars = len(reply.text) + len(reply.trace)
+        if chars > self.max_reply_chars:
+            self._store(key, _Row.tombstone(reply, self.max_reply_chars))
+            raise ReplyTooLarge(key, chars, self.max_reply_chars, usage=reply.usage)
+        self._store(key, _Row.of_reply(reply))
+
+    def evict(self, key: str) -> bool:
+        """Forget one entry (a cached reply that led to a non-retryable failure); True if there was one."""
         with self._lock:
-            self._entries[key] = record
-            if self.path is None:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                gone = self._conn.execute("DELETE FROM calls WHERE key = ?", (key,)).rowcount
+                self._conn.execute("DELETE FROM uses WHERE key = ?", (key,))
+            except BaseException:
+                _rollback(self._conn)
+                raise
+            self._conn.execute("COMMIT")
+            self._marked.discard(key)
+        return gone > 0
+
+    def _mark_used(self, key: str, *, saved: Usage | None = None, refused: bool = False) -> None:
+        with self._lock:
+            if refused:
+                self.refused += 1
+            else:
+                self.hits += 1
+                self.saved_usage = self.saved_usage + (saved or Usage())
+            if self._run is None or key in self._marked:
                 return
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            self._conn.execute("INSERT OR IGNORE INTO uses (key, run) VALUES (?, ?)", (key, self._run))
+            self._marked.add(key)
+
+    def _store(self, key: str, row: _Row) -> None:
+        # the entry and its provenance commit together: a prune in another process never sees one without the other
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.execute(_UPSERT, row.params(key))
+                if self._run is not None:
+                    c.execute("INSERT OR IGNORE INTO uses (key, run) VALUES (?, ?)", (key, self._run))
+            except BaseException:
+                _rollback(c)
+                raise
+            c.execute("COMMIT")
+            if self._run is not None:
+                self._marked.add(key)
+            if row.kind == _TOMBSTONE:
+                self.refused += 1
+
+    # ------------------------------------------------------------------------------------------ maintenance
+    def disk_bytes(self) -> int:
+        """Size of the database with its WAL and shared-memory files (0 in memory)."""
+        if self.path is None:
+            return 0
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            p = self.path.with_name(self.path.name + suffix)
+            try:
+                total += p.stat().st_size
+            except FileNotFoundError:
+                pass
+        return total
+
+    def stats(self) -> CacheStats:
+        """This process's counters and the file's totals (the totals count rows: O(entries), on demand only)."""
+        with self._lock:
+            entries, tombstones, repeated = self._conn.execute(
+                "SELECT COALESCE(SUM(kind = 0), 0), COALESCE(SUM(kind = 1), 0), COALESCE(SUM(puts - 1), 0) "
+                "FROM calls").fetchone()
+            return CacheStats(self.hits, self.misses, self.refused, self.saved_usage, int(entries), int(tombstones),
+                              int(repeated), self.disk_bytes())
+
+    def prune(self, keep_runs: Iterable[str]) -> PruneReport:
+        """Delete every entry that no run in `keep_runs` used (entries never bound to a run included), drop the
+        provenance of the other runs, then VACUUM and truncate the WAL."""
+        keep = sorted(set(keep_runs))
+        with self._lock:
+            c = self._conn
+            before = self.disk_bytes()
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.execute("CREATE TEMP TABLE IF NOT EXISTS keep_runs (run TEXT PRIMARY KEY)")
+                c.execute("DELETE FROM keep_runs")
+                c.executemany("INSERT INTO keep_runs (run) VALUES (?)", [(r,) for r in keep])
+                deleted = c.execute("DELETE FROM calls WHERE key NOT IN (SELECT u.key FROM uses u "
+                                    "JOIN keep_runs k ON u.run = k.run)").rowcount
+                c.execute("DELETE FROM uses WHERE run NOT IN (SELECT run FROM keep_runs)")
+                c.execute("DELETE FROM uses WHERE key NOT IN (SELECT key FROM calls)")  # tags of evicted entries
+                kept = int(c.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+            except BaseException:
+                _rollback(c)
+                raise
+            c.execute("COMMIT")
+            c.execute("VACUUM")
+            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if self._run not in keep:
+                self._marked = set()  # the bound run's tags were dropped with it: tag hits again
+            return PruneReport(deleted, kept, before, self.disk_bytes())
+
+    def _import_legacy(self, legacy: Path) -> None:
+        """Stream an old JSON-lines journal in (torn lines and replies over the cap skipped), then rename it."""
+        c = self._conn
+        batch: list[tuple[Any, ...]] = []
+        batch_bytes = 0
+
+        def flush() -> None:
+            # one transaction per batch keeps the WAL small for a journal of any size; the import is idempotent,
+            # so a kill half-way only means the next open imports the file again
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.executemany(_IMPORT, batch)
+            except BaseException:
+                _rollback(c)
+                raise
+            c.execute("COMMIT")
+            batch.clear()
+
+        with legacy.open("r", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    record = json.loads(line)
+                    key, text, trace = record["k"], record["text"], record.get("trace", "") or ""
+                    if not isinstance(key, str) or not isinstance(text, str) or not isinstance(trace, str):
+                        continue
+                    usage = Usage.from_dict(record.get("usage") or {})
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    continue  # a torn line from a killed writer: the call is simply made again
+                if len(text) + len(trace) > self.max_reply_chars:
+                    continue
+                row = _Row.of_reply(Reply(text=text, usage=usage, model=str(record.get("model", "")), trace=trace))
+                batch.append(row.params(key))
+                batch_bytes += len(row.text) + len(row.trace)
+                if len(batch) >= _IMPORT_BATCH[0] or batch_bytes >= _IMPORT_BATCH[1]:
+                    flush()
+                    batch_bytes = 0
+        if batch:
+            flush()
+        try:
+            legacy.replace(legacy.with_name(LEGACY_NAME + ".imported"))
+        except FileNotFoundError:
+            pass  # another process imported and renamed it at the same time; the import is idempotent
 
 
+# ---------------------------------------------------------------------------------------------- wrappers
 class CachedLLM:
-    """Wraps an `LLM`; identical requests to the same backend id are answered from the cache."""
+    """Wraps an `LLM`; identical requests to the same model identity are answered from the journal."""
 
-    def __init__(self, inner: LLM, cache: CallCache):
+    def __init__(self, inner: LLM, cache: CallCache, identity: str | None = None):
         self.inner = inner
         self.cache = cache
+        self.identity = model_identity(inner, identity)
 
     @property
     def id(self) -> str:
         return self.inner.id
 
+    def key(self, request: Request) -> str:
+        return llm_key(self.identity, request)
+
     def complete(self, request: Request) -> Reply:
-        key = _digest("llm", self.inner.id, request.cache_key_material())
+        key = self.key(request)
         hit = self.cache.get(key)
         if hit is not None:
             return hit
@@ -99,18 +535,22 @@ class CachedLLM:
 
 
 class CachedStudent:
-    """Wraps a `Student`; the same skill text, item and sample index are run once."""
+    """Wraps a `Student`; the same skill text, item and sample index are run once per model identity."""
 
-    def __init__(self, inner: Student, cache: CallCache):
+    def __init__(self, inner: Student, cache: CallCache, identity: str | None = None):
         self.inner = inner
         self.cache = cache
+        self.identity = model_identity(inner, identity)
 
     @property
     def id(self) -> str:
         return self.inner.id
 
+    def key(self, skill: str, item: Item, sample: int = 0) -> str:
+        return student_key(self.identity, skill, item, sample)
+
     def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
-        key = _digest("student", self.inner.id, skill, item.id, item.input, str(sample))
+        key = self.key(skill, item, sample)
         hit = self.cache.get(key)
         if hit is not None:
             return hit

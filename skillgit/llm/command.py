@@ -17,14 +17,19 @@ Contracts:
 - The agent runs in its own session; at `cfg.timeout_s` its whole process group is killed (TERM, then KILL), so
   children it spawned die too, and `LLMError(kind="timeout")` is raised (not retryable: a hung agent would hang
   again and cost as much). Leftover group members are killed after a normal exit as well.
-- Environment: the parent's (plus the project's .env, as given by the factory) minus every credential-named
-  variable (see `redact.is_secret_name`) except the preset's own (`ANTHROPIC_API_KEY`… for claude,
-  `OPENAI_API_KEY`… for codex) and `cfg.env_passthrough`.
+- Environment: the parent's, minus every secret-named variable (`redact.is_secret_name`: conventional names and
+  registered ones), every name in `secrets.names` (the config's `api_key_env` targets) and every name in
+  `withhold` (the factory passes the project `.env`'s keys: no `.env` entry reaches the agent), except the
+  preset's own (`ANTHROPIC_API_KEY`… for claude, `OPENAI_API_KEY`… for codex) and `cfg.env_passthrough`.
 - Failures are `LLMError(kind="agent")`: a missing binary (not retryable; the hint names the binary and
   `model.student.command.argv`), a non-zero exit (message has the status and the stderr tail; retryable only when
   the output looks like rate limiting or a transient server/network error), an error result in Claude's JSON.
 - `Reply.trace` holds a summary (turns, cost, session) and the stderr tail; traces and error messages go through
-  `redact`, and the answer has every known secret value masked.
+  `redact`, and the answer has every known secret value masked (including the values of `secrets`).
+- Identity: `cache_identity` is `command:<preset>:<basename of argv[0]>:<model or "default">` (no folder, so a
+  moved binary keeps its call journal), or the `cache_identity` given (`BackendCfg.cache_identity`).
+- Registry: `BACKEND` is this module's `registry.Backend` (student only). The model names in
+  `AGENT_DEFAULT_MODELS` mean "the agent's own default" (no --model flag); the binary is looked up when built.
 """
 
 from __future__ import annotations
@@ -40,12 +45,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
-from skillgit.config import CommandCfg
+from skillgit.config import BackendCfg, CommandCfg, Config
 from skillgit.llm import pricing
 from skillgit.llm.base import LLMError, Reply
-from skillgit.redact import is_secret_name, redact, secret_values
+from skillgit.llm.registry import Backend
+from skillgit.redact import SecretSet, is_secret_name, redact, secret_values
 from skillgit.types import Item, Usage
 
 TAIL_LINES = 40
@@ -79,6 +85,10 @@ PRESETS: dict[str, Preset] = {
     "generic": Preset((), "SKILL.md", ()),
 }
 
+# For a CLI agent these model names mean "the agent's own default" (no --model flag); "sim-student" is ModelCfg's
+# default, left in place by a config that only switched the backend.
+AGENT_DEFAULT_MODELS = ("", "default", "sim-student")
+
 _STUB_FRONT_MATTER = ("---\nname: {name}\ndescription: Instructions to follow for every task in this workspace. "
                       "Always use this skill.\n---\n\n")
 
@@ -95,10 +105,10 @@ def skill_name(skill: str) -> str:
     return "skill"
 
 
-def agent_env(base: Mapping[str, str], keep: tuple[str, ...] | list[str]) -> dict[str, str]:
-    """`base` without credential-named variables, except those named in `keep`."""
-    allowed = set(keep)
-    return {k: v for k, v in base.items() if k in allowed or not is_secret_name(k)}
+def agent_env(base: Mapping[str, str], keep: Iterable[str], withhold: Iterable[str] = ()) -> dict[str, str]:
+    """`base` without secret-named variables and without the names in `withhold`, except those named in `keep`."""
+    allowed, withheld = set(keep), set(withhold)
+    return {k: v for k, v in base.items() if k in allowed or not (k in withheld or is_secret_name(k))}
 
 
 def _tail(text: str) -> str:
@@ -116,7 +126,8 @@ class CommandStudent:
     """A CLI agent run once per item in a scratch workspace (see the module contract). Thread-safe."""
 
     def __init__(self, cfg: CommandCfg, *, model: str | None = None, env: Mapping[str, str] | None = None,
-                 prices: Mapping[str, Any] | None = None, kill_grace_s: float = KILL_GRACE_S):
+                 prices: Mapping[str, Any] | None = None, kill_grace_s: float = KILL_GRACE_S,
+                 secrets: SecretSet | None = None, withhold: Iterable[str] = (), cache_identity: str | None = None):
         if cfg.preset not in PRESETS:
             raise LLMError(f"unknown command preset '{cfg.preset}'",
                            f"set model.student.command.preset to one of: {', '.join(PRESETS)}", kind="config")
@@ -124,8 +135,11 @@ class CommandStudent:
         self.preset = PRESETS[cfg.preset]
         self.model = model or None
         base = dict(os.environ if env is None else env)
-        self.env = agent_env(base, (*self.preset.keep_env, *cfg.env_passthrough))
-        self._secrets = tuple(secret_values(base))
+        secrets = secrets or SecretSet()
+        self.env = agent_env(base, (*self.preset.keep_env, *cfg.env_passthrough), (*secrets.names, *withhold))
+        # every value the agent could echo: conventional and registered secrets of `base`, and `secrets`
+        self._secrets = tuple(sorted(set(secret_values(base)) | secrets.values, key=len, reverse=True))
+        self._cache_identity = cache_identity
         self.prices = prices
         self.kill_grace_s = kill_grace_s  # how long a timed-out agent may take to exit on TERM before KILL
         template = tuple(cfg.argv) or self.preset.argv
@@ -150,6 +164,13 @@ class CommandStudent:
             digest = hashlib.sha256(json.dumps([self.argv_template, self.install_path]).encode()).hexdigest()
             ident += f"#{digest[:8]}"
         return ident
+
+    @property
+    def cache_identity(self) -> str:
+        """What the call journal keys this agent on: preset, program name and model (see the module contract)."""
+        if self._cache_identity:
+            return self._cache_identity
+        return f"command:{self.cfg.preset}:{os.path.basename(self.binary)}:{self.model or 'default'}"
 
     @property
     def binary(self) -> str:
@@ -251,6 +272,7 @@ class CommandStudent:
                            f"run `{self.binary}` by hand to see why",
                            kind="agent", retryable=bool(_TRANSIENT.search(stderr[-TAIL_CHARS:] + stdout[-2000:])))
         answer_written = answer_file.is_file() and answer_file.stat().st_size > 0
+        summary: list[str]
         if answer_written:
             text, usage, summary = answer_file.read_text(encoding="utf-8", errors="replace").strip(), Usage(1), []
         else:
@@ -285,7 +307,7 @@ class CommandStudent:
             raise LLMError(f"{self.id}: the agent reported an error: {detail}",
                            f"run `{self.binary} -p` by hand to see why", kind="agent",
                            retryable=bool(_TRANSIENT.search(detail)))
-        u = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        u: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
         cache_read = int(u.get("cache_read_input_tokens") or 0)
         prompt = int(u.get("input_tokens") or 0) + cache_read + int(u.get("cache_creation_input_tokens") or 0)
         completion = int(u.get("output_tokens") or 0)
@@ -325,3 +347,24 @@ class CommandStudent:
                     stream.close()
             proc.wait()
             return "", ""
+
+
+# ---------------------------------------------------------------------------------------------- registry
+def _build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[str, str], *, secrets: SecretSet,
+           dotenv_keys: frozenset[str]) -> CommandStudent:
+    """The CLI agent student; a missing agent binary fails the build, not every rollout."""
+    agent = CommandStudent(bcfg.command, model=None if model.strip() in AGENT_DEFAULT_MODELS else model, env=env,
+                           prices=cfg.prices, secrets=secrets, withhold=dotenv_keys,
+                           cache_identity=bcfg.cache_identity)
+    agent.check()
+    return agent
+
+
+def _describe(role: str, model: str, bcfg: BackendCfg, env: Mapping[str, str]) -> str:
+    c = bcfg.command
+    return " ".join(c.argv) if c.argv else c.preset
+
+
+BACKEND = Backend("command", frozenset({"student"}), _build, _describe,
+                  "a CLI agent (claude -p, codex exec, or any command) run once per task in a scratch workspace",
+                  agent=True)

@@ -3,7 +3,8 @@
 Contracts:
 - `extract_json(text) -> (obj, error)`: finds a JSON object in a reply — the whole text, a ```json fenced block,
   or the first balanced `{...}` in prose (after dropping `<think>…</think>` blocks that local reasoning models
-  emit) — and forgives trailing commas. Returns `(dict, None)` or `(None, "why not")`; never raises.
+  emit) — and forgives raw control characters (newlines, tabs) inside strings, which small models emit and
+  strict `json.loads` refuses, and trailing commas. Returns `(dict, None)` or `(None, "why not")`; never raises.
 - `complete_json(llm, request, *, validate=None) -> JsonResult`: calls `llm`; if no object can be extracted, or
   `validate(obj)` objects (returns an error string, or raises ValueError/TypeError/KeyError), it sends ONE repair
   request (the conversation, the bad reply, the error, "answer with only the JSON object") and tries again. If that
@@ -93,12 +94,13 @@ def _balanced_objects(text: str):
 
 
 def _loads(candidate: str) -> tuple[Any, str | None]:
+    # strict=False: a raw newline or tab inside a string is what the model meant, not a reason to repair
     try:
-        return json.loads(candidate), None
+        return json.loads(candidate, strict=False), None
     except ValueError as exc:
         first_error = f"invalid JSON: {exc}"
     try:
-        return json.loads(_without_trailing_commas(candidate)), None
+        return json.loads(_without_trailing_commas(candidate), strict=False), None
     except ValueError:
         return None, first_error
 

@@ -12,14 +12,27 @@ Contracts (besides the `LLM` protocol of base.py):
   `max_completion_tokens` to OpenAI and Azure (reasoning models refuse `max_tokens`) and as `max_tokens` to other
   servers, which do not all know the newer name. The Responses API has no seed; it is not sent there.
 - Structured output for `Request.json_schema`: `json_mode="auto"` walks the ladder json_schema →
-  json_object+schema (llama.cpp) → json_object → prompt, stepping down when the server answers 400/422/500 to a
-  form and remembering the step for the life of the backend (`json_mode_in_use`). An explicit mode
-  (`json_schema`, `json_object_schema`, `json_object`, `prompt`) is used as is. For the json_object forms and the
+  json_object+schema (llama.cpp) → json_object → prompt, stepping down when the server refuses a form — a 400 or
+  422, or any other error whose message names the response format (response_format, json_schema, json_object,
+  schema, grammar: llama.cpp answers 500 "JSON schema conversion failed") — and, once a lower form has been
+  answered, remembering it for the life of the backend (`json_mode_in_use`); when every form is refused the last
+  error is raised and the mode stays where it was. Any other 5xx is a transient error: raised as retryable, the
+  mode kept, so `RetryingLLM` counts and retries it like any other. An explicit mode (`json_schema`,
+  `json_object_schema`, `json_object`, `prompt`) is used as is. For the json_object forms and the
   prompt form, the schema is appended to the last user message (json_object also needs the word JSON there).
 - Failures become `LLMError` (see `_map_error`) with secrets redacted and the SDK exception detached, so no
   header or key can travel along in `__cause__`/`__context__`.
 - Usage: prompt, completion, cached (`prompt_tokens_details.cached_tokens`) and reasoning
   (`completion_tokens_details.reasoning_tokens`) tokens; cost from `pricing` (local servers cost 0).
+- Identity: `id` names backend, model and (for a custom server) host:port; `cache_identity` is `openai:<model>` /
+  `azure:<deployment>` without the endpoint (a local server whose port changes between restarts keeps its call
+  journal), or `BackendCfg.cache_identity` when set.
+- Registry: `OPENAI` and `AZURE` are this module's `registry.Backend`s. Credentials come from the environment over
+  `.env`: openai: `api_key_env` or OPENAI_API_KEY, `base_url` or OPENAI_BASE_URL; a server at `base_url` that
+  needs no key gets a dummy one (only then). azure (or openai with `azure_endpoint` set): `azure_endpoint` or
+  AZURE_OPENAI_ENDPOINT, `azure_deployment` or the model name, `api_version` or OPENAI_API_VERSION (default
+  2024-10-21), `api_key_env` or AZURE_OPENAI_API_KEY, else an Entra ID token provider when `azure-identity` is
+  installed.
 """
 
 from __future__ import annotations
@@ -31,11 +44,12 @@ import time
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
-from skillgit.config import BackendCfg
+from skillgit.config import BackendCfg, Config
 from skillgit.llm import pricing
 from skillgit.llm.base import LLMError, Reply, Request
+from skillgit.llm.registry import DUMMY_KEY, Backend, missing_key
 from skillgit.llm.retry import classify_status, parse_retry_after
-from skillgit.redact import redact
+from skillgit.redact import SecretSet, redact
 from skillgit.types import Usage
 
 CHAT_LADDER = ("json_schema", "json_object_schema", "json_object", "prompt")
@@ -43,7 +57,10 @@ RESPONSES_LADDER = ("json_schema", "json_object", "prompt")
 JSON_MODES = ("auto", *CHAT_LADDER)
 DEFAULT_AZURE_API_VERSION = "2024-10-21"  # GA; supports json_schema and max_completion_tokens
 AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
-_SERVER_REFUSES_FORMAT = (400, 422, 500)
+_REFUSED = (400, 422)  # the server understood the request and refuses it: a form it does not support
+# An error naming the structured-output form is a refusal whatever its status (llama.cpp: 500 on json_schema).
+_NAMES_FORMAT = re.compile(r"response[_ ]?format|json[_ ]?(?:schema|object|mode)|\bschema\b|\bgrammar\b|"
+                           r"structured output", re.IGNORECASE)
 
 
 def azure_token_provider() -> Callable[[], str] | None:
@@ -78,6 +95,27 @@ def _strict_compatible(schema: Any) -> bool:
     return all(_strict_compatible(child) for child in children)
 
 
+def _status_detail(exc: Any) -> str:
+    """The server's error message from an `openai.APIStatusError` (either body shape), at most 500 characters."""
+    body = exc.body
+    detail = body.get("message") if isinstance(body, dict) else None
+    if detail is None and isinstance(body, dict) and isinstance(body.get("error"), dict):
+        detail = body["error"].get("message")
+    return str(detail or exc.message or "")[:500]
+
+
+def _refuses_format(exc: BaseException) -> bool:
+    """True when the server refused the request's structured-output form (see the module contract): a 400/422,
+    or an error status whose message names the form. A bare 5xx is transient, not a refusal."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    if exc.status_code in _REFUSED:
+        return True
+    return exc.status_code not in (401, 403, 404, 408, 409, 429) and bool(_NAMES_FORMAT.search(_status_detail(exc)))
+
+
 def _schema_name(stage: str) -> str:
     return (re.sub(r"[^A-Za-z0-9_-]", "_", stage)[:64] or "reply") if stage else "reply"
 
@@ -105,6 +143,10 @@ class OpenAIBackend:
         self._secret = api_key
         self._uses_entra = self.azure and not api_key and azure_ad_token_provider is not None
         common: dict[str, Any] = {"timeout": self.cfg.timeout_s, "max_retries": 0}
+        self.deployment: str | None = None
+        self.api_version: str | None = None
+        self.client: openai.OpenAI  # AzureOpenAI is one
+        message: str | None = None
         try:
             if self.azure:
                 self.deployment = azure_deployment or model
@@ -120,13 +162,9 @@ class OpenAIBackend:
                 self.client = openai.AzureOpenAI(**kwargs)
                 self.api_version = kwargs["api_version"]
             else:
-                self.deployment = None
-                self.api_version = None
                 self.client = openai.OpenAI(api_key=api_key, base_url=base_url, **common)
         except (openai.OpenAIError, ValueError) as exc:
             message = redact(str(exc), (api_key,))
-        else:
-            message = None
         if message is not None:
             raise LLMError(f"{self.provider}: cannot configure the client: {message}",
                            f"check model.{role or '<role>'} in skillgit.yaml", kind="config")
@@ -136,6 +174,7 @@ class OpenAIBackend:
         self.custom_server = not self.azure and base_url is not None and not official
         self.price = pricing.resolve_price(model, prices, None if self.azure else self.base_url)
         # an explicit mode is a ladder of one step: forced, never stepped down from
+        self._ladder: tuple[str, ...]
         if self.cfg.json_mode == "auto":
             self._ladder = RESPONSES_LADDER if self.cfg.api == "responses" else CHAT_LADDER
         else:
@@ -151,6 +190,13 @@ class OpenAIBackend:
         if self.custom_server:  # the same model name on two servers is two different models for the cache
             return f"openai:{self.model}@{urlsplit(self.base_url).netloc}"
         return f"openai:{self.model}"
+
+    @property
+    def cache_identity(self) -> str:
+        """What the call journal keys this model on: backend and model, never the endpoint's host or port."""
+        if self.cfg.cache_identity:
+            return self.cfg.cache_identity
+        return f"azure:{self.deployment}" if self.azure else f"openai:{self.model}"
 
     @property
     def endpoint(self) -> str:
@@ -175,6 +221,7 @@ class OpenAIBackend:
         while True:
             started = time.monotonic()
             error: LLMError | None = None
+            refused = False
             try:
                 if self.cfg.api == "responses":
                     response = self.client.responses.create(**self._responses_kwargs(request, mode))
@@ -184,28 +231,32 @@ class OpenAIBackend:
                 error = self._map_error(exc)
                 if error is None:
                     raise
+                refused = _refuses_format(exc)
             if error is None:
                 break
             # outside the except block: the SDK exception (which holds request headers) is not chained
-            next_mode = self._step_down(mode, error)
+            next_mode = self._next_mode(mode) if refused else None
             if next_mode is None:
                 raise error
             mode = next_mode
+        if mode is not None:
+            self._remember(mode)
         latency = time.monotonic() - started
         if self.cfg.api == "responses":
             return self._responses_reply(response, latency)
         return self._chat_reply(response, latency)
 
-    def _step_down(self, mode: str | None, error: LLMError) -> str | None:
-        """The next structured-output form after the server refused `mode`, remembered for later calls."""
+    def _next_mode(self, mode: str | None) -> str | None:
+        """The structured-output form to try after the server refused `mode` (None: nothing left to try)."""
         if mode is None or mode == "prompt" or self.cfg.json_mode != "auto":
             return None
-        if error.status not in _SERVER_REFUSES_FORMAT:
-            return None
+        return self._ladder[self._ladder.index(mode) + 1]
+
+    def _remember(self, mode: str) -> None:
+        """Make `mode` — a form the server just answered — the first one later calls try. Only a form that worked
+        is remembered: a 400 that every form gets (a prompt over the context length) leaves the mode as it was."""
         with self._lock:
-            index = self._ladder.index(mode) + 1
-            self._json_level = max(self._json_level, index)
-            return self._ladder[self._json_level]
+            self._json_level = max(self._json_level, self._ladder.index(mode))
 
     # -- request shapes
     def _messages(self, request: Request, mode: str | None) -> list[dict[str, str]]:
@@ -356,11 +407,7 @@ class OpenAIBackend:
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             kind, retryable = classify_status(status)
-            body = exc.body
-            detail = body.get("message") if isinstance(body, dict) else None
-            if detail is None and isinstance(body, dict) and isinstance(body.get("error"), dict):
-                detail = body["error"].get("message")
-            detail = str(detail or exc.message or "")[:500]
+            detail = _status_detail(exc)
             if status == 429 and "insufficient_quota" in (str(exc.code), str(exc.type)):
                 # a 429 that waiting does not cure: the account has no credit left
                 return self._error(f"HTTP 429 (quota): {detail}", "rate_limit", retryable=False, status=status,
@@ -376,3 +423,59 @@ class OpenAIBackend:
         if type(exc).__module__.startswith("azure."):  # azure-identity failed to get a token
             return self._error(f"Entra ID token: {type(exc).__name__}: {exc}", "auth", retryable=False)
         return None
+
+
+# ---------------------------------------------------------------------------------------------- registry
+def _is_azure(backend_name: str, bcfg: BackendCfg) -> bool:
+    return backend_name == "azure" or (backend_name == "openai" and bool(bcfg.azure_endpoint))
+
+
+def _builder(backend_name: str):
+    def build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[str, str], *,
+              secrets: SecretSet, dotenv_keys: frozenset[str]) -> OpenAIBackend:
+        """The OpenAI / Azure OpenAI backend for `role`, credentials resolved from `env` (module contract)."""
+        if _is_azure(backend_name, bcfg):
+            var = bcfg.api_key_env or "AZURE_OPENAI_API_KEY"
+            endpoint = bcfg.azure_endpoint or env.get("AZURE_OPENAI_ENDPOINT") or None
+            if not endpoint and not bcfg.base_url:
+                raise LLMError(f"{role}: no Azure OpenAI endpoint",
+                               f"set model.{role}.azure_endpoint or AZURE_OPENAI_ENDPOINT (environment or .env), "
+                               f"e.g. https://my-resource.openai.azure.com", kind="config")
+            key = env.get(var) or None
+            provider = None
+            if not key:
+                provider = azure_token_provider()
+                if provider is None:
+                    raise missing_key(role, var, ", or install azure-identity to sign in with Entra ID")
+            return OpenAIBackend(model, bcfg, api_key=key, azure_endpoint=endpoint,
+                                 base_url=None if endpoint else bcfg.base_url,
+                                 azure_deployment=bcfg.azure_deployment or model,
+                                 api_version=bcfg.api_version or env.get("OPENAI_API_VERSION") or None,
+                                 azure_ad_token_provider=provider, provider="azure", key_env=var, role=role,
+                                 prices=cfg.prices)
+        var = bcfg.api_key_env or "OPENAI_API_KEY"
+        key = env.get(var) or None
+        base_url = bcfg.base_url or env.get("OPENAI_BASE_URL") or None
+        if not key:
+            # a named key variable means the server wants that key; OpenAI itself always does
+            if not base_url or bcfg.api_key_env or "api.openai.com" in base_url:
+                raise missing_key(role, var, f", or set model.{role}.base_url for a local server")
+            key = DUMMY_KEY
+        return OpenAIBackend(model, bcfg, api_key=key, base_url=base_url, key_env=var, role=role, prices=cfg.prices)
+
+    return build
+
+
+def _describer(backend_name: str):
+    def describe(role: str, model: str, bcfg: BackendCfg, env: Mapping[str, str]) -> str:
+        if _is_azure(backend_name, bcfg):
+            return bcfg.azure_endpoint or env.get("AZURE_OPENAI_ENDPOINT") or bcfg.base_url or "(no endpoint)"
+        return bcfg.base_url or env.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+
+    return describe
+
+
+OPENAI = Backend("openai", frozenset({"teacher", "student"}), _builder("openai"), _describer("openai"),
+                 "OpenAI or any OpenAI-compatible server (vLLM, llama.cpp, Ollama, LM Studio) via the openai SDK")
+AZURE = Backend("azure", frozenset({"teacher", "student"}), _builder("azure"), _describer("azure"),
+                "Azure OpenAI (API key or Entra ID) via the openai SDK")

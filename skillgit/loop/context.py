@@ -14,6 +14,7 @@ from typing import Any
 
 from skillgit.config import Config
 from skillgit.llm.base import Student
+from skillgit.llm.metering import bind_stage
 from skillgit.loop.events import EventSink, Progress, StageStarted
 from skillgit.loop.gate import Evaluator
 from skillgit.loop.ledger import Ledger
@@ -32,10 +33,12 @@ class StepContext:
     train: tuple[Item, ...]
 
     def stage(self, step: int | str, name: str) -> None:
-        """Announce a stage; the metered student books its calls under it."""
-        if hasattr(self.student, "stage"):
-            self.student.stage = name.split(":")[0]  # type: ignore[attr-defined]
+        """Announce a stage (the display shows it)."""
         self.emit(StageStarted(str(step), name))
+
+    def student_for(self, stage: str) -> Student:
+        """The student booking its calls under `stage` (each phase binds its own: phases may overlap)."""
+        return bind_stage(self.student, stage)
 
     def progress(self, step: int | str, stage: str):
         def report(done: int, total: int) -> None:

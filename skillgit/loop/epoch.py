@@ -51,8 +51,9 @@ def compare(ctx: StepContext, epoch: int, old_skill: str, new_skill: str) -> lis
     items = items[: ctx.cfg.optimizer.slow_update_samples]
     ctx.stage(f"e{epoch + 1}", "slow_update")
     with ctx.ledger.timed("slow_update"):
-        old = stages.rollout(ctx.student, old_skill, items, ctx.scorer, workers=ctx.workers)
-        new = stages.rollout(ctx.student, new_skill, items, ctx.scorer, workers=ctx.workers)
+        student = ctx.student_for("slow_update")
+        old = stages.rollout(student, old_skill, items, ctx.scorer, workers=ctx.workers)
+        new = stages.rollout(student, new_skill, items, ctx.scorer, workers=ctx.workers)
     pairs = []
     for b, a in zip(old, new):
         if not (b.ok and a.ok):

@@ -63,13 +63,15 @@ def estimate(cfg: Config, splits: Splits, skill: str) -> dict[str, Any]:
         else:
             tokens["prompt"] += n * teacher_prompt
             tokens["completion"] += n * TEACHER_ANSWER_TOKENS
-    budgets = [scheduled_budget(opt, i, steps) for i in range(steps)]
+    # The plan shows the first budgets only: a plan must never cost time proportional to the steps it plans
+    # (`num_epochs: 1e9` once made `--dry-run` hang).
+    budgets = [scheduled_budget(opt, i, steps) for i in range(min(steps, 12))]
     lines = [
         f"plan: {cfg.train.num_epochs} epoch(s) × {bpe} batch(es) of ≤{cfg.train.batch_size} → {steps} step(s)"
         + (f" (capped by train.max_steps={cfg.train.max_steps})" if cfg.train.max_steps is not None else ""),
         f"splits: train {n_train}, val {n_val}, test {n_test} (test is reported, never used for a decision)",
         f"edit budget ({opt.lr_scheduler}{', teacher-chosen' if is_autonomous(opt) else ''}): "
-        + (", ".join(map(str, budgets[:12])) + (" …" if len(budgets) > 12 else "") if budgets else "-"),
+        + (", ".join(map(str, budgets)) + (" …" if steps > len(budgets) else "") if budgets else "-"),
         f"student: {cfg.model.student_backend}:{cfg.model.student_model}   "
         f"teacher: {cfg.model.teacher_backend}:{cfg.model.teacher_model}",
         "estimated model calls (upper bound; the call cache makes repeats free):",

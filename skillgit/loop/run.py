@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_config
-from skillgit.errors import ExitCode, SkillgitError
+from skillgit.errors import ExitCode, Interrupted, SkillgitError
 from skillgit.llm.base import LLM, Student
 from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import gate as gate_mod
@@ -222,7 +222,7 @@ class Trainer:
                     if self.total_steps % self.batches_per_epoch == 0 and self.total_steps > 0 \
                             and not self.progress.epoch(last_epoch).ended:
                         current = self._end_epoch(last_epoch, current)
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, Interrupted):
                 self._settle_save(quiet=True)
                 self.progress = self.progress.replace(status="interrupted", stop_reason="interrupted")
                 self._save("interrupted")
@@ -293,7 +293,7 @@ class Trainer:
         self.emit(StepStarted(str(step), epoch, budget))
         self.ctx.stage(step, "rollout")
         with self.ledger.timed("rollout"):
-            trajs = stages.rollout(self.ctx.student, skill, batch, self.ctx.scorer, workers=self.ctx.workers,
+            trajs = stages.rollout(self.ctx.student_for("rollout"), skill, batch, self.ctx.scorer, workers=self.ctx.workers,
                                    on_progress=self.ctx.progress(step, "rollout"))
         teacher = pending_teacher.result()
         usable = [t for t in trajs if t.ok]
@@ -373,10 +373,17 @@ class Trainer:
         opt = self.cfg.optimizer
         self.emit(EpochEnding(epoch + 1))
         info = self.progress.epoch(epoch)
-        old_rev = self.progress.epoch(epoch - 1).end_rev or self.progress.seed_rev or self.store.tip()
+        if info.steps_rev is None:
+            # Pin (and save before any epoch-level candidate is decided) the skill the epoch's steps produced, so
+            # a run resumed after its slow update was accepted compares the same two skills as before the kill.
+            info = dataclasses.replace(info, steps_rev=self.store.tip())
+            self.progress = self.progress.with_epoch(epoch, info)
+            self._save(f"epoch {epoch + 1} ending")
+        old_rev = self.progress.epoch(epoch - 1).end_rev or self.progress.seed_rev or info.steps_rev or ""
         pairs: list[dict[str, Any]] = []
         if opt.use_slow_update or opt.use_meta_skill:
-            pairs = epoch_mod.compare(self.ctx, epoch, self.store.read_skill(old_rev), self.store.read_skill())
+            pairs = epoch_mod.compare(self.ctx, epoch, self.store.read_skill(old_rev),
+                                      self.store.read_skill(info.steps_rev))
         accepted = [s for s in info.steps if s.verdict is Verdict.ACCEPTED]
         rejected = [s for s in info.steps if s.verdict is Verdict.REJECTED]
         meta_status = ""

@@ -30,6 +30,7 @@ from skillgit.store import history as store_history
 from skillgit import textsafe
 from skillgit.errors import GitStateError, SkillgitError
 from skillgit.store.git import GitRepo, RefConflict, RefUpdate, TreeEntry, Worktree
+from skillgit.store.git import phase as git_phase
 from skillgit.store.history import LogEntry
 from skillgit.store.lock import hold
 from skillgit.types import RejectedEdit
@@ -312,6 +313,12 @@ class Store:
 
     def decide(self, cand: Candidate, *, accept: bool, reason: str, score_before: float, score_after: float,
                note: Sequence[dict[str, Any]] = (), decision: dict[str, Any] | None = None) -> Decision:
+        """Decide a candidate (see `_decide`)."""
+        with git_phase("accept" if accept else "reject"):
+            return self._decide(cand, accept, reason, score_before, score_after, note, decision)
+
+    def _decide(self, cand: Candidate, accept: bool, reason: str, score_before: float, score_after: float,
+                note: Sequence[dict[str, Any]], decision: dict[str, Any] | None) -> Decision:
         """Accept (fast-forward the skill branch to the candidate) or reject (tag it `rejected/<run>/<step>`);
         either way delete the candidate ref and append the decision note (`decision`, the loop's full record, or a
         minimal one), all in one CAS transaction. `BranchMoved` when the branch left the candidate's parent,

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+import threading
 import tempfile
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import git as gitpython
 from git.exc import GitCommandNotFound
@@ -88,6 +91,35 @@ def _subcommand(args: Sequence[str]) -> str:
     return "git"
 
 
+# ---------------------------------------------------------------------------------------------- fault seam
+# For the crash tests (tests/test_crash.py): `SKILLGIT_FAULT_KILL_AT_GIT=<phase>:<n>` makes this process kill itself
+# with SIGKILL just before the n-th git command it runs inside `phase(<phase>)` (1-based), so a test can stop a run
+# at every git command of, say, an accept. Unset in normal use: then `phase` costs one attribute read.
+_FAULT = os.environ.get("SKILLGIT_FAULT_KILL_AT_GIT", "")
+_phase = threading.local()
+
+
+@contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Mark the git commands run by this thread inside the block as belonging to `name` (for the fault seam)."""
+    previous = getattr(_phase, "name", None)
+    _phase.name, _phase.count = name, 0
+    try:
+        yield
+    finally:
+        _phase.name = previous
+
+
+def _fault_point(args: Sequence[str]) -> None:
+    if not _FAULT or getattr(_phase, "name", None) is None:
+        return
+    want, _, number = _FAULT.partition(":")
+    if _phase.name == want:
+        _phase.count += 1
+        if str(_phase.count) == number:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
 class GitRepo:
     """A repository opened at `root` (its working tree; the git dir for a bare repository)."""
 
@@ -138,6 +170,7 @@ class GitRepo:
               ) -> tuple[int, bytes, str]:
         """Run `git ARGS` with `stdin` (or none); (status, stdout, stderr without its final newline). GitPython
         runs git with LANGUAGE=C/LC_ALL=C, so errors can be recognised by their text whatever the locale."""
+        _fault_point(args)
         f = _stdin(stdin)
         try:
             status, out, err = g.execute(["git", *args], istream=f, env=env, with_extended_output=True,

@@ -14,14 +14,20 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from skillgit.store import notes as N
 from skillgit.store import refs as R
+from skillgit.store.git import GitRepo
 from skillgit.types import Edit, RejectedEdit
 
-if TYPE_CHECKING:  # pragma: no cover
-    from skillgit.store import Store
+class Store(Protocol):
+    """What history needs of a store (`skillgit.store.core.Store` is one; a protocol keeps the import graph
+    acyclic: core imports history, never the reverse)."""
+
+    repo: GitRepo
+
+    def tip(self) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -11,16 +11,28 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from skillgit.store import refs as R
 from skillgit.store import history as store_history
 from skillgit.errors import GitStateError, SkillgitError
-from skillgit.store.git import GitError, RefUpdate, TreeEntry
+from skillgit.store.git import GitError, GitRepo, RefUpdate, TreeEntry, Worktree
 from skillgit.store.lock import alive
 
-if TYPE_CHECKING:  # pragma: no cover
-    from skillgit.store import Store
+class Store(Protocol):
+    """What push, pull and gc need of a store (`skillgit.store.core.Store` is one; see history.Store)."""
+
+    repo: GitRepo
+    branch: str
+    branch_ref: str
+
+    def tip(self) -> str: ...
+
+    def _checked_out(self) -> list[Worktree]: ...
+
+    def _commit_refs(self, updates: list[RefUpdate], reason: str, expected_tip: str | None = None) -> None: ...
+
+    def maintain(self, *, pack_now: bool = False) -> None: ...
 
 
 @dataclass

@@ -1,0 +1,125 @@
+"""The backend registry: the one table of model backends a config may name, and what each can be used for.
+
+Contracts:
+- `_TABLE` lists every backend name ONCE, with the roles it may play and where its `Backend` object lives
+  ("module:attribute"). Config validation (`names_for`), the factory (`resolve`) and the error for an unknown or
+  forbidden backend all read this table; nothing else spells out backend names.
+- A backend module is imported only when its backend is resolved (`get`), so importing the registry imports no
+  SDK, and `llm/` never imports `world/` at import time: the simulated world registers itself from
+  `skillgit.world.backend`, which owns its builder. A loaded `Backend` must agree with its table entry (name and
+  roles); a mismatch is a bug and raises RuntimeError.
+- `Backend.build(role, model, backend_cfg, cfg, env, *, secrets, dotenv_keys)` returns the raw (unwrapped) `LLM`,
+  or a `Student` when `Backend.agent` is true; missing credentials raise `LLMError(kind="auth")` naming the
+  variable and `.env` (see `missing_key`). `Backend.describe(role, model, backend_cfg, env)` returns the endpoint
+  text without building anything or checking credentials.
+- `resolve(role, name)` raises `ConfigError` naming the allowed backends for that role when `name` is unknown or
+  may not play `role`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
+
+from skillgit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from skillgit.llm.base import LLMError
+    from skillgit.redact import SecretSet
+
+ROLES = ("teacher", "student")
+DUMMY_KEY = "no-key-needed"  # OpenAI-compatible servers without auth still want some Authorization header
+
+
+class Builder(Protocol):
+    def __call__(self, role: str, model: str, backend_cfg: Any, cfg: Any, env: Mapping[str, str], /, *,
+                 secrets: SecretSet, dotenv_keys: frozenset[str]) -> Any: ...
+
+
+class Describer(Protocol):
+    def __call__(self, role: str, model: str, backend_cfg: Any, env: Mapping[str, str], /) -> str: ...
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One kind of model backend. `agent`: `build` returns a `Student` (a CLI agent), not a chat `LLM`."""
+
+    name: str
+    roles: frozenset[str]
+    build: Builder
+    describe: Describer
+    summary: str
+    agent: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "roles": sorted(self.roles), "summary": self.summary, "agent": self.agent}
+
+
+@dataclass(frozen=True)
+class _Entry:
+    roles: frozenset[str]
+    target: str  # "module:attribute" of the Backend object
+
+
+_BOTH = frozenset(ROLES)
+# The one list of backend names. Order is the order users see in messages.
+_TABLE: dict[str, _Entry] = {
+    "simulated": _Entry(_BOTH, "skillgit.world.backend:BACKEND"),
+    "openai": _Entry(_BOTH, "skillgit.llm.openai_backend:OPENAI"),
+    "azure": _Entry(_BOTH, "skillgit.llm.openai_backend:AZURE"),
+    "anthropic": _Entry(_BOTH, "skillgit.llm.anthropic_backend:BACKEND"),
+    "command": _Entry(frozenset({"student"}), "skillgit.llm.command:BACKEND"),
+}
+_loaded: dict[str, Backend] = {}
+_lock = threading.Lock()
+
+
+def names() -> tuple[str, ...]:
+    """Every backend name."""
+    return tuple(_TABLE)
+
+
+def names_for(role: str) -> tuple[str, ...]:
+    """The backends that may play `role` ("teacher" or "student"), in table order."""
+    if role not in ROLES:
+        raise ValueError(f"role must be teacher or student, not {role!r}")
+    return tuple(name for name, entry in _TABLE.items() if role in entry.roles)
+
+
+def get(name: str) -> Backend:
+    """The `Backend` called `name`, importing its module on first use; ConfigError for an unknown name."""
+    entry = _TABLE.get(name)
+    if entry is None:
+        raise ConfigError(f"unknown backend '{name}'", f"known backends: {', '.join(_TABLE)}")
+    with _lock:
+        backend = _loaded.get(name)
+    if backend is not None:
+        return backend
+    module_name, _, attribute = entry.target.partition(":")
+    backend = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(backend, Backend) or backend.name != name or backend.roles != entry.roles:
+        raise RuntimeError(f"backend registry: {entry.target} does not define backend '{name}' for roles "
+                           f"{sorted(entry.roles)}")
+    with _lock:
+        _loaded[name] = backend
+    return backend
+
+
+def resolve(role: str, name: str) -> Backend:
+    """The backend `name` for `role`, or ConfigError naming the backends allowed for `role`."""
+    allowed = names_for(role)
+    if name not in allowed:
+        what = f"'{name}' cannot be used for the {role}" if name in _TABLE else f"unknown backend '{name}'"
+        raise ConfigError(f"model.{role}_backend: {what}", f"allowed for the {role}: {', '.join(allowed)}")
+    return get(name)
+
+
+# ---------------------------------------------------------------------------------------------- builder helpers
+def missing_key(role: str, var: str, extra: str = "") -> LLMError:
+    """The error for a credential variable that is not set (in the environment nor in .env)."""
+    from skillgit.llm.base import LLMError
+
+    return LLMError(f"{role}: no API key: {var} is not set",
+                    f"set {var} in the environment or in a .env file at the project root{extra}", kind="auth")

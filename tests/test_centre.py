@@ -1,0 +1,306 @@
+"""The centre's promises: an acyclic package, git spelled in one module, determinism, and the losses a probe found
+(each test here failed on the code before the centre was rebuilt)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from skillgit.config import EvaluationCfg, SimulatedCfg
+from skillgit.demo import create_project
+from skillgit.llm.base import Reply, Request
+from skillgit.loop import gate
+from skillgit.project import open_project
+from skillgit.session import build_trainer, open_session
+from skillgit.store.core import BranchMoved
+from skillgit.world import SimulatedTeacher
+from tests.conftest import git, run_cli
+
+PACKAGE = Path(__file__).resolve().parent.parent / "skillgit"
+
+
+# ---------------------------------------------------------------------------------------------- architecture
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module → the skillgit modules it imports anywhere (top level, functions, TYPE_CHECKING blocks alike)."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        deps: set[str] = set()
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name in modules)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                for alias in node.names:
+                    target = f"{base}.{alias.name}"
+                    deps.add(target if target in modules else base)
+        graph[name] = {d for d in deps if d in modules and d != name}
+    return graph
+
+
+def test_the_package_has_no_import_cycle():
+    graph = import_graph()
+    assert "skillgit.loop.run" in graph and "skillgit.store.core" in graph
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep, stack + [dep])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
+
+
+def test_modes_and_epoch_do_not_know_the_trainer():
+    graph = import_graph()
+    for module in ("skillgit.loop.modes", "skillgit.loop.epoch", "skillgit.loop.decide", "skillgit.loop.stages"):
+        assert "skillgit.loop.run" not in graph[module], module
+
+
+def test_git_is_spelled_only_in_the_git_module():
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == PACKAGE / "store" / "git.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            # a GitRepo's raw runners called from outside: `repo._run(...)`, `self.repo._call(...)` …
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("_run", "_call", "_run_bytes", "_in_worktree", "_exec") \
+                    and ast.unparse(node.func.value).split(".")[-1] in ("repo", "git", "_git", "GitRepo"):
+                offenders.append(f"{path.name}:{node.lineno} .{node.func.attr}")
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if any(n == "git" or n.startswith("git.") for n in names):
+                    offenders.append(f"{path.name}:{node.lineno} imports GitPython")
+    assert offenders == []
+
+
+# ---------------------------------------------------------------------------------------------- determinism
+def _log_without_times(folder: Path) -> list[dict]:
+    proc = run_cli("log", "--json", cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    return [{k: v for k, v in e.items() if k not in ("date", "sha", "parent")} for e in json.loads(proc.stdout)]
+
+
+def test_the_demo_is_the_same_run_every_time(tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        proc = run_cli("demo", "--dir", str(tmp_path / name), "--seed", "0", "--steps", "4", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        runs.append((_log_without_times(tmp_path / name), (tmp_path / name / "SKILL.md").read_text(),
+                     [line for line in proc.stdout.splitlines() if line.startswith("test ")]))
+    assert runs[0] == runs[1]
+    assert any(e["verdict"] == "accepted" for e in runs[0][0])
+
+
+# ---------------------------------------------------------------------------------------------- losses
+@pytest.fixture
+def project(tmp_path):
+    folder = tmp_path / "proj"
+    create_project(folder, 0)
+    return folder
+
+
+def _trainer(folder: Path, *sets: str, teacher=None, student=None, run_id: str = "r1"):
+    session = open_session(open_project(folder, None, list(sets)), teacher=teacher, student=student,
+                           cache=teacher is None and student is None)
+    return build_trainer(session, run_id=run_id, resume=True), session
+
+
+class CommitsDuringReflect:
+    """A teacher that, while a step reflects, lets the user commit a change to the skill branch."""
+
+    def __init__(self, folder: Path):
+        self.inner = SimulatedTeacher(SimulatedCfg(seed=0))
+        self.folder = folder
+        self.lock = threading.Lock()
+        self.done = False
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    def complete(self, request: Request) -> Reply:
+        with self.lock:
+            if request.stage == "reflect" and not self.done:
+                self.done = True
+                skill = self.folder / "SKILL.md"
+                skill.write_text(skill.read_text() + "\nUser rule: sign every answer.\n")
+                git(self.folder, "commit", "-qam", "my own edit")
+        return self.inner.complete(request)
+
+
+def test_a_user_commit_during_a_run_is_never_built_over(project):
+    trainer, session = _trainer(project, "train.max_steps=3", teacher=CommitsDuringReflect(project))
+    with pytest.raises(BranchMoved) as stop:
+        trainer.train()
+    assert "my own edit" in stop.value.message and stop.value.code == 3
+    assert git(project, "log", "-1", "--format=%s", "main") == "my own edit"
+    assert git(project, "for-each-ref", "refs/heads/candidates") == ""  # nothing left pending
+    assert git(project, "status", "--porcelain") == ""
+    # the next `train` continues from the user's commit, which stays in every later skill
+    trainer, session = _trainer(project, "train.max_steps=3")
+    result = trainer.train()
+    assert result.steps == 3
+    assert "User rule: sign every answer." in session.store.read_skill()
+    chain = git(project, "log", "--first-parent", "--format=%s", "main").splitlines()
+    assert "my own edit" in chain
+
+
+def test_revert_and_pull_wait_for_a_running_train(project):
+    session = open_session(open_project(project, None, []))
+    with session.store.lock("main"):
+        proc = run_cli("revert", "--to", "HEAD~1", cwd=project)
+        assert proc.returncode == 6 and "lock" in proc.stderr.lower()
+        proc = run_cli("pull", str(project), cwd=project)
+        assert proc.returncode == 6
+
+
+class WritesControlCharacters:
+    """A teacher whose edits carry a NUL, terminal escapes and a bidi override."""
+
+    def __init__(self):
+        self.inner = SimulatedTeacher(SimulatedCfg(seed=0))
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    def complete(self, request: Request) -> Reply:
+        reply = self.inner.complete(request)
+        if request.stage not in ("reflect", "merge"):
+            return reply
+        try:
+            obj = json.loads(reply.text)
+        except ValueError:
+            return reply
+        for edit in obj.get("edits", []):
+            edit["content"] = "\x1b[2J\x07" + str(edit.get("content", "")) + "\x00\u202e"
+        return Reply(json.dumps(obj), reply.usage, reply.model)
+
+
+def test_control_characters_from_the_teacher_never_reach_git_or_the_terminal(project):
+    trainer, session = _trainer(project, "train.max_steps=3", teacher=WritesControlCharacters())
+    result = trainer.train()
+    assert result.steps == 3 and result.accepted >= 1
+    messages = git(project, "log", "--format=%B", "main")
+    notes = git(project, "log", "--format=%N", "--notes=skillgit", "main")
+    for text in (messages, notes, session.store.read_skill()):
+        assert not any(c in text for c in "\x00\x1b\x07\u202e")
+    # a note pulled from elsewhere may still hold them: the CLI shows them escaped, never raw
+    tip = git(project, "rev-parse", "main")
+    git(project, "notes", "--ref", "skillgit", "append", "-m",
+        json.dumps({"v": 1, "kind": "decision", "verdict": "accepted", "reason": "\x1b[31mred\x07"}), tip)
+    for args in (["log"], ["show", tip], ["rejected"]):
+        proc = run_cli(*args, cwd=project)
+        assert proc.returncode == 0, proc.stderr
+        assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+
+
+def _split(scores: dict[str, tuple[float, float]], errors: dict[str, str]) -> gate.SplitScore:
+    return gate.SplitScore("val", "x", dict(scores), dict(errors))
+
+
+def test_the_gate_refuses_to_judge_on_a_thin_val_set_and_says_so():
+    items = [f"v{i}" for i in range(30)]
+    before = _split({i: (0.0, 0.0) for i in items}, {})
+    # 14 of 30 items unscored for the candidate: a mean over the other 16 is not a verdict
+    after = _split({i: (1.0, 1.0) for i in items[:16]}, {i: "student: 500" for i in items[16:]})
+    result = gate.decide(EvaluationCfg(), before, after, items=items)
+    assert not result.accept
+    assert result.reason.startswith("cannot judge") and "16/30 val items scored" in result.reason
+    assert result.coverage is not None and result.coverage.unscored == tuple(items[16:])
+    # above the floor it decides, and the reason still names what was left out
+    after = _split({i: (1.0, 1.0) for i in items[:29]}, {items[29]: "student: 500"})
+    result = gate.decide(EvaluationCfg(), before, after, items=items)
+    assert result.accept and "(29/30 val items scored)" in result.reason
+
+
+class FlakyStudent:
+    """Fails (retryably) the first time it sees each val item, then answers like the simulated student."""
+
+    def __init__(self):
+        from skillgit.llm.base import ChatStudent
+        from skillgit.world import SimulatedStudentLLM
+
+        self.inner = ChatStudent(SimulatedStudentLLM(SimulatedCfg(seed=0)))
+        self.seen: set[tuple[str, str]] = set()
+        self.lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        return "flaky"
+
+    def run(self, skill, item, sample=0):
+        from skillgit.llm.base import LLMError
+
+        with self.lock:
+            first = (item.id, skill) not in self.seen
+            self.seen.add((item.id, skill))
+        if first and item.id.endswith(("1", "3")):
+            raise LLMError("scripted 503", kind="server", retryable=True, status=503)
+        return self.inner.run(skill, item, sample)
+
+
+def test_unscored_val_items_are_retried_before_the_gate_decides(project):
+    trainer, session = _trainer(project, "train.max_steps=2", student=FlakyStudent())
+    result = trainer.train()
+    assert result.steps == 2
+    progress = json.loads(git(project, "show", "refs/skillgit/runs/r1:progress.json"))
+    assert progress["retries"] > 0 and progress["unscored"] == 0
+    assert progress["last"]["coverage"]["scored"] == progress["last"]["coverage"]["total"]
+    status = run_cli("status", "--json", cwd=project)
+    info = json.loads(status.stdout)
+    assert info["retries"] == progress["retries"] and info["unscored"] == 0 and "errors" in info
+
+
+# ---------------------------------------------------------------------------------------------- small ones
+def test_dry_run_with_an_absurd_number_of_epochs_answers_at_once(project):
+    proc = run_cli("train", "--dry-run", "--set", "train.num_epochs=1000000000", cwd=project, timeout=20)
+    assert proc.returncode == 0, proc.stderr
+    assert "…" in proc.stdout
+
+
+def test_init_refuses_a_branch_name_git_would_read_as_an_option(tmp_path):
+    proc = run_cli("init", str(tmp_path / "new"), "--branch", "-x", cwd=tmp_path)
+    assert proc.returncode == 2 and "invalid branch name '-x'" in proc.stderr
+    assert not (tmp_path / "new" / "skillgit.yaml").exists()
+
+
+def test_init_keeps_dotenv_out_of_git(tmp_path):
+    proc = run_cli("init", str(tmp_path / "new"), "--commit", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "new" / ".env").write_text("OPENAI_API_KEY=sk-test-1234567890abcdef\n")
+    assert git(tmp_path / "new", "status", "--porcelain") == ""
+    assert ".gitignore" in git(tmp_path / "new", "ls-tree", "--name-only", "HEAD").split()
+
+
+def test_eval_fails_when_no_item_could_be_scored(project):
+    (project / "tasks.jsonl").write_text("")  # nothing to score would be a config error; make every run fail:
+    create = json.dumps({"id": "x1", "input": "not a simulated record", "expected": "?",
+                         "metadata": {"world": "simulated"}})
+    (project / "tasks.jsonl").write_text("".join(create.replace("x1", f"x{i}") + "\n" for i in range(10)))
+    proc = run_cli("eval", "--split", "val", "--set", "model.simulated.malformed_rate=0",
+                   "--set", "env.scorer.type=python", "--set", "env.scorer.callable=os:nonexistent", cwd=project)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
