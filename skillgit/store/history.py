@@ -57,7 +57,10 @@ class LogEntry:
         return R.label(self.run, self.step) if self.run else self.sha[:12]
 
     def to_dict(self) -> dict[str, Any]:
+        """`log --json`'s shape: `step` is always a string ("3", "e1-slow-update"; "0" for a seed), every other
+        field keeps one type (docs/JSON.md)."""
         data = asdict(self)
+        data["step"] = str(self.step)
         data["edits"] = list(self.edits)
         data["label"] = self.label
         return data
