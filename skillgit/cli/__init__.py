@@ -39,7 +39,7 @@ def _register() -> None:
     # Imported here so that `skillgit --help` lists every command and each module stays independent.
     import importlib
 
-    for name in ("history", "train", "doctor"):
+    for name in ("history", "train", "doctor", "review", "sleep", "integrations"):
         try:
             module = importlib.import_module(f"skillgit.cli.{name}")
         except ModuleNotFoundError as exc:
