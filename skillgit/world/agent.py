@@ -1,0 +1,761 @@
+"""The simulated coding agent: `python -m skillgit.world.agent [--prompt-file FILE | PROMPT] [--seed N]
+[--sample N] [--output-format text|stream-json]`, run with the workspace as its working directory.
+
+It stands in for a CLI coding agent (Claude Code, Codex, Copilot) offline. Contract:
+- Inputs: the prompt, the installed skill package, the workspace. Nothing else: it never opens a verifier (no
+  path with a part named like `verify`, `expected` or `solution`, nothing under `tests/` except the
+  `tests/test_<module>.py` file it writes to), never touches `.git`, and never writes outside the workspace
+  (every path is resolved and checked; a violation is a bug and exits 1).
+- The skill package is found in this order (the first hit wins): env `SKILLGIT_SKILL_DIR` (a folder holding
+  `SKILL.md` or `AGENTS.md`, or a file); `.claude/skills/*/SKILL.md` and then `.agents/skills/*/SKILL.md` (the
+  first in sorted order; the package root is that file's folder); `AGENTS.md`;
+  `.github/copilot-instructions.md` plus `.github/instructions/*.instructions.md`; `SKILL.md`. The main files are
+  always read; a file under the package's `references/` (any depth, `*.md`) is read only when a file already read
+  mentions its path relative to the package root (`references/changelog.md`), as a real agent opens only the
+  references its instructions point at (coding.referenced_files).
+- Behaviour: the prompt is parsed with coding.parse_request and implemented with the matching recipe (the core is
+  always right); each convention (coding.CONVENTIONS) is applied iff the package conveys it, harm concepts make it
+  do the wrong thing. Per run, with probability `noise` (+ `dilution_per_line` for every non-empty line of the
+  main files beyond `dilution_lines`, at most 0.5) one applicable instruction is not followed (a slip). Reference
+  files do not dilute: they are read on demand. All randomness comes from seeded_rng(seed, "agent",
+  prompt + sample + package text): the same (seed, prompt, sample, package) always gives the same run.
+- Output: `text` prints the final message; `stream-json` prints Claude Code's stream-json events, one JSON object
+  per line: `system/init`, `assistant` messages with `text` or `tool_use` blocks (Read, Edit, Write), `user`
+  messages with the `tool_result`s, and a final `result` event (`subtype` success, `result`, `num_turns`,
+  `total_cost_usd` 0, `usage`). Tool paths are absolute, as Claude Code's are. Exit 0 (also when the request
+  is not understood: the final message says so).
+- Parameters beyond the argv contract: env `SKILLGIT_AGENT_NOISE` (default 0.06), `SKILLGIT_AGENT_SEED`
+  (default seed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import io
+import json
+import logging
+import os
+import re
+import sys
+import textwrap
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillgit.world.coding import (
+    CodingReading,
+    Recipe,
+    Request,
+    parse_request,
+    read_coding,
+    recipe_for,
+    referenced_files,
+)
+from skillgit.world.common import digest, seeded_rng, tokens_of
+
+NOISE = 0.06
+DILUTION_LINES = 40
+DILUTION_PER_LINE = 0.005
+MODEL = "sim-coder"
+_FORBIDDEN = re.compile(r"verif|expected|solution", re.IGNORECASE)
+_INVALID_HARMS = ("return_none", "assert_validation", "broad_except")
+
+
+class AgentError(Exception):
+    """A broken invariant of the agent itself (e.g. a path outside the workspace): a bug, exit 1."""
+
+
+# ---------------------------------------------------------------------------------------------- the package
+@dataclass(frozen=True)
+class SkillPackage:
+    """The skill as the agent found it: `root` (None when nothing was found), the main files and every
+    reference file, by path relative to `root`, and where it came from (`source`)."""
+
+    root: Path | None
+    main: tuple[str, ...]
+    files: Mapping[str, str]
+    source: str
+
+    def opened(self) -> list[str]:
+        """Main files, then the references they (transitively) point at."""
+        refs = {p: t for p, t in self.files.items() if p not in self.main}
+        return list(self.main) + referenced_files("\n".join(self.files[m] for m in self.main), refs)
+
+    def reading(self) -> CodingReading:
+        conventions: set[str] = set()
+        harms: set[str] = set()
+        for path in self.opened():
+            r = read_coding(self.files[path])
+            conventions |= r.conventions
+            harms |= r.harms
+        lines = sum(read_coding(self.files[m]).lines for m in self.main)
+        return CodingReading(frozenset(conventions), frozenset(harms), lines)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _package_at(root: Path, main: list[Path], source: str) -> SkillPackage:
+    files: dict[str, str] = {}
+    for m in main:
+        files[m.relative_to(root).as_posix()] = _read_text(m)
+    ref_dir = root / "references"
+    if ref_dir.is_dir():
+        for p in sorted(ref_dir.rglob("*.md")):
+            if ".git" not in p.parts and p.is_file():
+                files[p.relative_to(root).as_posix()] = _read_text(p)
+    return SkillPackage(root, tuple(m.relative_to(root).as_posix() for m in main), files, source)
+
+
+def find_package(workspace: Path, env: Mapping[str, str]) -> SkillPackage:
+    """The installed skill package (order in the module docstring)."""
+    explicit = env.get("SKILLGIT_SKILL_DIR", "").strip()
+    if explicit:
+        p = Path(explicit)
+        p = p if p.is_absolute() else workspace / p
+        if p.is_file():
+            return _package_at(p.parent, [p], "SKILLGIT_SKILL_DIR")
+        for name in ("SKILL.md", "AGENTS.md"):
+            if (p / name).is_file():
+                return _package_at(p, [p / name], "SKILLGIT_SKILL_DIR")
+    for pattern in (".claude/skills/*/SKILL.md", ".agents/skills/*/SKILL.md"):
+        hits = sorted(workspace.glob(pattern))
+        if hits:
+            return _package_at(hits[0].parent, [hits[0]], pattern)
+    if (workspace / "AGENTS.md").is_file():
+        return _package_at(workspace, [workspace / "AGENTS.md"], "AGENTS.md")
+    copilot = workspace / ".github" / "copilot-instructions.md"
+    if copilot.is_file():
+        extra = sorted((workspace / ".github" / "instructions").glob("*.instructions.md"))
+        return _package_at(workspace / ".github", [copilot, *extra], ".github/copilot-instructions.md")
+    if (workspace / "SKILL.md").is_file():
+        return _package_at(workspace, [workspace / "SKILL.md"], "SKILL.md")
+    return SkillPackage(None, (), {}, "none")
+
+
+# ---------------------------------------------------------------------------------------------- decisions
+@dataclass(frozen=True)
+class Decisions:
+    """What the agent does for one request: conventions followed, harms acted on, and the slip (if any)."""
+
+    conventions: frozenset[str]
+    harms: frozenset[str]
+    slipped: str = ""
+
+    def has(self, name: str) -> bool:
+        return name in self.conventions
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"conventions": sorted(self.conventions), "harms": sorted(self.harms), "slipped": self.slipped}
+
+
+def applicable(request: Request, recipe: Recipe) -> tuple[set[str], set[str]]:
+    """(conventions, harms) that can change the result of this request (a slip elsewhere has no effect)."""
+    rejects = bool(request.invalid and recipe.guard) or any("__INVALID__" in line for line in recipe.body)
+    conventions = {"changelog", "changelog_format", "tests"}
+    harms = {"print_debug", "no_changelog", "skip_tests"}
+    if request.kind == "add":
+        conventions |= {"docstring", "export", "type_hints"}
+        harms.add("no_docstring")
+    if rejects:
+        conventions.add("valueerror")
+        harms |= set(_INVALID_HARMS)
+    if request.report:
+        conventions.add("logging")
+    return conventions, harms
+
+
+def decide(request: Request, recipe: Recipe, reading: CodingReading, rng, noise: float) -> Decisions:
+    conventions, harms = applicable(request, recipe)
+    followed = set(reading.conventions) & conventions
+    acted = set(reading.harms) & harms
+    # Harms override the convention they contradict.
+    if "no_docstring" in acted:
+        followed.discard("docstring")
+    if "no_changelog" in acted:
+        followed -= {"changelog", "changelog_format"}
+    if "skip_tests" in acted and "tests" not in followed:
+        acted.discard("skip_tests")  # nothing to skip
+    rate = min(0.5, noise + DILUTION_PER_LINE * max(0, reading.lines - DILUTION_LINES))
+    # Draw both numbers every time so the stream does not depend on which branch runs.
+    slip, pick = rng.random(), rng.random()
+    slipped = ""
+    candidates = sorted(followed) + sorted(acted)
+    if slip < rate and candidates:
+        slipped = candidates[int(pick * len(candidates))]
+        followed.discard(slipped)
+        acted.discard(slipped)
+        if slipped == "changelog":
+            followed.discard("changelog_format")
+    return Decisions(frozenset(followed), frozenset(acted), slipped)
+
+
+# ---------------------------------------------------------------------------------------------- code edits
+def _sub(code: str, params: tuple[str, ...]) -> str:
+    for i, p in enumerate(params):
+        code = code.replace(f"__P{i}__", p)
+    return code
+
+
+def _invalid_action(request: Request, recipe: Recipe, params: tuple[str, ...], d: Decisions) -> str:
+    p = params[recipe.invalid_param] if recipe.invalid_param < len(params) else "value"
+    if "assert_validation" in d.harms:
+        return f'assert False, f"{request.name}: invalid {p}: {{{p}!r}}"'
+    if d.has("valueerror") and "return_none" not in d.harms:
+        return f'raise ValueError(f"{request.name}: invalid {p}: {{{p}!r}}")'
+    return "return None"
+
+
+def _returns_none(request: Request, recipe: Recipe, d: Decisions) -> bool:
+    conventions, _ = applicable(request, recipe)
+    rejects = "valueerror" in conventions
+    return rejects and ("broad_except" in d.harms or not d.has("valueerror") or "return_none" in d.harms) \
+        and "assert_validation" not in d.harms
+
+
+def body_lines(request: Request, recipe: Recipe, params: tuple[str, ...], d: Decisions) -> list[str]:
+    """The function body (no docstring), 4-space indented, per the decisions."""
+    lines: list[str] = []
+    if request.invalid and recipe.guard:
+        cond = _sub(recipe.guard, params)
+        action = _invalid_action(request, recipe, params, d)
+        if action.startswith("assert False"):
+            lines.append(f"assert not ({cond}), " + action.split(", ", 1)[1])
+        else:
+            lines += [f"if {cond}:", "    " + action]
+    for raw in recipe.body:
+        indent = raw[: len(raw) - len(raw.lstrip())]
+        code = raw.strip()
+        if code == "__INVALID__":
+            lines.append(indent + _invalid_action(request, recipe, params, d))
+        elif code == "__REPORT__":
+            message, arg = recipe.report
+            if d.has("logging"):
+                lines.append(indent + f"logger.warning({message!r}, {arg})")
+            else:
+                lines.append(indent + f"print({message!r} % ({arg},))")
+        else:
+            lines.append(indent + _sub(code, params))
+    if "broad_except" in d.harms:
+        lines = ["try:", *("    " + line for line in lines), "except Exception:", "    return None"]
+    if "print_debug" in d.harms:
+        lines.insert(0, f'print("DEBUG {request.name}:", ' + ", ".join(params) + ")")
+    return ["    " + line if line else "" for line in lines]
+
+
+def _docstring(request: Request, d: Decisions, returns_none: bool) -> list[str]:
+    words = request.behaviour.split(" ", 1)
+    verb = words[0][:-1] if words[0].endswith("s") and not words[0].endswith("ss") else words[0]
+    text = verb[:1].upper() + verb[1:] + (" " + words[1] if len(words) > 1 else "") + "."
+    if request.invalid:
+        text += (f"\n\nReturns None when the input is invalid: {request.invalid}" if returns_none
+                 else f"\n\nRaises ValueError: {request.invalid}")
+    paragraphs = [textwrap.wrap(p, 100) for p in text.split("\n\n")]
+    lines = [line for para in paragraphs for line in [*para, ""]][:-1]
+    if len(lines) == 1:
+        return [f'    """{lines[0]}"""']
+    return [f'    """{lines[0]}', *("    " + line if line else "" for line in lines[1:]), '    """']
+
+
+def function_source(request: Request, recipe: Recipe, d: Decisions) -> str:
+    """A new function for an `add` request."""
+    params = request.params
+    returns_none = _returns_none(request, recipe, d)
+    if d.has("type_hints"):
+        sig = ", ".join(f"{p}: {t}" for p, t in zip(params, recipe.hints))
+        ret = f" -> {recipe.returns}" + (" | None" if returns_none else "")
+    else:
+        sig, ret = ", ".join(params), ""
+    lines = [f"def {request.name}({sig}){ret}:"]
+    if d.has("docstring"):
+        lines += _docstring(request, d, returns_none)
+    lines += body_lines(request, recipe, params, d)
+    return "\n".join(lines) + "\n"
+
+
+def _top_level_end_of_imports(tree: ast.Module) -> int:
+    """Line number (1-based) after which new imports go: the last top-level import, else the docstring, else 0."""
+    end = 0
+    for node in tree.body:
+        docstring = (node is tree.body[0] and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                     and isinstance(node.value.value, str))
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or docstring:
+            end = node.end_lineno or node.lineno
+    return end
+
+
+def ensure_imports(source: str, imports: list[str]) -> str:
+    """`source` with every import of `imports` (`import x` / `from m import a, b`) present, merged into an
+    existing one-line `from m import …` when there is one."""
+    for imp in imports:
+        tree = ast.parse(source)
+        lines = source.split("\n")
+        m = re.fullmatch(r"from ([\w.]+) import (.+)", imp)
+        if m:
+            module, names = m.group(1), [n.strip() for n in m.group(2).split(",")]
+            node = next((n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == module
+                         and n.level == 0), None)
+            if node is not None:
+                have = [a.name for a in node.names]
+                missing = [n for n in names if n not in have]
+                if not missing:
+                    continue
+                if node.lineno == node.end_lineno:
+                    lines[node.lineno - 1] = f"from {module} import " + ", ".join(have + missing)
+                    source = "\n".join(lines)
+                    continue
+        else:
+            name = imp.split()[1]
+            if any(isinstance(n, ast.Import) and any(a.name == name for a in n.names) for n in tree.body):
+                continue
+        at = _top_level_end_of_imports(tree)
+        has_imports = any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
+        if not m and has_imports:
+            # `import x` goes with the plain imports: after the last one, else before the first `from` import.
+            plain = [n for n in tree.body if isinstance(n, ast.Import)]
+            froms = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module != "__future__"]
+            if plain:
+                at = plain[-1].end_lineno or plain[-1].lineno
+            elif froms:
+                at = froms[0].lineno - 1
+        new = [imp] if has_imports else ["", imp]
+        if not has_imports and at == 0:
+            new = [imp, ""]
+        lines[at:at] = new
+        source = "\n".join(lines)
+    return source
+
+
+def ensure_logger(source: str) -> str:
+    if "logging.getLogger(__name__)" in source:
+        return source
+    source = ensure_imports(source, ["import logging"])
+    tree = ast.parse(source)
+    at = _top_level_end_of_imports(tree)
+    lines = source.split("\n")
+    lines[at:at] = ["", "logger = logging.getLogger(__name__)"]
+    return "\n".join(lines)
+
+
+def append_function(source: str, func: str) -> str:
+    return source.rstrip("\n") + "\n\n\n" + func
+
+
+def new_module(request: Request, func: str, imports: list[str]) -> str:
+    head = f'"""{request.module}: helpers of the {request.package} package."""\n'
+    source = ensure_imports(head, imports) if imports else head
+    return append_function(source, func)
+
+
+def replace_body(source: str, request: Request, recipe: Recipe, d: Decisions) -> tuple[str, tuple[str, ...]] | None:
+    """(`source` with the body of function `request.name` replaced (signature and docstring kept), its
+    parameters), or None when the module has no such top-level function."""
+    tree = ast.parse(source)
+    node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == request.name), None)
+    if node is None:
+        return None
+    params = tuple(a.arg for a in node.args.args)
+    body = node.body
+    first = body[0]
+    keep_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(
+        first.value.value, str)
+    start = (first.end_lineno or first.lineno) if keep_doc else body[0].lineno - 1
+    end = node.end_lineno or node.lineno
+    lines = source.split("\n")
+    lines[start:end] = body_lines(request, recipe, params, d)
+    return "\n".join(lines), params
+
+
+def export_name(source: str, request: Request) -> str:
+    """The package `__init__.py` with `request.name` imported from its module and listed in `__all__`."""
+    source = ensure_imports(source, [f"from {request.module} import {request.name}"])
+    tree = ast.parse(source)
+    lines = source.split("\n")
+    node = next((n for n in tree.body if isinstance(n, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)), None)
+    if node is None:
+        return source.rstrip("\n") + f"\n\n__all__ = [{request.name!r}]\n".replace("'", '"')
+    names: list[str] = []
+    if isinstance(node.value, (ast.List, ast.Tuple)):
+        names = [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    if request.name in names:
+        return source
+    names.append(request.name)
+    items = ", ".join(f'"{n}"' for n in names)
+    text = f"__all__ = [{items}]"
+    if (node.end_lineno or node.lineno) > node.lineno or len(text) > 110:
+        # keep a one-name-per-line list as it was written (and never write an over-long line)
+        text = "__all__ = [\n" + "".join(f'    "{n}",\n' for n in names) + "]"
+    lines[node.lineno - 1:node.end_lineno or node.lineno] = text.split("\n")
+    return "\n".join(lines)
+
+
+_KIND_HEADING = {"add": "Added", "change": "Changed", "fix": "Fixed"}
+_HEADING_ORDER = ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security")
+
+
+def _summary(request: Request) -> str:
+    text = request.behaviour if request.kind == "add" else (
+        f"now {request.behaviour}" if request.kind == "change" else f"fix: {request.behaviour}")
+    return textwrap.shorten(text, 90, placeholder=" …").rstrip(".") + "."
+
+
+def changelog_entry(text: str, request: Request, formatted: bool) -> str:
+    """CHANGELOG.md with an entry for `request` under `## Unreleased` (created if missing); `formatted`: Keep a
+    Changelog style (bullet naming the function in backticks under `### Added|Changed|Fixed`)."""
+    lines = text.rstrip("\n").split("\n") if text.strip() else ["# Changelog"]
+    at = next((i for i, line in enumerate(lines) if re.match(r"##\s+unreleased\b", line.strip(), re.IGNORECASE)), None)
+    if at is None:
+        first = next((i for i, line in enumerate(lines) if line.startswith("## ")), len(lines))
+        lines[first:first] = ["## Unreleased", ""]
+        at = first
+    end = next((i for i in range(at + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    section = [line for line in lines[at + 1:end]]
+    while section and not section[0].strip():
+        section.pop(0)
+    while section and not section[-1].strip():
+        section.pop()
+    heading = _KIND_HEADING[request.kind]
+    if not formatted:
+        verb = {"add": "Added", "change": "Changed", "fix": "Fixed"}[request.kind]
+        section.append(f"- {verb} {request.name}.")
+    else:
+        bullet = f"- `{request.name}` ({request.module_path}): {_summary(request)}"
+        h = next((i for i, line in enumerate(section) if line.strip() == f"### {heading}"), None)
+        if h is not None:
+            e = next((i for i in range(h + 1, len(section)) if section[i].startswith("### ")), len(section))
+            while e > h + 1 and not section[e - 1].strip():
+                e -= 1
+            section[e:e] = [bullet]
+        else:
+            rank = _HEADING_ORDER.index(heading)
+            later = next((i for i, line in enumerate(section) if line.startswith("### ")
+                          and line[4:].strip() in _HEADING_ORDER
+                          and _HEADING_ORDER.index(line[4:].strip()) > rank), None)
+            block = [f"### {heading}", bullet, ""]
+            if later is None:
+                section += ([""] if section else []) + block[:2]
+            else:
+                section[later:later] = block
+    new = lines[:at + 1] + [""] + section + ([""] if end < len(lines) else []) + lines[end:]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(new)) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- tests
+def _scratch_namespace(func: str, imports: list[str]) -> dict[str, Any]:
+    """Run the agent's own function in a scratch namespace (stdout captured: a debug print must not reach the
+    event stream)."""
+    scratch = logging.getLogger("skillgit.world.agent.scratch")
+    scratch.propagate = False
+    if not scratch.handlers:
+        scratch.addHandler(logging.NullHandler())
+    ns: dict[str, Any] = {"logger": scratch}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec("\n".join([*imports, "", func]), ns)  # noqa: S102 - the agent runs the code it just wrote
+    return ns
+
+
+def tests_for(request: Request, recipe: Recipe, func: str, imports: list[str], d: Decisions,
+               existing: set[str]) -> tuple[list[str], str]:
+    """(imports, test functions) the agent adds to `tests/test_<module>.py`. Expected values come from running
+    its own implementation on the recipe's example arguments."""
+    ns = _scratch_namespace(func, imports)
+    fn = ns[request.name]
+    asserts = []
+    for args in recipe.examples:
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                result = fn(*(eval(a, dict(ns)) for a in args))
+            except Exception as exc:  # noqa: BLE001 - its own code failed: it does not assert that example
+                result = exc
+        if isinstance(result, Exception):
+            continue
+        asserts.append(f"    assert {request.name}({', '.join(args)}) == {result!r}")
+    suffix = {"add": "", "fix": "_regression", "change": "_new_behaviour"}[request.kind]
+    funcs: list[tuple[str, list[str]]] = []
+    if asserts:
+        funcs.append((f"test_{request.name}{suffix}", asserts))
+    needs_pytest = False
+    if d.has("valueerror") and request.invalid and recipe.invalid_example:
+        call = f"{request.name}({', '.join(recipe.invalid_example)})"
+        funcs.append((f"test_{request.name}_rejects_invalid_input",
+                      ["    with pytest.raises(ValueError):", f"        {call}"]))
+        needs_pytest = True
+    skip = "skip_tests" in d.harms
+    needs_pytest = needs_pytest or skip
+    blocks = []
+    for name, body in funcs:
+        unique, n = name, 2
+        while unique in existing:
+            unique, n = f"{name}_{n}", n + 1
+        deco = ['@pytest.mark.skip(reason="slow; run by hand")'] if skip else []
+        blocks.append("\n".join([*deco, f"def {unique}():", *body]))
+    test_imports = (["import pytest"] if needs_pytest else []) + [f"from {request.module} import {request.name}"]
+    return test_imports, "\n\n\n".join(blocks) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- the workspace
+@dataclass
+class Session:
+    """The workspace (every path checked) and the event log of one run."""
+
+    root: Path
+    session_id: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    out_tokens: int = 0
+    turns: int = 0
+
+    def path(self, rel: str, *, reading: bool) -> Path:
+        p = (self.root / rel).resolve()
+        if p != self.root and self.root not in p.parents:
+            raise AgentError(f"refusing a path outside the workspace: {rel}")
+        parts = p.relative_to(self.root).parts
+        if ".git" in parts:
+            raise AgentError(f"refusing to touch .git: {rel}")
+        if any(_FORBIDDEN.search(part) for part in parts):
+            raise AgentError(f"refusing a verifier-like path: {rel}")
+        if reading and parts and parts[0] == "tests" and not re.fullmatch(r"test_\w+\.py", parts[-1]):
+            raise AgentError(f"refusing to read a test file it did not write: {rel}")
+        if reading and parts and parts[0] == "tests" and len(parts) != 2:
+            raise AgentError(f"refusing to read a test file it did not write: {rel}")
+        return p
+
+    def _assistant(self, content: list[dict[str, Any]], stop: str) -> None:
+        self.turns += 1
+        text = json.dumps(content)
+        self.out_tokens += tokens_of(text)
+        self.events.append({"type": "assistant", "message": {
+            "id": f"msg_{digest(self.session_id, len(self.events))}", "type": "message", "role": "assistant",
+            "model": MODEL, "content": content, "stop_reason": stop,
+            "usage": {"input_tokens": 0, "output_tokens": tokens_of(text)}},
+            "parent_tool_use_id": None, "session_id": self.session_id})
+
+    def say(self, text: str) -> None:
+        self._assistant([{"type": "text", "text": text}], "end_turn")
+
+    def tool(self, name: str, tool_input: dict[str, Any], result: str) -> None:
+        tool_id = f"toolu_{digest(self.session_id, 'tool', len(self.events))}"
+        self._assistant([{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}], "tool_use")
+        self.events.append({"type": "user", "message": {"role": "user", "content": [
+            {"tool_use_id": tool_id, "type": "tool_result", "content": result}]},
+            "parent_tool_use_id": None, "session_id": self.session_id})
+
+    def read_skill_file(self, path: Path) -> None:
+        """Record reading a skill file (it may live outside the workspace: SKILLGIT_SKILL_DIR)."""
+        if ".git" in path.parts:
+            raise AgentError(f"refusing to touch .git: {path}")
+        self.tool("Read", {"file_path": str(path)}, _numbered(_read_text(path)))
+
+    def read(self, rel: str) -> str | None:
+        p = self.path(rel, reading=True)
+        if not p.is_file():
+            return None
+        text = p.read_text(encoding="utf-8")
+        self.tool("Read", {"file_path": str(p)}, _numbered(text))
+        return text
+
+    def write(self, rel: str, before: str | None, after: str) -> None:
+        if before == after:
+            return
+        p = self.path(rel, reading=False)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(after, encoding="utf-8")
+        if before is None:
+            self.tool("Write", {"file_path": str(p), "content": after}, f"File created successfully at: {p}")
+        else:
+            old, new = _edit_strings(before, after)
+            self.tool("Edit", {"file_path": str(p), "old_string": old, "new_string": new},
+                      f"The file {p} has been updated.")
+        if rel not in self.changed:
+            self.changed.append(rel)
+
+
+def _numbered(text: str, limit: int = 4000) -> str:
+    out = "\n".join(f"{i:>6}\t{line}" for i, line in enumerate(text.split("\n"), 1))
+    return out if len(out) <= limit else out[:limit] + "\n… (truncated)"
+
+
+def _edit_strings(before: str, after: str) -> tuple[str, str]:
+    """The smallest line range that differs, widened by one line of context when it would be empty."""
+    a, b = before.split("\n"), after.split("\n")
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    j = 0
+    while j < min(len(a), len(b)) - i and a[len(a) - 1 - j] == b[len(b) - 1 - j]:
+        j += 1
+    lo = max(0, i - (1 if i == len(a) - j else 0))
+    return "\n".join(a[lo:len(a) - j]), "\n".join(b[lo:len(b) - j])
+
+
+# ---------------------------------------------------------------------------------------------- a run
+@dataclass(frozen=True)
+class AgentRun:
+    """One run: the final message, the stream-json events (without init/result), the files it changed (relative
+    paths, in order), the package files it opened, and its decisions (for tests and debugging)."""
+
+    final: str
+    events: tuple[dict[str, Any], ...]
+    changed: tuple[str, ...]
+    opened: tuple[str, ...]
+    decisions: Decisions | None
+    session_id: str
+    out_tokens: int
+    in_tokens: int
+    turns: int
+
+
+def run_agent(workspace: Path, prompt: str, *, seed: int = 0, sample: int = 0, noise: float = NOISE,
+              env: Mapping[str, str] | None = None) -> AgentRun:
+    """Carry out `prompt` in `workspace` (see the module docstring)."""
+    root = workspace.resolve()
+    package = find_package(root, os.environ if env is None else env)
+    package_text = "\x1e".join(f"{p}\x1f{t}" for p, t in sorted(package.files.items()))
+    sid = "sim-" + digest(seed, sample, prompt, package_text)
+    session = Session(root, sid)
+    opened = package.opened()
+    for rel in opened:
+        assert package.root is not None
+        session.read_skill_file(package.root / rel)
+    reading = package.reading()
+    request = parse_request(prompt)
+    recipe = recipe_for(request) if request else None
+    decisions = None
+
+    def done(final: str) -> AgentRun:
+        session.say(final)
+        return AgentRun(final, tuple(session.events), tuple(session.changed), tuple(opened), decisions, sid,
+                        session.out_tokens, tokens_of(prompt) + tokens_of(package_text), session.turns)
+
+    if request is None:
+        return done("I could not understand the request: I handle 'Add a function `f(x)` to `pkg/mod.py` that …', "
+                    "'Fix `f` in `pkg/mod.py`: …' and 'Change `f` in `pkg/mod.py` so that it …'. Nothing changed.")
+    if recipe is None:
+        return done(f"I do not know how to implement this behaviour: {request.behaviour!r}. Nothing changed.")
+    if request.kind == "add" and len(request.params) != len(recipe.hints):
+        return done(f"The signature {request.name}({', '.join(request.params)}) does not fit what was asked "
+                    f"(expected {len(recipe.hints)} parameter(s)). Nothing changed.")
+    rng = seeded_rng(seed, "agent", f"{prompt}\x1f{sample}\x1f{package_text}")
+    decisions = decide(request, recipe, reading, rng, noise)
+    imports = list(recipe.imports)
+    module_before = session.read(request.module_path)
+    if request.kind == "add":
+        func = function_source(request, recipe, decisions)
+        params = request.params
+        if module_before is None:
+            module_after = new_module(request, func, imports)
+        else:
+            module_after = append_function(ensure_imports(module_before, imports), func)
+    else:
+        if module_before is None:
+            return done(f"{request.module_path} does not exist, so there is no `{request.name}` to "
+                        f"{request.kind}. Nothing changed.")
+        replaced = replace_body(ensure_imports(module_before, imports), request, recipe, decisions)
+        if replaced is None:
+            return done(f"{request.module_path} has no top-level function `{request.name}`. Nothing changed.")
+        module_after, params = replaced
+        if len(params) != len(recipe.hints):
+            return done(f"`{request.name}` takes {len(params)} parameter(s); this change needs "
+                        f"{len(recipe.hints)}. Nothing changed.")
+    if request.report and decisions.has("logging"):
+        module_after = ensure_logger(module_after)
+    session.write(request.module_path, module_before, module_after)
+    verb = {"add": "added", "fix": "fixed", "change": "changed"}[request.kind]
+    done_list = [f"{verb} `{request.name}` in {request.module_path}"]
+
+    if decisions.has("export"):
+        init_rel = f"{request.package}/__init__.py"
+        init_before = session.read(init_rel) or ""
+        session.write(init_rel, init_before if (root / init_rel).exists() else None, export_name(init_before, request))
+        done_list.append(f"exported it in {request.package}.__all__")
+    if decisions.has("changelog"):
+        log_before = session.read("CHANGELOG.md")
+        session.write("CHANGELOG.md", log_before,
+                      changelog_entry(log_before or "", request, decisions.has("changelog_format")))
+        done_list.append("added a CHANGELOG.md entry")
+    if decisions.has("tests"):
+        tree = ast.parse(module_after)
+        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == request.name)
+        func_src = ast.get_source_segment(module_after, node) or ""
+        test_before = session.read(request.test_path)
+        existing = set(re.findall(r"^def (test_\w+)", test_before or "", re.MULTILINE))
+        test_imports, block = tests_for(request, recipe, func_src, imports, decisions, existing)
+        if test_before is None:
+            head = f'"""Tests for {request.module}."""\n'
+            test_after = append_function(ensure_imports(head, test_imports), block)
+        else:
+            test_after = append_function(ensure_imports(test_before, test_imports), block)
+        session.write(request.test_path, test_before, test_after)
+        done_list.append(f"added tests in {request.test_path}"
+                         + (" (marked skip)" if "skip_tests" in decisions.harms else ""))
+    final = "Done: " + "; ".join(done_list) + ". Files changed: " + ", ".join(session.changed) + "."
+    return done(final)
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def stream_events(run: AgentRun, cwd: Path, duration_ms: int) -> list[dict[str, Any]]:
+    """The full stream-json event list: init, the run's events, result."""
+    init = {"type": "system", "subtype": "init", "cwd": str(cwd), "session_id": run.session_id,
+            "tools": ["Read", "Edit", "Write"], "mcp_servers": [], "model": MODEL, "permissionMode": "default",
+            "apiKeySource": "none"}
+    result = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": duration_ms,
+              "duration_api_ms": 0, "num_turns": run.turns, "result": run.final, "session_id": run.session_id,
+              "total_cost_usd": 0, "usage": {"input_tokens": run.in_tokens, "cache_creation_input_tokens": 0,
+                                             "cache_read_input_tokens": 0, "output_tokens": run.out_tokens}}
+    return [init, *run.events, result]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m skillgit.world.agent",
+                                     description="The simulated coding agent of skillgit's offline world.")
+    parser.add_argument("prompt", nargs="?", default=None, help="the prompt (or use --prompt-file)")
+    parser.add_argument("--prompt-file", default=None)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--sample", type=int, default=0)
+    parser.add_argument("--output-format", choices=("text", "stream-json"), default="text")
+    args = parser.parse_args(argv)
+    if args.prompt_file:
+        prompt = Path(args.prompt_file).read_text(encoding="utf-8")
+    elif args.prompt is not None:
+        prompt = args.prompt
+    else:
+        parser.error("give the prompt as the last argument or with --prompt-file")
+    seed = args.seed if args.seed is not None else int(os.environ.get("SKILLGIT_AGENT_SEED", "0") or 0)
+    noise = float(os.environ.get("SKILLGIT_AGENT_NOISE", str(NOISE)))
+    started = time.monotonic()
+    try:
+        run = run_agent(Path.cwd(), prompt, seed=seed, sample=args.sample, noise=noise)
+    except AgentError as exc:
+        print(f"sim-coder: {exc}", file=sys.stderr)
+        return 1
+    if args.output_format == "text":
+        print(run.final)
+    else:
+        for event in stream_events(run, Path.cwd(), int((time.monotonic() - started) * 1000)):
+            print(json.dumps(event, ensure_ascii=False))
+    return 0
+
+
+__all__ = [
+    "AgentRun",
+    "Decisions",
+    "SkillPackage",
+    "applicable",
+    "decide",
+    "find_package",
+    "main",
+    "run_agent",
+    "stream_events",
+]
+
+if __name__ == "__main__":
+    sys.exit(main())
