@@ -79,7 +79,7 @@ def run_ablations(seeds: int, steps: int, variants: dict[str, tuple[str, ...]] =
     with tempfile.TemporaryDirectory(prefix="skillgit-ablation-") as tmp:
         for name, overrides in variants.items():
             rows = [run_one(seed, steps, overrides, Path(tmp)) for seed in range(seeds)]
-            mean = lambda key: round(sum(r[key] for r in rows) / len(rows), 4)  # noqa: E731
+            mean = lambda key, rows=rows: round(sum(r[key] for r in rows) / len(rows), 4)  # noqa: E731
             out["variants"][name] = {
                 "overrides": list(overrides), "runs": rows,
                 "test_final": mean("test_final"), "test_gain": round(mean("test_final") - mean("test_seed"), 4),
@@ -91,7 +91,8 @@ def run_ablations(seeds: int, steps: int, variants: dict[str, tuple[str, ...]] =
 
 
 def table(result: dict) -> str:
-    head = f"{'variant':<30}{'test':>7}{'gain':>8}{'acc':>6}{'rej':>6}{'worse-acc':>10}{'rep-applied':>12}{'rep-proposed':>13}"
+    head = (f"{'variant':<30}{'test':>7}{'gain':>8}{'acc':>6}{'rej':>6}{'worse-acc':>10}{'rep-applied':>12}"
+            f"{'rep-proposed':>13}")
     lines = [head, "-" * len(head)]
     for name, v in result["variants"].items():
         lines.append(f"{name:<30}{v['test_final']:>7.3f}{v['test_gain']:>+8.3f}{v['accepted']:>6.1f}{v['rejected']:>6.1f}"

@@ -29,9 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (StepClock, copy_project, git, make_project, say, server_config, table,  # noqa: E402
-                      workdir, write_result)
 import simserver  # noqa: E402
+from benchlib import StepClock, copy_project, git, make_project, say, server_config, table, workdir, write_result  # noqa: E402
 
 RUN = "calls"
 KILLS = [("rollout", "2"), ("reflect", "2"), ("gate", "2"), ("decide", "3"), ("slow_update", "e1-slow-update")]

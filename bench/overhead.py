@@ -26,9 +26,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (PLAIN_STEPS, copy_project, deep_merge, make_project, mean, measure_run, say,  # noqa: E402
-                      server_config, table, warm_seed_scores, workdir, write_result)
 import simserver  # noqa: E402
+from benchlib import (  # noqa: E402
+    PLAIN_STEPS,
+    copy_project,
+    deep_merge,
+    make_project,
+    mean,
+    measure_run,
+    say,
+    server_config,
+    table,
+    warm_seed_scores,
+    workdir,
+    write_result,
+)
 
 TARGET_RATIO = 1.15
 TARGET_OUTSIDE = 0.02

@@ -18,9 +18,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (PLAIN_STEPS, copy_project, deep_merge, make_project, measure_run, say,  # noqa: E402
-                      server_config, table, warm_seed_scores, workdir, write_result)
 import simserver  # noqa: E402
+from benchlib import (  # noqa: E402
+    PLAIN_STEPS,
+    copy_project,
+    deep_merge,
+    make_project,
+    measure_run,
+    say,
+    server_config,
+    table,
+    warm_seed_scores,
+    workdir,
+    write_result,
+)
 
 COLUMNS = [("workers", "workers", "d"), ("calls", "calls", "d"), ("waves", "waves", "d"),
            ("wall_s", "wall s", ".2f"), ("critical_path_s", "crit.path s", ".2f"), ("ratio", "ratio", ".3f"),

@@ -30,7 +30,10 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "model.student_backend": names_for("student"),
     "model.*.api": ("chat", "responses"),
     "model.*.json_mode": ("auto", "json_schema", "json_object_schema", "json_object", "prompt"),
-    "model.*.command.preset": ("claude", "codex", "generic"),
+    "model.*.command.preset": ("claude", "codex", "copilot", "opencode", "simulated", "generic"),
+    "model.*.command.permission_mode": ("acceptEdits", "auto", "default", "dontAsk", "plan"),
+    "model.*.command.sandbox": ("read-only", "workspace-write"),
+    "model.*.command.output": ("", "claude-stream", "codex-json", "copilot-json", "opencode-json", "text"),
     "optimizer.lr_scheduler": ("constant", "linear", "cosine", "autonomous"),
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),
     "optimizer.skill_update_mode": ("patch", *REWRITE_MODES),
@@ -163,7 +166,8 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "evaluation.paired_alpha": (lambda v: 0 < v < 1, "must be > 0 and < 1"),
     "evaluation.gate_k": _ge(0), "evaluation.item_tolerance": _within(0, 1, hi_open=True),
     "env.workers": _ge(1), "env.max_reply_chars": _ge(1000),
-    "optimizer.max_edits_per_reply": _ge(1), "optimizer.max_edit_chars": _ge(100),
+    "optimizer.max_edits_per_reply": _ge(1), "optimizer.max_edit_chars": _ge(100), "optimizer.leak_ngram": _ge(0),
+    "skill.max_tokens": _ge(100), "skill.max_description_chars": _ge(1),
     "evaluation.min_val_coverage": _within(0, 1), "evaluation.unscored_retries": _ge(0),
     "env.scorer.tolerance": _ge(0), "env.scorer.rel_tolerance": _ge(0), "env.scorer.timeout_s": _gt(0),
     "env.scorer.threshold": (lambda v: 0 < v <= 1, "must be > 0 and <= 1"),
@@ -270,6 +274,10 @@ def check_config(cfg: Any) -> None:
             raise ConfigError("model.student.command.argv: student_backend 'command' with preset 'generic' "
                               "needs the command to run",
                               "set model.student.command.preset: claude|codex, or argv: [my-agent, '{prompt}']")
+        if command.preset not in ("claude", "codex", "generic"):
+            raise ConfigError(f"model.student.command.preset: '{command.preset}' is an agent preset",
+                              "use student_backend: agent for coding agents on agentic tasks (claude, codex, copilot, "
+                              "opencode, simulated), or preset claude|codex|generic with student_backend: command")
     for side in ("teacher", "student"):
         backend = getattr(model, f"{side}_backend")
         name = getattr(model, f"{side}_model")

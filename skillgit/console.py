@@ -14,9 +14,15 @@ out = Console(highlight=False, soft_wrap=True)
 
 
 def print_error(message: str, hint: str = "") -> None:
-    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    """`error: …` and `hint: …` on stderr. The texts are shown literally: brackets (`skillgit[mcp]`) are not rich
+    markup, and control characters from model or file content are escaped."""
+    from rich.markup import escape
+
+    from skillgit.textsafe import shown
+
+    err.print(f"[bold red]error:[/] {escape(shown(message))}", markup=True, highlight=False)
     if hint:
-        err.print(f"[yellow]hint:[/] {hint}", markup=True, highlight=False)
+        err.print(f"[yellow]hint:[/] {escape(shown(hint))}", markup=True, highlight=False)
 
 
 def print_json(data: Any) -> None:

@@ -84,7 +84,26 @@ def create_project(folder: Path, seed: int) -> None:
     repo.commit_paths(["tasks.jsonl", "README.md"], "demo: simulated tasks")
 
 
-def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay) -> None:
+def create_agentic_project(folder: Path, seed: int) -> None:
+    """Write the agentic example (a skill package, 16 coding tasks over two fixture repositories with pytest
+    verifiers, the simulated coding agent as student) into `folder` and commit it on `main`."""
+    from skillgit.resources import example_dir
+    from skillgit.store.git import GitRepo
+
+    if folder.exists() and any(folder.iterdir()):
+        raise SkillgitError(f"{folder} is not empty", "pass --dir with a new or empty folder")
+    shutil.copytree(example_dir("agentic"), folder, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("reference_skill", "__pycache__", "*.pyc", "__init__.py"))
+    config = (folder / "skillgit.yaml").read_text(encoding="utf-8")
+    (folder / "skillgit.yaml").write_text(config.replace("  seed: 0", f"  seed: {seed}"), encoding="utf-8")
+    repo = GitRepo.init(folder, "main")
+    for key, value in (("user.name", "skillgit demo"), ("user.email", "demo@skillgit.invalid")):
+        if not repo.config_get_all(key):
+            repo.config_set(key, value)
+    repo.commit_paths(["."], "demo: agentic example (skill package, coding tasks, fixture repositories)")
+
+
+def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay, agentic: bool = False) -> None:
     from skillgit.cli.history import log
     from skillgit.config import SimulatedCfg
     from skillgit.project import open_project
@@ -96,9 +115,15 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay)
     keep = folder is not None
     folder = Path(folder).resolve() if folder else Path(tempfile.mkdtemp(prefix="skillgit-demo-")) / "project"
     try:
-        create_project(folder, seed)
-        console.err.print(f"[bold]skillgit demo[/] in {folder}")
-        console.err.print(describe(SimulatedCfg(seed=seed)).strip().splitlines()[0])
+        if agentic:
+            create_agentic_project(folder, seed)
+            console.err.print(f"[bold]skillgit demo --agentic[/] in {folder}")
+            console.err.print("SIMULATED coding agent (python -m skillgit.world.agent) on 16 tasks in two fixture "
+                              "repositories, scored by real pytest verifiers; simulated teacher")
+        else:
+            create_project(folder, seed)
+            console.err.print(f"[bold]skillgit demo[/] in {folder}")
+            console.err.print(describe(SimulatedCfg(seed=seed)).strip().splitlines()[0])
         project = open_project(folder, None, [f"train.max_steps={steps}"])
         session = open_session(project)
         seed_text = session.store.read_skill()
@@ -113,9 +138,10 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay)
                   highlight=False)
         out.print(scores_table(result.scores, project.config.evaluation.gate_metric))
         seed_test, final_test = result.scores["seed"]["test"], result.scores["final"]["test"]
-        out.print(f"test {project.config.evaluation.gate_metric}: {seed_test:.3f} → {final_test:.3f} "
-                  f"({(final_test - seed_test) * 100:+.1f} points) after {result.steps} steps: "
-                  f"{result.accepted} accepted, {result.rejected} rejected")
+        if seed_test is not None and final_test is not None:
+            out.print(f"test {project.config.evaluation.gate_metric}: {seed_test:.3f} → {final_test:.3f} "
+                      f"({(final_test - seed_test) * 100:+.1f} points) after {result.steps} steps: "
+                      f"{result.accepted} accepted, {result.rejected} rejected")
         if keep:
             out.print(f"kept {folder}: cd there and try `skillgit log`, `skillgit show 1`, `skillgit rejected`, "
                       f"`skillgit train` (continues on the simulated world)")

@@ -22,11 +22,18 @@ from typing import Any
 
 from unidiff import PatchSet
 
-from skillgit import textsafe
+from skillgit import package, textsafe
 from skillgit.errors import SkillgitError
 from skillgit.prompts import unescape_all
-from skillgit.skilldoc import (MARKER_RE, Doc, check_region_name, close_marker, open_marker, split_document,
-                               strip_trailing_blank_lines)
+from skillgit.skilldoc import (
+    MARKER_RE,
+    Doc,
+    check_region_name,
+    close_marker,
+    open_marker,
+    split_document,
+    strip_trailing_blank_lines,
+)
 from skillgit.types import EDIT_OPS, OP_ALIASES, Edit, EditResult
 
 __all__ = ["parse_edits", "normalize_op", "apply_edits", "check_invariants", "restore_protected", "set_region",
@@ -133,9 +140,54 @@ def parse_edits(obj: Any, *, source_type: str = "failure", max_edits: int = MAX_
             continue
         support = entry.get("support_count", 1)
         support = support if isinstance(support, int) and not isinstance(support, bool) and support > 0 else 1
+        file, p4 = _text_field(entry, "file")
+        try:
+            file = _package_file(file)
+        except SkillgitError as exc:
+            problems.append(f"{where}: {exc.message}")
+            continue
+        if p4:
+            problems.append(f"{where}: {p4}")
+            continue
         edits.append(Edit(op=op, content=content, target=target, rationale=rationale.strip(),
-                          support_count=support, source_type=source_type, id=f"e{len(edits) + 1}"))
+                          support_count=support, source_type=source_type, id=f"e{len(edits) + 1}", file=file))
     return edits, problems
+
+
+def _package_file(file: str) -> str:
+    """"" for the main file (also when the teacher names it), else the checked path inside the package."""
+    file = textsafe.clean(file, multiline=False).strip()
+    if not file or file.lower() in ("skill.md", "./skill.md", "(main)", "main"):
+        return ""
+    return package.check_path(file)
+
+
+def apply_to_skill(skill: str, edits: list[Edit], *, allow_front_matter: bool = False,
+                   new_files: tuple[str, ...] = package.DEFAULT_NEW_FILES) -> tuple[str, list[EditResult]]:
+    """`apply_edits` for a skill of any shape: a single-file skill (every edit applies to it, whatever file it
+    names), or a package bundle (each edit to the file it names; an `append` to a file that does not exist yet
+    creates it when its path matches `new_files`, else the edit is skipped as invalid). One result per edit, in the
+    edits' order; front matter and protected regions keep their rules in every file."""
+    if not package.is_bundle(skill):
+        return apply_edits(skill, [e.with_(file="") if e.file else e for e in edits],
+                           allow_front_matter=allow_front_matter)
+    pkg = package.parse(skill)
+    results: list[EditResult] = []
+    for edit in edits:
+        path = edit.file or pkg.main
+        current = pkg.get(path)
+        if current is None:
+            if edit.op != "append" or not package.may_create(path, new_files):
+                allowed = ", ".join(new_files) or "nowhere"
+                results.append(EditResult(edit, "skipped_invalid", f"{path} is not in the package (new files may be "
+                                                                  f"created by append under: {allowed})"))
+                continue
+            current = ""
+        text, (result,) = apply_edits(current, [edit], allow_front_matter=allow_front_matter)
+        if result.applied:
+            pkg = pkg.with_file(path, text if text.endswith("\n") else text + "\n")
+        results.append(result)
+    return pkg.bundle(), results
 
 
 # ---------------------------------------------------------------------------------------------- matching
@@ -218,8 +270,10 @@ def _delete(text: str, start: int, end: int) -> str:
     if not new[pos:].strip():
         head = strip_trailing_blank_lines(new[:pos])
         return head + "\n" if head.strip() else head
-    run_start = re.search(r"(?:^[ \t]*\n)*\Z", new[:pos], re.M).start()
-    run_end = pos + re.match(r"(?:[ \t]*\n)*", new[pos:]).end()
+    before = re.search(r"(?:^[ \t]*\n)*\Z", new[:pos], re.M)
+    after = re.match(r"(?:[ \t]*\n)*", new[pos:])
+    assert before is not None and after is not None  # both patterns match the empty string, so they always match
+    run_start, run_end = before.start(), pos + after.end()
     if run_start == 0:
         return new[run_end:]  # no blank lines at the very top of a document
     if new[run_start:run_end].count("\n") > 1:

@@ -24,7 +24,7 @@ import html
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from skillgit.errors import SkillgitError
 from skillgit.llm.base import Message
@@ -57,7 +57,7 @@ TAGS: tuple[str, ...] = (
     "stage", "skill", "budget", "bounds", "stats", "trajectory", "input", "output", "expected", "feedback",
     "trace", "edit", "target", "content", "rationale", "rejected_edits", "rejected", "reason", "meta_skill",
     "comparison", "pair", "before_output", "after_output", "accepted_steps", "rejected_steps", "step",
-    "candidate",
+    "candidate", "file",
 )
 _TAG_ALT = "|".join(sorted(TAGS, key=len, reverse=True))
 # Line-initial (after optional indentation: some readers accept indented tags) protocol tags, raw or escaped.
@@ -121,8 +121,28 @@ def _as_text(value: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- blocks
-def block_skill(text: str) -> str:
-    return _leaf("skill", text, 1)
+def leaf(tag: str, text: str, depth: int, attrs: Iterable[tuple[str, Any]] = ()) -> str:
+    """A protocol block holding `text` escaped for `depth` (public for skill-package bundles)."""
+    return _leaf(tag, text, depth, attrs)
+
+
+def block_skill(text: str, *, max_chars: int = 60_000) -> str:
+    """`<skill>`: the skill's text, or for a package one `<file path>` block per text file. A large package shows
+    its main file and references whole as long as they fit `max_chars`; files past that are listed with their size
+    (`<file path="…" omitted="N characters">`) so the teacher knows they exist."""
+    if not text.startswith('<file path="'):
+        return _leaf("skill", text, 1)
+    files = parse_blocks(text, "file")
+    children: list[str] = []
+    used = 0
+    for attrs, inner in files:
+        path = attrs.get("path", "")
+        if used + len(inner) > max_chars and children:
+            children.append(f'<file path="{html.escape(path)}" omitted="{len(inner)} characters">\n</file>')
+            continue
+        used += len(inner)
+        children.append(_leaf("file", inner, 2, [("path", path)]))
+    return _container("skill", children)
 
 
 def block_meta_skill(text: str) -> str:
@@ -174,7 +194,8 @@ def block_trajectories(trajs: list[Trajectory], outcome: str, *,
 
 def _edit_block(edit: Edit | Mapping[str, Any], depth: int) -> str:
     e = edit if isinstance(edit, Edit) else Edit.from_dict(dict(edit))
-    attrs = [("id", e.id or None), ("op", e.op), ("support", e.support_count), ("source", e.source_type)]
+    attrs = [("id", e.id or None), ("op", e.op), ("support", e.support_count), ("source", e.source_type),
+             ("file", e.file or None)]
     children = [_leaf("target", e.target, depth + 1), _leaf("content", e.content, depth + 1),
                 _leaf("rationale", e.rationale, depth + 1)]
     return _container("edit", children, attrs)
@@ -197,7 +218,7 @@ def block_rejected(rejected: list[RejectedEdit]) -> str:
 KIND_ORDER = ("regressed", "improved", "persistent_failure", "stable_success")
 
 
-def block_comparison(pairs: list[Mapping[str, Any]], *, max_chars: int | None = DEFAULT_MAX_FIELD_CHARS) -> str:
+def block_comparison(pairs: Sequence[Mapping[str, Any]], *, max_chars: int | None = DEFAULT_MAX_FIELD_CHARS) -> str:
     """Before/after pairs for the slow update and the meta skill: regressions first, then improvements,
     persistent failures, stable successes (input order within a kind; unknown kinds last)."""
     def rank(p: Mapping[str, Any]) -> int:
@@ -361,11 +382,11 @@ def check_templates(prompts_dir: Path | str | None = None) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------- answers
 _STR = {"type": "string"}
-_EDIT_ITEM = {
+_EDIT_ITEM: dict[str, Any] = {
     "type": "object",
-    "properties": {"op": {"type": "string", "enum": list(EDIT_OPS)}, "target": _STR, "content": _STR,
-                   "rationale": _STR},
-    "required": ["op", "target", "content", "rationale"],
+    "properties": {"op": {"type": "string", "enum": list(EDIT_OPS)}, "file": _STR, "target": _STR,
+                   "content": _STR, "rationale": _STR},
+    "required": ["op", "file", "target", "content", "rationale"],
 }
 _MERGED_ITEM = {
     "type": "object",

@@ -291,6 +291,7 @@ class RunProgress:
     errors: Mapping[str, int] = field(default_factory=dict)
     retries: int = 0
     unscored: int = 0
+    test_reads: int = 0  # times the sealed test split was scored (only at a run's end)
     meta_skill: str = ""
     epochs: Mapping[int, EpochState] = field(default_factory=dict)
     last: StepOutcome | None = None
@@ -319,6 +320,7 @@ class RunProgress:
             "usage_by_stage": {k: v.to_dict() for k, v in sorted(self.usage_by_stage.items())},
             "usage_by_role": {k: v.to_dict() for k, v in sorted(self.usage_by_role.items())},
             "errors": dict(sorted(self.errors.items())), "retries": self.retries, "unscored": self.unscored,
+            "test_reads": self.test_reads,
             "meta_skill": self.meta_skill,
             "epochs": {str(k): v.to_dict() for k, v in sorted(self.epochs.items())},
             "last": self.last.to_dict() if self.last else None,
@@ -345,6 +347,7 @@ class RunProgress:
             usage_by_role=usages(data.get("usage_by_role")),
             errors={str(k): int(v) for k, v in (data.get("errors") or {}).items()},
             retries=int(data.get("retries", 0)), unscored=int(data.get("unscored", 0)),
+            test_reads=int(data.get("test_reads", 0)),
             meta_skill=str(data.get("meta_skill", "")), epochs=epochs,
             last=StepOutcome.from_dict(last) if isinstance(last, Mapping) else None,
             final_scores={str(k): SkillScores.from_dict(v) for k, v in (data.get("final_scores") or {}).items()

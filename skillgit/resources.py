@@ -30,3 +30,8 @@ def templates_dir() -> Path:
 
 def hooks_dir() -> Path:
     return _locate("skillgit._hooks", "hooks")
+
+
+def example_dir(name: str) -> Path:
+    """A shipped example project (`examples/<name>/`, in a wheel `skillgit._examples/<name>`)."""
+    return _locate("skillgit._examples", "examples") / name

@@ -13,11 +13,11 @@ from skillgit.errors import SkillgitError
 from skillgit.llm import factory
 from skillgit.llm.base import LLM, Student
 from skillgit.llm.cache import CachedLLM, CachedStudent, CallCache
-from skillgit.loop.events import EventSink, ignore
 from skillgit.llm.metering import MeteredLLM, MeteredStudent
+from skillgit.loop.events import EventSink, ignore
 from skillgit.loop.ledger import Ledger
-from skillgit.project import Project
 from skillgit.loop.stages import Scorer
+from skillgit.project import Project
 from skillgit.scorers import build_scorer
 from skillgit.store import Store
 from skillgit.tasks import Splits, load_splits

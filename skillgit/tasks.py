@@ -98,11 +98,16 @@ def _input_text(value: Any, where: str) -> str:
                         "write the task as a string, or as [{role: user, content: ...}]")
 
 
-def _item(row: Any, where: str, default_id: str) -> Item:
+def _item(row: Any, where: str, default_id: str, task_dir: Path | None = None) -> Item:
     if not isinstance(row, dict):
         raise TaskFileError(f"{where}: expected an object with `input`, got {type(row).__name__}",
                             'write each item as {"id": ..., "input": ..., "expected": ...}')
     row = dict(row)
+    agentic = "workspace" in row or "verify" in row
+    if agentic and "input" not in row and "prompt" in row:
+        row["input"] = row.pop("prompt")  # an agentic task's request to the agent
+        if task_dir is not None:
+            row.setdefault("task_dir", str(task_dir))  # its fixture folders are relative to the task file
     raw_id = row.pop("id", None)
     if raw_id is not None and (not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool) or str(raw_id) == ""):
         raise TaskFileError(f"{where}: `id` must be a non-empty string or number, got {raw_id!r}"[:200],
@@ -193,7 +198,8 @@ def load_items(path: Path) -> list[Item]:
     rows = _rows(path)
     if not rows:
         raise TaskFileError(f"{path}: no items", "add at least one item with an `input`")
-    located = [(_item(row, where, f"{path.stem}-{n}"), where) for n, (row, where) in enumerate(rows, start=1)]
+    located = [(_item(row, where, f"{path.stem}-{n}", path.parent.resolve()), where)
+               for n, (row, where) in enumerate(rows, start=1)]
     _check_unique(located, str(path))
     return [item for item, _ in located]
 

@@ -7,7 +7,7 @@ because it ends up in git notes and must be readable by any later version (reade
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 EditOp = Literal["append", "insert_after", "replace", "delete"]
 EDIT_OPS: tuple[str, ...] = ("append", "insert_after", "replace", "delete")
@@ -29,7 +29,7 @@ ApplyStatus = Literal[
 ]
 
 
-def _from_dict(cls, data: dict[str, Any]):
+def _from_dict(cls, data: Mapping[str, Any]):
     """Build dataclass `cls` from `data`, ignoring keys this version does not know (forward compatibility)."""
     known = {f.name for f in fields(cls)}
     return cls(**{k: v for k, v in data.items() if k in known})
@@ -110,7 +110,7 @@ class Usage:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Usage":
+    def from_dict(cls, data: Mapping[str, Any]) -> "Usage":
         return _from_dict(cls, data)
 
 
@@ -130,6 +130,7 @@ class Trajectory:
     trace: str = ""  # what the student did besides its final answer (tool calls, a CLI agent's log summary)
     error: str | None = None
     usage: Usage = field(default_factory=Usage)
+    timings: dict[str, float] = field(default_factory=dict)  # agentic runs: setup / agent / verify seconds
 
     @property
     def ok(self) -> bool:
@@ -169,17 +170,19 @@ class Edit:
     source_type: str = "failure"
     merge_level: int = 0
     id: str = ""
+    file: str = ""  # the file of a skill package it changes ("" = the main file, SKILL.md)
 
     def key(self) -> tuple[str, str, str]:
         """Identity for dedupe and for the negative buffer: what it does, not why or how often."""
-        return (self.op, " ".join(self.target.split()).lower(), " ".join(self.content.split()).lower())
+        where = f"{self.file}:" if self.file else ""
+        return (self.op, where + " ".join(self.target.split()).lower(), " ".join(self.content.split()).lower())
 
     def summary(self, width: int = 72) -> str:
         text = self.content or self.target
         text = " ".join(text.split())
         if len(text) > width:
             text = text[: width - 1] + "…"
-        return f"{self.op}: {text}"
+        return f"{self.op}{f' {self.file}' if self.file else ''}: {text}"
 
     def with_(self, **changes: Any) -> "Edit":
         return replace(self, **changes)
@@ -208,7 +211,7 @@ class EditResult:
         return {"edit": self.edit.to_dict(), "status": self.status, "reason": self.reason}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "EditResult":
+    def from_dict(cls, data: Mapping[str, Any]) -> "EditResult":
         return cls(Edit.from_dict(data["edit"]), data["status"], data.get("reason", ""))
 
 

@@ -3,10 +3,15 @@ author/committer dates and identity, and no API keys from the developer's enviro
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import threading
+import traceback
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -78,3 +83,88 @@ def run_cli(*args: str, cwd: Path, input: str | None = None, env: dict | None = 
 @pytest.fixture
 def cli():
     return run_cli
+
+
+# The working directory is per process; xdist runs tests in separate processes, so only threads of this process
+# could race on it. The lock keeps a chdir/restore pair atomic for them.
+_CWD_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def _inside(folder: Path) -> Iterator[None]:
+    with _CWD_LOCK:
+        previous = os.getcwd()
+        os.chdir(folder)
+        try:
+            yield
+        finally:
+            os.chdir(previous)
+
+
+def _exit_code(code: object) -> int:
+    """What the interpreter makes of `SystemExit(code)`: None is 0, an int itself, anything else 1."""
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
+def _text(data: bytes) -> str:
+    """Bytes as `subprocess.run(..., text=True)` returns them: UTF-8 with universal newlines."""
+    return data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def run_cli_inproc(*args: str, cwd: Path, input: str | None = None,
+                   env: dict | None = None) -> subprocess.CompletedProcess:
+    """Invoke the same entry point as `run_cli` (`skillgit.cli.main`, which turns a SkillgitError into
+    `error:`/`hint:` lines and its exit code) in this process, in folder `cwd`, with stdin `input`, `env`
+    overrides and stdout/stderr captured apart by typer's CliRunner. Returns what `run_cli` returns. An
+    exception that is not a SkillgitError ends like in the interpreter: a traceback on stderr and exit code 1.
+
+    The process is left as it was: cwd, os.environ, the SIGINT handler, sys.excepthook, the process-wide secret
+    registry, and sys.path together with the modules imported from folders the run added to it (a python scorer's
+    project root) — all of which a real CLI process would drop when it exits."""
+    from typer.testing import CliRunner
+
+    from skillgit import cli, redact
+
+    runner = CliRunner()
+    saved_env = dict(os.environ)
+    saved_sigint = signal.getsignal(signal.SIGINT)
+    saved_excepthook = sys.excepthook
+    saved_secrets = redact.registered()
+    saved_path, saved_modules = list(sys.path), set(sys.modules)
+    code = 0
+    try:
+        with _inside(cwd), runner.isolation(input=input, env=env, color=False) as (out, err, _):
+            try:
+                cli.main(list(args), prog_name="skillgit")
+            except SystemExit as exc:
+                code = _exit_code(exc.code)
+                if not isinstance(exc.code, (int, type(None))):
+                    print(exc.code, file=sys.stderr)
+            except Exception:
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                stdout, stderr = _text(out.getvalue()), _text(err.getvalue())
+    finally:
+        signal.signal(signal.SIGINT, saved_sigint)
+        sys.excepthook = saved_excepthook
+        with redact._registry_lock:
+            redact._registered = saved_secrets
+        for name in set(os.environ) - set(saved_env):
+            del os.environ[name]
+        os.environ.update(saved_env)
+        added = [os.path.join(p, "") for p in sys.path if p and p not in saved_path]
+        sys.path[:] = saved_path
+        for name in set(sys.modules) - saved_modules:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(tuple(added)):
+                del sys.modules[name]
+    return subprocess.CompletedProcess(["skillgit", *args], code, stdout, stderr)
+
+
+@pytest.fixture
+def cli_inproc():
+    return run_cli_inproc

@@ -18,7 +18,7 @@ from skillgit.project import open_project
 from skillgit.session import build_trainer, open_session
 from skillgit.store.core import BranchMoved
 from skillgit.world import SimulatedTeacher
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 
 PACKAGE = Path(__file__).resolve().parent.parent / "skillgit"
 
@@ -42,7 +42,8 @@ def import_graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
                 for alias in node.names:
                     target = f"{base}.{alias.name}"
                     deps.add(target if target in modules else base)
@@ -89,6 +90,10 @@ def test_git_is_spelled_only_in_the_git_module():
                     and node.func.attr in ("_run", "_call", "_run_bytes", "_in_worktree", "_exec") \
                     and ast.unparse(node.func.value).split(".")[-1] in ("repo", "git", "_git", "GitRepo"):
                 offenders.append(f"{path.name}:{node.lineno} .{node.func.attr}")
+            # git run as a subprocess: ["git", …] handed to subprocess/os
+            if isinstance(node, ast.List) and node.elts and isinstance(node.elts[0], ast.Constant) \
+                    and node.elts[0].value == "git":
+                offenders.append(f"{path.name}:{node.lineno} runs git as a subprocess")
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 if any(n == "git" or n.startswith("git.") for n in names):
@@ -98,12 +103,13 @@ def test_git_is_spelled_only_in_the_git_module():
 
 # ---------------------------------------------------------------------------------------------- determinism
 def _log_without_times(folder: Path) -> list[dict]:
-    proc = run_cli("log", "--json", cwd=folder)
+    proc = run_cli_inproc("log", "--json", cwd=folder)
     assert proc.returncode == 0, proc.stderr
     return [{k: v for k, v in e.items() if k not in ("date", "sha", "parent")} for e in json.loads(proc.stdout)]
 
 
 def test_the_demo_is_the_same_run_every_time(tmp_path):
+    # Real processes: each has its own hash seed, so an order that depends on set iteration shows up here.
     runs = []
     for name in ("a", "b"):
         proc = run_cli("demo", "--dir", str(tmp_path / name), "--seed", "0", "--steps", "4", cwd=tmp_path)
@@ -169,6 +175,7 @@ def test_a_user_commit_during_a_run_is_never_built_over(project):
 
 
 def test_revert_and_pull_wait_for_a_running_train(project):
+    # Real processes: the lock is held by this process and must stop another one.
     session = open_session(open_project(project, None, []))
     with session.store.lock("main"):
         proc = run_cli("revert", "--to", "HEAD~1", cwd=project)
@@ -213,7 +220,7 @@ def test_control_characters_from_the_teacher_never_reach_git_or_the_terminal(pro
     git(project, "notes", "--ref", "skillgit", "append", "-m",
         json.dumps({"v": 1, "kind": "decision", "verdict": "accepted", "reason": "\x1b[31mred\x07"}), tip)
     for args in (["log"], ["show", tip], ["rejected"]):
-        proc = run_cli(*args, cwd=project)
+        proc = run_cli_inproc(*args, cwd=project)
         assert proc.returncode == 0, proc.stderr
         assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
 
@@ -270,26 +277,27 @@ def test_unscored_val_items_are_retried_before_the_gate_decides(project):
     progress = json.loads(git(project, "show", "refs/skillgit/runs/r1:progress.json"))
     assert progress["retries"] > 0 and progress["unscored"] == 0
     assert progress["last"]["coverage"]["scored"] == progress["last"]["coverage"]["total"]
-    status = run_cli("status", "--json", cwd=project)
+    status = run_cli_inproc("status", "--json", cwd=project)
     info = json.loads(status.stdout)
     assert info["retries"] == progress["retries"] and info["unscored"] == 0 and "errors" in info
 
 
 # ---------------------------------------------------------------------------------------------- small ones
 def test_dry_run_with_an_absurd_number_of_epochs_answers_at_once(project):
+    # A real process: the timeout must be able to kill it if it does not answer.
     proc = run_cli("train", "--dry-run", "--set", "train.num_epochs=1000000000", cwd=project, timeout=20)
     assert proc.returncode == 0, proc.stderr
     assert "…" in proc.stdout
 
 
 def test_init_refuses_a_branch_name_git_would_read_as_an_option(tmp_path):
-    proc = run_cli("init", str(tmp_path / "new"), "--branch", "-x", cwd=tmp_path)
+    proc = run_cli_inproc("init", str(tmp_path / "new"), "--branch", "-x", cwd=tmp_path)
     assert proc.returncode == 2 and "invalid branch name '-x'" in proc.stderr
     assert not (tmp_path / "new" / "skillgit.yaml").exists()
 
 
 def test_init_keeps_dotenv_out_of_git(tmp_path):
-    proc = run_cli("init", str(tmp_path / "new"), "--commit", cwd=tmp_path)
+    proc = run_cli_inproc("init", str(tmp_path / "new"), "--commit", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     (tmp_path / "new" / ".env").write_text("OPENAI_API_KEY=sk-test-1234567890abcdef\n")
     assert git(tmp_path / "new", "status", "--porcelain") == ""
@@ -301,6 +309,7 @@ def test_eval_fails_when_no_item_could_be_scored(project):
     create = json.dumps({"id": "x1", "input": "not a simulated record", "expected": "?",
                          "metadata": {"world": "simulated"}})
     (project / "tasks.jsonl").write_text("".join(create.replace("x1", f"x{i}") + "\n" for i in range(10)))
-    proc = run_cli("eval", "--split", "val", "--set", "model.simulated.malformed_rate=0",
-                   "--set", "env.scorer.type=python", "--set", "env.scorer.callable=os:nonexistent", cwd=project)
+    proc = run_cli_inproc("eval", "--split", "val", "--set", "model.simulated.malformed_rate=0",
+                          "--set", "env.scorer.type=python", "--set", "env.scorer.callable=os:nonexistent",
+                          cwd=project)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr

@@ -1,5 +1,6 @@
-"""The history commands as a user runs them: the real CLI in a subprocess against real repositories.
-Repositories are prepared in-process with the store (fast); the CLI is used for what the user sees."""
+"""The history commands as a user runs them, against real repositories. Repositories are prepared in-process with
+the store (fast); the CLI is used for what the user sees: the real CLI in a subprocess (`run_cli`) once per command
+as a smoke test, everything else through the same entry point in-process (`run_cli_inproc`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from skillgit.config import load_config
 from skillgit.store import Store
 from skillgit.store.initialize import init_project
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 
 SEED = "# Skill\n\nBe helpful.\n"
 
@@ -61,23 +62,23 @@ def test_init_creates_repo_skill_and_config_and_commits_only_when_asked(tmp_path
     assert (folder / "SKILL.md").read_text().startswith("---\nname: ")
     cfg = load_config(folder / "skillgit.yaml")
     assert (cfg.skill.path, cfg.skill.branch) == ("SKILL.md", "main")
-    assert git(folder, "config", "notes.displayRef") == "refs/notes/skillgit"
-    assert git(folder, "config", "notes.rewriteRef") == "refs/notes/skillgit"
-    assert "git add SKILL.md skillgit.yaml" in proc.stderr
+    assert git(folder, "config", "notes.displayRef") == "refs/notes/skillgit-log"  # short human notes
+    assert git(folder, "config", "--get-all", "notes.rewriteRef").split() == ["refs/notes/skillgit", "refs/notes/skillgit-log"]
+    assert "git add SKILL.md skillgit.yaml .gitignore" in proc.stderr
     assert git(folder, "rev-parse", "--verify", "-q", "HEAD", check=False) == ""  # nothing committed
 
-    proc = run_cli("init", "--commit", cwd=folder)
+    proc = run_cli_inproc("init", "--commit", cwd=folder)
     assert proc.returncode == 0, proc.stderr
     assert "kept the existing skillgit.yaml" in proc.stderr
     assert git(folder, "ls-tree", "--name-only", "HEAD").split() == [".gitignore", "SKILL.md", "skillgit.yaml"]
     assert git(folder, "status", "--porcelain") == ""
     assert Store.open(folder, "SKILL.md").read_skill() == (folder / "SKILL.md").read_text()
-    assert git(folder, "config", "--get-all", "notes.displayRef") == "refs/notes/skillgit"  # not duplicated
+    assert git(folder, "config", "--get-all", "notes.displayRef") == "refs/notes/skillgit-log"  # not duplicated
 
 
 def test_init_adopts_an_existing_skill_and_refuses_to_guess(make_repo):
     root = make_repo({"AGENTS.md": "# Agents\n\nRun the tests.\n", "src/x.py": "x = 1\n"})
-    proc = run_cli("init", cwd=root)
+    proc = run_cli_inproc("init", cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert load_config(root / "skillgit.yaml").skill.path == "AGENTS.md"
     assert (root / "AGENTS.md").read_text() == "# Agents\n\nRun the tests.\n"
@@ -90,9 +91,9 @@ def test_init_adopts_an_existing_skill_and_refuses_to_guess(make_repo):
 
     both = make_repo({"AGENTS.md": "a\n", "CLAUDE.md": "c\n"}, name="both")
     before = snapshot(both)
-    assert_one_line_error(run_cli("init", cwd=both), 2, "AGENTS.md, CLAUDE.md", "--skill")
+    assert_one_line_error(run_cli_inproc("init", cwd=both), 2, "AGENTS.md, CLAUDE.md", "--skill")
     assert snapshot(both) == before
-    assert_one_line_error(run_cli("init", "--skill", "AGENTS.md", "--branch", "skills", "--commit", cwd=both), 2,
+    assert_one_line_error(run_cli_inproc("init", "--skill", "AGENTS.md", "--branch", "skills", "--commit", cwd=both), 2,
                           "--commit needs branch 'skills' checked out", "git switch skills")
     assert snapshot(both) == before
 
@@ -107,11 +108,11 @@ def test_hooks_chain_an_existing_hook_and_block_candidates(make_repo, tmp_path):
     own.chmod(own.stat().st_mode | stat.S_IXUSR)
     original = own.read_text()
 
-    proc = run_cli("init", "--hooks", cwd=root)
+    proc = run_cli_inproc("init", "--hooks", cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert (root / ".git/hooks/pre-push.local").read_text() == original
     assert "skillgit-hook" in own.read_text() and os.access(own, os.X_OK)
-    assert "already installed" in run_cli("init", "--hooks", cwd=root).stderr
+    assert "already installed" in run_cli_inproc("init", "--hooks", cwd=root).stderr
     assert (root / ".git/hooks/pre-push.local").read_text() == original
 
     cand = Store.open(root, "SKILL.md").propose(SEED + "x\n", run="r1", step=1, subject="s", body="", trailers={},
@@ -139,15 +140,15 @@ def test_log_show_diff_rejected_export(trained, tmp_path):
     rows = [line.split() for line in log.stdout.splitlines()[1:]]
     assert [(r[0], r[1], r[2]) for r in rows] == [("r1/0000", "seed", "0.5000"), ("r1/0001", "accepted", "0.6000"),
                                                   ("r1/0002", "rejected", "0.4000")]
-    data = json.loads(run_cli("log", "--json", "-n", "1", "--repo", str(trained), cwd=tmp_path).stdout)
+    data = json.loads(run_cli_inproc("log", "--json", "-n", "1", "--repo", str(trained), cwd=tmp_path).stdout)
     assert [(e["label"], e["verdict"], e["delta"]) for e in data] == [("r1/0002", "rejected", pytest.approx(-0.2))]
 
-    show = run_cli("show", "1", cwd=trained)
+    show = run_cli("show", "1", "--full", cwd=trained)
     assert show.returncode == 0, show.stderr
     assert "+Check units." in show.stdout and "--- a/SKILL.md" in show.stdout
     assert "[decision] accepted: val 0.5000 → 0.6000 (+0.1000) — better" in show.stdout
     assert "units were missing" in show.stdout  # the reflections in the note
-    shown = json.loads(run_cli("show", "rejected/r1/2", "--json", cwd=trained).stdout)
+    shown = json.loads(run_cli_inproc("show", "rejected/r1/2", "--json", cwd=trained).stdout)
     assert "+Shout." in shown["diff"]
     assert {r["kind"] for r in shown["notes"]} == {"candidate", "reflect", "decision"}
 
@@ -171,18 +172,18 @@ def test_revert_via_cli(trained):
 def test_errors_are_one_line_with_a_hint_and_write_nothing(trained, make_repo, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
-    assert_one_line_error(run_cli("log", cwd=plain), 3, "not a git repository", "skillgit init")
+    assert_one_line_error(run_cli_inproc("log", cwd=plain), 3, "not a git repository", "skillgit init")
 
     no_skill = make_repo({"README.md": "x\n"}, name="noskill")
     before = snapshot(no_skill)
-    assert_one_line_error(run_cli("log", cwd=no_skill), 3, "'SKILL.md' is not in branch 'main'")
+    assert_one_line_error(run_cli_inproc("log", cwd=no_skill), 3, "'SKILL.md' is not in branch 'main'")
     assert snapshot(no_skill) == before
 
     before = snapshot(trained)
-    assert_one_line_error(run_cli("show", "r1/9", cwd=trained), 3, "unknown revision 'r1/9'", "skillgit log")
+    assert_one_line_error(run_cli_inproc("show", "r1/9", cwd=trained), 3, "unknown revision 'r1/9'", "skillgit log")
     (trained / "SKILL.md").write_text("my unsaved edit\n")
     before = snapshot(trained)
-    assert_one_line_error(run_cli("revert", "--steps", "1", cwd=trained), 3,
+    assert_one_line_error(run_cli_inproc("revert", "--steps", "1", cwd=trained), 3,
                           f"SKILL.md has uncommitted changes in {trained}", "git stash pop")
     assert snapshot(trained) == before
     git(trained, "checkout", "--", "SKILL.md")
@@ -191,16 +192,16 @@ def test_errors_are_one_line_with_a_hint_and_write_nothing(trained, make_repo, t
     git(trained, "notes", "--ref", "skillgit", "append", "-m", '{"kind": "broken"', tip)
     before = snapshot(trained)
     # a viewer shows what it can and names the bad line's place; it never fails on a note
-    show = run_cli("show", "1", cwd=trained)
+    show = run_cli_inproc("show", "1", cwd=trained)
     assert show.returncode == 0 and "1 corrupt note line(s) skipped" in show.stdout
     assert f"git notes --ref skillgit show {tip[:12]}" in show.stdout
-    log = run_cli("log", cwd=trained)
+    log = run_cli_inproc("log", cwd=trained)
     assert log.returncode == 0 and "(corrupt note)" in log.stdout
     assert snapshot(trained) == before
     # a note whose numbers are not numbers does not crash `show` either
     git(trained, "notes", "--ref", "skillgit", "append", "-m",
         '{"v":1,"kind":"decision","verdict":"accepted","delta":"NaN-ish","score_before":"x"}', tip)
-    show = run_cli("show", "1", cwd=trained)
+    show = run_cli_inproc("show", "1", cwd=trained)
     assert show.returncode == 0 and "Traceback" not in show.stderr
 
 
@@ -224,10 +225,10 @@ def test_push_pull_share_branch_tags_and_merge_notes(trained, tmp_path):
     mine.add_note(tip, [{"kind": "comment", "by": "A"}])
     theirs.add_note(tip, [{"kind": "comment", "by": "B"}])
     step(mine, SEED + "Check units.\nCite sources.\n", 3, True, 0.6, 0.7)
-    assert run_cli("push", str(remote), cwd=other).returncode == 0  # B first: only notes are new
-    proc = run_cli("push", str(remote), cwd=trained)  # A must merge B's notes, not overwrite them
+    assert run_cli_inproc("push", str(remote), cwd=other).returncode == 0  # B first: only notes are new
+    proc = run_cli_inproc("push", str(remote), cwd=trained)  # A must merge B's notes, not overwrite them
     assert proc.returncode == 0, proc.stderr
-    proc = run_cli("pull", str(remote), cwd=other)
+    proc = run_cli_inproc("pull", str(remote), cwd=other)
     assert proc.returncode == 0, proc.stderr
 
     for clone in (trained, other):
@@ -248,7 +249,7 @@ def test_gc_via_cli_survives_git_gc(trained):
     assert proc.returncode == 0 and "folded 2" in proc.stderr
     git(trained, "reflog", "expire", "--expire=now", "--all")
     git(trained, "gc", "-q", "--prune=now")
-    listed = json.loads(run_cli("rejected", "--json", cwd=trained).stdout)
+    listed = json.loads(run_cli_inproc("rejected", "--json", cwd=trained).stdout)
     assert [(r["label"], r["archived"]) for r in listed] == [("r1/0004", False), ("r1/0003", True),
                                                              ("r1/0002", True)]
-    assert "no 3" in run_cli("show", "rejected/r1/3", cwd=trained).stdout
+    assert "no 3" in run_cli_inproc("show", "rejected/r1/3", cwd=trained).stdout

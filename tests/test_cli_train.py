@@ -1,5 +1,7 @@
-"""The user-visible paths of `demo` and `train` through the real CLI: the demo's promise, continuing a kept demo,
-and bad input — each a one-line error with a hint, a fixed exit code, no traceback and nothing written to git."""
+"""The user-visible paths of `demo` and `train` through the CLI: the demo's promise, continuing a kept demo,
+and bad input — each a one-line error with a hint, a fixed exit code, no traceback and nothing written to git.
+The demo runs as a real subprocess (`run_cli`, the smoke test); the rest through the same entry point in-process
+(`run_cli_inproc`)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from skillgit.llm.cache import CallCache
-
 from skillgit.demo import create_project
-
-from tests.conftest import git, run_cli
+from skillgit.llm.cache import CallCache
+from tests.conftest import git, run_cli, run_cli_inproc
 
 
 def skillgit_refs(folder: Path) -> str:
@@ -33,15 +33,15 @@ def test_demo_trains_offline_with_accepts_rejects_and_a_better_test_score(tmp_pa
 
 def test_kept_demo_is_a_normal_project_where_train_continues(tmp_path):
     folder = tmp_path / "demo"
-    first = run_cli("demo", "--dir", str(folder), "--steps", "2", "--seed", "4", cwd=tmp_path)
+    first = run_cli_inproc("demo", "--dir", str(folder), "--steps", "2", "--seed", "4", cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-2000:]
     runs_before = git(folder, "for-each-ref", "refs/skillgit/runs").splitlines()
-    proc = run_cli("train", "--set", "train.max_steps=2", cwd=folder)
+    proc = run_cli_inproc("train", "--set", "train.max_steps=2", cwd=folder)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert len(git(folder, "for-each-ref", "refs/skillgit/runs").splitlines()) == len(runs_before) + 1
-    log = json.loads(run_cli("log", "--json", cwd=folder).stdout)
+    log = json.loads(run_cli_inproc("log", "--json", cwd=folder).stdout)
     assert len({e["run"] for e in log if e["run"]}) == 2
-    again = run_cli("demo", "--dir", str(folder), cwd=tmp_path)
+    again = run_cli_inproc("demo", "--dir", str(folder), cwd=tmp_path)
     assert again.returncode == 2 and "not empty" in again.stderr and "hint:" in again.stderr
 
 
@@ -70,7 +70,7 @@ def assert_clean_failure(proc, code: int, *words: str) -> None:
 def test_bad_config_is_a_clear_error_and_writes_nothing(project, config_text, words):
     (project / "skillgit.yaml").write_text(config_text)
     before = skillgit_refs(project)
-    assert_clean_failure(run_cli("train", cwd=project), 2, *words)
+    assert_clean_failure(run_cli_inproc("train", cwd=project), 2, *words)
     assert skillgit_refs(project) == before
 
 
@@ -84,25 +84,25 @@ def test_bad_config_is_a_clear_error_and_writes_nothing(project, config_text, wo
 def test_bad_task_files_are_clear_errors(project, tasks, split, words):
     (project / "tasks.jsonl").write_text(tasks)
     before = skillgit_refs(project)
-    assert_clean_failure(run_cli("train", "--set", f"env.split_ratio={split}", cwd=project), 2, *words)
+    assert_clean_failure(run_cli_inproc("train", "--set", f"env.split_ratio={split}", cwd=project), 2, *words)
     assert skillgit_refs(project) == before
 
 
 def test_a_crashing_scorer_stops_with_a_hint_and_no_half_written_step(project):
     (project / "bad_scorer.py").write_text("def score(item, output):\n    raise RuntimeError('boom')\n")
-    proc = run_cli("train", "--set", "env.scorer.type=python", "--set", "env.scorer.callable=bad_scorer:score",
-                   cwd=project)
+    proc = run_cli_inproc("train", "--set", "env.scorer.type=python", "--set", "env.scorer.callable=bad_scorer:score",
+                          cwd=project)
     assert_clean_failure(proc, 2, "scorer", "boom")
     assert git(project, "for-each-ref", "refs/heads/candidates", "refs/tags") == ""
 
 
 def test_unknown_revision_for_eval_is_a_git_error(project):
-    assert_clean_failure(run_cli("eval", "no-such-rev", cwd=project), 3, "no-such-rev")
+    assert_clean_failure(run_cli_inproc("eval", "no-such-rev", cwd=project), 3, "no-such-rev")
 
 
 def test_a_dirty_skill_file_is_refused_before_anything_is_spent(project):
     (project / "SKILL.md").write_text("my unsaved edits\n")
-    proc = run_cli("train", cwd=project)
+    proc = run_cli_inproc("train", cwd=project)
     assert_clean_failure(proc, 3, "uncommitted changes", "stash")
     journal = project / ".git" / "skillgit" / "cache" / "calls.sqlite"
     assert not journal.exists() or CallCache(journal).stats().entries == 0  # no model call was made

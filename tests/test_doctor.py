@@ -6,10 +6,14 @@ import json
 
 import yaml
 
-from skillgit.config import config_from_dict
 from skillgit.cli.doctor import check_role
-from tests.fake_servers import fake_server_fixture  # noqa: F401 (the fake_server fixture)
-from tests.fake_servers import Behaviour, FakeLLMServer, unauthorized
+from skillgit.config import config_from_dict
+from tests.fake_servers import (
+    Behaviour,
+    FakeLLMServer,
+    fake_server_fixture,  # noqa: F401 (the fake_server fixture)
+    unauthorized,
+)
 
 KEY = "sk-doctor-0123456789abcdefghij"
 

@@ -11,9 +11,17 @@ from skillgit.llm.base import LLMError, Message, Request
 from skillgit.llm.factory import build_student, build_teacher
 from skillgit.llm.jsonout import complete_json
 from skillgit.types import Item, Usage
-from tests.fake_servers import fake_server_fixture  # noqa: F401 (the fake_server fixture)
-from tests.fake_servers import (FakeLLMServer, error, hang, json_reply, rate_limited, reply, server_error,
-                                unauthorized)
+from tests.fake_servers import (
+    FakeLLMServer,
+    error,
+    fake_server_fixture,  # noqa: F401 (the fake_server fixture)
+    hang,
+    json_reply,
+    rate_limited,
+    reply,
+    server_error,
+    unauthorized,
+)
 
 KEY = "sk-ant-api03-test-0123456789abcdefghij"
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}

@@ -13,8 +13,10 @@ from skillgit.llm.factory import build_student, build_teacher
 from skillgit.llm.metering import MeteredLLM, MeteredStudent, UsageSink, bind_stage
 from skillgit.loop.ledger import Ledger
 from skillgit.types import Item, Usage
-from tests.fake_servers import fake_server_fixture  # noqa: F401 (the fake_server fixture)
-from tests.fake_servers import server_error
+from tests.fake_servers import (
+    fake_server_fixture,  # noqa: F401 (the fake_server fixture)
+    server_error,
+)
 
 
 def test_the_ledger_is_a_usage_sink():

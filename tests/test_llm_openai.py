@@ -16,9 +16,19 @@ from skillgit.llm.jsonout import complete_json
 from skillgit.llm.openai_backend import OpenAIBackend
 from skillgit.llm.pricing import cost, price_for, price_known, resolve_price
 from skillgit.types import Item, Usage
-from tests.fake_servers import fake_server_fixture  # noqa: F401 (the fake_server fixture)
-from tests.fake_servers import (FakeLLMServer, error, hang, json_reply, llm_handler, not_json, rate_limited, reply,
-                                server_error, unauthorized)
+from tests.fake_servers import (
+    FakeLLMServer,
+    error,
+    fake_server_fixture,  # noqa: F401 (the fake_server fixture)
+    hang,
+    json_reply,
+    llm_handler,
+    not_json,
+    rate_limited,
+    reply,
+    server_error,
+    unauthorized,
+)
 
 KEY = "sk-test-0123456789abcdefghijklmnop"
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}

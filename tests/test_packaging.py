@@ -38,7 +38,7 @@ def wheel(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     src, dist = tmp / "src", tmp / "dist"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*")
-    for name in ("pyproject.toml", "README.md", "LICENSE", "skillgit", "templates", "hooks"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "skillgit", "templates", "hooks", "examples"):
         path = ROOT / name
         if path.is_dir():
             shutil.copytree(path, src / name, ignore=ignore)
@@ -67,6 +67,11 @@ def test_wheel_ships_every_template_and_hook(wheel):
         assert f"skillgit/_hooks/{rel}" in names, f"hooks/{rel} is missing from the wheel"
     assert any(n.startswith("skillgit/_templates/prompts/") and n.endswith(".md") for n in names)
     assert modes["skillgit/_hooks/pre-push"] & 0o111, "the hook must stay executable"
+    # `skillgit demo --agentic` works from a wheel: the example project (package, tasks, fixture repositories)
+    for rel in ("agentic/skillgit.yaml", "agentic/tasks.jsonl", "agentic/skill/SKILL.md",
+                "agentic/repos/textkit/textkit/strings.py"):
+        assert f"skillgit/_examples/{rel}" in names, rel
+    assert "skillgit/_templates/github/skillgit-check.yml" in names
 
 
 @pytest.mark.slow

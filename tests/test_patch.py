@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from skillgit.errors import SkillgitError
-from skillgit.patch import (apply_edits, check_invariants, diff_stats, get_region, parse_edits, restore_protected,
-                            set_region, unified_diff)
+from skillgit.patch import (
+    apply_edits,
+    check_invariants,
+    diff_stats,
+    get_region,
+    parse_edits,
+    restore_protected,
+    set_region,
+    unified_diff,
+)
 from skillgit.skilldoc import split_document
 from skillgit.types import Edit
 
@@ -115,7 +123,8 @@ def test_append_goes_before_trailing_region_with_one_blank_line():
 
 
 def test_append_before_several_trailing_regions_and_keeps_them_exact():
-    text = "# T\nbody\n\n\n<!-- skillgit:a -->\nA\n<!-- /skillgit:a -->\n\n<!-- skillgit:b -->\nB\n<!-- /skillgit:b -->\n"
+    text = ("# T\nbody\n\n\n<!-- skillgit:a -->\nA\n<!-- /skillgit:a -->\n\n"
+            "<!-- skillgit:b -->\nB\n<!-- /skillgit:b -->\n")
     new, r = apply1(text, Edit("append", "New."))
     assert new == ("# T\nbody\n\nNew.\n\n<!-- skillgit:a -->\nA\n<!-- /skillgit:a -->\n\n"
                    "<!-- skillgit:b -->\nB\n<!-- /skillgit:b -->\n")
@@ -357,7 +366,8 @@ def test_restore_protected_refuses_changes():
 def test_set_region_creates_at_end_and_replaces():
     text = FM + "# T\n\nbody\n\n\n"
     created = set_region(text, "slow-update", "\n- Verify units.\n")
-    assert created == FM + "# T\n\nbody\n\n<!-- skillgit:slow-update -->\n- Verify units.\n<!-- /skillgit:slow-update -->\n"
+    assert created == (FM + "# T\n\nbody\n\n<!-- skillgit:slow-update -->\n- Verify units.\n"
+                       "<!-- /skillgit:slow-update -->\n")
     assert get_region(created, "slow-update") == "- Verify units."
     replaced = set_region(created, "slow-update", "- A.\n- B.")
     assert replaced == created.replace("- Verify units.", "- A.\n- B.")

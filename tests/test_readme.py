@@ -29,8 +29,9 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_every_cli_command_is_documented():
-    from skillgit.cli import app
     import typer
+
+    from skillgit.cli import app
 
     group = typer.main.get_command(app)
     names = set(group.commands)

@@ -16,7 +16,7 @@ from skillgit.llm import factory, registry
 
 def test_names_per_role_come_from_one_table():
     assert registry.names_for("teacher") == ("simulated", "openai", "azure", "anthropic")
-    assert registry.names_for("student") == ("simulated", "openai", "azure", "anthropic", "command")
+    assert registry.names_for("student") == ("simulated", "openai", "azure", "anthropic", "command", "agent")
     assert set(registry.names()) == set(registry.names_for("student"))
     with pytest.raises(ValueError):
         registry.names_for("critic")
@@ -27,7 +27,7 @@ def test_every_entry_loads_a_backend_that_agrees_with_the_table(name):
     backend = registry.get(name)
     assert backend.name == name and backend.summary
     assert set(backend.roles) == {role for role in registry.ROLES if name in registry.names_for(role)}
-    assert backend.agent == (name == "command")  # only the CLI agent returns a Student directly
+    assert backend.agent == (name in ("command", "agent"))  # only the agents return a Student directly
     assert registry.get(name) is backend  # loaded once
     assert backend.to_dict()["roles"] == sorted(backend.roles)
 

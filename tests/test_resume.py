@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from skillgit.demo import create_project
-
 from tests.conftest import FIXED_DATE, git
 
 FIXED = {"GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE, "GIT_AUTHOR_NAME": "Test Author",

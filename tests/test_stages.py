@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import random
 
-from skillgit.config import EvaluationCfg
+from skillgit.config import EvaluationCfg, OptimizerCfg
 from skillgit.llm.base import LLMError
 from skillgit.loop import gate, stages
 from skillgit.loop.schedule import scheduled_budget
-from skillgit.config import OptimizerCfg
 from skillgit.types import Edit, Item, RejectedEdit, Score, Trajectory
-
 from tests.scripted import KeywordStudent, ScriptedTeacher
 
 SKILL = "# Skill\n\n- Be brief.\n"
@@ -162,7 +160,8 @@ def test_non_retryable_teacher_errors_stop_instead_of_being_skipped():
 
 
 def test_update_never_touches_protected_region():
-    skill = "---\nname: x\n---\n# S\n\n- Be brief.\n\n<!-- skillgit:slow-update -->\nKeep it.\n<!-- /skillgit:slow-update -->\n"
+    skill = ("---\nname: x\n---\n# S\n\n- Be brief.\n\n"
+             "<!-- skillgit:slow-update -->\nKeep it.\n<!-- /skillgit:slow-update -->\n")
     new, results = stages.update(skill, [Edit("replace", target="Keep it.", content="Changed"),
                                          Edit("append", content="Check units.")], allow_front_matter=False)
     assert [r.status for r in results] == ["skipped_protected_region", "applied"]
@@ -178,10 +177,11 @@ def test_gate_is_strict_and_honours_margin_and_use_gate():
     before = _split({"a": 1, "b": 0, "c": 0})
     same = _split({"a": 0, "b": 1, "c": 0})
     better = _split({"a": 1, "b": 1, "c": 0})
-    cfg = EvaluationCfg()
+    cfg = EvaluationCfg(gate="strict")
     assert not gate.decide(cfg, before, same).accept  # a tie is rejected
     assert gate.decide(cfg, before, better).accept
-    assert not gate.decide(EvaluationCfg(gate_margin=0.5), before, better).accept
+    assert not gate.decide(EvaluationCfg(gate="strict", gate_margin=0.5), before, better).accept
+    assert not gate.decide(EvaluationCfg(), before, better).accept  # the default asks for significance
     worse = _split({"a": 0, "b": 0, "c": 0})
     assert gate.decide(EvaluationCfg(use_gate=False), before, worse).accept
 
@@ -196,7 +196,8 @@ def test_paired_gate_rejects_a_lucky_small_gain():
     ids = [f"i{k}" for k in range(20)]
     before = _split({k: 0.0 for k in ids})
     after = _split({k: (1.0 if k == "i0" else 0.0) for k in ids})
-    assert gate.decide(EvaluationCfg(), before, after).accept
+    assert gate.decide(EvaluationCfg(gate="strict"), before, after).accept
+    assert not gate.decide(EvaluationCfg(), before, after).accept  # the default gate sees the noise too
     result = gate.decide(EvaluationCfg(gate="paired"), before, after)
     assert not result.accept and result.p_value is not None and result.p_value >= 0.1
     big = _split({k: (1.0 if int(k[1:]) < 8 else 0.0) for k in ids})

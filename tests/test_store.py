@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from skillgit.store import notes as N
-from skillgit.store import refs as R
 from skillgit.errors import ExitCode, GitStateError, SkillgitError
 from skillgit.store import Store
+from skillgit.store import notes as N
+from skillgit.store import refs as R
 from tests.conftest import git
 
 SEED = "# Skill\n\nBe helpful.\n"

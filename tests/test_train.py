@@ -10,11 +10,10 @@ import pytest
 
 from skillgit.demo import create_project
 from skillgit.errors import SkillgitError
+from skillgit.loop.events import Event
 from skillgit.project import open_project
 from skillgit.session import build_trainer, open_session
-from skillgit.loop.events import Event
-
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.scripted import ScriptedTeacher
 
 
@@ -63,7 +62,8 @@ def test_full_run_leaves_exactly_the_promised_git_state(sim_project):
     assert len(refs(folder, "refs/tags/rejected/r1")) == len(rejected)
     assert refs(folder, "refs/heads/candidates") == []
     for sha in chain + [git(folder, "rev-parse", f"{t}^{{commit}}") for t in refs(folder, "refs/tags/rejected")]:
-        kinds = {json.loads(line)["kind"] for line in git(folder, "notes", "--ref", "skillgit", "show", sha).splitlines() if line.strip()}
+        note = git(folder, "notes", "--ref", "skillgit", "show", sha)
+        kinds = {json.loads(line)["kind"] for line in note.splitlines() if line.strip()}
         assert {"candidate", "gate", "decision"} <= kinds
     # the working tree and index were updated only by the guarded fast-forward: clean skill file, dirt kept
     assert git(folder, "status", "--porcelain") == status_before
@@ -75,7 +75,7 @@ def test_full_run_leaves_exactly_the_promised_git_state(sim_project):
 
 def test_rejected_step_note_records_every_edit_fate_and_per_item_scores(sim_project):
     folder = sim_project()
-    train(folder, "train.max_steps=4")
+    train(folder, "train.max_steps=4", "evaluation.gate=strict", "evaluation.gate_repeats=1")
     tag = refs(folder, "refs/tags/rejected/r1")[0]
     sha = git(folder, "rev-parse", f"{tag}^{{commit}}")
     records = [json.loads(x) for x in git(folder, "notes", "--ref", "skillgit", "show", sha).splitlines() if x.strip()]
@@ -116,15 +116,16 @@ def test_negative_buffer_reaches_the_teacher_and_prevents_repeats(sim_project):
             teacher_prompts.append((request.stage, "\n".join(m.content for m in request.messages)))
             return self.inner.complete(request)
 
-    from skillgit.world import SimulatedTeacher
     from skillgit.config import SimulatedCfg
+    from skillgit.world import SimulatedTeacher
 
     folder = sim_project()
     result, session = train(folder, "train.max_steps=6", "optimizer.use_meta_reflect=false",
                             teacher=Spy(SimulatedTeacher(SimulatedCfg(seed=0))))
     rejected = session.store.negative_buffer(8)
     assert rejected
-    later = [p for stage, p in teacher_prompts if stage == "reflect" and "(none)" not in p.split("<rejected_edits>")[1][:20]]
+    later = [p for stage, p in teacher_prompts
+             if stage == "reflect" and "(none)" not in p.split("<rejected_edits>")[1][:20]]
     assert later, "after a rejection the reflect prompt must carry the rejected edits"
     assert rejected[-1].edit.content.splitlines()[0] in "\n".join(later)
 
@@ -226,8 +227,8 @@ def test_budget_stops_cleanly_at_a_step_boundary_and_says_which(sim_project):
 
 def test_bad_config_combination_is_rejected_with_a_hint(sim_project):
     folder = sim_project()
-    proc = run_cli("train", "--set", "optimizer.skill_update_mode=rewrite_from_suggestions",
-                   "--set", "optimizer.learning_rate=0", "--set", "optimizer.min_learning_rate=0", cwd=folder)
+    proc = run_cli_inproc("train", "--set", "optimizer.skill_update_mode=rewrite_from_suggestions",
+                          "--set", "optimizer.learning_rate=0", "--set", "optimizer.min_learning_rate=0", cwd=folder)
     assert proc.returncode == 2
     assert "learning_rate" in proc.stderr and "hint:" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -242,8 +243,9 @@ def test_simulated_student_refuses_real_tasks(tmp_path, make_repo):
 
 
 def test_cli_train_dry_run_eval_and_status(sim_project):
+    """The smoke test of `train`, `status` and `eval` as real processes; the dry run in-process."""
     folder = sim_project()
-    dry = run_cli("train", "--dry-run", "--set", "train.max_steps=3", cwd=folder)
+    dry = run_cli_inproc("train", "--dry-run", "--set", "train.max_steps=3", cwd=folder)
     assert dry.returncode == 0, dry.stderr
     assert "3 step(s)" in dry.stdout and "estimated model calls" in dry.stdout
     assert refs(folder, "refs/skillgit/runs") == []  # nothing spent, nothing written
@@ -265,5 +267,5 @@ def test_token_budget_stops_the_run_and_dry_run_names_the_limits(sim_project):
     result, session = train(folder, "budget.max_tokens=20000")
     assert result.status == "stopped" and "budget.max_tokens" in result.reason
     assert result.steps >= 1 and session.ledger.total().total_tokens >= 20000
-    dry = run_cli("train", "--dry-run", "--set", "budget.max_tokens=20000", cwd=folder)
+    dry = run_cli_inproc("train", "--dry-run", "--set", "budget.max_tokens=20000", cwd=folder)
     assert "budget limits: max_tokens=20000" in dry.stdout

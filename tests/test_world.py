@@ -12,8 +12,19 @@ import pytest
 from skillgit.config import SimulatedCfg
 from skillgit.llm.base import ChatStudent, LLMError, Message, Request
 from skillgit.types import Item
-from skillgit.world import (SimulatedStudentLLM, SimulatedTeacher, all_rules_skill, default_skill, describe,
-                            generate_tasks, hidden_rules, hill_climb, read_skill, reference_score, tags)
+from skillgit.world import (
+    SimulatedStudentLLM,
+    SimulatedTeacher,
+    all_rules_skill,
+    default_skill,
+    describe,
+    generate_tasks,
+    hidden_rules,
+    hill_climb,
+    read_skill,
+    reference_score,
+    tags,
+)
 from skillgit.world.lexicon import norm, quality_of, topic_of_text
 
 ALL = SimulatedCfg(seed=0, num_rules=8, noise=0.0, lucky_rate=0.0, malformed_rate=0.0)

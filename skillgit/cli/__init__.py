@@ -7,6 +7,7 @@ with its hint on stderr and the error's fixed exit code, and anything else into 
 from __future__ import annotations
 
 import sys
+from typing import Sequence
 
 import typer
 
@@ -56,17 +57,18 @@ def _interrupt(signum: int, frame: object) -> None:
     raise Interrupted("interrupted", "run the same command again to resume where it stopped")
 
 
-def main() -> None:
+def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> None:
     """Entry point: our errors become `error:`/`hint:` lines and their exit code; Ctrl-C says how to resume and
     exits 130. (Ctrl-C raises `Interrupted`, a SkillgitError, rather than KeyboardInterrupt, which click would turn
-    into "Aborted!" and exit 1.)"""
+    into "Aborted!" and exit 1.) Always ends in SystemExit. `args` (default: sys.argv[1:]) and `prog_name`
+    (default: detected by click) let tests run the exact entry point in-process."""
     import signal
 
     from skillgit.console import print_error
 
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        app()
+        app(args=None if args is None else list(args), prog_name=prog_name)
     except SkillgitError as exc:
         print_error(exc.message, exc.hint)
         sys.exit(int(exc.code))

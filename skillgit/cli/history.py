@@ -121,13 +121,22 @@ def _render_record(record: dict[str, Any]) -> str:
 
 
 def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N), tag or commit."),
-         as_json: bool = JSON, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
-    """One step: its diff against its parent and its notes (reflections, ranking, apply report, scores)."""
+         as_json: bool = JSON, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+         full: bool = typer.Option(False, "--full", help="Every note record (reflections, merges, ranking, apply "
+                                                         "report, per-item scores) instead of the summary.")) -> None:
+    """One step: verdict, val before → after, flipped items, edits with their rationale, diff, cost (--full: every
+    note record)."""
     from skillgit.store import read
 
-    detail = read.show(_store(repo, config), rev)
+    store = _store(repo, config)
+    detail = read.show(store, rev)
     if as_json:
         console.print_json(detail.to_dict())
+        return
+    if not full:
+        from skillgit.review.show import summary
+
+        _page(shown(summary(store, detail, rev)))
         return
     out = [f"commit {detail.sha}\n\n", *(f"    {line}\n" for line in detail.message.strip("\n").splitlines()),
            detail.diff or "(no change to the skill)\n"]
@@ -137,7 +146,19 @@ def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N),
         if detail.corrupt_lines:
             out.append(f"({detail.corrupt_lines} corrupt note line(s) skipped: "
                        f"git notes --ref skillgit show {detail.sha[:12]})\n")
-    typer.echo(shown("".join(out)), nl=False)
+    _page(shown("".join(out)))
+
+
+def _page(text: str) -> None:
+    """Like git: through a pager when stdout is a terminal, plainly otherwise."""
+    import sys
+
+    import click
+
+    if sys.stdout.isatty():
+        click.echo_via_pager(text)
+    else:
+        typer.echo(text, nl=False)
 
 
 def diff(a: str = typer.Argument(..., help="From this revision."), b: str = typer.Argument(..., help="To this one."),

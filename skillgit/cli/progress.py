@@ -4,10 +4,9 @@ final seed / best / final table. On a non-terminal stderr (CI, pipes) only the s
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from skillgit.loop import events as ev
 from skillgit.loop.events import Event
@@ -20,7 +19,7 @@ class RunDisplay:
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
                                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console,
                                  transient=True, disable=not console.is_terminal)
-        self.task = None
+        self.task: TaskID | None = None
         self.total_steps = 0
         self.step = ""
         self.stage = ""

@@ -6,7 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -39,14 +39,25 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                       help="Continue the newest unfinished run with the same config (default), "
                                            "or start a new run."),
           run: Optional[str] = typer.Option(None, "--run", help="Continue this run id."),
-          dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and a call/token estimate; spend nothing."),
+          dry_run: bool = typer.Option(False, "--dry-run",
+                                       help="Print the plan and a call/token estimate; spend nothing."),
           as_json: bool = typer.Option(False, "--json", help="Print the run result as JSON on stdout."),
           events: bool = typer.Option(False, "--events", help="Progress as JSON lines on stderr (for scripts) "
-                                                              "instead of the live display.")) -> None:
+                                                              "instead of the live display."),
+          branch: Optional[str] = typer.Option(None, "--branch", help="Train onto this review branch (created at "
+                                                                      "the skill branch's tip, or continued); the "
+                                                                      "skill branch stays where it is.")) -> None:
     """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
     from skillgit.session import build_trainer, open_session
 
-    project = _project(repo, config, _overrides(set_, cfg_options))
+    overrides = _overrides(set_, cfg_options)
+    review = None
+    if branch:  # a review branch: the run's skill branch becomes it (skillgit pr proposes it back)
+        from skillgit.review import branch as review_branch
+
+        review = review_branch.prepare_project(_project(repo, config, overrides), branch, create=not dry_run)
+        overrides += [f"skill.branch={review.head}"] if review.exists else []
+    project = _project(repo, config, overrides)
     session = open_session(project)
     if dry_run:
         from skillgit.loop.plan import estimate
@@ -60,6 +71,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     display = RunDisplay(console.err)
     sink = _json_events if events else display.handle
     trainer = build_trainer(session, run_id=run, resume=resume if run is None else True, on_event=sink)
+    if review is not None:
+        review_branch.record(session.store, trainer.run_id, review, trainer.progress.seed_rev or session.store.tip())
     if events:
         result = trainer.train()
     else:
@@ -97,14 +110,14 @@ def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step 
     session = open_session(project)
     cfg = project.config
     text = session.store.read_skill(None if rev == "HEAD" else rev)
-    splits = {"train": session.splits.train, "val": session.splits.val, "test": session.splits.test}
+    splits = {"train": list(session.splits.train), "val": list(session.splits.val), "test": list(session.splits.test)}
     evaluator = Evaluator(session.student(), session.scorer, splits, workers=cfg.env.workers,
-                          repeats=cfg.evaluation.gate_repeats)
+                          repeats=cfg.evaluation.gate_repeats if split == "val" else 1)  # val: as the gate sees it
     display = RunDisplay(console.err)
     with display:
         result = evaluator.score(text, split, display.progress_callback(f"eval {split}"))
     metric, weight = cfg.evaluation.gate_metric, cfg.evaluation.mixed_weight
-    rows = []
+    rows: list[dict[str, Any]] = []
     for t in result.trajectories:
         rows.append({"id": t.item_id, "hard": t.score.hard if t.score else None,
                      "soft": t.score.soft if t.score else None,
@@ -217,12 +230,16 @@ def usage_table(by_stage: dict, by_role: dict):
 def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo repository here (a normal "
                                                                 "skillgit project; `skillgit train` continues it)."),
          seed: int = typer.Option(0, "--seed", help="Seed of the simulated world and the run."),
-         steps: int = typer.Option(8, "--steps", help="How many training steps.")) -> None:
+         steps: Optional[int] = typer.Option(None, "--steps", help="How many training steps (default 8; 4 with "
+                                                                   "--agentic)."),
+         agentic: bool = typer.Option(False, "--agentic", help="Train a skill PACKAGE for a coding agent on coding "
+                                                               "tasks in real repositories (simulated agent, real "
+                                                               "pytest verifiers).")) -> None:
     """Train a skill offline on the simulated world (no API key): shows log, diff and test before → after."""
     from skillgit.demo import run_demo
 
     display = RunDisplay(console.err)
-    run_demo(dir_, seed=seed, steps=steps, display=display)
+    run_demo(dir_, seed=seed, steps=steps or (4 if agentic else 8), display=display, agentic=agentic)
 
 
 def register(app: typer.Typer) -> None:

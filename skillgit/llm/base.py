@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Mapping, Protocol, runtime_checkable
 
 from skillgit.errors import ExitCode, SkillgitError
-from skillgit.types import Item, Usage
+from skillgit.types import Item, Score, Usage
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,10 @@ class Reply:
     latency_s: float = 0.0
     trace: str = ""  # e.g. a CLI agent's log summary; empty for chat models
     cached: bool = False  # served from the call cache, nothing paid
+    # An agentic student verifies the workspace its agent changed before the workspace is thrown away: its verdict
+    # comes with the reply (the scorer is not asked), and so does the split of its wall time (setup/agent/verify).
+    score: Score | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
 
 
 class LLMError(SkillgitError):

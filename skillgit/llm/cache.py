@@ -46,7 +46,7 @@ from typing import Any
 
 from skillgit.errors import SkillgitError
 from skillgit.llm.base import LLM, LLMError, Reply, Request, Student
-from skillgit.types import Item, Usage
+from skillgit.types import Item, Score, Usage
 
 DB_NAME = "calls.sqlite"
 LEGACY_NAME = "calls.jsonl"
@@ -234,7 +234,12 @@ class _Row:
     def of_reply(cls, reply: Reply) -> _Row:
         text_zipped, text = _pack(reply.text)
         trace_zipped, trace = _pack(reply.trace)
-        meta = json.dumps({"model": reply.model, "usage": reply.usage.to_dict()}, separators=(",", ":"))
+        extra: dict[str, Any] = {}
+        if reply.score is not None:
+            extra["score"] = reply.score.to_dict()
+        if reply.timings:
+            extra["timings"] = dict(reply.timings)
+        meta = json.dumps({"model": reply.model, "usage": reply.usage.to_dict(), **extra}, separators=(",", ":"))
         return cls(_REPLY, len(reply.text) + len(reply.trace),
                    (_TEXT_ZLIB if text_zipped else 0) | (_TRACE_ZLIB if trace_zipped else 0), meta, trace, text)
 
@@ -358,8 +363,10 @@ class CallCache:
             raise ReplyTooLarge(key, chars, self.max_reply_chars, replayed=True)
         meta = json.loads(meta_json)
         self._mark_used(key, saved=Usage.from_dict(meta.get("usage") or {}))
+        score = Score.from_dict(meta["score"]) if isinstance(meta.get("score"), dict) else None
         return Reply(text=_unpack(bool(codec & _TEXT_ZLIB), text), usage=Usage(), model=meta.get("model", ""),
-                     trace=_unpack(bool(codec & _TRACE_ZLIB), trace), cached=True)
+                     trace=_unpack(bool(codec & _TRACE_ZLIB), trace), cached=True, score=score,
+                     timings=meta.get("timings") or {})
 
     def put(self, key: str, reply: Reply) -> None:
         """Store `reply`; returns once it is committed. A reply over the cap is replaced by a tombstone and

@@ -62,9 +62,12 @@ def build_raw(cfg: Config, role: str, root: Path | None, *, environ: Mapping[str
     name, model, bcfg = _role_cfg(cfg, role)
     backend = registry.resolve(role, name)
     env, secrets, dotenv_keys = _prepare(cfg, root, environ)
+    if root is not None and backend.agent:
+        env = {**env, PROJECT_ROOT_ENV: str(root)}  # where an agent student finds the project (its tasks, repo)
     return backend.build(role, model, bcfg, cfg, env, secrets=secrets, dotenv_keys=dotenv_keys)
 
 
+PROJECT_ROOT_ENV = "SKILLGIT_PROJECT_ROOT"
 OnRetry = Callable[[LLMError, int, float], None]  # (error, retry number from 1, seconds about to be waited)
 
 

@@ -66,7 +66,7 @@ _NAMES_FORMAT = re.compile(r"response[_ ]?format|json[_ ]?(?:schema|object|mode)
 def azure_token_provider() -> Callable[[], str] | None:
     """An Entra ID bearer-token provider from `azure-identity`, or None when that package is not installed."""
     try:
-        from azure.identity import DefaultAzureCredential, get_bearer_token_provider  # type: ignore
+        from azure.identity import DefaultAzureCredential, get_bearer_token_provider
     except ImportError:
         return None
     return get_bearer_token_provider(DefaultAzureCredential(), AZURE_SCOPE)

@@ -71,6 +71,7 @@ _TABLE: dict[str, _Entry] = {
     "azure": _Entry(_BOTH, "skillgit.llm.openai_backend:AZURE"),
     "anthropic": _Entry(_BOTH, "skillgit.llm.anthropic_backend:BACKEND"),
     "command": _Entry(frozenset({"student"}), "skillgit.llm.command:BACKEND"),
+    "agent": _Entry(frozenset({"student"}), "skillgit.agentic.student:BACKEND"),
 }
 _loaded: dict[str, Backend] = {}
 _lock = threading.Lock()

@@ -7,7 +7,8 @@ hands a `Proposal` to `gated_commit`. Contract:
   So a commit, `skillgit revert` or `skillgit pull` that landed on the skill branch while the step worked is never
   built over: `BranchMoved` is raised, nothing is decided, the candidate ref is dropped, and the run stops
   (exit 3) with a hint naming the commit that moved the branch; `skillgit train` continues from the new tip.
-- An unchanged or invalid candidate is rejected without scoring (its reason says why).
+- An unchanged or invalid candidate is rejected without scoring (its reason says why), and so is one that copies
+  an expected answer into the skill or outgrows the skill's size budget (`guards.py`).
 - The gate compares on the val items both skills were scored on, retrying unknown ones first, and refuses to
   judge below `evaluation.min_val_coverage` (see `gate.decide`). `force` (an unconditional slow update) accepts
   whatever the gate said and records what it said.
@@ -25,11 +26,12 @@ from typing import Any, Mapping
 
 from skillgit import redact, textsafe
 from skillgit.loop import gate as gate_mod
+from skillgit.loop import guards
 from skillgit.loop.context import StepContext
 from skillgit.records import StepKind, StepOutcome, UpdateRecord, Verdict
 from skillgit.store import Store
 from skillgit.store.core import BranchMoved
-from skillgit.types import Edit, Usage
+from skillgit.types import Edit, Item, Usage
 
 __all__ = ["Proposal", "gated_commit", "BranchMoved", "subject_of"]
 
@@ -44,6 +46,9 @@ class Proposal:
     after: str  # the candidate's skill text
     record: UpdateRecord
     force: bool = False
+    # the step's train batch and its scores with the base skill (the `two_split` gate re-scores it with the candidate)
+    batch: tuple[Item, ...] = ()
+    train_before: gate_mod.SplitScore | None = None
 
 
 def subject_of(kind: StepKind, applied: list[Edit], delta: float) -> str:
@@ -63,6 +68,13 @@ def _usage_of(diff: Mapping[str, Any]) -> Usage:
     return total
 
 
+def _guard(ctx: StepContext, p: Proposal) -> str | None:
+    """Leakage and size, checked before anything is scored (see guards.py)."""
+    answers = [(i.id, i.expected) for i in (*ctx.train, *ctx.evaluator.splits.get("val", ()))]
+    return guards.leak(p.before, p.after, answers, ctx.cfg.optimizer.leak_ngram) or \
+        guards.size(p.after, ctx.cfg.skill.max_tokens, ctx.cfg.skill.max_description_chars)
+
+
 def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: Proposal,
                  current: gate_mod.SplitScore, usage_before: Mapping[str, Any]
                  ) -> tuple[StepOutcome, gate_mod.SplitScore]:
@@ -72,16 +84,23 @@ def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: P
     metric, weight = ecfg.gate_metric, ecfg.mixed_weight
     applied = [r.edit for r in p.record.applied]
     val_items = [i.id for i in ctx.evaluator.splits["val"]]
-    if p.after == p.before or p.record.invalid:
+    problem = p.record.invalid or (None if p.after == p.before else _guard(ctx, p))
+    if p.after == p.before or problem:
         score = current.mean(metric, weight)
-        verdict = gate_mod.GateResult(False, score, score, p.record.invalid or "no edit could be applied")
+        verdict = gate_mod.GateResult(False, score, score, problem or "no edit could be applied")
         cand_score = current
     else:
         ctx.stage(p.step, "gate")
         with ctx.ledger.timed("gate"):
             cand_score = ctx.evaluator.score(p.after, "val", ctx.progress(p.step, "gate"))
+        train_after = None
+        if p.batch and p.train_before is not None and "two_split" in gate_mod.planned_checks(ecfg.gate):
+            with ctx.ledger.timed("gate"):
+                train_after = ctx.evaluator.score_items(p.after, list(p.batch), "train")
         verdict = gate_mod.decide(ecfg, current, cand_score, items=val_items,
-                                  seed=zlib.crc32(f"{ctx.cfg.train.seed}:{p.step}".encode()))
+                                  seed=zlib.crc32(f"{ctx.cfg.train.seed}:{p.step}".encode()),
+                                  train_before=p.train_before if train_after is not None else None,
+                                  train_after=train_after)
         if p.force and not verdict.accept:
             verdict = dataclasses.replace(verdict, accept=True,
                                           reason=f"forced by configuration (gate said: {verdict.reason})")
@@ -94,7 +113,8 @@ def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: P
                           edits=summaries, coverage=verdict.coverage, p_value=verdict.p_value, usage=_usage_of(usage))
     trailers = {"Skillgit-Run": run, "Skillgit-Step": str(p.step), "Skillgit-Seq": str(seq),
                 "Skillgit-Epoch": str(p.epoch + 1), "Skillgit-Kind": p.kind.value, "Skillgit-Metric": f"val.{metric}",
-                "Skillgit-Score": f"{verdict.after:.4f}", "Skillgit-Delta": f"{verdict.delta:+.4f}"}
+                "Skillgit-Score": f"{verdict.after:.4f}", "Skillgit-Delta": f"{verdict.delta:+.4f}",
+                "Skillgit-Tokens": str(guards.estimate_tokens(p.after))}
     body = "\n".join(f"- {s}" for s in summaries) or "(no edit applied)"
     candidate_note = redact.redact_mapping({"kind": "candidate", "run": run, "step": p.step, "epoch": p.epoch + 1,
                                             "type": p.kind.value, **p.record.to_dict(), "usage": usage,
@@ -103,7 +123,9 @@ def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: P
                  "score_before": round(verdict.before, 6), "score_after": round(verdict.after, 6),
                  "p_value": verdict.p_value, "reason": reason,
                  "coverage": verdict.coverage.to_dict() if verdict.coverage else None,
-                 "val": cand_score.to_record() if cand_score is not current else None}
+                 "val": cand_score.to_record() if cand_score is not current else None,
+                 "base": current.to_record(),  # the parent's per-item val scores: which items flipped
+                 "checks": [c.to_dict() for c in verdict.checks]}
     ctx.stage(p.step, "decide")
     cand = store.propose(p.after, base=p.base, run=run, step=p.step, subject=subject_of(p.kind, applied, verdict.delta),
                          body=body, trailers=trailers, note=[candidate_note], defer_note=True)

@@ -59,7 +59,8 @@ def compare(ctx: StepContext, epoch: int, old_skill: str, new_skill: str) -> lis
         if not (b.ok and a.ok):
             continue
         pairs.append({"id": a.item_id, "kind": _pair_kind(b, a), "input": a.input, "before_output": b.output,
-                      "after_output": a.output, "expected": a.expected, "before_score": b.score.hard if b.score else None,
+                      "after_output": a.output, "expected": a.expected,
+                      "before_score": b.score.hard if b.score else None,
                       "after_score": a.score.hard if a.score else None,
                       "feedback": a.score.feedback if a.score else ""})
     pairs.sort(key=lambda p: ORDER[p["kind"]])

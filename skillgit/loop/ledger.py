@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 
 from skillgit.types import Usage
 
@@ -69,7 +69,7 @@ class Ledger:
                 "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
             }
 
-    def diff_since(self, before: dict) -> dict:
+    def diff_since(self, before: Mapping[str, Any]) -> dict:
         """Per-stage usage spent since `before` (a snapshot): what one step cost."""
         now = self.snapshot()
         out: dict = {"by_stage": {}, "timings_s": {}}

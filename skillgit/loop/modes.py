@@ -28,18 +28,18 @@ def choose_budget(teacher: stages.Teacher, skill: str, trajs: list[Trajectory], 
     """Autonomous learning rate: the teacher picks the number of edits within [min_learning_rate,
     learning_rate], seeing the batch statistics; its reasoning is recorded. Falls back to the schedule."""
     lo, hi = min(cfg.min_learning_rate, cfg.learning_rate), cfg.learning_rate
-    usable = [t for t in trajs if t.ok]
+    usable = [t.score for t in trajs if t.ok and t.score is not None]  # `ok` means scored
     stats = {"batch": len(trajs), "scored": len(usable),
-             "failures": sum(is_failure(t.score) for t in usable),
-             "hard_mean": round(sum(t.score.hard for t in usable) / len(usable), 4) if usable else None,
+             "failures": sum(is_failure(s) for s in usable),
+             "hard_mean": round(sum(s.hard for s in usable) / len(usable), 4) if usable else None,
              "min_edits": lo, "max_edits": hi}
     obj, error = teacher.ask("lr", {"skill": prompts.block_skill(skill), "stats": prompts.block_stats(stats),
                                     "bounds": prompts.block_bounds(lo, hi)})
     if obj is None:
         return scheduled, {"mode": "autonomous", "fallback": True, "reason": error, "budget": scheduled}
     try:
-        chosen = int(obj.get("num_edits"))
-    except (TypeError, ValueError):
+        chosen = int(obj["num_edits"])
+    except (KeyError, TypeError, ValueError):
         return scheduled, {"mode": "autonomous", "fallback": True, "reason": "num_edits is not a number",
                            "budget": scheduled}
     budget = max(lo, min(hi, chosen))

@@ -37,8 +37,16 @@ from skillgit.loop import gate as gate_mod
 from skillgit.loop import modes, stages
 from skillgit.loop.context import StepContext
 from skillgit.loop.decide import BranchMoved, Proposal, gated_commit
-from skillgit.loop.events import (EpochEnded, EpochEnding, EventSink, RunEnded, RunStarted, StepDecided, StepStarted,
-                                  ignore)
+from skillgit.loop.events import (
+    EpochEnded,
+    EpochEnding,
+    EventSink,
+    RunEnded,
+    RunStarted,
+    StepDecided,
+    StepStarted,
+    ignore,
+)
 from skillgit.loop.ledger import Ledger
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.records import EpochStep, RunProgress, SkillScores, StepKind, StepOutcome, Verdict
@@ -83,10 +91,13 @@ class Trainer:
         self.prompts_dir = prompts_dir
         self.digest = config_digest(cfg, ignore=RUNTIME_ONLY_KEYS)
         self.config_yaml = dump_config(cfg, mask_secrets=True)  # frozen: dumped once, not at every save
-        self.evaluator = gate_mod.Evaluator(student, scorer, {"train": splits.train, "val": splits.val,
-                                                              "test": splits.test},
+        # The test split is sealed: the evaluator that chooses candidates cannot read it (it has no "test" split);
+        # only `_final_scores` reads it, through its own evaluator, and every read is counted in the progress.
+        self.evaluator = gate_mod.Evaluator(student, scorer, {"train": list(splits.train), "val": list(splits.val)},
                                             workers=cfg.env.workers, repeats=cfg.evaluation.gate_repeats,
                                             retries=cfg.evaluation.unscored_retries)
+        self._sealed_test = gate_mod.Evaluator(student, scorer, {"test": list(splits.test)}, workers=cfg.env.workers,
+                                               retries=cfg.evaluation.unscored_retries)  # reported: one sample
         self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, on_event, tuple(splits.train))
         self._blocked_edits: dict | None = None
         self._pending_save: Future | None = None
@@ -196,7 +207,8 @@ class Trainer:
             metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
             self.progress = self.progress.replace(
                 total_steps=self.total_steps, started=self.progress.started or time.time(),
-                seed_score=round(seed_score.mean(metric, weight), 4), current_score=round(current.mean(metric, weight), 4))
+                seed_score=round(seed_score.mean(metric, weight), 4),
+                current_score=round(current.mean(metric, weight), 4))
             self.emit(RunStarted(self.run_id, resumed, self.total_steps, seed_score.mean(metric, weight),
                                  current.mean(metric, weight)))
             self._save("run start" if not resumed else "resume")
@@ -208,7 +220,8 @@ class Trainer:
                         status, reason = "stopped", stop
                         break
                     epoch, batch = self.batch_for(step)
-                    if step > 1 and (step - 1) % self.batches_per_epoch == 0 and not self.progress.epoch(epoch - 1).ended:
+                    if (step > 1 and (step - 1) % self.batches_per_epoch == 0
+                            and not self.progress.epoch(epoch - 1).ended):
                         current = self._end_epoch(epoch - 1, current)
                     current = self._step(step, epoch, batch, current)
                     self.progress = self.progress.replace(next_step=step + 1,
@@ -266,15 +279,21 @@ class Trainer:
         negative = self.store.negative_buffer(opt.negative_buffer_size) if opt.use_negative_buffer else []
         meta = self.progress.meta_skill if opt.use_meta_skill else ""
         blocked = self._blocked() if opt.use_negative_buffer else {}
+        limits = {} if self.cfg.model.teacher.max_tokens else dict(stages.STAGE_MAX_TOKENS)
         return stages.Teacher(self.teacher_llm, self.prompts_dir, negative, meta, self.cfg.gradient.analyst_workers,
-                              blocked, max_edits=opt.max_edits_per_reply, max_edit_chars=opt.max_edit_chars)
+                              blocked, max_edits=opt.max_edits_per_reply, max_edit_chars=opt.max_edit_chars,
+                              stage_max_tokens=limits, on_wait=self._waiting)
+
+    def _waiting(self, stage: str, elapsed: float) -> None:
+        self.emit(Heartbeat(stage, 1, round(elapsed, 1)))
 
     def _blocked(self) -> dict:
-        """Every edit rejected so far in this run, read from git once and then kept up to date as steps are
-        rejected (so resuming rebuilds the same set)."""
+        """Every edit rejected so far in this run *without a gain* (Δ ≤ 0), read from git once and then kept up to
+        date as steps are rejected (so resuming rebuilds the same set). An edit rejected with a gain the gate found
+        too small to trust is not blocked: it may come back and be measured again (bench/README.md)."""
         if self._blocked_edits is None:
             self._blocked_edits = {r.edit.key(): r for r in reversed(self.store.negative_buffer(10 ** 9))
-                                   if r.run == self.run_id}
+                                   if r.run == self.run_id and r.delta <= 0}
         return self._blocked_edits
 
     # ------------------------------------------------------------------------------------------ one step
@@ -293,8 +312,8 @@ class Trainer:
         self.emit(StepStarted(str(step), epoch, budget))
         self.ctx.stage(step, "rollout")
         with self.ledger.timed("rollout"):
-            trajs = stages.rollout(self.ctx.student_for("rollout"), skill, batch, self.ctx.scorer, workers=self.ctx.workers,
-                                   on_progress=self.ctx.progress(step, "rollout"))
+            trajs = stages.rollout(self.ctx.student_for("rollout"), skill, batch, self.ctx.scorer,
+                                   workers=self.ctx.workers, on_progress=self.ctx.progress(step, "rollout"))
         teacher = pending_teacher.result()
         usable = [t for t in trajs if t.ok]
         if batch and not usable:
@@ -313,14 +332,16 @@ class Trainer:
             "items": [t.item_id for t in trajs], "errors": {t.item_id: t.error for t in trajs if t.error},
             "hard_mean": _mean([t.score.hard for t in usable if t.score]),
             "soft_mean": _mean([t.score.soft for t in usable if t.score])})
-        return self._commit(Proposal(step, epoch, StepKind.STEP, base, skill, text, record), current, usage_before)
+        train_before = gate_mod.SplitScore.from_trajectories("train", gate_mod.blob_id(skill), trajs)
+        return self._commit(Proposal(step, epoch, StepKind.STEP, base, skill, text, record, batch=tuple(batch),
+                                     train_before=train_before), current, usage_before)
 
     def _commit(self, proposal: Proposal, current: gate_mod.SplitScore, usage_before: dict) -> gate_mod.SplitScore:
         outcome, score = gated_commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, proposal, current,
                                       usage_before)
         applied = [r.edit for r in proposal.record.applied]
         self._record(proposal.epoch, outcome, [e.to_dict() for e in applied])
-        if not outcome.accepted and self._blocked_edits is not None:
+        if not outcome.accepted and outcome.delta <= 0 and self._blocked_edits is not None:
             for e in applied:
                 self._blocked_edits[e.key()] = RejectedEdit(e, outcome.delta, outcome.reason, self.run_id,
                                                             proposal.step)
@@ -334,8 +355,8 @@ class Trainer:
                                                                       outcome.delta, tuple(edits))))
         unscored = (outcome.coverage.total - outcome.coverage.scored) if outcome.coverage else self.progress.unscored
         self.progress = self.progress.with_epoch(epoch, info).replace(
-            accepted=self.progress.accepted + outcome.accepted, rejected=self.progress.rejected + (not outcome.accepted),
-            seq=outcome.seq, last=outcome, unscored=unscored)
+            accepted=self.progress.accepted + outcome.accepted,
+            rejected=self.progress.rejected + (not outcome.accepted), seq=outcome.seq, last=outcome, unscored=unscored)
 
     def _already_decided(self, step: int | str, epoch: int) -> bool:
         """True when git already holds the decision for `step` (a run killed after deciding but before saving
@@ -433,7 +454,9 @@ class Trainer:
             test = None
             if ecfg.eval_test and self.splits.test:
                 self.ctx.stage(0, f"test:{name}")
-                test = self.evaluator.score(text, "test", self.ctx.progress(0, f"test:{name}")).mean(metric, weight)
+                test = self._sealed_test.score(text, "test", self.ctx.progress(0, f"test:{name}")).mean(metric,
+                                                                                                      weight)
+                self.progress = self.progress.replace(test_reads=self.progress.test_reads + 1)
             out[name] = SkillScores(rev, round(val, 4), None if test is None else round(test, 4))
         return out
 

@@ -9,12 +9,15 @@ recorded and that call's contribution skipped (merge and rank fall back and say 
 from __future__ import annotations
 
 import random
+import threading
+import time
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from skillgit import patch, prompts
+from skillgit import package, patch, prompts
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.llm.base import LLM, LLMError, Request, Student
 from skillgit.llm.jsonout import complete_json
@@ -40,6 +43,10 @@ class Teacher:
     blocked: dict[tuple[str, str, str], RejectedEdit] = field(default_factory=dict)
     max_edits: int = patch.MAX_EDITS  # per answer (optimizer.max_edits_per_reply)
     max_edit_chars: int = patch.MAX_EDIT_CHARS  # per edit field (optimizer.max_edit_chars)
+    # Output limits per stage (a stuck or rambling model must end; a configured model.teacher.max_tokens wins)
+    stage_max_tokens: dict[str, int] = field(default_factory=dict)
+    # Told every HEARTBEAT_S while a call is in flight (stage, seconds so far): the display shows a long call
+    on_wait: Callable[[str, float], None] | None = None
 
     def ask(self, stage: str, variables: dict[str, str]) -> tuple[dict | None, str | None]:
         """One teacher call. Returns (answer, None) or (None, why it is unusable). Raises LLMError only when the
@@ -50,9 +57,11 @@ class Teacher:
                 "meta_skill": prompts.block_meta_skill(self.meta_skill)}
         base.update(variables)
         messages = prompts.render(stage, base, self.prompts_dir)
-        request = Request(tuple(messages), stage=stage, json_schema=prompts.SCHEMAS.get(stage))
+        request = Request(tuple(messages), stage=stage, json_schema=prompts.SCHEMAS.get(stage),
+                          max_tokens=self.stage_max_tokens.get(stage))
         try:
-            result = complete_json(self.llm, request)
+            with _heartbeat(self.on_wait, stage):
+                result = complete_json(self.llm, request)
         except LLMError as exc:
             if exc.kind in FATAL_KINDS:
                 raise
@@ -90,9 +99,10 @@ def rollout(student: Student, skill: str, items: list[Item], scorer: Scorer, *, 
             trajectory = Trajectory(item.id, item.input, "", item.expected, error=f"student: {exc.message}")
         else:
             try:
-                score = scorer(item, reply.text)
+                # an agentic student verified the workspace itself (before throwing it away)
+                score = reply.score if reply.score is not None else scorer(item, reply.text)
                 trajectory = Trajectory(item.id, item.input, reply.text, item.expected, score, reply.trace,
-                                        usage=reply.usage)
+                                        usage=reply.usage, timings=dict(reply.timings))
             except SkillgitError as exc:
                 trajectory = Trajectory(item.id, item.input, reply.text, item.expected, None, reply.trace,
                                         error=f"scorer: {exc.message}", usage=reply.usage)
@@ -112,6 +122,32 @@ def is_failure(trajectory: Trajectory) -> bool:
 
 
 FATAL_KINDS = ("auth", "config", "not_found")  # no later call of this backend can succeed: stop the run
+
+
+STAGE_MAX_TOKENS = {"reflect": 4096, "merge": 4096, "rank": 1024, "lr": 512, "slow_update": 2048,
+                    "meta_skill": 2048, "meta_reflect": 4096, "rewrite": 8192, "full_rewrite": 8192, "pick": 512}
+HEARTBEAT_S = 15.0
+
+
+@contextmanager
+def _heartbeat(on_wait: Callable[[str, float], None] | None, stage: str) -> Iterator[None]:
+    """Call `on_wait(stage, elapsed)` every HEARTBEAT_S until the block ends (nothing when `on_wait` is None)."""
+    if on_wait is None:
+        yield
+        return
+    done = threading.Event()
+    started = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(HEARTBEAT_S):
+            on_wait(stage, time.monotonic() - started)
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
 
 
 def check_teacher_alive(step: int | str, errors: list[str | None]) -> None:
@@ -233,7 +269,8 @@ def _merged_from(raw: list[dict], edit: Edit, index: int) -> list[str]:
     """The `merged_from` ids the teacher gave for the parsed edit at `index` (parse_edits keeps order of valid
     entries, so match on content to be safe)."""
     for entry in raw:
-        if str(entry.get("content", "")).strip() == edit.content and str(entry.get("target", "")).strip() == edit.target:
+        if (str(entry.get("content", "")).strip() == edit.content
+                and str(entry.get("target", "")).strip() == edit.target):
             ids = entry.get("merged_from") or []
             return [str(x) for x in ids] if isinstance(ids, list) else []
     return []
@@ -253,7 +290,8 @@ def aggregate(teacher: Teacher, skill: str, patches: list[Patch], *, merge_batch
             level += 1
             chunks = [groups[i:i + merge_batch_size] for i in range(0, len(groups), merge_batch_size)]
 
-            def one(chunk: list[list[Edit]]) -> tuple[list[Edit], dict[str, Any] | None]:
+            # `level` is bound as a default: ruff B023 (teacher.map calls `one` within this iteration anyway).
+            def one(chunk: list[list[Edit]], level: int = level) -> tuple[list[Edit], dict[str, Any] | None]:
                 flat = [e for g in chunk for e in g]
                 if len(chunk) == 1:
                     return flat, None
@@ -287,7 +325,8 @@ class Selection:
 def select(teacher: Teacher, skill: str, edits: list[Edit], budget: int) -> Selection:
     """Drop edits that repeat a rejected one (the negative buffer), then keep the best `budget`: the teacher
     ranks when there are more; if ranking fails, by support count (and says so)."""
-    rejected = {**teacher.blocked, **{r.edit.key(): r for r in teacher.negative}}
+    # the hard filter: edits rejected without a gain (the prompt still shows every rejected edit with its Δ)
+    rejected = {**teacher.blocked, **{r.edit.key(): r for r in teacher.negative if r.delta <= 0}}
     dropped: list[EditResult] = []
     fresh: list[Edit] = []
     for edit in edits:
@@ -307,9 +346,9 @@ def select(teacher: Teacher, skill: str, edits: list[Edit], budget: int) -> Sele
     order: list[Edit] = []
     if obj is not None:
         for raw_id in obj.get("ranking", []):
-            edit = by_id.pop(str(raw_id), None)
-            if edit is not None:
-                order.append(edit)
+            ranked = by_id.pop(str(raw_id), None)
+            if ranked is not None:
+                order.append(ranked)
         record.update(ranked=True, reasoning=str(obj.get("reasoning", "")), ranking=[e.id for e in order])
     else:
         record.update(ranked=False, fallback=True, reason=error)
@@ -322,6 +361,8 @@ def select(teacher: Teacher, skill: str, edits: list[Edit], budget: int) -> Sele
 
 
 # ---------------------------------------------------------------------------------------------- update
-def update(skill: str, selected: list[Edit], *, allow_front_matter: bool) -> tuple[str, list[EditResult]]:
-    """Apply the selected edits in order; every edit gets a status and, when skipped, a reason."""
-    return patch.apply_edits(skill, selected, allow_front_matter=allow_front_matter)
+def update(skill: str, selected: list[Edit], *, allow_front_matter: bool,
+           new_files: tuple[str, ...] = package.DEFAULT_NEW_FILES) -> tuple[str, list[EditResult]]:
+    """Apply the selected edits in order (each to the file of the package it names); every edit gets a status and,
+    when skipped, a reason."""
+    return patch.apply_to_skill(skill, selected, allow_front_matter=allow_front_matter, new_files=new_files)

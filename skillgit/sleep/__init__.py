@@ -13,11 +13,22 @@ The pure core the CLI (`skillgit sleep harvest|mine`), the git-backed state and 
    groups similar units across sessions without a model (TF-IDF cosine, average linkage), keeps groups that recur
    or failed, and turns each into a `MinedTask` written to a reviewable JSONL file (`write_tasks` / `read_tasks`).
 
-Nothing here talks to a model or the network; git is only read (remote URLs for scoping, `rev_before`).
+Nothing in those three talks to a model or the network; git is only read (remote URLs for scoping, `rev_before`).
+
+On top of them, the nightly pipeline (`skillgit sleep …`, docs/SLEEP.md):
+
+4. **settings** (`settings.SleepSettings`, `open_sleep_project`): the `sleep:` section of skillgit.yaml.
+5. **state** (`state`): the harvest state and each night's `NightRecord` and report on `refs/skillgit/sleep`.
+6. **replay** (`replay.choose`, `write_splits`): reviewed tasks → stable train/val/test splits by task hash.
+7. **night** (`night.run_night`): the privacy gate (`release`), then the normal training loop and gate on a
+   `sleep/<date>` branch, never the skill branch; **handoff** (`handoff.HandoffLLM`) lets a person's own agent
+   answer the teacher's prompts through files; **report** renders the night in Markdown.
+8. **adopt** (fast-forward only), **schedule** (cron block or systemd user timer), **plan** (dry run, status).
 """
 
 from __future__ import annotations
 
+from skillgit.sleep.handoff import HandoffLLM, HandoffPending
 from skillgit.sleep.harvest import (
     FileState,
     HarvestResult,
@@ -47,6 +58,8 @@ from skillgit.sleep.mine import (
 from skillgit.sleep.model import REPLAY_MARKER, SKIP_REASONS, Session, ToolCall, ToolResult, Turn
 from skillgit.sleep.readers import READERS, SOURCES, Reader, get_reader
 from skillgit.sleep.scrub import Redactions, Scrubber, build_scrubber
+from skillgit.sleep.settings import SleepSettings, open_sleep_project
+from skillgit.sleep.state import NightRecord
 
 __all__ = [
     "READERS",
@@ -54,16 +67,20 @@ __all__ = [
     "SKIP_REASONS",
     "SOURCES",
     "FileState",
+    "HandoffLLM",
+    "HandoffPending",
     "HarvestResult",
     "HarvestState",
     "HarvestWarning",
     "MineResult",
     "MinedTask",
     "MinedTaskFile",
+    "NightRecord",
     "Reader",
     "Redactions",
     "Scrubber",
     "Session",
+    "SleepSettings",
     "SessionMark",
     "TaskGroup",
     "TaskUnit",
@@ -78,6 +95,7 @@ __all__ = [
     "harvest",
     "mine",
     "normalize_remote",
+    "open_sleep_project",
     "parse_test_output",
     "read_tasks",
     "rev_before",

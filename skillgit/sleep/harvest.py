@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -167,12 +166,13 @@ def _remote_matches(remote: str, keys: set[str]) -> bool:
 
 def git_remotes(path: str) -> list[str]:
     """The remote URLs of the git repository at `path` ([] when it is none or git fails)."""
+    from skillgit.errors import SkillgitError
+    from skillgit.store.git import GitRepo
+
     try:
-        out = subprocess.run(["git", "-C", path, "remote", "-v"], capture_output=True, text=True, timeout=10,
-                             check=False)
-    except (OSError, subprocess.SubprocessError):
+        return GitRepo.open(Path(path)).remote_urls()
+    except (SkillgitError, OSError):
         return []
-    return sorted({line.split()[1] for line in out.stdout.splitlines() if len(line.split()) >= 2})
 
 
 def _inside(cwd: str, repo: str) -> bool:

@@ -10,17 +10,22 @@ Contracts:
 - `group_units` clusters units by TF-IDF cosine over normalised request words + the files the unit wrote + its
   test command, with average-linkage agglomeration stopped at `threshold`; no model is needed, and the result is
   deterministic for the same units.
+- A text unit (nothing run or written) remembers the agent's last answer, and the answer the person *accepted*
+  ("thanks", "looks good" after it, with no correction or revert in between): `TaskUnit.accepted_answer`.
 - `mine(sessions)` keeps groups seen in at least `min_sessions` sessions or holding a failed unit, and returns one
   `MinedTask` each: agentic (the repository at the session's commit when known, else HEAD; the representative
   prompt; verify = the test command the sessions ran, or a judge rubric when none ran) or text (nothing was run or
   written). Its id is a hash of the group's normalised requests and test command: the same group, the same id.
   `label(group) -> str`, when given, replaces the representative prompt (a teacher's relabelling hook).
+  With `answers=True`, a kept group whose text units have accepted answers yields one text task per distinct
+  request instead (`expected` = the accepted answer, id = a hash of the request's words and numbers, so the same
+  request gives the same id on every night); a group without any accepted answer still yields its one task.
 - `write_tasks` / `read_tasks`: a reviewable JSONL file whose first line is the header
   `{"skillgit_mined_tasks": 1, "reviewed": false, …}`; `reviewed` round-trips. Rows: agentic
   `{"id", "prompt", "workspace": {"repo": ".", "rev"}, "setup": [], "verify": {"command", "timeout_s", "result":
   "pytest"|"exit_code"} | {"rubric"}, "metadata": {"source": "sleep", "kind", "sessions", "signals"}}`; text
-  `{"id", "input", "verify": {"rubric"}, "metadata": {…}}` (loadable by `skillgit.tasks`). With a `Scrubber`,
-  every string is scrubbed again on the way out.
+  `{"id", "input", "expected"?, "verify": {"rubric"}, "metadata": {…}}` (loadable by `skillgit.tasks`). With a
+  `Scrubber`, every string is scrubbed again on the way out.
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ import hashlib
 import json
 import math
 import re
-import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -146,6 +150,8 @@ class TaskUnit:
     cwd: str | None = None
     git_branch: str | None = None
     git_commit: str | None = None
+    answer: str = ""  # the agent's last text in the unit
+    accepted_answer: str | None = None  # the answer the person accepted (no correction or revert after it)
 
     @property
     def session_key(self) -> str:
@@ -176,7 +182,8 @@ class TaskUnit:
             "commands": list(self.commands), "test_runs": [t.to_dict() for t in self.test_runs],
             "paths": list(self.paths), "corrections": self.corrections, "reverts": self.reverts,
             "accepted": self.accepted, "timestamp": self.timestamp, "cwd": self.cwd, "git_branch": self.git_branch,
-            "git_commit": self.git_commit, "outcome": self.outcome,
+            "git_commit": self.git_commit, "outcome": self.outcome, "answer": self.answer,
+            "accepted_answer": self.accepted_answer,
         }
 
 
@@ -203,14 +210,27 @@ class _UnitBuilder:
         self.paths: list[str] = []
         self.corrections = self.reverts = 0
         self.accepted = False
+        self.answer = ""
+        self.accepted_answer: str | None = None
         self.pending: dict[str, ToolCall] = {}
         self.unmatched: list[ToolCall] = []
+
+    def accept(self) -> None:
+        self.accepted = True
+        # the person accepted what the agent last said; a revert means they did not keep it after all
+        self.accepted_answer = (self.answer or None) if not self.reverts else None
+
+    def correct(self, text: str) -> None:
+        self.followups.append(text)
+        self.corrections += 1
+        self.accepted_answer = None  # a correction after an acceptance takes it back
 
     def call(self, call: ToolCall) -> None:
         if call.command:
             self.commands.append(call.command)
             if _REVERT.search(call.command):
                 self.reverts += 1
+                self.accepted_answer = None
         if call.writes:
             self.paths.extend(call.paths)
         if call.call_id:
@@ -230,7 +250,8 @@ class _UnitBuilder:
     def build(self) -> TaskUnit:
         return TaskUnit(**self.fields, followups=tuple(self.followups), commands=tuple(self.commands),
                         test_runs=tuple(self.tests), paths=tuple(dict.fromkeys(self.paths)),
-                        corrections=self.corrections, reverts=self.reverts, accepted=self.accepted)
+                        corrections=self.corrections, reverts=self.reverts, accepted=self.accepted,
+                        answer=self.answer, accepted_answer=self.accepted_answer)
 
 
 def split_units(session: Session, from_turn: int = 0) -> list[TaskUnit]:
@@ -242,12 +263,11 @@ def split_units(session: Session, from_turn: int = 0) -> list[TaskUnit]:
             text = turn.text.strip()
             kind = _classify(text)
             if current is not None and kind == "correction":
-                current.followups.append(text)
-                current.corrections += 1
+                current.correct(text)
                 current.fields["last_turn"] = i
                 continue
             if current is not None and kind.startswith("acceptance"):
-                current.accepted = True
+                current.accept()
                 current.fields["last_turn"] = i
                 if kind == "acceptance":
                     continue
@@ -259,6 +279,8 @@ def split_units(session: Session, from_turn: int = 0) -> list[TaskUnit]:
         if current is None:
             continue
         current.fields["last_turn"] = i
+        if turn.text.strip():
+            current.answer = turn.text.strip()
         for call in turn.tool_calls:
             current.call(call)
         for result in turn.tool_results:
@@ -390,12 +412,16 @@ class MinedTask:
     verify: dict[str, Any] = field(default_factory=dict)
     sessions: tuple[dict[str, Any], ...] = ()
     signals: dict[str, Any] = field(default_factory=dict)
+    expected: Any = None  # text tasks: the answer a person accepted (None: only the rubric can judge)
 
     def to_row(self) -> dict[str, Any]:
         metadata = {"source": "sleep", "kind": self.kind, "sessions": [dict(s) for s in self.sessions],
                     "signals": dict(self.signals)}
         if self.kind == "text":
-            return {"id": self.id, "input": self.prompt, "verify": dict(self.verify), "metadata": metadata}
+            row = {"id": self.id, "input": self.prompt, "verify": dict(self.verify), "metadata": metadata}
+            if self.expected is not None:
+                row["expected"] = self.expected
+            return row
         return {"id": self.id, "prompt": self.prompt, "workspace": {"repo": ".", "rev": self.rev},
                 "setup": list(self.setup), "verify": dict(self.verify), "metadata": metadata}
 
@@ -412,6 +438,7 @@ class MinedTask:
             verify=dict(row.get("verify") or {}),
             sessions=tuple(dict(s) for s in metadata.get("sessions") or ()),
             signals=dict(metadata.get("signals") or {}),
+            expected=row.get("expected") if workspace is None else None,
         )
 
     to_dict = to_row
@@ -507,10 +534,39 @@ def to_task(group: TaskGroup, *, label: Callable[[TaskGroup], str] | None = None
                      prompt=prompt, rev=rev, verify=verify, sessions=sessions, signals=_signals(group, test))
 
 
+def instance_id(request: str) -> str:
+    """The id of a one-request text task: a hash of the request's words and numbers (case and spacing aside), so
+    the same request asked on another night, or in another session, gives the same id."""
+    key = " ".join(re.findall(r"\w+|[^\w\s]", request.lower()))
+    return "sleep-" + hashlib.sha256(("instance\n" + key).encode("utf-8")).hexdigest()[:12]
+
+
+def to_instances(group: TaskGroup, *, scrubber: Scrubber | None = None) -> list[MinedTask]:
+    """One text task per distinct request of `group` whose answer a person accepted (the latest acceptance of a
+    request wins); [] when none was. The group's signals travel along, with the group's own task id."""
+    clean = scrubber.text if scrubber is not None else (lambda s: s)
+    group_id = _task_id(group, None)
+    signals = {**_signals(group, None), "group": group_id}
+    latest: dict[str, TaskUnit] = {}
+    for unit in group.units:  # ordered by time: a later acceptance replaces an earlier one
+        if unit.accepted_answer and not unit.did_work and unit.request.strip():
+            latest[instance_id(unit.request)] = unit
+    tasks = []
+    for task_id, unit in sorted(latest.items()):
+        prompt = clean(unit.request)
+        tasks.append(MinedTask(
+            id=task_id, kind="text", prompt=prompt, expected=clean(unit.accepted_answer or ""),
+            verify={"rubric": clean(_rubric(prompt, group))},
+            sessions=({"source": unit.source, "session_id": unit.session_id, "unit": unit.index,
+                       "started": unit.timestamp, "outcome": unit.outcome},),
+            signals={**signals, "corrections": unit.corrections}))
+    return tasks
+
+
 def mine(sessions: Iterable[Session], *, threshold: float = DEFAULT_THRESHOLD, min_sessions: int = 2,
          first_new_turn: Mapping[str, int] | None = None, label: Callable[[TaskGroup], str] | None = None,
          rev_for: Callable[[TaskUnit], str | None] | None = None, scrubber: Scrubber | None = None,
-         timeout_s: int = DEFAULT_TIMEOUT_S) -> MineResult:
+         timeout_s: int = DEFAULT_TIMEOUT_S, answers: bool = False) -> MineResult:
     """Units → groups → the tasks worth replaying (see the module contract)."""
     units: list[TaskUnit] = []
     seen: set[tuple[str, str | None]] = set()
@@ -539,23 +595,28 @@ def mine(sessions: Iterable[Session], *, threshold: float = DEFAULT_THRESHOLD, m
         ordered = sorted((units[i] for i in members), key=lambda u: (u.timestamp or "", u.session_key, u.index))
         groups.append(TaskGroup(tuple(ordered), units[rep_index], cohesion))
     kept = [g for g in groups if len(g.sessions) >= min_sessions or g.failed]
-    tasks = [to_task(g, label=label, rev_for=rev_for, scrubber=scrubber, timeout_s=timeout_s) for g in kept]
+    tasks: list[MinedTask] = []
+    for g in kept:
+        instances = to_instances(g, scrubber=scrubber) if answers else []
+        tasks.extend(instances or [to_task(g, label=label, rev_for=rev_for, scrubber=scrubber, timeout_s=timeout_s)])
     return MineResult(tuple(units), tuple(groups), tuple(tasks))
 
 
 def rev_before(repo_root: Path | str, timestamp: str | None, branch: str | None = None) -> str | None:
     """The commit `branch` (default HEAD) pointed at just before `timestamp`, for `mine(rev_for=…)`; None when git
     cannot tell. Reads the repository only."""
+    from skillgit.errors import SkillgitError
+    from skillgit.store.git import GitRepo
+
     if not timestamp:
         return None
+    try:
+        repo = GitRepo.open(Path(repo_root))
+    except SkillgitError:
+        return None
     for ref in ([branch] if branch else []) + ["HEAD"]:
-        try:
-            out = subprocess.run(["git", "-C", str(repo_root), "rev-list", "-1", f"--before={timestamp}", ref,
-                                  "--"], capture_output=True, text=True, timeout=10, check=False)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        sha = out.stdout.strip()
-        if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", sha):
+        sha = repo.rev_before(timestamp, ref)
+        if sha and re.fullmatch(r"[0-9a-f]{40}", sha):
             return sha
     return None
 

@@ -24,12 +24,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Sequence
 
+from skillgit import package, textsafe
+from skillgit.errors import GitStateError, SkillgitError
+from skillgit.store import history as store_history
 from skillgit.store import notes as N
 from skillgit.store import refs as R
-from skillgit.store import history as store_history
-from skillgit import textsafe
-from skillgit.errors import GitStateError, SkillgitError
-from skillgit.store.git import GitRepo, RefConflict, RefUpdate, TreeEntry, Worktree
+from skillgit.store.git import GitRepo, RefConflict, RefUpdate, Worktree
 from skillgit.store.git import phase as git_phase
 from skillgit.store.history import LogEntry
 from skillgit.store.lock import hold
@@ -99,6 +99,9 @@ class Store:
     def __init__(self, repo: GitRepo, skill_path: str, branch: str):
         self.repo = repo
         self.skill_path = skill_path
+        # A package (skill.path names a folder: SKILL.md, references/**, …) reads and writes as a bundle text
+        # (skillgit/package.py); a single-file skill as its text. Set by `open` from what the branch holds.
+        self.is_package = False
         self.branch = branch
         self.branch_ref = R.branch_ref(branch)
 
@@ -124,6 +127,12 @@ class Store:
                     else f"commit the skill file first: git add {store.skill_path} && git commit -m 'Add skill'")
             raise GitStateError(f"skill branch '{branch}' does not exist in {repo.root}", hint)
         entry = repo.tree_entry(tip, store.skill_path)
+        if entry is not None and entry.type == "tree":
+            store.is_package = True
+            if repo.tree_entry(tip, f"{store.skill_path}/{package.MAIN}") is None:
+                raise GitStateError(f"skill package '{store.skill_path}' has no {package.MAIN} in branch '{branch}'",
+                                    f"a skill package is a folder with {package.MAIN} at its top")
+            return store
         if entry is None or entry.type != "blob":
             hint = (f"commit it: git add {store.skill_path} && git commit -m 'Add skill'"
                     if (repo.root / store.skill_path).is_file()
@@ -168,6 +177,8 @@ class Store:
         # One `cat-file` in the common case (the loop reads the skill at every step; the tip needs no
         # rev-parse); on any failure fall through to the path that says what is wrong.
         spec = self.branch_ref if rev is None else self.resolve(rev)
+        if self.is_package:
+            return self._read_package(spec, rev)
         data = self.repo.blob_at(spec, self.skill_path)
         if data is not None:
             try:
@@ -184,6 +195,39 @@ class Store:
         except UnicodeDecodeError:
             raise GitStateError(f"'{self.skill_path}' at {commit[:12]} is not UTF-8 text",
                                 "skills must be UTF-8 text files") from None
+
+    def _read_package(self, commit: str, rev: str | None) -> str:
+        entries = [e for e in self.repo.ls_tree(f"{commit}:{self.skill_path}", recursive=True) if e.type == "blob"] \
+            if self.repo.tree_entry(commit, self.skill_path) else []
+        if not entries:
+            raise GitStateError(f"skill package '{self.skill_path}' does not exist at {rev or self.branch}",
+                                "pick a revision that has the skill (see `skillgit log`)")
+        blobs = self.repo.cat_batch(e.sha for e in entries)
+        files = {}
+        for e in entries:
+            found = blobs.get(e.sha)
+            try:
+                files[e.name] = found[1].decode("utf-8") if found else ""
+            except UnicodeDecodeError:
+                continue  # binary assets are carried over by the tree, never shown to a model
+        return package.bundle(files)
+
+    def _skill_tree(self, base: str, text: str) -> tuple[str, str]:
+        """(root tree of `base` with the skill replaced by `text`, id of the skill's blob or folder tree)."""
+        if not self.is_package:
+            entry = self._entry(base)
+            blob = self.repo.write_blob(text.encode("utf-8"))
+            return self.repo.replace_in_tree(base, self.skill_path, blob, entry.mode), blob
+        pkg = package.parse(text)
+        current = {e.name: e for e in self.repo.ls_tree(f"{base}:{self.skill_path}", recursive=True)}
+        tree = self.repo.rev_parse(f"{base}^{{tree}}")
+        for path, body in pkg.files:
+            blob = self.repo.write_blob(body.encode("utf-8"))
+            old = current.get(path)
+            if old is None or old.sha != blob:
+                tree = self.repo.replace_in_tree(tree, f"{self.skill_path}/{path}", blob, old.mode if old else "100644")
+        sub = self.repo.tree_entry(tree, self.skill_path)
+        return tree, sub.sha if sub else ""
 
     def diff(self, a: str, b: str) -> str:
         """The unified diff of the skill file from commit `a` to commit `b` (git's format, no colour)."""
@@ -229,8 +273,7 @@ class Store:
         if step == 0:
             raise SkillgitError("invalid step 0", "numbered steps start at 1 (0 names the run's seed)")
         tip = base or self.tip()
-        current = self._entry(tip)
-        blob = self.repo.write_blob(text.encode("utf-8"))
+        tree, blob = self._skill_tree(tip, text)
         ref = R.candidate_ref(run, step)
         existing = self.repo.ref(ref)
         if existing is not None:
@@ -241,7 +284,6 @@ class Store:
                 return left
             raise GitStateError(f"candidate {R.label(run, step)} already exists ({existing[:12]})",
                                 f"decide or drop it first (git update-ref -d {ref}), or use another step number")
-        tree = self.repo.replace_in_tree(tip, self.skill_path, blob, current.mode)
         all_trailers = {R.TRAILER_RUN: run, R.TRAILER_STEP: str(step), **trailers}
         sha = self.repo.commit_tree(tree, [tip], N.format_message(textsafe.clean(subject, multiline=False),
                                                                   textsafe.clean(body), all_trailers))
@@ -264,8 +306,8 @@ class Store:
 
     def pending(self) -> list[Candidate]:
         """All undecided candidates, oldest step first."""
-        found = [R.parse_step_ref(row[0]) for row in self.repo.for_each_ref(["refname"], R.CANDIDATES_PREFIX)]
-        found = sorted((f for f in found if f), key=lambda rs: (rs[0], R.step_key(rs[1])))
+        parsed = [R.parse_step_ref(row[0]) for row in self.repo.for_each_ref(["refname"], R.CANDIDATES_PREFIX)]
+        found = sorted((f for f in parsed if f), key=lambda rs: (rs[0], R.step_key(rs[1])))
         cands = [self.candidate(run, step) for run, step in found]
         return [c for c in cands if c is not None]
 
@@ -336,8 +378,13 @@ class Store:
                     "delta": round(delta, 10), "run": cand.run, "step": cand.step, "branch": self.branch,
                     "parent": cand.parent}
         worktrees = self._checked_out()
-        before = self._require_clean(worktrees, tip) if accept else None
+        if accept:
+            self._require_clean(worktrees, tip)
         old_notes, new_notes = self.repo.build_notes({cand.sha: N.encode([*cand.note, decision, *note])})
+        usage = decision.get("usage") if isinstance(decision.get("usage"), dict) else {}
+        edits = len(decision.get("edits") or []) if isinstance(decision.get("edits"), list) else 0
+        old_show, new_show = self.repo.build_notes({cand.sha: N.display_lines(decision, edits, usage.get("cost_usd"))},
+                                                   R.DISPLAY_NOTES_REF)
         updates = [RefUpdate("delete", cand.ref, old=cand.sha)]
         tag = None
         if accept:
@@ -349,12 +396,13 @@ class Store:
                                                                              score_after, body))
             updates += [RefUpdate("verify", self.branch_ref, old=tip),
                         RefUpdate("update", f"refs/tags/{tag}", tag_obj, None)]
-        updates.append(RefUpdate("update", R.NOTES_REF, new_notes, old_notes))
+        updates += [RefUpdate("update", R.NOTES_REF, new_notes, old_notes),
+                    RefUpdate("update", R.DISPLAY_NOTES_REF, new_show, old_show)]
         verdict = "accept" if accept else "reject"
         self._commit_refs(updates, f"skillgit: {verdict} {label} ({N.fmt_delta(delta)}): {N.one_line(reason)}",
                           expected_tip=tip)
         if accept:
-            self._sync_worktrees(worktrees, tip, cand.sha, before)
+            self._sync_worktrees(worktrees, tip, cand.sha)
         return Decision("accepted" if accept else "rejected", cand.run, cand.step, cand.sha,
                         cand.sha if accept else tip, tag, score_before, score_after, delta, reason)
 
@@ -398,54 +446,41 @@ class Store:
 
     def _interrupted_update(self, wt: Worktree, tip: str) -> bool:
         """True when `wt` shows exactly the state a kill between a skillgit step's branch move and its worktree
-        update leaves: the tip is a skillgit commit, and the skill's index entry holds its parent's version while
-        the file holds the parent's or the tip's version (nothing of the user's is there to lose)."""
-        message = self.repo.commit_message(tip)
-        _, _, trailers = N.parse_message(message)
+        update leaves: the tip is a skillgit commit, and the skill's index entries hold its parent's version while
+        the files hold the parent's or the tip's version (nothing of the user's is there to lose)."""
+        _, _, trailers = N.parse_message(self.repo.commit_message(tip))
         if R.TRAILER_RUN not in trailers and R.TRAILER_REVERT not in trailers:
             return False
         parents = self.repo.parents(tip)
-        before = self.repo.tree_entry(parents[0], self.skill_path) if parents else None
-        after = self.repo.tree_entry(tip, self.skill_path)
-        if before is None or after is None or before.sha == after.sha:
+        if not parents or self.repo.same_path(parents[0], tip, self.skill_path):
             return False
-        staged = self.repo.index_entries(wt.path, self.skill_path)
-        on_disk = self.repo.worktree_blob(wt.path, self.skill_path)
-        return staged == [(before.mode, before.sha, 0)] and on_disk in (before.sha, after.sha)
+        if not self.repo.index_is(wt.path, parents[0], self.skill_path):
+            return False
+        return any(self.repo.worktree_is(wt.path, c, self.skill_path) for c in (parents[0], tip))
 
     def _checked_out(self) -> list[Worktree]:
         return [w for w in self.repo.worktrees()
                 if w.branch == self.branch_ref and not w.bare and w.path.is_dir()]
 
-    def _require_clean(self, worktrees: list[Worktree], tip: str) -> TreeEntry | None:
-        """Refuse (changing nothing) when the skill file differs from `tip` in a worktree's index or file.
-        Returns the skill's entry at `tip` (None when no worktree has the branch: nothing was read).
+    def _require_clean(self, worktrees: list[Worktree], tip: str) -> None:
+        """Refuse (changing nothing) when the skill differs from `tip` in a worktree's index or files.
         The hint never suggests committing: a commit made from a stale file would silently undo a skillgit step."""
-        if not worktrees:
-            return None
-        entry = self._entry(tip)
         for wt in worktrees:
-            staged = self.repo.index_entries(wt.path, self.skill_path)
-            on_disk = self.repo.worktree_blob(wt.path, self.skill_path)
-            if staged == [(entry.mode, entry.sha, 0)] and on_disk == entry.sha:
+            if self.repo.index_is(wt.path, tip, self.skill_path) and self.repo.worktree_is(wt.path, tip,
+                                                                                           self.skill_path):
                 continue
             raise GitStateError(
                 f"{self.skill_path} has uncommitted changes in {wt.path}",
                 f"keep them with `git -C {wt.path} stash`, run again, then `git stash pop` to re-apply them on the "
                 f"trained skill (or discard them: git -C {wt.path} checkout {self.branch} -- {self.skill_path})")
-        return entry
 
-    def _sync_worktrees(self, worktrees: list[Worktree], old: str, new: str, before: TreeEntry | None = None) -> None:
-        """After the branch moved old → new, bring each checked-out worktree's skill file and index entry along
-        (only the skill file differs between the two commits) with one command per worktree. `before`: the skill's
-        entry at old when the caller already knows it."""
-        if not worktrees:
-            return
-        before = before or self._entry(old)
+    def _sync_worktrees(self, worktrees: list[Worktree], old: str, new: str) -> None:
+        """After the branch moved old → new, bring each checked-out worktree's skill (files and index entries)
+        along with one command per worktree (only the skill differs between the two commits)."""
         for wt in worktrees:
-            # Re-check: if the file was edited in the moment since the check, keep the user's text (the next
+            # Re-check: if the skill was edited in the moment since the check, keep the user's text (the next
             # `prepare_worktrees` reports it).
-            if self.repo.worktree_blob(wt.path, self.skill_path) in (before.sha, None):
+            if self.repo.worktree_is(wt.path, old, self.skill_path):
                 self.repo.checkout_path(wt.path, new, self.skill_path)
 
     # ------------------------------------------------------------------------------------------ history
@@ -515,13 +550,13 @@ class Store:
         self.prepare_worktrees()
         tip = self.tip()
         worktrees = self._checked_out()
-        entry = self._entry(tip)
-        blob = self.repo.write_blob(text.encode("utf-8"))
-        tree = self.repo.replace_in_tree(tip, self.skill_path, blob, entry.mode)
+        tree, _ = self._skill_tree(tip, text)
         sha = self.repo.commit_tree(tree, [tip], N.format_message(subject, body, trailers))
         old_notes, new_notes = self.repo.build_notes({sha: N.encode(records)})
+        old_show, new_show = self.repo.build_notes({sha: f"skillgit: {N.one_line(subject)}\n"}, R.DISPLAY_NOTES_REF)
         self._commit_refs([RefUpdate("update", self.branch_ref, sha, tip),
-                           RefUpdate("update", R.NOTES_REF, new_notes, old_notes)], reflog, expected_tip=tip)
+                           RefUpdate("update", R.NOTES_REF, new_notes, old_notes),
+                           RefUpdate("update", R.DISPLAY_NOTES_REF, new_show, old_show)], reflog, expected_tip=tip)
         self._sync_worktrees(worktrees, tip, sha)
         return sha
 
@@ -543,13 +578,13 @@ class Store:
             return None
         entries = [e for e in self.repo.ls_tree(ref, recursive=True) if e.type == "blob"]
         blobs = self.repo.cat_batch(e.sha for e in entries)
-        return {e.name: blobs[e.sha][1].decode("utf-8", "replace") for e in entries if blobs.get(e.sha)}
+        return {e.name: found[1].decode("utf-8", "replace") for e in entries if (found := blobs.get(e.sha))}
 
     def list_runs(self) -> list[str]:
         """Run ids, most recently saved first (ties: reverse name order)."""
         rows = self.repo.for_each_ref(["refname", "committerdate:unix"], R.RUNS_PREFIX)
-        runs = [(int(date or 0), R.parse_run_ref(ref)) for ref, date in rows]
-        return [run for _, run in sorted((r for r in runs if r[1]), reverse=True)]
+        runs = [(int(date or 0), run) for ref, date in rows if (run := R.parse_run_ref(ref))]
+        return [run for _, run in sorted(runs, reverse=True)]
 
     # ------------------------------------------------------------------------------------------ housekeeping
     def maintain(self, *, pack_now: bool = False) -> None:
@@ -578,6 +613,12 @@ class Store:
         """Write the skill at `rev` to `path` (a file, or a folder that gets the skill's file name)."""
         text = self.read_skill(rev)
         dest = Path(path)
+        if self.is_package:
+            dest.mkdir(parents=True, exist_ok=True)
+            for name, body in package.parse(text).files:
+                (dest / name).parent.mkdir(parents=True, exist_ok=True)
+                (dest / name).write_bytes(body.encode("utf-8"))
+            return dest
         if dest.is_dir():
             dest = dest / PurePosixPath(self.skill_path).name
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import threading
 import tempfile
+import threading
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,8 +23,8 @@ from typing import Iterable, Iterator, Sequence
 import git as gitpython
 from git.exc import GitCommandNotFound
 
-from skillgit.store import refs as R
 from skillgit.errors import GitStateError
+from skillgit.store import refs as R
 
 IDENTITY_HINT = 'tell git who you are: git config user.name "Your Name" && git config user.email you@example.com'
 
@@ -241,7 +241,8 @@ class GitRepo:
                 path = Path(tmp) / str(i)
                 path.write_bytes(data)
                 paths.append(str(path))
-            shas = self._run("hash-object", "-w", "--no-filters", "--stdin-paths", input="\n".join(paths) + "\n").split()
+            shas = self._run("hash-object", "-w", "--no-filters", "--stdin-paths",
+                             input="\n".join(paths) + "\n").split()
         self._written.update(shas)
         return shas
 
@@ -437,6 +438,56 @@ class GitRepo:
         """True when git ignores `path` (relative to the root) by any .gitignore, info/exclude or global rule."""
         return self._call("check-ignore", "-q", "--no-index", "--", path)[0] == 0
 
+    # ------------------------------------------------------------------------------------------ workspaces
+    def worktree_add(self, path: Path, rev: str) -> None:
+        """A detached worktree of this repository at `rev` in `path` (the user's branches are not touched)."""
+        self._run("worktree", "add", "--detach", "--quiet", str(path), rev)
+
+    def worktree_remove(self, path: Path) -> None:
+        self._call("worktree", "remove", "--force", "--force", str(path))
+
+    def worktree_prune(self) -> None:
+        self._call("worktree", "prune")
+
+    def snapshot_all(self, message: str) -> str:
+        """Commit everything in this (throwaway) repository's working tree with skillgit's own identity."""
+        self._run("add", "-A")
+        self._run("-c", "user.name=skillgit", "-c", "user.email=skillgit@localhost", "commit", "-q",
+                  "--allow-empty", "--no-verify", "-m", message)
+        return self._run("rev-parse", "HEAD")
+
+    def workspace_diff(self, exclude: Sequence[str] = ()) -> str:
+        """The unified diff of everything changed in this working tree since HEAD, new files included, without
+        `exclude`d paths (the installed skill). Stages the changes: only for throwaway workspaces."""
+        specs = [".", *(f":(exclude){p}" for p in exclude)]
+        self._run("add", "-A", "--", *specs)
+        return self._run_bytes("diff", "--cached", "--no-color", "--no-ext-diff", "HEAD", "--",
+                               *specs).decode("utf-8", "replace")
+
+    def create_branch(self, name: str, at: str) -> bool:
+        """Create branch `name` at commit `at` unless it exists (CAS: never moves an existing branch); True when
+        it was created."""
+        ref = R.branch_ref(name)
+        if self.ref(ref) is not None:
+            return False
+        self.transaction([RefUpdate("update", ref, self.rev_parse(f"{at}^{{commit}}"), None)],
+                         f"skillgit: create {name}")
+        return True
+
+    def remote_urls(self) -> list[str]:
+        """The URLs of this repository's remotes (fetch and push), sorted, without duplicates."""
+        status, out, _ = self._call("config", "--get-regexp", r"^remote\..*\.(url|pushurl)$")
+        if status != 0:
+            return []
+        return sorted({line.split(maxsplit=1)[1] for line in out.decode("utf-8", "replace").splitlines()
+                       if len(line.split(maxsplit=1)) == 2})
+
+    def rev_before(self, timestamp: str, ref: str = "HEAD") -> str | None:
+        """The commit `ref` reached just before `timestamp` (any date git understands), or None."""
+        status, out, _ = self._call("rev-list", "-1", f"--before={timestamp}", ref, "--")
+        sha = out.decode().strip()
+        return sha if status == 0 and sha else None
+
     # ------------------------------------------------------------------------------------------ remotes
     def ls_remote(self, remote: str) -> str:
         return self._run("ls-remote", remote)
@@ -487,6 +538,11 @@ class GitRepo:
         args = ["for-each-ref", f"--format={fmt}", *([f"--sort={sort}"] if sort else []), *patterns]
         out = self._run_bytes(*args).decode("utf-8", "replace")
         return [rec.lstrip("\n").split("\x1f") for rec in out.split("\x1e") if rec.strip("\n")]
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of `a` and `b`, or None when they share no history."""
+        status, out, _ = self._call("merge-base", a, b)
+        return out.decode().strip() or None if status == 0 else None
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         return self._call("merge-base", "--is-ancestor", ancestor, descendant)[0] == 0
@@ -599,6 +655,22 @@ class GitRepo:
         writes the file, then the index): a kill can leave the file new and the index old, never the reverse."""
         self._in_worktree(wt, "checkout", "--no-overlay", commit, "--", path)
 
+    def index_is(self, wt: Path, commit: str, path: str) -> bool:
+        """True when worktree `wt`'s index holds exactly `commit`'s version of `path` (a file or a folder)."""
+        return self._call("--literal-pathspecs", "-C", str(wt), "diff", "--cached", "--quiet", "--no-ext-diff",
+                          commit, "--", path)[0] == 0
+
+    def worktree_is(self, wt: Path, commit: str, path: str) -> bool:
+        """True when the files of `path` in worktree `wt` are exactly `commit`'s (no change, no untracked file)."""
+        if self._call("--literal-pathspecs", "-C", str(wt), "diff", "--quiet", "--no-ext-diff", commit, "--",
+                      path)[0] != 0:
+            return False
+        return not self._in_worktree(wt, "ls-files", "--others", "--exclude-standard", "--", path).strip()
+
+    def same_path(self, a: str, b: str, path: str) -> bool:
+        """True when `path` is identical in commits `a` and `b`."""
+        return self._call("--literal-pathspecs", "diff", "--quiet", "--no-ext-diff", a, b, "--", path)[0] == 0
+
     def ff_merge(self, wt: Path, commit: str) -> None:
         """`git merge --ff-only` in worktree `wt` (its checked-out branch, index and files move to `commit`)."""
         self._in_worktree(wt, "merge", "--ff-only", "--quiet", commit)
@@ -610,6 +682,10 @@ class GitRepo:
 
     def config_add(self, key: str, value: str) -> None:
         self._run("config", "--add", key, value)
+
+    def config_unset_value(self, key: str, value: str) -> None:
+        """Remove every `key` entry whose value is exactly `value` (no error when there is none)."""
+        self._call("config", "--unset-all", "--fixed-value", key, value)
 
     def config_set(self, key: str, value: str) -> None:
         self._run("config", key, value)

@@ -21,6 +21,7 @@ from skillgit.store import refs as R
 from skillgit.store.git import GitRepo
 from skillgit.types import Edit, RejectedEdit
 
+
 class Store(Protocol):
     """What history needs of a store (`skillgit.store.core.Store` is one; a protocol keeps the import graph
     acyclic: core imports history, never the reverse)."""
@@ -107,6 +108,7 @@ def rejected_entries(store: "Store") -> list[LogEntry]:
     repo = store.repo
     cache = store.__dict__.setdefault("_rejected_cache", {"tags": {}, "archive": (None, [])})
     seen: dict[tuple[str, str], LogEntry | None] = cache["tags"]
+    listing: list[tuple[str, str]] | None
     if seen:
         listing = [(ref, obj) for ref, obj in repo.for_each_ref(["refname", "objectname"], R.REJECTED_PREFIX)]
         fresh = [ref for ref, obj in listing if (ref, obj) not in seen]
@@ -121,8 +123,8 @@ def rejected_entries(store: "Store") -> list[LogEntry]:
                 commit, parent, date, commit_msg, contents = obj, lw_parent, lw_date, contents, ""
             seen[(ref, obj)] = None if parsed is None else _rejected_entry(*parsed, commit, parent, date, contents,
                                                                             commit_msg)
-        if listing is None:
-            listing = list(seen)
+    if listing is None:  # nothing was listed, so everything was fresh and parsed just now
+        listing = list(seen)
     out = [entry for key in listing if (entry := seen.get(key)) is not None]
     archive = repo.ref(R.ARCHIVE_REF)
     if cache["archive"][0] != archive:
@@ -147,8 +149,9 @@ def archived_docs(store: "Store") -> list[dict[str, Any]]:
             doc = json.loads(found[1]) if found else None
         except ValueError:
             doc = None
-        if isinstance(doc, dict) and "commit" in doc:
-            run, step = R.parse_archive_key(e.name)
+        key = R.parse_archive_key(e.name)  # never None: `entries` holds only archive keys
+        if isinstance(doc, dict) and "commit" in doc and key is not None:
+            run, step = key
             docs.append({**doc, "run": run, "step": step})
     return docs
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
-from skillgit.store import refs as R
 from skillgit.errors import SkillgitError
-from skillgit.store.git import GitRepo
 from skillgit.resources import hooks_dir, templates_dir
+from skillgit.store import refs as R
+from skillgit.store.git import GitRepo
 
 CONFIG_NAME = "skillgit.yaml"
 HOOK_MARKER = b"skillgit-hook:"
@@ -124,11 +124,23 @@ def install_hooks(repo: GitRepo) -> list[str]:
 
 
 def _configure(repo: GitRepo) -> None:
-    for key in ("notes.displayRef", "notes.rewriteRef"):
-        if R.NOTES_REF not in repo.config_get_all(key):
-            repo.config_add(key, R.NOTES_REF)
-    if not repo.config_get_all("notes.skillgit.mergeStrategy"):
-        repo.config_set("notes.skillgit.mergeStrategy", "cat_sort_uniq")
+    """Plain `git log` shows the short human notes (never the JSON records); both note refs follow rewrites and
+    merge line by line."""
+    configure_notes(repo)
+
+
+def configure_notes(repo: GitRepo) -> None:
+    displayed = repo.config_get_all("notes.displayRef")
+    if R.NOTES_REF in displayed:  # older skillgit displayed the JSON records: show the short notes instead
+        repo.config_unset_value("notes.displayRef", R.NOTES_REF)
+    if R.DISPLAY_NOTES_REF not in repo.config_get_all("notes.displayRef"):
+        repo.config_add("notes.displayRef", R.DISPLAY_NOTES_REF)
+    for ref in R.NOTES_REFS:
+        if ref not in repo.config_get_all("notes.rewriteRef"):
+            repo.config_add("notes.rewriteRef", ref)
+    for name in ("skillgit", "skillgit-log"):
+        if not repo.config_get_all(f"notes.{name}.mergeStrategy"):
+            repo.config_set(f"notes.{name}.mergeStrategy", "cat_sort_uniq")
 
 
 def init_project(path: Path | str = ".", *, skill: str | None = None, branch: str | None = None,

@@ -77,7 +77,7 @@ def _acquire(path: Path, info: dict[str, Any]) -> None:
                     f"another skillgit process holds the lock '{path.stem}' (pid {holder.get('pid')} on "
                     f"{holder.get('host')} since {holder.get('time')})",
                     f"wait for it to finish or stop it (kill {holder.get('pid')}); if no such process runs, "
-                    f"delete {path}", ExitCode.LOCKED)
+                    f"delete {path}", ExitCode.LOCKED) from None
             _take_over(path, holder)
             continue
         with os.fdopen(fd, "w") as f:

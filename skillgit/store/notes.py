@@ -153,8 +153,8 @@ def parse_message(message: str) -> tuple[str, str, dict[str, str]]:
     trailers: dict[str, str] = {}
     if paragraphs:
         last = paragraphs[-1].splitlines()
-        matches = [_TRAILER_RE.fullmatch(line) for line in last]
-        if last and all(matches):
+        matches = [m for line in last if (m := _TRAILER_RE.fullmatch(line)) is not None]
+        if last and len(matches) == len(last):  # every line of the last paragraph is a trailer
             for m in matches:
                 trailers.setdefault(m.group(1), m.group(2).strip())
             paragraphs = paragraphs[:-1]
@@ -205,3 +205,18 @@ def parse_rejected_tag(message: str) -> dict[str, Any]:
     if m:
         out["score_before"], out["score_after"], out["delta"] = (to_float(g) for g in m.groups())
     return out
+
+
+# ---------------------------------------------------------------------------------------------- display notes
+def display_lines(decision: dict[str, Any], edits: int, cost_usd: float | None = None) -> str:
+    """The human note `git log` shows under a decided commit: verdict, val change, edits, cost, the gate's reason.
+    One or two lines, never JSON."""
+    before, after = to_float(decision.get("score_before")), to_float(decision.get("score_after"))
+    delta = None if before is None or after is None else after - before
+    parts = [f"skillgit: {decision.get('verdict', '?')} {decision.get('run', '')}/{decision.get('step', '')}",
+             f"val {fmt_score(before)} → {fmt_score(after)}" + (f" ({delta * 100:+.1f})" if delta is not None else ""),
+             f"{edits} edit(s)"]
+    if cost_usd:
+        parts.append(f"${cost_usd:.4f}")
+    reason = one_line(str(decision.get("reason", "")))
+    return " · ".join(parts) + "\n" + (f"  gate: {reason[:160]}\n" if reason else "")

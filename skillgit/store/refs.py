@@ -7,7 +7,8 @@ Layout (see docs/ARCHITECTURE.md, "Git data model"):
 | `refs/heads/<branch>` | accepted skills (fast-forward only) |
 | `refs/heads/candidates/<run>/<step:04d>` | one undecided candidate; gone once decided |
 | `refs/tags/rejected/<run>/<step:04d>` | annotated tag on a rejected candidate |
-| `refs/notes/skillgit` | JSON-lines notes per commit |
+| `refs/notes/skillgit` | JSON-lines notes per commit (the data; not displayed) |
+| `refs/notes/skillgit-log` | one or two human lines per commit (`notes.displayRef`: plain `git log` shows them) |
 | `refs/skillgit/runs/<run>` | a run's config and progress (a commit of small files) |
 | `refs/skillgit/archive` | rejected tags folded by `skillgit gc` (keeps their commits reachable) |
 | `refs/notes/skillgit-remote/<remote>`, `refs/skillgit/remote/<remote>/…` | what `skillgit pull`/`push` fetched |
@@ -24,7 +25,9 @@ import re
 
 from skillgit.errors import SkillgitError
 
-NOTES_REF = "refs/notes/skillgit"
+NOTES_REF = "refs/notes/skillgit"  # the full records (JSON lines): what skillgit reads; not shown by `git log`
+DISPLAY_NOTES_REF = "refs/notes/skillgit-log"  # one or two human lines per commit: what `git log` shows
+NOTES_REFS = (NOTES_REF, DISPLAY_NOTES_REF)
 NOTES_TMP_PREFIX = "refs/notes/skillgit-tmp/"  # scratch notes refs while building a notes commit
 REMOTE_NOTES_PREFIX = "refs/notes/skillgit-remote/"
 CANDIDATES_PREFIX = "refs/heads/candidates/"

@@ -13,11 +13,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from skillgit.store import refs as R
-from skillgit.store import history as store_history
 from skillgit.errors import GitStateError, SkillgitError
+from skillgit.store import history as store_history
+from skillgit.store import refs as R
 from skillgit.store.git import GitError, GitRepo, RefUpdate, TreeEntry, Worktree
 from skillgit.store.lock import alive
+
 
 class Store(Protocol):
     """What push, pull and gc need of a store (`skillgit.store.core.Store` is one; see history.Store)."""
@@ -96,15 +97,25 @@ def _merge_fetched(store: "Store", remote: str, remote_refs, notes_ref: str, pre
     archive; `report.notes_merged` says whether the notes changed."""
     repo = store.repo
     updates: list[RefUpdate] = []
-    if R.NOTES_REF in remote_refs:
-        old, new = repo.merged_notes(repo.ref(notes_ref))
-        if new != old:
-            updates.append(RefUpdate("update", R.NOTES_REF, new, old))
-            report.notes_merged = True
+    # The caller fetched the remote's notes into `notes_ref` (and its display notes into `notes_ref`-log) just
+    # before, when the remote has any.
+    for ours, theirs in ((R.NOTES_REF, notes_ref), (R.DISPLAY_NOTES_REF, notes_ref + "-log")):
+        fetched = repo.ref(theirs) if ours in remote_refs else None
+        if fetched is not None:
+            old, new = repo.merged_notes(fetched, ours)
+            if new != old:
+                updates.append(RefUpdate("update", ours, new, old))
+                report.notes_merged = True
     old_archive, archive = _merged_archive(store, repo.ref(f"{prefix}archive"), remote)
     if archive != old_archive:
         updates.append(RefUpdate("update", R.ARCHIVE_REF, archive, old_archive))
     return updates, archive
+
+def _notes_specs(remote_refs: dict[str, str], notes_ref: str) -> list[str]:
+    """Fetch refspecs for the remote's data notes (→ `notes_ref`) and display notes (→ `notes_ref`-log)."""
+    return [f"+{ours}:{theirs}" for ours, theirs in ((R.NOTES_REF, notes_ref), (R.DISPLAY_NOTES_REF, notes_ref + "-log"))
+            if ours in remote_refs]
+
 
 def _tracking(remote: str) -> tuple[str, str]:
     """(notes ref, ref prefix) where a remote's skillgit refs are fetched to."""
@@ -128,8 +139,7 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
     specs = []
     if store.branch_ref in remote_refs:
         specs.append(f"+{store.branch_ref}:{prefix}branch")
-    if R.NOTES_REF in remote_refs:
-        specs.append(f"+{R.NOTES_REF}:{notes_ref}")
+    specs += _notes_specs(remote_refs, notes_ref)
     if R.ARCHIVE_REF in remote_refs:
         specs.append(f"+{R.ARCHIVE_REF}:{prefix}archive")
     specs += [f"+{R.REJECTED_PREFIX}*:{prefix}tags/*", f"+{R.RUNS_PREFIX}*:{prefix}runs/*"]
@@ -170,13 +180,15 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
 
     worktrees = store._checked_out() if fast_forward else []
     if fast_forward and worktrees:
+        assert theirs is not None  # fast_forward implies it
         # Checked out: let git do exactly what `git merge --ff-only` does there (it refuses on local changes).
         try:
             repo.ff_merge(worktrees[0].path, theirs)
         except GitError as exc:
             raise GitStateError(f"cannot fast-forward '{store.branch}' in {worktrees[0].path}: "
                                 f"{exc.message.split(': ', 1)[-1]}",
-                                "stash your local changes (git stash), run `skillgit pull` again, then `git stash pop`") from None
+                                "stash your local changes (git stash), run `skillgit pull` again, "
+                                "then `git stash pop`") from None
     elif fast_forward:
         updates.insert(0, RefUpdate("update", store.branch_ref, theirs, local))
     if fast_forward:
@@ -192,9 +204,7 @@ def push(store: "Store", remote: str = "origin") -> SyncReport:
     repo, report = store.repo, SyncReport(remote, branch="pushed")
     remote_refs = _remote_refs(store, remote)
     notes_ref, prefix = _tracking(remote)
-    specs = []
-    if R.NOTES_REF in remote_refs:
-        specs.append(f"+{R.NOTES_REF}:{notes_ref}")
+    specs = _notes_specs(remote_refs, notes_ref)
     if R.ARCHIVE_REF in remote_refs:
         specs.append(f"+{R.ARCHIVE_REF}:{prefix}archive")
     _fetch(store, remote, specs)
@@ -204,7 +214,7 @@ def push(store: "Store", remote: str = "origin") -> SyncReport:
 
     refspecs = [f"{store.branch_ref}:{store.branch_ref}", f"{R.REJECTED_PREFIX}*:{R.REJECTED_PREFIX}*",
                 f"{R.RUNS_PREFIX}*:{R.RUNS_PREFIX}*"]
-    for ref in (R.NOTES_REF, R.ARCHIVE_REF):
+    for ref in (*R.NOTES_REFS, R.ARCHIVE_REF):
         if repo.ref(ref) is not None:
             refspecs.append(f"{ref}:{ref}")
     # Tags that gc folded into the (now pushed) archive are folded on the remote too.

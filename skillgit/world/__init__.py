@@ -28,8 +28,15 @@ min_fields, max_fields, dilution_lines, dilution_per_line, vague_rate, harmful_r
 from skillgit.world.climb import ClimbResult, hill_climb
 from skillgit.world.rules import RULES, read_skill
 from skillgit.world.student import SimulatedStudentLLM
-from skillgit.world.tasks import (all_rules_skill, default_skill, describe, generate_tasks, hidden_rules,
-                                  hurtful_concepts, reference_score)
+from skillgit.world.tasks import (
+                                  all_rules_skill,
+                                  default_skill,
+                                  describe,
+                                  generate_tasks,
+                                  hidden_rules,
+                                  hurtful_concepts,
+                                  reference_score,
+)
 from skillgit.world.teacher import SimulatedTeacher
 
 __all__ = ["SimulatedStudentLLM", "SimulatedTeacher", "generate_tasks", "default_skill", "all_rules_skill",

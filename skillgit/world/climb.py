@@ -91,7 +91,7 @@ def hill_climb(cfg: Any, *, steps: int = 10, gate: bool = True, use_buffer: bool
     for step in range(steps):
         start = (step * batch) % n_train
         chunk = (train + train)[start:start + batch]
-        blocks = {"failure": [], "success": []}
+        blocks: dict[str, list[str]] = {"failure": [], "success": []}
         for it in chunk:
             out = student.run(skill, it).text
             score = reference_score(it, out)
@@ -128,16 +128,16 @@ def hill_climb(cfg: Any, *, steps: int = 10, gate: bool = True, use_buffer: bool
         if candidate == skill:
             result.steps.append(ClimbStep(step, proposed, repeats, [], current, False))
             continue
-        score = evaluate(student, candidate, val)
-        accepted = (not gate) or score > current
+        val_score = evaluate(student, candidate, val)
+        accepted = (not gate) or val_score > current
         if accepted:
-            skill, current = candidate, score
+            skill, current = candidate, val_score
             result.ever_hurtful |= hurtful_concepts(cfg, skill)
         else:
             for op, target, content in chosen:
-                rejected.append((op, target, content, score - current))
+                rejected.append((op, target, content, val_score - current))
                 ever_rejected.add(norm(content or "delete:" + target))
-        result.steps.append(ClimbStep(step, proposed, repeats, applied, score, accepted))
+        result.steps.append(ClimbStep(step, proposed, repeats, applied, val_score, accepted))
     result.final_val, result.final_skill = current, skill
     result.final_test = evaluate(student, skill, test)
     result.hurtful = hurtful_concepts(cfg, skill)

@@ -156,7 +156,7 @@ def _is_word(term: str) -> bool:
 
 def sentences(text: str) -> list[str]:
     """Lines, split further at sentence ends; markdown bullets and headers are just text here."""
-    out = []
+    out: list[str] = []
     for line in (text or "").splitlines():
         line = line.strip()
         if line:

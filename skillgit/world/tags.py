@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import html
 import re
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 _ATTR = re.compile(r'([A-Za-z_][\w-]*)\s*=\s*"([^"]*)"')
 

@@ -35,7 +35,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from skillgit.llm.base import LLMError, Reply, Request
-from skillgit.world import tags
+from skillgit.world import agentic_teacher, tags
 from skillgit.world.common import digest, param, seeded_rng, usage
 from skillgit.world.diagnose import diagnose, expected_from_feedback, kind_of, split_fields
 from skillgit.world.lexicon import OFF_TARGET, REINFORCE, ideas_for, norm, topic_of_text
@@ -116,7 +116,11 @@ class SimulatedTeacher:
                      latency_s=round(time.monotonic() - started, 6))
 
     def answer(self, stage: str, text: str, rng) -> dict[str, Any]:
-        """The well-formed JSON answer (as a dict) to the user message `text` of `stage`."""
+        """The well-formed JSON answer (as a dict) to the user message `text` of `stage`. Prompts about the coding
+        world (a skill package, agent traces, verifier output) go to `agentic_teacher` first."""
+        coded = agentic_teacher.answer(stage, text, rng, self.cfg)
+        if coded is not None:
+            return coded
         handler: Callable[[_Prompt, Any], dict[str, Any]] = getattr(self, f"_stage_{stage}")
         return handler(_Prompt(text), rng)
 
@@ -253,22 +257,24 @@ class SimulatedTeacher:
         groups: list[dict[str, Any]] = []
         for e in tags.find(p.text, "edit"):
             op, target, content = e.attrs.get("op", "append"), e.first("target") or "", e.first("content") or ""
+            file = e.attrs.get("file", "")
             support = (tags.ints(e.attrs.get("support")) or [1])[0]
             key = norm(content) if content.strip() else "delete:" + norm(target)
             if key in p.avoid:
                 continue  # a careful merger drops what validation already rejected
             words = set(norm(content).split())
             for g in groups:
-                if g["op"] == op and norm(g["target"]) == norm(target) and _similar(g["words"], words):
+                if g["op"] == op and g["file"] == file and norm(g["target"]) == norm(target) \
+                        and _similar(g["words"], words):
                     g["merged_from"].append(e.attrs.get("id", ""))
                     g["support"] += support
                     break
             else:
-                groups.append({"op": op, "target": target, "content": content, "words": words,
+                groups.append({"op": op, "file": file, "target": target, "content": content, "words": words,
                                "rationale": e.first("rationale") or "", "merged_from": [e.attrs.get("id", "")],
                                "support": support})
         groups.sort(key=lambda g: -g["support"])
-        edits = [{"op": g["op"], "target": g["target"], "content": g["content"],
+        edits = [{"op": g["op"], "file": g["file"], "target": g["target"], "content": g["content"],
                   "rationale": g["rationale"] + (f" (merged {n})" if (n := len(g["merged_from"])) > 1 else ""),
                   "merged_from": g["merged_from"]} for g in groups]
         return {"reasoning": f"Merged {sum(len(g['merged_from']) for g in groups)} edits into {len(groups)}.",
@@ -314,7 +320,7 @@ class SimulatedTeacher:
 
     def _stage_slow_update(self, p: _Prompt, rng) -> dict[str, Any]:
         counts: Counter = Counter()
-        kinds = Counter()
+        kinds: Counter[str] = Counter()
         for kind, output, expected in self._pairs(p):
             kinds[kind] += 1
             if kind in ("regressed", "persistent_failure"):
@@ -348,9 +354,9 @@ class SimulatedTeacher:
         old = tags.first(p.text, "meta_skill") or ""
         avoid = [m.group(1).strip() for m in re.finditer(r"^\s*[-*]\s*avoid:\s*(.+)$", old, re.M | re.I)]
         helped = [m.group(1).strip() for m in re.finditer(r"^\s*[-*]\s*helped:\s*(.+)$", old, re.M | re.I)]
-        for op, target, content, _ in self._step_edits(p, "rejected_steps"):
+        for _op, target, content, _ in self._step_edits(p, "rejected_steps"):
             avoid.append(content.strip() if content.strip() else f"deleting '{target.strip()}'")
-        for op, target, content, _ in self._step_edits(p, "accepted_steps"):
+        for _op, _target, content, _ in self._step_edits(p, "accepted_steps"):
             if content.strip():
                 helped.append(content.strip())
         counts: Counter = Counter()
@@ -366,7 +372,7 @@ class SimulatedTeacher:
 
     def _stage_meta_reflect(self, p: _Prompt, rng) -> dict[str, Any]:
         rejected = self._step_edits(p, "rejected_steps")
-        for op, target, content, _ in rejected:
+        for _op, target, content, _ in rejected:
             p.avoid.add(norm(content) if content.strip() else "delete:" + norm(target))
         edits: list[dict[str, str]] = []
         # 1. Consolidate: several lines of the teacher's own for one symptom → keep the most concrete one.
@@ -375,7 +381,7 @@ class SimulatedTeacher:
             sym = topic_of_text(line)
             if sym:
                 by_symptom.setdefault(sym, []).append(line)
-        for sym, lines in by_symptom.items():
+        for _sym, lines in by_symptom.items():
             if len(lines) > 1 and len(edits) < p.budget:
                 keep = max(lines, key=_concreteness)
                 for line in lines:

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# skillgit SessionEnd hook: remember the finished Claude Code session for the next `skillgit sleep`.
+#
+# Contract: cheap (a few milliseconds, no network), never blocks or fails the session (always exits 0, reads stdin
+# for at most 2 s), never sends anything anywhere. It appends one JSON line
+#   {"session_id": …, "transcript_path": …, "cwd": …, "ended": "<UTC ISO-8601>"}
+# to <git-common-dir>/skillgit/sleep/inbox.jsonl of the session's repository, and does nothing outside a git
+# repository. Values are copied as the JSON string literals Claude Code sent (escapes kept), so the line is valid
+# JSON whatever the paths contain.
+{
+  payload=""
+  IFS= read -r -d '' -t 2 payload
+  field() {  # sets REPLY to the raw JSON string value of key $1 ("" when absent)
+    local re='"'"$1"'"[[:space:]]*:[[:space:]]*"(([^"\\]|\\.)*)"'
+    REPLY=""
+    if [[ $payload =~ $re ]]; then REPLY=${BASH_REMATCH[1]}; fi
+  }
+  field session_id; session_id=$REPLY
+  field transcript_path; transcript_path=$REPLY
+  field cwd; cwd=$REPLY
+  if [ -n "$session_id" ]; then
+    dir=${cwd//\\\\/\\}
+    dir=${dir//\\\"/\"}
+    [ -n "$dir" ] && [ -d "$dir" ] || dir=$PWD
+    common=$(git -C "$dir" rev-parse --git-common-dir 2>/dev/null)
+    if [ -n "$common" ]; then
+      case $common in
+        /* | [A-Za-z]:*) ;;
+        *) common=$(cd "$dir" && cd "$common" && pwd) ;;
+      esac
+      ended=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+      inbox="$common/skillgit/sleep"
+      mkdir -p "$inbox" &&
+        printf '{"session_id":"%s","transcript_path":"%s","cwd":"%s","ended":"%s"}\n' \
+          "$session_id" "$transcript_path" "$cwd" "$ended" >>"$inbox/inbox.jsonl"
+    fi
+  fi
+} >/dev/null 2>&1
+exit 0

@@ -1,0 +1,15 @@
+"""Coding-agent tasks: a prompt, a workspace (a fixture folder or a repository at a revision), setup commands and a
+verifier that scores the workspace *after the agent worked*.
+
+- `spec.py`    `AgenticSpec.from_item(item)`: the typed task row (errors name the task and the key).
+- `process.py` running a command in its own process group with a timeout (children die with it).
+- `workspace.py` a throwaway workspace per rollout (a copy of a fixture with its own git history, or a
+               `git worktree` of the user's repository at the task's revision), the skill package installed where
+               the agent loads skills, removed afterwards — also after a kill (the next run sweeps leftovers).
+- `verify.py`  the verifier: exit code, pytest counts, JUnit XML or JSON → `Score`; a setup failure, a verifier
+               crash or a timeout is `Unknown` (never a task failure).
+- `trace.py`   what the agent did, from its event stream (Claude Code stream-json, Codex `--json`, Copilot and
+               OpenCode JSON lines), shortened for the teacher.
+- `student.py` `AgentStudent`: the `agent` student backend (presets for claude, codex, copilot, opencode, the
+               simulated coding agent, and a generic template).
+"""

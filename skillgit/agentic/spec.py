@@ -1,0 +1,87 @@
+"""The agentic part of a task row, typed.
+
+A task row (JSONL/YAML) is agentic when it has `workspace` or `verify`:
+```
+{"id": "textkit-slugify", "prompt": "Add a function …",
+ "workspace": {"fixture": "repos/textkit"} | {"repo": ".", "rev": "HEAD"},
+ "setup": ["pip install -e ."],
+ "verify": {"command": "python -m pytest -q tests/verify/test_x.py", "timeout_s": 60,
+            "result": "pytest" | "exit_code" | "junit:<path>" | "json"}}
+```
+`fixture` is a folder relative to the task file; `repo` a git repository (relative to the project root) checked out
+at `rev` in a throwaway `git worktree`. A leading `python` in a command means the interpreter running skillgit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillgit.errors import ConfigError
+from skillgit.types import Item
+
+RESULT_KINDS = ("exit_code", "pytest", "json", "junit")
+TASK_DIR_KEY = "task_dir"  # set by the task loader: the folder of the task file (fixtures are relative to it)
+
+
+@dataclass(frozen=True)
+class Verify:
+    command: str
+    timeout_s: float = 300.0
+    result: str = "exit_code"  # exit_code | pytest | json | junit:<path>
+
+    @property
+    def kind(self) -> str:
+        return self.result.partition(":")[0]
+
+
+@dataclass(frozen=True)
+class AgenticSpec:
+    item_id: str
+    prompt: str
+    fixture: Path | None
+    repo: Path | None
+    rev: str
+    setup: tuple[str, ...]
+    verify: Verify
+    setup_timeout_s: float = 600.0
+
+    @staticmethod
+    def is_agentic(item: Item) -> bool:
+        return "workspace" in item.metadata or "verify" in item.metadata
+
+    @classmethod
+    def from_item(cls, item: Item, project_root: Path) -> "AgenticSpec":
+        meta: dict[str, Any] = item.metadata
+        where = f"task '{item.id}'"
+        base = Path(str(meta.get(TASK_DIR_KEY) or project_root))
+        ws = meta.get("workspace") or {}
+        if not isinstance(ws, dict):
+            raise ConfigError(f"{where}: `workspace` must be a mapping", 'e.g. "workspace": {"fixture": "repos/app"}')
+        fixture = repo = None
+        if "fixture" in ws:
+            fixture = (base / str(ws["fixture"])).resolve()
+            if not fixture.is_dir():
+                raise ConfigError(f"{where}: workspace.fixture {ws['fixture']!r} is not a folder (looked in {base})",
+                                  "give a folder relative to the task file")
+        else:
+            repo = (project_root / str(ws.get("repo", "."))).resolve()
+        setup = meta.get("setup") or []
+        if isinstance(setup, str):
+            setup = [setup]
+        if not isinstance(setup, list) or not all(isinstance(s, str) for s in setup):
+            raise ConfigError(f"{where}: `setup` must be a list of shell commands", 'e.g. "setup": ["make deps"]')
+        raw = meta.get("verify")
+        if not isinstance(raw, dict) or not str(raw.get("command", "")).strip():
+            raise ConfigError(f"{where}: `verify.command` is missing",
+                              'e.g. "verify": {"command": "python -m pytest -q", "result": "pytest"}')
+        result = str(raw.get("result", "exit_code"))
+        if result.partition(":")[0] not in RESULT_KINDS:
+            raise ConfigError(f"{where}: verify.result {result!r} is unknown", f"use one of {', '.join(RESULT_KINDS)}")
+        try:
+            timeout = float(raw.get("timeout_s", 300))
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: verify.timeout_s must be a number of seconds", "e.g. 120") from None
+        return cls(item.id, item.input, fixture, repo, str(ws.get("rev", "HEAD")), tuple(setup),
+                   Verify(str(raw["command"]), timeout, result))

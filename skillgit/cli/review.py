@@ -1,0 +1,148 @@
+"""CLI: `report`, `pr`, `check` — review what training learned, and gate human edits to the skill in CI.
+
+Thin wrappers over `skillgit.review`: data (HTML path, PR body, Markdown table, JSON with --json) on stdout,
+messages on stderr. `check` exits 0 (no regression), 1 (regression) or 2 (cannot judge); every other expected
+failure is a SkillgitError with its usual exit code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from skillgit import console
+from skillgit.errors import SkillgitError
+from skillgit.textsafe import shown
+
+REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
+CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "--set", "-s", help="Override a config key: --set evaluation.gate_repeats=1 (repeatable).")
+JSON = typer.Option(False, "--json", help="Print JSON on stdout.")
+
+
+def _say(message: str) -> None:
+    console.info(escape(shown(message)))
+
+
+def _project_and_store(repo: Optional[Path], config: Optional[Path]):
+    from skillgit.project import open_project
+    from skillgit.store import Store
+
+    project = open_project(repo, config)
+    return project, Store.open(project.root, project.config.skill.path, project.config.skill.branch)
+
+
+def _split_sizes(project) -> dict[str, int]:
+    """Items per split (the n of the uncertainty intervals); empty when the tasks cannot be read here."""
+    from skillgit.tasks import load_splits
+
+    try:
+        splits = load_splits(project.config.env, project.root)
+    except (SkillgitError, OSError, ValueError):
+        return {}
+    return {"train": len(splits.train), "val": len(splits.val), "test": len(splits.test)}
+
+
+# ---------------------------------------------------------------------------------------------- report
+def report(run: Optional[str] = typer.Argument(None, help="The run (default: the newest)."),
+           output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                                 help="The HTML file (default: skillgit-report-<run>.html here)."),
+           renderer: str = typer.Option("auto", "--renderer", help="Charts: auto | matplotlib | builtin."),
+           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """Write a self-contained HTML report of a run: scores, per-item val heatmap, every decision, cost."""
+    from skillgit.report import write_report
+    from skillgit.review import data
+
+    project, store = _project_and_store(repo, config)
+    review = data.load_run(store, run, split_sizes=_split_sizes(project))
+    page = data.to_run_report(review, project=project.root.name, skill_path=store.skill_path)
+    path = write_report(page, output or data.default_report_path(review.run), renderer)  # type: ignore[arg-type]
+    typer.echo(str(path))
+    _say(f"wrote the report of run {review.run} ({len(review.decisions)} decisions) to {path}")
+
+
+# ---------------------------------------------------------------------------------------------- pr
+def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: the newest)."),
+       base: Optional[str] = typer.Option(None, "--base", help="The branch to merge into (default: the branch the "
+                                                               "run's --branch started from, else skill.branch)."),
+       head: Optional[str] = typer.Option(None, "--head", help="The branch with the learned edits (default: the "
+                                                               "branch the run trained onto)."),
+       body_file: Optional[Path] = typer.Option(None, "--body-file", help="Write the body here instead of stdout."),
+       push: Optional[str] = typer.Option(None, "--push", help="Push the head branch (and skillgit's notes, tags and "
+                                                               "runs) to this remote first."),
+       gh: bool = typer.Option(False, "--gh", help="Open the pull request with `gh pr create`."),
+       as_json: bool = JSON, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """Write a pull-request body with the evidence for a run's learned edits (and optionally open the PR)."""
+    import shutil
+
+    from skillgit.review import data
+    from skillgit.review import pr as pr_mod
+
+    project, store = _project_and_store(repo, config)
+    review = data.load_run(store, run, split_sizes=_split_sizes(project), diff_of=lambda d: d.accepted)
+    head = head or review.head
+    base = base or review.base or project.config.skill.branch
+    if (push or gh) and head == base:
+        raise SkillgitError(f"run {review.run} trained on '{head}' itself: there is no branch to propose",
+                            "train onto a review branch (`skillgit train --branch review/NAME`), or pass --head and "
+                            "--base")
+    request = pr_mod.build(review, base=base, head=head, skill_path=store.skill_path)
+    if gh:
+        body_file = body_file or store.git_dir / "skillgit" / "pr" / f"{review.run}.md"
+    if body_file is not None:
+        body_file.parent.mkdir(parents=True, exist_ok=True)
+        body_file.write_text(request.body, encoding="utf-8")
+        _say(f"wrote the pull-request body to {body_file}")
+    if gh and shutil.which("gh") is None:  # before pushing anything
+        raise SkillgitError("`gh` (the GitHub CLI) is not installed or not on PATH",
+                            f"{pr_mod.GH_INSTALL_HINT}; the body is ready in {body_file}")
+    if push:
+        sync = pr_mod.push_head(store, head, push)
+        _say(f"pushed '{head}' to {push} ({sync.branch})")
+    if gh and body_file is not None:
+        typer.echo(pr_mod.create_with_gh(request, body_file, project.root).strip())
+    elif as_json:
+        console.print_json(request.to_dict())
+    elif body_file is None:
+        typer.echo(request.body, nl=False)
+
+
+# ---------------------------------------------------------------------------------------------- check
+def check(base: Optional[str] = typer.Option(None, "--base", help="Compare against this revision (default: the "
+                                                                  "merge-base with the skill branch, or HEAD~1)."),
+          as_json: bool = JSON,
+          test: bool = typer.Option(True, "--test/--no-test", help="Also score test (reported, never decisive)."),
+          print_workflow: bool = typer.Option(False, "--print-workflow",
+                                              help="Print the GitHub Actions workflow that runs this check."),
+          set_: Optional[list[str]] = SET, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """Gate a human edit: score the skill at HEAD against a base on val with the training gate's rules.
+    Exit 0: no regression; 1: regression; 2: cannot judge."""
+    if print_workflow:
+        from skillgit.resources import templates_dir
+
+        typer.echo((templates_dir() / "github" / "skillgit-check.yml").read_text(encoding="utf-8"), nl=False)
+        return
+    from skillgit.cli.progress import RunDisplay
+    from skillgit.project import open_project
+    from skillgit.review.check import render_markdown, run_check
+    from skillgit.session import open_session
+
+    session = open_session(open_project(repo, config, set_ or []))
+    display = RunDisplay(console.err)
+    with display:
+        result = run_check(session, base=base, with_test=test, progress=display.progress_callback)
+    if as_json:
+        console.print_json(result.to_dict())
+    else:
+        typer.echo(shown(render_markdown(result)), nl=False)
+    _say(f"check: {result.verdict} (exit {result.exit_code})")
+    raise typer.Exit(result.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+    app.command("pr")(pr)
+    app.command("check")(check)

@@ -1,0 +1,422 @@
+"""CLI: `skillgit sleep harvest | mine | review | run | dry-run | status | adopt | schedule | unschedule`.
+
+Thin wrappers over `skillgit.sleep`: data on stdout (`--json` where a script wants it; `harvest --json` is one JSON
+object per line), progress and messages on stderr, every expected failure a SkillgitError with a hint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.markup import escape
+
+from skillgit import console
+from skillgit.errors import ExitCode, SkillgitError
+from skillgit.textsafe import shown
+
+REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
+CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "--set", "-s", help="Override a config key: --set train.batch_size=20 (repeatable).")
+HOME = typer.Option(None, "--home", help="Whose agent sessions to read (default: sleep.home, else ~).")
+SOURCES = typer.Option(None, "--sources", help="Session sources, comma-separated or repeated: claude, codex, "
+                                               "copilot-vscode, copilot-cli, cursor, opencode (default: all).")
+DATE = typer.Option(None, "--date", help="The night, YYYY-MM-DD (default: today).")
+JSON = typer.Option(False, "--json", help="Print JSON on stdout.")
+TASKS = typer.Option(None, "--tasks", help="The mined task file (default: sleep.tasks_file, "
+                                           ".skillgit/sleep/tasks.jsonl).")
+
+sleep_app = typer.Typer(help="Learn from your team's own agent sessions every night, through the gate.",
+                        no_args_is_help=True)
+
+
+def _say(message: str) -> None:
+    console.info(escape(shown(message)))
+
+
+def _sources(values: Optional[list[str]]) -> Optional[list[str]]:
+    if not values:
+        return None
+    return [s.strip() for v in values for s in v.split(",") if s.strip()]
+
+
+def _project(repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]] = None, **options: Any):
+    from skillgit.sleep.settings import open_sleep_project
+
+    sp = open_sleep_project(repo, config, list(sets or []))
+    settings = sp.settings.with_options(**options)
+    return dataclasses.replace(sp, settings=settings)
+
+
+def _date(value: Optional[str]) -> str:
+    from skillgit.sleep.night import today
+    from skillgit.sleep.settings import check_date
+
+    return check_date(value) if value else today()
+
+
+# ---------------------------------------------------------------------------------------------- harvest
+def _session_row(session: Any, first_new: dict[str, int]) -> dict[str, Any]:
+    return {"source": session.source, "session": session.session_id, "key": session.key,
+            "project": session.cwd or session.git_remote, "started": session.started, "ended": session.ended,
+            "user_turns": len(session.user_turns), "turns": len(session.turns),
+            "new_from_turn": first_new.get(session.key), "skipped_reason": session.skipped_reason}
+
+
+@sleep_app.command("harvest")
+def harvest_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, home: Optional[str] = HOME,
+                sources: Optional[list[str]] = SOURCES,
+                all_: bool = typer.Option(False, "--all", help="Ignore what earlier harvests saw."),
+                as_json: bool = typer.Option(False, "--json", help="One JSON object per session on stdout.")) -> None:
+    """List this repository's agent sessions that are new since the last harvest (read-only: nothing is saved)."""
+    from skillgit.sleep import state
+    from skillgit.sleep.harvest import HarvestState, git_remotes, harvest
+    from skillgit.sleep.night import home_of, scrubber_for
+    from skillgit.store.git import GitRepo
+
+    sp = _project(repo, config, home=home, sources=_sources(sources))
+    since = HarvestState() if all_ else state.load(GitRepo.open(sp.root)).harvest
+    result = harvest(sp.settings.sources or None, home_of(sp), sp.root, git_remotes(str(sp.root)), since,
+                     scrubber=scrubber_for(sp))
+    rows = [_session_row(s, result.first_new_turn) for s in (*result.sessions, *result.skipped)]
+    if as_json:
+        for row in rows:
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+    else:
+        for row in rows:
+            typer.echo(shown(f"{row['source']:<15} {row['session'][:36]:<36} {str(row['started'] or '-')[:19]:<19} "
+                             f"{row['user_turns']:>3} turn(s)  {row['skipped_reason'] or 'kept'}"))
+    for warning in result.warnings:
+        _say(f"warning: {warning.source} {warning.path}: {warning.message}")
+    summary = result.summary()
+    skipped = ", ".join(f"{k} {v}" for k, v in summary["skipped"].items()) or "none"
+    _say(f"{summary['sessions']} session(s) kept, skipped: {skipped}; {summary['files_read']} file(s) read, "
+         f"{summary['files_unchanged']} unchanged; redactions: {sum(summary['redactions'].values())}")
+
+
+# ---------------------------------------------------------------------------------------------- mine / review
+@sleep_app.command("mine")
+def mine_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, home: Optional[str] = HOME,
+             sources: Optional[list[str]] = SOURCES, tasks: Optional[str] = TASKS, as_json: bool = JSON) -> None:
+    """Harvest new sessions and add the recurring or failed tasks to the reviewable task file."""
+    from skillgit.sleep.night import LOCK, gather
+    from skillgit.store.git import GitRepo
+    from skillgit.store.lock import hold
+
+    sp = _project(repo, config, home=home, sources=_sources(sources), tasks_file=tasks)
+    git = GitRepo.open(sp.root)
+    with hold(git.common_dir / "skillgit" / "locks", LOCK):
+        g = gather(sp, git, write=True)
+    info = {"file": str(g.path), "sessions": len(g.harvest.sessions), "skipped": g.harvest.summary()["skipped"],
+            "mined": g.mined.summary(), "new_tasks": len(g.new), "tasks_in_file": len(g.pool), "reviewed": g.reviewed,
+            "redactions": g.harvest.redactions.to_dict()}
+    if as_json:
+        console.print_json(info)
+        return
+    typer.echo(shown(f"{len(g.new)} new task(s), {len(g.pool)} in {g.path} "
+                     f"({'reviewed' if g.reviewed else 'not reviewed'})"))
+    if g.pool and not g.reviewed:
+        _say("review the file, then `skillgit sleep review --approve` (nothing leaves this machine before that, "
+             "unless `sleep run --yes`)")
+
+
+def _tasks_path(sp: Any, tasks: Optional[str]) -> Path:
+    return sp.path(tasks or sp.settings.tasks_file)
+
+
+@sleep_app.command("review")
+def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tasks: Optional[str] = TASKS,
+               approve: bool = typer.Option(False, "--approve", help="Mark the file as reviewed."),
+               revoke: bool = typer.Option(False, "--revoke", help="Mark the file as not reviewed."),
+               as_json: bool = JSON) -> None:
+    """Show the mined tasks for review; --approve marks the file reviewed (its first line says so)."""
+    from skillgit.sleep.mine import read_tasks
+    from skillgit.sleep.replay import share
+
+    if approve and revoke:
+        raise SkillgitError("--approve and --revoke exclude each other", "give one of them")
+    sp = _project(repo, config)
+    path = _tasks_path(sp, tasks)
+    if not path.is_file():
+        raise SkillgitError(f"no mined task file at {path}", "run `skillgit sleep mine` first")
+    loaded = read_tasks(path)
+    if approve or revoke:
+        _set_reviewed(path, approve)
+        loaded = read_tasks(path)
+    rows = [{"id": t.id, "kind": t.kind, "place": "val" if share(t.id) < sp.settings.val_share else "train/test",
+             "sessions": len(t.sessions), "prompt": t.prompt, "expected": t.expected, "verify": t.verify}
+            for t in loaded.tasks]
+    if as_json:
+        console.print_json({"file": str(path), "reviewed": loaded.reviewed, "tasks": rows})
+        return
+    for r in rows:
+        expected = "" if r["expected"] is None else f" → {str(r['expected'])[:40]!r}"
+        typer.echo(shown(f"{r['id']}  {r['kind']:<7} {r['sessions']} session(s)  {r['prompt'][:70]!r}{expected}",
+                         multiline=False))
+    _say(f"{len(rows)} task(s) in {path}: {'reviewed' if loaded.reviewed else 'NOT reviewed'}")
+
+
+def _set_reviewed(path: Path, value: bool) -> None:
+    """Rewrite only the header line (the rows stay byte for byte as the person left them)."""
+    text = path.read_text(encoding="utf-8")
+    first, sep, rest = text.partition("\n")
+    header = json.loads(first)
+    header["reviewed"] = value
+    if value:
+        header["reviewed_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    path.write_text(json.dumps(header, ensure_ascii=False, sort_keys=True) + sep + rest, encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------- run / dry-run
+def _night_options(home: Optional[str], sources: Optional[list[str]], tasks: Optional[str], branch: Optional[str],
+                   max_tasks: Optional[int], max_steps: Optional[int], max_calls: Optional[int],
+                   max_tokens: Optional[int], max_cost: Optional[float]) -> dict[str, Any]:
+    return {"home": home, "sources": _sources(sources), "tasks_file": tasks, "branch": branch, "max_tasks": max_tasks,
+            "max_steps": max_steps, "max_calls": max_calls, "max_tokens": max_tokens, "max_cost_usd": max_cost}
+
+
+BRANCH = typer.Option(None, "--branch", help="The night's branch pattern (default: sleep.branch, sleep/{date}).")
+MAX_TASKS = typer.Option(None, "--max-tasks", help="Tasks replayed tonight (default: sleep.max_tasks, 200).")
+MAX_STEPS = typer.Option(None, "--max-steps", help="Training steps tonight (train.max_steps).")
+MAX_CALLS = typer.Option(None, "--max-calls", help="Model calls tonight (budget.max_calls).")
+MAX_TOKENS = typer.Option(None, "--max-tokens", help="Tokens tonight (budget.max_tokens).")
+MAX_COST = typer.Option(None, "--max-cost", help="Dollars tonight (budget.max_cost_usd).")
+
+
+@sleep_app.command("run")
+def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
+            home: Optional[str] = HOME, sources: Optional[list[str]] = SOURCES, date: Optional[str] = DATE,
+            tasks: Optional[str] = TASKS, branch: Optional[str] = BRANCH, max_tasks: Optional[int] = MAX_TASKS,
+            max_steps: Optional[int] = MAX_STEPS, max_calls: Optional[int] = MAX_CALLS,
+            max_tokens: Optional[int] = MAX_TOKENS, max_cost: Optional[float] = MAX_COST,
+            yes: bool = typer.Option(False, "--yes", help="Send unreviewed mined tasks to the configured models."),
+            handoff: Optional[Path] = typer.Option(None, "--handoff", help="No API key: write teacher prompts to "
+                                                                           "this folder for your own agent to "
+                                                                           "answer; run again to resume."),
+            as_json: bool = JSON,
+            events: bool = typer.Option(False, "--events", help="Progress as JSON lines on stderr.")) -> None:
+    """Harvest, mine and train tonight on a sleep/<date> branch through the gate; write the night's report."""
+    from skillgit.cli.progress import RunDisplay
+    from skillgit.sleep.night import NightOptions, run_night
+
+    sp = _project(repo, config, set_, **_night_options(home, sources, tasks, branch, max_tasks, max_steps,
+                                                        max_calls, max_tokens, max_cost))
+    options = NightOptions(_date(date), yes=yes, handoff=handoff.resolve() if handoff else None)
+    if events:
+        record = run_night(sp, options, on_event=_json_event)
+    else:
+        display = RunDisplay(console.err)
+        with display:
+            record = run_night(sp, options, on_event=display.handle)
+    report = sp.path(sp.settings.report_dir) / f"{record.date}.md"
+    if as_json:
+        console.print_json({**record.to_dict(), "report": str(report)})
+    else:
+        seed, final = record.scores.get("seed") or {}, record.scores.get("final") or {}
+        scores = ""
+        if seed.get("val") is not None and final.get("val") is not None:
+            scores = f"; val {seed['val']:.3f} → {final['val']:.3f}"
+        typer.echo(shown(f"night {record.date}: {record.status}"
+                         + (f" ({record.reason})" if record.reason else "")
+                         + (f" on {record.branch}: {record.accepted} accepted, {record.rejected} rejected"
+                            if record.branch else "") + scores))
+        typer.echo(shown(f"report: {report}"))
+        if record.accepted:
+            _say(f"review it (`git log {record.skill_branch}..{record.branch}`), then `skillgit sleep adopt "
+                 f"{record.date}`")
+    if record.status == "stopped":
+        raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _json_event(event: Any) -> None:
+    sys.stderr.write(json.dumps(event.to_dict(), default=str) + "\n")
+    sys.stderr.flush()
+
+
+@sleep_app.command("dry-run")
+def dry_run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
+                home: Optional[str] = HOME, sources: Optional[list[str]] = SOURCES, date: Optional[str] = DATE,
+                tasks: Optional[str] = TASKS, branch: Optional[str] = BRANCH, max_tasks: Optional[int] = MAX_TASKS,
+                max_steps: Optional[int] = MAX_STEPS, max_calls: Optional[int] = MAX_CALLS,
+                max_tokens: Optional[int] = MAX_TOKENS, max_cost: Optional[float] = MAX_COST,
+                handoff: bool = typer.Option(False, "--handoff", help="Plan for handoff mode."),
+                as_json: bool = JSON) -> None:
+    """What tonight would do — sessions, tasks, splits, branch, budgets, an estimate of calls — writing nothing."""
+    from skillgit.sleep.plan import plan_night
+
+    sp = _project(repo, config, set_, **_night_options(home, sources, tasks, branch, max_tasks, max_steps,
+                                                        max_calls, max_tokens, max_cost))
+    plan = plan_night(sp, _date(date), handoff=handoff)
+    if as_json:
+        console.print_json(plan)
+    else:
+        console.out.print(plan["text"], markup=False, highlight=False)
+
+
+# ---------------------------------------------------------------------------------------------- status / adopt
+@sleep_app.command("status")
+def status_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+               limit: int = typer.Option(10, "-n", help="How many nights to show."), as_json: bool = JSON,
+               crontab: str = typer.Option("crontab", "--crontab", envvar="SKILLGIT_CRONTAB", hidden=True)) -> None:
+    """The nights so far, the task file's review state, and whether a nightly job is scheduled."""
+    from skillgit.sleep.plan import status_info
+
+    sp = _project(repo, config)
+    info = status_info(sp, limit, crontab=crontab)
+    if as_json:
+        console.print_json(info)
+        return
+    t = info["tasks"]
+    typer.echo(shown(f"task file: {t['file']} — " + (f"{t['count']} task(s), "
+                                                       f"{'reviewed' if t['reviewed'] else 'not reviewed'}"
+                                                       if t["exists"] else "none yet (`skillgit sleep mine`)")))
+    sched = info["schedule"]
+    typer.echo(shown(f"schedule: cron {_yes_no(sched['cron'])}, systemd {_yes_no(sched['systemd'])}"))
+    typer.echo(shown(f"harvest state: {info['harvest']['files']} session file(s) seen"))
+    for n in info["nights"]:
+        vals = n["val"]
+        score = f"val {vals[0]:.3f} → {vals[1]:.3f}" if None not in vals else "val –"
+        adopted = "adopted" if n["adopted"] else ("pending review" if n["accepted"] and n["branch_exists"] else "")
+        typer.echo(shown(f"{n['date']}  {n['status']:<9} {n['branch'] or '-':<20} ✓{n['accepted']} ✗{n['rejected']}  "
+                         f"{score}  {adopted}".rstrip()))
+    if not info["nights"]:
+        typer.echo("no night yet: `skillgit sleep run` (or `skillgit sleep dry-run` to see what it would do)")
+
+
+def _yes_no(value: Optional[bool]) -> str:
+    return "unknown" if value is None else ("yes" if value else "no")
+
+
+@sleep_app.command("adopt")
+def adopt_cmd(date: Optional[str] = typer.Argument(None, help="The night (default: the newest night with accepted "
+                                                               "steps)."),
+              repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+              print_: bool = typer.Option(False, "--print", help="Print the git commands and the pull-request body "
+                                                                 "instead of adopting."),
+              as_json: bool = JSON) -> None:
+    """Fast-forward the skill branch to a reviewed night's branch (never forced)."""
+    from skillgit.sleep import adopt as A
+    from skillgit.sleep import state as S
+    from skillgit.sleep.night import LOCK
+    from skillgit.sleep.report import render
+    from skillgit.store import Store
+
+    sp = _project(repo, config)
+    cfg = sp.config
+    store = Store.open(sp.root, cfg.skill.path, cfg.skill.branch)
+    night = _night_to_adopt(store.repo, date)
+    branch = night.branch if night is not None and night.branch else \
+        sp.settings.branch_for(date or "", cfg.skill.branch)
+    the_date = night.date if night is not None else (date or "")
+    report = sp.path(sp.settings.report_dir) / f"{the_date}.md"
+    plan = A.plan(store, branch, the_date, str(report) if report.is_file() else None)
+    if print_:
+        if as_json:
+            console.print_json({**plan.to_dict(), "body": render(night) if night else ""})
+            return
+        typer.echo("\n".join(plan.commands))
+        if night is not None:
+            typer.echo("\n" + render(night))
+        return
+    tip = A.adopt(store, plan)
+    if night is not None and not plan.up_to_date:
+        with store.lock(LOCK):
+            head = S.load(store.repo).head
+            updated = dataclasses.replace(night, adopted=tip)
+            S.save(store.repo, {S.night_json(night.date): updated.to_json()}, f"adopt {night.date}", head)
+    if as_json:
+        console.print_json({**plan.to_dict(), "tip": tip})
+        return
+    if plan.up_to_date:
+        typer.echo(f"{plan.skill_branch} already contains {plan.branch}: nothing to adopt")
+    else:
+        typer.echo(f"{plan.skill_branch}: {plan.skill_tip[:12]} → {tip[:12]} (fast-forward to {plan.branch})")
+
+
+def _night_to_adopt(repo: Any, date: Optional[str]) -> Any:
+    from skillgit.sleep import state as S
+
+    if date:
+        from skillgit.sleep.settings import check_date
+
+        return S.night(repo, check_date(date))
+    for day in reversed(S.load(repo).nights):
+        record = S.night(repo, day)
+        if record is not None and record.accepted and not record.adopted:
+            return record
+    raise SkillgitError("no night with accepted steps waits for adoption", "see `skillgit sleep status`")
+
+
+# ---------------------------------------------------------------------------------------------- schedule
+CRONTAB = typer.Option("crontab", "--crontab", envvar="SKILLGIT_CRONTAB", hidden=True,
+                       help="The crontab program (tests).")
+SYSTEMCTL = typer.Option("systemctl", "--systemctl", envvar="SKILLGIT_SYSTEMCTL", hidden=True,
+                         help="The systemctl program (tests).")
+
+
+def _job(sp: Any, at: Optional[str]) -> Any:
+    from skillgit.sleep.schedule import Job
+    from skillgit.store.git import GitRepo
+
+    git = GitRepo.open(sp.root)
+    settings = sp.settings.with_options(schedule_at=at)
+    log = git.common_dir / "skillgit" / "sleep" / "cron.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    return Job(git.root.resolve(), settings.schedule_at, log)
+
+
+@sleep_app.command("schedule")
+def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+                 at: Optional[str] = typer.Option(None, "--at", help="Time of day, HH:MM (default: "
+                                                                     "sleep.schedule_at, 03:00)."),
+                 systemd: bool = typer.Option(False, "--systemd", help="A systemd user timer instead of cron."),
+                 print_: bool = typer.Option(False, "--print", help="Print the entry; install nothing."),
+                 crontab: str = CRONTAB, systemctl: str = SYSTEMCTL) -> None:
+    """Run `skillgit sleep run --yes` in this repository every night (a managed crontab block or systemd timer)."""
+    import shlex
+
+    from skillgit.sleep import schedule as K
+
+    sp = _project(repo, config)
+    job = _job(sp, at)
+    if print_:
+        text = "".join(f"# {name}\n{body}\n" for name, body in K.unit_files(job).items()) if systemd \
+            else K.cron_block(job)
+        typer.echo(text.rstrip("\n"))
+        return
+    if systemd:
+        paths = K.install_systemd(job, shlex.split(systemctl))
+        typer.echo(shown("installed " + ", ".join(str(p) for p in paths)))
+    else:
+        block = K.install_cron(job, crontab)
+        typer.echo(shown(block.rstrip("\n")))
+    _say("the job passes --yes: mined tasks reach the configured models unreviewed; keys come from the "
+         "repository's .env. Remove it with `skillgit sleep unschedule" + (" --systemd`" if systemd else "`"))
+
+
+@sleep_app.command("unschedule")
+def unschedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+                   systemd: bool = typer.Option(False, "--systemd", help="Remove the systemd user timer."),
+                   crontab: str = CRONTAB, systemctl: str = SYSTEMCTL) -> None:
+    """Remove exactly what `skillgit sleep schedule` added for this repository."""
+    import shlex
+
+    from skillgit.sleep import schedule as K
+    from skillgit.store.git import GitRepo
+
+    root = GitRepo.open(_project(repo, config).root).root.resolve()
+    if systemd:
+        removed = K.remove_systemd(root, shlex.split(systemctl))
+        typer.echo(shown("removed " + ", ".join(str(p) for p in removed)) if removed
+                   else "no systemd timer was installed")
+    else:
+        typer.echo("removed the crontab entry" if K.remove_cron(root, crontab) else "no crontab entry was installed")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(sleep_app, name="sleep")

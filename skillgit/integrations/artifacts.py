@@ -1,0 +1,137 @@
+"""What `skillgit install <agent> --project|--user` puts where: the artifact list per agent and scope.
+
+Three kinds of artifact (frozen dataclasses; the engine in `install.py` plans, writes and removes them):
+- `FileArtifact`: a whole file skillgit owns (the skill, slash commands, the hook script).
+- `JsonArtifact`: one entry inserted into a JSON/JSONC config someone else owns (`key_path` → `value`, or appended
+  to the list at `key_path`).
+- `BlockArtifact`: a marker-delimited block appended to a Markdown or TOML file someone else owns.
+
+Locations (checked against each agent's documentation and the CLIs in tests/agent_clis.py):
+- claude --project: `.claude/skills/skillgit/SKILL.md`, `.claude/commands/skillgit-*.md`,
+  `.claude/hooks/skillgit-session-end.sh`, `.claude/settings.json` (hooks.SessionEnd), `.mcp.json` (mcpServers);
+  --user: the same under `~/.claude` (`CLAUDE_CONFIG_DIR`), the MCP server in `~/.claude.json`.
+- codex --project: `.agents/skills/skillgit/SKILL.md`, an `AGENTS.md` block, a `.codex/config.toml` block
+  (`[mcp_servers.skillgit]`, read for trusted projects); --user: `~/.agents/skills/skillgit/SKILL.md`,
+  `~/.codex/AGENTS.md` and `~/.codex/config.toml` blocks (`CODEX_HOME`).
+- copilot --project: `.github/skills/skillgit/SKILL.md`, a `.github/copilot-instructions.md` block,
+  `.vscode/mcp.json` (servers, VS Code) and `.github/mcp.json` (mcpServers, Copilot CLI); --user:
+  `~/.copilot/skills/skillgit/SKILL.md`, a `~/.copilot/copilot-instructions.md` block and
+  `~/.copilot/mcp-config.json` (`COPILOT_HOME`).
+
+Project-scope MCP entries run `skillgit mcp` by name (the file is shared with a team); user-scope ones name this
+installation's console script by absolute path when it exists (no PATH lookup, no `.cmd` shim on Windows).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillgit.integrations import assets
+from skillgit.integrations import locations as L
+
+AGENTS = ("claude", "codex", "copilot")
+SCOPES = ("project", "user")
+
+
+@dataclass(frozen=True)
+class FileArtifact:
+    path: Path
+    text: str
+    executable: bool = False
+
+
+@dataclass(frozen=True)
+class JsonArtifact:
+    path: Path
+    key_path: tuple[str, ...]
+    value: Any
+    append: bool = False
+
+
+@dataclass(frozen=True)
+class BlockArtifact:
+    path: Path
+    block: str  # ends with a newline; starts with `begin`
+    begin: str
+    style: str = "markdown"  # "markdown" | "toml" (a TOML file must not already define the table)
+
+
+Artifact = FileArtifact | JsonArtifact | BlockArtifact
+
+
+def mcp_launcher(scope: str) -> tuple[str, list[str]]:
+    """The command an agent runs to start skillgit's MCP server."""
+    if scope == "project":
+        return "skillgit", ["mcp"]
+    script = Path(sys.executable).parent / ("skillgit.exe" if os.name == "nt" else "skillgit")
+    if script.is_file():
+        return str(script), ["mcp"]
+    return shutil.which("skillgit") or "skillgit", ["mcp"]
+
+
+def _skill(folder: Path) -> FileArtifact:
+    return FileArtifact(folder / assets.NAME / "SKILL.md", assets.skill_md())
+
+
+def _claude(scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
+    folder = base / ".claude" if scope == "project" else L.claude_dir(base, env)
+    hook = folder / "hooks" / "skillgit-session-end.sh"
+    if scope == "project":  # $CLAUDE_PROJECT_DIR: the same file wherever the repository is cloned
+        hook_command = 'bash "$CLAUDE_PROJECT_DIR/.claude/hooks/skillgit-session-end.sh"'
+        mcp_file = base / ".mcp.json"
+    else:
+        hook_command = f'bash "{hook.as_posix()}"'
+        mcp_file = L.claude_user_json(base, env)
+    command, args = mcp_launcher(scope)
+    return [
+        _skill(folder / "skills"),
+        *(FileArtifact(folder / "commands" / f"skillgit-{c.name}.md", c.text()) for c in assets.COMMANDS),
+        FileArtifact(hook, assets.SESSION_END_HOOK, executable=True),
+        JsonArtifact(folder / "settings.json", ("hooks", "SessionEnd"), assets.hook_group(hook_command), append=True),
+        JsonArtifact(mcp_file, ("mcpServers", assets.NAME), {"type": "stdio", "command": command, "args": args}),
+    ]
+
+
+def _codex(scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
+    command, args = mcp_launcher(scope)
+    if scope == "project":
+        skills, agents_md, config = base / ".agents" / "skills", base / "AGENTS.md", base / ".codex" / "config.toml"
+    else:
+        home = L.codex_home(base, env)
+        skills, agents_md, config = base / ".agents" / "skills", home / "AGENTS.md", home / "config.toml"
+    return [
+        _skill(skills),
+        BlockArtifact(agents_md, assets.markdown_block(), assets.BLOCK_BEGIN),
+        BlockArtifact(config, assets.toml_block(command, args), assets.TOML_BEGIN, style="toml"),
+    ]
+
+
+def _copilot(scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
+    command, args = mcp_launcher(scope)
+    cli_server = {"type": "local", "command": command, "args": args, "tools": ["*"]}
+    if scope == "project":
+        return [
+            _skill(base / ".github" / "skills"),
+            BlockArtifact(base / ".github" / "copilot-instructions.md", assets.markdown_block(), assets.BLOCK_BEGIN),
+            JsonArtifact(base / ".vscode" / "mcp.json", ("servers", assets.NAME),
+                         {"type": "stdio", "command": command, "args": args}),
+            JsonArtifact(base / ".github" / "mcp.json", ("mcpServers", assets.NAME), cli_server),
+        ]
+    home = L.copilot_home(base, env)
+    return [
+        _skill(home / "skills"),
+        BlockArtifact(home / "copilot-instructions.md", assets.markdown_block(), assets.BLOCK_BEGIN),
+        JsonArtifact(home / "mcp-config.json", ("mcpServers", assets.NAME), cli_server),
+    ]
+
+
+def artifacts(agent: str, scope: str, base: Path, env: Mapping[str, str] | None = None) -> list[Artifact]:
+    """The artifacts of `agent` in `scope`; `base` is the repository root (project) or the home folder (user)."""
+    build = {"claude": _claude, "codex": _codex, "copilot": _copilot}[agent]
+    return build(scope, base, os.environ if env is None else env)

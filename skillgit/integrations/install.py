@@ -1,0 +1,387 @@
+"""`skillgit install|uninstall claude|codex|copilot [--project|--user]`: put skillgit into an agent, and take it out
+again exactly.
+
+Contract
+- `install(agent, scope, ...)` plans every artifact (see `artifacts.py`) before writing anything. A file that is
+  there and was not written by skillgit — a whole file with other content, a JSON key holding something else, a
+  skillgit block the manifest does not know, a TOML table already defined — stops the install with a hint and
+  nothing is written.
+- Idempotent: an artifact already installed and unchanged is left alone; one an older skillgit wrote and nobody
+  changed since is replaced by the current text; one someone changed is left alone with a warning.
+- The manifest (`<git-common-dir>/skillgit/integrations.json` for --project, `~/.skillgit/integrations.json` for
+  --user) records for every artifact its file, what was inserted at which offset, the folders created and the
+  file's content hash before and after — never a user's previous content (it may hold credentials): the previous
+  bytes are the current bytes minus the inserted text.
+- `uninstall(agent, scope, ...)` removes exactly what the manifest records for that agent. A file still as it
+  was written is deleted, or gets its exact previous bytes back; folders install created are removed when empty;
+  the manifest goes when its last record does. If a file changed since install, only skillgit's own entry or
+  block is removed (when it is still there unchanged) and a warning says so; a whole file someone edited, or an
+  entry someone changed, is left in place with a warning.
+- The project's trained skill file (skill.path in skillgit.yaml) is never touched.
+- Writes are atomic (a temporary file renamed over the target, through symlinks), keep the file's mode and
+  line endings (a CRLF file gets CRLF lines).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from skillgit.errors import ExitCode, SkillgitError
+from skillgit.integrations import jsonedit
+from skillgit.integrations import locations as L
+from skillgit.integrations.artifacts import (
+    AGENTS,
+    SCOPES,
+    Artifact,
+    BlockArtifact,
+    FileArtifact,
+    JsonArtifact,
+    artifacts,
+)
+from skillgit.integrations.manifest import (
+    Action,
+    Manifest,
+    Record,
+    Report,
+    abs_path,
+    make_dirs,
+    newline,
+    read_text,
+    rel_path,
+    remove_dirs,
+    sha,
+    write_text,
+)
+
+
+# ------------------------------------------------------------------------------------------------ planning
+@dataclass
+class _Step:
+    artifact: Artifact
+    rel: str
+    what: str  # create | insert | update | unchanged | present | conflict | edited | skip
+    detail: str = ""
+    text: str | None = None  # the new file content, for create/insert/update
+    offset: int = 0
+    inserted: str = ""
+    key_path: tuple[str, ...] = ()
+    value: Any = None
+    append: bool = False
+    before: str | None = None  # the content before (for sha_before), None when the file is created
+    hint: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def _kind(art: Artifact) -> str:
+    return "file" if isinstance(art, FileArtifact) else "json" if isinstance(art, JsonArtifact) else "block"
+
+
+def _same_entry(rec: Record, art: Artifact) -> bool:
+    if isinstance(art, JsonArtifact):
+        inner = rec.value
+        for key in art.key_path[len(rec.key_path):]:  # the record may name an outer created key
+            inner = inner.get(key) if isinstance(inner, dict) else None
+        if art.append and len(rec.key_path) < len(art.key_path):
+            inner = inner[0] if isinstance(inner, list) and len(inner) == 1 else None
+        return inner == art.value
+    if isinstance(art, BlockArtifact):
+        return art.block.replace("\n", newline(rec.text)) in rec.text
+    return True
+
+
+def _undo(current: str, rec: Record) -> str | None:
+    """The exact previous content when `current` is what install left (None when it is not)."""
+    if sha(current) != rec.sha_after:
+        return None
+    if rec.kind == "file" or rec.sha_before is None:
+        return ""
+    previous = current[:rec.offset] + current[rec.offset + len(rec.text):]
+    return previous if sha(previous) == rec.sha_before else None
+
+
+def _still_there(current: str, rec: Record) -> tuple[int, int] | None:
+    """The span of skillgit's own entry/block in a file that changed since install, if it is still unchanged."""
+    if rec.kind == "json":
+        return jsonedit.find_owned(current, rec.key_path, rec.value, rec.append)
+    if rec.kind == "block":
+        for candidate in (rec.text, rec.text.lstrip("\r\n")):
+            at = current.find(candidate)
+            if candidate and at >= 0 and current.count(candidate) == 1:
+                return at, at + len(candidate)
+    return None
+
+
+def _slot_taken(current: str, rec: Record, art: Artifact) -> bool:
+    """True when the place skillgit's entry/block occupied still holds something (an edited version of it)."""
+    if isinstance(art, BlockArtifact):
+        return art.begin in current
+    if isinstance(art, JsonArtifact) and not art.append:
+        try:
+            node: jsonedit.Node | None = jsonedit.parse(current)
+        except jsonedit.JsonEditError:
+            return True
+        for key in art.key_path:
+            node = node.get(key) if node is not None and node.kind == "object" else None
+        return node is not None
+    return False
+
+
+def _plan_json(step: _Step, art: JsonArtifact, current: str | None) -> None:
+    if current is None or not current.strip():
+        nested: Any = [art.value] if art.append else art.value
+        for key in reversed(art.key_path[1:]):
+            nested = {key: nested}
+        text = json.dumps({art.key_path[0]: nested}, indent=2, ensure_ascii=False) + "\n"
+        if current is None:
+            step.what, step.text, step.inserted = "create", text, text
+            step.key_path, step.value = art.key_path[:1], nested
+        else:  # an empty file: replace it whole (its previous content is the whitespace, kept in `before`)
+            step.what, step.text, step.inserted = "insert", current + text, text
+            step.offset, step.key_path, step.value = len(current), art.key_path[:1], nested
+        return
+    try:
+        ins = jsonedit.plan_insert(current, art.key_path, art.value, art.append)
+    except jsonedit.JsonEditError as exc:
+        step.what, step.detail = "conflict", str(exc)
+        step.hint = (f"add this to {step.rel} by hand, under {'.'.join(art.key_path)}: "
+                     f"{json.dumps(art.value)}")
+        return
+    if ins is None:
+        step.what, step.detail = "present", "an equal entry is already there (not written by skillgit install)"
+        return
+    step.what, step.offset, step.inserted = "insert", ins.offset, ins.text
+    step.text = current[:ins.offset] + ins.text + current[ins.offset:]
+    step.key_path, step.value, step.append = ins.path, ins.value, ins.append
+    step.detail = ".".join(art.key_path)
+
+
+def _toml_defines(text: str, table: str) -> bool:
+    try:
+        import tomllib  # Python 3.11+
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10: look for the table header
+        import re
+
+        parts = [re.escape(p) for p in table.split(".")]
+        return re.search(r"(?m)^\s*\[\s*" + r"\s*\.\s*".join(parts) + r"\s*\]", text) is not None
+    try:
+        data: Any = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SkillgitError(f"not valid TOML ({exc})", "fix the file first") from None
+    for part in table.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _plan_block(step: _Step, art: BlockArtifact, current: str | None) -> None:
+    if current is None:
+        step.what, step.text, step.inserted = "create", art.block, art.block
+        return
+    if art.begin in current:
+        step.what, step.detail = "conflict", "it already holds a skillgit block that skillgit did not record"
+        step.hint = f"remove the block from {step.rel} by hand (from '{art.begin[:30]}…' to its end marker)"
+        return
+    if art.style == "toml":
+        try:
+            defined = _toml_defines(current, "mcp_servers.skillgit")
+        except SkillgitError as exc:
+            step.what, step.detail, step.hint = "conflict", exc.message, exc.hint
+            return
+        if defined:
+            step.what, step.detail = "conflict", "it already defines [mcp_servers.skillgit]"
+            step.hint = f"keep yours (remove it from {step.rel} to let skillgit manage it)"
+            return
+    nl = newline(current)
+    block = art.block.replace("\n", nl)
+    # one blank line between the file's last line and the block: the separator is part of the inserted text
+    if not current or current.endswith(nl + nl):
+        sep = ""
+    elif current.endswith("\n"):
+        sep = nl
+    else:
+        sep = nl + nl
+    step.what, step.offset, step.inserted = "insert", len(current), sep + block
+    step.text = current + sep + block
+
+
+def _plan_one(art: Artifact, rec: Record | None, rel: str) -> _Step:
+    step = _Step(art, rel, "unchanged")
+    current = read_text(art.path)
+    if rec is not None and current is not None:
+        if sha(current) == rec.sha_after:
+            if current == art.text if isinstance(art, FileArtifact) else _same_entry(rec, art):
+                return step
+            previous = _undo(current, rec)  # written by an older skillgit and untouched: replace it
+            if previous is not None:
+                step.what = "update"
+                current = None if rec.sha_before is None else previous
+        elif _kind(art) == "file":
+            step.what = "edited"
+            step.warnings.append(f"{rel} was changed after skillgit installed it; left as it is")
+            return step
+        elif _still_there(current, rec) is not None:  # their file changed around skillgit's entry: fine
+            step.detail = "skillgit's entry is in place"
+            return step
+        elif _slot_taken(current, rec, art):  # someone edited skillgit's entry itself: theirs now
+            step.what = "edited"
+            step.warnings.append(f"skillgit's entry in {rel} was changed after install; left as it is")
+            return step
+    step.before = current
+    if isinstance(art, FileArtifact):
+        if current is None:
+            step.what = "update" if step.what == "update" else "create"
+            step.text = step.inserted = art.text
+        elif current == art.text:
+            step.what, step.detail = "present", "identical file already there (not written by skillgit install)"
+        else:
+            step.what, step.detail = "conflict", "the file exists and was not written by skillgit install"
+            step.hint = f"move {rel} away (or merge it by hand) and run the install again"
+        return step
+    updating = step.what == "update"
+    if isinstance(art, JsonArtifact):
+        _plan_json(step, art, current)
+    else:
+        _plan_block(step, art, current)
+    if updating and step.what in ("create", "insert"):
+        step.what = "update"
+    return step
+
+
+# ------------------------------------------------------------------------------------------------ targets
+@dataclass(frozen=True)
+class Target:
+    agent: str
+    scope: str
+    base: Path  # the repository root (project) or the home folder (user)
+    manifest: Path
+    protected: Path | None = None  # the project's trained skill file: never touched
+
+
+def target(agent: str, scope: str, repo: Path | None = None, home: Path | None = None) -> Target:
+    if agent not in AGENTS:
+        raise SkillgitError(f"unknown agent '{agent}'", f"use one of: {', '.join(AGENTS)}")
+    if scope not in SCOPES:
+        raise SkillgitError(f"unknown scope '{scope}'", "use --project or --user")
+    if scope == "user":
+        base = (home or Path.home()).resolve()
+        return Target(agent, scope, base, L.user_manifest(base))
+    from skillgit.project import find_root, open_project
+
+    root = find_root(repo)
+    protected = None
+    try:
+        protected = (root / open_project(root).config.skill.path).resolve()
+    except SkillgitError:
+        pass  # an unreadable skillgit.yaml: nothing to protect that we know of
+    return Target(agent, scope, root, L.project_manifest(root), protected)
+
+
+def _report(t: Target, actions: list[Action], warnings: list[str]) -> Report:
+    return Report(t.agent, t.scope, str(t.base), str(t.manifest), tuple(actions), tuple(warnings))
+
+
+# ------------------------------------------------------------------------------------------------ install
+def install(agent: str, scope: str, repo: Path | None = None, home: Path | None = None,
+            env: Mapping[str, str] | None = None, dry_run: bool = False) -> Report:
+    """Install `agent`'s artifacts (see the module contract)."""
+    t = target(agent, scope, repo, home)
+    manifest = Manifest.load(t.manifest, t.base)
+    steps: list[_Step] = []
+    warnings: list[str] = []
+    for art in artifacts(agent, scope, t.base, env):
+        rel = rel_path(t.base, art.path)
+        if t.protected is not None and art.path.resolve() == t.protected:
+            warnings.append(f"skipped {rel}: it is the skill this project trains (skill.path); skillgit never "
+                            "edits it outside training")
+            steps.append(_Step(art, rel, "skip", "the project's trained skill"))
+            continue
+        rec = manifest.record_for(rel)
+        if rec is not None and rec.agent != agent:
+            steps.append(_Step(art, rel, "conflict", f"already installed by `skillgit install {rec.agent}`",
+                               hint=f"run `skillgit uninstall {rec.agent}` first"))
+            continue
+        steps.append(_plan_one(art, rec, rel))
+    conflicts = [s for s in steps if s.what == "conflict"]
+    if conflicts:
+        lines = "; ".join(f"{s.rel}: {s.detail}" for s in conflicts)
+        raise SkillgitError(f"nothing installed: {lines}", " | ".join(s.hint for s in conflicts if s.hint),
+                            ExitCode.USAGE)
+    actions = [Action(s.what, s.rel, s.detail) for s in steps]
+    for s in steps:
+        warnings.extend(s.warnings)
+    if dry_run:
+        return _report(t, actions, warnings)
+    records = {r.path: r for r in manifest.records}
+    for s in steps:
+        if s.what not in ("create", "insert", "update") or s.text is None:
+            continue
+        old = records.get(s.rel)
+        dirs = make_dirs(t.base, s.artifact.path.parent)
+        kept_dirs = old.created_dirs if old is not None else ()
+        write_text(s.artifact.path, s.text, isinstance(s.artifact, FileArtifact) and s.artifact.executable)
+        records[s.rel] = Record(agent, _kind(s.artifact), s.rel, sha(s.text) or "", sha(s.before), s.offset,
+                                s.inserted, tuple(s.key_path), s.value, s.append, tuple(kept_dirs) + tuple(dirs))
+    order = [r.path for r in manifest.records] + [s.rel for s in steps if s.rel not in
+                                                  {r.path for r in manifest.records}]
+    replace(manifest, records=tuple(records[p] for p in order if p in records)).save()
+    return _report(t, actions, warnings)
+
+
+# ------------------------------------------------------------------------------------------------ uninstall
+def _remove_one(base: Path, rec: Record) -> tuple[Action, str | None]:
+    path = abs_path(base, rec.path)
+    current = read_text(path)
+    if current is None:
+        remove_dirs(base, rec.created_dirs)
+        return Action("gone", rec.path, "already removed"), None
+    previous = _undo(current, rec)
+    if previous is not None:
+        if rec.kind == "file" or rec.sha_before is None:
+            path.unlink()
+            remove_dirs(base, rec.created_dirs)
+            return Action("remove", rec.path), None
+        write_text(path, previous)
+        return Action("restore", rec.path, "previous content restored byte for byte"), None
+    part = "entry" if rec.kind == "json" else "block"
+    if rec.kind == "file":
+        warning = f"{rec.path} was changed after skillgit installed it; left in place (delete it if unneeded)"
+        return Action("keep", rec.path, "changed after install"), warning
+    span = _still_there(current, rec)
+    if span is None:
+        warning = f"skillgit's {part} in {rec.path} was changed after install; left in place (remove it by hand)"
+        return Action("keep", rec.path, f"skillgit's {part} was changed"), warning
+    rest = current[:span[0]] + current[span[1]:]
+    if rec.sha_before is None and not rest.strip():
+        path.unlink()
+        remove_dirs(base, rec.created_dirs)
+    else:
+        write_text(path, rest)
+    warning = f"{rec.path} changed after install: removed only skillgit's {part}, kept the rest"
+    return Action("remove", rec.path, f"only skillgit's {part}: the file changed since install"), warning
+
+
+def uninstall(agent: str, scope: str, repo: Path | None = None, home: Path | None = None,
+              dry_run: bool = False) -> Report:
+    """Remove what `install(agent, scope)` recorded (see the module contract)."""
+    t = target(agent, scope, repo, home)
+    manifest = Manifest.load(t.manifest, t.base)
+    mine = [r for r in manifest.records if r.agent == agent]
+    if not mine:
+        return _report(t, [], [f"nothing to uninstall: skillgit is not installed for {agent} ({scope})"])
+    actions, warnings = [], []
+    for rec in reversed(mine):
+        if dry_run:
+            actions.append(Action("remove", rec.path))
+            continue
+        action, warning = _remove_one(t.base, rec)
+        actions.append(action)
+        if warning:
+            warnings.append(warning)
+    if not dry_run:
+        replace(manifest, records=tuple(r for r in manifest.records if r.agent != agent)).save()
+    return _report(t, actions, warnings)

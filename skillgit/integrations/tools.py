@@ -1,0 +1,332 @@
+"""The operations an agent can ask skillgit for, behind `skillgit mcp` — plain Python, no MCP SDK here.
+
+Contract
+- Every function takes a `Workspace` (the repository and config the server was started for, opened afresh on
+  each call so the server starts anywhere and sees new commits) and returns text for an agent.
+- `safe(text)` is applied by the server to everything it returns, errors included: secrets masked
+  (`skillgit.redact`), control and bidi characters escaped (`skillgit.textsafe.shown`), length capped.
+- Expected failures raise `SkillgitError` (message + hint). Arguments that name revisions or runs are checked
+  (`check_ref`): never empty, never starting with `-` (git would read an option), no whitespace or control chars.
+- Read functions never write. `train` writes only a `skillgit/review/…` branch (and skillgit's own refs) through
+  `commands.train_command`; `sleep` runs `skillgit sleep` when this version has it. Nothing here merges, reverts,
+  pushes or moves the skill branch: adopting learned changes is a person's act, prepared by `review_summary`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillgit.errors import ExitCode, SkillgitError
+from skillgit.integrations import commands as C
+from skillgit.redact import redact, redact_mapping
+from skillgit.textsafe import shown
+
+MAX_CHARS = 60_000
+MAX_DIFF = 30_000
+_REF_RE = re.compile(r"^[^\s\x00-\x1f\x7f-][^\s\x00-\x1f\x7f]{0,199}$")
+
+
+def safe(text: str, limit: int = MAX_CHARS) -> str:
+    """Text fit to hand to an agent (see the module contract)."""
+    text = shown(redact(text))
+    if len(text) > limit:
+        text = text[:limit] + f"\n… (cut at {limit} characters; use the skillgit command line for the rest)"
+    return text
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(redact_mapping(data), indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+def check_ref(value: str | None, what: str) -> str:
+    text = (value or "").strip()
+    if not _REF_RE.match(text):
+        raise SkillgitError(f"invalid {what} {value!r}", f"give a {what} such as `3`, `RUN/3`, `rejected/RUN/3`, "
+                            "a tag or a commit (no spaces, not starting with '-')")
+    return text
+
+
+def _cap(text: str, limit: int, what: str) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… ({what} cut at {limit} characters)\n"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The repository (None: the one around the current folder) and config (None: its skillgit.yaml)."""
+
+    repo: Path | None = None
+    config: Path | None = None
+
+    def project(self):
+        from skillgit.project import open_project
+
+        return open_project(self.repo, self.config)
+
+    def store(self, branch: str | None = None):
+        from skillgit.store import Store
+
+        project = self.project()
+        return Store.open(project.root, project.config.skill.path, branch or project.config.skill.branch)
+
+
+def _num(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
+# ------------------------------------------------------------------------------------------------ reads
+def log(ws: Workspace, run: str | None = None, limit: int = 20) -> str:
+    from skillgit.store import read
+
+    store = ws.store()
+    entries = read.history(store, check_ref(run, "run id") if run else None)
+    total = len(entries)
+    entries = entries[-limit:]
+    if not entries and run:
+        known = read.runs(store)
+        raise SkillgitError(f"unknown run '{run}'", f"known runs: {', '.join(known[:5])}" if known else
+                            "there is no training run yet")
+    if not entries:
+        return f"no training steps yet on '{store.branch}' (skill {store.skill_path}); start with train_dry_run"
+    head = (f"skill {store.skill_path} on branch '{store.branch}': the newest {len(entries)} of {total} "
+            "entries, oldest first (step, verdict, val score, change, commit, summary)")
+    rows = []
+    for e in entries:
+        summary = e.subject if e.verdict != "rejected" else f"{e.subject} — rejected: {e.reason}"
+        delta = _num(e.delta, True) if e.verdict != "seed" else ""
+        archived = " (archived)" if e.archived else ""
+        rows.append(f"{e.label}  {e.verdict}{archived}  val {_num(e.score)} {delta}  {e.sha[:10]}  {summary}")
+    return "\n".join([head, *rows])
+
+
+def show(ws: Workspace, rev: str, full: bool = False) -> str:
+    from skillgit.store import read
+
+    detail = read.show(ws.store(), check_ref(rev, "revision"))
+    out = [f"commit {detail.sha}" + (f" (parent {detail.parent[:12]})" if detail.parent else ""),
+           f"subject: {detail.subject}"]
+    if detail.outcome is not None:
+        o = detail.outcome
+        out.append(f"decision: {o.verdict.value} — val {_num(o.score_before)} → {_num(o.score_after)} "
+                   f"({_num(o.delta, True)}); {o.reason}")
+        out += [f"  edit: {edit}" for edit in o.edits]
+        if o.coverage is not None:
+            out.append(f"coverage: {o.coverage.describe()}")
+    if detail.update is not None:
+        skipped = [r for r in detail.update.apply if not r.applied]
+        out.append(f"update: mode {detail.update.mode}, {len(detail.update.applied)} edit(s) applied, "
+                   f"{len(skipped)} skipped" + (f" ({detail.update.invalid})" if detail.update.invalid else ""))
+    if detail.revert is not None:
+        out.append(f"revert: {json.dumps(detail.revert, default=str)}")
+    out += ["", _cap(detail.diff, MAX_DIFF, "diff") or "(no change to the skill)"]
+    if full:
+        out += ["notes (every record, JSON):", to_json([dict(n) for n in detail.notes])]
+        if detail.corrupt_lines:
+            out.append(f"({detail.corrupt_lines} corrupt note line(s) skipped)")
+    elif detail.notes:
+        out.append(f"({len(detail.notes)} note record(s): call show with full=true for reflections, ranking, "
+                   "apply report and per-item scores)")
+    return "\n".join(out)
+
+
+def diff(ws: Workspace, a: str, b: str) -> str:
+    store = ws.store()
+    text = store.diff(store.resolve(check_ref(a, "revision")), store.resolve(check_ref(b, "revision")))
+    return _cap(text, MAX_DIFF * 2, "diff") or f"(no change to the skill between {a} and {b})"
+
+
+def rejected(ws: Workspace, limit: int = 10) -> str:
+    from skillgit.store import read
+
+    entries = [e for e in reversed(read.history(ws.store())) if e.verdict == "rejected"][:limit]
+    if not entries:
+        return "no rejected steps"
+    rows = ["rejected steps, newest first (step, val score, change, reason, edits):"]
+    for e in entries:
+        rows.append(f"{e.label}{' (archived)' if e.archived else ''}  val {_num(e.score)} {_num(e.delta, True)}  "
+                    f"{e.reason}  edits: {'; '.join(e.edits) or '–'}")
+    return "\n".join(rows)
+
+
+def _progress(ws: Workspace, run: str | None):
+    from skillgit.store import read
+
+    return read.run_progress(ws.store(), check_ref(run, "run id") if run else None)
+
+
+def status(ws: Workspace, run: str | None = None) -> str:
+    p = _progress(ws, run)
+    last = p.last
+    info: dict[str, Any] = {
+        "run": p.run, "status": p.status, "stop_reason": p.stop_reason, "branch": p.branch,
+        "steps_done": p.steps_done, "total_steps": p.total_steps or None, "accepted": p.accepted,
+        "rejected": p.rejected, "seed_val": p.seed_score, "current_val": p.current_score,
+        "calls": p.usage.calls, "tokens": p.usage.total_tokens, "cost_usd": round(p.usage.cost_usd, 4),
+        "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(p.updated)) if p.updated else None,
+        "last_step": None if last is None else {"step": last.step, "verdict": last.verdict.value,
+                                                "delta": round(last.delta, 6), "reason": last.reason},
+        "final_scores": {k: v.to_dict() for k, v in p.final_scores.items()},
+    }
+    return to_json(info)
+
+
+def progress(ws: Workspace, run: str) -> str:
+    return to_json(_progress(ws, run).to_dict())
+
+
+def run_report(ws: Workspace, run: str) -> str:
+    """A Markdown account of one run: scores, accepted and rejected steps."""
+    from skillgit.store import read
+
+    p = _progress(ws, run)
+    entries = [e for e in read.history(ws.store(p.branch or None), p.run) if e.verdict != "seed"]
+    out = [f"# skillgit run {p.run}", "",
+           f"- status: {p.status}" + (f" ({p.stop_reason})" if p.stop_reason else ""),
+           f"- branch: {p.branch}", f"- val: {_num(p.seed_score)} (seed) → {_num(p.current_score)}",
+           f"- steps: {p.steps_done}, accepted {p.accepted}, rejected {p.rejected}",
+           f"- spend: {p.usage.calls} calls, {p.usage.total_tokens} tokens, ${p.usage.cost_usd:.4f}"]
+    for name, scores in p.final_scores.items():
+        out.append(f"- {name}: val {_num(scores.val)}, test {_num(scores.test)} ({scores.rev[:10]})")
+    out += ["", "| step | verdict | val | change | summary |", "| --- | --- | --- | --- | --- |"]
+    for e in entries:
+        summary = (e.subject if e.verdict != "rejected" else f"{e.subject} — {e.reason}").replace("|", "\\|")
+        out.append(f"| {e.label} | {e.verdict} | {_num(e.score)} | {_num(e.delta, True)} | {summary} |")
+    return "\n".join(out) + "\n"
+
+
+def skill(ws: Workspace) -> str:
+    return ws.store().read_skill()
+
+
+REPORT_DIRS = (".skillgit/reports", "reports")  # under the repository root; and <git-common-dir>/skillgit/reports
+
+
+def report(ws: Workspace) -> str:
+    from skillgit.integrations.locations import git_common_dir
+
+    root = ws.project().root
+    folders = [root / d for d in REPORT_DIRS] + [git_common_dir(root) / "skillgit" / "reports"]
+    found = sorted((p for f in folders if f.is_dir() for p in f.glob("*.html")), key=lambda p: p.stat().st_mtime)
+    if found:
+        newest = found[-1]
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest.stat().st_mtime))
+        return f"newest HTML report: {newest} (written {stamp}); open it in a browser"
+    how = ("make one with `skillgit report`" if C.cli_has("report") else
+           "this version of skillgit has no `skillgit report` command yet; the resource "
+           "skillgit://runs/{run}/report gives a Markdown account of a run, and `status` the numbers")
+    return f"no HTML report found (looked in {', '.join(str(f) for f in folders)}); {how}"
+
+
+def review_summary(ws: Workspace, run: str | None = None, branch: str | None = None) -> str:
+    """A pull-request body for a person: what a run (or review branch) changed, why, the scores, and how to
+    adopt or undo it. Prepares only; adopts nothing."""
+    from skillgit.store import read
+
+    project = ws.project()
+    skill_branch = project.config.skill.branch
+    store = ws.store(check_ref(branch, "branch") if branch else None)
+    runs = [e.run for e in read.history(store) if e.run and e.verdict != "revert"]
+    run_id = check_ref(run, "run id") if run else (runs[-1] if runs else None)
+    if run_id is None:
+        raise SkillgitError(f"no training run on '{store.branch}' yet", "train first (train_dry_run, then train)")
+    entries = read.history(store, run_id)
+    accepted = [e for e in entries if e.verdict == "accepted"]
+    seed = next((e for e in entries if e.verdict == "seed"), None)
+    base = seed.sha if seed else (accepted[0].parent if accepted and accepted[0].parent else store.tip())
+    tip = accepted[-1].sha if accepted else base
+    change = store.diff(base, tip)
+    first = seed.score if seed else None
+    last = accepted[-1].score if accepted else first
+    out = [f"## skillgit: learned changes to `{store.skill_path}` (run {run_id})", "",
+           (f"Val score: {_num(first)} → {_num(last)} over {len(accepted)} accepted step(s); "
+           f"{sum(e.verdict == 'rejected' for e in entries)} rejected."), "", "### Accepted steps"]
+    out += [f"- {e.label} ({_num(e.delta, True)} val): {e.subject}" for e in accepted] or ["- none"]
+    rejected_entries = [e for e in entries if e.verdict == "rejected"]
+    if rejected_entries:
+        out += ["", "### Rejected (not part of this change)"]
+        out += [f"- {e.label}: {e.reason}" for e in rejected_entries[-10:]]
+    out += ["", "### Diff", "```diff", _cap(change, MAX_DIFF, "diff").rstrip("\n") or "(no change)", "```", "",
+            "### For the reviewer"]
+    if store.branch != skill_branch:
+        out += [(f"- review: `git diff {skill_branch}..{store.branch} -- {store.skill_path}`, "
+                f"`skillgit log --run {run_id}`"),
+                f"- adopt: `git checkout {skill_branch} && git merge --ff-only {store.branch}`",
+                f"- discard: `git branch -D {store.branch}`"]
+    else:
+        out += [f"- review: `skillgit log --run {run_id}`, `skillgit show <step>`",
+                "- undo an adopted step: `skillgit revert --steps 1 --reason \"…\"`"]
+    out += ["", "_Prepared by an agent with skillgit. Adopting it is a person's decision._"]
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ actions
+def _tail(stderr: str, lines: int = 12) -> str:
+    """The end of a child's stderr, preferring its human lines (`error:` / `hint:`) over JSON event lines."""
+    rows = [r for r in stderr.splitlines() if r.strip()]
+    human = [r for r in rows if not r.lstrip().startswith("{")]
+    return "\n".join((human or rows)[-lines:])
+
+
+def _json_result(done: C.Completed, what: str, ok_codes: tuple[int, ...] = (0,)) -> Any:
+    if done.timed_out:
+        raise SkillgitError(f"{what} did not finish within {done.seconds:.0f} s and was stopped",
+                            "runs are resumable: call it again with the same review_branch, or run it in a "
+                            "terminal", ExitCode.INTERRUPTED)
+    if done.returncode not in ok_codes:
+        raise SkillgitError(f"{what} failed (exit {done.returncode}): {_tail(done.stderr)}",
+                            "fix the cause above (see `skillgit doctor` for backends) and try again")
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        return {"output": done.stdout.strip()}
+
+
+def train_dry_run(ws: Workspace, max_steps: int | None = None, timeout_s: float = 300) -> str:
+    project = ws.project()
+    done = C.run(C.dry_run_command(project.root, ws.config, max_steps=max_steps), timeout_s, cwd=project.root)
+    plan = _json_result(done, "the dry run")
+    text = plan.pop("text", None) if isinstance(plan, dict) else None
+    return (f"{text}\n\n" if text else "") + "estimate (no model was called):\n" + to_json(plan)
+
+
+def train(ws: Workspace, budget: C.Budget, max_steps: int | None = None, review_branch: str | None = None,
+          timeout_s: float = 3600) -> str:
+    budget.require()
+    store = ws.store()
+    root, skill_branch = store.repo.root, store.branch
+    branch = C.review_branch_name(review_branch)
+    created = C.prepare_review_branch(root, branch, store.tip())
+    done = C.run(C.train_command(root, ws.config, budget, branch, max_steps=max_steps), timeout_s, cwd=root)
+    result = _json_result(done, "training", ok_codes=(0, int(ExitCode.BUDGET)))
+    if not isinstance(result, dict):
+        result = {"output": result}
+    result.update({
+        "review_branch": branch, "review_branch_created": created, "skill_branch": skill_branch,
+        "stopped_at_budget": done.returncode == int(ExitCode.BUDGET),
+        "adoption": "not done: merging the review branch is a person's decision",
+        "for_a_person": [f"git diff {skill_branch}..{branch} -- {store.skill_path}",
+                         f"git checkout {skill_branch} && git merge --ff-only {branch}",
+                         f"git branch -D {branch}  # to discard it"],
+    })
+    return to_json(result)
+
+
+def sleep(ws: Workspace, action: str, budget: C.Budget | None = None, timeout_s: float = 3600) -> str:
+    if action == "run":
+        (budget or C.Budget()).require()  # refused without a budget, whatever this version can do
+    if not C.cli_has("sleep", action):
+        raise SkillgitError(f"`skillgit sleep {action}` is not available in this version of skillgit",
+                            "upgrade skillgit; finished Claude Code sessions are still recorded in the sleep inbox")
+    project = ws.project()
+    argv = C.sleep_command(project.root, ws.config, action, budget)
+    result = _json_result(C.run(argv, timeout_s, cwd=project.root), f"sleep {action}",
+                          ok_codes=(0, int(ExitCode.BUDGET)))
+    return to_json(result)

@@ -1,0 +1,113 @@
+"""`skillgit train --branch NAME`: train onto a review branch, and remember the branch it was started from.
+
+Contract:
+- `prepare(store, name)` (`store`: the skill branch's) makes `name` a branch that starts at the skill branch:
+  created at its tip when missing (one compare-and-swap ref update: "must not exist yet"), continued when it exists
+  and contains the skill branch's tip, refused with a hint when it does not (the skill branch moved on since: merge
+  it in first), when `name` is the skill branch itself or a `candidates/` branch, or not a valid branch name.
+  The skill branch is never moved, and neither is anything else.
+- `record(store, run, base, head, seed)` appends one `review` record `{run, base, head}` to the note of the commit
+  the run starts from (its seed), once per run; `recorded_base(records, run)` reads it back. Notes travel with
+  `skillgit push` / `pull` (merged, never overwritten), so `skillgit pr` finds the base in any clone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from skillgit.errors import GitStateError, SkillgitError
+from skillgit.project import Project
+from skillgit.store import Store
+from skillgit.store import notes as N
+from skillgit.store import refs as R
+from skillgit.store.git import RefConflict, RefUpdate
+
+REVIEW_KIND = "review"
+
+
+@dataclass(frozen=True)
+class ReviewBranch:
+    """The branch a run trains onto (`head`), the skill branch it starts at (`base`) and where it started."""
+
+    base: str
+    head: str
+    start: str  # the commit `head` pointed to when training began (or would start at, in a dry run)
+    created: bool  # created now
+    existed: bool  # it existed already: training continues it
+
+    @property
+    def exists(self) -> bool:
+        return self.created or self.existed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"base": self.base, "head": self.head, "start": self.start, "created": self.created,
+                "existed": self.existed}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ReviewBranch":
+        return cls(str(data.get("base", "")), str(data.get("head", "")), str(data.get("start", "")),
+                   bool(data.get("created", False)), bool(data.get("existed", False)))
+
+
+def _check_name(store: Store, name: str) -> str:
+    short = name.removeprefix("refs/heads/")
+    if short == store.branch:
+        raise SkillgitError(f"--branch {name} is the skill branch itself",
+                            f"name a new review branch, e.g. --branch review/{store.branch}-1, or train without "
+                            f"--branch to train on '{store.branch}' directly")
+    if not store.repo.valid_branch_name(short):
+        raise SkillgitError(f"invalid branch name '{name}'", "use a name git accepts, e.g. review/better-dates")
+    if R.branch_ref(short).startswith(R.CANDIDATES_PREFIX):
+        raise SkillgitError(f"--branch {name} is inside candidates/, where skillgit keeps undecided steps",
+                            "pick another name, e.g. review/better-dates")
+    return short
+
+
+def prepare(store: Store, name: str, *, create: bool = True) -> ReviewBranch:
+    """Create (at the skill branch's tip) or continue the review branch `name`; see the module's contract.
+    With `create=False` (a dry run) nothing is written and a missing branch is reported as it would start."""
+    short = _check_name(store, name)
+    tip = store.tip()
+    ref = R.branch_ref(short)
+    head = store.repo.ref(ref)
+    if head is not None:
+        if not store.repo.is_ancestor(tip, head):
+            raise GitStateError(f"branch '{short}' does not contain the tip of '{store.branch}' ({tip[:12]}): "
+                                f"'{store.branch}' moved on since it was started",
+                                f"bring it up to date first (git switch {short} && git merge {store.branch}), or "
+                                f"train onto a new branch name")
+        return ReviewBranch(store.branch, short, head, created=False, existed=True)
+    if create:
+        try:
+            store.repo.transaction([RefUpdate("update", ref, tip, None)],
+                                   f"skillgit: start review branch {short} at {store.branch}")
+        except RefConflict:
+            raise GitStateError(f"branch '{short}' appeared while skillgit was creating it",
+                                "run the same command again (it continues the branch if it starts at the "
+                                "skill branch)") from None
+    return ReviewBranch(store.branch, short, tip, created=create, existed=False)
+
+
+def prepare_project(project: Project, name: str, *, create: bool = True) -> ReviewBranch:
+    """`prepare` on the project's skill branch (`skill.branch` as configured, before `--branch` applies)."""
+    cfg = project.config
+    return prepare(Store.open(project.root, cfg.skill.path, cfg.skill.branch), name, create=create)
+
+
+def record(store: Store, run: str, branch: ReviewBranch, seed: str) -> bool:
+    """Note on `seed` (the commit the run starts from) that `run` trains `branch.head` from `branch.base`.
+    Written once per run; returns True when a record was added."""
+    records, _ = N.decode_lenient(store.repo.note_text(seed) or "")  # a bad line elsewhere must not stop a run
+    if recorded_base(records, run) == branch.base:
+        return False
+    store.add_note(seed, [{"kind": REVIEW_KIND, "run": run, "base": branch.base, "head": branch.head}])
+    return True
+
+
+def recorded_base(records: Iterable[Mapping[str, Any]], run: str) -> str | None:
+    """The base branch a `review` record names for `run`, or None."""
+    for rec in records:
+        if rec.get("kind") == REVIEW_KIND and rec.get("run") == run and isinstance(rec.get("base"), str):
+            return str(rec["base"])
+    return None

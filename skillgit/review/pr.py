@@ -1,0 +1,243 @@
+"""`skillgit pr`: a pull request that carries its evidence — the body, pushing the head branch, `gh pr create`.
+
+Contract:
+- `render_body(review, base, head, skill_path)` is Markdown with, in order: a one-paragraph summary; seed / best /
+  final on val and test with Wilson 95 % intervals over items; each accepted decision with its val before → after
+  and Δ (the decision notes' numbers, as `skillgit log --json` shows them), the gate's reason, the val items it
+  fixed and broke, its edits with their rationale, its diff and cost; the rejected alternatives collapsed in one
+  `<details>`; cost and tokens by role and by stage; the config digest and how to reproduce. Model-written text is
+  made inert (HTML-escaped, `@` mentions defused, table pipes escaped; diffs sit in a fence longer than any
+  backtick run they contain). The body stays under GitHub's 65,536-character limit by shortening diffs first.
+- `push_head` pushes the head branch (with skillgit's notes, tags and runs) through `Store.push`: never forced.
+- `create_with_gh` runs `gh pr create --base … --head … --title … --body-file …` in the repository and returns
+  what gh printed (the PR's address); without `gh` on PATH it raises a SkillgitError that says what to install.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from skillgit.errors import SkillgitError
+from skillgit.review.data import Decision, RunReview, total_usage, wilson
+from skillgit.review.show import flips_lines
+from skillgit.store import Store
+from skillgit.types import Usage
+
+GITHUB_BODY_LIMIT = 65_536
+GH_INSTALL_HINT = ("install the GitHub CLI `gh` (https://cli.github.com — macOS: `brew install gh`, Debian/Ubuntu: "
+                   "`sudo apt install gh`, Windows: `winget install --id GitHub.cli`), sign in with `gh auth login`, "
+                   "then run the same command again")
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    run: str
+    base: str
+    head: str
+    title: str
+    body: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "base": self.base, "head": self.head, "title": self.title, "body": self.body}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PullRequest":
+        return cls(*(str(data.get(k, "")) for k in ("run", "base", "head", "title", "body")))
+
+
+# ---------------------------------------------------------------------------------------------- inert text
+def md(text: str) -> str:
+    """One line of model- or user-written text, safe in Markdown: HTML escaped, mentions and pipes defused."""
+    flat = " ".join(str(text).split())
+    return html.escape(flat, quote=False).replace("@", "&#64;").replace("|", "\\|")
+
+
+def code(text: str) -> str:
+    """Inline code that cannot be closed early by the text itself."""
+    flat = " ".join(str(text).split())
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{ticks}{pad}{flat}{pad}{ticks}"
+
+
+def fence(body: str, lang: str = "") -> str:
+    ticks = "`" * max(3, max((len(m) for m in re.findall(r"`+", body)), default=0) + 1)
+    return f"{ticks}{lang}\n{body.rstrip(chr(10))}\n{ticks}"
+
+
+def _num(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
+def _interval(value: float | None, n: int | None) -> str:
+    bounds = wilson(value, n)
+    return "–" if bounds is None else f"{bounds[0]:.3f}–{bounds[1]:.3f}"
+
+
+# ---------------------------------------------------------------------------------------------- sections
+def _scores(review: RunReview) -> list[str]:
+    m = review.metric
+    rows = [f"| skill | val ({m}) | 95 % interval | test ({m}) | 95 % interval | commit |",
+            "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for name in ("seed", "best", "final"):
+        s = review.scores.get(name)
+        if s is None:
+            continue
+        rows.append(f"| {name} | {_num(s.val)} | {_interval(s.val, review.val_n)} | {_num(s.test)} | "
+                    f"{_interval(s.test, review.test_n)} | {code(s.rev[:10]) if s.rev else '–'} |")
+    sizes = f"n = {review.val_n or '?'} val and {review.test_n or '?'} test items"
+    rows += ["", f"Means over {sizes} (each item's score is its mean over the gate's repeats); intervals are Wilson "
+                 "95 % intervals over items. Val decided every step; **test is reported, never used for a "
+                 "decision.**"]
+    return rows
+
+
+def _edits(d: Decision) -> list[str]:
+    lines = []
+    for r in (d.update.applied if d.update else ()):
+        e = r.edit
+        where = f" at {code(e.target)}" if e.target and e.op != "append" else ""
+        lines.append(f"- **{md(e.op)}**{where}: {md(e.content) or '(removed)'}")
+        if e.rationale:
+            lines.append(f"  - why: {md(e.rationale)}")
+    return lines or ["- (no edit recorded)"]
+
+
+def _diff(d: Decision, max_lines: int) -> list[str]:
+    if not d.diff:
+        return ["(diff not available)"]
+    lines = d.diff.splitlines()
+    where = f"`skillgit show {d.outcome.sha[:12]}`"  # a commit: also found on a branch other than skill.branch
+    if max_lines <= 0:
+        return [f"Diff: {len(lines)} lines — {where}."]
+    cut = lines[:max_lines]
+    more = [f"… {len(lines) - max_lines} more lines: {where}"] if len(lines) > max_lines else []
+    return [fence("\n".join(cut), "diff"), *more]
+
+
+def _usage_line(u: Usage) -> str:
+    return f"${u.cost_usd:.4f} · {u.calls} calls · {u.total_tokens:,} tokens"
+
+
+def _accepted(review: RunReview, max_diff_lines: int) -> list[str]:
+    out = [f"### Accepted edits ({len(review.accepted)})", ""]
+    if not review.accepted:
+        return out + ["None: the gate accepted no candidate in this run.", ""]
+    for n, d in enumerate(review.accepted, 1):
+        o = d.outcome
+        out += [f"#### {n}. {code(d.label)} ({code(o.sha[:10])}) — val {_num(o.score_before)} → {_num(o.score_after)} "
+                f"(Δ {_num(o.delta, True)})", "",
+                f"Gate: {md(o.reason)}" + (f" · {o.coverage.describe()}" if o.coverage and
+                                           o.coverage.describe() not in o.reason else ""), "",
+                "Val items: " + " · ".join(md(line) for line in flips_lines(d.flips, bool(d.items))), "",
+                *_edits(d), "", *_diff(d, max_diff_lines), "",
+                f"Cost: {_usage_line(o.usage)}" + (f" · train batch {d.train_score:.4f}"
+                                                    if d.train_score is not None else ""), ""]
+    return out
+
+
+def _rejected(review: RunReview, max_items: int) -> list[str]:
+    rejected = review.rejected
+    out = [f"### Rejected alternatives ({len(rejected)})", ""]
+    if not rejected:
+        return out + ["None.", ""]
+    out += [f"<details><summary>{len(rejected)} candidate(s) the gate rejected, with why</summary>", ""]
+    for d in rejected[:max_items]:
+        o = d.outcome
+        out.append(f"- {code(d.label)} val {_num(o.score_before)} → {_num(o.score_after)} (Δ {_num(o.delta, True)}), "
+                   f"tag {code(d.tag)}: {md(o.reason)}")
+        out += [f"  - {md(e.op)}: {md(e.content or e.target)}" for e in d.applied] or ["  - (no applicable edit)"]
+    if len(rejected) > max_items:
+        out.append(f"- … and {len(rejected) - max_items} more: `skillgit rejected`")
+    return out + ["", "</details>", ""]
+
+
+def _usage_table(review: RunReview) -> list[str]:
+    p = review.progress
+    out = ["### Cost and tokens", "", "| | calls | prompt tokens | completion tokens | cost (USD) |",
+           "| --- | ---: | ---: | ---: | ---: |"]
+    for title, group in (("role", p.usage_by_role), ("stage", p.usage_by_stage)):
+        for name, u in sorted(group.items()):
+            out.append(f"| {title}: {md(name)} | {u.calls} | {u.prompt_tokens:,} | {u.completion_tokens:,} | "
+                       f"{u.cost_usd:.4f} |")
+    total = p.usage if p.usage.calls else total_usage(p.usage_by_stage)
+    out.append(f"| **total** | {total.calls} | {total.prompt_tokens:,} | {total.completion_tokens:,} | "
+               f"{total.cost_usd:.4f} |")
+    return out + [""]
+
+
+def _reproduce(review: RunReview) -> list[str]:
+    commands = review.reproduce().replace(" && ", "\n")
+    return ["### Reproduce", "",
+            f"Config digest {code(review.progress.config_digest or '?')}; the run's resolved config (secrets "
+            f"masked) and progress are on {code('refs/skillgit/runs/' + review.run)} (shared by `skillgit push`).",
+            "", fence("skillgit pull origin   # the run ref, notes and rejected tags\n" + commands, "bash"), ""]
+
+
+def render_body(review: RunReview, *, base: str, head: str, skill_path: str, max_diff_lines: int = 200,
+                max_rejected: int = 200) -> str:
+    p = review.progress
+    seed, final = review.scores.get("seed"), review.scores.get("final")
+    change = (f"val {_num(seed.val)} → {_num(final.val)}" if seed and final else "")
+    head_lines = [
+        f"## What skillgit learned: {code(skill_path)}", "",
+        f"Run {code(review.run)} trained {code(skill_path)} on {code(head)} (from {code(base)}): "
+        f"{len(review.decisions)} gate decision(s), **{len(review.accepted)} accepted**, {len(review.rejected)} "
+        f"rejected; {change} on the gate metric ({md(review.metric)}). Run status: {md(p.status)}"
+        + (f" ({md(p.stop_reason)})" if p.stop_reason else "") + ".", "",
+        "### Scores", "", *_scores(review), ""]
+    body = [*head_lines, *_accepted(review, max_diff_lines), *_rejected(review, max_rejected), *_usage_table(review),
+            *_reproduce(review),
+            f"<sub>Written by `skillgit pr --run {review.run}`. Audit: `git log --notes=skillgit {base}..{head}`, "
+            f"`skillgit show <commit>`, `skillgit report {review.run}`.</sub>", ""]
+    return "\n".join(body)
+
+
+def build(review: RunReview, *, base: str, head: str, skill_path: str) -> PullRequest:
+    """The pull request for `review`, its body shortened (diffs first) until GitHub accepts its size."""
+    body = ""
+    for lines, rejected in ((200, 200), (60, 100), (15, 50), (0, 20)):
+        body = render_body(review, base=base, head=head, skill_path=skill_path, max_diff_lines=lines,
+                           max_rejected=rejected)
+        if len(body) < GITHUB_BODY_LIMIT - 1000:
+            break
+    seed, final = review.scores.get("seed"), review.scores.get("final")
+    scores = (f" (val {seed.val:.3f} → {final.val:.3f})" if seed and final and seed.val is not None
+              and final.val is not None else "")
+    title = f"skillgit: {len(review.accepted)} learned edit(s) to {skill_path}{scores}"
+    return PullRequest(review.run, base, head, title, body)
+
+
+# ---------------------------------------------------------------------------------------------- sharing
+def push_head(store: Store, head: str, remote: str):
+    """Push `head` with skillgit's notes, rejected tags and runs (`Store.push`: atomic, never forced)."""
+    return Store(store.repo, store.skill_path, head).push(remote)
+
+
+def create_with_gh(pr: PullRequest, body_file: Path, cwd: Path, timeout_s: float = 120.0) -> str:
+    """`gh pr create` for `pr` in `cwd`; returns gh's stdout (the new PR's address)."""
+    gh = shutil.which("gh")
+    if gh is None:
+        raise SkillgitError("`gh` (the GitHub CLI) is not installed or not on PATH",
+                            f"{GH_INSTALL_HINT}; the body is ready in {body_file}")
+    argv = [gh, "pr", "create", "--base", pr.base, "--head", pr.head, "--title", pr.title,
+            "--body-file", str(body_file)]
+    try:
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise SkillgitError(f"`gh pr create` did not finish within {timeout_s:.0f} s",
+                            "check `gh auth status` and your network, then run again") from None
+    if proc.returncode != 0:
+        why = next((line.strip() for line in proc.stderr.splitlines() if line.strip()), f"exit {proc.returncode}")
+        raise SkillgitError(f"`gh pr create` failed: {why}",
+                            f"check `gh auth status` (and that '{pr.head}' is pushed: --push origin); the body is "
+                            f"in {body_file}")
+    return proc.stdout

@@ -1,0 +1,324 @@
+"""One night of `skillgit sleep`: harvest → mine → (review gate) → replay on a `sleep/<date>` branch → report.
+
+Contracts:
+- `gather(sp, repo, write=…)` harvests this repository's sessions that are new since the state on
+  `refs/skillgit/sleep`, mines them (`answers=True`: accepted answers become expected outputs) and merges the new
+  tasks into the reviewable task file (existing rows, maybe edited by a person, are kept as they are; new ones are
+  appended). Adding a task clears the file's `reviewed` flag: what nobody has read is not reviewed. With `write`
+  the file and the new harvest state are saved (the state only after the file, so a harvested session is never
+  lost); without, nothing is written anywhere (`dry-run`, `harvest`).
+- `release(cfg, handoff, reviewed, yes)` is the privacy gate, asked before any model call: when anything outside
+  this machine would see transcript-derived text — a teacher or student backend other than `simulated`, or
+  handoff prompts meant for an agent — the task file's header must say `reviewed: true`, or `--yes` must be
+  given; otherwise a SkillgitError (exit 2) says how to review.
+- `run_night(sp, options)` trains on the night's splits (frozen in `<git-common-dir>/skillgit/sleep/<date>/` the
+  first time, so a resumed night replays exactly the same tasks) through the normal training loop and its gate,
+  on the night's branch — created at the skill branch's tip, never the skill branch itself — with the night's
+  budgets as `budget.*` / `train.max_steps` overrides and the run id `sleep-<date>` (running the same night again
+  resumes it; every finished call is in the journal). It writes the report to `<report_dir>/<date>.md` and saves
+  it with the `NightRecord` on the sleep ref. The user's checkout and the skill branch are never touched.
+- Handoff (`options.handoff`): the teacher is a `HandoffLLM`; when answers are missing the night is recorded as
+  `waiting` and `HandoffPending` propagates (exit 5); the same command resumes it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from skillgit.config import Config
+from skillgit.errors import ExitCode, SkillgitError
+from skillgit.loop.events import EventSink, ignore
+from skillgit.sleep import replay as R
+from skillgit.sleep import state as S
+from skillgit.sleep.handoff import HandoffLLM, HandoffPending, answered, pending_prompts
+from skillgit.sleep.harvest import HarvestResult, git_remotes, harvest
+from skillgit.sleep.mine import MinedTask, MineResult, mine, read_tasks, write_tasks
+from skillgit.sleep.report import render
+from skillgit.sleep.scrub import Scrubber, build_scrubber
+from skillgit.sleep.settings import SleepProject, check_date
+from skillgit.store import Store
+from skillgit.store.git import GitRepo, RefUpdate
+
+LOCK = "skillgit-sleep"  # one night (or mine) at a time per repository
+
+
+@dataclass(frozen=True)
+class NightOptions:
+    date: str
+    yes: bool = False
+    handoff: Path | None = None
+
+
+@dataclass(frozen=True)
+class Gathered:
+    harvest: HarvestResult
+    mined: MineResult
+    pool: tuple[MinedTask, ...]  # the task file's tasks after merging tonight's
+    new: tuple[MinedTask, ...]  # tasks that were not in the file before
+    reviewed: bool
+    path: Path
+    head: str | None  # the sleep ref after saving (or as read, without `write`)
+
+
+def today() -> str:
+    return time.strftime("%Y-%m-%d")
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def night_folder(repo: GitRepo, date: str) -> Path:
+    return repo.common_dir / "skillgit" / "sleep" / check_date(date)
+
+
+def run_id(date: str) -> str:
+    return f"sleep-{check_date(date)}"
+
+
+def scrubber_for(sp: SleepProject) -> Scrubber:
+    return build_scrubber(sp.root, env_names=sp.settings.scrub_env, patterns=sp.settings.scrub_patterns)
+
+
+def home_of(sp: SleepProject) -> Path:
+    return Path(sp.settings.home).expanduser()
+
+
+def ensure_private(folder: Path, root: Path) -> None:
+    """Create `folder`; if skillgit creates it inside the repository, it gets a `.gitignore` of `*`, so that
+    transcript-derived files are never committed by accident (a folder the user made is left as it is)."""
+    if folder.is_dir():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.resolve().relative_to(root.resolve())
+    except ValueError:
+        return
+    (folder / ".gitignore").write_text("# written by skillgit sleep: mined tasks and reports stay local\n*\n",
+                                       encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------- harvest + mine
+def collect(sp: SleepProject, since: S.HarvestState) -> tuple[HarvestResult, MineResult]:
+    settings, scrub = sp.settings, scrubber_for(sp)
+    result = harvest(settings.sources or None, home_of(sp), sp.root, git_remotes(str(sp.root)), since, scrubber=scrub)
+    mined = mine(result.sessions, threshold=settings.threshold, min_sessions=settings.min_sessions,
+                 first_new_turn=result.first_new_turn, scrubber=scrub, answers=True)
+    return result, mined
+
+
+def gather(sp: SleepProject, repo: GitRepo, *, write: bool, date: str | None = None) -> Gathered:
+    """See the module contract."""
+    state = S.load(repo)
+    result, mined = collect(sp, state.harvest)
+    path = sp.path(sp.settings.tasks_file)
+    existing = read_tasks(path) if path.is_file() else None
+    old = list(existing.tasks) if existing else []
+    known = {t.id for t in old}
+    new: list[MinedTask] = []
+    for task in mined.tasks:
+        if task.id not in known:
+            known.add(task.id)
+            new.append(task)
+    reviewed = bool(existing and existing.reviewed and not new)
+    pool = (*old, *new)
+    head = state.head
+    if write:
+        if new:
+            ensure_private(path.parent, sp.root)
+            meta = {k: v for k, v in (existing.header if existing else {}).items()
+                    if k not in ("reviewed", "count", "skillgit_mined_tasks")}
+            meta.update({"updated": date or today(), "added": len(new)})
+            write_tasks(path, pool, reviewed=reviewed, meta=meta, scrubber=scrubber_for(sp))
+        if result.state != state.harvest or head is None:
+            summary = result.summary()
+            head = S.save(repo, {S.STATE_FILE: result.state.to_json()},
+                          f"harvest: {summary['sessions']} session(s), {len(new)} new task(s)", state.head)
+    return Gathered(result, mined, tuple(pool), tuple(new), reviewed, path, head)
+
+
+# ---------------------------------------------------------------------------------------------- privacy gate
+def leaves_machine(cfg: Config, handoff: bool) -> list[str]:
+    """What would show transcript-derived text to something outside this machine."""
+    who = []
+    if handoff:
+        who.append("handoff prompts (for your agent)")
+    elif cfg.model.teacher_backend != "simulated":
+        who.append(f"the teacher ({cfg.model.teacher_backend}:{cfg.model.teacher_model})")
+    if cfg.model.student_backend != "simulated":
+        who.append(f"the student ({cfg.model.student_backend}:{cfg.model.student_model})")
+    return who
+
+
+def release(cfg: Config, *, handoff: bool, reviewed: bool, yes: bool, path: Path) -> str:
+    """The approval under which tasks may be used: "offline", "header" or "--yes" (see the module contract)."""
+    who = leaves_machine(cfg, handoff)
+    if not who:
+        return "offline"
+    if reviewed:
+        return "header"
+    if yes:
+        return "--yes"
+    raise SkillgitError(
+        f"the mined tasks in {path} are not reviewed, and {' and '.join(who)} would see them",
+        "read the file (it is scrubbed, but it is your team's transcripts), then `skillgit sleep review --approve` "
+        "(or set \"reviewed\": true in its first line); or pass --yes to send them unreviewed", ExitCode.USAGE)
+
+
+# ---------------------------------------------------------------------------------------------- the night
+def night_overrides(sp: SleepProject, branch: str) -> list[str]:
+    s = sp.settings
+    extra = [f"skill.branch={branch}"]
+    for key, value in (("budget.max_calls", s.max_calls), ("budget.max_tokens", s.max_tokens),
+                       ("budget.max_cost_usd", s.max_cost_usd), ("train.max_steps", s.max_steps)):
+        if value is not None:
+            extra.append(f"{key}={value}")
+    return extra
+
+
+def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], simulated: bool
+                   ) -> tuple[R.Replay, dict[str, Any]]:
+    """The night's replay: the splits written the first time, or read back when the night resumes."""
+    meta_path = folder / "replay.json"
+    if R.has_splits(folder) and meta_path.is_file():
+        return R.Replay(simulated=simulated), json.loads(meta_path.read_text(encoding="utf-8"))
+    chosen = R.choose(pool, sp.settings, simulated=simulated, agentic=R.agentic_supported())
+    meta = {**chosen.counts(), "used": chosen.used, "excluded": chosen.excluded, "simulated": simulated,
+            "reason": chosen.reason, "in_file": len(pool)}
+    if chosen.usable:
+        R.write_splits(folder, chosen)
+        meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return chosen, meta
+
+
+def _added(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """Counts of two partial runs of the same night, added (nested mappings too)."""
+    out: dict[str, Any] = dict(old)
+    for key, value in new.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
+            out[key] = value
+        elif isinstance(value, dict):
+            out[key] = _added(out.get(key) or {}, value)
+        else:
+            out[key] = (out.get(key) or 0) + value
+    return out
+
+
+def _decisions(store: Store, run: str) -> list[dict[str, Any]]:
+    rows = []
+    for e in store.history(run):
+        if e.run == run and e.verdict in ("accepted", "rejected"):
+            rows.append({"step": str(e.step), "verdict": e.verdict, "delta": e.delta, "reason": e.reason,
+                         "edits": list(e.edits), "sha": e.sha})
+    return rows
+
+
+def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ignore) -> S.NightRecord:
+    """See the module contract."""
+    from skillgit.session import build_trainer, open_session
+
+    cfg, settings, date = sp.config, sp.settings, check_date(options.date)
+    store = Store.open(sp.root, cfg.skill.path, cfg.skill.branch)  # the skill must exist before anything runs
+    repo = store.repo
+    branch = settings.branch_for(date, cfg.skill.branch)
+    started = _now()
+    with store.lock(LOCK):
+        gathered = gather(sp, repo, write=True, date=date)
+        previous = S.night(repo, date)
+        record = S.NightRecord(
+            date=date, status="nothing", branch=branch, run=run_id(date), skill_branch=cfg.skill.branch,
+            harvest=_harvest_counts(gathered), mined={**gathered.mined.summary(), "new_tasks": len(gathered.new)},
+            redactions=gathered.harvest.redactions.to_dict(), started=started,
+            budget={"max_tasks": settings.max_tasks, "max_steps": settings.max_steps, "max_calls": settings.max_calls,
+                    "max_tokens": settings.max_tokens, "max_cost_usd": settings.max_cost_usd})
+        if previous is not None:  # a resumed night: count what earlier runs of it harvested too
+            record = replace(record, harvest=_added(previous.harvest, record.harvest),
+                             mined=_added(previous.mined, record.mined),
+                             redactions=_added(previous.redactions, record.redactions), started=previous.started,
+                             adopted=previous.adopted)
+        if not gathered.pool:
+            return _finish(sp, repo, replace(record, reason="no recurring or failed task mined yet", branch=""),
+                           gathered.head)
+        approval = release(cfg, handoff=options.handoff is not None, reviewed=gathered.reviewed, yes=options.yes,
+                           path=gathered.path)
+        folder = night_folder(repo, date)
+        simulated = cfg.model.student_backend == "simulated"
+        chosen, meta = _frozen_replay(sp, folder, gathered.pool, simulated)
+        record = replace(record, tasks={**meta, "file": str(gathered.path), "reviewed": gathered.reviewed,
+                                        "approval": approval})
+        if not R.has_splits(folder):
+            return _finish(sp, repo, replace(record, reason=meta.get("reason") or "no usable task", branch=""),
+                           gathered.head)
+        splits = R.load_splits(folder, cfg.env)
+        base = _start_branch(store, branch, folder)
+        record = replace(record, base=base)
+        night = sp.night(night_overrides(sp, branch))
+        teacher = HandoffLLM(options.handoff) if options.handoff is not None else None
+        session = open_session(night, splits=splits, teacher=teacher)
+        trainer = build_trainer(session, run_id=run_id(date), resume=True, on_event=on_event)
+        try:
+            result = trainer.train()
+        except HandoffPending as exc:
+            pending = pending_prompts(exc.folder)
+            waiting = replace(record, status="waiting", reason=f"{len(pending)} teacher prompt(s) wait for answers",
+                              handoff={"folder": str(exc.folder), "pending": len(pending),
+                                       "answered": answered(exc.folder)})
+            _finish(sp, repo, _with_run(waiting, session.store, trainer), gathered.head)
+            raise
+        status = "finished" if result.status == "finished" else "stopped"
+        record = replace(record, status=status, reason=result.reason,
+                         scores={k: {"val": v.get("val"), "test": v.get("test")} for k, v in result.scores.items()
+                                 if k in ("seed", "final")})
+        if options.handoff is not None:
+            record = replace(record, handoff={"folder": str(options.handoff), "answered": answered(options.handoff),
+                                              "pending": len(pending_prompts(options.handoff))})
+        return _finish(sp, repo, _with_run(record, session.store, trainer), gathered.head)
+
+
+def _with_run(record: S.NightRecord, store: Store, trainer: Any) -> S.NightRecord:
+    decisions = _decisions(store, record.run)
+    usage = trainer.progress.usage
+    return replace(record, tip=store.repo.ref(f"refs/heads/{record.branch}") or "", edits=tuple(decisions),
+                   accepted=sum(d["verdict"] == "accepted" for d in decisions),
+                   rejected=sum(d["verdict"] == "rejected" for d in decisions),
+                   usage={"calls": usage.calls, "tokens": usage.total_tokens, "cost_usd": round(usage.cost_usd, 6)})
+
+
+def _harvest_counts(g: Gathered) -> dict[str, Any]:
+    summary = g.harvest.summary()
+    return {"sessions": summary["sessions"], "skipped": summary["skipped"], "warnings": summary["warnings"],
+            "files_read": summary["files_read"], "files_unchanged": summary["files_unchanged"]}
+
+
+def _start_branch(store: Store, branch: str, folder: Path) -> str:
+    """Create the night's branch at the skill branch's tip (once, with compare-and-swap: never over an existing
+    branch); return the commit it started from (remembered in the night's folder for a resumed night)."""
+    ref = f"refs/heads/{branch}"
+    repo = store.repo
+    marker = folder / "branch.json"
+    existing = repo.ref(ref)
+    if existing is None:
+        tip = store.tip()
+        repo.transaction([RefUpdate("update", ref, tip, None)], f"skillgit sleep: start {branch} at {tip[:12]}")
+        marker.write_text(json.dumps({"branch": branch, "base": tip}) + "\n", encoding="utf-8")
+        return tip
+    if marker.is_file():
+        return str(json.loads(marker.read_text(encoding="utf-8")).get("base", ""))
+    return existing
+
+
+def _finish(sp: SleepProject, repo: GitRepo, record: S.NightRecord, head: str | None) -> S.NightRecord:
+    record = replace(record, ended=_now())
+    text = render(record)
+    folder = sp.path(sp.settings.report_dir)
+    if folder.resolve() == sp.path(sp.settings.tasks_file).parent.resolve():
+        ensure_private(folder, sp.root)  # beside the mined tasks: the folder ignores itself
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{record.date}.md").write_text(text, encoding="utf-8")
+    S.save(repo, {S.night_json(record.date): record.to_json(), S.night_md(record.date): text},
+           f"night {record.date}: {record.status}" + (f" ({record.reason})" if record.reason else ""), head)
+    return record

@@ -1,0 +1,114 @@
+"""`skillgit sleep dry-run` and `skillgit sleep status`: what a night would do, and what the nights did.
+
+Contracts:
+- `plan_night(sp, date)` harvests and mines in memory (`gather(write=False)`), chooses and splits the tasks as the
+  night would, and estimates the training (`skillgit.loop.plan.estimate`) — it writes nothing anywhere (no task
+  file, no state, no branch, no night folder) and calls no model. It also says whether the night would be refused
+  for want of review.
+- `status_info(sp, limit)` reads the sleep ref, the task file's header and the schedule (the crontab through
+  `crontab -l`, whose failure is reported as "unknown", and the systemd unit files); it changes nothing.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from skillgit.errors import SkillgitError
+from skillgit.sleep import replay as R
+from skillgit.sleep import schedule as K
+from skillgit.sleep import state as S
+from skillgit.sleep.mine import read_tasks
+from skillgit.sleep.night import gather, leaves_machine, night_overrides, run_id
+from skillgit.sleep.settings import SleepProject, check_date
+from skillgit.store import Store
+from skillgit.store.git import GitRepo
+
+
+def plan_night(sp: SleepProject, date: str, *, handoff: bool = False) -> dict[str, Any]:
+    from skillgit.loop.plan import estimate
+
+    cfg, settings = sp.config, sp.settings
+    store = Store.open(sp.root, cfg.skill.path, cfg.skill.branch)
+    branch = settings.branch_for(check_date(date), cfg.skill.branch)
+    g = gather(sp, store.repo, write=False, date=date)
+    simulated = cfg.model.student_backend == "simulated"
+    chosen = R.choose(g.pool, settings, simulated=simulated, agentic=R.agentic_supported())
+    who = leaves_machine(cfg, handoff)
+    release = "offline" if not who else ("reviewed" if g.reviewed else "needs review (or --yes)")
+    plan: dict[str, Any] = {
+        "date": date, "branch": branch, "run": run_id(date), "skill_branch": cfg.skill.branch,
+        "harvest": g.harvest.summary(), "mined": {**g.mined.summary(), "new_tasks": len(g.new)},
+        "tasks": {"file": str(g.path), "in_file": len(g.pool), "reviewed": g.reviewed, **chosen.counts(),
+                  "excluded": chosen.excluded},
+        "release": release, "sent_to": who, "budget": {k: v for k, v in settings.to_dict().items()
+                                                      if k.startswith("max_")},
+        "estimate": None, "reason": chosen.reason,
+    }
+    if chosen.usable:
+        night_cfg = sp.night(night_overrides(sp, branch)).config
+        with tempfile.TemporaryDirectory(prefix="skillgit-sleep-plan-") as tmp:
+            R.write_splits(Path(tmp), chosen)
+            splits = R.load_splits(Path(tmp), night_cfg.env)
+        est = estimate(night_cfg, splits, store.read_skill())
+        plan["estimate"] = {k: v for k, v in est.items() if k != "text"}
+        plan["estimate_text"] = est.get("text", "")
+    plan["text"] = _text(plan)
+    return plan
+
+
+def _text(plan: dict[str, Any]) -> str:
+    h, m, t = plan["harvest"], plan["mined"], plan["tasks"]
+    skipped = ", ".join(f"{k} {v}" for k, v in h["skipped"].items()) or "none"
+    lines = [f"night {plan['date']} (dry run: nothing is written, no model is called)",
+             f"  harvest: {h['sessions']} new session(s); skipped {skipped}; {h['warnings']} warning(s)",
+             f"  mine: {m['units']} unit(s) in {m['groups']} group(s) → {m['tasks']} task(s), {m['new_tasks']} new",
+             f"  task file: {t['file']} — {t['in_file']} task(s), {'reviewed' if t['reviewed'] else 'not reviewed'}",
+             f"  replay: train {t['train']}, val {t['val']}, test {t['test']}"]
+    for why, n in t["excluded"].items():
+        lines.append(f"    left out {n}: {why}")
+    if plan["reason"]:
+        lines.append(f"  no training tonight: {plan['reason']}")
+    else:
+        lines.append(f"  would train run {plan['run']} on branch {plan['branch']} (from {plan['skill_branch']})")
+    lines.append(f"  release: {plan['release']}" + (f" — sent to {', '.join(plan['sent_to'])}" if plan["sent_to"]
+                                                     else ""))
+    budget = ", ".join(f"{k} {v}" for k, v in plan["budget"].items() if v is not None) or "none"
+    lines.append(f"  budgets: {budget}")
+    if plan.get("estimate_text"):
+        lines += ["", plan["estimate_text"]]
+    return "\n".join(lines)
+
+
+def status_info(sp: SleepProject, limit: int = 10, *, crontab: str = "crontab") -> dict[str, Any]:
+    repo = GitRepo.open(sp.root)
+    state = S.load(repo)
+    nights = []
+    for date in list(state.nights)[-limit:][::-1]:
+        record = S.night(repo, date)
+        if record is None:
+            continue
+        seed, final = record.scores.get("seed") or {}, record.scores.get("final") or {}
+        nights.append({"date": record.date, "status": record.status, "reason": record.reason,
+                       "branch": record.branch, "accepted": record.accepted, "rejected": record.rejected,
+                       "val": [seed.get("val"), final.get("val")], "cost_usd": record.usage.get("cost_usd", 0.0),
+                       "adopted": record.adopted,
+                       "branch_exists": bool(record.branch and repo.ref(f"refs/heads/{record.branch}"))})
+    path = sp.path(sp.settings.tasks_file)
+    tasks: dict[str, Any] = {"file": str(path), "exists": path.is_file(), "count": 0, "reviewed": False}
+    if path.is_file():
+        try:
+            loaded = read_tasks(path)
+            tasks.update(count=len(loaded.tasks), reviewed=loaded.reviewed)
+        except SkillgitError as exc:
+            tasks["error"] = exc.message
+    root = repo.root.resolve()
+    cron: bool | None
+    try:
+        cron = bool(K.split_block(K.read_crontab(crontab), root)[1])
+    except SkillgitError:
+        cron = None
+    systemd = (K.unit_dir() / f"{K.unit_name(root)}.timer").is_file()
+    return {"nights": nights, "tasks": tasks, "schedule": {"cron": cron, "systemd": systemd},
+            "harvest": {"files": len(state.harvest.files)}, "ref": S.SLEEP_REF, "head": state.head}

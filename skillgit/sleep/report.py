@@ -1,0 +1,97 @@
+"""A night's report in Markdown: for the person who reviews the night, and as a pull-request body.
+
+`render(record)` is a pure function of the `NightRecord`: counts of what was harvested and skipped (and why), what
+was mined and replayed, the scores before and after, every accepted and rejected edit with the gate's reason, the
+cost and the redaction counts. It contains no transcript text: only counts, task ids and the skill's edits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from skillgit.sleep.state import NightRecord
+
+_STATUS = {
+    "finished": "finished",
+    "stopped": "stopped at a budget",
+    "waiting": "waiting for handoff answers",
+    "nothing": "nothing to train on",
+}
+
+
+def _num(value: Any) -> str:
+    return "–" if value is None else f"{float(value):.3f}"
+
+
+def _pairs(data: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in data.items()) if data else "none"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def render(record: NightRecord) -> str:
+    r = record
+    status = _STATUS.get(r.status, r.status)
+    lines = [f"# skillgit sleep: night of {r.date}", ""]
+    lines.append(f"**{status}**" + (f" — {r.reason}" if r.reason else ""))
+    lines.append("")
+    if r.branch:
+        lines.append(f"Trained on branch `{r.branch}` (run `{r.run}`), starting from `{r.skill_branch}` at "
+                     f"`{r.base[:12]}`; the skill branch itself was not touched. Adopt it after review with "
+                     f"`skillgit sleep adopt {r.date}`.")
+        lines.append("")
+    h, m, t = r.harvest, r.mined, r.tasks
+    lines += ["## Harvest and mining", ""]
+    lines += _table(["", "count"], [
+        ["sessions harvested (new or grown)", str(h.get("sessions", 0))],
+        ["sessions skipped", f"{sum((h.get('skipped') or {}).values())} ({_pairs(h.get('skipped') or {})})"],
+        ["format warnings", str(h.get("warnings", 0))],
+        ["task units / groups", f"{m.get('units', 0)} / {m.get('groups', 0)}"],
+        ["tasks mined tonight (new)", f"{m.get('tasks', 0)} ({m.get('new_tasks', 0)})"],
+        ["tasks in the task file", str(t.get("in_file", 0))],
+        ["tasks replayed (train / val / test)",
+         f"{t.get('used', 0)} ({t.get('train', 0)} / {t.get('val', 0)} / {t.get('test', 0)})"],
+    ])
+    if t.get("excluded"):
+        lines += ["", "Left out: " + "; ".join(f"{n} × {why}" for why, n in t["excluded"].items()) + "."]
+    approval = {"header": "Transcript-derived tasks went to the models because the task file's header says "
+                          "`reviewed: true`.",
+                "--yes": "Transcript-derived tasks went to the models unreviewed: `--yes` was given.",
+                "offline": "No transcript-derived text left this machine: only the offline simulated world was used."
+                }.get(str(t.get("approval", "")), "")
+    if approval:
+        lines += ["", approval]
+    if r.tasks.get("simulated"):
+        lines += ["", "_This night ran on the offline simulated world: a simulation of the pipeline, not learning "
+                      "from real work._"]
+    lines += ["", "## Scores", ""]
+    seed, final = r.scores.get("seed") or {}, r.scores.get("final") or {}
+    lines += _table(["", "before", "after"], [["val", _num(seed.get("val")), _num(final.get("val"))],
+                                              ["test", _num(seed.get("test")), _num(final.get("test"))]])
+    lines += ["", f"{r.accepted} step(s) accepted, {r.rejected} rejected by the gate.", ""]
+    if r.edits:
+        lines += ["## Decisions", ""]
+        rows = []
+        for e in r.edits:
+            edits = "<br>".join(str(x) for x in e.get("edits") or []) or "–"
+            delta = e.get("delta")
+            rows.append([str(e.get("step", "")), str(e.get("verdict", "")),
+                         "–" if delta is None else f"{float(delta):+.3f}", edits, str(e.get("reason", ""))])
+        lines += _table(["step", "verdict", "Δ val", "edits", "gate"], rows)
+        lines.append("")
+    u, b = r.usage, r.budget
+    lines += ["## Cost and privacy", ""]
+    lines.append(f"- model calls {u.get('calls', 0)}, tokens {u.get('tokens', 0):,}, "
+                 f"cost ${float(u.get('cost_usd', 0.0)):.4f}")
+    if b:
+        lines.append("- budgets: " + _pairs({k: v for k, v in b.items() if v is not None}))
+    lines.append("- redactions in harvested text: " + _pairs(r.redactions or {}))
+    if r.handoff:
+        lines.append(f"- handoff folder `{r.handoff.get('folder', '')}`: {r.handoff.get('answered', 0)} answered, "
+                     f"{r.handoff.get('pending', 0)} pending")
+    lines.append("")
+    return "\n".join(lines)

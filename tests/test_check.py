@@ -1,0 +1,123 @@
+"""`skillgit check`, the gate for human edits in CI: the real CLI on the demo project (simulated world) with human
+edits that add or remove rule sentences the simulated student understands — improving (exit 0), regressing
+(exit 1), unscorable (exit 2) — plus the base it picks and the GitHub Actions workflow it ships."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from skillgit.resources import templates_dir
+from tests.conftest import git, run_cli
+
+# Sentences of the house style the demo's world (seed 0) rewards (skillgit/world/rules.py): what its training learns.
+RULES = ("Separate fields with ' | ' (space, pipe, space).\n\nWrite names as 'Last, First' (Lovelace, Ada).\n\n"
+         "Put the currency symbol before the amount ($4.20, not 4.20 USD).\n\n"
+         "Always give prices with 2 decimal places.\n\nWrite codes in uppercase letters (AB-12).\n\n"
+         "Use metric units: weights in kg with two decimals.\n")
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    from skillgit.demo import create_project
+
+    root = tmp_path / "p"
+    create_project(root, 0)
+    return root
+
+
+def commit_skill(root: Path, text: str, message: str) -> str:
+    (root / "SKILL.md").write_text(text, encoding="utf-8")
+    git(root, "commit", "-qam", message)
+    return git(root, "rev-parse", "HEAD")
+
+
+def check(root: Path, *args: str, markdown: bool = True) -> tuple[int, dict, str]:
+    """`skillgit check --json` and (unless not asked) the Markdown CI posts: the same verdict (replayed calls)."""
+    as_json = run_cli("check", "--json", *args, cwd=root)
+    assert as_json.returncode in (0, 1, 2), as_json.stderr
+    if not markdown:
+        return as_json.returncode, json.loads(as_json.stdout), ""
+    markdown_run = run_cli("check", *args, cwd=root)
+    assert markdown_run.returncode == as_json.returncode, markdown_run.stderr
+    return as_json.returncode, json.loads(as_json.stdout), markdown_run.stdout
+
+
+def test_an_improving_human_edit_passes_on_a_pull_request_branch(project):
+    seed = (project / "SKILL.md").read_text()
+    fork = git(project, "rev-parse", "HEAD")
+    git(project, "switch", "-q", "-c", "human/rules")
+    head = commit_skill(project, seed + "\n" + RULES, "human: write down the house style")
+    git(project, "switch", "-q", "main")  # the skill branch moves on meanwhile (not the skill)
+    (project / "README.md").write_text("unrelated\n")
+    git(project, "commit", "-qam", "docs")
+    git(project, "switch", "-q", "human/rules")
+    code, result, markdown = check(project)
+    assert code == 0 and result["verdict"] == "improved", result["reason"]
+    assert result["base"]["sha"] == fork and result["head"]["sha"] == head  # the merge-base, not main's tip
+    assert result["base"]["rev"] == "merge-base with main"
+    assert result["delta"] > 0.3 and result["head"]["val_scored"] == result["head"]["val_n"] == 30
+    assert len(result["flips"]["fixed"]) > 5 and result["flips"]["recorded"]
+    assert result["head"]["test"] is not None and result["head"]["test_n"] == 60  # reported ...
+    assert "**improvement" in markdown and "(exit 0)" in markdown
+    assert f"| val (decides; 30 items) | {result['base']['val']:.4f}" in markdown
+    assert "test (reported only; 60 items)" in markdown and "fixed " in markdown
+    assert git(project, "status", "--porcelain") == ""
+
+
+def test_a_regressing_human_edit_fails(project):
+    seed = (project / "SKILL.md").read_text()
+    good = commit_skill(project, seed + "\n" + RULES, "human: house style")
+    commit_skill(project, seed, "human: trim the skill")  # removes every rule sentence
+    code, result, markdown = check(project)  # on the skill branch itself: the base is HEAD~1
+    assert code == 1 and result["verdict"] == "regressed", result["reason"]
+    assert result["base"]["sha"] == good and result["base"]["rev"] == "HEAD~1"
+    assert result["delta"] < -0.3 and len(result["flips"]["broke"]) > 5 and not result["flips"]["fixed"]
+    assert "**regression** (exit 1)" in markdown and "broke " in markdown
+    assert any(not c["passed"] for c in result["checks"])
+
+
+def test_an_unscorable_edit_cannot_be_judged(project):
+    seed = (project / "SKILL.md").read_text()
+    commit_skill(project, seed + "\nWrite codes in uppercase letters (AB-12).\n", "human: codes")
+    (project / "crash.py").write_text("def score(item, output):\n    raise RuntimeError('scorer crashed')\n")
+    crash = ("--set", "env.scorer.type=python", "--set", "env.scorer.callable=crash:score")
+    code, result, markdown = check(project, *crash)
+    assert code == 2 and result["verdict"] == "cannot_judge"
+    assert result["reason"].startswith("cannot judge") and result["head"]["val_scored"] == 0
+    assert all(v is None for v in result["head"]["items"].values()) and len(result["head"]["items"]) == 30
+    assert "**cannot judge** (exit 2)" in markdown
+
+
+def test_a_skill_missing_on_one_side_cannot_be_judged_and_identical_skills_pass_unscored(project):
+    git(project, "switch", "-q", "-c", "human/remove")
+    git(project, "rm", "-q", "SKILL.md")
+    git(project, "commit", "-qm", "remove the skill")
+    code, result, _ = check(project, markdown=False)
+    assert code == 2 and "missing at head" in result["reason"]
+    git(project, "switch", "-q", "main")
+    (project / "README.md").write_text("only docs\n")
+    git(project, "commit", "-qam", "docs")
+    code, result, _ = check(project, "--base", "HEAD~1", markdown=False)
+    assert code == 0 and result["verdict"] == "unchanged" and "identical" in result["reason"]
+    assert result["head"]["val"] is None  # nothing was scored
+
+
+# ---------------------------------------------------------------------------------------------- the workflow
+def test_the_github_workflow_runs_check_on_skill_changes_and_posts_the_summary(project):
+    path = templates_dir() / "github" / "skillgit-check.yml"
+    text = path.read_text(encoding="utf-8")
+    flow = yaml.safe_load(text)
+    trigger = flow.get("on", flow.get(True))  # YAML 1.1 reads a bare `on` as True
+    assert "SKILL.md" in trigger["pull_request"]["paths"] and "skillgit.yaml" in trigger["pull_request"]["paths"]
+    steps = flow["jobs"]["check"]["steps"]
+    run = next(s for s in steps if "skillgit check" in s.get("run", ""))
+    assert run["env"]["OPENAI_API_KEY"] == "${{ secrets.OPENAI_API_KEY }}"
+    assert '--base "$BASE_SHA"' in run["run"] and '>> "$GITHUB_STEP_SUMMARY"' in run["run"]
+    assert "exit $status" in run["run"]  # the job fails exactly when check does
+    assert any(s.get("with", {}).get("fetch-depth") == 0 for s in steps)
+    printed = run_cli("check", "--print-workflow", cwd=project)
+    assert printed.returncode == 0 and printed.stdout == text

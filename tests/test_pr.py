@@ -1,0 +1,215 @@
+"""`skillgit train --branch` and `skillgit pr`: a review branch trained with the simulated world (the real CLI),
+a PR body whose numbers are the history's, pushing the head branch, and `gh` — a fake one on PATH that records
+its argv, and none at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from skillgit.errors import SkillgitError
+from skillgit.records import RunProgress
+from skillgit.review import data
+from skillgit.review import pr as pr_mod
+from skillgit.store import Store
+from tests.conftest import git, run_cli
+from tests.test_review_report import SEED, _decide, build_history, hermetic, log_json, ok
+
+BRANCH = "review/learned"
+CREATE = "from pathlib import Path; from skillgit.demo import create_project; create_project(Path({!r}), 0)"
+
+
+def demo_project(folder: Path) -> Path:
+    """The demo's project (simulated world, seed skill on main), untrained."""
+    ok(run_cli_python(CREATE.format(str(folder)), cwd=folder.parent))
+    return folder
+
+
+def run_cli_python(code: str, cwd: Path):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def review(tmp_path_factory) -> dict:
+    """A demo project trained onto a review branch; returns the paths, shas and the run's `train --json`."""
+    base = tmp_path_factory.mktemp("review")
+    with hermetic(base / "home"):
+        root = demo_project(base / "p")
+        main_before = git(root, "rev-parse", "main")
+        skill_before = (root / "SKILL.md").read_bytes()
+        proc = ok(run_cli("train", "--branch", BRANCH, "--set", "train.max_steps=4", "--json", cwd=root))
+        # the review branch's own view of the history: the same config, skill.branch pointing at it
+        config = (root / "skillgit.yaml").read_text().replace("branch: main", f"branch: {BRANCH}")
+        (root / ".git" / "review.yaml").write_text(config)
+    return {"root": root, "main_before": main_before, "skill_before": skill_before,
+            "result": json.loads(proc.stdout), "config": root / ".git" / "review.yaml"}
+
+
+# ---------------------------------------------------------------------------------------------- train --branch
+def test_train_branch_leaves_the_skill_branch_where_it_was(review):
+    root = review["root"]
+    assert git(root, "rev-parse", "main") == review["main_before"]
+    assert (root / "SKILL.md").read_bytes() == review["skill_before"]
+    assert git(root, "status", "--porcelain") == ""
+    head = git(root, "rev-parse", BRANCH)
+    assert head != review["main_before"] and review["result"]["accepted"] >= 1
+    git(root, "merge-base", "--is-ancestor", "main", BRANCH)  # the branch starts at main
+    run = review["result"]["run"]
+    progress = json.loads(git(root, "show", f"refs/skillgit/runs/{run}:progress.json"))
+    assert progress["branch"] == BRANCH and progress["seed_rev"] == review["main_before"]
+    # the base is recorded with the run (a note on its seed commit), so `pr` finds it in any clone
+    note = [json.loads(x) for x in git(root, "notes", "--ref", "skillgit", "show", "main").splitlines()]
+    assert {"kind": "review", "run": run, "base": "main", "head": BRANCH, "v": 1} in note
+
+
+def test_train_branch_continues_a_descendant_and_refuses_the_rest(tmp_path):
+    from skillgit.review import branch
+
+    root = demo_project(tmp_path / "p")
+    assert ok(run_cli("train", "--branch", "review/x", "--dry-run", cwd=root))
+    assert git(root, "branch", "--list", "review/x") == ""  # a dry run creates nothing
+    store = Store.open(root, "SKILL.md")
+    made = branch.prepare(store, "review/x")
+    assert (made.created, made.existed, made.start) == (True, False, git(root, "rev-parse", "main"))
+    git(root, "commit", "-q", "--allow-empty", "-m", "work on the review branch")  # HEAD is main: move review/x
+    git(root, "update-ref", "refs/heads/review/x", git(root, "rev-parse", "HEAD"))
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    again = branch.prepare(store, "review/x")  # exists and contains main: continued where it is
+    assert (again.created, again.existed, again.start) == (False, True, git(root, "rev-parse", "review/x"))
+    with pytest.raises(SkillgitError, match="candidates/"):
+        branch.prepare(store, "candidates/r/0001")
+    same = run_cli("train", "--branch", "main", cwd=root)
+    assert same.returncode == 2 and "is the skill branch itself" in same.stderr
+    (root / "README.md").write_text("main moved on\n")
+    git(root, "commit", "-qam", "main moves")
+    before = git(root, "for-each-ref")
+    stale = run_cli("train", "--branch", "review/x", cwd=root)
+    assert stale.returncode == 3 and "does not contain the tip of 'main'" in stale.stderr
+    assert "git merge main" in stale.stderr and git(root, "for-each-ref") == before
+
+
+# ---------------------------------------------------------------------------------------------- the body
+def test_pr_body_has_every_section_and_the_history_numbers(review):
+    root, result = review["root"], review["result"]
+    run = result["run"]
+    body = ok(run_cli("pr", cwd=root)).stdout
+    for heading in ("## What skillgit learned", "### Scores", "### Accepted edits", "### Rejected alternatives",
+                    "### Cost and tokens", "### Reproduce"):
+        assert f"\n{heading}" in "\n" + body, heading
+    assert f"on `{BRANCH}` (from `main`)" in body
+    # seed / best / final as the run reported them, with intervals over the splits' items
+    for name in ("seed", "best", "final"):
+        s = result["scores"][name]
+        assert f"| {name} | {s['val']:.4f} | " in body and f" | {s['test']:.4f} | " in body
+    assert "n = 30 val and 60 test items" in body and "Wilson" in body
+    # every decision with the numbers `skillgit log --json` shows for the review branch
+    entries = [e for e in log_json(root, "--run", run, "--config", str(review["config"]))
+               if e["verdict"] in ("accepted", "rejected")]
+    assert entries and len(entries) == result["accepted"] + result["rejected"]
+    accepted_part, _, rest = body.partition("### Rejected alternatives")
+    rejected_part = rest.partition("</details>")[0]
+    for e in entries:
+        numbers = f"→ {e['score']:.4f} (Δ {e['delta']:+.4f})"
+        part = accepted_part if e["verdict"] == "accepted" else rejected_part
+        assert f"`{e['label']}`" in part and numbers in part, e["label"]
+    assert "<details><summary>" in rest and "```diff" in accepted_part and "- why: " in accepted_part
+    assert "Val items: " in accepted_part
+    assert f"git show refs/skillgit/runs/{run}:config.yaml" in body and result["run"] in body
+    digest = json.loads(git(root, "show", f"refs/skillgit/runs/{run}:progress.json"))["config_digest"]
+    assert f"Config digest `{digest}`" in body
+
+
+def test_pr_body_lists_the_items_each_accepted_edit_fixed_and_broke(make_repo):
+    root = make_repo({"SKILL.md": SEED})
+    shas = build_history(root)
+    body = ok(run_cli("pr", "--run", "r1", cwd=root)).stdout
+    first, second = body.split("#### ")[1:3]
+    assert first.startswith(f"1. `r1/0001` (`{shas['s1'][:10]}`) — val 0.2500 → 0.5000 (Δ +0.2500)")
+    assert "flips not recorded" in first
+    assert second.startswith(f"2. `r1/0002` (`{shas['s2'][:10]}`) — val 0.5000 → 0.8000 (Δ +0.3000)")
+    assert "fixed (2): b, c · broke (1): a · unknown on one side (1): d" in second
+    assert "**append**: Uppercase codes." in second and "why: because of step 2" in second
+    assert "| seed | 0.2500 | 0.053–0.664 | 0.3000 | – |" in body  # no task file here: n from the gate's coverage
+    rejected = body.partition("### Rejected alternatives (1)")[2]
+    assert "`r1/0003` val 0.8000 → 0.2000 (Δ -0.6000), tag `rejected/r1/0003`: worse" in rejected
+
+
+def test_pr_body_makes_model_text_inert(make_repo):
+    root = make_repo({"SKILL.md": SEED})
+    store = Store.open(root, "SKILL.md")
+    hostile = "<script>alert(1)</script> @everyone | ``` done"
+    _decide(store, SEED + "```\nclosed the fence\n", 1, 1, True, 0.2, 0.4, {"a": 1.0}, {}, hostile)
+    progress = RunProgress(run="r1", config_digest="x", branch="main", seed_rev=git(root, "rev-parse", "main~1"))
+    store.save_run("r1", {"progress.json": json.dumps(progress.to_dict())}, "run")
+    review = data.load_run(store, "r1")
+    body = pr_mod.render_body(review, base="main", head="review/x", skill_path="SKILL.md")
+    assert "<script>" not in body and "&lt;script&gt;" in body
+    assert "@everyone" not in body and "&#64;everyone" in body and "\\| ``` done" in body
+    diff = body.partition("````diff\n")[2].partition("\n````")[0]  # a longer fence: the diff's ``` stays inside
+    assert "+```" in diff and "+closed the fence" in diff
+    assert pr_mod.code("a `b` c") == "``a `b` c``"
+
+
+# ---------------------------------------------------------------------------------------------- push and gh
+def _bin_with(tmp_path: Path, gh: bool) -> str:
+    """A PATH with git (and a fake gh that records its argv, when asked) and nothing else."""
+    folder = tmp_path / ("bin-gh" if gh else "bin")
+    folder.mkdir()
+    os.symlink(shutil.which("git"), folder / "git")
+    if gh:
+        script = folder / "gh"
+        script.write_text(f"#!{sys.executable}\nimport json, sys\n"
+                          f"open({str(tmp_path / 'gh-argv.json')!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+                          "print('https://github.com/example/skills/pull/7')\n")
+        script.chmod(0o755)
+    return str(folder)
+
+
+def test_pr_push_and_gh_create_the_pull_request(review, tmp_path):
+    root = review["root"]
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    expected = ok(run_cli("pr", cwd=root)).stdout
+    proc = ok(run_cli("pr", "--push", str(remote), "--gh", cwd=root, env={"PATH": _bin_with(tmp_path, gh=True)}))
+    assert proc.stdout.strip() == "https://github.com/example/skills/pull/7"
+    assert git(remote, "rev-parse", BRANCH) == git(root, "rev-parse", BRANCH)
+    assert git(remote, "for-each-ref", "refs/notes/skillgit") != ""  # the evidence travels with the branch
+    argv = json.loads((tmp_path / "gh-argv.json").read_text())
+    assert argv[:6] == ["pr", "create", "--base", "main", "--head", BRANCH]
+    assert argv[6] == "--title" and argv[7].startswith("skillgit: ") and "SKILL.md" in argv[7]
+    assert argv[8] == "--body-file" and Path(argv[9]).read_text(encoding="utf-8") == expected
+    assert git(root, "status", "--porcelain") == ""  # the body file lives under .git, not in the working tree
+
+
+def test_pr_gh_missing_says_what_to_install_and_pushes_nothing(review, tmp_path):
+    root = review["root"]
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    body = tmp_path / "body.md"
+    proc = run_cli("pr", "--push", str(remote), "--gh", "--body-file", str(body), cwd=root,
+                   env={"PATH": _bin_with(tmp_path, gh=False)})
+    assert proc.returncode == 2, proc.stderr
+    assert "`gh` (the GitHub CLI) is not installed" in proc.stderr
+    assert "https://cli.github.com" in proc.stderr and "brew install gh" in proc.stderr
+    assert "gh auth login" in proc.stderr and str(body) in proc.stderr
+    assert body.read_text(encoding="utf-8").startswith("## What skillgit learned")
+    assert git(remote, "for-each-ref") == ""
+
+
+def test_pr_refuses_to_propose_a_branch_into_itself(demo_on_main):
+    proc = run_cli("pr", "--gh", cwd=demo_on_main)
+    assert proc.returncode == 2 and "there is no branch to propose" in proc.stderr and "--branch" in proc.stderr
+
+
+@pytest.fixture
+def demo_on_main(make_repo) -> Path:
+    root = make_repo({"SKILL.md": SEED})
+    build_history(root)
+    return root
