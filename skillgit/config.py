@@ -48,7 +48,8 @@ class SkillCfg:
 @dataclass(frozen=True)
 class CommandCfg:
     preset: str = "generic"  # claude | codex | generic
-    argv: tuple[str, ...] = ()  # generic: the command; "{prompt}", "{prompt_file}", "{skill_file}", "{workspace}" are filled in
+    # generic: the command; "{prompt}", "{prompt_file}", "{skill_file}", "{workspace}" are filled in
+    argv: tuple[str, ...] = ()
     install_path: str = ""  # where the skill goes inside the scratch workspace; preset default when empty
     timeout_s: float = 600.0
     env_passthrough: tuple[str, ...] = ()  # extra environment variables the agent may see
@@ -428,7 +429,8 @@ def _read_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}", "check the file's permissions and encoding")
+        raise ConfigError(f"cannot read config file {path}: {exc}",
+                          "check the file's permissions and encoding") from None
     data = yaml_load(text, str(path)) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}",

@@ -205,8 +205,9 @@ def parse_ratio(text: str, key: str = "env.split_ratio") -> tuple[float, float, 
     hint = "write train:val:test weights, e.g. '2:1:7' or '1:1:0'"
     if len(parts) not in (2, 3):
         raise ConfigError(f"{key}: expected 'train:val:test', got {_short(text)}", hint)
-    numbers = [_as_float(p) for p in parts]
-    if any(n is None or not math.isfinite(n) or n < 0 for n in numbers):
+    maybe = [_as_float(p) for p in parts]
+    numbers = [n for n in maybe if n is not None and math.isfinite(n) and n >= 0]
+    if len(numbers) != len(maybe):
         raise ConfigError(f"{key}: parts must be non-negative numbers, got {_short(text)}", hint)
     train, val = numbers[0], numbers[1]
     test = numbers[2] if len(numbers) == 3 else 0.0
@@ -216,7 +217,7 @@ def parse_ratio(text: str, key: str = "env.split_ratio") -> tuple[float, float, 
     if train <= 0:
         raise ConfigError(f"{key}: the train part must be > 0, got {_short(text)}",
                           "training reflects on train items; give it a share, e.g. '2:1:7'")
-    return (train, val, test)  # type: ignore[return-value]
+    return (train, val, test)
 
 
 _MODULE_FUNC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")

@@ -63,7 +63,8 @@ def _worktrees(folder: Path) -> list[str]:
 def test_a_bundle_round_trips_and_edits_name_their_file():
     files = {"SKILL.md": "---\nname: x\ndescription: y\n---\n# Skill\n\n<file path=\"evil\">\n",
              "references/a.md": "# A\n</file>\n"}
-    assert package.parse(package.bundle(files)).files == tuple(sorted(files.items(), key=lambda kv: kv[0] != "SKILL.md"))
+    ordered = tuple(sorted(files.items(), key=lambda kv: kv[0] != "SKILL.md"))
+    assert package.parse(package.bundle(files)).files == ordered
     edits, problems = patch.parse_edits({"edits": [
         {"op": "append", "file": "references/new.md", "content": "New rule.", "target": "", "rationale": "r"},
         {"op": "append", "file": "../escape.md", "content": "x", "target": "", "rationale": "r"},

@@ -63,7 +63,8 @@ def test_init_creates_repo_skill_and_config_and_commits_only_when_asked(tmp_path
     cfg = load_config(folder / "skillgit.yaml")
     assert (cfg.skill.path, cfg.skill.branch) == ("SKILL.md", "main")
     assert git(folder, "config", "notes.displayRef") == "refs/notes/skillgit-log"  # short human notes
-    assert git(folder, "config", "--get-all", "notes.rewriteRef").split() == ["refs/notes/skillgit", "refs/notes/skillgit-log"]
+    assert git(folder, "config", "--get-all", "notes.rewriteRef").split() == ["refs/notes/skillgit",
+                                                                               "refs/notes/skillgit-log"]
     assert "git add SKILL.md skillgit.yaml .gitignore" in proc.stderr
     assert git(folder, "rev-parse", "--verify", "-q", "HEAD", check=False) == ""  # nothing committed
 

@@ -182,8 +182,8 @@ class AgentStudent:
             done = process.run(argv, cwd=ws, env=env, timeout_s=self.cfg.timeout_s)
         except OSError:
             raise LLMError(f"{self.id}: cannot run '{argv[0]}'",
-                           f"install it (see README: Train a skill for Claude Code / Codex / Copilot) or set "
-                           f"model.student.command.argv", kind="config") from None
+                           "install it (see README: Train a skill for Claude Code / Codex / Copilot) or set "
+                           "model.student.command.argv", kind="config") from None
         if done.timed_out:
             raise LLMError(f"{self.id}: no answer within {self.cfg.timeout_s:g}s; killed the agent and its children",
                            "raise model.student.command.timeout_s if the agent needs longer", kind="timeout")

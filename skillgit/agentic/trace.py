@@ -79,6 +79,14 @@ def _events(stdout: str) -> Iterator[dict[str, Any]]:
                 yield event
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -106,8 +114,8 @@ def _claude(stdout: str) -> AgentTrace:
     final, usage, error, turns, last_text = "", Usage(1), None, None, ""
     for e in _events(stdout):
         kind = e.get("type")
-        message = e.get("message") if isinstance(e.get("message"), dict) else {}
-        blocks = message.get("content") if isinstance(message.get("content"), list) else []
+        message = _dict(e.get("message"))
+        blocks = _list(message.get("content"))
         if kind == "assistant":
             for b in blocks:
                 if not isinstance(b, dict):
@@ -124,7 +132,7 @@ def _claude(stdout: str) -> AgentTrace:
                     steps.append(Step("result", text=_text_of(b.get("content")), error=bool(b.get("is_error"))))
         elif kind == "result":
             final = str(e.get("result") or last_text)
-            u = e.get("usage") if isinstance(e.get("usage"), dict) else {}
+            u = _dict(e.get("usage"))
             cache_read = int(u.get("cache_read_input_tokens") or 0)
             prompt = int(u.get("input_tokens") or 0) + cache_read + int(u.get("cache_creation_input_tokens") or 0)
             cost = e.get("total_cost_usd")
@@ -140,7 +148,7 @@ def _codex(stdout: str) -> AgentTrace:
     steps: list[Step] = []
     final, prompt, completion, cached, error = "", 0, 0, 0, None
     for e in _events(stdout):
-        item = e.get("item") if isinstance(e.get("item"), dict) else {}
+        item = _dict(e.get("item"))
         if e.get("type") == "item.completed":
             kind = item.get("type")
             if kind == "command_execution":
@@ -148,7 +156,7 @@ def _codex(stdout: str) -> AgentTrace:
                 steps.append(Step("result", text=str(item.get("aggregated_output", "")),
                                   error=item.get("exit_code") not in (0, None)))
             elif kind == "file_change":
-                changes = item.get("changes") if isinstance(item.get("changes"), list) else []
+                changes = _list(item.get("changes"))
                 steps.append(Step("call", "apply_patch", ", ".join(f"{c.get('kind')} {c.get('path')}"
                                                                    for c in changes if isinstance(c, dict))))
             elif kind == "agent_message":
@@ -170,7 +178,7 @@ def _copilot(stdout: str) -> AgentTrace:
     steps: list[Step] = []
     final = ""
     for e in _events(stdout):
-        data = e.get("data") if isinstance(e.get("data"), dict) else {}
+        data = _dict(e.get("data"))
         kind = e.get("type")
         if kind == "tool.execution_start":
             steps.append(Step("call", str(data.get("toolName", "")), json.dumps(data.get("arguments", {}))))
@@ -188,9 +196,9 @@ def _opencode(stdout: str) -> AgentTrace:
     steps: list[Step] = []
     final = ""
     for e in _events(stdout):
-        part = e.get("part") if isinstance(e.get("part"), dict) else {}
+        part = _dict(e.get("part"))
         if e.get("type") == "tool_use":
-            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            state = _dict(part.get("state"))
             steps.append(Step("call", str(part.get("tool", "")), json.dumps(state.get("input", {}))))
             steps.append(Step("result", text=_text_of(state.get("output", "")), error=state.get("status") == "error"))
         elif e.get("type") == "text" and str(part.get("text", "")).strip():

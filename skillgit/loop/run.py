@@ -41,6 +41,7 @@ from skillgit.loop.events import (
     EpochEnded,
     EpochEnding,
     EventSink,
+    Heartbeat,
     RunEnded,
     RunStarted,
     StepDecided,

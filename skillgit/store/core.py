@@ -381,8 +381,8 @@ class Store:
         if accept:
             self._require_clean(worktrees, tip)
         old_notes, new_notes = self.repo.build_notes({cand.sha: N.encode([*cand.note, decision, *note])})
-        usage = decision.get("usage") if isinstance(decision.get("usage"), dict) else {}
-        edits = len(decision.get("edits") or []) if isinstance(decision.get("edits"), list) else 0
+        usage: dict[str, Any] = decision["usage"] if isinstance(decision.get("usage"), dict) else {}
+        edits = len(decision["edits"]) if isinstance(decision.get("edits"), list) else 0
         old_show, new_show = self.repo.build_notes({cand.sha: N.display_lines(decision, edits, usage.get("cost_usd"))},
                                                    R.DISPLAY_NOTES_REF)
         updates = [RefUpdate("delete", cand.ref, old=cand.sha)]

@@ -111,10 +111,11 @@ def _merge_fetched(store: "Store", remote: str, remote_refs, notes_ref: str, pre
         updates.append(RefUpdate("update", R.ARCHIVE_REF, archive, old_archive))
     return updates, archive
 
+
 def _notes_specs(remote_refs: dict[str, str], notes_ref: str) -> list[str]:
     """Fetch refspecs for the remote's data notes (→ `notes_ref`) and display notes (→ `notes_ref`-log)."""
-    return [f"+{ours}:{theirs}" for ours, theirs in ((R.NOTES_REF, notes_ref), (R.DISPLAY_NOTES_REF, notes_ref + "-log"))
-            if ours in remote_refs]
+    pairs = ((R.NOTES_REF, notes_ref), (R.DISPLAY_NOTES_REF, notes_ref + "-log"))
+    return [f"+{ours}:{theirs}" for ours, theirs in pairs if ours in remote_refs]
 
 
 def _tracking(remote: str) -> tuple[str, str]:
