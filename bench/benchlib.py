@@ -116,12 +116,16 @@ def dir_size(path: Path) -> dict[str, int]:
 
 # ---------------------------------------------------------------------------------------------- instruments
 class GitMeter:
-    """Records every git subprocess skillgit runs in this process while active: (start, end, subcommand)."""
+    """Records every git subprocess skillgit runs in this process while active: (start, end, subcommand); and, in
+    `reads`, every request answered by a repository's long-lived git processes (cat-file, mktree,
+    hash-object: no process each)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[float, float, str]] = []
+        self.reads: list[tuple[float, float, str]] = []
         self._lock = threading.Lock()
         self._orig = None
+        self._patched: list[tuple[Any, str, Any]] = []
 
     def __enter__(self) -> "GitMeter":
         orig = self._orig = repo_mod.GitRepo._exec
@@ -136,14 +140,40 @@ class GitMeter:
                     meter.calls.append((start, time.monotonic(), repo_mod._subcommand(args)))
 
         repo_mod.GitRepo._exec = staticmethod(timed)
+        # Requests to long-lived git processes (absent in older trees: there every read and write is a process).
+        self._patched = []
+        for cls_name, method in (("_BatchReader", "request"), ("_LineServer", "ask")):
+            cls = getattr(repo_mod, cls_name, None)
+            if cls is not None:
+                orig_m = getattr(cls, method)
+                self._patched.append((cls, method, orig_m))
+                setattr(cls, method, self._timed_request(orig_m, cls_name))
         return self
+
+    def _timed_request(self, orig_m, label):
+        meter = self
+
+        def timed_request(self_, *args):
+            start = time.monotonic()
+            try:
+                return orig_m(self_, *args)
+            finally:
+                with meter._lock:
+                    meter.reads.append((start, time.monotonic(), label))
+        return timed_request
 
     def __exit__(self, *exc: Any) -> None:
         repo_mod.GitRepo._exec = staticmethod(self._orig)
+        for cls, method, orig_m in self._patched:
+            setattr(cls, method, orig_m)
 
     def within(self, start: float, end: float) -> list[tuple[float, float, str]]:
         with self._lock:
             return [c for c in self.calls if start <= c[0] < end]
+
+    def reads_within(self, start: float, end: float) -> list[tuple[float, float, str]]:
+        with self._lock:
+            return [c for c in self.reads if start <= c[0] < end]
 
 
 class StepClock:
@@ -252,6 +282,7 @@ def step_figures(window: tuple[int, float, float], timeline: list[dict], meter: 
         gits = meter.within(start, end)
         out["git_calls"] = len(gits)
         out["git_s"] = round(sum(e - s for s, e, _ in gits), 4)
+        out["git_requests"] = len(meter.reads_within(start, end))
     return out
 
 

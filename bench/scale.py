@@ -92,7 +92,7 @@ def slice_figures(rows: list[dict], label: str) -> dict:
         return {"mean": round(statistics.fmean(values), 2), "p50": round(values[len(values) // 2], 2),
                 "p95": round(values[min(len(values) - 1, int(len(values) * 0.95))], 2)}
     return {"steps": label, "writes_ms": stat("writes_ms"), "reads_ms": stat("reads_ms"),
-            "git_calls": stat("git_calls"), "step_ms": stat("step_ms")}
+            "git_calls": stat("git_calls"), "git_requests": stat("git_requests"), "step_ms": stat("step_ms")}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> dict:
             rows.append({"step": step, "step_ms": 1000 * (end - start),
                          "writes_ms": 1000 * timer.within(start, end, WRITES),
                          "reads_ms": 1000 * timer.within(start, end, READS),
-                         "git_calls": len(meter.within(start, end))})
+                         "git_calls": len(meter.within(start, end)),
+                         "git_requests": len(meter.reads_within(start, end))})
         n = len(rows)
         k = max(1, min(100, n // 3))
         slices = [slice_figures(rows[:k], f"1-{k}"), slice_figures(rows[n // 2 - k // 2:n // 2 - k // 2 + k],
@@ -177,11 +178,11 @@ def main(argv: list[str] | None = None) -> dict:
     write_result("scale", data, a.out)
     cols = [("steps", "steps", "")]
     for key, head in (("writes_ms", "writes ms"), ("reads_ms", "reads ms"), ("git_calls", "git calls"),
-                      ("step_ms", "step ms")):
+                      ("git_requests", "git requests"), ("step_ms", "step ms")):
         for m in ("mean", "p95"):
             cols.append((f"{key}.{m}", f"{head} {m}", ".1f"))
-    flat = [{"steps": s["steps"], **{f"{k}.{m}": s[k][m] for k in ("writes_ms", "reads_ms", "git_calls", "step_ms")
-                                     for m in ("mean", "p95")}} for s in slices]
+    kinds = ("writes_ms", "reads_ms", "git_calls", "git_requests", "step_ms")
+    flat = [{"steps": s["steps"], **{f"{k}.{m}": s[k][m] for k in kinds for m in ("mean", "p95")}} for s in slices]
     print(table(flat, cols))
     print(f"\n{a.steps} steps ({data['decided']} decided candidates incl. epoch ends) in {run_s:.0f} s; "
           f"skillgit log (best/median of {repeat}) {log_s:.2f}/{log_median_s:.2f} s ({data['log_lines']} lines), "

@@ -225,6 +225,8 @@ class EnvCfg:
     split_dir: str | None = None
     workers: int = 16
     keep_workspaces: bool = False  # agentic tasks: keep each rollout's workspace (debugging)
+    executor: str = "threads"  # threads | ray: where rollouts, agentic workspaces and gate scoring run
+    ray_address: str | None = None  # an existing Ray cluster ("ray://host:10001", "auto"); None: a local one
     max_reply_chars: int = 1_000_000  # a model reply longer than this is an error (recorded), never journaled whole
     scorer: ScorerCfg = field(default_factory=ScorerCfg)
 
@@ -274,8 +276,8 @@ ALIASES: dict[str, str] = {
 RUNTIME_ONLY_KEYS: tuple[str, ...] = (
     "model.teacher.concurrency", "model.student.concurrency", "model.teacher.timeout_s", "model.student.timeout_s",
     "model.teacher.max_retries", "model.student.max_retries", "model.simulated.latency_s", "gradient.analyst_workers",
-    "env.workers", "env.scorer.timeout_s", "budget", "train.max_steps", "sleep", "model.teacher.cache_identity",
-    "model.student.cache_identity",
+    "env.workers", "env.executor", "env.ray_address", "env.scorer.timeout_s", "budget", "train.max_steps", "sleep",
+    "model.teacher.cache_identity", "model.student.cache_identity", "env.keep_workspaces",
 )
 
 

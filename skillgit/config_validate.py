@@ -35,6 +35,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "model.*.command.sandbox": ("read-only", "workspace-write"),
     "model.*.command.output": ("", "claude-stream", "codex-json", "copilot-json", "opencode-json", "text"),
     "optimizer.lr_scheduler": ("constant", "linear", "cosine", "autonomous"),
+    "env.executor": ("threads", "ray"),
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),
     "optimizer.skill_update_mode": ("patch", *REWRITE_MODES),
     "evaluation.gate_metric": ("hard", "soft", "mixed"),
@@ -224,6 +225,22 @@ _MODULE_FUNC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _BRANCH_BAD = re.compile(r"(^[-/.])|(\.\.)|([\s~^:?*\[\\])|(@\{)|([/.]$)|(\.lock$)|(//)")
 
 
+_SHELLS = ("sh", "bash", "zsh", "dash", "ksh", "fish", "cmd", "cmd.exe", "powershell", "pwsh")
+
+
+def _no_prompt_in_shell(argv: tuple[str, ...]) -> None:
+    """`sh -c "agent {prompt}"` would run the task's text as shell code (a task saying `$(rm -rf ~)` runs it):
+    refuse it and say how to pass the prompt safely."""
+    if not argv:
+        return
+    shell = argv[0].replace("\\", "/").rsplit("/", 1)[-1]
+    if shell in _SHELLS and any("{prompt}" in part for part in argv[1:]):
+        raise ConfigError("model.student.command.argv: {prompt} inside a shell command would run the task's text as "
+                          "shell code",
+                          "pass the prompt as its own argv element ([my-agent, '{prompt}']) or read it from a file "
+                          "inside the shell command ([sh, -c, 'my-agent < \"$0\"', '{prompt_file}'])")
+
+
 def check_config(cfg: Any) -> None:
     """Rules that involve more than one field, or a field's inner syntax. `cfg` is a `Config`."""
     skill = cfg.skill
@@ -269,6 +286,7 @@ def check_config(cfg: Any) -> None:
                           "e.g. `command: python check.py` (reads {item, output} JSON on stdin, prints a score)")
 
     model = cfg.model
+    _no_prompt_in_shell(model.student.command.argv)
     if model.student_backend == "command":
         command = model.student.command
         if command.preset == "generic" and not command.argv:

@@ -292,6 +292,7 @@ class RunProgress:
     retries: int = 0
     unscored: int = 0
     test_reads: int = 0  # times the sealed test split was scored (only at a run's end)
+    rollout_seconds: Mapping[str, float] = field(default_factory=dict)  # agentic: setup / agent / verify totals
     meta_skill: str = ""
     epochs: Mapping[int, EpochState] = field(default_factory=dict)
     last: StepOutcome | None = None
@@ -320,7 +321,7 @@ class RunProgress:
             "usage_by_stage": {k: v.to_dict() for k, v in sorted(self.usage_by_stage.items())},
             "usage_by_role": {k: v.to_dict() for k, v in sorted(self.usage_by_role.items())},
             "errors": dict(sorted(self.errors.items())), "retries": self.retries, "unscored": self.unscored,
-            "test_reads": self.test_reads,
+            "test_reads": self.test_reads, "rollout_seconds": dict(self.rollout_seconds),
             "meta_skill": self.meta_skill,
             "epochs": {str(k): v.to_dict() for k, v in sorted(self.epochs.items())},
             "last": self.last.to_dict() if self.last else None,
@@ -348,6 +349,7 @@ class RunProgress:
             errors={str(k): int(v) for k, v in (data.get("errors") or {}).items()},
             retries=int(data.get("retries", 0)), unscored=int(data.get("unscored", 0)),
             test_reads=int(data.get("test_reads", 0)),
+            rollout_seconds={str(k): float(v) for k, v in (data.get("rollout_seconds") or {}).items()},
             meta_skill=str(data.get("meta_skill", "")), epochs=epochs,
             last=StepOutcome.from_dict(last) if isinstance(last, Mapping) else None,
             final_scores={str(k): SkillScores.from_dict(v) for k, v in (data.get("final_scores") or {}).items()

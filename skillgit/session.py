@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillgit.errors import SkillgitError
+from skillgit.executor import Executor, StudentSpec, build_executor
 from skillgit.llm import factory
 from skillgit.llm.base import LLM, Student
 from skillgit.llm.cache import CachedLLM, CachedStudent, CallCache
@@ -33,6 +34,13 @@ class Session:
     cache: CallCache
     raw_teacher: LLM | None = None  # injected backends (tests, embedding programs); None: built from the config
     raw_student: Student | None = None
+    executor_: Executor | None = None  # where rollouts run (env.executor); built on first use
+
+    @property
+    def executor(self) -> Executor:
+        if self.executor_ is None:
+            self.executor_ = build_executor(self.project.config, self.project.root)
+        return self.executor_
 
     @property
     def prompts_dir(self) -> Path | None:
@@ -40,8 +48,13 @@ class Session:
         return (self.project.root / d) if d else None
 
     def student(self) -> MeteredStudent:
-        inner = self.raw_student or factory.build_student(self.project.config, self.project.root,
-                                                          on_retry=self.ledger.record_retry)
+        """Journal and ledger stay here in the driver; the executor decides where the runs themselves execute
+        (an injected student always runs in this process)."""
+        def build() -> Student:
+            return factory.build_student(self.project.config, self.project.root, on_retry=self.ledger.record_retry)
+
+        inner = self.raw_student or self.executor.student(
+            StudentSpec(self.project.config, str(self.project.root)), build)
         return MeteredStudent(CachedStudent(inner, self.cache), self.ledger)
 
     def teacher(self) -> MeteredLLM:
@@ -88,6 +101,7 @@ def build_trainer(session: Session, *, run_id: str | None = None, resume: bool =
 
     trainer = Trainer(session.project.config, session.store, session.splits, session.student(), session.teacher(),
                       session.scorer, ledger=session.ledger, run_id=run_id, resume=resume, on_event=on_event,
-                      prompts_dir=session.prompts_dir)
+                      prompts_dir=session.prompts_dir,
+                      executor=None if session.raw_student is not None else session.executor)
     session.cache.bind_run(trainer.run_id)  # journal entries remember their run, so `skillgit gc` can prune
     return trainer

@@ -196,7 +196,7 @@ def test_presets_build_the_documented_argv(project):
 # ---------------------------------------------------------------------------------------------- training
 @pytest.mark.slow
 def test_demo_agentic_trains_a_package_offline_and_leaves_nothing_behind(tmp_path):
-    proc = run_cli("demo", "--agentic", "--dir", str(tmp_path / "d"), "--seed", "2", cwd=tmp_path, timeout=900)
+    proc = run_cli("demo", "--agentic", "--dir", str(tmp_path / "d"), "--seed", "0", cwd=tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("test hard:"))
     before, after = (float(v) for v in line.split(":")[1].split("(")[0].split("→"))
@@ -204,6 +204,8 @@ def test_demo_agentic_trains_a_package_offline_and_leaves_nothing_behind(tmp_pat
     changed = git(tmp_path / "d", "log", "--format=", "--name-only", "main")
     assert "skill/references/" in changed
     assert len(_worktrees(tmp_path / "d")) == 1 and git(tmp_path / "d", "status", "--porcelain") == ""
+    status = json.loads(run_cli("status", "--json", cwd=tmp_path / "d").stdout)
+    assert set(status["rollout_seconds"]) == {"setup", "agent", "verify"}  # time accounting per phase
 
 
 @pytest.mark.slow

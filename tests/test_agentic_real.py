@@ -14,30 +14,39 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent_clis import claude_env, find_cli, prepare_claude_home
-from tests.agent_server import AgentServer, Received, Turn, bash, text
+from tests.agent_clis import (
+    CODEX_KEY_ENV,
+    claude_env,
+    codex_env,
+    codex_provider_overrides,
+    find_cli,
+    prepare_claude_home,
+)
+from tests.agent_server import AgentServer, Received, Turn, bash, exec_command, text
 from tests.conftest import git
 
 pytestmark = pytest.mark.agent_cli
 
 CLAUDE = find_cli("claude")
+CODEX = find_cli("codex")
 TASK = re.compile(r"Create the file (\w+)\.txt containing the word (\w+)")
 
 
 def _answer(request: Received) -> Turn:
-    """A tiny scripted agent: one Bash call that does what the task asks, then a final message."""
-    messages = request.body.get("messages", [])
-    done = any(isinstance(b, dict) and b.get("type") == "tool_result"
-               for m in messages if isinstance(m.get("content"), list) for b in m["content"])
-    if done:
+    """A tiny scripted agent: one shell call that does what the task asks, then a final message (Claude Code's
+    Messages API or Codex's Responses API, whichever asks)."""
+    body = json.dumps(request.body)
+    if '"tool_result"' in body or '"function_call_output"' in body:
         return text("Done: the file is written.")
     found = TASK.search(request.messages_text())
     if not found:
         return text("I do not understand the task.")
-    return bash(f"printf %s {found.group(2)} > {found.group(1)}.txt", "write the file")
+    command = f"printf %s {found.group(2)} > {found.group(1)}.txt"
+    return exec_command(command, login=False) if request.path.endswith("/responses") else bash(command, "write")
 
 
-def _project(root: Path) -> Path:
+def _project(root: Path, student: str = "    command: {preset: claude, timeout_s: 120, allowed_tools: [Bash, Read]}"
+             ) -> Path:
     (root / "fixture").mkdir(parents=True)
     (root / "fixture" / "README.md").write_text("# app\n")
     (root / "skill").mkdir()
@@ -55,7 +64,7 @@ model:
   student_backend: agent
   student_model: default
   student:
-    command: {preset: claude, timeout_s: 120, allowed_tools: [Bash, Read]}
+""" + student + """
 train: {num_epochs: 1, batch_size: 2, seed: 0}
 optimizer: {use_slow_update: false, use_meta_skill: false, use_meta_reflect: false}
 evaluation: {gate_repeats: 1, eval_test: false}
@@ -93,3 +102,27 @@ def test_one_agentic_step_with_the_real_claude_student(tmp_path):
     assert progress["seed_score"] == 1.0  # val: both items passed their verifier after claude's real Bash calls
     assert git(project, "status", "--porcelain") == ""
     assert len([line for line in git(project, "worktree", "list").splitlines() if line]) == 1
+
+
+@pytest.mark.skipif(CODEX is None, reason="the codex CLI is not installed (python -m tests.agent_clis install)")
+def test_one_agentic_step_with_the_real_codex_student(tmp_path):
+    home = tmp_path / "home"
+    with AgentServer(default=_answer) as server:
+        argv = ["codex", "exec", "--json", "-s", "workspace-write", "-m", "gpt-5.5",
+                *codex_provider_overrides(server.base_url), "--skip-git-repo-check", "--", "{prompt}"]
+        student = ("    command:\n      preset: codex\n      timeout_s: 120\n      output: codex-json\n"
+                   f"      env_passthrough: [{CODEX_KEY_ENV}, CODEX_HOME]\n      argv: {json.dumps(argv)}")
+        project = _project(tmp_path / "proj", student)
+        env = {**os.environ, **codex_env(home)}
+        env["PATH"] = f"{Path(str(CODEX)).parent}{os.pathsep}{env.get('PATH', '')}"
+        proc = subprocess.run([sys.executable, "-m", "skillgit", "train", "--json", "--set", "train.max_steps=1"],
+                              cwd=project, env=env, capture_output=True, text=True, timeout=600)
+        agent_requests = server.agent_requests()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["steps"] == 1
+    assert agent_requests and all(r.path.endswith("/responses") for r in agent_requests)
+    assert any("files" in r.context_text() for r in agent_requests)  # the skill, from .agents/skills/
+    progress = json.loads(git(project, "show", f"refs/skillgit/runs/{result['run']}:progress.json"))
+    assert progress["seed_score"] == 1.0  # codex's real exec_command calls wrote what the verifiers check
+    assert git(project, "status", "--porcelain") == ""

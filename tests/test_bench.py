@@ -63,7 +63,7 @@ def test_overhead_script(tmp_path):
     data = run_script("overhead", tmp_path)
     step = data["variants"]["configured"]["steps"][0]
     for key in ("wall_s", "critical_path_s", "ratio", "waves", "model_busy_s", "outside_models_s", "outside_share",
-                "git_s", "git_calls", "calls_by_stage", "limit_by_counts_s"):
+                "git_s", "git_calls", "git_requests", "calls_by_stage", "limit_by_counts_s"):
         assert key in step, key
     assert step["calls_by_stage"]["rollout"] == data["config"]["batch_size"]
     assert {"ratio", "outside_share", "targets", "meets_targets"} <= set(data["summary"])
@@ -92,7 +92,7 @@ def test_scale_script(tmp_path):
     data = run_script("scale", tmp_path)
     assert data["decided"] >= data["config"]["steps"]
     assert len(data["bookkeeping"]) == 3
-    assert {"writes_ms", "reads_ms", "git_calls", "step_ms"} <= set(data["bookkeeping"][0])
+    assert {"writes_ms", "reads_ms", "git_calls", "git_requests", "step_ms"} <= set(data["bookkeeping"][0])
     assert data["log_s"] > 0 and data["log_lines"] >= data["decided"]
     assert {"bytes", "disk", "files"} <= set(data["git_dir"]["after_run"])
     assert data["refs"]["after_gc"]["refs"] <= data["refs"]["before_gc"]["refs"]

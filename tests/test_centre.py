@@ -313,3 +313,39 @@ def test_eval_fails_when_no_item_could_be_scored(project):
                           "--set", "env.scorer.type=python", "--set", "env.scorer.callable=os:nonexistent",
                           cwd=project)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
+
+
+def test_a_shell_command_template_never_runs_task_text_as_shell_code():
+    from skillgit.config import config_from_dict
+    from skillgit.errors import ConfigError
+
+    unsafe = {"model": {"student_backend": "command",
+                        "student": {"command": {"argv": ["/bin/sh", "-c", "my-agent {prompt}"]}}}}
+    with pytest.raises(ConfigError, match="would run the task's text as shell code") as err:
+        config_from_dict(unsafe)
+    assert "{prompt_file}" in err.value.hint
+    safe = {"model": {"student_backend": "command", "student": {"command": {"argv": ["my-agent", "{prompt}"]}}}}
+    assert config_from_dict(safe).model.student.command.argv == ("my-agent", "{prompt}")
+
+
+def test_ctrl_c_says_how_to_resume_and_the_run_resumes(project):
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "skillgit", "train", "--events", "--set", "train.max_steps=4"],
+                            cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if '"event": "step_start"' in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == 130
+    assert "error: interrupted" in rest and "run the same command again to resume" in rest
+    assert "Aborted" not in rest and "Traceback" not in rest
+    status = json.loads(run_cli("status", "--json", cwd=project).stdout)
+    assert status["status"] == "interrupted"
+    again = run_cli("train", "--set", "train.max_steps=4", cwd=project)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(run_cli("status", "--json", cwd=project).stdout)["status"] == "finished"

@@ -486,3 +486,74 @@ def test_missing_identity_fails_with_a_hint_and_changes_nothing(repo, store, mon
         propose(store, SEED + "x\n", 1)
     assert "git config user.name" in err.value.hint
     assert snapshot(repo) == before
+
+
+# ---------------------------------------------------------------------------------------------- git plumbing
+def _fast_import_notes(root: Path, commits: int, ref: str) -> list[str]:
+    """`commits` commits on refs/heads/many, each with a note under `ref`, in one `git fast-import` (which fans a
+    notes tree of this size out into 2-hex-digit folders, as `git notes` does). Returns the commit ids."""
+    stream = []
+    for i in range(1, commits + 1):
+        msg = f"c{i}\n"
+        stream.append(f"commit refs/heads/many\nmark :{i}\ncommitter t <t@x> {i} +0000\ndata {len(msg)}\n{msg}\n")
+    stream.append("commit " + ref + "\ncommitter t <t@x> 0 +0000\ndata 6\nnotes\n")
+    for i in range(1, commits + 1):
+        text = f"note {i}\n"
+        stream.append(f"N inline :{i}\ndata {len(text)}\n{text}")
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=root, input="".join(stream) + "\n", text=True,
+                   check=True, capture_output=True)
+    return git(root, "rev-list", "--reverse", "refs/heads/many").split()
+
+
+@pytest.mark.parametrize("fanned_out", [False, True])
+def test_notes_built_as_trees_equal_git_notes_append(repo, store, fanned_out):
+    # build_notes computes the notes tree itself (no scratch ref, no `git notes append` per note): the notes it
+    # writes must be byte for byte what `git notes append` would write, in a flat and in a fanned-out tree.
+    theirs, ours = "refs/notes/theirs", "refs/notes/ours"
+    if fanned_out:
+        commits = _fast_import_notes(repo, 300, theirs)
+        assert any(line.split()[1] == "tree" for line in git(repo, "ls-tree", theirs).splitlines())
+        git(repo, "update-ref", ours, theirs)
+        targets = commits[::29]
+    else:
+        targets = [git(repo, "rev-parse", "HEAD")] * 3 + [git(repo, "rev-parse", "HEAD:SKILL.md")]
+    texts = ["{\"kind\": \"decision\"}\n", "  \n\nline one  \n\n\n\n line two\t\n\n", "", "no newline"]
+    for i, obj in enumerate(targets):
+        text = texts[i % len(texts)]
+        subprocess.run(["git", "notes", "--ref", theirs, "append", "-F", "-", obj], cwd=repo, input=text,
+                       text=True, check=True, capture_output=True)
+        old, new = store.repo.build_notes({obj: text}, ours)
+        assert old == store.repo.ref(ours) and new is not None
+        git(repo, "update-ref", ours, new)
+    for obj in set(targets) | ({commits[1], commits[-1]} if fanned_out else set()):
+        assert git(repo, "notes", "--ref", ours, "show", obj) == git(repo, "notes", "--ref", theirs, "show", obj)
+    assert git(repo, "notes", "--ref", ours, "list") == git(repo, "notes", "--ref", theirs, "list")
+    assert git(repo, "for-each-ref", "refs/notes/").count("\n") == 1  # no scratch ref left behind
+    if fanned_out:  # the fan-out is kept: the changed notes went into their folders
+        assert git(repo, "ls-tree", "--name-only", ours) == git(repo, "ls-tree", "--name-only", theirs)
+
+
+def test_reads_go_through_one_reader_that_survives_its_death_and_sees_new_refs(repo, store):
+    head = git(repo, "rev-parse", "HEAD")
+    assert store.repo.ref("refs/heads/main") == head
+    assert store.repo.blob_at(head, "SKILL.md") == SEED.encode()
+    assert store.repo.ref("refs/heads/nope") is None and store.repo.blob_at(head, "nope.md") is None
+    # another process moves the branch and writes objects: the long-lived reader sees both at once
+    (repo / "SKILL.md").write_text(SEED + "more\n")
+    git(repo, "commit", "-qam", "second")
+    new = git(repo, "rev-parse", "HEAD")
+    assert store.repo.ref("refs/heads/main") == new != head
+    assert store.repo.commit_message(new) == "second" and store.repo.parents(new) == [head]
+    assert store.repo.blob_at(new, "SKILL.md") == (SEED + "more\n").encode()
+    entry = store.repo.tree_entry(new, "SKILL.md")
+    assert entry is not None and (entry.mode, entry.type, entry.name) == ("100644", "blob", "SKILL.md")
+    assert [e.name for e in store.repo.ls_tree(new)] == git(repo, "ls-tree", "--name-only", new).split()
+    # the reader process dies (killed, OOM): the next read starts a new one and answers
+    proc = store.repo._reader._proc
+    assert proc is not None
+    proc.kill()
+    proc.wait()
+    assert store.repo.ref("refs/heads/main") == new
+    assert store.repo._reader._proc is not proc
+    store.repo.close()
+    assert store.repo.cat(f"{new}:SKILL.md") == (SEED + "more\n").encode()

@@ -152,7 +152,7 @@ class AgentStudent:
                 raise LLMError(f"task '{item.id}': {exc}", "the rollout is unknown (not a failure); fix the verifier "
                                "or raise verify.timeout_s", kind="unknown") from None
             timings["verify"] = round(time.monotonic() - started, 3)
-        return self._reply(agent_trace, diff, score, timings)
+            return self._reply(agent_trace, diff, score, timings, ws)
 
     def _setup(self, spec: AgenticSpec, ws: Path, env: Mapping[str, str]) -> float:
         total = 0.0
@@ -187,7 +187,8 @@ class AgentStudent:
         if done.timed_out:
             raise LLMError(f"{self.id}: no answer within {self.cfg.timeout_s:g}s; killed the agent and its children",
                            "raise model.student.command.timeout_s if the agent needs longer", kind="timeout")
-        result = trace.parse(done.stdout, self.cfg.output or self.preset.output)
+        # paths made relative before anything is cut to size: the same work must read the same in every workspace
+        result = trace.parse(_relative(done.stdout, ws), self.cfg.output or self.preset.output)
         if done.returncode != 0 and not result.final:
             tail = redact(process.tail(done.stderr or done.stdout, 400), self._secrets)
             raise LLMError(f"{self.id}: agent exited with status {done.returncode}: {tail}",
@@ -195,15 +196,20 @@ class AgentStudent:
                            retryable=bool(_TRANSIENT.search(done.stderr[-3000:] + done.stdout[-2000:])))
         return result, round(done.seconds, 3)
 
-    def _reply(self, agent: trace.AgentTrace, diff: str, score: Score, timings: dict[str, float]) -> Reply:
-        shown_diff = diff if len(diff) <= DIFF_CHARS else diff[:DIFF_CHARS] + f"\n[… {len(diff) - DIFF_CHARS} chars]"
+    def _reply(self, agent: trace.AgentTrace, diff: str, score: Score, timings: dict[str, float], ws: Path
+               ) -> Reply:
+        cut = len(diff) - DIFF_CHARS
+        shown_diff = diff if cut <= 0 else diff[:DIFF_CHARS] + f"\n[… {cut} chars]"
         parts = [agent.render(), "workspace diff:", shown_diff.rstrip() or "(no change)"]
         if agent.error:
             parts.insert(0, f"the agent reported: {agent.error}")
-        text = redact(agent.final, self._secrets, shapes=False)
-        return Reply(text, agent.usage, self.model or self.cfg.preset, sum(timings.values()),
-                     trace=redact("\n".join(parts), self._secrets),
-                     score=Score(score.hard, score.soft, redact(score.feedback, self._secrets)), timings=timings)
+
+        def clean(text: str) -> str:
+            return redact(_relative(text, ws), self._secrets)
+
+        return Reply(clean(redact(agent.final, self._secrets, shapes=False)), agent.usage,
+                     self.model or self.cfg.preset, sum(timings.values()), trace=clean("\n".join(parts)),
+                     score=Score(score.hard, score.soft, clean(score.feedback)), timings=timings)
 
     def check(self) -> None:
         """A missing agent program fails the build (with what to install), not every rollout."""
@@ -215,6 +221,15 @@ class AgentStudent:
 
 _INSTALL = {"claude": "npm install -g @anthropic-ai/claude-code", "codex": "npm install -g @openai/codex",
             "copilot": "npm install -g @github/copilot", "opencode": "npm install -g opencode-ai"}
+
+
+def _relative(text: str, ws: Path) -> str:
+    """`text` with the workspace's absolute path written `./`: the path is random per rollout, and the teacher must
+    read the same work the same way in every workspace (a deterministic run; prompts the call journal
+    recognises)."""
+    for root in sorted({str(ws.resolve()), str(ws)}, key=len, reverse=True):
+        text = text.replace(root + "/", "./").replace(root, ".")
+    return text
 
 
 def _which(name: str, env: Mapping[str, str]) -> bool:

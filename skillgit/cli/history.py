@@ -14,7 +14,6 @@ from rich.markup import escape
 
 from skillgit import console
 from skillgit.errors import SkillgitError
-from skillgit.store.notes import to_float
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
@@ -108,6 +107,8 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
 # ---------------------------------------------------------------------------------------------- show / diff
 def _render_record(record: dict[str, Any]) -> str:
     import yaml
+
+    from skillgit.store.notes import to_float
 
     kind = record.get("kind")
     rest = {k: v for k, v in record.items() if k not in ("v", "kind")}

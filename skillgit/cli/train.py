@@ -11,7 +11,6 @@ from typing import Any, Optional
 import typer
 
 from skillgit import console
-from skillgit.cli.progress import RunDisplay, scores_table
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.textsafe import shown
 
@@ -68,6 +67,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         else:
             console.out.print(plan["text"])
         return
+    from skillgit.cli.progress import RunDisplay, scores_table  # lazy: rich.progress, the loop's events
+
     display = RunDisplay(console.err)
     sink = _json_events if events else display.handle
     trainer = build_trainer(session, run_id=run, resume=resume if run is None else True, on_event=sink)
@@ -113,6 +114,8 @@ def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step 
     splits = {"train": list(session.splits.train), "val": list(session.splits.val), "test": list(session.splits.test)}
     evaluator = Evaluator(session.student(), session.scorer, splits, workers=cfg.env.workers,
                           repeats=cfg.evaluation.gate_repeats if split == "val" else 1)  # val: as the gate sees it
+    from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
+
     display = RunDisplay(console.err)
     with display:
         result = evaluator.score(text, split, display.progress_callback(f"eval {split}"))
@@ -182,12 +185,16 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
         return
     out = console.out
     for key in ("run", "status", "reason", "step", "accepted", "rejected", "val", "seed_val", "val_trend", "errors",
-                "retries", "unscored", "calls", "tokens", "cost_usd", "updated", "eta_s"):
+                "retries", "unscored", "calls", "tokens", "cost_usd", "rollout_seconds", "updated", "eta_s"):
         value = info[key]
         if key == "step":
             value = f"{info['step']}/{info['total_steps']}"
         elif key == "errors":
             value = ", ".join(f"{k} {v}" for k, v in value.items()) or "0"
+        elif key == "rollout_seconds":
+            if not value:
+                continue
+            value = " · ".join(f"{k} {v:.0f}s" for k, v in value.items())
         out.print(f"{key.replace('_', ' '):>12}: {shown(str(value if value is not None else '-'))}", markup=False,
                   highlight=False)
     if info["usage_by_stage"]:
@@ -210,7 +217,8 @@ def status_info(p, vals: list[float | None]) -> dict:
             "usage_by_stage": {k: v.to_dict() for k, v in p.usage_by_stage.items()},
             "usage_by_role": {k: v.to_dict() for k, v in p.usage_by_role.items()},
             "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p.updated)) if p.updated else None,
-            "eta_s": eta, "last": p.last.to_dict() if p.last else None}
+            "eta_s": eta, "last": p.last.to_dict() if p.last else None,
+            "rollout_seconds": dict(p.rollout_seconds)}
 
 
 def usage_table(by_stage: dict, by_role: dict):
@@ -230,16 +238,17 @@ def usage_table(by_stage: dict, by_role: dict):
 def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo repository here (a normal "
                                                                 "skillgit project; `skillgit train` continues it)."),
          seed: int = typer.Option(0, "--seed", help="Seed of the simulated world and the run."),
-         steps: Optional[int] = typer.Option(None, "--steps", help="How many training steps (default 8; 4 with "
+         steps: Optional[int] = typer.Option(None, "--steps", help="How many training steps (default 8; 6 with "
                                                                    "--agentic)."),
          agentic: bool = typer.Option(False, "--agentic", help="Train a skill PACKAGE for a coding agent on coding "
                                                                "tasks in real repositories (simulated agent, real "
                                                                "pytest verifiers).")) -> None:
     """Train a skill offline on the simulated world (no API key): shows log, diff and test before → after."""
+    from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
     from skillgit.demo import run_demo
 
     display = RunDisplay(console.err)
-    run_demo(dir_, seed=seed, steps=steps or (4 if agentic else 8), display=display, agentic=agentic)
+    run_demo(dir_, seed=seed, steps=steps or (6 if agentic else 8), display=display, agentic=agentic)
 
 
 def register(app: typer.Typer) -> None:

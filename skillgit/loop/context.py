@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgit.config import Config
+from skillgit.executor import Executor
 from skillgit.llm.base import Student
 from skillgit.llm.metering import bind_stage
 from skillgit.loop.events import EventSink, Progress, StageStarted
@@ -31,6 +32,7 @@ class StepContext:
     ledger: Ledger
     emit: EventSink
     train: tuple[Item, ...]
+    executor: Executor | None = None  # where rollouts run (None: this process's threads)
 
     def stage(self, step: int | str, name: str) -> None:
         """Announce a stage (the display shows it)."""

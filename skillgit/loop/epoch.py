@@ -52,8 +52,8 @@ def compare(ctx: StepContext, epoch: int, old_skill: str, new_skill: str) -> lis
     ctx.stage(f"e{epoch + 1}", "slow_update")
     with ctx.ledger.timed("slow_update"):
         student = ctx.student_for("slow_update")
-        old = stages.rollout(student, old_skill, items, ctx.scorer, workers=ctx.workers)
-        new = stages.rollout(student, new_skill, items, ctx.scorer, workers=ctx.workers)
+        old = stages.rollout(student, old_skill, items, ctx.scorer, workers=ctx.workers, executor=ctx.executor)
+        new = stages.rollout(student, new_skill, items, ctx.scorer, workers=ctx.workers, executor=ctx.executor)
     pairs = []
     for b, a in zip(old, new):
         if not (b.ok and a.ok):

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from skillgit.config import EvaluationCfg
+from skillgit.executor import Executor
 from skillgit.llm.base import Student
 from skillgit.llm.metering import bind_stage
 from skillgit.loop.stages import Scorer, rollout
@@ -115,11 +116,12 @@ class Evaluator:
     batch for `two_split`), `repeats` samples per item."""
 
     def __init__(self, student: Student, scorer: Scorer, splits: dict[str, list[Item]], *, workers: int,
-                 repeats: int = 1, retries: int = 0):
+                 repeats: int = 1, retries: int = 0, executor: Executor | None = None):
         self.student = student
         self.scorer = scorer
         self.splits = splits
         self.workers = workers
+        self.executor = executor  # None: the thread pool
         self.repeats = max(1, repeats)
         self.retries = max(0, retries)
         self.retried = 0  # unknown item runs tried again
@@ -149,7 +151,7 @@ class Evaluator:
         rows: dict[str, list[tuple[float, float]]] = {}
         for sample in range(repeats):
             trajs = rollout(student, skill, items, self.scorer, workers=self.workers, sample=sample,
-                            on_progress=on_progress)
+                            on_progress=on_progress, executor=self.executor)
             # Unknown runs are tried again before anything is decided on them (errors are never cached).
             for _ in range(self.retries):
                 failed = [i for i, t in enumerate(trajs) if not t.ok]
@@ -158,7 +160,7 @@ class Evaluator:
                 with self._lock:
                     self.retried += len(failed)
                 again = rollout(student, skill, [items[i] for i in failed], self.scorer, workers=self.workers,
-                                sample=sample)
+                                sample=sample, executor=self.executor)
                 for i, t in zip(failed, again):
                     trajs[i] = t
             for t in trajs:

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_config
 from skillgit.errors import ExitCode, Interrupted, SkillgitError
+from skillgit.executor import Executor
 from skillgit.llm.base import LLM, Student
 from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import gate as gate_mod
@@ -82,7 +83,7 @@ MAINTAIN_EVERY = 100  # steps between housekeeping checks within an epoch (epoch
 class Trainer:
     def __init__(self, cfg: Config, store: Store, splits: Splits, student: Student, teacher: LLM,
                  scorer: stages.Scorer, *, ledger: Ledger, run_id: str | None = None, resume: bool = True,
-                 on_event: EventSink = ignore, prompts_dir: Path | None = None):
+                 on_event: EventSink = ignore, prompts_dir: Path | None = None, executor: Executor | None = None):
         self.cfg = cfg
         self.store = store
         self.splits = splits
@@ -96,10 +97,11 @@ class Trainer:
         # only `_final_scores` reads it, through its own evaluator, and every read is counted in the progress.
         self.evaluator = gate_mod.Evaluator(student, scorer, {"train": list(splits.train), "val": list(splits.val)},
                                             workers=cfg.env.workers, repeats=cfg.evaluation.gate_repeats,
-                                            retries=cfg.evaluation.unscored_retries)
+                                            retries=cfg.evaluation.unscored_retries, executor=executor)
         self._sealed_test = gate_mod.Evaluator(student, scorer, {"test": list(splits.test)}, workers=cfg.env.workers,
-                                               retries=cfg.evaluation.unscored_retries)  # reported: one sample
-        self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, on_event, tuple(splits.train))
+                                               retries=cfg.evaluation.unscored_retries,
+                                               executor=executor)  # reported: one sample
+        self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, on_event, tuple(splits.train), executor)
         self._blocked_edits: dict | None = None
         self._pending_save: Future | None = None
         self._caught_up = False  # see _already_decided
@@ -314,7 +316,8 @@ class Trainer:
         self.ctx.stage(step, "rollout")
         with self.ledger.timed("rollout"):
             trajs = stages.rollout(self.ctx.student_for("rollout"), skill, batch, self.ctx.scorer,
-                                   workers=self.ctx.workers, on_progress=self.ctx.progress(step, "rollout"))
+                                   workers=self.ctx.workers, on_progress=self.ctx.progress(step, "rollout"),
+                                   executor=self.ctx.executor)
         teacher = pending_teacher.result()
         usable = [t for t in trajs if t.ok]
         if batch and not usable:
@@ -329,10 +332,18 @@ class Trainer:
         if is_autonomous(self.cfg.optimizer):
             budget, lr_record = modes.choose_budget(teacher, skill, trajs, self.cfg.optimizer, budget)
         text, record = modes.propose_update(self.ctx, teacher, skill, trajs, budget, step)
+        seconds = _phase_seconds(trajs)
         record = record.with_details(lr=lr_record, train={
             "items": [t.item_id for t in trajs], "errors": {t.item_id: t.error for t in trajs if t.error},
             "hard_mean": _mean([t.score.hard for t in usable if t.score]),
-            "soft_mean": _mean([t.score.soft for t in usable if t.score])})
+            "soft_mean": _mean([t.score.soft for t in usable if t.score]),
+            # agentic rollouts: wall time per item split into setup / agent / verify, and the batch's totals
+            "timings": {t.item_id: dict(t.timings) for t in trajs if t.timings}, "seconds": seconds})
+        if seconds:
+            totals = dict(self.progress.rollout_seconds)
+            for phase, value in seconds.items():
+                totals[phase] = round(totals.get(phase, 0.0) + value, 3)
+            self.progress = self.progress.replace(rollout_seconds=totals)
         train_before = gate_mod.SplitScore.from_trajectories("train", gate_mod.blob_id(skill), trajs)
         return self._commit(Proposal(step, epoch, StepKind.STEP, base, skill, text, record, batch=tuple(batch),
                                      train_before=train_before), current, usage_before)
@@ -469,6 +480,15 @@ def _in_background(fn: Callable[[], Any]) -> Future:
         return pool.submit(fn)
     finally:
         pool.shutdown(wait=False)
+
+
+def _phase_seconds(trajs: list) -> dict[str, float]:
+    """Summed setup / agent / verify seconds of a batch's rollouts (empty for students that do not report them)."""
+    out: dict[str, float] = {}
+    for t in trajs:
+        for phase, value in t.timings.items():
+            out[phase] = round(out.get(phase, 0.0) + float(value), 3)
+    return out
 
 
 def _mean(values: list[float]) -> float | None:

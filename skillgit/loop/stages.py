@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 
 from skillgit import package, patch, prompts
 from skillgit.errors import ExitCode, SkillgitError
+from skillgit.executor import THREADS, Executor
 from skillgit.llm.base import LLM, LLMError, Request, Student
 from skillgit.llm.jsonout import complete_json
 from skillgit.types import Edit, EditResult, Item, RejectedEdit, Score, Trajectory
@@ -84,9 +85,10 @@ class Teacher:
 
 # ---------------------------------------------------------------------------------------------- rollout
 def rollout(student: Student, skill: str, items: list[Item], scorer: Scorer, *, workers: int, sample: int = 0,
-            on_progress: Progress | None = None) -> list[Trajectory]:
+            on_progress: Progress | None = None, executor: Executor | None = None) -> list[Trajectory]:
     """Run every item with `skill` and score it. A run whose model call failed (after retries) or whose scorer
-    crashed is an *unknown* trajectory (`error` set): not a failure, excluded from scores and reflection."""
+    crashed is an *unknown* trajectory (`error` set): not a failure, excluded from scores and reflection.
+    `executor` fans the items out (None: the thread pool); results keep the order of `items`."""
     done = 0
 
     def one(item: Item) -> Trajectory:
@@ -111,10 +113,7 @@ def rollout(student: Student, skill: str, items: list[Item], scorer: Scorer, *, 
             on_progress(done, len(items))
         return trajectory
 
-    if workers <= 1 or len(items) <= 1:
-        return [one(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-        return list(pool.map(one, items))
+    return (executor or THREADS).map(one, items, workers=workers)
 
 
 def is_failure(trajectory: Trajectory) -> bool:

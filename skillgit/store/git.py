@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import subprocess
 import tempfile
 import threading
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import IO, Iterable, Iterator, Sequence
 
 import git as gitpython
 from git.exc import GitCommandNotFound
@@ -120,6 +121,164 @@ def _fault_point(args: Sequence[str]) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+_TYPES = (b"blob", b"tree", b"commit", b"tag")
+
+
+class _Persistent:
+    """One long-lived git process of a repository, spoken to over its stdin/stdout, one request at a time.
+
+    Invariants: requests are serialised by a lock (one request/answer pair at a time on the pipe, so threads never
+    read each other's answers); a process found dead is replaced before the next request; nobody reads its stderr
+    while it runs, so it must be a command that writes nothing there unless it dies."""
+
+    def __init__(self, git: gitpython.Git, args: Sequence[str]) -> None:
+        self._git = git
+        self.args = list(args)
+        self._handle: object | None = None  # GitPython's AutoInterrupt: it kills the process when collected
+        self._proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> str:
+        """Stop the process; its stderr (what it said before dying)."""
+        proc, self._proc, self._handle = self._proc, None, None
+        err = b""
+        if proc is not None:
+            try:
+                proc.kill()
+                proc.wait(timeout=5)
+                err = proc.stderr.read() if proc.stderr is not None else b""
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                try:
+                    if stream is not None:
+                        stream.close()
+                except OSError:
+                    pass
+        return err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err)
+
+    def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
+        """(stdin, stdout) of the running process, started (again) when there is none or it died."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._drop()
+            try:
+                handle = self._git.execute(["git", *self.args], istream=subprocess.PIPE, as_process=True)
+            except GitCommandNotFound:
+                raise GitStateError("git is not installed or not on PATH", "install git 2.39 or newer") from None
+            self._handle, self._proc = handle, handle.proc
+        assert self._proc is not None and self._proc.stdin is not None and self._proc.stdout is not None
+        return self._proc.stdin, self._proc.stdout
+
+
+class _LineServer(_Persistent):
+    """A git command that answers each request with one line (`mktree --batch -z`, `hash-object --stdin-paths`)."""
+
+    def ask(self, request: bytes) -> str:
+        """Send `request` (with its terminator); git's one-line answer. Both commands are idempotent, so a refusal
+        is retried once on a fresh process: a long-lived one may not see objects another process repacked since
+        it started (mktree checks objects without re-scanning packs). GitError with git's message when the fresh
+        process refuses too."""
+        _fault_point(self.args)
+        with self._lock:
+            err = ""
+            for _ in (1, 2):
+                stdin, stdout = self._pipes()
+                try:
+                    stdin.write(request)
+                    stdin.flush()
+                    line = stdout.readline()
+                except OSError:
+                    line = b""
+                if line.endswith(b"\n"):
+                    return line.decode().strip()
+                err = self._drop()
+            raise GitRepo._error(self.args, 128, err or "fatal: git stopped answering")
+
+
+class _BatchReader(_Persistent):
+    """`git cat-file --batch-command`: object and ref reads without a process each. A process that died or
+    answered something unparsable is dropped and the request retried once on a fresh one. git reads loose refs
+    from disk on every lookup and re-scans packs on a miss, so answers are as fresh as a new `git` process's."""
+
+    def __init__(self, git: gitpython.Git) -> None:
+        # (no ambiguity warnings: nobody reads this process's stderr, so it must never fill up)
+        super().__init__(git, ["-c", "core.warnAmbiguousRefs=false", "cat-file", "--batch-command"])
+
+    def request(self, verb: str, name: str) -> tuple[str, str, bytes] | None:
+        """`info`/`contents` of object `name`: (id, type, content — empty for info), None when it is missing."""
+        if "\n" in name or not name:
+            return None
+        _fault_point(["cat-file", verb, name])
+        with self._lock:
+            for attempt in (1, 2):
+                stdin, stdout = self._pipes()
+                try:
+                    stdin.write(f"{verb} {name}\n".encode("utf-8", "surrogateescape"))
+                    stdin.flush()
+                    header = stdout.readline()
+                    parts = header.split()
+                    if len(parts) == 3 and parts[1] in _TYPES and parts[2].isdigit():
+                        data = b""
+                        if verb == "contents":
+                            size = int(parts[2])
+                            data = stdout.read(size + 1)
+                            if len(data) != size + 1:
+                                raise EOFError("short read")
+                            data = data[:size]
+                        return parts[0].decode(), parts[1].decode(), data
+                    if header.endswith((b" missing\n", b" ambiguous\n")):
+                        return None
+                    raise EOFError(f"unexpected answer {header[:80]!r}")
+                except (OSError, EOFError, ValueError) as exc:
+                    self._drop()
+                    if attempt == 2:
+                        raise GitError(f"git cat-file failed: {exc}", "see the message above; nothing was changed "
+                                       "by skillgit") from None
+        return None  # pragma: no cover - the loop returns or raises
+
+
+NOTES_FANOUT = 256  # notes on one level of a notes tree before it is split into 2-hex-digit folders
+
+
+def _is_hex(name: str) -> bool:
+    return all(c in "0123456789abcdef" for c in name)
+
+
+def _stripspace(text: bytes) -> bytes:
+    """git's `stripspace` as `git notes -F` applies it: trailing whitespace off every line, runs of blank lines
+    collapsed to one, none at the start or end, every line ending in a newline."""
+    lines: list[bytes] = []
+    blank = False
+    for line in text.split(b"\n"):
+        line = line.rstrip(b" \t\r\v\f")
+        if not line:
+            blank = bool(lines)
+            continue
+        if blank:
+            lines.append(b"")
+            blank = False
+        lines.append(line)
+    return b"".join(line + b"\n" for line in lines)
+
+
+def _parse_tree(data: bytes, hash_bytes: int) -> list[TreeEntry]:
+    """The entries of a raw tree object, as `git ls-tree` prints them (mode zero-padded to 6 digits)."""
+    entries, pos = [], 0
+    while pos < len(data):
+        space = data.index(b" ", pos)
+        nul = data.index(b"\0", space)
+        mode = data[pos:space].decode().zfill(6)
+        name = data[space + 1:nul].decode("utf-8", "replace")
+        pos = nul + 1 + hash_bytes
+        kind = "tree" if mode == "040000" else "commit" if mode == "160000" else "blob"
+        entries.append(TreeEntry(mode, kind, data[nul + 1:pos].hex(), name))
+    return entries
+
+
 class GitRepo:
     """A repository opened at `root` (its working tree; the git dir for a bare repository)."""
 
@@ -132,6 +291,25 @@ class GitRepo:
         self.zero = "0" * (64 if object_format == "sha256" else 40)
         self._git = gitpython.Git(str(root))
         self._written: set[str] = set()  # blobs this process wrote: writing one again would change nothing
+        # Long-lived processes (started on first use): object/ref reads, trees and blobs written without a process
+        # each. Every request still passes the fault seam like a git command.
+        self._reader = _BatchReader(self._git)
+        self._mktree = _LineServer(self._git, ["mktree", "--batch", "-z"])
+        self._hasher = _LineServer(self._git, ["hash-object", "-w", "--no-filters", "--stdin-paths"])
+        self._hash_bytes = 32 if object_format == "sha256" else 20
+
+    def close(self) -> None:
+        """Stop this repository's long-lived processes (they are also stopped when the object is collected)."""
+        for server in (self._reader, self._mktree, self._hasher):
+            server.close()
+
+    def _object(self, name: str) -> tuple[str, str, bytes] | None:
+        """(id, type, content) of object `name` (any revision syntax), None when it does not exist."""
+        return self._reader.request("contents", name)
+
+    def _tree(self, treeish: str) -> list[TreeEntry] | None:
+        found = self._object(f"{treeish}^{{tree}}")
+        return _parse_tree(found[2], self._hash_bytes) if found else None
 
     # ------------------------------------------------------------------------------------------ running git
     @classmethod
@@ -226,27 +404,29 @@ class GitRepo:
         known = self.blob_id(data)
         if known in self._written:
             return known
-        # --no-filters: the text is already what the blob must hold (no eol/clean conversion).
-        sha = self._run("hash-object", "-w", "--no-filters", "--stdin", input=data)
-        self._written.add(sha)
-        return sha
+        return self.write_blobs([data])[0]
 
     def write_blobs(self, datas: Sequence[bytes]) -> list[str]:
-        """Write many blobs with one `git hash-object --stdin-paths` (via files in a scratch folder)."""
+        """Write blobs through the long-lived `git hash-object -w --no-filters --stdin-paths` (each via a file in a
+        scratch folder; --no-filters: the bytes are already what the blob must hold, no eol/clean conversion)."""
         if not datas:
             return []
+        shas = []
         with tempfile.TemporaryDirectory(prefix="skillgit-blobs-") as tmp:
-            paths = []
             for i, data in enumerate(datas):
                 path = Path(tmp) / str(i)
                 path.write_bytes(data)
-                paths.append(str(path))
-            shas = self._run("hash-object", "-w", "--no-filters", "--stdin-paths",
-                             input="\n".join(paths) + "\n").split()
+                if "\n" in str(path):  # (a path the line protocol cannot carry)
+                    shas.append(self._run("hash-object", "-w", "--no-filters", "--stdin", input=data))
+                else:
+                    shas.append(self._hasher.ask(f"{path}\n".encode()))
         self._written.update(shas)
         return shas
 
     def cat(self, rev: str) -> bytes:
+        found = self._object(rev)
+        if found is not None and found[1] != "tree":  # `cat-file -p` pretty-prints trees only
+            return found[2]
         return self._run_bytes("cat-file", "-p", rev)
 
     def cat_batch(self, names: Iterable[str]) -> dict[str, tuple[str, bytes] | None]:
@@ -254,22 +434,17 @@ class GitRepo:
         names = list(dict.fromkeys(names))
         if not names:
             return {}
-        out = self._run_bytes("cat-file", "--batch", input="".join(f"{n}\n" for n in names))
         result: dict[str, tuple[str, bytes] | None] = {}
-        pos = 0
         for name in names:
-            end = out.index(b"\n", pos)
-            header = out[pos:end].decode().split()
-            pos = end + 1
-            if len(header) != 3:  # "<name> missing" / "ambiguous"
-                result[name] = None
-                continue
-            size = int(header[2])
-            result[name] = (header[1], out[pos:pos + size])
-            pos += size + 1
+            found = self._object(name)
+            result[name] = (found[1], found[2]) if found else None
         return result
 
     def ls_tree(self, treeish: str, recursive: bool = False) -> list[TreeEntry]:
+        if not recursive:
+            entries = self._tree(treeish)
+            if entries is not None:
+                return entries  # (a missing tree falls through to git, which raises its own error)
         out = self._run_bytes("ls-tree", "-z", *(["-r"] if recursive else []), treeish).decode("utf-8", "replace")
         entries = []
         for record in out.split("\0"):
@@ -281,17 +456,17 @@ class GitRepo:
 
     def mktree(self, entries: Iterable[TreeEntry]) -> str:
         data = "".join(f"{e.mode} {e.type} {e.sha}\t{e.name}\0" for e in entries)
-        return self._run("mktree", "-z", input=data)
+        return self._mktree.ask(data.encode("utf-8", "surrogateescape") + b"\0")  # (an empty record ends a tree)
 
     def tree_entry(self, treeish: str, path: str) -> TreeEntry | None:
         """The entry at `path` (slash-separated, relative to the tree's root), or None."""
-        status, out, _ = self._call("ls-tree", "-z", "--full-tree", treeish, "--", path)
-        record = out.decode("utf-8", "replace").split("\0")[0] if status == 0 else ""
-        if not record:
-            return None
-        meta, _, name = record.partition("\t")
-        mode, kind, sha = meta.split()
-        return TreeEntry(mode, kind, sha, name) if name == path else None
+        *folders, leaf = path.split("/")
+        entries = self._tree(treeish)
+        for folder in folders:
+            sub = next((e for e in entries or () if e.name == folder and e.type == "tree"), None)
+            entries = self._tree(sub.sha) if sub else None
+        found = next((e for e in entries or () if e.name == leaf), None) if leaf else None
+        return TreeEntry(found.mode, found.type, found.sha, path) if found else None
 
     def replace_in_tree(self, tree: str | None, path: str, blob: str, mode: str = "100644") -> str:
         """A tree equal to `tree` (a tree or a commit: its root tree) with `path` set to `blob`, built level by
@@ -346,8 +521,8 @@ class GitRepo:
 
     def blob_at(self, rev: str, path: str) -> bytes | None:
         """The bytes of `path` in `rev` (a commit or tree-ish), or None when it has no such blob."""
-        status, data, _ = self._call("cat-file", "blob", f"{rev}:{path}")
-        return data if status == 0 else None
+        found = self._object(f"{rev}:{path}")
+        return found[2] if found and found[1] == "blob" else None
 
     def diff(self, a: str, b: str, paths: Sequence[str]) -> str:
         """git's unified diff of `paths` (literal) from `a` to `b`, no colour, no external diff driver."""
@@ -358,10 +533,27 @@ class GitRepo:
         return self.mktree([])
 
     # ------------------------------------------------------------------------------------------ commits
+    def _commit_parts(self, commit: str) -> tuple[list[bytes], bytes] | None:
+        """(header lines, raw message) of a commit object, None when missing or re-encoded by `git log`."""
+        found = self._object(f"{commit}^{{commit}}")
+        if found is None:
+            return None
+        header, _, message = found[2].partition(b"\n\n")
+        lines = header.split(b"\n")
+        if any(line.startswith(b"encoding ") for line in lines):
+            return None  # git log would re-encode the message: let it
+        return lines, message
+
     def parents(self, commit: str) -> list[str]:
+        parts = self._commit_parts(commit)
+        if parts is not None:  # (cat-file honours replace refs, as rev-parse does)
+            return [line[7:].decode() for line in parts[0] if line.startswith(b"parent ")]
         return self._run("rev-parse", f"{commit}^@").split()
 
     def commit_message(self, commit: str) -> str:
+        parts = self._commit_parts(commit)
+        if parts is not None:
+            return parts[1].decode("utf-8", "replace").rstrip("\n")
         return self._run("log", "-1", "--format=%B", commit)
 
     def commit_summary(self, commit: str) -> tuple[str, str]:
@@ -517,20 +709,19 @@ class GitRepo:
     # ------------------------------------------------------------------------------------------ refs
     def ref(self, name: str) -> str | None:
         """The object a full ref name points to (not peeled), or None when it does not exist."""
-        status, out, _ = self._call("rev-parse", "--verify", "--quiet", name)
-        return out.decode().strip() if status == 0 else None
+        found = self._reader.request("info", name)
+        return found[0] if found else None
 
     def refs(self, names: Sequence[str]) -> dict[str, str | None]:
         """Several full ref names at once (one `for-each-ref`): name → object (not peeled), None when missing."""
-        found = {row[0]: row[1] for row in self.for_each_ref(["refname", "objectname"], *names)} if names else {}
-        return {name: found.get(name) for name in names}
+        return {name: self.ref(name) for name in names}
 
     def commit_of(self, rev: str) -> str | None:
         """The commit `rev` names (any git revision, peeled), or None."""
         if not rev or rev.startswith("-"):
             return None
-        status, out, _ = self._call("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
-        return out.decode().strip() if status == 0 else None
+        found = self._reader.request("info", f"{rev}^{{commit}}")
+        return found[0] if found else None
 
     def for_each_ref(self, fields: Sequence[str], *patterns: str, sort: str | None = None) -> list[list[str]]:
         """One row of `fields` (for-each-ref atoms without %( )) per ref under `patterns`."""
@@ -600,11 +791,66 @@ class GitRepo:
         if not additions:
             return old, old
 
-        def append(tmp: str, quiet) -> None:
-            for commit, text in additions.items():
-                self._run(*quiet, "notes", "--ref", tmp, "append", "-F", "-", commit, input=text)
+        tree = self._tree(old) if old else []
+        if tree is None:
+            raise GitError(f"git notes failed: {ref} does not point to a notes commit", "run `git notes --ref "
+                           f"{ref} list` to inspect it; nothing was changed by skillgit")
+        notes: dict[str, bytes] = {}  # annotated object → the note's new bytes
+        for name, text in additions.items():
+            obj = self.ref(name) if len(name) != 2 * self._hash_bytes else name
+            if obj is None:
+                raise GitError(f"git notes failed: failed to resolve '{name}' as a valid ref.",
+                               "see the message above; nothing was changed by skillgit")
+            new = _stripspace(text.encode("utf-8"))
+            prev = notes[obj] if obj in notes else self._note_blob(tree, obj)
+            # `git notes append`: the old note, a blank line, the new text (either side may be empty).
+            notes[obj] = prev + (b"\n" if prev and new else b"") + new
+        kept = [obj for obj in notes if notes[obj]]
+        blobs = dict(zip(kept, self.write_blobs([notes[obj] for obj in kept])))
+        root = self._notes_tree(tree, "", {obj: blobs.get(obj) for obj in notes})
+        return old, self.commit_tree(root, [old] if old else [], "Notes added by 'git notes append'\n")
 
-        return old, self._scratch_notes(old, append)
+    def _note_blob(self, tree: list[TreeEntry], obj: str) -> bytes:
+        """The current note on `obj` in a notes tree (flat or fanned out into 2-hex-digit folders), b"" if none."""
+        prefix = ""
+        while True:
+            entry = next((e for e in tree if e.name == obj[len(prefix):]), None)
+            if entry is not None:
+                found = self._object(entry.sha)
+                return found[2] if found else b""
+            sub = next((e for e in tree if e.type == "tree" and e.name == obj[len(prefix):len(prefix) + 2]), None)
+            if sub is None:
+                return b""
+            prefix += sub.name
+            tree = self._tree(sub.sha) or []
+
+    def _notes_tree(self, tree: list[TreeEntry], prefix: str, notes: dict[str, str | None]) -> str:
+        """A notes tree equal to `tree` (at fan-out `prefix`) with `notes` set (None removes one). A note goes into
+        an existing fan-out folder of its prefix, else at this level; a level holding more than `NOTES_FANOUT`
+        notes is fanned out into 2-hex-digit folders, as `git notes` does, so that a step rewrites a few small
+        trees rather than one that grows with the history. `git notes` reads any mix of fan-outs."""
+        entries = {e.name: e for e in tree}
+        below: dict[str, dict[str, str | None]] = {}
+        for obj, blob in notes.items():
+            rest = obj[len(prefix):]
+            folder = entries.get(rest[:2])
+            if folder is not None and folder.type == "tree" and rest not in entries:
+                below.setdefault(rest[:2], {})[obj] = blob
+            elif blob is None:
+                entries.pop(rest, None)
+            else:
+                entries[rest] = TreeEntry("100644", "blob", blob, rest)
+        width = 2 * self._hash_bytes - len(prefix)
+        here = [e for e in entries.values() if e.type == "blob" and len(e.name) == width and _is_hex(e.name)]
+        if len(here) > NOTES_FANOUT and width > 2:
+            for e in here:
+                del entries[e.name]
+                below.setdefault(e.name[:2], {})[prefix + e.name] = e.sha
+        for name, sub_notes in below.items():
+            folder = entries.get(name)
+            sub_tree = (self._tree(folder.sha) or []) if folder is not None and folder.type == "tree" else []
+            entries[name] = TreeEntry("040000", "tree", self._notes_tree(sub_tree, prefix + name, sub_notes), name)
+        return self.mktree(entries.values())
 
     def merged_notes(self, other: str, ref: str = R.NOTES_REF) -> tuple[str | None, str | None]:
         """(old, new) where new merges notes commit `other` into `ref` with cat_sort_uniq (line union)."""

@@ -1,0 +1,75 @@
+"""Start-up: `skillgit --help` and `skillgit log` import only what they need.
+
+Each test runs the real entry point in a fresh interpreter and asserts the *set of modules* it imported (never a
+time: tests do not time things). `--help` must not pay for git, the store, the training loop, the simulated world,
+YAML or any model SDK; `log` needs the store (and GitPython) but nothing of training.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+
+PROBE = """
+import json, sys
+sys.argv = ["skillgit", *json.loads(sys.argv[1])]
+from skillgit.cli import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+sys.stderr.write("\\nMODULES " + json.dumps({"code": code, "modules": sorted(sys.modules)}) + "\\n")
+"""
+
+# Never needed to print help or the log: the training loop, the world, the model SDKs and their HTTP stack.
+# (`skillgit.llm.registry` and `.base` are pure and read by the config; the backends are not.)
+TRAINING = ("skillgit.loop", "skillgit.world", "skillgit.session", "skillgit.llm.openai_backend",
+            "skillgit.llm.anthropic_backend", "skillgit.llm.command", "skillgit.llm.cache", "openai", "anthropic",
+            "httpx", "rich.progress", "skillgit.report", "skillgit.sleep")
+
+
+def imported(args: list[str], cwd: Path) -> tuple[int, set[str], str]:
+    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+    head, _, tail = proc.stderr.rpartition("\nMODULES ")
+    assert tail, proc.stderr
+    data = json.loads(tail)
+    return data["code"], set(data["modules"]), proc.stdout
+
+
+def loaded(modules: set[str], prefix: str) -> bool:
+    return any(m == prefix or m.startswith(prefix + ".") for m in modules)
+
+
+def test_help_imports_no_git_store_loop_yaml_or_sdk(tmp_path):
+    code, modules, out = imported(["--help"], tmp_path)
+    assert code == 0 and "log" in out and "train" in out  # every command is still listed
+    for heavy in (*TRAINING, "skillgit.llm", "git", "yaml", "pydantic", "skillgit.store", "skillgit.project",
+                  "skillgit.config"):
+        assert not loaded(modules, heavy), f"`skillgit --help` imported {heavy}"
+    assert loaded(modules, "typer")
+
+
+def test_version_imports_as_little_as_help(tmp_path):
+    code, modules, out = imported(["--version"], tmp_path)
+    assert code == 0 and out.startswith("skillgit ")
+    assert not loaded(modules, "git") and not loaded(modules, "skillgit.store")
+
+
+@pytest.mark.parametrize("args", [["log"], ["log", "--json"]])
+def test_log_imports_the_store_but_nothing_of_training(make_repo, args):
+    root = make_repo({"SKILL.md": "# Skill\n\nBe helpful.\n"})
+    (root / "skillgit.yaml").write_text("skill:\n  path: SKILL.md\n")
+    git(root, "add", "skillgit.yaml")
+    git(root, "commit", "-qm", "config")
+    code, modules, out = imported(args, root)
+    assert code == 0, out
+    assert loaded(modules, "skillgit.store") and loaded(modules, "git")
+    for heavy in TRAINING:
+        assert not loaded(modules, heavy), f"`skillgit {' '.join(args)}` imported {heavy}"
