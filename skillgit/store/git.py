@@ -2,9 +2,15 @@
 
 `GitRepo` runs git commands through GitPython's `Git.execute` and offers the plumbing the store needs:
 objects (blobs, trees, commits, tags) built without touching any index or working tree, compare-and-swap ref
-transactions (`git update-ref --stdin`), notes commits built on scratch refs, and the few porcelain calls that
-keep a checked-out worktree consistent. Every failure of git becomes a `GitError` (a `GitStateError`) with git's
-own first error line and a hint; nothing here prints.
+transactions (`git update-ref --stdin`), notes commits whose trees are computed here (byte for byte what
+`git notes append` writes, fanned out like git's), and the few porcelain calls that keep a checked-out worktree
+consistent. Every failure of git becomes a `GitError` (a `GitStateError`) with git's own first error line and a
+hint; nothing here prints.
+
+Cost: a step's reads (refs, blobs, trees, commits) go through one long-lived `git cat-file --batch-command` per
+repository, and its trees and blobs are written through long-lived `git mktree --batch` and
+`git hash-object --stdin-paths` processes, so they cost a pipe round trip, not a process. Each such request still
+passes the crash-test fault seam (`phase`) like a git command.
 """
 
 from __future__ import annotations
