@@ -1,0 +1,146 @@
+"""The gate's honesty guards: a sealed test split, teacher prompts without val/test items or answers, leaked answers
+and oversized skills rejected before scoring (issue: learning that holds up)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from skillgit.config import SimulatedCfg
+from skillgit.demo import create_project
+from skillgit.llm.base import Reply, Request
+from skillgit.loop import guards
+from skillgit.project import open_project
+from skillgit.session import build_trainer, open_session
+from skillgit.world import SimulatedStudentLLM, SimulatedTeacher
+from tests.conftest import git, run_cli
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    folder = tmp_path / "proj"
+    create_project(folder, 0)
+    return folder
+
+
+class Spy:
+    """Records every prompt (teacher) or every item (student) it is asked about, and when."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.seen: list[tuple[str, str]] = []  # (phase, text)
+        self.phase = "training"
+        self.lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    def complete(self, request: Request) -> Reply:
+        with self.lock:
+            self.seen.append((self.phase, "\n".join(m.content for m in request.messages)))
+        return self.inner.complete(request)
+
+
+def test_teacher_prompts_never_hold_val_or_test_items_or_their_answers(project):
+    teacher = Spy(SimulatedTeacher(SimulatedCfg(seed=0)))
+    session = open_session(open_project(project, None, ["train.max_steps=4", "train.num_epochs=2"]), teacher=teacher,
+                           cache=False)
+    build_trainer(session, run_id="r1", resume=False).train()
+    prompts = [text for _, text in teacher.seen]
+    assert len(prompts) > 10 and {"reflect", "merge"} <= {p.split("<stage>")[1].split("</stage>")[0]
+                                                          for p in prompts if "<stage>" in p}
+    from skillgit.prompts import child, parse_blocks
+
+    shown_inputs, shown_answers = set(), set()
+    for text in prompts:  # every task a prompt shows: trajectories and before/after pairs
+        for tag in ("trajectory", "pair"):
+            for _attrs, inner in parse_blocks(text, tag):
+                shown_inputs.add((child(inner, "input") or "").strip())
+                shown_answers.add((child(inner, "expected") or "").strip())
+    assert len(shown_inputs) >= 10
+    for item in (*session.splits.val, *session.splits.test):
+        assert item.input.strip() not in shown_inputs, f"{item.id}'s input reached a teacher prompt"
+        assert str(item.expected).strip() not in shown_answers, f"{item.id}'s answer reached a teacher prompt"
+
+
+def test_the_test_split_is_read_only_after_every_decision(project):
+    reads: list[tuple[int, str]] = []
+    decided = [0]
+
+    class CountingStudent:
+        def __init__(self):
+            from skillgit.llm.base import ChatStudent
+
+            self.inner = ChatStudent(SimulatedStudentLLM(SimulatedCfg(seed=0)))
+
+        @property
+        def id(self) -> str:
+            return "counting"
+
+        def run(self, skill, item, sample=0):
+            reads.append((decided[0], item.id))
+            return self.inner.run(skill, item, sample)
+
+    session = open_session(open_project(project, None, ["train.max_steps=3"]), student=CountingStudent(), cache=False)
+    trainer = build_trainer(session, run_id="r1", resume=False)
+    assert "test" not in trainer.evaluator.splits  # the evaluator that chooses candidates cannot read test
+    trainer.emit = lambda e: decided.__setitem__(0, decided[0] + (e.kind == "step_end"))
+    trainer.ctx = trainer.ctx.__class__(*[trainer.emit if f == "emit" else getattr(trainer.ctx, f)
+                                          for f in trainer.ctx.__dataclass_fields__])
+    result = trainer.train()
+    test_ids = {i.id for i in session.splits.test}
+    test_reads = [n for n, item_id in reads if item_id in test_ids]
+    assert result.steps == 3 and decided[0] >= 3
+    assert test_reads and all(n == decided[0] for n in test_reads)  # every read came after the last decision
+    progress = json.loads(git(project, "show", "refs/skillgit/runs/r1:progress.json"))
+    assert progress["test_reads"] == 3  # seed, best, final — counted in the run's record
+
+
+def test_a_leaking_edit_is_rejected_and_remembered(project):
+    from skillgit.tasks import load_splits
+
+    cfg = open_project(project, None, []).config
+    splits = load_splits(cfg.env, project)
+    victim = max(splits.train, key=lambda i: len(str(i.expected)))  # a long answer (short ones are not flagged)
+
+    class Leaker:
+        """A teacher that pastes a train item's expected answer into the skill."""
+
+        def __init__(self):
+            self.inner = SimulatedTeacher(SimulatedCfg(seed=0))
+
+        @property
+        def id(self) -> str:
+            return "leaker"
+
+        def complete(self, request: Request) -> Reply:
+            reply = self.inner.complete(request)
+            if request.stage != "reflect":
+                return reply
+            answer = {"reasoning": "memorise", "edits": [{"op": "append", "target": "", "file": "SKILL.md",
+                                                          "content": f"For example: {victim.expected}",
+                                                          "rationale": "copy the answer"}]}
+            return Reply(json.dumps(answer), reply.usage, reply.model)
+
+    session = open_session(open_project(project, None, ["train.max_steps=1"]), teacher=Leaker(), cache=False)
+    build_trainer(session, run_id="r1", resume=False).train()
+    rejected = json.loads(run_cli("rejected", "--json", cwd=project).stdout)
+    assert rejected and rejected[0]["reason"].startswith("leakage:") and victim.id in rejected[0]["reason"]
+    assert str(victim.expected) not in (project / "SKILL.md").read_text()
+
+
+def test_guards_catch_ngrams_and_size():
+    answers = [("i1", "2024-03-05 | 5.67 kg | AB-12 | $4.20 | Lovelace, Ada")]
+    before = "# Skill\n"
+    assert guards.leak(before, before + "Dates are ISO.\n", answers, 8) is None
+    assert "expected answer of item i1" in guards.leak(before, before + "e.g. 2024-03-05 | 5.67 kg | AB-12 | $4.20 | "
+                                                       "Lovelace, Ada\n", answers, 8)
+    assert "8 consecutive words" in guards.leak(before, before + "like 05 5 67 kg AB 12 4 20 now\n", answers, 8)
+    assert guards.leak(before, before + "like 05 5 67 kg AB 12 4 20 now\n", answers, 0) is None  # off
+    assert "over skill.max_tokens" in guards.size("x" * 30_000, 5000, 1024)
+    long_description = "---\nname: s\ndescription: " + "d" * 1100 + "\n---\n# S\n"
+    assert "description has 1100 characters" in guards.size(long_description, 5000, 1024)
