@@ -53,3 +53,11 @@ class Interrupted(SkillgitError):
 
     def __init__(self, message: str = "interrupted", hint: str = "run the same command again to resume"):
         super().__init__(message, hint, ExitCode.INTERRUPTED)
+
+
+class BudgetReached(SkillgitError):
+    """A budget limit was reached before a model call: the run stops cleanly and resumes with a larger budget."""
+
+    def __init__(self, message: str, hint: str = "raise the budget (budget.max_calls / max_tokens / max_cost_usd) and "
+                 "run `skillgit train` again to resume"):
+        super().__init__(message, hint, ExitCode.BUDGET)

@@ -208,11 +208,19 @@ def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (defau
 
 
 def export(rev: str = typer.Argument(..., help="The revision to export."),
-           path: Path = typer.Argument(..., help="Destination file (or folder)."),
+           path: str = typer.Argument(..., help="Destination file, folder (a trailing / makes one), or - for "
+                                                "stdout."),
            repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
-    """Write the skill as it was at a revision to a file."""
-    dest = _store(repo, config).export(rev, path)
-    typer.echo(str(dest))
+    """Write the skill as it was at a revision to a file, a folder (made when missing; a trailing / names one),
+    or `-` (stdout)."""
+    store = _store(repo, config)
+    if path == "-":
+        typer.echo(store.read_skill(store.resolve(rev)), nl=False)
+        return
+    dest = Path(path)
+    if path.endswith(("/", "\\")) or store.is_package:
+        dest.mkdir(parents=True, exist_ok=True)
+    typer.echo(str(store.export(rev, dest)))
 
 
 # ---------------------------------------------------------------------------------------------- sharing / gc

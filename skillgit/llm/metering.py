@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from skillgit.errors import BudgetReached
 from skillgit.llm.base import LLM, Reply, Request, Student
 from skillgit.types import Item, Usage
 
@@ -44,6 +45,15 @@ class _Forwarding:
         return getattr(self.inner, name)
 
 
+def _check_budget(sink: UsageSink) -> None:
+    """Before a call: a sink with a `budget_check` (the ledger, set by a run) may stop it. So a budget stops before
+    the call that would cross it; only the calls already in flight can overshoot (at most the concurrency)."""
+    check = getattr(sink, "budget_check", None)
+    reason = check() if check is not None else None
+    if reason:
+        raise BudgetReached(reason)
+
+
 def _book_refused(sink: UsageSink, stage: str, role: str, exc: Exception) -> None:
     """A call that was paid but whose reply was refused (too large to keep) still costs: book its usage."""
     usage = getattr(exc, "usage", None)
@@ -61,6 +71,7 @@ class MeteredLLM(_Forwarding):
 
     def complete(self, request: Request) -> Reply:
         stage = request.stage or self.role
+        _check_budget(self.sink)
         try:
             reply = self.inner.complete(request)
         except Exception as exc:
@@ -97,6 +108,7 @@ class MeteredStudent(_Forwarding):
 
     def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
         stage = self._stage
+        _check_budget(self.sink)
         try:
             reply = self.inner.run(skill, item, sample)
         except Exception as exc:

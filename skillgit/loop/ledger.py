@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from skillgit.types import Usage
 
@@ -21,6 +21,8 @@ class Ledger:
         self.saved: dict[str, int] = {}  # stage -> calls answered from the cache
         self.errors: dict[str, int] = {}  # stage -> calls that failed after retries
         self.retries = 0  # attempts repeated after a transient error
+        # set by a run: returns why the budget is spent (then metered wrappers refuse the next call), or None
+        self.budget_check: Callable[[], str | None] | None = None
         self.timings: dict[str, float] = {}
 
     def record(self, stage: str, role: str, usage: Usage, cached: bool = False) -> None:

@@ -11,8 +11,10 @@ import math
 from typing import Any
 
 from skillgit.config import Config
+from skillgit.llm import pricing
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.tasks import Splits
+from skillgit.types import Usage
 
 TEACHER_TEMPLATE_TOKENS = 700  # instructions and block markup of a teacher prompt
 TEACHER_ANSWER_TOKENS = 400
@@ -56,13 +58,21 @@ def estimate(cfg: Config, splits: Splits, skill: str) -> dict[str, Any]:
     student_stages = {"rollout", "gate", "test"}
     teacher_prompt = TEACHER_TEMPLATE_TOKENS + _tokens(len(skill) + mb * avg_in * 4)
     tokens = {"prompt": 0, "completion": 0}
+    by_role = {"student": Usage(), "teacher": Usage()}
     for stage, n in calls.items():
-        if stage in student_stages:
-            tokens["prompt"] += n * student_prompt
-            tokens["completion"] += n * STUDENT_ANSWER_TOKENS
-        else:
-            tokens["prompt"] += n * teacher_prompt
-            tokens["completion"] += n * TEACHER_ANSWER_TOKENS
+        role = "student" if stage in student_stages else "teacher"
+        prompt, answer = (student_prompt, STUDENT_ANSWER_TOKENS) if role == "student" else \
+            (teacher_prompt, TEACHER_ANSWER_TOKENS)
+        tokens["prompt"] += n * prompt
+        tokens["completion"] += n * answer
+        by_role[role] = by_role[role] + Usage(n, n * prompt, n * answer)
+    # Dollars from the price table (built-in prices, overridden by the config's `prices`); None when a model's
+    # price is unknown (a local model, or one the table does not list).
+    dollars: dict[str, float | None] = {}
+    for role, model in (("student", cfg.model.student_model), ("teacher", cfg.model.teacher_model)):
+        backend = cfg.model.student_backend if role == "student" else cfg.model.teacher_backend
+        price = None if backend == "simulated" else pricing.price_for(model, cfg.prices)
+        dollars[role] = round(pricing.cost_at(price, by_role[role]), 4) if price is not None else None
     # The plan shows the first budgets only: a plan must never cost time proportional to the steps it plans
     # (`num_epochs: 1e9` once made `--dry-run` hang).
     budgets = [scheduled_budget(opt, i, steps) for i in range(min(steps, 12))]
@@ -78,11 +88,16 @@ def estimate(cfg: Config, splits: Splits, skill: str) -> dict[str, Any]:
         *(f"  {stage:<13}{n:>8}" for stage, n in calls.items() if n),
         f"  {'total':<13}{sum(calls.values()):>8}",
         f"estimated tokens: ~{tokens['prompt']:,} prompt + ~{tokens['completion']:,} completion",
+        "estimated cost (upper bound): " + ", ".join(
+            f"{role} " + (f"${usd:,.2f}" if usd is not None else "unknown price (set `prices:` in skillgit.yaml)")
+            for role, usd in dollars.items())
+        + (f"; total ${sum(v for v in dollars.values() if v is not None):,.2f}" if any(dollars.values()) else ""),
     ]
     b = cfg.budget
     limits = [f"{k}={v}" for k, v in (("max_calls", b.max_calls), ("max_tokens", b.max_tokens),
                                       ("max_cost_usd", b.max_cost_usd)) if v is not None]
     if limits:
-        lines.append("budget limits: " + ", ".join(limits) + " (the run stops cleanly at a step boundary)")
+        lines.append("budget limits: " + ", ".join(limits)
+                     + " (the run stops before the call that would cross one; a larger budget resumes it)")
     return {"steps": steps, "batches_per_epoch": bpe, "budgets": budgets, "calls": calls,
-            "total_calls": sum(calls.values()), "tokens": tokens, "text": "\n".join(lines)}
+            "total_calls": sum(calls.values()), "tokens": tokens, "cost_usd": dollars, "text": "\n".join(lines)}

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_config
-from skillgit.errors import ExitCode, Interrupted, SkillgitError
+from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError
 from skillgit.executor import Executor
 from skillgit.llm.base import LLM, Student
 from skillgit.loop import epoch as epoch_mod
@@ -216,6 +216,7 @@ class Trainer:
                                  current.mean(metric, weight)))
             self._save("run start" if not resumed else "resume")
             status, reason = "finished", "finished all steps"
+            self.ledger.budget_check = self._budget_exceeded  # a budget stops before the call that would cross it
             try:
                 for step in range(self.progress.next_step, self.total_steps + 1):
                     stop = self._budget_exceeded()
@@ -238,6 +239,9 @@ class Trainer:
                     if self.total_steps % self.batches_per_epoch == 0 and self.total_steps > 0 \
                             and not self.progress.epoch(last_epoch).ended:
                         current = self._end_epoch(last_epoch, current)
+            except BudgetReached as exc:  # mid-step: the step stays undecided; its finished calls are journaled
+                self._settle_save(quiet=True)
+                status, reason = "stopped", exc.message
             except (KeyboardInterrupt, Interrupted):
                 self._settle_save(quiet=True)
                 self.progress = self.progress.replace(status="interrupted", stop_reason="interrupted")
@@ -251,6 +255,7 @@ class Trainer:
             except BaseException:
                 self._settle_save(quiet=True)  # nothing may still write once the run lock is released
                 raise
+            self.ledger.budget_check = None  # the final scores are reported whatever the budget
             self.progress = self.progress.replace(status=status, stop_reason=reason)
             try:
                 scores = self._final_scores(seed_score)

@@ -30,9 +30,13 @@ from skillgit.store.git import GitRepo
 CONFIG_NAME = "skillgit.yaml"
 HOOK_MARKER = b"skillgit-hook:"
 # Where skills usually live, most specific first; searched in the folder `init` is given.
-SKILL_NAMES = ("SKILL.md", "AGENTS.md", "CLAUDE.md", "system_prompt.md", "system_prompt.txt", "system-prompt.md",
-               "system-prompt.txt", "SYSTEM_PROMPT.md", "prompt.md", "prompt.txt")
-SKILL_GLOBS = (".claude/skills/*/SKILL.md", "skills/*/SKILL.md")
+SKILL_NAMES = ("SKILL.md", "AGENTS.md", "CLAUDE.md", "GEMINI.md", ".github/copilot-instructions.md",
+               "system_prompt.md", "system_prompt.txt", "system-prompt.md", "system-prompt.txt", "SYSTEM_PROMPT.md",
+               "prompt.md", "prompt.txt")
+# Found files are listed, never chosen among silently: several → `init` asks for --skill.
+SKILL_GLOBS = (".claude/skills/*/SKILL.md", ".agents/skills/*/SKILL.md", ".github/skills/*/SKILL.md",
+               "skills/*/SKILL.md", ".github/instructions/*.instructions.md", ".cursor/rules/*.mdc",
+               ".cursor/rules/*.md")
 
 # Used only when the shipped templates/skills/starter.md cannot be found.
 FALLBACK_BODY = """# Task skill
