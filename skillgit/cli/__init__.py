@@ -18,7 +18,7 @@ app = typer.Typer(
     name="skillgit",
     help="Train a skill document (SKILL.md, AGENTS.md, a system prompt) like weights; every step is a git commit.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # `skillgit --install-completion` (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
