@@ -239,3 +239,26 @@ def test_gate_repeats_average_several_samples_per_item():
     student = Coin()
     two = gate.Evaluator(student, scorer, {"val": items}, workers=1, repeats=2).score("s", "val")
     assert one.mean("hard") == 1.0 and two.mean("hard") == 0.5 and student.calls == 4
+
+
+def test_a_merge_that_empties_the_suggestions_falls_back_to_them_and_says_so():
+    import json
+
+    from skillgit.loop import stages
+    from skillgit.types import Edit
+
+    class NoOpMerger:
+        id = "noop"
+
+        def complete(self, request):
+            from skillgit.llm.base import Reply
+
+            answer = {"reasoning": "merged", "edits": [{"op": "replace", "target": "Be brief.", "content": "Be brief.",
+                                                         "rationale": "same", "file": "SKILL.md", "merged_from": ["e1"]}]}
+            return Reply(json.dumps(answer))
+
+    teacher = stages.Teacher(NoOpMerger())
+    edits = [Edit("append", "Dates are ISO."), Edit("append", "Codes are upper case.")]
+    out, record = stages._merge_call(teacher, "# Skill\n\nBe brief.\n", edits, 1)
+    assert [e.content for e in out] == ["Dates are ISO.", "Codes are upper case."]
+    assert record["fallback"] is True and "change nothing" in record["reason"]

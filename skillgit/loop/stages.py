@@ -259,8 +259,18 @@ def _merge_call(teacher: Teacher, skill: str, edits: list[Edit], level: int) -> 
         kinds = {s.source_type for s in sources}
         source = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else edit.source_type)
         out.append(edit.with_(support_count=support, source_type=source, merge_level=level))
+    # A merge may drop proposals; it must never silently turn real suggestions into nothing: an answer whose
+    # edits all vanished or change nothing (a replace with itself) falls back to the inputs, and says so.
+    real = [e for e in out if not (e.op == "replace" and e.target.strip() == e.content.strip())]
+    if numbered and not real:
+        fallback = concat_dedupe(numbered)
+        record.update(fallback=True, reason=f"the merge returned {len(out)} edit(s) that change nothing; kept the "
+                      f"{len(numbered)} proposals", outputs=len(fallback), problems=problems,
+                      reasoning=str(obj.get("reasoning", "")))
+        return [e.with_(merge_level=level) for e in fallback], record
+    dropped = sorted(set(by_id) - covered)
     record.update(fallback=False, outputs=len(out), problems=problems, reasoning=str(obj.get("reasoning", "")),
-                  unmerged=sorted(set(by_id) - covered))
+                  unmerged=dropped, dropped=[by_id[i].summary(80) for i in dropped])
     return out, record
 
 
