@@ -253,8 +253,9 @@ def test_a_merge_that_empties_the_suggestions_falls_back_to_them_and_says_so():
         def complete(self, request):
             from skillgit.llm.base import Reply
 
-            answer = {"reasoning": "merged", "edits": [{"op": "replace", "target": "Be brief.", "content": "Be brief.",
-                                                         "rationale": "same", "file": "SKILL.md", "merged_from": ["e1"]}]}
+            edit = {"op": "replace", "target": "Be brief.", "content": "Be brief.", "rationale": "same",
+                    "file": "SKILL.md", "merged_from": ["e1"]}
+            answer = {"reasoning": "merged", "edits": [edit]}
             return Reply(json.dumps(answer))
 
     teacher = stages.Teacher(NoOpMerger())
