@@ -263,7 +263,7 @@ def test_real_codex_and_copilot_sessions_see_the_installed_skill_instructions_an
     if mcp_line not in json.dumps(first.body):
         import warnings
 
-        warnings.warn("codex listed no skillgit MCP tools within its startup window on this busy machine")
+        warnings.warn("codex listed no skillgit MCP tools within its startup window on this busy machine", stacklevel=1)
     with AgentServer([reply("ok")]) as server:
         proc = ac.run_cli(ac.copilot_prompt_argv(copilot, "Say ok."), cwd=repo,
                           env=ac.copilot_env(home, server.base_url, extra=_skillgit_env()))
