@@ -349,3 +349,17 @@ def test_ctrl_c_says_how_to_resume_and_the_run_resumes(project):
     again = run_cli("train", "--set", "train.max_steps=4", cwd=project)
     assert again.returncode == 0, again.stderr
     assert json.loads(run_cli("status", "--json", cwd=project).stdout)["status"] == "finished"
+
+
+def test_a_fresh_clone_on_another_branch_gets_the_right_hint_and_pull_sets_the_notes_display(project, tmp_path):
+    git(project, "branch", "docs")
+    bare = tmp_path / "shared.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(project), str(bare))
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/docs")  # the remote's default branch is not the skill branch
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(bare), str(clone))
+    proc = run_cli("log", cwd=clone)
+    assert proc.returncode == 3 and "it is on origin/main: git switch main" in proc.stderr
+    git(clone, "switch", "-q", "main")
+    assert run_cli("pull", "origin", cwd=clone).returncode == 0
+    assert git(clone, "config", "--get-all", "notes.displayRef") == "refs/notes/skillgit-log"

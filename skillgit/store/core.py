@@ -123,8 +123,16 @@ class Store:
         if tip is None:
             names = [row[0] for row in repo.for_each_ref(["refname:short"], "refs/heads/")
                      if not row[0].startswith("candidates/")]
-            hint = (f"existing branches: {', '.join(names[:8])}; set skill.branch in skillgit.yaml" if names
-                    else f"commit the skill file first: git add {store.skill_path} && git commit -m 'Add skill'")
+            remote = [row[0] for row in repo.for_each_ref(["refname:short"], "refs/remotes/")
+                      if row[0].split("/", 1)[-1] == branch]
+            if remote:  # a fresh clone whose default branch is another one: the skill branch is on the remote
+                origin = remote[0].split("/", 1)[0]
+                hint = (f"it is on {remote[0]}: git switch {branch}, then `skillgit pull {origin}` to fetch the "
+                        "training history (notes, rejected tags, runs) that a plain clone leaves out")
+            elif names:
+                hint = f"existing branches: {', '.join(names[:8])}; set skill.branch in skillgit.yaml"
+            else:
+                hint = f"commit the skill file first: git add {store.skill_path} && git commit -m 'Add skill'"
             raise GitStateError(f"skill branch '{branch}' does not exist in {repo.root}", hint)
         entry = repo.tree_entry(tip, store.skill_path)
         if entry is not None and entry.type == "tree":

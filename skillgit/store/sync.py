@@ -136,6 +136,9 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
     added or fast-forwarded (a run changed on both sides is kept local and reported as a conflict)."""
     repo, report = store.repo, SyncReport(remote)
     remote_refs = _remote_refs(store, remote)
+    from skillgit.store.initialize import configure_notes
+
+    configure_notes(repo)  # a fresh clone has no notes config: `git log` shows the short notes once pulled
     notes_ref, prefix = _tracking(remote)
     specs = []
     if store.branch_ref in remote_refs:
