@@ -9,7 +9,7 @@ from skillgit.config import EvaluationCfg, OptimizerCfg
 from skillgit.llm.base import LLMError
 from skillgit.loop import gate, stages
 from skillgit.loop.schedule import scheduled_budget
-from skillgit.types import Edit, Item, RejectedEdit, Score, Trajectory
+from skillgit.types import Edit, Item, RejectedEdit, Score, Trajectory, is_failure
 from tests.scripted import KeywordStudent, ScriptedTeacher
 
 SKILL = "# Skill\n\n- Be brief.\n"
@@ -46,7 +46,7 @@ def test_minibatches_keep_failures_and_successes_apart_failures_first():
     assert kinds == sorted(kinds, key=lambda k: k != "failure")
     for kind, group in batches:
         assert len(group) <= 3
-        assert all(stages.is_failure(t) == (kind == "failure") for t in group)
+        assert all(is_failure(t.score) == (kind == "failure") for t in group)
 
 
 def test_reflect_records_malformed_output_and_unknown_ops_without_raising():

@@ -31,16 +31,13 @@ from skillgit.agentic.spec import AgenticSpec
 from skillgit.agentic.workspace import Workspaces, install, skill_name
 from skillgit.config import BackendCfg, CommandCfg, Config
 from skillgit.llm.base import LLMError, Reply
-from skillgit.llm.command import agent_env
+from skillgit.llm.command import TRANSIENT, agent_env
 from skillgit.llm.registry import Backend
 from skillgit.redact import SecretSet, redact, secret_values
 from skillgit.store.git import GitRepo
 from skillgit.types import Item, Score
 
 DIFF_CHARS = 6000
-_TRANSIENT = re.compile(r"rate.?limit|\b429\b|overloaded|\b529\b|\b50[234]\b|ECONNRESET|connection (?:reset|refused)",
-                        re.IGNORECASE)
-
 
 @dataclass(frozen=True)
 class AgentPreset:
@@ -193,7 +190,7 @@ class AgentStudent:
             tail = redact(process.tail(done.stderr or done.stdout, 400), self._secrets)
             raise LLMError(f"{self.id}: agent exited with status {done.returncode}: {tail}",
                            f"run `{argv[0]}` by hand in a copy of the workspace to see why", kind="agent",
-                           retryable=bool(_TRANSIENT.search(done.stderr[-3000:] + done.stdout[-2000:])))
+                           retryable=bool(TRANSIENT.search(done.stderr[-3000:] + done.stdout[-2000:])))
         return result, round(done.seconds, 3)
 
     def _reply(self, agent: trace.AgentTrace, diff: str, score: Score, timings: dict[str, float], ws: Path

@@ -27,23 +27,16 @@ from typing import Iterator
 
 from skillgit import package
 from skillgit.agentic.spec import AgenticSpec
+from skillgit.llm import command
 from skillgit.store.git import GitRepo
 from skillgit.store.lock import alive
 
-_STUB_FRONT_MATTER = "---\nname: {name}\ndescription: The team's skill for this repository.\n---\n"
 _IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", "*.pyc")
 
 
 def skill_name(skill: str) -> str:
-    """The package's name from SKILL.md's front matter (`name:`), else "skill"."""
-    main = package.parse(skill).get(package.MAIN) or ""
-    if main.startswith("---"):
-        for line in main.split("\n---", 1)[0].splitlines()[1:]:
-            key, _, value = line.partition(":")
-            if key.strip() == "name" and value.strip():
-                safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in value.strip().strip("'\""))
-                return safe.strip(".-") or "skill"
-    return "skill"
+    """The package's name from its SKILL.md's front matter (`name:`) as a folder-safe slug, else "skill"."""
+    return command.skill_name(package.parse(skill).get(package.MAIN) or "")
 
 
 def install(workspace: Path, skill: str, install_dir: str) -> Path:
@@ -63,7 +56,7 @@ def install(workspace: Path, skill: str, install_dir: str) -> Path:
         return target
     for path, text in pkg.files:
         if path == package.MAIN and not text.startswith("---"):
-            text = _STUB_FRONT_MATTER.format(name=name) + text
+            text = command.STUB_FRONT_MATTER.format(name=name) + text
         dest = target / path
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")

@@ -58,7 +58,7 @@ TAIL_LINES = 40
 TAIL_CHARS = 4000
 KILL_GRACE_S = 1.0
 _PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|skill_file|workspace|answer_file|model|name)\}")
-_TRANSIENT = re.compile(r"rate.?limit|\b429\b|overloaded|\b529\b|\b50[234]\b|temporarily unavailable|"
+TRANSIENT = re.compile(r"rate.?limit|\b429\b|overloaded|\b529\b|\b50[234]\b|temporarily unavailable|"
                         r"ECONNRESET|ETIMEDOUT|connection (?:reset|refused)|timed out", re.IGNORECASE)
 
 
@@ -89,7 +89,7 @@ PRESETS: dict[str, Preset] = {
 # default, left in place by a config that only switched the backend.
 AGENT_DEFAULT_MODELS = ("", "default", "sim-student")
 
-_STUB_FRONT_MATTER = ("---\nname: {name}\ndescription: Instructions to follow for every task in this workspace. "
+STUB_FRONT_MATTER = ("---\nname: {name}\ndescription: Instructions to follow for every task in this workspace. "
                       "Always use this skill.\n---\n\n")
 
 
@@ -223,7 +223,7 @@ class CommandStudent:
         # Claude Code loads a SKILL.md only with name/description front matter (other install paths, e.g.
         # CLAUDE.md, are read as they are)
         if self.cfg.preset == "claude" and target.name == "SKILL.md" and not skill.startswith("---"):
-            text = _STUB_FRONT_MATTER.format(name=name) + skill
+            text = STUB_FRONT_MATTER.format(name=name) + skill
         target.write_text(text, encoding="utf-8")
         return target
 
@@ -270,7 +270,7 @@ class CommandStudent:
             raise LLMError(f"{self.id}: agent {how}: {last}",
                            f"run `{self.binary}` by hand to see why; stderr tail:\n{tail}" if tail else
                            f"run `{self.binary}` by hand to see why",
-                           kind="agent", retryable=bool(_TRANSIENT.search(stderr[-TAIL_CHARS:] + stdout[-2000:])))
+                           kind="agent", retryable=bool(TRANSIENT.search(stderr[-TAIL_CHARS:] + stdout[-2000:])))
         answer_written = answer_file.is_file() and answer_file.stat().st_size > 0
         summary: list[str]
         if answer_written:
@@ -306,7 +306,7 @@ class CommandStudent:
             detail = redact(str(data.get("result") or data.get("subtype") or "error"), self._secrets)[:500]
             raise LLMError(f"{self.id}: the agent reported an error: {detail}",
                            f"run `{self.binary} -p` by hand to see why", kind="agent",
-                           retryable=bool(_TRANSIENT.search(detail)))
+                           retryable=bool(TRANSIENT.search(detail)))
         u: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
         cache_read = int(u.get("cache_read_input_tokens") or 0)
         prompt = int(u.get("input_tokens") or 0) + cache_read + int(u.get("cache_creation_input_tokens") or 0)

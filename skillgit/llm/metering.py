@@ -18,7 +18,7 @@ Contracts:
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from skillgit.errors import BudgetReached
 from skillgit.llm.base import LLM, Reply, Request, Student
@@ -61,6 +61,20 @@ def _book_refused(sink: UsageSink, stage: str, role: str, exc: Exception) -> Non
         sink.record(stage, role, usage, False)
 
 
+def _metered(sink: UsageSink, stage: str, role: str, call: Callable[[], Reply]) -> Reply:
+    """One metered call: the budget first, then the call; its reply (or its failure, and what a refused reply
+    cost) booked under `stage` and `role`."""
+    _check_budget(sink)
+    try:
+        reply = call()
+    except Exception as exc:
+        sink.record_error(stage)
+        _book_refused(sink, stage, role, exc)
+        raise
+    sink.record(stage, role, reply.usage, reply.cached)
+    return reply
+
+
 class MeteredLLM(_Forwarding):
     """Books every reply of `inner` in `sink` under the request's stage and `role` (see the module contract)."""
 
@@ -70,16 +84,7 @@ class MeteredLLM(_Forwarding):
         self.role = role
 
     def complete(self, request: Request) -> Reply:
-        stage = request.stage or self.role
-        _check_budget(self.sink)
-        try:
-            reply = self.inner.complete(request)
-        except Exception as exc:
-            self.sink.record_error(stage)
-            _book_refused(self.sink, stage, self.role, exc)
-            raise
-        self.sink.record(stage, self.role, reply.usage, reply.cached)
-        return reply
+        return _metered(self.sink, request.stage or self.role, self.role, lambda: self.inner.complete(request))
 
     def __repr__(self) -> str:
         return f"MeteredLLM({self.inner!r}, role={self.role!r})"
@@ -107,16 +112,7 @@ class MeteredStudent(_Forwarding):
         return self if stage == self._stage else MeteredStudent(self.inner, self.sink, stage)
 
     def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
-        stage = self._stage
-        _check_budget(self.sink)
-        try:
-            reply = self.inner.run(skill, item, sample)
-        except Exception as exc:
-            self.sink.record_error(stage)
-            _book_refused(self.sink, stage, self.role, exc)
-            raise
-        self.sink.record(stage, self.role, reply.usage, reply.cached)
-        return reply
+        return _metered(self.sink, self._stage, self.role, lambda: self.inner.run(skill, item, sample))
 
     def __repr__(self) -> str:
         return f"MeteredStudent({self.inner!r}, stage={self._stage!r})"

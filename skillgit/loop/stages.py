@@ -22,8 +22,7 @@ from skillgit.errors import ExitCode, SkillgitError
 from skillgit.executor import THREADS, Executor
 from skillgit.llm.base import LLM, LLMError, Request, Student
 from skillgit.llm.jsonout import complete_json
-from skillgit.types import Edit, EditResult, Item, RejectedEdit, Score, Trajectory
-from skillgit.types import is_failure as _is_failure
+from skillgit.types import Edit, EditResult, Item, RejectedEdit, Score, Trajectory, is_failure
 
 Scorer = Callable[[Item, str], Score]
 Progress = Callable[[int, int], None]
@@ -116,10 +115,6 @@ def rollout(student: Student, skill: str, items: list[Item], scorer: Scorer, *, 
     return (executor or THREADS).map(one, items, workers=workers)
 
 
-def is_failure(trajectory: Trajectory) -> bool:
-    return _is_failure(trajectory.score)
-
-
 FATAL_KINDS = ("auth", "config", "not_found")  # no later call of this backend can succeed: stop the run
 
 
@@ -181,7 +176,7 @@ def minibatches(trajectories: list[Trajectory], size: int, rng: random.Random) -
     out: list[tuple[str, list[Trajectory]]] = []
     usable = [t for t in trajectories if t.ok]
     for outcome in ("failure", "success"):
-        group = [t for t in usable if is_failure(t) == (outcome == "failure")]
+        group = [t for t in usable if is_failure(t.score) == (outcome == "failure")]
         rng.shuffle(group)
         out.extend((outcome, group[i:i + size]) for i in range(0, len(group), size))
     return out
