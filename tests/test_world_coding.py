@@ -88,8 +88,16 @@ def score(tmp_factory, package: dict[str, str], ids, **kw) -> dict[str, bool]:
 
 
 def snapshot(ws: Path) -> dict[str, str]:
-    return {p.relative_to(ws).as_posix(): p.read_text(encoding="utf-8") for p in sorted(ws.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts}
+    """The workspace's text files. Binary files (a coverage data file a subprocess drops under `--cov`, a
+    cache) are not part of what the agent wrote and are left out, as `git diff` shows them as binary."""
+    out: dict[str, str] = {}
+    for p in sorted(ws.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            try:
+                out[p.relative_to(ws).as_posix()] = p.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- the example
