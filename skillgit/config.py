@@ -149,6 +149,10 @@ class OptimizerCfg:
     # leakage (0: off)
     leak_ngram: int = 8
     max_edit_chars: int = 4000  # an edit whose target or content is longer is recorded and dropped
+    # Parallel proposals: P candidates per step, each built from its own part of the step's trajectories, gated in
+    # one val wave; the best that passes is accepted, the others are rejected (they join the negative buffer).
+    # The gate's bar rises with P (Bonferroni) so picking the best of P does not raise its false accepts.
+    proposals: int = 1
 
 
 @dataclass(frozen=True)

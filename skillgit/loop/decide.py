@@ -33,7 +33,8 @@ from skillgit.store import Store
 from skillgit.store.core import BranchMoved
 from skillgit.types import Edit, Item, Usage
 
-__all__ = ["Proposal", "gated_commit", "BranchMoved", "subject_of"]
+__all__ = ["Proposal", "Judgement", "judge", "commit", "gated_commit", "best_of", "outranked", "BranchMoved",
+           "subject_of"]
 
 
 @dataclass(frozen=True)
@@ -75,36 +76,80 @@ def _guard(ctx: StepContext, p: Proposal) -> str | None:
         guards.size(p.after, ctx.cfg.skill.max_tokens, ctx.cfg.skill.max_description_chars)
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """The gate's word on one proposal: `score` is the candidate's val score (`current` when it was not scored:
+    unchanged, invalid, leaking or oversized)."""
+
+    result: gate_mod.GateResult
+    score: gate_mod.SplitScore
+    scored: bool
+
+
+def judge(ctx: StepContext, p: Proposal, current: gate_mod.SplitScore, *, candidates: int = 1) -> Judgement:
+    """Guard, score and gate `p` against `current` (the base's val score); `candidates` is how many proposals of
+    the step are gated together (it raises the significance bar: `gate.decide`). Writes nothing."""
+    ecfg = ctx.cfg.evaluation
+    metric, weight = ecfg.gate_metric, ecfg.mixed_weight
+    problem = p.record.invalid or (None if p.after == p.before else _guard(ctx, p))
+    if p.after == p.before or problem:
+        score = current.mean(metric, weight)
+        return Judgement(gate_mod.GateResult(False, score, score, problem or "no edit could be applied"), current,
+                         False)
+    ctx.stage(p.step, "gate")
+    with ctx.ledger.timed("gate"):
+        cand_score = ctx.evaluator.score(p.after, "val", ctx.progress(p.step, "gate"))
+    train_after = None
+    if p.batch and p.train_before is not None and "two_split" in gate_mod.planned_checks(ecfg.gate):
+        with ctx.ledger.timed("gate"):
+            train_after = ctx.evaluator.score_items(p.after, list(p.batch), "train")
+    verdict = gate_mod.decide(ecfg, current, cand_score, items=[i.id for i in ctx.evaluator.splits["val"]],
+                              seed=zlib.crc32(f"{ctx.cfg.train.seed}:{p.step}".encode()),
+                              train_before=p.train_before if train_after is not None else None,
+                              train_after=train_after, candidates=candidates)
+    if p.force and not verdict.accept:
+        verdict = dataclasses.replace(verdict, accept=True,
+                                      reason=f"forced by configuration (gate said: {verdict.reason})")
+    return Judgement(verdict, cand_score, True)
+
+
 def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: Proposal,
                  current: gate_mod.SplitScore, usage_before: Mapping[str, Any]
                  ) -> tuple[StepOutcome, gate_mod.SplitScore]:
     """Gate `proposal` against `current` (the base's val score), commit it as a candidate on its base and decide
     it. Returns the outcome and the val score of the skill the branch now holds."""
-    p, ecfg = proposal, ctx.cfg.evaluation
-    metric, weight = ecfg.gate_metric, ecfg.mixed_weight
+    judgement = judge(ctx, proposal, current)
+    outcome = commit(ctx, store, run, seq, proposal, judgement, current, ctx.ledger.diff_since(usage_before))
+    return outcome, (judgement.score if judgement.result.accept else current)
+
+
+def best_of(judgements: list[Judgement], metric: str, weight: float) -> int | None:
+    """The index of the proposal to keep among those the gate accepted: the highest val score, the first of
+    equals (proposal order is seeded, so the choice is reproducible). None when the gate accepted none."""
+    accepted = [i for i, j in enumerate(judgements) if j.result.accept]
+    if not accepted:
+        return None
+    return max(accepted, key=lambda i: (judgements[i].score.mean(metric, weight), -i))
+
+
+def outranked(j: Judgement, winner: str, winner_score: float) -> Judgement:
+    """A proposal the gate accepted that another of its step beat: rejected, saying so (it joins the negative
+    buffer with its gain, so as a soft example: only edits rejected without a gain are blocked)."""
+    if not j.result.accept:
+        return j
+    reason = (f"passed the gate but step {winner} scored higher ({winner_score:.4f} vs {j.result.after:.4f}); "
+              f"gate: {j.result.reason}")
+    return dataclasses.replace(j, result=dataclasses.replace(j.result, accept=False, reason=reason))
+
+
+def commit(ctx: StepContext, store: Store, run: str, seq: int, p: Proposal, judgement: Judgement,
+           current: gate_mod.SplitScore, usage: Mapping[str, Any]) -> StepOutcome:
+    """Commit `p` as a candidate on its base and decide it as `judgement` says, with its notes, in one ref
+    transaction (`usage`: the calls booked to this candidate)."""
+    ecfg = ctx.cfg.evaluation
+    metric = ecfg.gate_metric
+    verdict, cand_score = judgement.result, judgement.score
     applied = [r.edit for r in p.record.applied]
-    val_items = [i.id for i in ctx.evaluator.splits["val"]]
-    problem = p.record.invalid or (None if p.after == p.before else _guard(ctx, p))
-    if p.after == p.before or problem:
-        score = current.mean(metric, weight)
-        verdict = gate_mod.GateResult(False, score, score, problem or "no edit could be applied")
-        cand_score = current
-    else:
-        ctx.stage(p.step, "gate")
-        with ctx.ledger.timed("gate"):
-            cand_score = ctx.evaluator.score(p.after, "val", ctx.progress(p.step, "gate"))
-        train_after = None
-        if p.batch and p.train_before is not None and "two_split" in gate_mod.planned_checks(ecfg.gate):
-            with ctx.ledger.timed("gate"):
-                train_after = ctx.evaluator.score_items(p.after, list(p.batch), "train")
-        verdict = gate_mod.decide(ecfg, current, cand_score, items=val_items,
-                                  seed=zlib.crc32(f"{ctx.cfg.train.seed}:{p.step}".encode()),
-                                  train_before=p.train_before if train_after is not None else None,
-                                  train_after=train_after)
-        if p.force and not verdict.accept:
-            verdict = dataclasses.replace(verdict, accept=True,
-                                          reason=f"forced by configuration (gate said: {verdict.reason})")
-    usage = ctx.ledger.diff_since(usage_before)
     reason = textsafe.clean(redact.redact(verdict.reason), multiline=False)
     summaries = tuple(textsafe.clean(redact.redact(e.summary(100)), multiline=False) for e in applied)
     outcome = StepOutcome(run=run, step=str(p.step), kind=p.kind, epoch=p.epoch + 1, seq=seq,
@@ -117,13 +162,13 @@ def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: P
                 "Skillgit-Tokens": str(guards.estimate_tokens(p.after))}
     body = "\n".join(f"- {s}" for s in summaries) or "(no edit applied)"
     candidate_note = redact.redact_mapping({"kind": "candidate", "run": run, "step": p.step, "epoch": p.epoch + 1,
-                                            "type": p.kind.value, **p.record.to_dict(), "usage": usage,
+                                            "type": p.kind.value, **p.record.to_dict(), "usage": dict(usage),
                                             "edits": [e.to_dict() for e in applied]})
     gate_note = {"kind": "gate", "run": run, "step": p.step, "metric": metric,
                  "score_before": round(verdict.before, 6), "score_after": round(verdict.after, 6),
                  "p_value": verdict.p_value, "reason": reason,
                  "coverage": verdict.coverage.to_dict() if verdict.coverage else None,
-                 "val": cand_score.to_record() if cand_score is not current else None,
+                 "val": cand_score.to_record() if judgement.scored else None,
                  "base": current.to_record(),  # the parent's per-item val scores: which items flipped
                  "checks": [c.to_dict() for c in verdict.checks]}
     ctx.stage(p.step, "decide")
@@ -135,5 +180,4 @@ def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: P
     except BranchMoved:
         store.discard(cand)  # nothing was decided: leave no pending candidate behind
         raise
-    outcome = dataclasses.replace(outcome, sha=cand.sha, parent=cand.parent)
-    return outcome, (cand_score if verdict.accept else current)
+    return dataclasses.replace(outcome, sha=cand.sha, parent=cand.parent)

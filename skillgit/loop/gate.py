@@ -31,13 +31,14 @@ import math
 import random
 import threading
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any, Callable, Mapping
 
 from skillgit.config import EvaluationCfg
 from skillgit.executor import Executor
 from skillgit.llm.base import Student
 from skillgit.llm.metering import bind_stage
-from skillgit.loop.stages import Scorer, rollout
+from skillgit.loop.stages import Scorer, rollout_samples
 from skillgit.records import Coverage
 from skillgit.types import Item, Trajectory
 
@@ -149,27 +150,27 @@ class Evaluator:
         student = bind_stage(self.student, "gate" if split == "val" else split)
         result = SplitScore(split, key[0])
         rows: dict[str, list[tuple[float, float]]] = {}
-        for sample in range(repeats):
-            trajs = rollout(student, skill, items, self.scorer, workers=self.workers, sample=sample,
-                            on_progress=on_progress, executor=self.executor)
-            # Unknown runs are tried again before anything is decided on them (errors are never cached).
-            for _ in range(self.retries):
-                failed = [i for i, t in enumerate(trajs) if not t.ok]
-                if not failed:
-                    break
-                with self._lock:
-                    self.retried += len(failed)
-                again = rollout(student, skill, [items[i] for i in failed], self.scorer, workers=self.workers,
-                                sample=sample, executor=self.executor)
-                for i, t in zip(failed, again):
-                    trajs[i] = t
-            for t in trajs:
-                if t.ok and t.score is not None:
-                    rows.setdefault(t.item_id, []).append((t.score.hard, t.score.soft))
-                else:
-                    result.errors[t.item_id] = t.error or "unknown"
-            if sample == 0:
-                result.trajectories = trajs
+        # One wave: every (item, repeat) pair at once, sample-major so that `trajs[:len(items)]` is sample 0.
+        jobs = [(item, sample) for sample in range(repeats) for item in items]
+        trajs = rollout_samples(student, skill, jobs, self.scorer, workers=self.workers, on_progress=on_progress,
+                                executor=self.executor)
+        # Unknown runs are tried again before anything is decided on them (errors are never cached).
+        for _ in range(self.retries):
+            failed = [i for i, t in enumerate(trajs) if not t.ok]
+            if not failed:
+                break
+            with self._lock:
+                self.retried += len(failed)
+            again = rollout_samples(student, skill, [jobs[i] for i in failed], self.scorer, workers=self.workers,
+                                    executor=self.executor)
+            for i, t in zip(failed, again):
+                trajs[i] = t
+        for t in trajs:
+            if t.ok and t.score is not None:
+                rows.setdefault(t.item_id, []).append((t.score.hard, t.score.soft))
+            else:
+                result.errors[t.item_id] = t.error or "unknown"
+        result.trajectories = trajs[:len(items)]
         for item_id, scores in rows.items():
             result.per_item[item_id] = (sum(h for h, _ in scores) / len(scores),
                                         sum(s for _, s in scores) / len(scores))
@@ -268,9 +269,12 @@ def planned_checks(modes: tuple[str, ...] | str) -> tuple[str, ...]:
 
 def decide(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, *, seed: int = 0,
            items: list[str] | None = None, train_before: SplitScore | None = None,
-           train_after: SplitScore | None = None) -> GateResult:
+           train_after: SplitScore | None = None, candidates: int = 1) -> GateResult:
     """Compare on the items both skills could be scored on, if they cover enough of the split (`items`), with
-    every check `cfg.gate` names; `train_before`/`train_after` are the step's train batch for `two_split`."""
+    every check `cfg.gate` names; `train_before`/`train_after` are the step's train batch for `two_split`.
+    `candidates`: how many candidates of one step are gated together (`optimizer.proposals`), of which the best
+    that passes is kept. The significance bar is raised for it (Bonferroni: α/candidates, the same k for one),
+    so keeping the best of P does not multiply the false accepts by P."""
     cov = coverage(before, after, items)
     common = set(before.per_item) & set(after.per_item)
     b = before.mean(cfg.gate_metric, cfg.mixed_weight, common)
@@ -282,7 +286,7 @@ def decide(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, *, seed: i
         check = GateCheck("coverage", False, reason.removeprefix("cannot judge: "),
                           {"scored": cov.scored, "total": cov.total, "min_val_coverage": cfg.min_val_coverage})
         return GateResult(False, b, a, reason, None, cov, (check,))
-    ctx = _Context(cfg, before, after, common, b, a, seed, items, train_before, train_after)
+    ctx = _Context(cfg, before, after, common, b, a, seed, items, train_before, train_after, max(1, candidates))
     checks = tuple(_CHECKS[name](ctx) for name in planned_checks(cfg.gate))
     p_values = [c.numbers["p"] for c in checks if c.numbers.get("p") is not None]
     p_value = p_values[0] if p_values else None
@@ -318,6 +322,7 @@ class _Context:
     items: list[str] | None
     train_before: SplitScore | None
     train_after: SplitScore | None
+    candidates: int = 1
 
     @property
     def on(self) -> str:
@@ -355,6 +360,15 @@ def paired_cells(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, ids:
     return cells, repeats
 
 
+def corrected_k(k: float, candidates: int) -> float:
+    """The one-sided z bar for the best of `candidates`: the quantile whose tail is (the tail of `k`) ÷
+    candidates (Bonferroni). `k` itself for one candidate."""
+    if candidates <= 1:
+        return k
+    normal = NormalDist()
+    return normal.inv_cdf(1 - (1 - normal.cdf(k)) / candidates)
+
+
 def _significance(ctx: _Context, name: str = "significance", test: str | None = None) -> GateCheck:
     cfg = ctx.cfg
     test = test or cfg.gate_test
@@ -366,16 +380,21 @@ def _significance(ctx: _Context, name: str = "significance", test: str | None = 
     gain = f"{mean:+.4f} on {ctx.on} ({shape})"
     numbers: dict[str, Any] = {"mean_delta": _r(mean), "cells": n, "items": len(ctx.common), "repeats": repeats,
                                "margin": cfg.gate_margin, "test": test}
+    best_of = f" for the best of {ctx.candidates}" if ctx.candidates > 1 else ""
+    if ctx.candidates > 1:
+        numbers["candidates"] = ctx.candidates
     if test == "permutation":
+        alpha = cfg.paired_alpha / ctx.candidates
         p = paired_p_value([d - cfg.gate_margin for d in cells], ctx.seed)
-        passed = excess > _EPS and p < cfg.paired_alpha
-        numbers.update(p=_r(p), alpha=cfg.paired_alpha)
+        passed = excess > _EPS and p < alpha
+        numbers.update(p=_r(p), alpha=_r(alpha))
         verdict = "significant" if passed else "not significant"
-        return GateCheck(name, passed, f"{gain}: {verdict} (paired p={p:.3f}, needs < {cfg.paired_alpha:g})",
+        return GateCheck(name, passed, f"{gain}: {verdict} (paired p={p:.3f}, needs < {alpha:.3g}{best_of})",
                          numbers)
+    k = corrected_k(cfg.gate_k, ctx.candidates)
     var = sum((d - mean) ** 2 for d in cells) / (n - 1) if n > 1 else 0.0
     se = math.sqrt(var / n)
-    numbers.update(se=_r(se), k=cfg.gate_k, z=_r(excess / se) if se > 0 else None)
+    numbers.update(se=_r(se), k=_r(k), z=_r(excess / se) if se > 0 else None)
     if n < 2:
         return GateCheck(name, False, f"{gain}: one paired score has no spread to test against", numbers)
     if excess <= _EPS:
@@ -384,11 +403,11 @@ def _significance(ctx: _Context, name: str = "significance", test: str | None = 
     if se == 0:
         return GateCheck(name, True, f"{gain}: every paired score rose alike (no spread)", numbers)
     z = excess / se
-    passed = z > cfg.gate_k + _EPS
+    passed = z > k + _EPS
     margin = f" above margin {cfg.gate_margin:g}" if cfg.gate_margin else ""
     if passed:
-        return GateCheck(name, True, f"{gain}{margin} is {z:.2f} standard errors (> {cfg.gate_k:g})", numbers)
-    return GateCheck(name, False, f"{gain}{margin} is only {z:.2f} standard errors (needs > {cfg.gate_k:g}): "
+        return GateCheck(name, True, f"{gain}{margin} is {z:.2f} standard errors (> {k:.3g}{best_of})", numbers)
+    return GateCheck(name, False, f"{gain}{margin} is only {z:.2f} standard errors (needs > {k:.3g}{best_of}): "
                                   f"could be noise", numbers)
 
 

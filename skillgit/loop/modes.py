@@ -48,12 +48,14 @@ def choose_budget(teacher: stages.Teacher, skill: str, trajs: list[Trajectory], 
 
 
 def propose_update(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: list[Trajectory],
-                   budget: int, step: int) -> tuple[str, UpdateRecord]:
+                   budget: int, step: int, variant: int = 0) -> tuple[str, UpdateRecord]:
     """The candidate text and how it was built (patches, merge rounds, selection, every edit's fate).
-    `record.invalid` is set when the candidate must be rejected without scoring."""
+    `record.invalid` is set when the candidate must be rejected without scoring. `variant` k > 0 is the step's
+    (k+1)-th parallel proposal (`optimizer.proposals`): the same trajectories cut into other minibatches (its own
+    seeded shuffle), so its analysts see other company and propose other edits; variant 0 is the single proposal."""
     cfg = ctx.cfg
     mode = cfg.optimizer.skill_update_mode
-    rng = ctx.rng("step", step)
+    rng = ctx.rng("step", step) if variant == 0 else ctx.rng("step", step, "proposal", variant)
     allow_fm = cfg.skill.allow_front_matter_edits
     if mode == "full_rewrite_minibatch":
         return _full_rewrite(ctx, teacher, skill, trajs, rng, step)

@@ -20,6 +20,7 @@ Contract of `Trainer.train()`:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import random
@@ -37,7 +38,7 @@ from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import gate as gate_mod
 from skillgit.loop import modes, stages
 from skillgit.loop.context import StepContext
-from skillgit.loop.decide import BranchMoved, Proposal, gated_commit
+from skillgit.loop.decide import BranchMoved, Proposal, best_of, commit, gated_commit, judge, outranked
 from skillgit.loop.events import (
     EpochEnded,
     EpochEnding,
@@ -54,7 +55,7 @@ from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.records import EpochStep, RunProgress, SkillScores, StepKind, StepOutcome, Verdict
 from skillgit.store import Store
 from skillgit.tasks import Splits, epoch_batches
-from skillgit.types import RejectedEdit, Usage
+from skillgit.types import Edit, RejectedEdit, Usage
 
 
 @dataclass
@@ -105,6 +106,7 @@ class Trainer:
         self._blocked_edits: dict | None = None
         self._pending_save: Future | None = None
         self._caught_up = False  # see _already_decided
+        self._fresh_step: int | str | None = None  # the first step this process found undecided
         self.run_id, self.progress = self._open_run(run_id, resume)
         self._prior = self.progress  # what earlier processes spent on this run
 
@@ -282,9 +284,15 @@ class Trainer:
             return f"budget.max_cost_usd reached (${used.cost_usd:.4f} ≥ ${b.max_cost_usd:.4f})"
         return None
 
-    def teacher(self) -> stages.Teacher:
+    def teacher(self, step: int | None = None) -> stages.Teacher:
+        """The teacher for `step` (None: an epoch's end). Its negative buffer leaves out `step`'s own other
+        proposals, which a restarted step may find decided already: it must see what the first attempt saw."""
         opt = self.cfg.optimizer
-        negative = self.store.negative_buffer(opt.negative_buffer_size) if opt.use_negative_buffer else []
+        negative: list[RejectedEdit] = []
+        if opt.use_negative_buffer:
+            size = opt.negative_buffer_size
+            negative = [r for r in self.store.negative_buffer(size + opt.proposals - 1)
+                        if not self._rival(r, step)][:size]
         meta = self.progress.meta_skill if opt.use_meta_skill else ""
         blocked = self._blocked() if opt.use_negative_buffer else {}
         limits = {} if self.cfg.model.teacher.max_tokens else dict(stages.STAGE_MAX_TOKENS)
@@ -299,10 +307,14 @@ class Trainer:
         """Every edit rejected so far in this run *without a gain* (Δ ≤ 0), read from git once and then kept up to
         date as steps are rejected (so resuming rebuilds the same set). An edit rejected with a gain the gate found
         too small to trust is not blocked: it may come back and be measured again (bench/README.md)."""
-        if self._blocked_edits is None:
+        if self._blocked_edits is None:  # built in the first step this process runs (`_fresh_step`)
             self._blocked_edits = {r.edit.key(): r for r in reversed(self.store.negative_buffer(10 ** 9))
-                                   if r.run == self.run_id and r.delta <= 0}
+                                   if r.run == self.run_id and r.delta <= 0 and not self._rival(r, self._fresh_step)}
         return self._blocked_edits
+
+    def _rival(self, r: RejectedEdit, step: int | str | None) -> bool:
+        """True for an edit of one of `step`'s other proposals (named `s<step>-p<k>`, see `_commit_best`)."""
+        return step is not None and r.run == self.run_id and str(r.step).startswith(f"s{step}-p")
 
     # ------------------------------------------------------------------------------------------ one step
     def _step(self, step: int, epoch: int, batch: list, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
@@ -314,7 +326,7 @@ class Trainer:
         skill = self.store.read_skill(base)
         # The negative buffer (a history scan and a notes read) is only needed from reflect on: read it from git
         # while the students run instead of adding its git calls to every step's wall time.
-        pending_teacher = _in_background(self.teacher)
+        pending_teacher = _in_background(functools.partial(self.teacher, step))
         budget = scheduled_budget(self.cfg.optimizer, step - 1, self.total_steps)
         lr_record: dict[str, Any] = {"mode": "scheduled", "budget": budget}
         self.emit(StepStarted(str(step), epoch, budget))
@@ -336,26 +348,38 @@ class Trainer:
                                 ExitCode.BACKEND)
         if is_autonomous(self.cfg.optimizer):
             budget, lr_record = modes.choose_budget(teacher, skill, trajs, self.cfg.optimizer, budget)
-        text, record = modes.propose_update(self.ctx, teacher, skill, trajs, budget, step)
+        count = self.cfg.optimizer.proposals
+        if count == 1:
+            built = [modes.propose_update(self.ctx, teacher, skill, trajs, budget, step)]
+        else:  # the P proposals' teacher calls run side by side: one wave per stage, as for one proposal
+            built = _parallel([functools.partial(modes.propose_update, self.ctx, teacher, skill, trajs, budget,
+                                                 step, v) for v in range(count)])
         seconds = _phase_seconds(trajs)
-        record = record.with_details(lr=lr_record, train={
-            "items": [t.item_id for t in trajs], "errors": {t.item_id: t.error for t in trajs if t.error},
-            "hard_mean": _mean([t.score.hard for t in usable if t.score]),
-            "soft_mean": _mean([t.score.soft for t in usable if t.score]),
-            # agentic rollouts: wall time per item split into setup / agent / verify, and the batch's totals
-            "timings": {t.item_id: dict(t.timings) for t in trajs if t.timings}, "seconds": seconds})
+        train = {"items": [t.item_id for t in trajs], "errors": {t.item_id: t.error for t in trajs if t.error},
+                 "hard_mean": _mean([t.score.hard for t in usable if t.score]),
+                 "soft_mean": _mean([t.score.soft for t in usable if t.score]),
+                 # agentic rollouts: wall time per item split into setup / agent / verify, and the batch's totals
+                 "timings": {t.item_id: dict(t.timings) for t in trajs if t.timings}, "seconds": seconds}
         if seconds:
             totals = dict(self.progress.rollout_seconds)
             for phase, value in seconds.items():
                 totals[phase] = round(totals.get(phase, 0.0) + value, 3)
             self.progress = self.progress.replace(rollout_seconds=totals)
         train_before = gate_mod.SplitScore.from_trajectories("train", gate_mod.blob_id(skill), trajs)
-        return self._commit(Proposal(step, epoch, StepKind.STEP, base, skill, text, record, batch=tuple(batch),
-                                     train_before=train_before), current, usage_before)
+        proposals = [Proposal(step, epoch, StepKind.STEP, base, skill, text, record.with_details(lr=lr_record,
+                                                                                                  train=train),
+                              batch=tuple(batch), train_before=train_before) for text, record in built]
+        if count == 1:
+            return self._commit(proposals[0], current, usage_before)
+        return self._commit_best(step, proposals, current, usage_before)
 
     def _commit(self, proposal: Proposal, current: gate_mod.SplitScore, usage_before: dict) -> gate_mod.SplitScore:
         outcome, score = gated_commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, proposal, current,
                                       usage_before)
+        self._decided(proposal, outcome)
+        return score
+
+    def _decided(self, proposal: Proposal, outcome: StepOutcome) -> None:
         applied = [r.edit for r in proposal.record.applied]
         self._record(proposal.epoch, outcome, [e.to_dict() for e in applied])
         if not outcome.accepted and outcome.delta <= 0 and self._blocked_edits is not None:
@@ -363,7 +387,54 @@ class Trainer:
                 self._blocked_edits[e.key()] = RejectedEdit(e, outcome.delta, outcome.reason, self.run_id,
                                                             proposal.step)
         self.emit(StepDecided(outcome, self._usage()[0].to_dict()))
-        return score
+
+    def _commit_best(self, step: int, proposals: list[Proposal], current: gate_mod.SplitScore,
+                     usage_before: dict) -> gate_mod.SplitScore:
+        """`optimizer.proposals` > 1: gate the step's distinct proposals together (their val scoring runs side by
+        side: one wave), keep the best the gate accepted and reject the others. The kept one — or, when none
+        passed, the best-scored — is step `N`; the others are `sN-p<k>` (k: the proposal's number) and are
+        decided first, so git holds step `N` only once all of them are decided (`_already_decided`). The step's
+        calls are booked to step `N`; an identical proposal is gated once."""
+        ecfg = self.cfg.evaluation
+        distinct: list[int] = []
+        for i, p in enumerate(proposals):
+            if all(p.after != proposals[j].after for j in distinct):
+                distinct.append(i)
+        gated = sum(proposals[i].after != proposals[i].before for i in distinct) or 1
+        judged = _parallel([functools.partial(judge, self.ctx, proposals[i], current, candidates=gated)
+                            for i in distinct])
+        winner = best_of(judged, ecfg.gate_metric, ecfg.mixed_weight)
+        main = winner if winner is not None else max(
+            range(len(judged)), key=lambda k: (judged[k].scored, judged[k].score.mean(ecfg.gate_metric,
+                                                                                        ecfg.mixed_weight), -k))
+        main_score = judged[main].score.mean(ecfg.gate_metric, ecfg.mixed_weight)
+        rivals = [{"proposal": distinct[k] + 1, "step": str(step) if k == main else f"s{step}-p{distinct[k] + 1}",
+                  "accepted_by_gate": j.result.accept, "score": round(j.result.after, 6), "scored": j.scored}
+                 for k, j in enumerate(judged)]
+        duplicates = [i + 1 for i in range(len(proposals)) if i not in distinct]
+        for k, j in enumerate(judged):
+            if k == main:
+                continue
+            name = f"s{step}-p{distinct[k] + 1}"
+            p = proposals[distinct[k]]
+            p = dataclasses.replace(p, step=name, record=p.record.with_details(
+                proposal={"number": distinct[k] + 1, "of": len(proposals), "kept": str(step)}))
+            if self._fresh_step == step:  # the first step after a restart: a loser may already be decided
+                found = self.store.step_record(self.run_id, name)
+                if found is not None:
+                    self._count_found(name, p.epoch, found)
+                    continue
+                self.store.discard_candidate(self.run_id, name)
+            outcome = commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, p,
+                             outranked(j, str(step), main_score), current, {})
+            self._decided(p, outcome)
+        p = proposals[distinct[main]]
+        p = dataclasses.replace(p, record=p.record.with_details(
+            proposal={"number": distinct[main] + 1, "of": len(proposals), "rivals": rivals, "duplicates": duplicates}))
+        outcome = commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, p, judged[main], current,
+                         self.ledger.diff_since(usage_before))
+        self._decided(p, outcome)
+        return judged[main].score if judged[main].result.accept else current
 
     def _record(self, epoch: int, outcome: StepOutcome, edits: list[dict]) -> None:
         """Count a decided step and add it to the running epoch's log (what meta reflect reads)."""
@@ -384,15 +455,29 @@ class Trainer:
             return False
         found = self.store.step_record(self.run_id, step)
         if found is not None:
-            kind = StepKind.parse(found["kind"])
-            verdict = Verdict(found["verdict"])
-            outcome = StepOutcome(self.run_id, str(step), kind, epoch + 1, self.progress.seq + 1, verdict,
-                                  0.0, float(found["delta"]), "(decided before a restart)", sha=found["sha"])
-            self._record(epoch, outcome, list(found["edits"]))
+            if isinstance(step, int):  # its other proposals were decided before it (`_commit_best`)
+                for k in range(1, self.cfg.optimizer.proposals + 1):
+                    other = self.store.step_record(self.run_id, f"s{step}-p{k}")
+                    if other is not None:
+                        self._count_found(f"s{step}-p{k}", epoch, other)
+            self._count_found(step, epoch, found)
             return True
         self.store.discard_candidate(self.run_id, step)
         self._caught_up = True
+        self._fresh_step = step
         return False
+
+    def _count_found(self, step: int | str, epoch: int, found: dict) -> None:
+        """Count a decision git already holds (made before a restart) as if this process had made it."""
+        outcome = StepOutcome(self.run_id, str(step), StepKind.parse(found["kind"]), epoch + 1, self.progress.seq + 1,
+                              Verdict(found["verdict"]), 0.0, float(found["delta"]), "(decided before a restart)",
+                              sha=found["sha"])
+        self._record(epoch, outcome, list(found["edits"]))
+        if outcome.verdict is Verdict.REJECTED and outcome.delta <= 0 and self._blocked_edits is not None:
+            for data in found["edits"]:  # as `_decided` would have: the blocked set must not depend on a restart
+                e = Edit.from_dict(data)
+                self._blocked_edits[e.key()] = RejectedEdit(e, outcome.delta, str(found.get("reason", "")),
+                                                            self.run_id, step)
 
     # ------------------------------------------------------------------------------------------ epochs
     def _end_epoch(self, epoch: int, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
@@ -485,6 +570,12 @@ def _in_background(fn: Callable[[], Any]) -> Future:
         return pool.submit(fn)
     finally:
         pool.shutdown(wait=False)
+
+
+def _parallel(jobs: list[Callable[[], Any]]) -> list[Any]:
+    """Run `jobs` side by side on threads of their own; their results in order (the first error is raised)."""
+    with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
+        return [f.result() for f in [pool.submit(job) for job in jobs]]
 
 
 def _phase_seconds(trajs: list) -> dict[str, float]:

@@ -88,10 +88,19 @@ def rollout(student: Student, skill: str, items: list[Item], scorer: Scorer, *, 
     """Run every item with `skill` and score it. A run whose model call failed (after retries) or whose scorer
     crashed is an *unknown* trajectory (`error` set): not a failure, excluded from scores and reflection.
     `executor` fans the items out (None: the thread pool); results keep the order of `items`."""
+    return rollout_samples(student, skill, [(item, sample) for item in items], scorer, workers=workers,
+                           on_progress=on_progress, executor=executor)
+
+
+def rollout_samples(student: Student, skill: str, jobs: list[tuple[Item, int]], scorer: Scorer, *, workers: int,
+                    on_progress: Progress | None = None, executor: Executor | None = None) -> list[Trajectory]:
+    """`rollout` over (item, sample) pairs in one wave: every repeat of every item runs at once (the gate's
+    repeats are independent samples, so nothing makes them wait for each other)."""
     done = 0
 
-    def one(item: Item) -> Trajectory:
+    def one(job: tuple[Item, int]) -> Trajectory:
         nonlocal done
+        item, sample = job
         try:
             reply = student.run(skill, item, sample)
         except LLMError as exc:
@@ -109,10 +118,10 @@ def rollout(student: Student, skill: str, items: list[Item], scorer: Scorer, *, 
                                         error=f"scorer: {exc.message}", usage=reply.usage)
         done += 1  # a benign race only affects the progress display
         if on_progress:
-            on_progress(done, len(items))
+            on_progress(done, len(jobs))
         return trajectory
 
-    return (executor or THREADS).map(one, items, workers=workers)
+    return (executor or THREADS).map(one, jobs, workers=workers)
 
 
 FATAL_KINDS = ("auth", "config", "not_found")  # no later call of this backend can succeed: stop the run

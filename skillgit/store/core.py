@@ -333,7 +333,7 @@ class Store:
 
     def step_record(self, run: str, step: int | str) -> dict[str, Any] | None:
         """What git holds about a decided step, or None when it was not decided: {"verdict", "kind" (the step's
-        type, e.g. step | slow_update | meta_reflect), "delta", "edits" (applied Edit dicts), "sha"}. Cheap (a
+        type, e.g. step | slow_update | meta_reflect), "delta", "edits" (applied Edit dicts), "sha", "reason"}. Cheap (a
         few git calls whatever the history's length): the loop asks it before every step to resume safely."""
         step = R.validate_step(step)
         verdict, sha = "rejected", None
@@ -359,7 +359,8 @@ class Store:
         if delta is None:
             delta = N.to_float(trailers.get(R.TRAILER_DELTA)) or 0.0
         return {"verdict": verdict, "kind": str(cand.get("type") or trailers.get("Skillgit-Kind") or "step"),
-                "delta": delta, "edits": [e for e in cand.get("edits", []) if isinstance(e, dict)], "sha": sha}
+                "delta": delta, "edits": [e for e in cand.get("edits", []) if isinstance(e, dict)], "sha": sha,
+                "reason": str(decision.get("reason") or "")}
 
     def decide(self, cand: Candidate, *, accept: bool, reason: str, score_before: float, score_after: float,
                note: Sequence[dict[str, Any]] = (), decision: dict[str, Any] | None = None) -> Decision:

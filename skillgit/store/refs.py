@@ -50,6 +50,8 @@ TRAILER_PREFIX = "Skillgit-"
 _RUN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _NAMED_STEP_RE = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}")
 _STEP_SPEC_RE = re.compile(r"(?:(rejected)/)?(?:([^/\s]+)/)?([^/\s]+)")
+# the names skillgit gives steps (epoch-end candidates; a step's other parallel proposals): typed bare like numbers
+_OWN_STEP_NAME_RE = re.compile(r"e[0-9]+-(?:slow-update|meta-reflect)|s[0-9]+-p[0-9]+")
 
 def _component_ok(text: str) -> bool:
     return ".." not in text and not text.endswith((".", ".lock"))
@@ -142,13 +144,14 @@ def parse_step_spec(spec: str) -> tuple[bool, str | None, int | str] | None:
     """Parse a step spec a user may type: `N`, `<run>/<step>` or `rejected/<run>/<step>`.
 
     Returns (rejected_only, run or None for "the newest run", step), or None when `spec` is not of that shape
-    (then it is an ordinary git revision). A bare spec must be a number (`main` stays a branch).
+    (then it is an ordinary git revision). A bare spec must be a number or a step name skillgit
+    gives (`e1-slow-update`, `s3-p2`; `main` stays a branch).
     """
     m = _STEP_SPEC_RE.fullmatch(spec.strip())
     if not m:
         return None
     rejected, run, token = m.group(1), m.group(2), m.group(3)
-    if (rejected and run is None) or (run is None and not token.isdigit()):
+    if (rejected and run is None) or (run is None and not (token.isdigit() or _OWN_STEP_NAME_RE.fullmatch(token))):
         return None
     step = parse_step(token)
     if step is None or (run is not None and not _RUN_RE.fullmatch(run)):
