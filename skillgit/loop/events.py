@@ -7,6 +7,7 @@ types never change (docs/JSON.md). Steps are strings ("3", "e1-slow-update", "" 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping
 
@@ -116,3 +117,41 @@ EventSink = Callable[[Event], None]
 
 def ignore(_: Event) -> None:
     """The default sink."""
+
+
+class OrderedSink:
+    """A sink that keeps a step's events in order when its decision is written in the background.
+
+    `hold()` (by the loop, when it hands a step's decision to a background job) queues every event that any other
+    thread emits from then on; the job `claim()`s the sink for its own thread, whose events (the decide stage) pass
+    straight through, and `release(first)` emits `first` (the step's `step_end`s) and then the queued events, in
+    order. So a reader sees step N's `step_end` before anything of step N+1, as when the decision was made inline.
+    """
+
+    def __init__(self, sink: EventSink):
+        self._sink = sink
+        self._lock = threading.RLock()  # a sink that emits again (from the same thread) must not deadlock
+        self._held: list[Event] | None = None
+        self._owner: int | None = None
+
+    def hold(self) -> None:
+        with self._lock:
+            if self._held is None:
+                self._held = []
+
+    def claim(self) -> None:
+        with self._lock:
+            self._owner = threading.get_ident()
+
+    def release(self, first: list[Event]) -> None:
+        with self._lock:
+            held, self._held, self._owner = self._held or [], None, None
+            for event in (*first, *held):
+                self._sink(event)
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            if self._held is not None and threading.get_ident() != self._owner:
+                self._held.append(event)
+                return
+            self._sink(event)

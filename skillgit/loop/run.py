@@ -28,7 +28,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_config
 from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError
@@ -38,12 +38,13 @@ from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import gate as gate_mod
 from skillgit.loop import modes, stages
 from skillgit.loop.context import StepContext
-from skillgit.loop.decide import BranchMoved, Proposal, best_of, commit, gated_commit, judge, outranked
+from skillgit.loop.decide import BranchMoved, Judgement, Proposal, best_of, commit, gated_commit, judge, outranked
 from skillgit.loop.events import (
     EpochEnded,
     EpochEnding,
     EventSink,
     Heartbeat,
+    OrderedSink,
     RunEnded,
     RunStarted,
     StepDecided,
@@ -55,7 +56,7 @@ from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.records import EpochStep, RunProgress, SkillScores, StepKind, StepOutcome, Verdict
 from skillgit.store import Store
 from skillgit.tasks import Splits, epoch_batches
-from skillgit.types import Edit, RejectedEdit, Usage
+from skillgit.types import Edit, EditResult, RejectedEdit, Usage
 
 
 @dataclass
@@ -90,7 +91,8 @@ class Trainer:
         self.splits = splits
         self.teacher_llm = teacher
         self.ledger = ledger
-        self.emit = on_event
+        self._events = OrderedSink(on_event)
+        self.emit: EventSink = self._events
         self.prompts_dir = prompts_dir
         self.digest = config_digest(cfg, ignore=RUNTIME_ONLY_KEYS)
         self.config_yaml = dump_config(cfg, mask_secrets=True)  # frozen: dumped once, not at every save
@@ -102,9 +104,11 @@ class Trainer:
         self._sealed_test = gate_mod.Evaluator(student, scorer, {"test": list(splits.test)}, workers=cfg.env.workers,
                                                retries=cfg.evaluation.unscored_retries,
                                                executor=executor)  # reported: one sample
-        self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, on_event, tuple(splits.train), executor)
+        self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, self.emit, tuple(splits.train),
+                               executor)
         self._blocked_edits: dict | None = None
         self._pending_save: Future | None = None
+        self._pending: _Pending | None = None  # a step's decision being written (`_decide_later`)
         self._caught_up = False  # see _already_decided
         self._fresh_step: int | str | None = None  # the first step this process found undecided
         self.run_id, self.progress = self._open_run(run_id, resume)
@@ -147,13 +151,15 @@ class Trainer:
         return (self._prior.usage + self.ledger.total(), merged(self._prior.usage_by_stage, snap["by_stage"]),
                 merged(self._prior.usage_by_role, snap["by_role"]), errors)
 
-    def _save(self, message: str, *, background: bool = False, maintain: bool = False) -> None:
+    def _save(self, message: str, *, background: bool = False, maintain: bool = False,
+              usage: tuple | None = None) -> None:
         """Commit the progress to the run ref. With `background` the commit is written while the caller goes on
         (after a step: during the next step's rollout), so its git calls are not on the step's critical path.
         Saves land in order (each waits for the one before), a failed one raises at the next save, and a run
         killed before one lands resumes a step earlier, where git shows the step as decided (`_already_decided`).
-        `maintain`: then let git pack loose objects if there are many (`Store.maintain`; not with `background`)."""
-        total, by_stage, by_role, errors = self._usage()
+        `maintain`: then let git pack loose objects if there are many (`Store.maintain`; not with `background`).
+        `usage`: the `_usage()` to record (default: now)."""
+        total, by_stage, by_role, errors = usage or self._usage()
         self.progress = self.progress.replace(
             updated=time.time(), usage=total, usage_by_stage=by_stage, usage_by_role=by_role, errors=errors,
             retries=self._prior.retries + self.ledger.retries + self.evaluator.retried)
@@ -230,32 +236,36 @@ class Trainer:
                             and not self.progress.epoch(epoch - 1).ended):
                         current = self._end_epoch(epoch - 1, current)
                     current = self._step(step, epoch, batch, current)
-                    self.progress = self.progress.replace(next_step=step + 1,
-                                                          current_score=round(current.mean(metric, weight), 4))
-                    # every MAINTAIN_EVERY steps the save is waited for and followed by housekeeping (never
-                    # while other git writes run: packing refs then could make their transactions fail)
-                    housekeeping = step % MAINTAIN_EVERY == 0
-                    self._save(f"step {step}", background=not housekeeping, maintain=housekeeping)
+                    if self._pending is None:  # a step git already held: counted, saved here
+                        self.progress = self.progress.replace(next_step=step + 1,
+                                                              current_score=round(current.mean(metric, weight), 4))
+                        self._save(f"step {step}", background=True)
                 else:
+                    self._settle_decision()
                     last_epoch = (self.total_steps - 1) // self.batches_per_epoch
                     if self.total_steps % self.batches_per_epoch == 0 and self.total_steps > 0 \
                             and not self.progress.epoch(last_epoch).ended:
                         current = self._end_epoch(last_epoch, current)
+                self._settle_decision()  # after a budget stop
             except BudgetReached as exc:  # mid-step: the step stays undecided; its finished calls are journaled
+                self._settle_decision(quiet=True)
                 self._settle_save(quiet=True)
                 status, reason = "stopped", exc.message
             except (KeyboardInterrupt, Interrupted):
+                self._settle_decision(quiet=True)
                 self._settle_save(quiet=True)
                 self.progress = self.progress.replace(status="interrupted", stop_reason="interrupted")
                 self._save("interrupted")
                 raise
             except BranchMoved as exc:
+                self._settle_decision(quiet=True)
                 self._settle_save(quiet=True)
                 self.progress = self.progress.replace(status="stopped", stop_reason=exc.message)
                 self._save("stopped: the skill branch moved")
                 raise
             except BaseException:
-                self._settle_save(quiet=True)  # nothing may still write once the run lock is released
+                self._settle_decision(quiet=True)  # nothing may still write once the run lock is released
+                self._settle_save(quiet=True)
                 raise
             self.ledger.budget_check = None  # the final scores are reported whatever the budget
             self.progress = self.progress.replace(status=status, stop_reason=reason)
@@ -318,15 +328,18 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------ one step
     def _step(self, step: int, epoch: int, batch: list, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
-        """rollout → (autonomous budget) → reflect … update (per update mode) → the gated commit."""
+        """rollout → (autonomous budget) → reflect … update (per update mode) → gate → the decision, which is
+        written in the background (`_decide_later`): returns the val score of the skill the branch will hold."""
         if self._already_decided(step, epoch):
             return self.evaluator.score(self.store.read_skill(), "val")
         usage_before = self.ledger.snapshot()
-        base = self.store.tip()
-        skill = self.store.read_skill(base)
-        # The negative buffer (a history scan and a notes read) is only needed from reflect on: read it from git
-        # while the students run instead of adding its git calls to every step's wall time.
-        pending_teacher = _in_background(functools.partial(self.teacher, step))
+        pending = self._pending
+        # The previous step's decision may still be being written: its skill text is known, and the students need
+        # nothing else. The teacher's negative buffer (a history scan and a notes read) is read from git once that
+        # decision has landed, while the students run, so neither adds git calls to the step's wall time.
+        base = self.store.tip() if pending is None else None
+        skill = pending.text if pending is not None else self.store.read_skill(base)
+        pending_teacher = _in_background(functools.partial(self._teacher_after, pending, step))
         budget = scheduled_budget(self.cfg.optimizer, step - 1, self.total_steps)
         lr_record: dict[str, Any] = {"mode": "scheduled", "budget": budget}
         self.emit(StepStarted(str(step), epoch, budget))
@@ -336,6 +349,12 @@ class Trainer:
                                    workers=self.ctx.workers, on_progress=self.ctx.progress(step, "rollout"),
                                    executor=self.ctx.executor)
         teacher = pending_teacher.result()
+        # the commit the candidate is built on: the one the previous decision left (never whatever the branch
+        # points to now: a user's commit that landed meanwhile must make this step's decision fail, not be built
+        # over)
+        if pending is not None:
+            base = self._settle_decision()
+        assert base is not None
         usable = [t for t in trajs if t.ok]
         if batch and not usable:
             first = trajs[0].error or ""
@@ -370,31 +389,40 @@ class Trainer:
                                                                                                   train=train),
                               batch=tuple(batch), train_before=train_before) for text, record in built]
         if count == 1:
-            return self._commit(proposals[0], current, usage_before)
-        return self._commit_best(step, proposals, current, usage_before)
+            judged = judge(self.ctx, proposals[0], current)
+            plan = [_Planned(proposals[0], judged, self.ledger.diff_since(usage_before))]
+            return self._decide_later(step, plan, current)
+        return self._decide_later(step, self._field(step, proposals, current, usage_before), current)
+
+    def _teacher_after(self, pending: _Pending | None, step: int) -> stages.Teacher:
+        if pending is not None:
+            pending.future.result()  # the negative buffer must include what that decision wrote (or: its error)
+        return self.teacher(step)
 
     def _commit(self, proposal: Proposal, current: gate_mod.SplitScore, usage_before: dict) -> gate_mod.SplitScore:
+        """Gate and decide `proposal` inline (an epoch's candidates)."""
+        self._settle_decision()
         outcome, score = gated_commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, proposal, current,
                                       usage_before)
-        self._decided(proposal, outcome)
+        self._block(proposal, outcome)
+        self._record(proposal.epoch, outcome, _edit_dicts(proposal))
+        self.emit(StepDecided(outcome, self._usage()[0].to_dict()))
         return score
 
-    def _decided(self, proposal: Proposal, outcome: StepOutcome) -> None:
-        applied = [r.edit for r in proposal.record.applied]
-        self._record(proposal.epoch, outcome, [e.to_dict() for e in applied])
+    def _block(self, proposal: Proposal, outcome: StepOutcome) -> None:
+        """Add a rejected proposal's edits to the blocked set when it brought no gain (see `_blocked`)."""
         if not outcome.accepted and outcome.delta <= 0 and self._blocked_edits is not None:
-            for e in applied:
-                self._blocked_edits[e.key()] = RejectedEdit(e, outcome.delta, outcome.reason, self.run_id,
-                                                            proposal.step)
-        self.emit(StepDecided(outcome, self._usage()[0].to_dict()))
+            for r in proposal.record.applied:
+                self._blocked_edits[r.edit.key()] = RejectedEdit(r.edit, outcome.delta, outcome.reason,
+                                                                 self.run_id, proposal.step)
 
-    def _commit_best(self, step: int, proposals: list[Proposal], current: gate_mod.SplitScore,
-                     usage_before: dict) -> gate_mod.SplitScore:
+    def _field(self, step: int, proposals: list[Proposal], current: gate_mod.SplitScore,
+               usage_before: dict) -> list[_Planned]:
         """`optimizer.proposals` > 1: gate the step's distinct proposals together (their val scoring runs side by
         side: one wave), keep the best the gate accepted and reject the others. The kept one — or, when none
-        passed, the best-scored — is step `N`; the others are `sN-p<k>` (k: the proposal's number) and are
-        decided first, so git holds step `N` only once all of them are decided (`_already_decided`). The step's
-        calls are booked to step `N`; an identical proposal is gated once."""
+        passed, the best-scored — is step `N` and comes last in the plan; the others are `sN-p<k>` (k: the
+        proposal's number), decided first, so git holds step `N` only once all of them are decided
+        (`_already_decided`). The step's calls are booked to step `N`; an identical proposal is gated once."""
         ecfg = self.cfg.evaluation
         distinct: list[int] = []
         for i, p in enumerate(proposals):
@@ -412,6 +440,7 @@ class Trainer:
                   "accepted_by_gate": j.result.accept, "score": round(j.result.after, 6), "scored": j.scored}
                  for k, j in enumerate(judged)]
         duplicates = [i + 1 for i in range(len(proposals)) if i not in distinct]
+        plan: list[_Planned] = []
         for k, j in enumerate(judged):
             if k == main:
                 continue
@@ -419,22 +448,86 @@ class Trainer:
             p = proposals[distinct[k]]
             p = dataclasses.replace(p, step=name, record=p.record.with_details(
                 proposal={"number": distinct[k] + 1, "of": len(proposals), "kept": str(step)}))
-            if self._fresh_step == step:  # the first step after a restart: a loser may already be decided
+            found = None
+            if self._fresh_step == step:  # the first step after a restart: a rival may be decided already
                 found = self.store.step_record(self.run_id, name)
-                if found is not None:
-                    self._count_found(name, p.epoch, found)
-                    continue
-                self.store.discard_candidate(self.run_id, name)
-            outcome = commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, p,
-                             outranked(j, str(step), main_score), current, {})
-            self._decided(p, outcome)
+                if found is None:
+                    self.store.discard_candidate(self.run_id, name)
+            plan.append(_Planned(p, outranked(j, str(step), main_score), {}, found))
         p = proposals[distinct[main]]
         p = dataclasses.replace(p, record=p.record.with_details(
             proposal={"number": distinct[main] + 1, "of": len(proposals), "rivals": rivals, "duplicates": duplicates}))
-        outcome = commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, p, judged[main], current,
-                         self.ledger.diff_since(usage_before))
-        self._decided(p, outcome)
-        return judged[main].score if judged[main].result.accept else current
+        plan.append(_Planned(p, judged[main], self.ledger.diff_since(usage_before)))
+        return plan
+
+    def _decide_later(self, step: int, plan: list[_Planned], current: gate_mod.SplitScore) -> gate_mod.SplitScore:
+        """Write the step's decisions (`plan`; the step's own last) in the background and return the val score of
+        the skill the branch will hold. The next step's students start meanwhile: they need only that skill's
+        text. `_settle_decision` (after the next rollout, or before anything else reads the store) waits for it,
+        counts it and saves the progress. Contract kept: the decisions land in order, each in one ref transaction;
+        the progress says a step is done only after its decision landed; its events come before the next step's
+        (`OrderedSink`); a failure (e.g. `BranchMoved`) is raised by the next wait."""
+        main = plan[-1]
+        accepted = main.judgement.result.accept
+        seq0 = self.progress.seq
+        self._events.hold()
+
+        def write() -> list[tuple[Proposal, StepOutcome]]:
+            self._events.claim()
+            done: list[tuple[Proposal, StepOutcome]] = []
+            events: list[StepDecided] = []
+            try:
+                for n, item in enumerate(plan, 1):
+                    if item.found is not None:
+                        outcome = _found_outcome(self.run_id, item.proposal.step, item.proposal.epoch, seq0 + n,
+                                                 item.found)
+                        # blocked as when this process decided it: the blocked set must not depend on a restart
+                        edits = [Edit.from_dict(e) for e in item.found["edits"]]
+                        self._block(dataclasses.replace(item.proposal, record=dataclasses.replace(
+                            item.proposal.record, apply=tuple(EditResult(e, "applied", "") for e in edits))),
+                            outcome)
+                        done.append((item.proposal, outcome))
+                        continue
+                    outcome = commit(self.ctx, self.store, self.run_id, seq0 + n, item.proposal, item.judgement,
+                                     current, item.usage)
+                    self._block(item.proposal, outcome)
+                    done.append((item.proposal, outcome))
+                    events.append(StepDecided(outcome, self._usage()[0].to_dict()))
+            finally:
+                self._events.release(list(events))
+            return done
+
+        self._pending = _Pending(step, main.proposal.after if accepted else main.proposal.before,
+                                 main.proposal.base, main.judgement.score if accepted else current,
+                                 _in_background(write), self._usage())
+        return self._pending.score
+
+    def _settle_decision(self, *, quiet: bool = False) -> str | None:
+        """Wait for the step decision being written (if any), count it, and save the progress (in the background).
+        Returns the commit the branch holds after it (None when nothing was pending). `quiet`: an error is on its
+        way; a decision that failed is dropped (the step stays undecided) and nothing is saved."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return None
+        try:
+            decided = pending.future.result()
+        except BaseException:
+            if quiet:
+                return None
+            raise
+        for proposal, outcome in decided:
+            self._record(proposal.epoch, outcome, _edit_dicts(proposal))
+        metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
+        self.progress = self.progress.replace(next_step=pending.step + 1,
+                                              current_score=round(pending.score.mean(metric, weight), 4))
+        if not quiet:
+            # every MAINTAIN_EVERY steps the save is waited for and followed by housekeeping (never while other git
+            # writes run: packing refs then could make their transactions fail)
+            housekeeping = pending.step % MAINTAIN_EVERY == 0
+            self._save(f"step {pending.step}", background=not housekeeping, maintain=housekeeping,
+                       usage=pending.usage)
+        main = decided[-1][1]
+        return main.sha if main.accepted and main.sha else pending.base
 
     def _record(self, epoch: int, outcome: StepOutcome, edits: list[dict]) -> None:
         """Count a decided step and add it to the running epoch's log (what meta reflect reads)."""
@@ -455,7 +548,7 @@ class Trainer:
             return False
         found = self.store.step_record(self.run_id, step)
         if found is not None:
-            if isinstance(step, int):  # its other proposals were decided before it (`_commit_best`)
+            if isinstance(step, int):  # its other proposals were decided before it (`_field`)
                 for k in range(1, self.cfg.optimizer.proposals + 1):
                     other = self.store.step_record(self.run_id, f"s{step}-p{k}")
                     if other is not None:
@@ -469,18 +562,12 @@ class Trainer:
 
     def _count_found(self, step: int | str, epoch: int, found: dict) -> None:
         """Count a decision git already holds (made before a restart) as if this process had made it."""
-        outcome = StepOutcome(self.run_id, str(step), StepKind.parse(found["kind"]), epoch + 1, self.progress.seq + 1,
-                              Verdict(found["verdict"]), 0.0, float(found["delta"]), "(decided before a restart)",
-                              sha=found["sha"])
+        outcome = _found_outcome(self.run_id, step, epoch, self.progress.seq + 1, found)
         self._record(epoch, outcome, list(found["edits"]))
-        if outcome.verdict is Verdict.REJECTED and outcome.delta <= 0 and self._blocked_edits is not None:
-            for data in found["edits"]:  # as `_decided` would have: the blocked set must not depend on a restart
-                e = Edit.from_dict(data)
-                self._blocked_edits[e.key()] = RejectedEdit(e, outcome.delta, str(found.get("reason", "")),
-                                                            self.run_id, step)
 
     # ------------------------------------------------------------------------------------------ epochs
     def _end_epoch(self, epoch: int, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
+        self._settle_decision()
         opt = self.cfg.optimizer
         if opt.use_slow_update or opt.use_meta_skill or opt.use_meta_reflect:
             current = self._epoch_work(epoch, current)
@@ -561,6 +648,39 @@ class Trainer:
                 self.progress = self.progress.replace(test_reads=self.progress.test_reads + 1)
             out[name] = SkillScores(rev, round(val, 4), None if test is None else round(test, 4))
         return out
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """One decision of a step, ready to be written: the proposal under its final name, the gate's word (already
+    turned into a rejection for an outranked rival), the calls booked to it, and — for a rival a restarted step
+    finds decided already — what git holds about it."""
+
+    proposal: Proposal
+    judgement: Judgement
+    usage: Mapping[str, Any]
+    found: dict | None = None
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A step whose decisions are being written in the background (`Trainer._decide_later`)."""
+
+    step: int
+    text: str  # the skill text the branch holds once they land
+    base: str  # the commit the step was built on (the branch's tip after a rejection)
+    score: gate_mod.SplitScore  # the val score of `text`
+    future: Future  # → [(proposal, outcome)] in the order decided
+    usage: tuple  # `Trainer._usage()` when the step ended: what its progress save records
+
+
+def _found_outcome(run: str, step: int | str, epoch: int, seq: int, found: dict) -> StepOutcome:
+    return StepOutcome(run, str(step), StepKind.parse(found["kind"]), epoch + 1, seq, Verdict(found["verdict"]), 0.0,
+                       float(found["delta"]), "(decided before a restart)", sha=found["sha"])
+
+
+def _edit_dicts(proposal: Proposal) -> list[dict]:
+    return [r.edit.to_dict() for r in proposal.record.applied]
 
 
 def _in_background(fn: Callable[[], Any]) -> Future:
