@@ -58,6 +58,7 @@ from skillgit.world.rules import TOPICS  # noqa: E402
 from skillgit.world.tasks import house_topics  # noqa: E402
 
 POOL = 3000
+RIVAL_SEEDS = 10 ** 12  # student seeds of the best-of-P rows' extra null candidates
 WORLD = SimulatedCfg()
 
 
@@ -69,12 +70,16 @@ class GateSetup:
     label: str
     cfg: EvaluationCfg
     means_only: bool = False
+    # `optimizer.proposals`: this many candidates are gated together (the bar raised for it) and the best that
+    # passes is kept. False accept: any of P null candidates kept; true accept: the better one kept against P − 1
+    # null rivals (each a fresh sample of the same skill).
+    candidates: int = 1
 
     def describe(self) -> dict[str, Any]:
         c = self.cfg
         return {"label": self.label, "mode": "+".join(c.gate), "gate_test": c.gate_test, "k": c.gate_k,
                 "alpha": c.paired_alpha, "tolerance": c.item_tolerance, "repeats": c.gate_repeats,
-                "means_only": self.means_only, "default": self == default_setup()}
+                "means_only": self.means_only, "candidates": self.candidates, "default": self == default_setup()}
 
 
 def default_setup() -> GateSetup:
@@ -119,7 +124,9 @@ def setups() -> list[GateSetup]:
     # the shipped default is always measured, labelled as such (replacing its twin if the list has one)
     default = default_setup()
     rows = [r for r in rows if (r.cfg, r.means_only) != (default.cfg, default.means_only)]
-    return [default, *rows]
+    best_of = [GateSetup(f"{default.label.removesuffix(' (default)')}, best of {p} proposals", default.cfg,
+                         candidates=p) for p in (2, 4)]
+    return [default, *best_of, *rows]
 
 
 # ---------------------------------------------------------------------------------------------- the world
@@ -194,6 +201,7 @@ def run(trials: int, sizes: list[int], names: list[str], seed: int, batch: int, 
     rows: list[dict[str, Any]] = []
     table = setups()
     repeats = max(s.cfg.gate_repeats for s in table)  # scored per skill; a row with fewer uses the first ones
+    rivals = max(s.candidates for s in table) - 1  # extra null candidates, for the best-of-P rows
     assert repeats < 10, "student seeds are spaced 10 apart: at most 9 repeats"
     top = max(sizes)
     all_scenarios = scenarios()
@@ -215,16 +223,29 @@ def run(trials: int, sizes: list[int], names: list[str], seed: int, batch: int, 
                 val_ev = gate.Evaluator(student(10 * (key + role), world), scorer, splits, workers=1, repeats=repeats)
                 train_ev = gate.Evaluator(student(10 * (key + role + 4), world), scorer, splits, workers=1)
                 scores[role] = (val_ev.score(skill, "val"), train_ev.score(skill, "train"))
+            for j in range(rivals):  # seeds of their own, apart from every (key + role) above
+                role = 3 + j
+                val_ev = gate.Evaluator(student(10 * (RIVAL_SEEDS + key + j), world), scorer, splits, workers=1,
+                                        repeats=repeats)
+                train_ev = gate.Evaluator(student(10 * (RIVAL_SEEDS + key + j + 4), world), scorer, splits, workers=1)
+                scores[role] = (val_ev.score(before_skill, "val"), train_ev.score(before_skill, "train"))
             for n in sizes:
                 ids = [i.id for i in val[:n]]
                 for setup in table:
                     repeats = setup.cfg.gate_repeats
                     b = subset(scores[0][0], ids, repeats, setup.means_only)
                     for slot, role in ((0, 1), (1, 2)):
-                        a = subset(scores[role][0], ids, repeats, setup.means_only)
-                        verdict = gate.decide(setup.cfg, b, a, seed=t, items=ids, train_before=scores[0][1],
-                                              train_after=scores[role][1])
-                        counts[(setup.label, n)][slot] += verdict.accept
+                        field = [role, *range(3, 3 + setup.candidates - 1)]  # the candidate first, then rivals
+                        judged = []
+                        for r in field:
+                            a = subset(scores[r][0], ids, repeats, setup.means_only)
+                            verdict = gate.decide(setup.cfg, b, a, seed=t, items=ids, train_before=scores[0][1],
+                                                  train_after=scores[r][1], candidates=setup.candidates)
+                            judged.append((verdict.accept, verdict.after))
+                        kept = max((x for x in range(len(judged)) if judged[x][0]), default=None,
+                                   key=lambda x: (judged[x][1], -x))
+                        # null: anything kept is a false accept; better: the better candidate itself must be kept
+                        counts[(setup.label, n)][slot] += kept is not None if slot == 0 else kept == 0
             if (t + 1) % max(1, trials // 10) == 0:
                 print(f"[{name}] {t + 1}/{trials} trials, {time.monotonic() - started:.0f} s", file=sys.stderr,
                       flush=True)
