@@ -177,26 +177,42 @@ class GitMeter:
 
 
 class StepClock:
-    """Wraps `trainer._save` to note when each save finished; the saves after "step N" bound step N's window:
-    everything from the previous save's end (budget check, batch, step, progress save) belongs to the step."""
+    """Step windows of a run, measured in-process.
+
+    A numbered step starts when the loop enters `trainer._step` (its rollout is the first thing it does) and ends
+    when the next one starts: its decision is written in the background during that next rollout, so that is
+    where its bookkeeping lands. The last step ends when its decision has landed (`trainer._settle_decision`).
+    Epoch-end work falls into the window of the step before it. `usage_windows` is per progress save instead
+    (`trainer._save`; a step's save lands after the next step's rollout)."""
 
     def __init__(self, trainer) -> None:
         # (save message, when it finished, ledger snapshot); the first mark opens the run's first window
         self.marks: list[tuple[str, float, dict]] = [("(start)", time.monotonic(), trainer.ledger.snapshot())]
-        inner = trainer._save
+        # ("step N" | "settled", when, ledger snapshot)
+        self.edges: list[tuple[str, float, dict]] = []
+        inner_save, inner_step, inner_settle = trainer._save, trainer._step, trainer._settle_decision
 
         def save(message: str, **kwargs: Any) -> None:
-            inner(message, **kwargs)  # a background save ends the step when the loop moves on, not when it lands
+            inner_save(message, **kwargs)  # a background save ends when the loop moves on, not when it lands
             self.marks.append((message, time.monotonic(), trainer.ledger.snapshot()))
 
-        trainer._save = save
+        def step(n: int, *args: Any, **kwargs: Any) -> Any:
+            self.edges.append((f"step {n}", time.monotonic(), trainer.ledger.snapshot()))
+            return inner_step(n, *args, **kwargs)
+
+        def settle(*args: Any, **kwargs: Any) -> Any:
+            out = inner_settle(*args, **kwargs)
+            self.edges.append(("settled", time.monotonic(), trainer.ledger.snapshot()))
+            return out
+
+        trainer._save, trainer._step, trainer._settle_decision = save, step, settle
 
     def windows(self) -> list[tuple[int, float, float]]:
-        """(step, start, end) for every numbered step that was saved."""
+        """(step, start, end) for every numbered step."""
         return [(step, start, end) for step, start, end, _ in self._steps()]
 
     def calls_by_stage(self) -> dict[int, dict[str, int]]:
-        """step → {stage: model calls paid in that step} (from the ledger; cached calls are not paid)."""
+        """step → {stage: model calls paid in that step's window} (from the ledger; cached calls are not paid)."""
         return {step: calls for step, _, _, calls in self._steps()}
 
     def usage_windows(self) -> list[dict[str, Any]]:
@@ -215,11 +231,19 @@ class StepClock:
         return out
 
     def _steps(self):
-        for (_, before, snap0), (message, after, snap1) in zip(self.marks, self.marks[1:]):
-            if message.startswith("step ") and message[5:].isdigit():
-                calls = {stage: u.get("calls", 0) - snap0["by_stage"].get(stage, {}).get("calls", 0)
-                         for stage, u in snap1["by_stage"].items()}
-                yield int(message[5:]), before, after, {k: v for k, v in calls.items() if v}
+        starts = [i for i, (label, _, _) in enumerate(self.edges) if label.startswith("step ")]
+        for k, i in enumerate(starts):
+            label, begin, snap0 = self.edges[i]
+            if k + 1 < len(starts):
+                _, after, snap1 = self.edges[starts[k + 1]]
+            else:  # the last step: until its decision landed
+                settled = [e for e in self.edges[i + 1:] if e[0] == "settled"]
+                if not settled:
+                    continue
+                _, after, snap1 = settled[-1]
+            calls = {stage: u.get("calls", 0) - snap0["by_stage"].get(stage, {}).get("calls", 0)
+                     for stage, u in snap1["by_stage"].items()}
+            yield int(label[5:]), begin, after, {k: v for k, v in calls.items() if v}
 
 
 # ---------------------------------------------------------------------------------------------- timeline maths

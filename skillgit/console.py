@@ -1,16 +1,33 @@
 """Output for humans and for scripts: data goes to stdout, progress, tables meant for reading and errors to
-stderr (rich). Nothing else in skillgit prints."""
+stderr (rich). Nothing else in skillgit prints.
+
+`err` and `out` (rich consoles) are made on first use: importing rich costs more than a whole `skillgit log`
+spends printing plain data, so commands that print only data never import it."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+    err: Console
+    out: Console
+
+_consoles: dict[str, Any] = {}
+
+
+def __getattr__(name: str) -> Any:
+    # `console.err` / `console.out`: the same two consoles for the whole process, made when first asked for.
+    if name not in ("err", "out"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _consoles:
+        from rich.console import Console
+
+        _consoles[name] = Console(stderr=name == "err", highlight=False, soft_wrap=True)
+    return _consoles[name]
 
 
 def print_error(message: str, hint: str = "") -> None:
@@ -20,9 +37,10 @@ def print_error(message: str, hint: str = "") -> None:
 
     from skillgit.textsafe import shown
 
-    err.print(f"[bold red]error:[/] {escape(shown(message))}", markup=True, highlight=False)
+    stderr = __getattr__("err")
+    stderr.print(f"[bold red]error:[/] {escape(shown(message))}", markup=True, highlight=False)
     if hint:
-        err.print(f"[yellow]hint:[/] {escape(shown(hint))}", markup=True, highlight=False)
+        stderr.print(f"[yellow]hint:[/] {escape(shown(hint))}", markup=True, highlight=False)
 
 
 def print_json(data: Any) -> None:
@@ -32,4 +50,4 @@ def print_json(data: Any) -> None:
 
 
 def info(message: str) -> None:
-    err.print(message)
+    __getattr__("err").print(message)

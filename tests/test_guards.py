@@ -3,7 +3,6 @@ and oversized skills rejected before scoring (issue: learning that holds up)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -87,10 +86,9 @@ def test_the_test_split_is_read_only_after_every_decision(project):
             return self.inner.run(skill, item, sample)
 
     session = open_session(open_project(project, None, ["train.max_steps=3"]), student=CountingStudent(), cache=False)
-    trainer = build_trainer(session, run_id="r1", resume=False)
+    trainer = build_trainer(session, run_id="r1", resume=False,
+                            on_event=lambda e: decided.__setitem__(0, decided[0] + (e.kind == "step_end")))
     assert "test" not in trainer.evaluator.splits  # the evaluator that chooses candidates cannot read test
-    trainer.emit = lambda e: decided.__setitem__(0, decided[0] + (e.kind == "step_end"))
-    trainer.ctx = dataclasses.replace(trainer.ctx, emit=trainer.emit)
     result = trainer.train()
     test_ids = {i.id for i in session.splits.test}
     test_reads = [n for n, item_id in reads if item_id in test_ids]

@@ -1,27 +1,36 @@
 """The command line (typer). The only layer that prints for humans, reads argv and exits.
 
-Each command module registers its commands on `app`; `main()` turns a SkillgitError into a one-line error
-with its hint on stderr and the error's fixed exit code, and anything else into exit code 1 (a bug).
+Each command module registers its commands on an app (`register(app)`); `main()` turns a SkillgitError into a
+one-line error with its hint on stderr and the error's fixed exit code, and anything else into exit code 1 (a bug).
+
+Start-up cost: `main()` builds an app with only the command that runs (`skillgit log …` imports the history
+module and nothing of training); `--help`, completion and unknown names get the app with every command, which is
+also what `skillgit.cli.app` is. Parameters are coerced without pydantic where typer's result is plain
+(`coerce.py`).
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 import typer
 
 from skillgit import __version__
+from skillgit.cli import coerce
 from skillgit.errors import ExitCode, Interrupted, SkillgitError
 
-app = typer.Typer(
-    name="skillgit",
-    help="Train a skill document (SKILL.md, AGENTS.md, a system prompt) like weights; every step is a git commit.",
-    no_args_is_help=True,
-    add_completion=True,  # `skillgit --install-completion` (bash, zsh, fish, PowerShell)
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+MODULES = ("history", "train", "doctor", "review", "sleep", "integrations")
+# The module that registers each top-level command. Only a shortcut for `main()`: a command missing here (or moved
+# to another module) still runs, through the app with every command.
+COMMANDS = {**dict.fromkeys(("init", "log", "show", "diff", "rejected", "revert", "export", "push", "pull", "gc"),
+                            "history"),
+            **dict.fromkeys(("train", "eval", "status", "demo", "config"), "train"), "doctor": "doctor",
+            **dict.fromkeys(("report", "pr", "check"), "review"), "sleep": "sleep",
+            **dict.fromkeys(("mcp", "install", "uninstall"), "integrations")}
+
+coerce.install()
 
 
 def _version(value: bool) -> None:
@@ -30,17 +39,29 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """skillgit: train skills, keep every step in git."""
 
 
-def _register() -> None:
-    # Imported here so that `skillgit --help` lists every command and each module stays independent.
+def build_app(command: str | None = None) -> typer.Typer | None:
+    """The CLI: every command, or only `command` (then only its module is imported; None when `COMMANDS` does not
+    know it or its module does not register it)."""
     import importlib
 
-    for name in ("history", "train", "doctor", "review", "sleep", "integrations"):
+    app = typer.Typer(
+        name="skillgit",
+        help="Train a skill document (SKILL.md, AGENTS.md, a system prompt) like weights; every step is a git "
+             "commit.",
+        no_args_is_help=True,
+        add_completion=True,  # `skillgit --install-completion` (bash, zsh, fish, PowerShell)
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.callback()(_root)
+    if command is not None and command not in COMMANDS:
+        return None
+    for name in MODULES if command is None else (COMMANDS[command],):
         try:
             module = importlib.import_module(f"skillgit.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -48,9 +69,34 @@ def _register() -> None:
                 continue
             raise
         module.register(app)
+    if command is not None:
+        app.registered_commands = [c for c in app.registered_commands if c.name == command]
+        app.registered_groups = [g for g in app.registered_groups if g.name == command]
+        if not app.registered_commands and not app.registered_groups:
+            return None
+    return app
 
 
-_register()
+_full: list[typer.Typer] = []
+
+
+def __getattr__(name: str) -> Any:
+    # `skillgit.cli.app`: the app with every command (for `typer.main.get_command`, tests, integrations), built on
+    # first use so that importing `main` does not import every command module.
+    if name == "app":
+        if not _full:
+            app = build_app()
+            assert app is not None
+            _full.append(app)
+        return _full[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _app_for(args: list[str]) -> typer.Typer:
+    """The lean app when `args` start with a known command and no shell completion is being asked for."""
+    completing = any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ)
+    lean = build_app(args[0]) if args and not completing else None
+    return lean if lean is not None else __getattr__("app")
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -66,9 +112,11 @@ def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> Non
 
     from skillgit.console import print_error
 
+    argv = list(sys.argv[1:] if args is None else args)
+    app = _app_for(argv)
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        app(args=None if args is None else list(args), prog_name=prog_name)
+        app(args=None if args is None else argv, prog_name=prog_name)
     except SkillgitError as exc:
         print_error(exc.message, exc.hint)
         sys.exit(int(exc.code))

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.markup import escape
 
 from skillgit import console
 from skillgit.errors import SkillgitError
@@ -30,6 +29,8 @@ def _store(repo: Optional[Path], config: Optional[Path]):
 
 
 def _say(message: str) -> None:
+    from rich.markup import escape  # (here: `log` and `--json` print only data and never need rich)
+
     console.info(escape(shown(message)))
 
 
@@ -85,7 +86,9 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
         limit: Optional[int] = typer.Option(None, "-n", "--max-count", help="Only the newest N entries."),
         repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
     """The training history: seeds, accepted, rejected and reverted steps, oldest first."""
-    entries = _store(repo, config).history(run)
+    from skillgit.store import read
+
+    entries = read.history(_store(repo, config), run, edits=as_json)  # (the table does not show edits)
     if limit is not None:
         entries = entries[-limit:] if limit > 0 else []
     if as_json:

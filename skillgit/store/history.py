@@ -12,13 +12,14 @@ that commit, ordered by date, then run, then step (so tests with fixed dates get
 from __future__ import annotations
 
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
 from skillgit.store import notes as N
 from skillgit.store import refs as R
-from skillgit.store.git import GitRepo
+from skillgit.store.git import GitError, GitRepo
 from skillgit.types import Edit, RejectedEdit
 
 
@@ -234,6 +235,37 @@ def _note_texts(store: "Store", shas: list[str] | None, mapping: dict[str, str] 
             for sha, blob in wanted.items()}
 
 
+# Lines `N.decode_selected` takes nothing from: one JSON-looking object (`{` first, `}` last) with a `"kind":"…"`
+# that is not of a wanted kind. Anything else (blank, hand-written, broken, or holding a character that Python's
+# `splitlines` breaks a line at) is sent along, so that decoding the selected lines gives what decoding the whole
+# note gives (records and corrupt-line count).
+_HEX = re.compile("[0-9a-f]+")
+_UNREAD = ["--not", "-e", "^{", "--or", "--not", "-e", "}$", "--or", "--not", "-e", '"kind":"', "--or",
+           "-e", "[\r\v\f\x1c\x1d\x1e]", "--or", "-e", "\u0085", "--or", "-e", "\u2028", "--or", "-e", "\u2029"]
+
+
+def _selected_note_texts(store: "Store", kinds: tuple[str, ...]) -> dict[str, str | None]:
+    """Like `_note_texts(store, None)` for `N.decode_selected(text, kinds)`, but each text holds only the lines
+    that decoding can take something from (see `_UNREAD`), found by one `git grep` over the notes commit: after
+    1,000 steps the log's decisions are a tenth of the notes' bytes (candidate and gate records are the rest)."""
+    repo = store.repo
+    commit = repo.ref(R.NOTES_REF)
+    if commit is None:
+        return {}
+    expression = [arg for kind in kinds for arg in ("-e", f'"kind":"{kind}"', "--or")] + _UNREAD
+    try:
+        tree, lines = concurrently(lambda: repo.ls_tree(commit, recursive=True),
+                                   lambda: repo.grep_tree(commit, expression))
+    except GitError:
+        return _note_texts(store, None)
+    out: dict[str, str | None] = {}
+    for e in tree:  # what `git notes list` lists: blobs whose fanned-out path spells an object id
+        sha = e.name.replace("/", "")
+        if e.type == "blob" and len(sha) == len(repo.zero) and _HEX.fullmatch(sha):
+            out[sha] = lines.get(e.name, b"").decode("utf-8", "replace")
+    return out
+
+
 def _decode(text: str | None, kinds: tuple[str, ...]) -> tuple[list[dict[str, Any]], int]:
     return N.decode_selected(text, kinds) if text is not None else ([], 1)
 
@@ -269,15 +301,18 @@ def with_notes(store: "Store", entries: list[LogEntry], notes=None) -> list[LogE
             if e.verdict == "seed" and e.run in first_decision else e for e in result]
 
 
-def history(store: "Store", run: str | None = None) -> list[LogEntry]:
-    # All notes are read while the history is scanned: the two are independent and the notes dominate.
-    entries, texts = concurrently(lambda: scan(store), lambda: _note_texts(store, None))
+def history(store: "Store", run: str | None = None, edits: bool = True) -> list[LogEntry]:
+    """The log's entries. With `edits=False` (for views that do not show edits, e.g. `skillgit log`) an entry's
+    `edits` are only those its commit message or tag lists: the candidate records are not read at all."""
+    lean = tuple(k for k in _LOG_KINDS if k != "candidate")
+    # The notes are read while the history is scanned: the two are independent and the notes dominate.
+    read = (lambda: _note_texts(store, None)) if edits else (lambda: _selected_note_texts(store, lean))
+    entries, texts = concurrently(lambda: scan(store), read)
     if run is not None:
         entries = [e for e in entries if e.run == run]
     # The candidate record (the bulk of a note) only matters for an entry whose edits neither the commit
-    # message nor the tag listed: parse it for those alone (a third of `skillgit log`'s time after 1,000 steps).
-    needs_edits = {e.sha for e in entries if not e.edits}
-    lean = tuple(k for k in _LOG_KINDS if k != "candidate")
+    # message nor the tag listed: parse it for those alone (a third of `skillgit log --json`'s time).
+    needs_edits = {e.sha for e in entries if not e.edits} if edits else set()
     notes = {sha: _decode(text, _LOG_KINDS if sha in needs_edits else lean) for sha, text in texts.items()}
     return with_notes(store, entries, notes)
 

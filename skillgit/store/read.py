@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from skillgit.errors import SkillgitError
-from skillgit.records import RunProgress, StepOutcome, UpdateRecord
+from skillgit.store import history as store_history
 from skillgit.store import notes as N
 from skillgit.store.core import Store
 from skillgit.store.history import LogEntry
+
+if TYPE_CHECKING:  # (imported where used: `skillgit log` reads no typed records)
+    from skillgit.records import RunProgress, StepOutcome, UpdateRecord
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ def _first(records: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
 
 def show(store: Store, rev: str) -> StepDetail:
     """The revision `rev` names (a step, run/step, rejected/run/step, or any git revision)."""
+    from skillgit.records import StepOutcome, UpdateRecord
+
     sha = store.resolve(rev)
     parents = store.repo.parents(sha)
     parent = parents[0] if parents else None
@@ -70,9 +75,11 @@ def show(store: Store, rev: str) -> StepDetail:
                       _first(records, "revert"), tuple(records), corrupt)
 
 
-def history(store: Store, run: str | None = None) -> list[LogEntry]:
-    """Seeds, accepted, rejected (also archived) and revert entries, oldest → newest."""
-    return store.history(run)
+def history(store: Store, run: str | None = None, edits: bool = True) -> list[LogEntry]:
+    """Seeds, accepted, rejected (also archived) and revert entries, oldest → newest. `edits=False`: an entry's
+    `edits` are only what its commit message or tag lists (the candidate records are not read; for `skillgit log`,
+    which does not show them)."""
+    return store_history.history(store, run, edits=edits)
 
 
 def runs(store: Store) -> list[str]:
@@ -82,6 +89,8 @@ def runs(store: Store) -> list[str]:
 
 def run_progress(store: Store, run: str | None = None) -> RunProgress:
     """The saved progress of `run` (default: the newest run). SkillgitError (with a hint) when there is none."""
+    from skillgit.records import RunProgress
+
     known = store.list_runs()
     if not known:
         raise SkillgitError("no training run in this repository yet", "start one with `skillgit train`")
