@@ -122,3 +122,35 @@ def test_api_errors_propagate():
     # a failure in the repair call propagates as well (the caller decides what an API failure means)
     with pytest.raises(LLMError):
         complete_json(Replies("bad", LLMError("HTTP 500", kind="server", retryable=True)), REQ)
+
+
+def test_a_reply_cut_off_at_the_output_limit_is_asked_again_shorter_without_quoting_it():
+    # a small local model rambling inside a string until max_tokens (bench/local_llm.py saw this)
+    cut = Reply('{"edits": [{"op": "append", "content": "Always answer with the full', trace="finish_reason=length")
+
+    class CutThenGood(Replies):
+        def complete(self, request):
+            self.requests.append(request)
+            return cut if len(self.requests) == 1 else Reply('{"edits": []}')
+
+    llm = CutThenGood()
+    result = complete_json(llm, REQ)
+    assert result.obj == {"edits": []} and result.attempts == 2
+    retry = llm.requests[1]
+    assert retry.messages[:2] == REQ.messages and len(retry.messages) == 3  # the cut-off text is not sent back
+    assert "cut off at the output limit" in retry.messages[2].content and "short" in retry.messages[2].content
+
+    class AlwaysCut(Replies):
+        def complete(self, request):
+            self.requests.append(request)
+            return Reply('{"edits": [', trace="stop_reason=max_tokens")
+
+    failed = complete_json(AlwaysCut(), REQ)
+    assert failed.obj is None and failed.error == "cut off at the output limit before the JSON object was complete"
+    # a complete object in a reply that also hit the limit is used as it is
+    class Whole(Replies):
+        def complete(self, request):
+            self.requests.append(request)
+            return Reply('{"edits": []} and then more prose that ran out', trace="finish_reason=length")
+
+    assert complete_json(Whole(), REQ).obj == {"edits": []}

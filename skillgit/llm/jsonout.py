@@ -8,8 +8,9 @@ Contracts:
 - `complete_json(llm, request, *, validate=None) -> JsonResult`: calls `llm`; if no object can be extracted, or
   `validate(obj)` objects (returns an error string, or raises ValueError/TypeError/KeyError), it sends ONE repair
   request (the conversation, the bad reply, the error, "answer with only the JSON object") and tries again. If that
-  fails too it gives up with `obj=None` and `error` set. Malformed content never raises; `LLMError` (the API call
-  itself failed) propagates to the caller. `usage` is summed over all attempts, `attempts` counts model calls.
+  fails too it gives up with `obj=None` and `error` set. A reply cut off at the output limit is not malformed
+  content: it is recorded as such, and its repair asks for a shorter answer without quoting the cut-off text.
+  Malformed content never raises; `LLMError` (the API call itself failed) propagates to the caller. `usage` is summed over all attempts, `attempts` counts model calls.
 """
 
 from __future__ import annotations
@@ -150,8 +151,22 @@ def _repair_request(request: Request, bad_text: str, error: str) -> Request:
     return replace(request, messages=tuple(messages))
 
 
+CUT_OFF = "cut off at the output limit before the JSON object was complete"
+_CUT_OFF_MARKS = ("finish_reason=length", "stop_reason=max_tokens")  # what the backends put in `Reply.trace`
+
+
+def _shorter_request(request: Request) -> Request:
+    """The repair for a reply cut off at the output limit: ask again, shorter, *without* the cut-off text (sending
+    it back would only make the prompt longer and the next reply as likely to run out)."""
+    instruction = ("Your previous reply was cut off at the output limit before the JSON object was complete. "
+                   "Answer again with only the JSON object, and keep it short: brief strings, fewer items.")
+    return replace(request, messages=(*request.messages, Message("user", instruction)))
+
+
 def complete_json(llm: LLM, request: Request, *, validate: Validator | None = None) -> JsonResult:
-    """Ask `llm` for a JSON object (see the module contract)."""
+    """Ask `llm` for a JSON object (see the module contract). A reply the backend reports as cut off at the output
+    limit (`finish_reason=length`, `stop_reason=max_tokens`) that holds no usable object is recorded as `CUT_OFF`,
+    not as malformed JSON, and its repair asks for a shorter answer instead of quoting it."""
     usage = Usage()
     current = request
     text, error = "", None
@@ -164,6 +179,10 @@ def complete_json(llm: LLM, request: Request, *, validate: Validator | None = No
             error = _check(obj, validate)
             if error is None:
                 return JsonResult(obj, text, None, usage, attempt)
+        cut_off = obj is None and any(mark in reply.trace for mark in _CUT_OFF_MARKS)
+        if cut_off:
+            error = CUT_OFF
         if attempt == 1:
-            current = _repair_request(request, text, error or "not a JSON object")
+            current = _shorter_request(request) if cut_off else _repair_request(request, text,
+                                                                                 error or "not a JSON object")
     return JsonResult(None, text, error, usage, 2)
