@@ -141,6 +141,9 @@ class SimServer:
 
         class Httpd(ThreadingHTTPServer):
             daemon_threads = True
+            # socketserver's default listen backlog is 5: a wave opening more connections at once had SYNs dropped
+            # and resent 1–3 s later, which showed up as extra waves (the first step's gate, most of all)
+            request_queue_size = 1024
 
             def process_request(self, request, client_address):
                 server._slots.acquire()  # bounded: the accept loop waits for a free connection slot

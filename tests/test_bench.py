@@ -96,3 +96,37 @@ def test_scale_script(tmp_path):
     assert data["log_s"] > 0 and data["log_lines"] >= data["decided"]
     assert {"bytes", "disk", "files"} <= set(data["git_dir"]["after_run"])
     assert data["refs"]["after_gc"]["refs"] <= data["refs"]["before_gc"]["refs"]
+
+
+def test_ablations_script(tmp_path):
+    data = run_script("ablations", tmp_path)
+    text = data["worlds"]["text"]
+    assert {"full", "no gate"} <= set(text["variants"])
+    for v in text["variants"].values():
+        assert len(v["runs"]) == text["seeds"]
+        for key in ("test_final", "test_gain", "test_gain_ci", "accepted", "rejected", "losers",
+                    "accepted_regressions", "repeated_applied", "repeated_proposed", "calls"):
+            assert key in v, key
+        ci = v["test_gain_ci"]
+        assert ci["lo"] <= ci["mean"] <= ci["hi"] and ci["n"] == text["seeds"]
+    assert "vs_full_ci" in text["variants"]["no gate"]
+
+
+def test_proposals_script(tmp_path):
+    data = run_script("proposals", tmp_path)
+    assert [r["proposals"] for r in data["rows"]] == data["config"]["proposals"]
+    for row in data["rows"]:
+        for key in ("val_seed", "val_final", "val_gain_ci", "calls", "waves", "waves_per_step", "gain_per_1k_calls",
+                    "gain_per_10_waves", "waves_to_p1_final", "reached_p1_final", "overlapping_waves"):
+            assert key in row, key
+        assert row["waves"] <= row["calls"]
+    first = data["runs"][str(data["config"]["proposals"][0])][0]
+    assert first["decisions"] and first["waves"] >= first["decisions"][-1]["waves"] > 0
+    assert data["rows"][0]["reached_p1_final"] == data["config"]["seeds"]  # P = 1 reaches its own final score
+
+
+def test_local_llm_script_is_opt_in():
+    # without --run it only prints its plan: no install, no download, no server (the suite never trains on it)
+    proc = subprocess.run([sys.executable, str(BENCH / "local_llm.py")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing done" in proc.stdout + proc.stderr and "SmolLM2" in proc.stdout + proc.stderr
