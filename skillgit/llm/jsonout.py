@@ -10,7 +10,8 @@ Contracts:
   request (the conversation, the bad reply, the error, "answer with only the JSON object") and tries again. If that
   fails too it gives up with `obj=None` and `error` set. A reply cut off at the output limit is not malformed
   content: it is recorded as such, and its repair asks for a shorter answer without quoting the cut-off text.
-  Malformed content never raises; `LLMError` (the API call itself failed) propagates to the caller. `usage` is summed over all attempts, `attempts` counts model calls.
+  Malformed content never raises; `LLMError` (the API call itself failed) propagates to the caller. `usage` is
+  summed over all attempts, `attempts` counts model calls.
 """
 
 from __future__ import annotations

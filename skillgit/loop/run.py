@@ -79,6 +79,7 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp}-{random.Random().randrange(16 ** 4):04x}"
 
 
+WRITE_DELAY_S = 0.01  # see `_decide_later`: 10 ms, far less than any rollout, so the decision still lands first
 MAINTAIN_EVERY = 100  # steps between housekeeping checks within an epoch (epoch and run ends always check)
 
 
@@ -473,6 +474,9 @@ class Trainer:
         self._events.hold()
 
         def write() -> list[tuple[Proposal, StepOutcome]]:
+            # Yield the interpreter to the loop first: the next step's first student requests should be on the
+            # wire before this thread's CPU work (redaction, JSON, git I/O) competes with them for the GIL.
+            time.sleep(WRITE_DELAY_S)
             self._events.claim()
             done: list[tuple[Proposal, StepOutcome]] = []
             events: list[StepDecided] = []
