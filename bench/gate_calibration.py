@@ -51,6 +51,7 @@ for _p in (str(ROOT), str(ROOT / "bench")):
 from skillgit.config import EvaluationCfg, ScorerCfg, SimulatedCfg  # noqa: E402
 from skillgit.llm.base import ChatStudent  # noqa: E402
 from skillgit.loop import gate  # noqa: E402
+from skillgit.loop.decide import Judgement, best_of  # noqa: E402
 from skillgit.scorers import build_scorer  # noqa: E402
 from skillgit.types import Item  # noqa: E402
 from skillgit.world import SimulatedStudentLLM, all_rules_skill, default_skill, generate_tasks, read_skill  # noqa: E402
@@ -241,9 +242,8 @@ def run(trials: int, sizes: list[int], names: list[str], seed: int, batch: int, 
                             a = subset(scores[r][0], ids, repeats, setup.means_only)
                             verdict = gate.decide(setup.cfg, b, a, seed=t, items=ids, train_before=scores[0][1],
                                                   train_after=scores[r][1], candidates=setup.candidates)
-                            judged.append((verdict.accept, verdict.after))
-                        kept = max((x for x in range(len(judged)) if judged[x][0]), default=None,
-                                   key=lambda x: (judged[x][1], -x))
+                            judged.append(Judgement(verdict, a, True))
+                        kept = best_of(judged, setup.cfg.gate_metric, setup.cfg.mixed_weight)  # the loop's choice
                         # null: anything kept is a false accept; better: the better candidate itself must be kept
                         counts[(setup.label, n)][slot] += kept is not None if slot == 0 else kept == 0
             if (t + 1) % max(1, trials // 10) == 0:

@@ -5,7 +5,6 @@ one wave; a kill between a step's decisions resumes to the same history."""
 from __future__ import annotations
 
 import json
-import math
 import signal
 import threading
 import time
@@ -98,10 +97,8 @@ def test_the_gate_runs_every_repeat_of_every_item_in_one_wave():
     student = Slow()
     ev = gate.Evaluator(student, lambda i, o: Score(float(o == i.expected), 1.0), {"val": items}, workers=16,
                         repeats=3)
-    started = time.perf_counter()
     score = ev.score("s", "val")
     assert student.peak == 12  # 4 items × 3 repeats at once (before: 4 at a time, three waves)
-    assert time.perf_counter() - started < 0.55
     assert all(len(v) == 3 for v in score.samples.values()) and len(score.trajectories) == 4
 
 
@@ -169,4 +166,3 @@ def test_the_names_skillgit_gives_steps_can_be_typed_bare():
     assert parse_step_spec("s3-p2") == (False, None, "s3-p2")
     assert parse_step_spec("e1-slow-update") == (False, None, "e1-slow-update")
     assert parse_step_spec("main") is None and parse_step_spec("s3") is None
-    assert math.isfinite(gate.corrected_k(1.75, 1))

@@ -33,8 +33,8 @@ from skillgit.store import Store
 from skillgit.store.core import BranchMoved
 from skillgit.types import Edit, Item, Usage
 
-__all__ = ["Proposal", "Judgement", "judge", "commit", "gated_commit", "best_of", "outranked", "BranchMoved",
-           "subject_of"]
+__all__ = ["Proposal", "Judgement", "judge", "commit", "gated_commit", "best_of", "outranked", "rival_step",
+           "BranchMoved", "subject_of"]
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,11 @@ def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: P
     judgement = judge(ctx, proposal, current)
     outcome = commit(ctx, store, run, seq, proposal, judgement, current, ctx.ledger.diff_since(usage_before))
     return outcome, (judgement.score if judgement.result.accept else current)
+
+
+def rival_step(step: int, number: int) -> str:
+    """The name of step `step`'s proposal `number` when another proposal of that step was kept as step `step`."""
+    return f"s{step}-p{number}"
 
 
 def best_of(judgements: list[Judgement], metric: str, weight: float) -> int | None:

@@ -38,7 +38,17 @@ from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import gate as gate_mod
 from skillgit.loop import modes, stages
 from skillgit.loop.context import StepContext
-from skillgit.loop.decide import BranchMoved, Judgement, Proposal, best_of, commit, gated_commit, judge, outranked
+from skillgit.loop.decide import (
+    BranchMoved,
+    Judgement,
+    Proposal,
+    best_of,
+    commit,
+    gated_commit,
+    judge,
+    outranked,
+    rival_step,
+)
 from skillgit.loop.events import (
     EpochEnded,
     EpochEnding,
@@ -56,7 +66,7 @@ from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.records import EpochStep, RunProgress, SkillScores, StepKind, StepOutcome, Verdict
 from skillgit.store import Store
 from skillgit.tasks import Splits, epoch_batches
-from skillgit.types import Edit, EditResult, RejectedEdit, Usage
+from skillgit.types import Edit, RejectedEdit, Usage
 
 
 @dataclass
@@ -324,8 +334,10 @@ class Trainer:
         return self._blocked_edits
 
     def _rival(self, r: RejectedEdit, step: int | str | None) -> bool:
-        """True for an edit of one of `step`'s other proposals (named `s<step>-p<k>`, see `_commit_best`)."""
-        return step is not None and r.run == self.run_id and str(r.step).startswith(f"s{step}-p")
+        """True for an edit of one of `step`'s other proposals (named `s<step>-p<k>`, see `_field`)."""
+        if not isinstance(step, int) or r.run != self.run_id:
+            return False
+        return str(r.step) in {rival_step(step, k) for k in range(1, self.cfg.optimizer.proposals + 1)}
 
     # ------------------------------------------------------------------------------------------ one step
     def _step(self, step: int, epoch: int, batch: list, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
@@ -405,17 +417,16 @@ class Trainer:
         self._settle_decision()
         outcome, score = gated_commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, proposal, current,
                                       usage_before)
-        self._block(proposal, outcome)
+        self._block([r.edit for r in proposal.record.applied], outcome, proposal.step)
         self._record(proposal.epoch, outcome, _edit_dicts(proposal))
         self.emit(StepDecided(outcome, self._usage()[0].to_dict()))
         return score
 
-    def _block(self, proposal: Proposal, outcome: StepOutcome) -> None:
-        """Add a rejected proposal's edits to the blocked set when it brought no gain (see `_blocked`)."""
+    def _block(self, edits: list[Edit], outcome: StepOutcome, step: int | str) -> None:
+        """Add a rejected candidate's applied edits to the blocked set when it brought no gain (see `_blocked`)."""
         if not outcome.accepted and outcome.delta <= 0 and self._blocked_edits is not None:
-            for r in proposal.record.applied:
-                self._blocked_edits[r.edit.key()] = RejectedEdit(r.edit, outcome.delta, outcome.reason,
-                                                                 self.run_id, proposal.step)
+            for e in edits:
+                self._blocked_edits[e.key()] = RejectedEdit(e, outcome.delta, outcome.reason, self.run_id, step)
 
     def _field(self, step: int, proposals: list[Proposal], current: gate_mod.SplitScore,
                usage_before: dict) -> list[_Planned]:
@@ -437,7 +448,7 @@ class Trainer:
             range(len(judged)), key=lambda k: (judged[k].scored, judged[k].score.mean(ecfg.gate_metric,
                                                                                         ecfg.mixed_weight), -k))
         main_score = judged[main].score.mean(ecfg.gate_metric, ecfg.mixed_weight)
-        rivals = [{"proposal": distinct[k] + 1, "step": str(step) if k == main else f"s{step}-p{distinct[k] + 1}",
+        rivals = [{"proposal": distinct[k] + 1, "step": str(step) if k == main else rival_step(step, distinct[k] + 1),
                   "accepted_by_gate": j.result.accept, "score": round(j.result.after, 6), "scored": j.scored}
                  for k, j in enumerate(judged)]
         duplicates = [i + 1 for i in range(len(proposals)) if i not in distinct]
@@ -445,7 +456,7 @@ class Trainer:
         for k, j in enumerate(judged):
             if k == main:
                 continue
-            name = f"s{step}-p{distinct[k] + 1}"
+            name = rival_step(step, distinct[k] + 1)
             p = proposals[distinct[k]]
             p = dataclasses.replace(p, step=name, record=p.record.with_details(
                 proposal={"number": distinct[k] + 1, "of": len(proposals), "kept": str(step)}))
@@ -486,15 +497,12 @@ class Trainer:
                         outcome = _found_outcome(self.run_id, item.proposal.step, item.proposal.epoch, seq0 + n,
                                                  item.found)
                         # blocked as when this process decided it: the blocked set must not depend on a restart
-                        edits = [Edit.from_dict(e) for e in item.found["edits"]]
-                        self._block(dataclasses.replace(item.proposal, record=dataclasses.replace(
-                            item.proposal.record, apply=tuple(EditResult(e, "applied", "") for e in edits))),
-                            outcome)
+                        self._block([Edit.from_dict(e) for e in item.found["edits"]], outcome, item.proposal.step)
                         done.append((item.proposal, outcome))
                         continue
                     outcome = commit(self.ctx, self.store, self.run_id, seq0 + n, item.proposal, item.judgement,
                                      current, item.usage)
-                    self._block(item.proposal, outcome)
+                    self._block([r.edit for r in item.proposal.record.applied], outcome, item.proposal.step)
                     done.append((item.proposal, outcome))
                     events.append(StepDecided(outcome, self._usage()[0].to_dict()))
             finally:
@@ -554,9 +562,9 @@ class Trainer:
         if found is not None:
             if isinstance(step, int):  # its other proposals were decided before it (`_field`)
                 for k in range(1, self.cfg.optimizer.proposals + 1):
-                    other = self.store.step_record(self.run_id, f"s{step}-p{k}")
+                    other = self.store.step_record(self.run_id, rival_step(step, k))
                     if other is not None:
-                        self._count_found(f"s{step}-p{k}", epoch, other)
+                        self._count_found(rival_step(step, k), epoch, other)
             self._count_found(step, epoch, found)
             return True
         self.store.discard_candidate(self.run_id, step)
