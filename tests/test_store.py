@@ -301,6 +301,10 @@ def test_note_codec():
     text = N.encode([{"kind": "x"}, {"kind": "y", "z": "é"}]) + "\n" + '{"kind":"z","v":1,"new":true}\n'
     assert [r["kind"] for r in N.decode(text, "abc")] == ["x", "y", "z"]
     assert N.decode_lenient('{"kind":"x","v":1}\nnope\n{"v":1}\n') == ([{"kind": "x", "v": 1}], 2)
+    # Line separators other than "\n" stay raw inside JSON strings: a record holding them is one record.
+    odd = N.encode([{"kind": "x", "text": "a\u2028b\x85c\x0cd\u2029e"}])
+    assert N.decode(odd) == N.decode_lenient(odd)[0] == N.decode_selected(odd, ["x"])[0]
+    assert N.decode_lenient(odd) == ([{"kind": "x", "text": "a\u2028b\x85c\x0cd\u2029e", "v": 1}], 0)
     subject, body, trailers = N.parse_message(N.format_message("s\nx", "- a: b\n\nmore", {"Skillgit-Run": "r 1"}))
     assert (subject, body, trailers) == ("s x", "- a: b\n\nmore", {"Skillgit-Run": "r 1"})
     assert R.parse_step_spec("main") is None and R.parse_step_spec("r1/3") == (False, "r1", 3)

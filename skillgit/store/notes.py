@@ -54,6 +54,12 @@ def encode(records: Iterable[dict[str, Any]]) -> str:
     return "".join(encode_record(r) + "\n" for r in records)
 
 
+def _lines(text: str) -> list[str]:
+    # Records are joined by "\n" only. str.splitlines would also split on U+2028, U+0085 and form feeds, which
+    # json.dumps(ensure_ascii=False) leaves raw inside strings, and so would cut a valid record in two.
+    return text.split("\n")
+
+
 def _parse_line(line: str) -> dict[str, Any] | None:
     try:
         data = json.loads(line)
@@ -68,7 +74,7 @@ def decode(text: str, commit: str = "") -> list[dict[str, Any]]:
     """Note text → records. A line that is not a JSON object with `v` and `kind` raises GitStateError that names
     the commit and how to repair the note."""
     records = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(_lines(text), 1):
         if not line.strip():
             continue
         record = _parse_line(line)
@@ -84,7 +90,7 @@ def decode(text: str, commit: str = "") -> list[dict[str, Any]]:
 def decode_lenient(text: str) -> tuple[list[dict[str, Any]], int]:
     """Note text → (the records that parse, number of lines that do not). For views that must not crash."""
     records, bad = [], 0
-    for line in text.splitlines():
+    for line in _lines(text):
         if not line.strip():
             continue
         record = _parse_line(line)
@@ -101,7 +107,7 @@ def decode_selected(text: str, kinds: Iterable[str]) -> tuple[list[dict[str, Any
     `decode` is the strict check."""
     wanted = tuple(f'"kind":"{k}"' for k in kinds)
     records, bad = [], 0
-    for line in text.splitlines():
+    for line in _lines(text):
         line = line.strip()
         if not line:
             continue
