@@ -18,7 +18,7 @@ from skillgit.loop import gate
 from skillgit.store.refs import parse_step_spec
 from skillgit.types import Item, Score
 from tests.conftest import git, run_cli
-from tests.test_gate import check, ups
+from tests.test_gate import check, split, ups
 
 P3 = ["--set", "optimizer.proposals=3"]
 
@@ -166,3 +166,33 @@ def test_the_names_skillgit_gives_steps_can_be_typed_bare():
     assert parse_step_spec("s3-p2") == (False, None, "s3-p2")
     assert parse_step_spec("e1-slow-update") == (False, None, "e1-slow-update")
     assert parse_step_spec("main") is None and parse_step_spec("s3") is None
+
+
+# ---------------------------------------------------------------------------------------------- small val sets
+def test_how_many_items_a_step_must_fix_follows_the_stderr_test():
+    # m of n items flipped on every repeat: z = sqrt(mR(nR-1)/(nR-mR)); 4 items × 3 repeats, one flip: z = 1.91
+    assert gate.items_to_clear(4, 3, 1.75) == 1
+    assert gate.items_to_clear(4, 3, gate.corrected_k(1.75, 2)) == 2
+    assert gate.items_to_clear(30, 3, 1.75) == 1 and gate.items_to_clear(30, 3, 10.0) == 16
+    cfg = EvaluationCfg(gate="significance", gate_k=2.05, gate_repeats=3)
+    for n in (4, 7, 12):  # the formula agrees with the gate itself, which decides on (item, repeat) cells
+        need = gate.items_to_clear(n, 3, 2.05)
+        assert need is not None
+        for m in (need - 1, need):
+            ids = [f"i{k:02d}" for k in range(n)]
+            before = split({k: 0.0 for k in ids}, samples={k: [0.0] * 3 for k in ids})
+            after = split({k: float(j < m) for j, k in enumerate(ids)},
+                          samples={k: [float(j < m)] * 3 for j, k in enumerate(ids)})
+            assert gate.decide(cfg, before, after).accept == (m >= need), (n, m)
+
+
+def test_proposals_on_a_small_val_set_warn_with_what_a_step_must_fix(tmp_path):
+    cfg = EvaluationCfg()
+    assert gate.small_val_warning(cfg, 4, 1) is None and gate.small_val_warning(cfg, 30, 4) is None
+    assert "fix 2 of them outright" in (gate.small_val_warning(cfg, 4, 2) or "")
+    folder = tmp_path / "small"
+    create_project(folder, 0)
+    done = run_cli("train", "--set", "optimizer.proposals=2", "--set", "env.split_ratio=10:1:10",
+                   "--set", "train.max_steps=1", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    assert "warning: optimizer.proposals is 2" in done.stderr and "with 7 val item(s)" in done.stderr

@@ -369,6 +369,35 @@ def corrected_k(k: float, candidates: int) -> float:
     return normal.inv_cdf(1 - (1 - normal.cdf(k)) / candidates)
 
 
+def items_to_clear(items: int, repeats: int, k: float) -> int | None:
+    """How many of `items` val items must flip from fail to pass on every repeat (the rest unchanged) for the
+    stderr test to clear the bar `k`; None when even all of them would not. The cells are (item, repeat) pairs,
+    so m flipped items give z = sqrt(mR(nR−1) / (nR − mR))."""
+    n, r = items * repeats, max(1, repeats)
+    for m in range(1, items + 1):
+        if m == items:
+            return m if n > 1 else None  # every cell +1: zero variance, the gain is certain
+        if math.sqrt(m * r * (n - 1) / (n - m * r)) >= k:
+            return m
+    return None
+
+
+def small_val_warning(cfg: EvaluationCfg, items: int, candidates: int) -> str | None:
+    """A readable warning when gating the best of `candidates` on `items` val items raises what a step must fix
+    to a quarter of val or more (measured in bench/README: proposals > 1 hurt with 4 val items)."""
+    if candidates <= 1 or cfg.gate_test != "stderr" or items < 1:
+        return None
+    one = items_to_clear(items, cfg.gate_repeats, cfg.gate_k)
+    many = items_to_clear(items, cfg.gate_repeats, corrected_k(cfg.gate_k, candidates))
+    if one is None or many is None or (many > one and many * 4 >= items):
+        need = f"{many} of them" if many is not None else "more than all of them"
+        return (f"optimizer.proposals is {candidates}: the gate keeps the best of {candidates}, so its bar rises; "
+                f"with {items} val item(s) a step must now fix {need} outright to be accepted "
+                f"({one if one is not None else 'more than all'} with proposals: 1). "
+                f"Use 10 or more val items, or set optimizer.proposals: 1")
+    return None
+
+
 def _significance(ctx: _Context, name: str = "significance", test: str | None = None) -> GateCheck:
     cfg = ctx.cfg
     test = test or cfg.gate_test

@@ -59,6 +59,7 @@ from skillgit.loop.events import (
     RunStarted,
     StepDecided,
     StepStarted,
+    Warning,
     ignore,
 )
 from skillgit.loop.ledger import Ledger
@@ -234,6 +235,10 @@ class Trainer:
             self.emit(RunStarted(self.run_id, resumed, self.total_steps, seed_score.mean(metric, weight),
                                  current.mean(metric, weight)))
             self._save("run start" if not resumed else "resume")
+            small = gate_mod.small_val_warning(self.cfg.evaluation, len(self.evaluator.splits["val"]),
+                                               self.cfg.optimizer.proposals)
+            if small:
+                self.emit(Warning(small))
             status, reason = "finished", "finished all steps"
             self.ledger.budget_check = self._budget_exceeded  # a budget stops before the call that would cross it
             try:
