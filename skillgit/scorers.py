@@ -39,8 +39,6 @@ import json
 import math
 import os
 import re
-import signal
-import subprocess
 import sys
 import unicodedata
 from collections import Counter
@@ -48,6 +46,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
+from skillgit import process
 from skillgit.config import ScorerCfg
 from skillgit.errors import ConfigError, SkillgitError
 from skillgit.types import Item, Score
@@ -478,18 +477,6 @@ def scrubbed_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
             and not name.upper().startswith(_SECRET_PREFIXES)}
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the verifier's whole process group (it was started as a session leader); the group id is the
-    leader's pid, which stays reserved until we reap it, so this cannot hit an unrelated group."""
-    try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def parse_printed_score(stdout: str, who: str) -> Score:
     """What a command verifier printed → Score: the whole stdout, or else its last non-empty line, as JSON."""
     text = stdout.strip()
@@ -517,30 +504,18 @@ class CommandScorer:
     def __call__(self, item: Item, output: str) -> Score:
         who = f"command scorer `{clip(self.command, 60)}`"
         payload = json.dumps({"item": item.to_dict(), "output": output}, ensure_ascii=False, default=str)
-        try:
-            proc = subprocess.Popen(self.command, shell=True, cwd=self.root, env=scrubbed_env(),
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=(os.name == "posix"))
+        try:  # its own process group: a timeout or Ctrl-C leaves no verifier behind
+            done = process.run(self.command, shell=True, cwd=self.root, env=scrubbed_env(), stdin=payload,
+                               timeout_s=self.timeout_s, kill_grace_s=0.2)
         except OSError as exc:
             raise ScorerError(f"{who} could not start: {exc.strerror or exc}", "check env.scorer.command") from None
-        try:
-            out, err = proc.communicate(payload.encode("utf-8"), timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            try:
-                proc.communicate(timeout=5)
-            except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipes; stop waiting
-                pass
+        if done.timed_out:
             raise ScorerError(f"{who} timed out after {self.timeout_s:g}s on item '{item.id}' and was killed",
-                              "make the verifier faster or raise env.scorer.timeout_s") from None
-        except BaseException:
-            _kill_group(proc)  # e.g. Ctrl-C while waiting: leave no verifier behind
-            proc.wait()
-            raise
-        stdout = out.decode("utf-8", errors="replace")
-        if proc.returncode != 0:
-            tail = err.decode("utf-8", errors="replace").strip().splitlines()[-1:] or [stdout.strip()[-120:]]
-            raise ScorerError(f"{who} failed with exit code {proc.returncode} on item '{item.id}': "
+                              "make the verifier faster or raise env.scorer.timeout_s")
+        stdout = done.stdout
+        if done.returncode != 0:
+            tail = done.stderr.strip().splitlines()[-1:] or [stdout.strip()[-120:]]
+            raise ScorerError(f"{who} failed with exit code {done.returncode} on item '{item.id}': "
                               f"{clip(tail[0], 160)}",
                               "a verifier exits 0 and prints its score; print 0 for a wrong answer")
         return parse_printed_score(stdout, who)

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from skillgit.agentic import process, trace, verify
+from skillgit import process
+from skillgit.agentic import trace, verify
 from skillgit.agentic.spec import AgenticSpec
 from skillgit.agentic.workspace import Workspaces, install, skill_name
 from skillgit.config import BackendCfg, CommandCfg, Config

@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Mapping
 
-from skillgit.agentic import process
+from skillgit import process
 from skillgit.agentic.spec import Verify
 from skillgit.types import Score
 

@@ -39,14 +39,12 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from skillgit import process
 from skillgit.config import BackendCfg, CommandCfg, Config
 from skillgit.llm import pricing
 from skillgit.llm.base import LLMError, Reply
@@ -56,7 +54,7 @@ from skillgit.types import Item, Usage
 
 TAIL_LINES = 40
 TAIL_CHARS = 4000
-KILL_GRACE_S = 1.0
+KILL_GRACE_S = process.KILL_GRACE_S
 _PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|skill_file|workspace|answer_file|model|name)\}")
 TRANSIENT = re.compile(r"rate.?limit|\b429\b|overloaded|\b529\b|\b50[234]\b|temporarily unavailable|"
                         r"ECONNRESET|ETIMEDOUT|connection (?:reset|refused)|timed out", re.IGNORECASE)
@@ -238,34 +236,23 @@ class CommandStudent:
                   "name": skill_name(skill)}
         argv = [executable] + [_fill(e, values) for e in self.argv_template[1:]]
         env = dict(self.env, SKILLGIT_SAMPLE=str(sample))
-        started = time.monotonic()
         try:
-            proc = subprocess.Popen(argv, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
-                                    start_new_session=True)
+            done = process.run(argv, cwd=workspace, env=env, timeout_s=self.cfg.timeout_s,
+                               kill_grace_s=self.kill_grace_s)  # nothing the agent started outlives the rollout
         except FileNotFoundError:
             raise self._missing() from None
         except OSError as exc:
             raise LLMError(f"{self.id}: cannot start '{self.binary}': {exc.strerror}",
                            f"check that {executable} is an executable program", kind="agent") from None
-        timed_out = False
-        try:
-            stdout, stderr = proc.communicate(timeout=self.cfg.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = proc.poll() is None  # else: the agent finished but a child still holds its output open
-            stdout, stderr = self._kill(proc)
-        else:
-            self._kill_group(proc.pid, signal.SIGKILL)  # nothing the agent started may outlive the rollout
-        latency = time.monotonic() - started
-        stdout, stderr = stdout or "", stderr or ""
+        stdout, stderr = done.stdout, done.stderr
         tail = redact(_tail(stderr), self._secrets)
-        if timed_out:
+        if done.timed_out:
             raise LLMError(f"{self.id}: no answer within {self.cfg.timeout_s:g}s; killed the agent and its children",
                            "raise model.student.command.timeout_s if the agent needs longer", kind="timeout",
                            retryable=False)
-        if proc.returncode != 0:
-            how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
-                   else f"exited with status {proc.returncode}")
+        if done.returncode != 0:
+            how = (f"was killed by signal {-done.returncode}" if done.returncode < 0
+                   else f"exited with status {done.returncode}")
             last = tail.splitlines()[-1] if tail else redact(_tail(stdout), self._secrets)[-300:] or "(no output)"
             raise LLMError(f"{self.id}: agent {how}: {last}",
                            f"run `{self.binary}` by hand to see why; stderr tail:\n{tail}" if tail else
@@ -282,7 +269,7 @@ class CommandStudent:
             trace_parts.append("stdout (tail):\n" + _tail(stdout))
         if tail:
             trace_parts.append("stderr (tail):\n" + tail)
-        return Reply(redact(text, self._secrets, shapes=False), usage, self.model or self.cfg.preset, latency,
+        return Reply(redact(text, self._secrets, shapes=False), usage, self.model or self.cfg.preset, done.seconds,
                      trace=redact("\n".join(trace_parts), self._secrets))
 
     def _parse(self, stdout: str) -> tuple[str, Usage, list[str]]:
@@ -321,32 +308,6 @@ class CommandStudent:
         summary = ", ".join(f"{k}={data[k]}" for k in fields if k in data)
         return str(data.get("result") or ""), Usage(1, prompt, completion, cache_read, 0, cost), \
             [summary] if summary else []
-
-    # -- killing
-    @staticmethod
-    def _kill_group(pgid: int, sig: int) -> None:
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def _kill(self, proc: subprocess.Popen) -> tuple[str, str]:
-        """TERM the agent's process group, KILL it after a grace period, and collect what it printed."""
-        self._kill_group(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=self.kill_grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-        self._kill_group(proc.pid, signal.SIGKILL)  # also the children that ignored TERM
-        try:
-            return proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # a grandchild escaped into its own session and holds the pipes
-            proc.kill()
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
-            proc.wait()
-            return "", ""
 
 
 # ---------------------------------------------------------------------------------------------- registry
