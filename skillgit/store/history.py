@@ -28,8 +28,11 @@ class Store(Protocol):
     acyclic: core imports history, never the reverse)."""
 
     repo: GitRepo
+    branch: str
 
     def tip(self) -> str: ...
+
+    def list_runs(self) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -164,13 +167,42 @@ def concurrently(*thunks):
         return [f.result() for f in futures]
 
 
+def other_run_branches(store: "Store") -> list[str]:
+    """The tips of the branches runs trained onto other than the skill branch (`train --branch`), which exist:
+    their accepted steps are on no first-parent chain of the skill branch until someone merges them."""
+    repo = store.repo
+    runs = store.list_runs()
+    if not runs:
+        return []
+    found = repo.cat_batch(f"{R.run_ref(run)}:progress.json" for run in runs)
+    names: set[str] = set()
+    for blob in found.values():
+        try:
+            branch = json.loads(blob[1]).get("branch") if blob else None
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(branch, str) and branch and branch != store.branch:
+            names.add(branch)
+    tips = repo.refs([R.branch_ref(name) for name in sorted(names)])
+    return [sha for sha in tips.values() if sha]
+
+
 def scan(store: "Store") -> list[LogEntry]:
-    """Every step entry (seed, accepted, rejected, revert) in history order, without reading notes."""
+    """Every step entry (seed, accepted, rejected, revert) in history order, without reading notes. Steps
+    accepted onto a review branch (`train --branch`) are included; they sort by date after the skill branch's
+    commit they were built on."""
     repo, tip = store.repo, store.tip()
-    chain, rows, rejected = concurrently(
+    chain, rows, rejected, others = concurrently(
         lambda: repo.first_parent_chain(tip),
         lambda: repo.grep_first_parent(tip, "^Skillgit-"),
-        lambda: rejected_entries(store))
+        lambda: rejected_entries(store),
+        lambda: other_run_branches(store))
+    seen = {row[0] for row in rows}
+    for other in others:  # usually none; one `git log` each
+        for row in repo.grep_first_parent(other, "^Skillgit-"):
+            if row[0] not in seen:
+                seen.add(row[0])
+                rows.append(row)
     chain.reverse()
     position = {sha: i for i, (sha, _) in enumerate(chain)}
     chain_dates = [d for _, d in chain]

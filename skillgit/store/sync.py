@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from skillgit.errors import GitStateError, SkillgitError
@@ -28,6 +29,10 @@ class Store(Protocol):
     branch_ref: str
 
     def tip(self) -> str: ...
+
+    def list_runs(self) -> list[str]: ...
+
+    def prepare_worktrees(self) -> list[Path]: ...
 
     def _checked_out(self) -> list[Worktree]: ...
 
@@ -182,6 +187,10 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
         updates.append(RefUpdate("update", f"{R.RUNS_PREFIX}{run}", obj, mine))
         report.runs.append(run)
 
+    if fast_forward:
+        # A kill between an accepted step's branch move and its worktree update leaves the checked-out skill one
+        # version behind; fast-forwarding over that (or stashing it, as git would advise) reverts the step.
+        store.prepare_worktrees()
     worktrees = store._checked_out() if fast_forward else []
     if fast_forward and worktrees:
         assert theirs is not None  # fast_forward implies it
