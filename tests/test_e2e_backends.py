@@ -87,3 +87,32 @@ def test_train_through_real_sdks_for_both_roles_and_no_key_leaks(tmp_path, teach
                      shown.stdout, config.stdout)
     assert leaks == []
     assert scan_for(folder, [OPENAI_KEY], "planted " + OPENAI_KEY)  # the scan does see a key where one is
+
+
+def test_a_dollar_budget_stops_a_run_through_a_real_sdk_before_it_is_crossed(tmp_path):
+    """`budget.max_cost_usd` with prices from the config (a local server is free unless priced): the run stops
+    before the call that would cross it, test scoring included; at most the calls in flight overshoot."""
+    folder = tmp_path / "proj"
+    create_project(folder, seed=2)
+    limit, workers = 0.02, 4
+    with world_server() as server:
+        both = {"teacher_backend": "openai", "teacher_model": "sim-teacher", "student_backend": "openai",
+                "student_model": "sim-student",
+                "teacher": {"base_url": server.openai_base_url, "max_retries": 1, "concurrency": workers},
+                "student": {"base_url": server.openai_base_url, "max_retries": 1, "concurrency": workers}}
+        configure(folder, both, {})
+        cfg = yaml.safe_load((folder / "skillgit.yaml").read_text())
+        cfg["prices"] = {"sim-teacher": {"prompt": 5.0, "completion": 15.0},
+                         "sim-student": {"prompt": 5.0, "completion": 15.0}}
+        cfg["budget"] = {"max_cost_usd": limit}
+        (folder / "skillgit.yaml").write_text(yaml.safe_dump(cfg))
+        git(folder, "commit", "-qam", "priced")
+        proc = run_cli("train", "--json", "--set", f"env.workers={workers}", "--set",
+                       f"gradient.analyst_workers={workers}", cwd=folder, env={"OPENAI_API_KEY": OPENAI_KEY})
+        status = json.loads(run_cli("status", "--json", cwd=folder).stdout)
+    assert proc.returncode == 5, proc.stderr[-2000:]  # stopped by a budget
+    result = json.loads(proc.stdout)
+    assert result["status"] == "stopped" and "budget.max_cost_usd" in result["reason"]
+    per_call = max(u["cost_usd"] / u["calls"] for u in status["usage_by_stage"].values() if u["calls"])
+    assert limit <= status["cost_usd"] <= limit + 2 * workers * per_call
+    assert "test" not in status["usage_by_stage"]

@@ -224,8 +224,9 @@ def test_budget_stops_before_the_call_that_would_cross_it_and_says_which(sim_pro
                             "model.teacher.concurrency=4", "gradient.analyst_workers=4")
     assert result.status == "stopped" and "budget.max_calls" in result.reason
     paid = session.ledger.total().calls
-    final_scoring = sum(u["calls"] for stage, u in result.usage["by_stage"].items() if stage == "test")
-    assert paid - final_scoring <= 200 + 4  # at most the calls already in flight (the concurrency) overshoot
+    assert paid <= 200 + 4  # at most the calls already in flight (the concurrency) overshoot, test scoring included
+    assert "test" not in result.usage["by_stage"]  # the budget holds for the final test scoring too
+    assert all(s["test"] is None for s in result.scores.values())
     assert refs(folder, "refs/heads/candidates") == []
     progress = json.loads(session.store.load_run("r1")["progress.json"])
     assert progress["status"] == "stopped" and progress["stop_reason"] == result.reason

@@ -283,7 +283,6 @@ class Trainer:
                 self._settle_decision(quiet=True)  # nothing may still write once the run lock is released
                 self._settle_save(quiet=True)
                 raise
-            self.ledger.budget_check = None  # the final scores are reported whatever the budget
             self.progress = self.progress.replace(status=status, stop_reason=reason)
             try:
                 scores = self._final_scores(seed_score)
@@ -654,16 +653,30 @@ class Trainer:
                 best_rev, best_val = entry.sha, entry.score
         revs["best"] = best_rev
         out: dict[str, SkillScores] = {}
+        over = None  # the budget the test scoring stopped at: the budget holds for it too
         for name, rev in revs.items():
             text = self.store.read_skill(rev)
-            val = self.evaluator.score(text, "val").mean(metric, weight)
+            check, self.ledger.budget_check = self.ledger.budget_check, None
+            try:  # the gate scored these texts on val already: answered from the blob-id cache, no call is paid
+                val = self.evaluator.score(text, "val").mean(metric, weight)
+            finally:
+                self.ledger.budget_check = check
             test = None
-            if ecfg.eval_test and self.splits.test:
+            over = over or self._budget_exceeded()
+            if ecfg.eval_test and self.splits.test and over is None:
                 self.ctx.stage(0, f"test:{name}")
-                test = self._sealed_test.score(text, "test", self.ctx.progress(0, f"test:{name}")).mean(metric,
-                                                                                                      weight)
-                self.progress = self.progress.replace(test_reads=self.progress.test_reads + 1)
+                try:
+                    test = self._sealed_test.score(text, "test", self.ctx.progress(0, f"test:{name}")).mean(
+                        metric, weight)
+                except BudgetReached as exc:
+                    over = exc.message
+                else:
+                    self.progress = self.progress.replace(test_reads=self.progress.test_reads + 1)
             out[name] = SkillScores(rev, round(val, 4), None if test is None else round(test, 4))
+        if over is not None and ecfg.eval_test and self.splits.test:
+            unscored = [name for name, s in out.items() if s.test is None]
+            self.emit(Warning(f"test not scored for {', '.join(unscored)}: {over}; score it later with "
+                              f"`skillgit eval REV --split test`"))
         return out
 
 
