@@ -328,7 +328,10 @@ def test_a_shell_command_template_never_runs_task_text_as_shell_code():
     assert config_from_dict(safe).model.student.command.argv == ("my-agent", "{prompt}")
 
 
-def test_ctrl_c_says_how_to_resume_and_the_run_resumes(project):
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_ctrl_c_says_how_to_resume_and_the_run_resumes(project, sig):
+    """Ctrl-C, `kill` (TERM: a CI job cancelled, `timeout`) and kill -9 all leave a run that `status` calls
+    interrupted and `train` resumes; the first two also say so on the way out."""
     import signal
     import subprocess
     import sys
@@ -339,13 +342,17 @@ def test_ctrl_c_says_how_to_resume_and_the_run_resumes(project):
     for line in proc.stderr:
         if '"event": "step_start"' in line:
             break
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, sig))
     rest = proc.stderr.read()
-    assert proc.wait(timeout=120) == 130
-    assert "error: interrupted" in rest and "run the same command again to resume" in rest
-    assert "Aborted" not in rest and "Traceback" not in rest
+    if sig == "SIGKILL":
+        assert proc.wait(timeout=120) == -signal.SIGKILL
+    else:
+        assert proc.wait(timeout=120) == 130
+        said = "interrupted" if sig == "SIGINT" else "stopped by SIGTERM"
+        assert f"error: {said}" in rest and "run the same command again to resume" in rest
+        assert "Aborted" not in rest and "Traceback" not in rest
     status = json.loads(run_cli("status", "--json", cwd=project).stdout)
-    assert status["status"] == "interrupted"
+    assert status["status"] == "interrupted"  # after kill -9 too: nobody holds the run's lock any more
     again = run_cli("train", "--set", "train.max_steps=4", cwd=project)
     assert again.returncode == 0, again.stderr
     assert json.loads(run_cli("status", "--json", cwd=project).stdout)["status"] == "finished"

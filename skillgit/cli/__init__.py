@@ -100,7 +100,10 @@ def _app_for(args: list[str]) -> typer.Typer:
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    raise Interrupted("interrupted", "run the same command again to resume where it stopped")
+    import signal
+
+    how = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+    raise Interrupted(how, "run the same command again to resume where it stopped")
 
 
 def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> None:
@@ -114,7 +117,10 @@ def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> Non
 
     argv = list(sys.argv[1:] if args is None else args)
     app = _app_for(argv)
-    signal.signal(signal.SIGINT, _interrupt)
+    # Ctrl-C, `kill` (TERM: CI cancelling a job, `timeout`) and a closed terminal (HUP) all stop a run the same
+    # way: at the next safe point, saved as interrupted, with the line that says how to resume.
+    stops = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    before = {sig: signal.signal(sig, _interrupt) for sig in stops}
     try:
         app(args=None if args is None else argv, prog_name=prog_name)
     except SkillgitError as exc:
@@ -123,3 +129,6 @@ def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> Non
     except KeyboardInterrupt:
         print_error("interrupted", "run the same command again to resume where it stopped")
         sys.exit(int(ExitCode.INTERRUPTED))
+    finally:
+        for sig, handler in before.items():  # in-process callers (tests, the MCP server) get theirs back
+            signal.signal(sig, handler)

@@ -32,7 +32,7 @@ from skillgit.store import refs as R
 from skillgit.store.git import GitRepo, RefConflict, RefUpdate, Worktree
 from skillgit.store.git import phase as git_phase
 from skillgit.store.history import LogEntry
-from skillgit.store.lock import hold
+from skillgit.store.lock import held, hold
 from skillgit.types import RejectedEdit
 
 __all__ = ["Store", "Candidate", "Decision", "LogEntry"]
@@ -616,6 +616,10 @@ class Store:
         A lock whose process is gone (same host) is taken over; a live one raises SkillgitError(LOCKED)."""
         with hold(self.repo.common_dir / "skillgit" / "locks", name) as path:
             yield path
+
+    def lock_held(self, name: str) -> bool | None:
+        """Whether a live process holds the lock `name` (None: held from another host, which cannot be checked)."""
+        return held(self.repo.common_dir / "skillgit" / "locks", name)
 
     # ------------------------------------------------------------------------------------------ misc
     def export(self, rev: str, path: Path | str) -> Path:

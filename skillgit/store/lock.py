@@ -21,11 +21,26 @@ from typing import Any, Iterator
 from skillgit.errors import ExitCode, SkillgitError
 
 
+def _path(folder: Path, name: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".") or "default"
+    return folder / f"{safe}.lock"
+
+
+def held(folder: Path, name: str) -> bool | None:
+    """Whether a live process holds the lock `name`: True, False (no lock, or a stale one on this host), or None
+    when the holder is on another host (it cannot be checked from here)."""
+    holder = _read_lock(_path(folder, name))
+    if not holder:
+        return _path(folder, name).exists() or False  # being written right now: live
+    if holder.get("host") != socket.gethostname():
+        return None
+    return alive(holder.get("pid"))
+
+
 @contextmanager
 def hold(folder: Path, name: str) -> Iterator[Path]:
     """Hold the lock `name` (any text; unsafe characters are replaced) in `folder` for the block."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".") or "default"
-    path = folder / f"{safe}.lock"
+    path = _path(folder, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex
     _acquire(path, {"pid": os.getpid(), "host": socket.gethostname(),

@@ -99,7 +99,13 @@ def run_progress(store: Store, run: str | None = None) -> RunProgress:
     if not files or "progress.json" not in files:
         raise SkillgitError(f"unknown run '{run_id}'", f"known runs: {', '.join(known[:5])}")
     try:
-        return RunProgress.from_dict(json.loads(files["progress.json"]))
+        progress = RunProgress.from_dict(json.loads(files["progress.json"]))
     except (ValueError, TypeError) as exc:
         raise SkillgitError(f"run '{run_id}' has an unreadable progress record ({exc})",
                             f"inspect it with `git show refs/skillgit/runs/{run_id}:progress.json`") from None
+    # A run saved as running whose process is gone was killed (kill -9, a closed terminal, a machine restart):
+    # every run holds its branch's lock while it works, so no live holder means nobody is running it.
+    if progress.status == "running" and progress.branch and store.lock_held(progress.branch) is False:
+        progress = progress.replace(status="interrupted",
+                                    stop_reason="its process is gone (killed?); `skillgit train` resumes it")
+    return progress
