@@ -223,6 +223,12 @@ def test_control_characters_from_the_teacher_never_reach_git_or_the_terminal(pro
         proc = run_cli_inproc(*args, cwd=project)
         assert proc.returncode == 0, proc.stderr
         assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+    # a person's text too: a revert reason reaches plain `git log` (which prints messages raw) without escapes
+    reverted = run_cli_inproc("revert", "--steps", "1", "--reason", "bad\x1b[31mred\x07\u202e", cwd=project)
+    assert reverted.returncode == 0, reverted.stderr
+    for text in (git(project, "log", "-1", "--format=%B%n%N", "main"),
+                 git(project, "log", "-1", "main")):  # the display notes too
+        assert "badred" in text.replace("[31m", "") and not any(c in text for c in "\x00\x1b\x07\u202e")
 
 
 def _split(scores: dict[str, tuple[float, float]], errors: dict[str, str]) -> gate.SplitScore:

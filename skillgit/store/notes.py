@@ -14,6 +14,7 @@ import math
 import re
 from typing import Any, Iterable
 
+from skillgit import textsafe
 from skillgit.errors import GitStateError
 
 VERSION = 1
@@ -131,13 +132,15 @@ _TRAILER_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9-]*): (.*)")
 
 
 def one_line(text: str) -> str:
-    """Collapse whitespace (newlines included) so a value fits on one line of a message or trailer."""
-    return " ".join(str(text).split())
+    """Collapse whitespace (newlines included) so a value fits on one line of a message or trailer; control and
+    bidi characters are dropped (see textsafe: plain `git log` prints messages raw)."""
+    return " ".join(textsafe.clean(str(text), multiline=False).split())
 
 
 def format_message(subject: str, body: str, trailers: dict[str, str]) -> str:
     """`subject` + blank line + `body` + blank line + `Key: value` trailers (git's trailer format)."""
     parts = [one_line(subject) or "skill update"]
+    body = textsafe.clean(body)  # every message skillgit writes goes through here: none carries an escape
     if body.strip():
         parts.append(body.strip("\n"))
     lines = []
@@ -196,6 +199,7 @@ def format_rejected_tag(step_label: str, reason: str, before: float, after: floa
     """The annotated tag message of a rejected step: reason, scores and the candidate's edit summaries."""
     parts = [f"rejected {step_label}: {one_line(reason) or 'no reason given'}",
              f"val: {fmt_score(before)} -> {fmt_score(after)} ({fmt_delta(after - before)})"]
+    body = textsafe.clean(body)
     if body.strip():
         parts.append(body.strip("\n"))
     return "\n\n".join(parts) + "\n"
