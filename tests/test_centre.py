@@ -12,7 +12,7 @@ import pytest
 
 from skillgit.config import EvaluationCfg, SimulatedCfg
 from skillgit.demo import create_project
-from skillgit.llm.base import Reply, Request
+from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.loop import gate
 from skillgit.project import open_project
 from skillgit.session import build_trainer, open_session
@@ -118,6 +118,34 @@ def test_the_demo_is_the_same_run_every_time(tmp_path):
                      [line for line in proc.stdout.splitlines() if line.startswith("test ")]))
     assert runs[0] == runs[1]
     assert any(e["verdict"] == "accepted" for e in runs[0][0])
+
+
+def test_the_run_id_never_seeds_anything(tmp_path):
+    """Two runs with automatic (time + random) run ids on the same project and seed are the same run."""
+    logs = []
+    for name in ("a", "b"):
+        create_project(tmp_path / name, 0)
+        proc = run_cli_inproc("train", "--set", "train.max_steps=3", cwd=tmp_path / name)
+        assert proc.returncode == 0, proc.stderr
+        log = _log_without_times(tmp_path / name)
+        logs.append([{k: v for k, v in e.items() if k not in ("run", "tag", "label")} for e in log])
+    runs = {e["run"] for e in json.loads(run_cli_inproc("log", "--json", cwd=tmp_path / "a").stdout)}
+    assert not any(r.startswith("demo-") for r in runs if r)  # automatic ids, not the demo's fixed one
+    assert logs[0] == logs[1] and len(logs[0]) >= 4
+    assert (tmp_path / "a" / "SKILL.md").read_text() == (tmp_path / "b" / "SKILL.md").read_text()
+
+
+def test_the_readme_sample_output_is_what_the_demo_prints(tmp_path):
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## The demo", 1)[1].split("```", 2)[1]
+    sample = [line for line in block.splitlines() if line.strip() and line.strip() != "…"]
+    proc = run_cli("demo", "--dir", str(tmp_path / "d"), "--seed", "0", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    printed = (proc.stderr + proc.stdout).splitlines()
+    at = 0
+    for line in sample:  # in order; the README elides the middle with "…"
+        assert line in printed[at:], line
+        at = printed.index(line, at) + 1
 
 
 # ---------------------------------------------------------------------------------------------- losses
@@ -229,6 +257,53 @@ def test_control_characters_from_the_teacher_never_reach_git_or_the_terminal(pro
     for text in (git(project, "log", "-1", "--format=%B%n%N", "main"),
                  git(project, "log", "-1", "main")):  # the display notes too
         assert "badred" in text.replace("[31m", "") and not any(c in text for c in "\x00\x1b\x07\u202e")
+
+
+class RefusesLongPrompts:
+    """A teacher whose merge and rank calls the server refuses (400: the prompt is over the context length), as
+    after a reply so large that the next prompt cannot fit."""
+
+    def __init__(self):
+        self.inner = SimulatedTeacher(SimulatedCfg(seed=0))
+        self.refused = 0
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    def complete(self, request: Request) -> Reply:
+        if request.stage in ("merge", "rank"):
+            self.refused += 1
+            raise LLMError("teacher: 400 maximum context length is 128000 tokens", kind="bad_request", status=400)
+        return self.inner.complete(request)
+
+
+def test_a_teacher_call_the_server_refuses_is_recorded_and_the_run_goes_on(project):
+    """Loss 3b: a refused call (non-retryable, not an auth or config error) skips its stage with a fallback and
+    says so in the candidate's note; it never stops or wedges the run."""
+    teacher = RefusesLongPrompts()
+    trainer, session = _trainer(project, "train.max_steps=2", teacher=teacher)
+    result = trainer.train()
+    assert result.status == "finished" and result.steps == 2 and teacher.refused >= 2
+    step = next(e for e in session.store.history("r1") if e.verdict in ("accepted", "rejected"))
+    merge = next(r for r in session.store.read_notes(step.sha) if r["kind"] == "candidate")["merge"]
+    assert merge and all(m["fallback"] and m["reason"].startswith("teacher call refused: ") for m in merge)
+
+
+def test_edits_per_reply_and_their_size_are_capped(project):
+    from skillgit import patch
+
+    many = {"edits": [{"op": "append", "content": f"Rule {i}."} for i in range(20)]}
+    edits, problems = patch.parse_edits(many, max_edits=16)
+    assert [e.content for e in edits] == [f"Rule {i}." for i in range(16)]
+    assert any("edits 17–20: dropped" in p and "max_edits_per_reply" in p for p in problems)
+    edits, problems = patch.parse_edits({"edits": [{"op": "append", "content": "x" * 201},
+                                                   {"op": "append", "content": "Short."}]}, max_chars=200)
+    assert [e.content for e in edits] == ["Short."] and "longer than 200 characters" in problems[0]
+    # the config keys reach the teacher: a cap of 1 edit per reply leaves at most one edit per reflection
+    trainer, session = _trainer(project, "train.max_steps=1", "optimizer.max_edits_per_reply=1",
+                                teacher=SimulatedTeacher(SimulatedCfg(seed=0)))
+    assert trainer.teacher(1).max_edits == 1
 
 
 def _split(scores: dict[str, tuple[float, float]], errors: dict[str, str]) -> gate.SplitScore:
