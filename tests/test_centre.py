@@ -451,3 +451,23 @@ def test_a_fresh_clone_on_another_branch_gets_the_right_hint_and_pull_sets_the_n
     git(clone, "switch", "-q", "main")
     assert run_cli("pull", "origin", cwd=clone).returncode == 0
     assert git(clone, "config", "--get-all", "notes.displayRef") == "refs/notes/skillgit-log"
+
+
+def test_gc_prunes_the_call_journal_of_finished_runs_only(project):
+    import re
+
+    def gc() -> tuple[int, int]:
+        proc = run_cli_inproc("gc", cwd=project)
+        assert proc.returncode == 0, proc.stderr
+        m = re.search(r"call journal: dropped (\d+) call\(s\) of finished runs, kept (\d+)", proc.stderr)
+        assert m, proc.stderr
+        return int(m.group(1)), int(m.group(2))
+
+    stopped = run_cli_inproc("train", "--set", "train.max_steps=2", "--set", "budget.max_calls=120", cwd=project)
+    assert stopped.returncode == 5, stopped.stderr
+    dropped, kept = gc()
+    assert dropped == 0 and kept >= 100  # a stopped run resumes from its journal for free
+    done = run_cli_inproc("train", "--set", "train.max_steps=2", cwd=project)
+    assert done.returncode == 0, done.stderr
+    dropped, kept = gc()
+    assert dropped >= 100 and kept == 0
