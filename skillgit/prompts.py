@@ -165,14 +165,17 @@ def block_stats(stats: Mapping[str, Any]) -> str:
 def _outcome_of(traj: Trajectory, outcome: str) -> str:
     if outcome != "auto":
         return outcome
-    return "failure" if traj.score is None or is_failure(traj.score) else "success"
+    if traj.score is None:
+        return "unknown"  # not scored (an API error, a verifier crash): neither a failure nor a success
+    return "failure" if is_failure(traj.score) else "success"
 
 
 def block_trajectories(trajs: list[Trajectory], outcome: str, *,
                        max_chars: int | None = DEFAULT_MAX_FIELD_CHARS) -> str:
-    """`<trajectory>` blocks, one per trajectory. `outcome` is "failure", "success", or "auto" (success iff
-    hard >= 1). hard/soft are omitted for a trajectory without a score; `<trace>` appears only when non-empty;
-    fields longer than `max_chars` keep their head and tail around a truncation marker."""
+    """`<trajectory>` blocks, one per trajectory. `outcome` is "failure", "success", or "auto" (`types.is_failure`;
+    "unknown" for a trajectory without a score). hard/soft are omitted for a trajectory without a score; `<trace>`
+    appears only when non-empty; fields longer than `max_chars` keep their head and tail around a truncation
+    marker."""
     if not trajs:
         return NONE
     blocks = []

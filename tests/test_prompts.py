@@ -154,7 +154,7 @@ def test_trajectory_block_truncates_defaults_and_auto_outcome():
     long = "A" * 50 + "MIDDLE" + "Z" * 50
     block = P.block_trajectories([traj(output=long, expected=None, score=None)], "auto", max_chars=30)
     attrs, inner = P.parse_blocks(block, "trajectory")[0]
-    assert attrs == {"id": "t1", "outcome": "failure"}  # no score: no hard/soft
+    assert attrs == {"id": "t1", "outcome": "unknown"}  # no score: not a failure (types.is_failure), no hard/soft
     out = P.child(inner, "output")
     assert out.startswith("A" * 20) and out.endswith("Z" * 10) and "MIDDLE" not in out
     assert "[… 76 characters truncated …]" in out

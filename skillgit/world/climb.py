@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgit.llm.base import ChatStudent, Message, Request
-from skillgit.types import Item
+from skillgit.types import Item, is_failure
 from skillgit.world import tags
 from skillgit.world.lexicon import norm
 from skillgit.world.student import SimulatedStudentLLM
@@ -95,7 +95,7 @@ def hill_climb(cfg: Any, *, steps: int = 10, gate: bool = True, use_buffer: bool
         for it in chunk:
             out = student.run(skill, it).text
             score = reference_score(it, out)
-            outcome = "success" if score.hard >= 1 else "failure"
+            outcome = "failure" if is_failure(score) else "success"
             blocks[outcome].append(tags.trajectory(it.id, outcome, score.hard, score.soft, it.input, out,
                                                    str(it.expected), score.feedback))
         support: dict[tuple[str, str, str], int] = {}
