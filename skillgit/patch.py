@@ -363,9 +363,34 @@ def _region_map(doc: Doc) -> dict[str, list[tuple[str, bool]]]:
     return found
 
 
+def _per_file(before: str, after: str) -> tuple[package.Package, package.Package] | None:
+    """Both sides as packages when `before` is one (a rewrite's `after` that lost the package shape becomes a
+    package of its main file only, so the other files count as missing)."""
+    if not package.is_bundle(before):
+        return None
+    return package.parse(before), package.parse(after)
+
+
 def check_invariants(before: str, after: str, *, allow_front_matter: bool = False) -> list[str]:
     """Problems that make `after` unacceptable as a successor of `before`: front matter added, removed or changed
-    (unless allowed), a protected region missing, changed (its content byte-for-byte) or added. Empty = fine."""
+    (unless allowed), a protected region missing, changed (its content byte-for-byte) or added. Empty = fine.
+    For a package every file keeps its own front matter and regions; a file that had either must stay."""
+    pair = _per_file(before, after)
+    if pair is not None:
+        problems: list[str] = []
+        for path, old_text in pair[0].files:
+            new_text = pair[1].get(path)
+            if new_text is None:
+                if check_invariants(old_text, "", allow_front_matter=allow_front_matter):
+                    problems.append(f"{path}: the file was removed")
+                continue
+            problems += [f"{path}: {p}" for p in check_invariants(old_text, new_text,
+                                                                   allow_front_matter=allow_front_matter)]
+        return problems
+    return _check_one(before, after, allow_front_matter)
+
+
+def _check_one(before: str, after: str, allow_front_matter: bool) -> list[str]:
     old, new = split_document(before), split_document(after)
     problems: list[str] = []
     if not allow_front_matter and old.front_matter != new.front_matter:
@@ -394,7 +419,21 @@ def restore_protected(before: str, after: str, *, allow_front_matter: bool = Fal
     put back at the end, in the original order, after one blank line. Anything else — front matter or a region
     that is present but different, a region that was added — is a change, not an omission, and gives None (the
     loop rejects the candidate with `check_invariants`' reasons). Returns `after` unchanged if nothing is missing.
+    A package is repaired file by file; a file the rewrite left out is put back as it was.
     """
+    pair = _per_file(before, after)
+    if pair is not None:
+        files = dict(pair[1].files)
+        for path, old_text in pair[0].files:
+            if path not in files:
+                files[path] = old_text
+                continue
+            repaired = restore_protected(old_text, files[path], allow_front_matter=allow_front_matter)
+            if repaired is None:
+                return None
+            files[path] = repaired
+        out = package.bundle(files, pair[0].main)
+        return None if check_invariants(before, out, allow_front_matter=allow_front_matter) else out
     old, new = split_document(before), split_document(after)
     out = after
     if old.front_matter and not new.front_matter and not allow_front_matter:
@@ -412,7 +451,10 @@ def restore_protected(before: str, after: str, *, allow_front_matter: bool = Fal
 # ---------------------------------------------------------------------------------------------- regions
 def get_region(text: str, name: str) -> str | None:
     """The content of protected region `name` (one newline after the opening and before the closing marker
-    removed), or None if the document has no such region. Inverse of `set_region`."""
+    removed), or None if the document has no such region. Inverse of `set_region`. In a package: of its main
+    file (SKILL.md), which is what an agent loads."""
+    if package.is_bundle(text):
+        text = package.parse(text).files[0][1]
     region = split_document(text).region(name)
     if region is None:
         return None
@@ -426,7 +468,12 @@ def set_region(text: str, name: str, content: str) -> str:
 
     The content is stored between the markers on lines of its own; skillgit markers inside it are removed (a
     teacher's guidance must not open or close regions). Raises SkillgitError for an invalid name, or if the
-    region exists but is not closed (replacing it would swallow the rest of the document)."""
+    region exists but is not closed (replacing it would swallow the rest of the document). In a package the region
+    lives in the main file (SKILL.md): a region after the last file block would be no file's text at all."""
+    if package.is_bundle(text):
+        pkg = package.parse(text)
+        main_path, main_text = pkg.files[0]
+        return pkg.with_file(main_path, set_region(main_text, name, content)).bundle()
     check_region_name(name)
     content = MARKER_RE.sub("", content.replace("\r\n", "\n")).strip("\n")
     inner = f"\n{content}\n" if content else "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from skillgit import patch as P
 from skillgit.errors import SkillgitError
 from skillgit.patch import (
     apply_edits,
@@ -427,3 +428,40 @@ def test_target_copied_from_an_escaped_prompt_line_still_matches():
     assert "\n&lt;answer>\n" in new
     new, r = apply1(text, Edit("insert_after", "&amp;&lt;/content>", target="Wrap the answer:"))
     assert "Wrap the answer:\n</content>\n<output>" in new  # content unescaped at any level
+
+
+# ---------------------------------------------------------------------------------------------- packages
+def _pkg() -> str:
+    from skillgit import package
+
+    return package.bundle({"SKILL.md": "---\nname: dates\ndescription: d\n---\n# Dates\nUse ISO dates.\n",
+                           "references/formats.md": "# Formats\nYYYY-MM-DD\n"})
+
+
+def test_the_slow_update_region_of_a_package_lives_in_its_main_file():
+    from skillgit import package
+
+    updated = P.set_region(_pkg(), "slow-update", "Prefer ISO 8601.")
+    files = dict(package.parse(updated).files)
+    assert "Prefer ISO 8601." in files["SKILL.md"] and files["references/formats.md"] == "# Formats\nYYYY-MM-DD\n"
+    assert P.get_region(updated, "slow-update") == "Prefer ISO 8601."
+    again = P.set_region(updated, "slow-update", "Prefer ISO 8601, always.")
+    assert P.get_region(again, "slow-update") == "Prefer ISO 8601, always." and len(package.parse(again).files) == 2
+
+
+def test_a_package_rewrite_keeps_each_files_front_matter_and_regions():
+    from skillgit import package
+
+    before = P.set_region(_pkg(), "slow-update", "Keep me.")
+    files = dict(package.parse(before).files)
+    renamed = package.bundle({**files, "SKILL.md": files["SKILL.md"].replace("name: dates", "name: other")})
+    assert P.check_invariants(before, renamed) == ["SKILL.md: front matter was changed"]
+    assert P.restore_protected(before, renamed) is None  # a change, not an omission
+    # a rewrite that left out the region and a reference file gets both back
+    dropped = package.bundle({"SKILL.md": files["SKILL.md"].split("<!--")[0].rstrip() + "\nMore.\n"})
+    assert "SKILL.md: protected region 'slow-update' is missing" in P.check_invariants(before, dropped)
+    repaired = P.restore_protected(before, dropped)
+    assert repaired is not None and P.check_invariants(before, repaired) == []
+    fixed = dict(package.parse(repaired).files)
+    assert fixed["references/formats.md"] == files["references/formats.md"] and "More." in fixed["SKILL.md"]
+    assert P.get_region(repaired, "slow-update") == "Keep me."
