@@ -1,13 +1,16 @@
 """Finding the project a command works on: the git repository around a folder and its skillgit.yaml.
 
-Pure path logic plus config loading; no git library here (the store opens the repository itself).
+Path logic, one `git rev-parse` (through `skillgit.process`) and config loading; no git library here (the store
+opens the repository itself).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillgit import process
 from skillgit.config import Config, load_config
 from skillgit.errors import GitStateError
 
@@ -21,14 +24,32 @@ class Project:
     config_path: Path | None  # None when the project has no skillgit.yaml (all defaults)
 
 
+# what would make git look somewhere other than the folder it is asked about (set inside git hooks, for one)
+_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+                      "GIT_PREFIX")
+
+
 def find_root(start: Path | None = None) -> Path:
-    """The nearest folder at or above `start` that holds `.git` (a folder, or a file for worktrees)."""
+    """The working tree's top-level folder of the git repository at or above `start`, as git sees it.
+
+    A `.git` at or above `start` (a folder, or a file for worktrees and submodules) only nominates a repository:
+    `git rev-parse --show-toplevel` confirms it, so a stray or empty `.git` folder (an empty `/tmp/.git`) is not
+    taken for one. Outside any `.git` no git runs. GIT_DIR and friends are ignored: the folder decides."""
     here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return folder
-    raise GitStateError(f"not a git repository: {here}",
-                        "run `skillgit init` here, or pass --repo PATH to a repository")
+    hint = "run `skillgit init` here, or pass --repo PATH to a repository"
+    if not any((folder / ".git").exists() for folder in (here, *here.parents)):
+        raise GitStateError(f"not a git repository: {here}", hint)
+    cwd = next(folder for folder in (here, *here.parents) if folder.is_dir())
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+    try:
+        done = process.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd, env=env, timeout_s=60)
+    except OSError as exc:
+        raise GitStateError(f"cannot run git ({exc})", "install git and put it on PATH") from None
+    top = done.stdout.strip()
+    if done.returncode != 0 or not top:
+        said = done.stderr.strip().splitlines()
+        raise GitStateError(f"not a git repository: {here}" + (f" (git: {said[-1]})" if said else ""), hint)
+    return Path(top).resolve()
 
 
 def open_project(repo: Path | None = None, config: Path | None = None,

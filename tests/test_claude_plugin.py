@@ -41,7 +41,18 @@ def test_the_checked_in_plugin_and_codex_files_are_exactly_the_assets():
     # regenerate with: .venv/bin/python -m skillgit.integrations.assets
     assert _tree(PLUGIN) == assets.claude_plugin_files()
     assert _tree(CODEX) == assets.codex_files()
-    assert os.access(HOOK, os.X_OK)
+    assert (ROOT / ".claude-plugin" / "marketplace.json").read_text() == assets.repository_marketplace()
+    for rel in assets.EXECUTABLE:
+        assert os.access(PLUGIN / rel, os.X_OK), rel
+
+
+def test_the_generator_has_a_real_help_and_refuses_a_folder_that_is_not_a_checkout(tmp_path):
+    run = [sys.executable, "-m", "skillgit.integrations.assets"]
+    helped = subprocess.run([*run, "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: python -m skillgit.integrations.assets")
+    refused = subprocess.run([*run, str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "is not a skillgit repository checkout" in refused.stderr
+    assert list(tmp_path.iterdir()) == []  # no `./--help` tree, nothing written into a stranger's folder
 
 
 def test_the_plugin_is_self_contained_and_never_adopts_changes():
@@ -53,16 +64,73 @@ def test_the_plugin_is_self_contained_and_never_adopts_changes():
     assert manifest["name"] == "skillgit" and market["plugins"][0] == {**market["plugins"][0], "source": "./"}
     hooks = json.loads(files["hooks/hooks.json"])["hooks"]
     assert hooks["SessionEnd"][0]["hooks"][0]["command"] == 'bash "${CLAUDE_PLUGIN_ROOT}/hooks/session-end.sh"'
-    assert json.loads(files[".mcp.json"])["mcpServers"]["skillgit"] == {"command": "skillgit", "args": ["mcp"]}
+    assert json.loads(files[".mcp.json"])["mcpServers"]["skillgit"] == {
+        "command": "sh", "args": ["${CLAUDE_PLUGIN_ROOT}/bin/skillgit-mcp"]}
     for command in assets.COMMANDS:
         body = files[f"commands/{command.name}.md"]
-        assert "uvx skillgit" in body and "pipx run skillgit" in body and "pipx install 'skillgit[mcp]'" in body
+        assert 'sh "${CLAUDE_PLUGIN_ROOT}/bin/skillgit-run"' in body and "Bash(sh ${CLAUDE_PLUGIN_ROOT}" in body
         assert "claude.cmd" not in body
+        installed = command.text()  # `skillgit install claude`: no plugin root there, the prose fallback instead
+        assert "CLAUDE_PLUGIN_ROOT" not in installed
+        assert "uvx skillgit" in installed and "pipx install 'skillgit[mcp]'" in installed
     train = files["commands/train.md"]
     assert "Never train without a budget" in train and "skill.branch=<review branch>" in train
     assert "Never merge, revert or push yourself" in train
     skill = files["skills/skillgit/SKILL.md"]
     assert skill.startswith("---\nname: skillgit\ndescription: ") and "Adoption is a person's decision" in skill
+
+
+# ------------------------------------------------------------------------------------------------ the launchers
+def _fake(folder: Path, name: str, code: int = 0) -> None:
+    """A stand-in for `name` on PATH that records its pid and argv (builtins only: PATH holds nothing else)."""
+    folder.mkdir(exist_ok=True)
+    script = folder / name
+    script.write_text(f'#!/bin/sh\nprintf \'%s\\n\' "$$" {name} "$@" > "$LAUNCH_LOG"\nexit {code}\n')
+    script.chmod(0o755)
+
+
+def _launch(tool: str, path: list[Path], tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list]:
+    log = tmp_path / "launched.txt"
+    log.unlink(missing_ok=True)
+    env = {"PATH": os.pathsep.join(str(p) for p in path), "LAUNCH_LOG": str(log)}
+    sh = shutil.which("sh")
+    assert sh is not None
+    proc = subprocess.Popen([sh, str(PLUGIN / "bin" / tool), *args], env=env, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=30)
+    lines = log.read_text().splitlines() if log.exists() else []
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return done, [int(lines[0]) == proc.pid, *lines[1:]] if lines else []
+
+
+def test_the_mcp_launcher_without_skillgit_uvx_or_pipx_prints_the_install_command(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc, launched = _launch("skillgit-mcp", [empty], tmp_path)
+    assert proc.returncode == 1 and proc.stdout == "" and launched == []  # stdout belongs to the MCP protocol
+    assert "no 'skillgit', 'uvx' or 'pipx' found on PATH" in proc.stderr
+    assert "pipx install 'skillgit[mcp]'" in proc.stderr and "uv tool install 'skillgit[mcp]'" in proc.stderr
+
+
+@pytest.mark.parametrize(("present", "expected"), [
+    (("skillgit", "uvx", "pipx"), ["skillgit", "mcp", "--repo", "a b"]),
+    (("uvx", "pipx"), ["uvx", "--from", "skillgit[mcp]", "skillgit", "mcp", "--repo", "a b"]),
+    (("pipx",), ["pipx", "run", "--spec", "skillgit[mcp]", "skillgit", "mcp", "--repo", "a b"]),
+])
+def test_the_mcp_launcher_execs_the_first_of_skillgit_uvx_pipx(tmp_path, present, expected):
+    fakes = tmp_path / "fakes"
+    for name in present:
+        _fake(fakes, name, code=7)
+    proc, launched = _launch("skillgit-mcp", [fakes], tmp_path, "--repo", "a b")
+    assert proc.returncode == 7, proc.stderr  # the fake's own exit status: the launcher exec'd it
+    assert launched == [True, *expected]  # same pid as the launcher: exec, no wrapper process left
+
+
+def test_the_command_launcher_passes_any_skillgit_command(tmp_path):
+    fakes = tmp_path / "fakes"
+    _fake(fakes, "uvx")
+    proc, launched = _launch("skillgit-run", [fakes], tmp_path, "log", "-n", "15")
+    assert proc.returncode == 0 and launched == [True, "uvx", "--from", "skillgit[mcp]", "skillgit", "log", "-n", "15"]
 
 
 # ------------------------------------------------------------------------------------------------ the hook
@@ -271,3 +339,19 @@ def test_a_marketplace_install_is_self_contained(claude, make_repo, tmp_path, ma
     assert {"skillgit:status", "skillgit:train"} <= set(init["slash_commands"])
     entries, _ = read_inbox(repo)
     assert [e.session_id for e in entries] == [init["session_id"]]
+
+
+@pytest.mark.agent_cli
+def test_a_slash_command_names_the_plugins_own_launcher(claude, make_repo, tmp_path):
+    home = tmp_path / "agent-home"
+    home.mkdir()
+    with AgentServer([text("Nothing trained yet.")]) as server:
+        argv = ac.claude_print_argv(claude, "/skillgit:status", allowed_tools=["Read"],
+                                    extra=["--plugin-dir", str(PLUGIN)])
+        proc = ac.run_cli(argv, cwd=make_repo(), env=_env(home, server.base_url))
+        requests = server.agent_requests()
+    assert proc.returncode == 0, proc.stderr
+    prompt = requests[0].messages_text()
+    # Claude Code put the plugin's folder in place of ${CLAUDE_PLUGIN_ROOT}: the launcher is found after any install
+    assert f'sh "{PLUGIN}/bin/skillgit-run"' in prompt and "${CLAUDE_PLUGIN_ROOT}" not in prompt
+    assert "Show where skill training stands in this repository" in prompt

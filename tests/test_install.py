@@ -47,15 +47,20 @@ def _write(root: Path, files: dict[str, str]) -> None:
         path.write_bytes(text.encode("utf-8"))
 
 
-def snapshot(root: Path) -> dict[str, tuple[str, bytes | None, bool]]:
-    """Every folder and file under `root` (.git included): kind, bytes, executable bit."""
-    out: dict[str, tuple[str, bytes | None, bool]] = {}
+def snapshot(root: Path) -> dict[str, tuple[str, bytes | str | None, bool]]:
+    """Every folder, file and symlink under `root` (.git included): kind, bytes (a link: its target), executable
+    bit. Symlinks are not followed."""
+    out: dict[str, tuple[str, bytes | str | None, bool]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames:
-            out[os.path.relpath(os.path.join(dirpath, name), root)] = ("dir", None, False)
-        for name in filenames:
+        for name in [*dirnames, *filenames]:
             path = Path(dirpath) / name
-            out[os.path.relpath(path, root)] = ("file", path.read_bytes(), os.access(path, os.X_OK))
+            rel = os.path.relpath(path, root)
+            if path.is_symlink():
+                out[rel] = ("link", os.readlink(path), False)
+            elif path.is_dir():
+                out[rel] = ("dir", None, False)
+            else:
+                out[rel] = ("file", path.read_bytes(), os.access(path, os.X_OK))
     return out
 
 
@@ -160,6 +165,106 @@ def test_a_foreign_file_in_the_way_stops_the_install_before_anything_is_written(
     with pytest.raises(SkillgitError) as err:
         install("codex", "user", repo=repo, home=home)
     assert "already defines [mcp_servers.skillgit]" in err.value.message
+
+
+def test_a_dangling_or_out_of_tree_symlink_in_the_way_stops_the_install(scratch, tmp_path):
+    repo, home = scratch
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "AGENTS.md").write_text("someone else's file\n")
+    commands = repo / ".claude" / "commands"
+    commands.mkdir()
+    (commands / "skillgit-train.md").symlink_to(outside / "nowhere.md")  # dangling
+    (repo / "AGENTS.md").unlink()
+    (repo / "AGENTS.md").symlink_to(outside / "AGENTS.md")  # a file outside the repository
+    before = snapshot(repo), snapshot(home), snapshot(outside)
+    with pytest.raises(SkillgitError) as err:
+        install("claude", "project", repo=repo, home=home)
+    message = err.value.message
+    assert "nothing installed" in message and "skillgit-train.md: it is a dangling symlink" in message
+    with pytest.raises(SkillgitError) as err:
+        install("codex", "project", repo=repo, home=home)
+    assert f"AGENTS.md: it is a symlink to {outside / 'AGENTS.md'}, outside {repo}" in err.value.message
+    assert "make AGENTS.md a plain file" in err.value.hint
+    assert (snapshot(repo), snapshot(home), snapshot(outside)) == before  # nothing written, through links or not
+    assert not (outside / "nowhere.md").exists()
+
+
+def test_an_in_tree_symlink_is_written_through_and_uninstall_never_deletes_a_symlink(scratch):
+    repo, home = scratch
+    (repo / "docs").mkdir()
+    (repo / "AGENTS.md").rename(repo / "docs" / "AGENTS.md")
+    (repo / "AGENTS.md").symlink_to(Path("docs") / "AGENTS.md")  # a common layout: one instructions file, linked
+    before = snapshot(repo)
+    install("codex", "project", repo=repo, home=home)
+    assert (repo / "AGENTS.md").is_symlink() and assets.SNIPPET_BODY in (repo / "docs" / "AGENTS.md").read_text()
+    # someone swaps skillgit's own skill file for a symlink to an identical copy of it
+    skill = repo / ".agents" / "skills" / "skillgit" / "SKILL.md"
+    copy = repo / "docs" / "skillgit-skill.md"
+    copy.write_text(skill.read_text())
+    skill.unlink()
+    skill.symlink_to(copy)
+    report = uninstall("codex", "project", repo=repo, home=home)
+    assert skill.is_symlink() and any("SKILL.md is now a symlink" in w for w in report.warnings)
+    skill.unlink()
+    copy.unlink()
+    (repo / ".agents" / "skills" / "skillgit").rmdir()
+    (repo / ".agents" / "skills").rmdir()
+    (repo / ".agents").rmdir()
+    assert snapshot(repo) == before  # the link is still a link, and the linked file has its exact bytes back
+
+
+@pytest.mark.parametrize(("rel", "agent", "problem"), [
+    (".claude/commands/skillgit-status.md", "claude", "it is a folder, where skillgit's file goes"),
+    (".mcp.json", "claude", "it is a folder, where skillgit's file goes"),
+    (".codex/config.toml", "codex", "it is a folder, where skillgit's file goes"),
+    (".github/skills", "copilot", "is a file, where a folder goes"),
+])
+def test_a_folder_where_a_file_goes_or_a_file_where_a_folder_goes_is_a_clear_error(scratch, rel, agent, problem):
+    repo, home = scratch
+    path = repo / rel
+    if rel.endswith("skills"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("not a folder\n")
+    else:
+        if path.is_file():
+            path.unlink()
+        path.mkdir(parents=True)
+    before = snapshot(repo)
+    with pytest.raises(SkillgitError) as err:
+        install(agent, "project", repo=repo, home=home)
+    assert "nothing installed" in err.value.message and problem in err.value.message
+    assert snapshot(repo) == before
+
+
+def test_a_folder_found_where_skillgits_file_was_is_left_alone_on_uninstall(scratch):
+    repo, home = scratch
+    install("claude", "project", repo=repo, home=home)
+    status = repo / ".claude" / "commands" / "skillgit-status.md"
+    status.unlink()
+    status.mkdir()
+    report = uninstall("claude", "project", repo=repo, home=home)
+    assert status.is_dir() and any("skillgit-status.md" in w and "is a folder" in w for w in report.warnings)
+    assert not (repo / ".claude" / "commands" / "skillgit-train.md").exists()
+
+
+def test_an_empty_git_folder_above_is_not_a_repository(tmp_path, monkeypatch):
+    from skillgit.errors import GitStateError
+    from skillgit.project import find_root
+
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # whatever holds tmp_path stays out
+    (tmp_path / ".git").mkdir()  # what a stray `mkdir /tmp/.git` leaves
+    inner = tmp_path / "work" / "sub"
+    inner.mkdir(parents=True)
+    with pytest.raises(GitStateError) as err:
+        find_root(inner)
+    assert f"not a git repository: {inner}" in err.value.message
+    with pytest.raises(SkillgitError):
+        install("codex", "project", repo=inner, home=tmp_path / "home")
+    assert list((tmp_path / "work").rglob("*")) == [inner]  # nothing written under the fake repository
+    # a real repository below it is found as before, from any folder inside it
+    subprocess.run(["git", "init", "-q", str(tmp_path / "work")], check=True)
+    assert find_root(inner) == (tmp_path / "work").resolve()
 
 
 def test_the_projects_trained_skill_is_never_touched(make_repo, tmp_path):
@@ -284,3 +389,26 @@ def test_claude_connects_to_the_installed_mcp_server(scratch):
                          timeout=120, stdin=subprocess.DEVNULL)
     assert "Connected" in got.stdout, got.stdout + got.stderr
     assert "User config" in got.stdout
+
+
+def test_the_codex_block_gives_a_long_train_call_an_hour():
+    block = assets.toml_block("skillgit", ["mcp"])
+    assert "startup_timeout_sec = 30\n" in block and "tool_timeout_sec = 3600\n" in block
+    import inspect
+
+    from skillgit.integrations import tools
+    assert inspect.signature(tools.train).parameters["timeout_s"].default <= assets.TOOL_TIMEOUT_SEC
+
+
+@pytest.mark.agent_cli
+def test_real_codex_reads_the_installed_timeouts(scratch, tmp_path):
+    repo, _ = scratch
+    codex = _cli("codex")
+    home = tmp_path / "agent-home"
+    home.mkdir()
+    install("codex", "user", repo=repo, home=home)
+    got = ac.run_cli([str(codex), "mcp", "get", "skillgit", "--json"], cwd=repo, env=ac.codex_env(home))
+    assert got.returncode == 0, got.stdout + got.stderr
+    server = json.loads(got.stdout)
+    # codex's own reading of the keys (a misspelt key reads as null): the train tool may run for an hour
+    assert server["startup_timeout_sec"] == 30 and server["tool_timeout_sec"] == assets.TOOL_TIMEOUT_SEC

@@ -28,6 +28,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 READ_TOOLS = ("log", "show", "diff", "rejected", "status", "report", "review_summary")
 ALL_TOOLS = {*READ_TOOLS, "train_dry_run", "train", "sleep_dry_run", "sleep_run"}
 FAKE_KEY = "sk-ant-api03-" + "Q" * 40  # a credential shape: must come back masked
+FIXED_TIME = 1_800_000_000  # file times set by hand: the report order is the files' age, not the test's timing
 
 
 def _git_env(home: Path) -> dict[str, str]:
@@ -142,7 +143,7 @@ def test_every_read_tool_answers_and_guarded_or_bad_calls_are_clear_errors(train
         assert rejected_text == "no rejected steps"
     status = json.loads(_text(out["status"]))
     assert status["run"] == "demo-seed0" and status["status"] == "finished" and status["steps_done"] == 2
-    assert "no HTML report found" in _text(out["report"])
+    assert "no report found" in _text(out["report"]) and "skillgit-report-*.html" in _text(out["report"])
     assert "## skillgit: learned changes to `SKILL.md`" in _text(out["review_summary"])
 
     # guarded and bad calls: MCP tool errors with skillgit's message and hint, never a traceback
@@ -201,6 +202,52 @@ def test_train_with_a_budget_trains_onto_a_review_branch_and_never_moves_the_ski
     body_text = _text(summary)
     assert not _is_error(summary) and "git merge --ff-only skillgit/review/t1" in body_text
     assert "Adopting it is a person's decision" in body_text
+
+
+def test_report_finds_the_html_skillgit_report_wrote_and_sleep_night_reports_newest_first(trained, tmp_path):
+    source, env = trained
+    repo = tmp_path / "copy"
+    shutil.copytree(source, repo, symlinks=True)
+    made = subprocess.run([sys.executable, "-m", "skillgit", "report", "--renderer", "builtin"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    html = Path(made.stdout.strip())
+    assert html == repo / "skillgit-report-demo-seed0.html" and html.is_file()
+    nights = repo / ".skillgit" / "sleep"  # `sleep.report_dir`'s default (docs/SLEEP.md)
+    nights.mkdir(parents=True)
+    (nights / "2026-01-30.md").write_text("# night of 2026-01-30\n")
+    (nights / "2026-01-31.md").write_text("# night of 2026-01-31\n\nreplayed 4 tasks\n")
+    (nights / "tasks.jsonl").write_text("{}\n")  # the mined tasks live there too: not a report
+    for age, path in ((300, nights / "2026-01-30.md"), (200, html), (100, nights / "2026-01-31.md")):
+        os.utime(path, (FIXED_TIME - age, FIXED_TIME - age))
+
+    async def body(s: ClientSession) -> Any:
+        return await s.call_tool("report", {})
+
+    result = run_session(repo, env, body)
+    text = _text(result)
+    assert not _is_error(result), text
+    listed = [line.split()[1] for line in text.splitlines() if line.startswith("- ")]
+    assert listed == [str((nights / "2026-01-31.md").resolve()), str(html.resolve()),
+                      str((nights / "2026-01-30.md").resolve())]
+    assert "training report (HTML" in text and "sleep night report (Markdown)" in text
+    assert "the newest sleep night report, 2026-01-31.md:" in text and "replayed 4 tasks" in text
+    assert "tasks.jsonl" not in text
+
+
+def test_the_server_names_skillgits_version_in_the_handshake(make_repo):
+    from skillgit import __version__
+
+    async def handshake() -> Any:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "skillgit", "mcp"], env=dict(os.environ),
+                                       cwd=str(make_repo()))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                return await session.initialize()
+
+    init = asyncio.run(asyncio.wait_for(handshake(), timeout=120))
+    info = _field(init, "server_info", "serverInfo")
+    assert info.name == "skillgit" and info.version == __version__ and __version__
 
 
 def test_returned_text_is_redacted_and_control_characters_are_escaped(make_repo, tmp_path):

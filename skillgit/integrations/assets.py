@@ -6,9 +6,11 @@ Contract
   needs no clone of the repository), and the checked-in copies — `plugins/claude-code/**` and
   `integrations/codex/**` — are generated from here: `python -m skillgit.integrations.assets` rewrites them and
   tests/test_claude_plugin.py fails when they drift.
-- Nothing here names a path into a clone of this repository. Commands and the skill call the installed `skillgit`
-  console script (else `uvx skillgit` / `pipx run skillgit`, else they say what to install); the hook needs only
-  bash, git and date.
+- Nothing here names a path into a clone of this repository. The plugin starts its MCP server and runs its slash
+  commands through its own POSIX sh launchers (`bin/skillgit-mcp`, `bin/skillgit-run`): the installed `skillgit`
+  console script, else `uvx --from 'skillgit[mcp]'`, else `pipx run --spec 'skillgit[mcp]'`, else the exact install
+  command on stderr and exit 1. Installed (non-plugin) commands and the skill say the same in prose; the hook
+  needs only bash, git and date.
 - Adoption is a person's act: every text tells the agent never to merge, revert, push or move the skill branch.
 """
 
@@ -88,9 +90,18 @@ def skill_md() -> str:
 
 
 # ------------------------------------------------------------------------------------------------ slash commands
+SPEC = "skillgit[mcp]"  # what uvx / pipx run when no `skillgit` is installed
 _ALLOWED = "Bash(skillgit:*), Bash(uvx skillgit:*), Bash(pipx run skillgit:*)"
 _LAUNCH = ("Run skillgit as `skillgit …`; if that is not found use `uvx skillgit …`, else `pipx run skillgit …`. "
            f"If none exists, stop and tell the user to install it: {INSTALL_HINT}.")
+# in the plugin, `${CLAUDE_PLUGIN_ROOT}` is replaced by Claude Code with the plugin's own folder (in the command's
+# text and its allowed-tools), so the launcher is found wherever a marketplace install put the plugin
+PLUGIN_RUN = 'sh "${CLAUDE_PLUGIN_ROOT}/bin/skillgit-run"'
+_PLUGIN_ALLOWED = (_ALLOWED + ", Bash(sh ${CLAUDE_PLUGIN_ROOT}/bin/skillgit-run:*), "
+                   'Bash(sh "${CLAUDE_PLUGIN_ROOT}/bin/skillgit-run":*)')
+_PLUGIN_LAUNCH = (f"Run skillgit as `skillgit …`; if that is not found, run it through this plugin's launcher "
+                  f"`{PLUGIN_RUN} …` (it tries `uvx`, then `pipx`, and otherwise prints what to install: tell the "
+                  "user exactly that and stop).")
 
 
 @dataclass(frozen=True)
@@ -104,12 +115,17 @@ class Command:
     argument_hint: str = ""
     allowed_tools: str = _ALLOWED
 
-    def text(self) -> str:
+    def text(self, plugin: bool = False) -> str:
+        """The command file; `plugin=True` names the plugin's launcher for when `skillgit` is not installed."""
         head = [f"description: {self.description}"]
         if self.argument_hint:
             head.append(f"argument-hint: {self.argument_hint}")
-        head.append(f"allowed-tools: {self.allowed_tools}")
-        return "---\n" + "\n".join(head) + "\n---\n\n" + self.body
+        allowed, body = self.allowed_tools, self.body
+        if plugin:
+            allowed = allowed.replace(_ALLOWED, _PLUGIN_ALLOWED)
+            body = body.replace(_LAUNCH, _PLUGIN_LAUNCH)
+        head.append(f"allowed-tools: {allowed}")
+        return "---\n" + "\n".join(head) + "\n---\n\n" + body
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -211,6 +227,36 @@ SESSION_END_HOOK = r"""#!/usr/bin/env bash
 exit 0
 """
 
+# ------------------------------------------------------------------------------------------------ launchers
+def launcher(command: str) -> str:
+    """A POSIX sh launcher for the plugin running `skillgit <command> "$@"` (command "": any skillgit command).
+
+    Contract: it `exec`s the first of these found on PATH — so no wrapper process is left, and stdin/stdout (the
+    MCP protocol) pass through untouched — the installed `skillgit`, `uvx --from 'skillgit[mcp]' skillgit`,
+    `pipx run --spec 'skillgit[mcp]' skillgit`. With none of them it prints the install command to stderr and
+    exits 1. It prints nothing else and never installs anything itself."""
+    sub = f" {command}" if command else ""
+    what = f"`skillgit{sub}`" if command else "skillgit"
+    return f"""#!/bin/sh
+# skillgit's Claude Code plugin: run {what} with whatever this machine has.
+# Tries, in order: the installed `skillgit` console script; `uvx --from '{SPEC}' skillgit`;
+# `pipx run --spec '{SPEC}' skillgit`. Each is exec'd (stdin/stdout pass straight through). With none of them
+# it says what to install on stderr and exits 1.
+if command -v skillgit >/dev/null 2>&1; then
+  exec skillgit{sub} "$@"
+fi
+if command -v uvx >/dev/null 2>&1; then
+  exec uvx --from '{SPEC}' skillgit{sub} "$@"
+fi
+if command -v pipx >/dev/null 2>&1; then
+  exec pipx run --spec '{SPEC}' skillgit{sub} "$@"
+fi
+echo "skillgit: no 'skillgit', 'uvx' or 'pipx' found on PATH." >&2
+echo "Install skillgit with: pipx install '{SPEC}'   (or: uv tool install '{SPEC}', or: pip install '{SPEC}')" >&2
+exit 1
+"""
+
+
 # ------------------------------------------------------------------------------------------------ snippets
 SNIPPET_BODY = """\
 ## skillgit
@@ -226,11 +272,17 @@ def markdown_block() -> str:
     return f"{BLOCK_BEGIN}\n{SNIPPET_BODY}{BLOCK_END}\n"
 
 
+TOOL_TIMEOUT_SEC = 3600  # = the MCP `train` tool's default timeout_s
+
+
 def toml_block(command: str, args: list[str]) -> str:
     """A Codex `config.toml` MCP server table between marker comments. JSON strings are valid TOML basic strings."""
-    # a slow first start (a cold Python import on a busy machine) must not drop the server: 30 s, not codex's 10 s
+    # a slow first start (a cold Python import on a busy machine) must not drop the server: 30 s, not codex's 10 s;
+    # a budgeted `train` call may run for up to its own timeout_s (default 3600 s), far past codex's 60 s per tool
+    # call (`tool_timeout_sec`, read by codex: `codex mcp get skillgit --json` shows it)
     return (f"{TOML_BEGIN}\n[mcp_servers.{NAME}]\ncommand = {json.dumps(command)}\n"
-            f"args = {json.dumps(args)}\nstartup_timeout_sec = 30\n{TOML_END}\n")
+            f"args = {json.dumps(args)}\nstartup_timeout_sec = 30\ntool_timeout_sec = {TOOL_TIMEOUT_SEC}\n"
+            f"{TOML_END}\n")
 
 
 # ------------------------------------------------------------------------------------------------ the plugin
@@ -239,6 +291,9 @@ def _json(data: object) -> str:
 
 
 PLUGIN_HOOK_COMMAND = 'bash "${CLAUDE_PLUGIN_ROOT}/hooks/session-end.sh"'
+# run through `sh` (not executed directly): works even where a copy lost the executable bit; Claude Code substitutes
+# ${CLAUDE_PLUGIN_ROOT} in an MCP server's args and starts it without a shell
+PLUGIN_MCP = "${CLAUDE_PLUGIN_ROOT}/bin/skillgit-mcp"
 
 
 def hook_group(command: str) -> dict[str, object]:
@@ -261,15 +316,17 @@ def claude_plugin_files() -> dict[str, str]:
         }),
         "hooks/hooks.json": _json({"hooks": {"SessionEnd": [hook_group(PLUGIN_HOOK_COMMAND)]}}),
         "hooks/session-end.sh": SESSION_END_HOOK,
-        ".mcp.json": _json({"mcpServers": {NAME: {"command": "skillgit", "args": ["mcp"]}}}),
+        ".mcp.json": _json({"mcpServers": {NAME: {"command": "sh", "args": [PLUGIN_MCP]}}}),
+        "bin/skillgit-mcp": launcher("mcp"),
+        "bin/skillgit-run": launcher(""),
         f"skills/{NAME}/SKILL.md": skill_md(),
         "README.md": PLUGIN_README,
     }
-    files.update({f"commands/{c.name}.md": c.text() for c in COMMANDS})
+    files.update({f"commands/{c.name}.md": c.text(plugin=True) for c in COMMANDS})
     return files
 
 
-EXECUTABLE = frozenset({"hooks/session-end.sh"})
+EXECUTABLE = frozenset({"hooks/session-end.sh", "bin/skillgit-mcp", "bin/skillgit-run"})
 
 PLUGIN_README = f"""\
 # skillgit for Claude Code
@@ -279,7 +336,8 @@ Slash commands `/skillgit:status`, `/skillgit:train <budget>`, `/skillgit:sleep 
 records each finished session's transcript path in `<git-common-dir>/skillgit/sleep/inbox.jsonl` for the next
 `skillgit sleep` (nothing is sent anywhere).
 
-Needs the `skillgit` command: {INSTALL_HINT}.
+Runs the installed `skillgit` command; without it, `uvx` or `pipx` (through `bin/skillgit-mcp` and
+`bin/skillgit-run`). With none of them, install skillgit: {INSTALL_HINT}.
 
 Install: `claude plugin marketplace add <this folder, or the skillgit repository>` then
 `claude plugin install skillgit@skillgit`. Or without the plugin system: `skillgit install claude --project`.
@@ -317,11 +375,29 @@ def write_tree(files: dict[str, str], root: Path, executable: frozenset[str] = f
     return written
 
 
-if __name__ == "__main__":  # regenerate the checked-in copies: python -m skillgit.integrations.assets [REPO_ROOT]
-    import sys
+def main(argv: list[str] | None = None) -> int:
+    """`python -m skillgit.integrations.assets [ROOT]`: regenerate the checked-in copies (plugin, Codex templates,
+    the repository's marketplace manifest); refuses a ROOT that is not a skillgit checkout."""
+    import argparse
 
-    top = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]
-    for p in write_tree(claude_plugin_files(), top / "plugins" / "claude-code", EXECUTABLE):
+    parser = argparse.ArgumentParser(
+        prog="python -m skillgit.integrations.assets",
+        description="Write the Claude Code plugin (plugins/claude-code) and the Codex templates (integrations/codex) "
+                    "from skillgit.integrations.assets, under a skillgit repository checkout.")
+    parser.add_argument("root", nargs="?", type=Path, default=Path(__file__).resolve().parents[2],
+                        help="the skillgit repository root (default: the checkout this module is in)")
+    args = parser.parse_args(argv)
+    root: Path = args.root
+    if not (root / "pyproject.toml").is_file() or not (root / "skillgit").is_dir():
+        parser.error(f"{root} is not a skillgit repository checkout (no pyproject.toml and skillgit/ there)")
+    for p in write_tree(claude_plugin_files(), root / "plugins" / "claude-code", EXECUTABLE):
         print(p)
-    for p in write_tree(codex_files(), top / "integrations" / "codex"):
+    for p in write_tree(codex_files(), root / "integrations" / "codex"):
         print(p)
+    for p in write_tree({".claude-plugin/marketplace.json": repository_marketplace()}, root):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,6 +20,10 @@ Contract
 - The project's trained skill file (skill.path in skillgit.yaml) is never touched.
 - Writes are atomic (a temporary file renamed over the target, through symlinks), keep the file's mode and
   line endings (a CRLF file gets CRLF lines).
+- Symlinks: install writes through a symlink only when it points to an existing file inside the scope's folder
+  (or beside the link); a dangling symlink, one pointing out of the tree, a folder where a file goes or a file
+  where a folder goes stop the install (nothing written). Uninstall never deletes a symlink: it restores the
+  content behind it, or leaves it with a warning.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from skillgit.integrations.manifest import (
     abs_path,
     make_dirs,
     newline,
+    path_problem,
     read_text,
     rel_path,
     remove_dirs,
@@ -209,9 +214,16 @@ def _plan_block(step: _Step, art: BlockArtifact, current: str | None) -> None:
     step.text = current + sep + block
 
 
-def _plan_one(art: Artifact, rec: Record | None, rel: str) -> _Step:
+def _plan_one(art: Artifact, rec: Record | None, rel: str, base: Path) -> _Step:
+    problem = path_problem(base, art.path)
+    if problem is not None:
+        return _Step(art, rel, "conflict", f"it is {problem}" if problem.startswith("a ") else problem,
+                     hint=f"make {rel} a plain file (or remove it) and run the install again")
     step = _Step(art, rel, "unchanged")
-    current = read_text(art.path)
+    try:
+        current = read_text(art.path)
+    except SkillgitError as exc:  # not UTF-8
+        return _Step(art, rel, "conflict", exc.message, hint=exc.hint)
     if rec is not None and current is not None:
         if sha(current) == rec.sha_after:
             if current == art.text if isinstance(art, FileArtifact) else _same_entry(rec, art):
@@ -305,7 +317,7 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
             steps.append(_Step(art, rel, "conflict", f"already installed by `skillgit install {rec.agent}`",
                                hint=f"run `skillgit uninstall {rec.agent}` first"))
             continue
-        steps.append(_plan_one(art, rec, rel))
+        steps.append(_plan_one(art, rec, rel, t.base))
     conflicts = [s for s in steps if s.what == "conflict"]
     if conflicts:
         lines = "; ".join(f"{s.rel}: {s.detail}" for s in conflicts)
@@ -335,7 +347,13 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
 # ------------------------------------------------------------------------------------------------ uninstall
 def _remove_one(base: Path, rec: Record) -> tuple[Action, str | None]:
     path = abs_path(base, rec.path)
-    current = read_text(path)
+    try:
+        current = read_text(path)
+    except SkillgitError as exc:  # a folder, or not text any more: someone else's now
+        return Action("keep", rec.path, "not skillgit's file any more"), f"{rec.path}: {exc.message}; left in place"
+    if current is not None and path.is_symlink() and (rec.kind == "file" or rec.sha_before is None):
+        warning = f"{rec.path} is now a symlink (not what skillgit created); left in place"
+        return Action("keep", rec.path, "a symlink"), warning
     if current is None:
         remove_dirs(base, rec.created_dirs)
         return Action("gone", rec.path, "already removed"), None

@@ -6,7 +6,10 @@ Contract
   hashes before and after — never a user's previous content (it may hold credentials). Saving a manifest with no
   records deletes it and the folders created to hold it.
 - `write_text` is atomic (a temporary file renamed over the target, through a symlink to its target) and keeps
-  the file's mode; `read_text` returns None for a missing file and refuses anything that is not UTF-8.
+  the file's mode; it refuses a dangling symlink (it never creates a file wherever one points). `read_text`
+  returns None for a missing file and refuses a folder or anything that is not UTF-8.
+- `path_problem` says why skillgit must not write a path at all (a dangling symlink, a symlink out of its tree, a
+  folder where a file goes, a file where a folder goes); install refuses such a path before writing anything.
 - `remove_dirs` removes only empty folders: anything someone else put there stays.
 - `Action` / `Report` are what install and uninstall say they did (`to_dict` for `--json`).
 """
@@ -134,6 +137,9 @@ class Report:
 def read_text(path: Path) -> str | None:
     if not path.exists():
         return None
+    if path.is_dir():
+        raise SkillgitError(f"{path} is a folder, where skillgit expects a file",
+                            "move the folder away (skillgit never writes into it)")
     try:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
@@ -141,12 +147,38 @@ def read_text(path: Path) -> str | None:
 
 
 def write_text(path: Path, text: str, executable: bool = False) -> None:
+    if path.is_symlink() and not path.exists():
+        raise SkillgitError(f"{path} is a dangling symlink (to {os.readlink(path)})",
+                            "skillgit does not create files where a symlink points; remove or fix the link")
     target = path.resolve() if path.is_symlink() else path
     tmp = target.with_name(f".{target.name}.skillgit-tmp")
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else (0o755 if executable else 0o644)
     tmp.write_bytes(text.encode("utf-8"))
     os.chmod(tmp, mode)
     os.replace(tmp, target)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def path_problem(base: Path, path: Path) -> str | None:
+    """Why skillgit must not write `path` (None when it may). `base` is the scope's folder (the repository or the
+    home folder); a symlink may point anywhere inside it, or beside itself in its own (resolved) folder."""
+    if path.is_symlink():
+        target = Path(os.path.realpath(path))
+        if not path.exists():
+            return f"a dangling symlink (to {os.readlink(path)}): skillgit would create a file wherever it points"
+        if not (_inside(target, base.resolve()) or _inside(target, path.parent.resolve())):
+            return f"a symlink to {target}, outside {base}: skillgit does not write through it"
+    if path.is_dir():
+        return "a folder, where skillgit's file goes"
+    for folder in path.parents:
+        if folder.is_symlink() and not folder.exists():
+            return f"{folder} is a dangling symlink (to {os.readlink(folder)}), where a folder goes"
+        if folder.exists():
+            return None if folder.is_dir() else f"{folder} is a file, where a folder goes"
+    return None
 
 
 def rel_path(base: Path, path: Path) -> str:

@@ -2,6 +2,7 @@
 `MCPServer`; the optional extra `skillgit[mcp]`).
 
 Contract
+- The server names itself `skillgit` at `skillgit.__version__` in the MCP handshake.
 - Tools, read only: `log`, `show`, `diff`, `rejected`, `status`, `report`, `review_summary`. Guarded actions:
   `train_dry_run` (plan and estimate, no model call), `train` (refused without `max_calls` or `max_cost_usd`;
   trains onto a `skillgit/review/…` branch, never the skill branch), `sleep_dry_run`, `sleep_run` (`skillgit sleep`
@@ -17,11 +18,13 @@ Contract
 
 # No `from __future__ import annotations` here: the SDK reads the tools' parameter annotations at registration, and
 # they name aliases local to build_server (pydantic is only importable when the SDK is installed).
+import inspect
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
+from skillgit import __version__
 from skillgit.errors import SkillgitError
 from skillgit.integrations import tools
 from skillgit.integrations.commands import Budget
@@ -76,7 +79,12 @@ def build_server(repo: Path | None = None, config: Path | None = None) -> Any:
 
     Server, ToolError, ResourceError, ToolAnnotations = load_sdk()
     ws = tools.Workspace(repo, config)
-    server = Server("skillgit", instructions=INSTRUCTIONS, log_level="WARNING")
+    # 2.x takes `version`; 1.x's FastMCP does not, and would report the SDK's own version: set it underneath
+    named = {"version": __version__} if "version" in inspect.signature(Server).parameters else {}
+    server = Server("skillgit", instructions=INSTRUCTIONS, log_level="WARNING", **named)
+    low = getattr(server, "_mcp_server", None)
+    if not named and low is not None and hasattr(low, "version"):
+        low.version = __version__
     read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
     spends = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True)
 
@@ -119,7 +127,9 @@ def build_server(repo: Path | None = None, config: Path | None = None) -> Any:
 
     @server.tool(annotations=read_only)
     async def report() -> str:
-        """Where the newest HTML training report is, or how to make one."""
+        """The reports found, newest first: HTML training reports (`skillgit report` → skillgit-report-<run>.html)
+        and sleep night reports (<sleep.report_dir>/<date>.md, default .skillgit/sleep), with the newest night
+        report's text; or how to make one."""
         return await call(tools.report, ws)
 
     @server.tool(annotations=read_only)

@@ -207,22 +207,70 @@ def skill(ws: Workspace) -> str:
 
 
 REPORT_DIRS = (".skillgit/reports", "reports")  # under the repository root; and <git-common-dir>/skillgit/reports
+HTML_REPORT = "skillgit-report-*.html"  # what `skillgit report` writes into the folder it runs in
+NIGHT_REPORT = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")  # `skillgit sleep run`: <sleep.report_dir>/<date>.md
+MAX_REPORTS = 10
+MAX_NIGHT = 20_000
 
 
-def report(ws: Workspace) -> str:
+@dataclass(frozen=True)
+class FoundReport:
+    kind: str  # "html" (a training run, `skillgit report`) | "night" (a sleep night, Markdown)
+    path: Path
+    mtime: float
+
+
+def _night_dir(ws: Workspace, root: Path) -> Path:
+    """Where `skillgit sleep run` writes `<date>.md` (sleep.report_dir; its default when the config is unreadable)."""
+    from skillgit.sleep import settings as sleep_settings
+
+    try:
+        sp = sleep_settings.open_sleep_project(ws.repo, ws.config)
+        return sp.path(sp.settings.report_dir)
+    except SkillgitError:
+        return root / sleep_settings.DEFAULT_REPORT_DIR
+
+
+def find_reports(ws: Workspace) -> tuple[list[FoundReport], list[Path]]:
+    """Every HTML training report and sleep night report found, newest first, and the folders looked in."""
     from skillgit.integrations.locations import git_common_dir
 
     root = ws.project().root
-    folders = [root / d for d in REPORT_DIRS] + [git_common_dir(root) / "skillgit" / "reports"]
-    found = sorted((p for f in folders if f.is_dir() for p in f.glob("*.html")), key=lambda p: p.stat().st_mtime)
-    if found:
-        newest = found[-1]
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest.stat().st_mtime))
-        return f"newest HTML report: {newest} (written {stamp}); open it in a browser"
-    how = ("make one with `skillgit report`" if C.cli_has("report") else
-           "this version of skillgit has no `skillgit report` command yet; the resource "
-           "skillgit://runs/{run}/report gives a Markdown account of a run, and `status` the numbers")
-    return f"no HTML report found (looked in {', '.join(str(f) for f in folders)}); {how}"
+    html_dirs = [Path.cwd(), root, *(root / d for d in REPORT_DIRS), git_common_dir(root) / "skillgit" / "reports"]
+    night_dir = _night_dir(ws, root)
+    folders = list(dict.fromkeys(f.resolve() for f in [*html_dirs, night_dir]))
+    seen: dict[Path, FoundReport] = {}
+    for folder in dict.fromkeys(f.resolve() for f in html_dirs):
+        if folder.is_dir():
+            pattern = HTML_REPORT if folder in (Path.cwd().resolve(), root.resolve()) else "*.html"
+            for path in folder.glob(pattern):
+                if path.is_file():
+                    seen[path.resolve()] = FoundReport("html", path.resolve(), path.stat().st_mtime)
+    if night_dir.is_dir():
+        for path in night_dir.iterdir():
+            if NIGHT_REPORT.match(path.name) and path.is_file():
+                seen[path.resolve()] = FoundReport("night", path.resolve(), path.stat().st_mtime)
+    found = sorted(seen.values(), key=lambda r: (r.mtime, r.path.name), reverse=True)
+    return found, folders
+
+
+def report(ws: Workspace) -> str:
+    found, folders = find_reports(ws)
+    if not found:
+        how = ("make one with `skillgit report` (HTML, for a training run)" if C.cli_has("report") else
+               "this version of skillgit has no `skillgit report` command yet; the resource "
+               "skillgit://runs/{run}/report gives a Markdown account of a run, and `status` the numbers")
+        return (f"no report found (looked for {HTML_REPORT}, HTML reports and sleep night reports YYYY-MM-DD.md in "
+                f"{', '.join(str(f) for f in folders)}); {how}")
+    stamp = lambda r: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.mtime))  # noqa: E731
+    kinds = {"html": "training report (HTML; open it in a browser)", "night": "sleep night report (Markdown)"}
+    out = [f"reports, newest first ({min(len(found), MAX_REPORTS)} of {len(found)}):"]
+    out += [f"- {r.path}  {kinds[r.kind]}, written {stamp(r)}" for r in found[:MAX_REPORTS]]
+    night = next((r for r in found if r.kind == "night"), None)
+    if night is not None:
+        text = night.path.read_text(encoding="utf-8", errors="replace")
+        out += ["", f"the newest sleep night report, {night.path.name}:", "", _cap(text, MAX_NIGHT, "report")]
+    return "\n".join(out)
 
 
 def review_summary(ws: Workspace, run: str | None = None, branch: str | None = None) -> str:
