@@ -471,3 +471,41 @@ def test_gc_prunes_the_call_journal_of_finished_runs_only(project):
     assert done.returncode == 0, done.stderr
     dropped, kept = gc()
     assert dropped >= 100 and kept == 0
+
+
+class TimedStudent:
+    """The simulated student, reporting agentic phase times (1 s setup, 2 s agent, 3 s verify) for every run."""
+
+    def __init__(self):
+        from skillgit.llm.base import ChatStudent
+        from skillgit.world import SimulatedStudentLLM
+
+        self.inner = ChatStudent(SimulatedStudentLLM(SimulatedCfg(seed=0)))
+        self.runs = 0
+        self.lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        return "timed"
+
+    def run(self, skill, item, sample=0):
+        import dataclasses
+
+        with self.lock:
+            self.runs += 1
+        reply = self.inner.run(skill, item, sample)
+        return dataclasses.replace(reply, timings={"setup": 1.0, "agent": 2.0, "verify": 3.0})
+
+
+def test_rollout_seconds_count_every_rollout_train_val_and_test(project):
+    """Time accounting covers the val and test rollouts too (most of a run's time), in `status` and the notes."""
+    student = TimedStudent()
+    trainer, session = _trainer(project, "train.max_steps=2", student=student)
+    result = trainer.train()
+    assert result.status == "finished"
+    progress = json.loads(session.store.load_run("r1")["progress.json"])
+    assert progress["rollout_seconds"] == {"agent": 2.0 * student.runs, "setup": 1.0 * student.runs,
+                                           "verify": 3.0 * student.runs}
+    step = next(e for e in session.store.history("r1") if e.verdict in ("accepted", "rejected"))
+    gate_note = next(r for r in session.store.read_notes(step.sha) if r["kind"] == "gate")
+    assert gate_note["val"]["seconds"]["verify"] > 0

@@ -71,6 +71,7 @@ class SplitScore:
     errors: dict[str, str] = field(default_factory=dict)
     trajectories: list[Trajectory] = field(default_factory=list)
     samples: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)  # agentic: setup / agent / verify, summed over runs
 
     def item_metric(self, item_id: str, metric: str, mixed_weight: float = 0.5) -> float:
         hard, soft = self.per_item[item_id]
@@ -94,6 +95,8 @@ class SplitScore:
             "split": self.split, "blob": self.blob,
             "per_item": {k: [round(h, 4), round(s, 4)] for k, (h, s) in sorted(self.per_item.items())},
             "errors": dict(sorted(self.errors.items()))}
+        if self.seconds:
+            record["seconds"] = dict(sorted(self.seconds.items()))
         if self.samples:
             record["samples"] = {k: [[round(h, 4), round(s, 4)] for h, s in rows]
                                  for k, rows in sorted(self.samples.items())}
@@ -129,6 +132,13 @@ class Evaluator:
         self._cache: dict[tuple[str, ...], SplitScore] = {}
         self._lock = threading.Lock()
         self.cache_hits = 0
+        self._unbooked: dict[str, float] = {}  # phase seconds not yet taken into the run's progress
+
+    def take_seconds(self) -> dict[str, float]:
+        """The setup / agent / verify seconds of every rollout made since the last call (retries included)."""
+        with self._lock:
+            out, self._unbooked = self._unbooked, {}
+        return out
 
     def score(self, skill: str, split: str, on_progress: Callable[[int, int], None] | None = None) -> SplitScore:
         """Mean over `repeats` samples per item; errors (unknown runs) are excluded, not counted as zero."""
@@ -155,6 +165,7 @@ class Evaluator:
         trajs = rollout_samples(student, skill, jobs, self.scorer, workers=self.workers, on_progress=on_progress,
                                 executor=self.executor)
         # Unknown runs are tried again before anything is decided on them (errors are never cached).
+        result.seconds = phase_seconds(trajs)
         for _ in range(self.retries):
             failed = [i for i, t in enumerate(trajs) if not t.ok]
             if not failed:
@@ -163,8 +174,11 @@ class Evaluator:
                 self.retried += len(failed)
             again = rollout_samples(student, skill, [jobs[i] for i in failed], self.scorer, workers=self.workers,
                                     executor=self.executor)
+            result.seconds = add_seconds(result.seconds, phase_seconds(again))
             for i, t in zip(failed, again):
                 trajs[i] = t
+        with self._lock:
+            self._unbooked = add_seconds(self._unbooked, result.seconds)
         for t in trajs:
             if t.ok and t.score is not None:
                 rows.setdefault(t.item_id, []).append((t.score.hard, t.score.soft))
@@ -180,6 +194,19 @@ class Evaluator:
         with self._lock:
             self._cache[key] = result
         return result
+
+
+def phase_seconds(trajs: list[Trajectory]) -> dict[str, float]:
+    """Summed setup / agent / verify seconds of rollouts (empty for students that do not report them)."""
+    out: dict[str, float] = {}
+    for t in trajs:
+        for phase, value in t.timings.items():
+            out[phase] = round(out.get(phase, 0.0) + float(value), 3)
+    return out
+
+
+def add_seconds(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
+    return {k: round(a.get(k, 0.0) + b.get(k, 0.0), 3) for k in sorted({*a, *b})}
 
 
 # ---------------------------------------------------------------------------------------------- verdicts

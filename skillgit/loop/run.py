@@ -289,6 +289,7 @@ class Trainer:
             except BaseException:
                 self._settle_save(quiet=True)  # as above: the lock must outlive every write
                 raise
+            self._book_seconds()
             self.progress = self.progress.replace(final_scores=scores)
             self._save(f"run {status}: {reason}", maintain=True)
         score_dicts = {k: v.to_dict() for k, v in scores.items()}
@@ -297,6 +298,15 @@ class Trainer:
         self.emit(RunEnded(self.run_id, status, reason, result.accepted, result.rejected, score_dicts,
                            self.progress.usage.to_dict()))
         return result
+
+    def _book_seconds(self, train: Mapping[str, float] | None = None) -> None:
+        """Add the agentic phase seconds of the rollouts made since the last call (train batch, val and test
+        scoring) to the run's totals (`status`: rollout seconds)."""
+        seconds = gate_mod.add_seconds(gate_mod.add_seconds(train or {}, self.evaluator.take_seconds()),
+                                       self._sealed_test.take_seconds())
+        if seconds:
+            self.progress = self.progress.replace(
+                rollout_seconds=gate_mod.add_seconds(self.progress.rollout_seconds, seconds))
 
     def _budget_exceeded(self) -> str | None:
         b = self.cfg.budget
@@ -390,17 +400,13 @@ class Trainer:
         else:  # the P proposals' teacher calls run side by side: one wave per stage, as for one proposal
             built = _parallel([functools.partial(modes.propose_update, self.ctx, teacher, skill, trajs, budget,
                                                  step, v) for v in range(count)])
-        seconds = _phase_seconds(trajs)
+        seconds = gate_mod.phase_seconds(trajs)
         train = {"items": [t.item_id for t in trajs], "errors": {t.item_id: t.error for t in trajs if t.error},
                  "hard_mean": _mean([t.score.hard for t in usable if t.score]),
                  "soft_mean": _mean([t.score.soft for t in usable if t.score]),
                  # agentic rollouts: wall time per item split into setup / agent / verify, and the batch's totals
                  "timings": {t.item_id: dict(t.timings) for t in trajs if t.timings}, "seconds": seconds}
-        if seconds:
-            totals = dict(self.progress.rollout_seconds)
-            for phase, value in seconds.items():
-                totals[phase] = round(totals.get(phase, 0.0) + value, 3)
-            self.progress = self.progress.replace(rollout_seconds=totals)
+        self._book_seconds(seconds)
         train_before = gate_mod.SplitScore.from_trajectories("train", gate_mod.blob_id(skill), trajs)
         proposals = [Proposal(step, epoch, StepKind.STEP, base, skill, text, record.with_details(lr=lr_record,
                                                                                                   train=train),
@@ -726,15 +732,6 @@ def _parallel(jobs: list[Callable[[], Any]]) -> list[Any]:
     """Run `jobs` side by side on threads of their own; their results in order (the first error is raised)."""
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
         return [f.result() for f in [pool.submit(job) for job in jobs]]
-
-
-def _phase_seconds(trajs: list) -> dict[str, float]:
-    """Summed setup / agent / verify seconds of a batch's rollouts (empty for students that do not report them)."""
-    out: dict[str, float] = {}
-    for t in trajs:
-        for phase, value in t.timings.items():
-            out[phase] = round(out.get(phase, 0.0) + float(value), 3)
-    return out
 
 
 def _mean(values: list[float]) -> float | None:
