@@ -509,3 +509,42 @@ def test_rollout_seconds_count_every_rollout_train_val_and_test(project):
     step = next(e for e in session.store.history("r1") if e.verdict in ("accepted", "rejected"))
     gate_note = next(r for r in session.store.read_notes(step.sha) if r["kind"] == "gate")
     assert gate_note["val"]["seconds"]["verify"] > 0
+
+
+def test_the_gated_commit_path_works_without_a_trainer(project):
+    """`decide.gated_commit` is the path sleep and `check` reuse: a StepContext, a Store and a Proposal are all it
+    needs. A better candidate fast-forwards the branch with its notes; a worse one becomes a rejected tag; a
+    proposal built on a tip that moved meanwhile is refused (CAS on its base) and changes nothing."""
+    from skillgit.loop import decide
+    from skillgit.loop.context import StepContext
+    from skillgit.records import StepKind, UpdateRecord
+
+    session = open_session(open_project(project, None, ["evaluation.gate_repeats=1"]))
+    cfg, store = session.project.config, session.store
+    student = session.student()
+    evaluator = gate.Evaluator(student, session.scorer, {"val": list(session.splits.val)}, workers=4)
+    events: list = []
+    ctx = StepContext(cfg, student, session.scorer, evaluator, session.ledger, events.append,
+                      tuple(session.splits.train))
+    base, before = store.tip(), store.read_skill()
+    current = evaluator.score(before, "val")
+    good = before + "\nJoin the fields with ' | ' instead of commas.\nWrite codes in uppercase letters (AB-12).\n"
+    record = UpdateRecord("patch")
+    outcome, now = decide.gated_commit(ctx, store, "solo", 1, decide.Proposal(1, 0, StepKind.STEP, base, before,
+                                                                               good, record), current,
+                                       session.ledger.snapshot())
+    assert outcome.verdict.value == "accepted", outcome.reason
+    assert store.tip() == outcome.sha and store.read_skill() == good and now.mean("hard") > current.mean("hard")
+    assert any(r["kind"] == "decision" for r in store.read_notes(outcome.sha))
+
+    bad = good.replace("Join the fields with ' | ' instead of commas.\n", "")
+    outcome2, _ = decide.gated_commit(ctx, store, "solo", 2, decide.Proposal(2, 0, StepKind.STEP, outcome.sha, good,
+                                                                              bad, record), now,
+                                      session.ledger.snapshot())
+    assert outcome2.verdict.value == "rejected" and store.tip() == outcome.sha
+    assert git(project, "tag", "--list", "rejected/solo/*") == "rejected/solo/0002"
+
+    stale = decide.Proposal(3, 0, StepKind.STEP, base, before, good + "More.\n", record)  # built on the old tip
+    with pytest.raises(BranchMoved):
+        decide.gated_commit(ctx, store, "solo", 3, stale, current, session.ledger.snapshot())
+    assert store.tip() == outcome.sha and git(project, "for-each-ref", "refs/heads/candidates") == ""
