@@ -1,6 +1,8 @@
-"""skillgit.sleep readers and harvest: every reader on its fixtures (real Claude Code and Codex files, hand-built
-ones for the rest), discovery under a home folder, scoping to this repository (cwd or git remote), the skip
-reasons, unknown-record counting and warnings, and incremental harvests against a real git repository."""
+"""skillgit.sleep readers and harvest: every reader on its fixtures (real Claude Code, Codex, Copilot CLI and
+OpenCode files; hand-built ones for VS Code chat and Cursor), discovery under a home folder, scoping to this
+repository (cwd or git remote), the skip reasons (replays of every agent included), unknown-record counting and
+warnings, incremental harvests against a real git repository (sessions deduplicated across files), and the sleep
+inbox (read, scoped, trimmed without losing a line appended meanwhile)."""
 
 from __future__ import annotations
 
@@ -124,33 +126,56 @@ def build_cursor_home(home: Path) -> Path:
     return ws / "state.vscdb"
 
 
-def build_opencode_db(path: Path) -> Path:
-    """A real `opencode.db` with the session/message/part columns of session.sql.ts, filled from the JSON fixture."""
-    storage = FIXTURES / "opencode" / "storage"
+def opencode_dump() -> dict[str, Any]:
+    return json.loads((FIXTURES / "opencode" / "opencode-db.json").read_text())
+
+
+def build_opencode_db(path: Path, dump: dict[str, Any] | None = None) -> Path:
+    """A real `opencode.db`: the tables and rows the real OpenCode 1.18.33 wrote (the JSON dump of the fixture)."""
+    dump = dump or opencode_dump()
+    path.parent.mkdir(parents=True, exist_ok=True)
     con = sqlite3.connect(path)
-    con.execute("CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT, parent_id TEXT, slug TEXT, directory TEXT,"
-                " title TEXT, version TEXT, time_created INTEGER, time_updated INTEGER)")
-    con.execute("CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER,"
-                " time_updated INTEGER, data TEXT)")
-    con.execute("CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER,"
-                " time_updated INTEGER, data TEXT)")
-    for file in storage.glob("session/*/*.json"):
-        s = json.loads(file.read_text())
-        con.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?)", (s["id"], s["projectID"], s.get("parentID"), "",
-                    s["directory"], s["title"], s["version"], s["time"]["created"], s["time"]["updated"]))
-    for file in storage.glob("message/*/*.json"):
-        m = json.loads(file.read_text())
-        data = {k: v for k, v in m.items() if k not in ("id", "sessionID")}
-        con.execute("INSERT INTO message VALUES (?,?,?,?,?)", (m["id"], m["sessionID"], m["time"]["created"],
-                                                              m["time"]["created"], json.dumps(data)))
-        for pf in (storage / "part" / m["id"]).glob("*.json"):
-            p = json.loads(pf.read_text())
-            pdata = {k: v for k, v in p.items() if k not in ("id", "messageID", "sessionID")}
-            con.execute("INSERT INTO part VALUES (?,?,?,?,?,?)", (p["id"], m["id"], m["sessionID"], 0, 0,
-                                                                  json.dumps(pdata)))
+    for table, sql in dump["schema"].items():
+        con.execute(sql)
+        for row in dump["rows"][table]:
+            cols = list(row)
+            con.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                        [row[c] for c in cols])
     con.commit()
     con.close()
     return path
+
+
+def build_opencode_storage(storage: Path, dump: dict[str, Any] | None = None) -> list[Path]:
+    """The same rows in OpenCode's older JSON file layout (the fields `json-migration.ts` reads back)."""
+    dump = dump or opencode_dump()
+    files = []
+    for s in dump["rows"]["session"]:
+        info = {"id": s["id"], "projectID": s["project_id"], "parentID": s["parent_id"], "directory": s["directory"],
+                "title": s["title"], "version": s["version"], "permission": json.loads(s["permission"] or "null"),
+                "time": {"created": s["time_created"], "updated": s["time_updated"]}}
+        target = storage / "session" / s["project_id"] / f"{s['id']}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(info))
+        files.append(target)
+    for m in dump["rows"]["message"]:
+        target = storage / "message" / m["session_id"] / f"{m['id']}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"id": m["id"], "sessionID": m["session_id"], **json.loads(m["data"])}))
+    for p in dump["rows"]["part"]:
+        target = storage / "part" / p["message_id"] / f"{p['id']}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"id": p["id"], "messageID": p["message_id"], "sessionID": p["session_id"],
+                                      **json.loads(p["data"])}))
+    return sorted(files)
+
+
+def copilot_logs() -> dict[str, Path]:
+    """The real Copilot CLI logs by kind: `headless` (`copilot -p`) and `tui` (interactive)."""
+    logs = {}
+    for log in (FIXTURES / "copilot-cli").glob("session-state/*/events.jsonl"):
+        logs["headless" if "non-interactive mode" in log.read_text() else "tui"] = log
+    return logs
 
 
 def one(sessions: Any) -> Session:
@@ -240,15 +265,29 @@ def test_copilot_vscode_reader_json_and_mutation_log():
     assert state["customTitle"] == "UTC flag" and "hasPendingEdits" not in state
 
 
-def test_copilot_cli_reader_keeps_sub_agent_traffic_out():
-    s = one(READERS["copilot-cli"].read(next((FIXTURES / "copilot-cli").glob("session-state/*/events.jsonl"))))
-    assert (s.cwd, s.git_branch, s.git_remote, s.client_version) == ("/srv/demo/dateparse", "main",
-                                                                      "example/dateparse", "0.0.350")
-    assert s.unknown_records == {"session.teleport": 1}
-    text = " ".join(t.text for t in s.turns)
-    assert "(sub-agent)" not in text
-    assert [c[0] for c in calls(s)] == ["bash", "str_replace_editor", "bash"]
-    assert [r.exit_code for r in s.turns[1].tool_results] == [1, None, 0]
+def test_copilot_cli_reader_on_real_cli_logs_tells_headless_from_interactive(tmp_path):
+    logs = copilot_logs()
+    headless, tui = (one(READERS["copilot-cli"].read(logs[k])) for k in ("headless", "tui"))
+    assert (headless.headless, headless.entrypoint, tui.headless, tui.entrypoint) == (True, "copilot -p", False,
+                                                                                        "copilot-cli")
+    assert (tui.cwd, tui.git_branch, tui.client_version) == ("/home/user/project", "main", "1.0.102")
+    assert tui.git_commit and len(tui.git_commit) == 40
+    assert headless.unknown_records == {} and tui.unknown_records == {}  # every event type of a real 1.0 log is known
+    assert [t.role for t in headless.turns] == ["user", "assistant"]
+    assert headless.turns[0].text == "The tests fail. Fix the bug."  # `content`, not the datetime-wrapped form
+    assert calls(headless) == [("bash", "python -m pytest -q", (), False),
+                               ("edit", None, ("/home/user/project/calc.py",), True),
+                               ("bash", "python -m pytest -q", (), False)]
+    assert [r.exit_code for r in headless.turns[1].tool_results] == [1, None, 0]  # shellExecution.exitCode
+    assert [t.text for t in tui.turns] == ["Append a line to notes.md.", "Appended a line to notes.md."]
+
+    # a sub-agent's events carry parentToolCallId: planted into the real log, they stay out of the main turns
+    lines = logs["tui"].read_text().splitlines()
+    planted = {"type": "assistant.message", "id": "x", "timestamp": "2026-11-22T18:40:00.000Z", "parentId": None,
+               "data": {"messageId": "m", "content": "(sub-agent) internal chatter", "parentToolCallId": "t1"}}
+    copy = tmp_path / "events.jsonl"
+    copy.write_text("\n".join([*lines[:-1], json.dumps(planted), lines[-1]]) + "\n")
+    assert "(sub-agent)" not in " ".join(t.text for t in one(READERS["copilot-cli"].read(copy)).turns)
 
 
 def test_cursor_reader_on_built_databases(tmp_path):
@@ -265,19 +304,27 @@ def test_cursor_reader_on_built_databases(tmp_path):
     assert READERS["cursor"].discover(tmp_path) == [db]
 
 
-def test_opencode_reader_json_layout_and_database(tmp_path):
-    storage = FIXTURES / "opencode" / "storage"
-    main = one(READERS["opencode"].read(next(storage.glob("session/*/ses_*a.json"))))
-    child = one(READERS["opencode"].read(next(storage.glob("session/*/ses_*b.json"))))
-    assert not main.sidechain and child.sidechain
-    assert [t.text for t in main.turns if t.role == "user"] == ["why is test_dates failing? fix the date parser"]
-    assert main.unknown_records == {"part/hologram": 1}
-    assert [r.exit_code for r in main.turns[1].tool_results] == [1, None, 0]
-
+def test_opencode_reader_on_a_real_database_and_the_json_layout(tmp_path):
     db = build_opencode_db(tmp_path / "opencode.db")
-    from_db = {s.session_id: s for s in READERS["opencode"].read(db)}
-    assert from_db[main.session_id].turns == main.turns
-    assert from_db[child.session_id].sidechain
+    sessions = list(READERS["opencode"].read(db))
+    run, tui = sorted(sessions, key=lambda x: not x.headless)
+    assert (run.headless, run.entrypoint, tui.headless, tui.entrypoint) == (True, "opencode run", False, "opencode")
+    assert not run.sidechain and not tui.sidechain and run.client_version == "1.18.33"
+    assert run.unknown_records == {} and tui.unknown_records == {}
+    assert run.turns[0].text == '"The tests fail. Fix the bug."'  # `opencode run` stores the prompt quoted
+    assert [c[0] for c in calls(run)] == ["bash", "read", "edit", "bash"] and calls(run)[2][3]
+    assert [r.exit_code for r in run.turns[1].tool_results] == [1, None, None, 0]  # metadata.exit of bash
+    assert [t.text for t in tui.turns] == ["Append a line to notes.md.", "Appended a line to notes.md."]
+
+    files = build_opencode_storage(tmp_path / "storage")  # the older layout, same records
+    from_json = {x.session_id: x for f in files for x in READERS["opencode"].read(f)}
+    assert {k: (v.turns, v.headless) for k, v in from_json.items()} == {x.session_id: (x.turns, x.headless)
+                                                                        for x in sessions}
+
+    dump = opencode_dump()  # a child session (parent_id set) is a sub-agent
+    dump["rows"]["session"][1]["parent_id"] = dump["rows"]["session"][0]["id"]
+    child = [x for x in READERS["opencode"].read(build_opencode_db(tmp_path / "child.db", dump)) if x.sidechain]
+    assert [x.session_id for x in child] == [dump["rows"]["session"][1]["id"]]
 
 
 def test_discover_finds_each_source_under_a_home(tmp_path):
@@ -290,15 +337,18 @@ def test_discover_finds_each_source_under_a_home(tmp_path):
     shutil.copy(FIXTURES / "codex" / "exec-pytest-patch.jsonl", home / ".codex" / "archived_sessions" / "r.jsonl")
     shutil.copytree(FIXTURES / "copilot-vscode" / "User", home / ".config" / "Code" / "User")
     shutil.copytree(FIXTURES / "copilot-cli" / "session-state", home / ".copilot" / "session-state")
-    shutil.copytree(FIXTURES / "opencode" / "storage", home / ".local" / "share" / "opencode" / "storage")
+    build_opencode_storage(home / ".local" / "share" / "opencode" / "storage")
     build_opencode_db(home / ".local" / "share" / "opencode" / "opencode.db")
     build_cursor_home(home)
     counts = {source: len(READERS[source].discover(home)) for source in SOURCES}
-    assert counts == {"claude": 1, "codex": 2, "copilot-vscode": 2, "copilot-cli": 1, "cursor": 1, "opencode": 3}
+    assert counts == {"claude": 1, "codex": 2, "copilot-vscode": 2, "copilot-cli": 2, "cursor": 1, "opencode": 3}
     assert all(not READERS[source].discover(tmp_path / "empty") for source in SOURCES)
     moved = tmp_path / "elsewhere"
     shutil.copytree(home / ".codex", moved)
     assert len(READERS["codex"].discover(tmp_path / "empty", {"CODEX_HOME": str(moved)})) == 2
+    shutil.copytree(home / ".copilot", tmp_path / "copilot-home")
+    env = {"COPILOT_HOME": str(tmp_path / "copilot-home")}
+    assert len(READERS["copilot-cli"].discover(tmp_path / "empty", env)) == 2
 
 
 # ------------------------------------------------------------------------------------------------ harvest
@@ -417,12 +467,17 @@ def test_harvest_over_every_source_at_once(tmp_path):
     repo = make_repo(tmp_path / "srv" / "demo" / "dateparse")
     shutil.copytree(FIXTURES / "copilot-vscode" / "User", home / ".config" / "Code" / "User")
     shutil.copytree(FIXTURES / "copilot-cli" / "session-state", home / ".copilot" / "session-state")
-    shutil.copytree(FIXTURES / "opencode" / "storage", home / ".local" / "share" / "opencode" / "storage")
+    build_opencode_db(home / ".local" / "share" / "opencode" / "opencode.db")
     build_cursor_home(home)
-    # the fixtures live in /srv/demo/dateparse; point them at this test's repository
+    # the fixtures live in /srv/demo/dateparse (hand-built) or /home/user/project (real); point them at this repository
     for path in home.rglob("*"):
         if path.is_file() and path.suffix in (".json", ".jsonl"):
-            path.write_text(path.read_text().replace("/srv/demo/dateparse", str(repo)))
+            text = path.read_text().replace("/srv/demo/dateparse", str(repo))
+            path.write_text(text.replace("/home/user/project", str(repo)))
+    con = sqlite3.connect(home / ".local" / "share" / "opencode" / "opencode.db")
+    con.execute("UPDATE session SET directory = ?", (str(repo),))
+    con.commit()
+    con.close()
     for db in home.rglob("state.vscdb"):
         con = sqlite3.connect(db)
         con.execute("UPDATE ItemTable SET value = replace(value, '/srv/demo/dateparse', ?)", (str(repo),))
@@ -433,7 +488,8 @@ def test_harvest_over_every_source_at_once(tmp_path):
     for s in result.sessions:
         by_source[s.source] = by_source.get(s.source, 0) + 1
     assert by_source == {"copilot-vscode": 2, "copilot-cli": 1, "cursor": 3, "opencode": 1}
-    assert [s.skipped_reason for s in result.skipped] == ["sidechain"]  # the OpenCode child session
+    assert sorted((s.source, s.skipped_reason) for s in result.skipped) == [("copilot-cli", "headless"),
+                                                                           ("opencode", "headless")]
     assert result.warnings == ()
 
 
@@ -455,3 +511,126 @@ def test_harvest_of_real_claude_code_files_laid_out_as_on_disk(tmp_path):
                                                                       "sidechain"]
     assert result.warnings == () and result.unknown_records == {}
     assert "/home/user" not in json.dumps(result.to_dict())
+
+
+# ------------------------------------------------------------------------------------------------ replay, dedupe, inbox
+def _real_tui_sessions(home: Path, repo: Path, prompt: str, cwd: Path | None = None) -> None:
+    """The real interactive Copilot CLI and OpenCode sessions, moved into `repo` (or `cwd`) with `prompt`."""
+    where = str(cwd or repo)
+    log = copilot_logs()["tui"]
+    target = home / ".copilot" / "session-state" / log.parent.name / "events.jsonl"
+    target.parent.mkdir(parents=True)
+    events = [json.loads(line) for line in log.read_text().replace("/home/user/project", where).splitlines()]
+    for event in events:
+        if event["type"] == "user.message":
+            event["data"]["content"] = prompt
+    target.write_text("".join(json.dumps(e) + "\n" for e in events))
+    dump = opencode_dump()
+    tui = next(r for r in dump["rows"]["session"] if r["permission"] is None)
+    dump["rows"]["session"] = [{**tui, "directory": where}]
+    for part in dump["rows"]["part"]:
+        part["data"] = part["data"].replace('"Append a line to notes.md."', json.dumps(prompt))
+    build_opencode_db(home / ".local" / "share" / "opencode" / "opencode.db", dump)
+
+
+def test_replay_sessions_of_every_agent_are_filtered_by_marker_or_workspace(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    marked = tmp_path / "marked"
+    _real_tui_sessions(marked, repo, f"{REPLAY_MARKER} Append a line to notes.md.")
+    ClaudeSession("ffff0001", repo).user(f"{REPLAY_MARKER} fix the test").say("ok").write(marked)
+    result = harvest(None, marked, repo, [], HarvestState(), remote_lookup=None, inbox=False)
+    assert result.sessions == ()
+    assert sorted((s.source, s.skipped_reason) for s in result.skipped) == [
+        ("claude", "replay"), ("copilot-cli", "replay"), ("opencode", "replay")]
+
+    # a replay in a throwaway workspace (a worktree of this repository: the same remote), whatever its prompt
+    workspace = make_repo(tmp_path / "skillgit-ws-0123456789ab" / "77-x" / "ws")
+    ws_home = tmp_path / "ws-home"
+    _real_tui_sessions(ws_home, repo, "Append a line to notes.md.", cwd=workspace)
+    result = harvest(["copilot-cli", "opencode"], ws_home, repo, [REMOTE], HarvestState(), inbox=False)
+    assert [s.skipped_reason for s in result.skipped] == ["replay", "replay"] and result.sessions == ()
+
+    plain = tmp_path / "plain"  # the same real sessions, typed by a person: kept
+    _real_tui_sessions(plain, repo, "Append a line to notes.md.")
+    kept = harvest(["copilot-cli", "opencode"], plain, repo, [], HarvestState(), inbox=False)
+    assert sorted(s.source for s in kept.sessions) == ["copilot-cli", "opencode"]
+
+
+def test_skipped_sessions_keep_their_user_turn_count(tmp_path):
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    ClaudeSession("abab0001", repo, entrypoint="sdk-cli").user("one").say("a").user("two").say("b").write(home)
+    result = harvest(["claude"], home, repo, [], HarvestState(), inbox=False)
+    (skipped,) = result.skipped
+    assert skipped.turns == () and skipped.user_turn_count == 2
+    assert Session.from_dict(skipped.to_dict()).user_turn_count == 2
+
+
+def test_a_codex_session_moved_to_archived_sessions_is_not_new_again(tmp_path):
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    live = home / ".codex" / "sessions" / "2025" / "10" / "01" / "rollout-2025-10-01T09-00-00-abc.jsonl"
+    live.parent.mkdir(parents=True)
+    live.write_text(next((FIXTURES / "codex").glob("rollout-*.jsonl")).read_text())
+    first = harvest(["codex"], home, repo, [REMOTE], HarvestState(), inbox=False)
+    assert len(first.sessions) == 1
+    archived = home / ".codex" / "archived_sessions" / live.name
+    archived.parent.mkdir(parents=True)
+    live.rename(archived)
+    again = harvest(["codex"], home, repo, [REMOTE], HarvestState.from_json(first.state.to_json()), inbox=False)
+    assert again.sessions == () and again.skipped == () and again.files_read == 1
+    assert [k.split("/")[2] for k in again.state.files] == ["archived_sessions"]  # the vanished file is forgotten
+    with archived.open("a") as fh:  # it grows after the move: only that is new
+        fh.write(json.dumps({"timestamp": "2025-10-01T10:00:00Z", "type": "event_msg",
+                             "payload": {"type": "user_message", "message": "one more thing"}}) + "\n")
+    grown = harvest(["codex"], home, repo, [REMOTE], again.state, inbox=False)
+    assert [s.key for s in grown.sessions] == [first.sessions[0].key]
+    assert grown.first_new_turn == {first.sessions[0].key: len(first.sessions[0].turns)}
+
+
+def _inbox_line(session_id: str, transcript: Path, cwd: Path) -> str:
+    return json.dumps({"session_id": session_id, "transcript_path": str(transcript), "cwd": str(cwd),
+                       "ended": "2025-10-03T12:00:00Z"}, separators=(",", ":"))
+
+
+def test_the_inbox_brings_sessions_from_another_home_and_is_trimmed_without_losing_new_lines(tmp_path):
+    from skillgit.sleep.harvest import consume_inbox
+
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    other_home = tmp_path / "other-home"  # e.g. a container or another user: harvest does not scan it
+    ours = ClaudeSession("acac0001", repo).user("add a --utc flag").say("done").write(other_home)
+    theirs = ClaudeSession("acac0002", tmp_path / "elsewhere").user("unrelated").say("ok").write(other_home)
+    inbox = repo / ".git" / "skillgit" / "sleep" / "inbox.jsonl"
+    inbox.parent.mkdir(parents=True)
+    lines = [_inbox_line("acac0001", ours, repo), _inbox_line("acac0002", theirs, repo),
+             _inbox_line("gone", tmp_path / "missing.jsonl", repo), "not json"]
+    inbox.write_text("".join(line + "\n" for line in lines))
+
+    result = harvest(None, home, repo, [], HarvestState(), remote_lookup=None)
+    assert [s.session_id for s in result.sessions] == ["acac0001"]  # scoped and filtered like any session
+    assert [(s.session_id, s.skipped_reason) for s in result.skipped] == [("acac0002", "other-project")]
+    assert sorted(result.inbox.consumed) == sorted(lines) and result.inbox.found == 4
+    assert len(result.warnings) == 2  # the missing transcript and the unreadable line
+    assert str(tmp_path) not in result.state.to_json()  # files outside home are keyed by a hash
+
+    late = _inbox_line("acac0003", tmp_path / "late.jsonl", repo)  # appended after harvest read the inbox
+    with inbox.open("a") as fh:
+        fh.write(late + "\n")
+    assert harvest(None, home, repo, [], HarvestState(), remote_lookup=None).inbox.found == 5  # read-only
+    assert consume_inbox(result) == 4
+    assert inbox.read_text() == late + "\n"
+    assert [p.name for p in inbox.parent.iterdir()] == ["inbox.jsonl"]  # no spool left behind
+
+    again = harvest(None, home, repo, [], result.state, remote_lookup=None)  # the next night: nothing new
+    assert again.sessions == () and again.inbox.consumed == (late,)
+
+
+def test_inbox_trim_finishes_a_crashed_trim_and_keeps_lines_that_failed(tmp_path):
+    from skillgit.sleep.readers import inbox as inbox_files
+
+    inbox = tmp_path / "inbox.jsonl"
+    spool = tmp_path / f"inbox.jsonl{inbox_files.SPOOL_INFIX}00000000000000000001-1"
+    spool.write_text('{"a":1}\n{"b":2}\n')  # a trim that crashed after its rename
+    inbox.write_text('{"c":3}\n')
+    assert [line.raw for line in inbox_files.read_lines(inbox)] == ['{"a":1}', '{"b":2}', '{"c":3}']
+    assert inbox_files.trim(inbox, ['{"a":1}', '{"c":3}']) == 2
+    assert inbox.read_text() == '{"b":2}\n' and not spool.exists()
+    assert inbox_files.trim(inbox, []) == 0 and inbox.read_text() == '{"b":2}\n'

@@ -7,14 +7,24 @@ Contracts:
   `warnings`, per-source counts of unknown record types, the `Redactions` applied, and the next `HarvestState`.
 - Scope: a session belongs here when its cwd is `repo_root` or inside it, or when its git remote (recorded by the
   agent, or read with `git remote -v` from the cwd when that is another clone) matches one of `remotes`. A session
-  whose place cannot be told is `other-project`. Filters, in order: other-project, sidechain (sub-agents),
-  headless (`claude -p` / SDK entrypoints, `codex exec`), replay (`[skillgit-replay]` in the first user message:
-  sessions skillgit started itself), empty (no user turn).
-- Incremental: `HarvestState` records, per source file (keyed by source and the path relative to home, `~/…`),
-  a fingerprint (size and mtime, or the reader's own) and, per session id, a digest and turn count. An unchanged
-  file is not read again; a changed file is re-read and only sessions whose digest changed are returned;
-  `first_new_turn[session.key]` tells where the new part of a grown session starts (0 for a new session).
-  A skipped session is reported once. State round-trips through `to_json` / `from_json` (the lead keeps it in git).
+  whose place cannot be told is `other-project`. Filters, in order: other-project, replay (sessions skillgit
+  started itself: `model.is_replay` — REPLAY_MARKER in the first user message, or a cwd in a skillgit throwaway
+  workspace), sidechain (sub-agents), headless (`claude -p` / SDK entrypoints, `codex exec`, `copilot -p`,
+  `opencode run`), empty (no user turn). A skipped session keeps its user-turn count (`user_turn_count`).
+- Incremental: `HarvestState` records, per source file (keyed by source and the path relative to home, `~/…`;
+  a file outside home by a hash of its path), a fingerprint (size and mtime, or the reader's own) and, per session
+  id, a digest and turn count. An unchanged file is not read again; a changed file is re-read and only sessions
+  whose digest changed are returned; `first_new_turn[session.key]` tells where the new part of a grown session
+  starts (0 for a new session). Sessions are deduplicated by (source, session id) across files: a session found in
+  another file than before (Codex moving a rollout to `archived_sessions/`, the same file listed by the inbox) is
+  compared with the digest recorded for it anywhere, and a vanished file's record of it is dropped. A skipped
+  session is reported once. State round-trips through `to_json` / `from_json` (the lead keeps it in git).
+- Inbox (`inbox=True`): the transcript paths agents recorded in `<git-common-dir>/skillgit/sleep/inbox.jsonl` are
+  harvested too, even outside `home`, through the same scoping, filters and dedupe (the file must exist; its reader
+  is told by its path). `result.inbox` lists the lines harvest is done with (harvested, already seen, gone, or
+  unreadable); `consume_inbox(result)` trims them (readers/inbox.py) and is for the caller to run after it saved
+  `result.state`, so a crash in between re-reads a line rather than losing a session. A line whose file failed to
+  read, or whose source was not asked for, stays.
 - Never raises on what it reads: a reader failure, an unreadable file, more than `UNKNOWN_WARN_RATIO` unknown
   records, or a file of several records without a readable turn becomes a `HarvestWarning` with counts. A file
   whose reader failed keeps its previous state, so it is tried again next time.
@@ -32,8 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillgit.sleep.model import MALFORMED, REPLAY_MARKER, Session
-from skillgit.sleep.readers import SOURCES, get_reader
+from skillgit.sleep.model import MALFORMED, REPLAY_ENV, REPLAY_MARKER, Session, is_replay
+from skillgit.sleep.readers import SOURCES, Reader, get_reader
+from skillgit.sleep.readers import inbox as inbox_files
 from skillgit.sleep.scrub import Redactions, Scrubber, build_scrubber
 
 UNKNOWN_WARN_RATIO = 0.2
@@ -41,6 +52,8 @@ NO_TURN_WARN_RECORDS = 3  # a file with at least this many records and no readab
 STATE_VERSION = 1
 
 RemoteLookup = Callable[[str], Sequence[str]]
+__all__ = ["REPLAY_ENV", "REPLAY_MARKER", "HarvestResult", "HarvestState", "InboxBatch", "consume_inbox", "harvest",
+           "skip_reason"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +126,18 @@ class HarvestWarning:
 
 
 @dataclass(frozen=True)
+class InboxBatch:
+    """The inbox lines a harvest is done with (`consume_inbox` trims them) and how many lines it found."""
+
+    path: str | None = None
+    consumed: tuple[str, ...] = ()
+    found: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"found": self.found, "consumed": len(self.consumed)}
+
+
+@dataclass(frozen=True)
 class HarvestResult:
     sessions: tuple[Session, ...]
     skipped: tuple[Session, ...]
@@ -123,6 +148,7 @@ class HarvestResult:
     state: HarvestState
     files_read: int = 0
     files_unchanged: int = 0
+    inbox: InboxBatch = InboxBatch()
 
     def summary(self) -> dict[str, Any]:
         reasons = Counter(s.skipped_reason for s in self.skipped)
@@ -140,6 +166,7 @@ class HarvestResult:
             "unknown_records": {k: dict(v) for k, v in self.unknown_records.items()},
             "redactions": self.redactions.to_dict(),
             "state": self.state.to_dict(),
+            "inbox": self.inbox.to_dict(),
         }
 
 
@@ -190,12 +217,12 @@ def skip_reason(session: Session, repo: str, remote_keys: set[str], lookup: Remo
             in_scope = any(_remote_matches(r, remote_keys) for r in lookup(session.cwd))
     if not in_scope:
         return "other-project"
+    if is_replay(session):
+        return "replay"
     if session.sidechain:
         return "sidechain"
     if session.headless:
         return "headless"
-    if REPLAY_MARKER in session.first_user_text():
-        return "replay"
     if not session.user_turns:
         return "empty"
     return None
@@ -214,13 +241,28 @@ def display_path(path: Path, home: Path) -> str:
         return str(path)
 
 
+def _state_key(source: str, path: Path, home: Path) -> str:
+    """`source:~/…` for a file under home; `source:outside/<hash>` otherwise (no foreign home path in git)."""
+    shown = display_path(path, home)
+    if shown.startswith("~/"):
+        return f"{source}:{shown}"
+    return f"{source}:outside/{hashlib.sha256(str(path.resolve()).encode('utf-8')).hexdigest()[:20]}"
+
+
+def _key_exists(key: str, home: Path) -> bool | None:
+    """Whether the file of a state key still exists (None: cannot be told from the key)."""
+    rest = key.split(":", 1)[1]
+    return (home / rest[2:]).exists() if rest.startswith("~/") else None
+
+
 def _bare(session: Session, reason: str, scrubber: Scrubber) -> Session:
-    """A skipped session as it leaves harvest: where it came from and why, nothing it said."""
+    """A skipped session as it leaves harvest: where it came from, why, and how long it was; nothing it said."""
     return Session(source=session.source, session_id=session.session_id, cwd=scrubber.text(session.cwd or "") or None,
                    started=session.started, ended=session.ended, entrypoint=session.entrypoint,
                    headless=session.headless, sidechain=session.sidechain, client_version=session.client_version,
                    skipped_reason=reason, path=scrubber.text(session.path or "") or None,
-                   unknown_records=dict(session.unknown_records), total_records=session.total_records)
+                   unknown_records=dict(session.unknown_records), total_records=session.total_records,
+                   user_turns_seen=session.user_turn_count)
 
 
 def _format_warnings(source: str, where: str, sessions: list[Session]) -> list[HarvestWarning]:
@@ -242,16 +284,110 @@ def _format_warnings(source: str, where: str, sessions: list[Session]) -> list[H
     return warnings
 
 
+def inbox_source(path: Path) -> str:
+    """Which reader reads a transcript the inbox lists (the SessionEnd hook is Claude Code's: its files by default)."""
+    if path.name.startswith("rollout-") or ".codex" in path.parts or "archived_sessions" in path.parts:
+        return "codex"
+    if path.name == "events.jsonl" or "session-state" in path.parts:
+        return "copilot-cli"
+    return "claude"
+
+
+class _Harvest:
+    """One harvest's accumulators; `file` handles one session file (see the module contract)."""
+
+    def __init__(self, home: Path, repo: str, remote_keys: set[str], scrub: Scrubber,
+                 lookup: RemoteLookup, since: HarvestState) -> None:
+        self.home, self.repo, self.remote_keys, self.scrub, self.lookup = home, repo, remote_keys, scrub, lookup
+        self.files = dict(since.files)
+        # (source:session id) → (state key of the file it was last seen in, its mark): the cross-file dedupe
+        self.seen: dict[str, tuple[str, SessionMark]] = {
+            f"{k.split(':', 1)[0]}:{sid}": (k, mark) for k, f in sorted(since.files.items())
+            for sid, mark in f.sessions.items()}
+        self.kept: list[Session] = []
+        self.skipped: list[Session] = []
+        self.first_new: dict[str, int] = {}
+        self.warnings: list[HarvestWarning] = []
+        self.unknown: dict[str, Counter[str]] = {}
+        self.redactions = Redactions()
+        self.read_count = self.unchanged = 0
+
+    def file(self, reader: Reader, path: Path, key: str) -> bool:
+        """Harvest one file; False when it could not be read (its state is kept, so it is tried again)."""
+        source = reader.source
+        where = self.scrub.text(display_path(path, self.home))
+        try:
+            fingerprint = reader.fingerprint(path)
+        except OSError as exc:
+            self.warnings.append(HarvestWarning(source, where, f"cannot stat: {type(exc).__name__}"))
+            return False
+        previous = self.files.get(key)
+        if previous is not None and previous.fingerprint == fingerprint:
+            self.unchanged += 1
+            return True
+        try:
+            sessions = list(reader.read(path))
+        except Exception as exc:  # noqa: BLE001 — a reader bug must not stop the harvest of the others
+            self.warnings.append(HarvestWarning(source, where, f"reader failed: {type(exc).__name__}: "
+                                                f"{self.scrub.text(str(exc))[:200]}", {MALFORMED: 1}))
+            return False
+        self.read_count += 1
+        self.warnings.extend(_format_warnings(source, where, sessions))
+        per_source = self.unknown.setdefault(source, Counter())
+        marks: dict[str, SessionMark] = {}
+        for session in sessions:
+            per_source.update(session.unknown_records)
+            mark = SessionMark(_digest(session), len(session.turns))
+            marks[session.session_id] = mark
+            old = previous.sessions.get(session.session_id) if previous is not None else None
+            elsewhere = self.seen.get(session.key)
+            if old is None and elsewhere is not None and elsewhere[0] != key:
+                old = elsewhere[1]  # the same session, seen in another file (moved, archived, or listed twice)
+                self._forget_moved(elsewhere[0], session.session_id)
+            self.seen[session.key] = (key, mark)
+            if old is not None and old.digest == mark.digest:
+                continue
+            reason = skip_reason(session, self.repo, self.remote_keys, self.lookup)
+            if reason is not None:
+                if old is None:
+                    self.skipped.append(_bare(session, reason, self.scrub))
+                continue
+            clean, counts = self.scrub.scrub_session(session)
+            self.redactions = self.redactions + counts
+            self.kept.append(clean)
+            self.first_new[clean.key] = old.turns if old is not None and old.turns <= mark.turns else 0
+        self.files[key] = FileState(fingerprint, marks)
+        return True
+
+    def _forget_moved(self, old_key: str, session_id: str) -> None:
+        """Drop a session from the record of a file that no longer exists (it moved)."""
+        state = self.files.get(old_key)
+        if state is None or _key_exists(old_key, self.home) is not False:
+            return
+        rest = {sid: m for sid, m in state.sessions.items() if sid != session_id}
+        if rest:
+            self.files[old_key] = FileState(state.fingerprint, rest)
+        else:
+            del self.files[old_key]
+
+    def result(self, inbox: InboxBatch) -> HarvestResult:
+        self.kept.sort(key=lambda s: (s.started or "", s.key))
+        return HarvestResult(
+            sessions=tuple(self.kept), skipped=tuple(self.skipped), first_new_turn=self.first_new,
+            warnings=tuple(self.warnings), unknown_records={k: dict(v) for k, v in self.unknown.items() if v},
+            redactions=self.redactions, state=HarvestState(self.files), files_read=self.read_count,
+            files_unchanged=self.unchanged, inbox=inbox)
+
+
 def harvest(sources: Iterable[str] | None, home: Path | str, repo_root: Path | str, remotes: Sequence[str] = (),
             since: HarvestState | None = None, *, scrubber: Scrubber | None = None,
             environ: Mapping[str, str] | None = None, remote_lookup: RemoteLookup | None = git_remotes,
-            ) -> HarvestResult:
+            inbox: bool = True) -> HarvestResult:
     """See the module contract. `sources=None` means every known reader; `environ` (default: os.environ) is where
-    readers look for CLAUDE_CONFIG_DIR / CODEX_HOME / XDG_DATA_HOME; `remote_lookup=None` never runs git."""
+    readers look for CLAUDE_CONFIG_DIR / CODEX_HOME / COPILOT_HOME / XDG_DATA_HOME; `remote_lookup=None` never runs
+    git; `inbox=False` ignores the inbox."""
     home = Path(home)
     env = dict(os.environ if environ is None else environ)
-    repo = os.path.realpath(str(repo_root))
-    remote_keys = {normalize_remote(r) for r in remotes if r.strip()}
     scrub = scrubber if scrubber is not None else build_scrubber(repo_root)
     lookup_cache: dict[str, Sequence[str]] = {}
 
@@ -262,69 +398,54 @@ def harvest(sources: Iterable[str] | None, home: Path | str, repo_root: Path | s
             lookup_cache[path] = remote_lookup(path)
         return lookup_cache[path]
 
-    files = dict((since or HarvestState()).files)
-    kept: list[Session] = []
-    skipped: list[Session] = []
-    first_new: dict[str, int] = {}
-    warnings: list[HarvestWarning] = []
-    unknown: dict[str, Counter[str]] = {}
-    redactions = Redactions()
-    read_count = unchanged = 0
-    for source in (SOURCES if sources is None else tuple(sources)):
+    run = _Harvest(home, os.path.realpath(str(repo_root)), {normalize_remote(r) for r in remotes if r.strip()},
+                   scrub, lookup, since or HarvestState())
+    chosen = SOURCES if sources is None else tuple(sources)
+    discovered: set[Path] = set()
+    for source in chosen:
         reader = get_reader(source)
-        per_source = unknown.setdefault(source, Counter())
         try:
             paths = reader.discover(home, env)
         except OSError as exc:
-            warnings.append(HarvestWarning(source, scrub.text(str(home)), f"cannot list sessions: {exc}"))
+            run.warnings.append(HarvestWarning(source, scrub.text(str(home)), f"cannot list sessions: {exc}"))
             continue
         for path in paths:
-            key = f"{source}:{display_path(path, home)}"
-            where = scrub.text(key.split(":", 1)[1])
-            try:
-                fingerprint = reader.fingerprint(path)
-            except OSError as exc:
-                warnings.append(HarvestWarning(source, where, f"cannot stat: {type(exc).__name__}"))
-                continue
-            previous = files.get(key)
-            if previous is not None and previous.fingerprint == fingerprint:
-                unchanged += 1
-                continue
-            try:
-                sessions = list(reader.read(path))
-            except Exception as exc:  # noqa: BLE001 — a reader bug must not stop the harvest of the others
-                warnings.append(HarvestWarning(source, where, f"reader failed: {type(exc).__name__}: "
-                                               f"{scrub.text(str(exc))[:200]}", {MALFORMED: 1}))
-                continue
-            read_count += 1
-            warnings.extend(_format_warnings(source, where, sessions))
-            marks: dict[str, SessionMark] = {}
-            for session in sessions:
-                per_source.update(session.unknown_records)
-                mark = SessionMark(_digest(session), len(session.turns))
-                marks[session.session_id] = mark
-                old = previous.sessions.get(session.session_id) if previous is not None else None
-                if old is not None and old.digest == mark.digest:
-                    continue
-                reason = skip_reason(session, repo, remote_keys, lookup)
-                if reason is not None:
-                    if old is None:
-                        skipped.append(_bare(session, reason, scrub))
-                    continue
-                clean, counts = scrub.scrub_session(session)
-                redactions = redactions + counts
-                kept.append(clean)
-                first_new[clean.key] = old.turns if old is not None and old.turns <= mark.turns else 0
-            files[key] = FileState(fingerprint, marks)
-    kept.sort(key=lambda s: (s.started or "", s.key))
-    return HarvestResult(
-        sessions=tuple(kept),
-        skipped=tuple(skipped),
-        first_new_turn=first_new,
-        warnings=tuple(warnings),
-        unknown_records={k: dict(v) for k, v in unknown.items() if v},
-        redactions=redactions,
-        state=HarvestState(files),
-        files_read=read_count,
-        files_unchanged=unchanged,
-    )
+            discovered.add(path.resolve())
+            run.file(reader, path, _state_key(source, path, home))
+    batch = _harvest_inbox(run, repo_root, chosen, discovered) if inbox else InboxBatch()
+    return run.result(batch)
+
+
+def _harvest_inbox(run: _Harvest, repo_root: Path | str, chosen: tuple[str, ...],
+                   discovered: set[Path]) -> InboxBatch:
+    where = inbox_files.locate(repo_root)
+    if where is None:
+        return InboxBatch()
+    lines = inbox_files.read_lines(where)
+    consumed: list[str] = []
+    for line in lines:
+        if line.entry is None:
+            run.warnings.append(HarvestWarning("inbox", "inbox.jsonl", "a line that is not an inbox entry was "
+                                               "dropped", {MALFORMED: 1}))
+            consumed.append(line.raw)
+            continue
+        path = inbox_files.transcript(line.entry)
+        source = inbox_source(path)
+        if source not in chosen:
+            continue  # another harvest (of that source) will take it
+        if not path.is_file():
+            run.warnings.append(HarvestWarning(source, run.scrub.text(str(path)), "the inbox lists a transcript "
+                                               "that does not exist (dropped from the inbox)"))
+            consumed.append(line.raw)
+            continue
+        if path.resolve() in discovered or run.file(get_reader(source), path, _state_key(source, path, run.home)):
+            discovered.add(path.resolve())
+            consumed.append(line.raw)
+    return InboxBatch(str(where), tuple(consumed), len(lines))
+
+
+def consume_inbox(result: HarvestResult) -> int:
+    """Trim the inbox lines `result` is done with (run it after saving `result.state`); returns how many."""
+    if not result.inbox.path or not result.inbox.consumed:
+        return 0
+    return inbox_files.trim(Path(result.inbox.path), result.inbox.consumed)

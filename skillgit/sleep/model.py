@@ -9,19 +9,29 @@ Contracts:
   calls — tool results are never a person's turn).
 - `skipped_reason` is None for a session that is a person's work on this project; otherwise one of
   `SKIP_REASONS`. A skipped session that leaves `harvest` carries no turns.
+- `is_replay(session)` tells skillgit's own sessions (REPLAY_MARKER in the first user message, or a cwd inside a
+  skillgit throwaway workspace), whatever agent ran them.
+- `user_turn_count` is the number of user turns the session had, also for a skipped session (whose turns are gone).
 - `unknown_records` counts record types the reader did not recognise (and `<malformed>` for unparsable lines);
   `total_records` is the number of records read, so a caller can tell a format change from noise.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 Role = Literal["user", "assistant"]
 SkipReason = Literal["headless", "sidechain", "replay", "other-project", "empty"]
-SKIP_REASONS: tuple[str, ...] = ("other-project", "sidechain", "headless", "replay", "empty")
-REPLAY_MARKER = "[skillgit-replay]"  # the lead puts this literal in the first prompt of every replay session
+SKIP_REASONS: tuple[str, ...] = ("other-project", "replay", "sidechain", "headless", "empty")
+# How skillgit marks the agent sessions it starts itself (replays, agent students), so harvest never learns from
+# them. The single definition: the replaying side prefixes every prompt with REPLAY_MARKER and runs the agent with
+# REPLAY_ENV=1 in its environment (transcripts do not record the environment; hooks such as SessionEnd read it).
+REPLAY_MARKER = "[skillgit-replay]"
+REPLAY_ENV = "SKILLGIT_REPLAY"
+# agentic.workspace puts every throwaway workspace under <tmp>/skillgit-ws-<hash>/: a session there is a replay
+REPLAY_WORKSPACE = re.compile(r"(^|[/\\])skillgit-ws-[0-9a-f]+([/\\]|$)")
 MALFORMED = "<malformed>"  # the unknown-record key for lines that are not JSON objects
 
 
@@ -119,6 +129,7 @@ class Session:
     total_records: int = 0
     git_commit: str | None = None
     git_remote: str | None = None
+    user_turns_seen: int | None = None  # set on a skipped session: how many user turns it had before they were dropped
 
     @property
     def key(self) -> str:
@@ -127,6 +138,10 @@ class Session:
     @property
     def user_turns(self) -> tuple[Turn, ...]:
         return tuple(t for t in self.turns if t.role == "user")
+
+    @property
+    def user_turn_count(self) -> int:
+        return self.user_turns_seen if self.user_turns_seen is not None else len(self.user_turns)
 
     def first_user_text(self) -> str:
         return next((t.text for t in self.turns if t.role == "user" and t.text.strip()), "")
@@ -146,3 +161,9 @@ class Session:
         d["turns"] = tuple(Turn.from_dict(t) for t in data.get("turns") or ())
         d["unknown_records"] = dict(data.get("unknown_records") or {})
         return cls(**d)
+
+
+def is_replay(session: Session) -> bool:
+    """True for a session skillgit started itself (see REPLAY_MARKER / REPLAY_WORKSPACE)."""
+    first = next((t.text for t in session.turns if t.role == "user" and t.text.strip()), "")
+    return REPLAY_MARKER in first[:2000] or bool(session.cwd and REPLAY_WORKSPACE.search(session.cwd))

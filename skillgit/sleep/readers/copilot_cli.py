@@ -10,9 +10,15 @@ detailedContent}, error {message}, parentToolCallId}, `subagent.*`, `hook.*`, `a
 `session.info|error|model_change|truncation|compaction_*|shutdown` …. The on-disk location is not in that schema;
 it is the one public session viewers read (e.g. qiaolei81/copilot-session-viewer README).
 
+Real files of Copilot CLI 1.0.102 (tests/fixtures/transcripts/copilot-cli/, made by the real CLI) add
+`system.message` {role, content: the system prompt}, `session.usage_record`, `context.headCommit` and
+`tool.execution_complete.shellExecution.exitCode`.
+
 Contracts: events that carry `parentToolCallId` belong to a sub-agent and stay out of the main turns; tool calls
 come from `tool.execution_start` (the `toolRequests` of a message announce the same calls); types outside
-`KNOWN_TYPES` are counted. No headless marker could be established for `copilot -p`, so `headless` stays False.
+`KNOWN_TYPES` are counted. Headless (`copilot -p`): its system prompt says "You are running in non-interactive
+mode" (`HEADLESS_SIGN`; the interactive CLI's does not), so such a session is `headless`, entrypoint `copilot -p`.
+`COPILOT_HOME` moves the root (default `~/.copilot`).
 """
 
 from __future__ import annotations
@@ -36,12 +42,18 @@ KNOWN_TYPES = frozenset({
     "assistant.usage", "assistant.thinking", "abort", "tool.user_requested", "tool.execution_start",
     "tool.execution_partial_result", "tool.execution_progress", "tool.execution_complete", "skill.invoked",
     "subagent.started", "subagent.completed", "subagent.failed", "subagent.selected", "hook.start", "hook.end",
-    "system.message",
+    "system.message", "session.usage_record",
 })
+HEADLESS_SIGN = "running in non-interactive mode"
+
+
+def root(home: Path, environ: Mapping[str, str] | None = None) -> Path:
+    configured = (environ or {}).get("COPILOT_HOME")
+    return Path(configured) if configured else home / ".copilot"
 
 
 def discover(home: Path, environ: Mapping[str, str] | None = None) -> list[Path]:
-    state = home / ".copilot" / "session-state"
+    state = root(home, environ) / "session-state"
     if not state.is_dir():
         return []
     found = [p for p in state.glob("*/events.jsonl") if p.is_file()]
@@ -70,9 +82,12 @@ def read(path: Path) -> Iterable[Session]:
             context = as_dict(data.get("context"))
             for key, value in (("session_id", data.get("sessionId")), ("version", data.get("copilotVersion")),
                                ("cwd", context.get("cwd")), ("branch", context.get("branch")),
-                               ("repository", context.get("repository"))):
+                               ("repository", context.get("repository")), ("commit", context.get("headCommit"))):
                 if isinstance(value, str) and value and key not in meta:
                     meta[key] = value
+            continue
+        if kind == "system.message":
+            meta["headless"] = meta.get("headless") or HEADLESS_SIGN in text_of(data.get("content"))
             continue
         if data.get("parentToolCallId"):
             continue  # a sub-agent's own traffic
@@ -87,7 +102,9 @@ def read(path: Path) -> Iterable[Session]:
             result = as_dict(data.get("result"))
             error = as_dict(data.get("error"))
             output = text_of(result.get("content")) or text_of(error.get("message"))
-            builder.result(tool_result(output, data.get("success") is False, str(data.get("toolCallId") or "")), ts)
+            code = as_dict(data.get("shellExecution")).get("exitCode")
+            builder.result(tool_result(output, data.get("success") is False, str(data.get("toolCallId") or ""),
+                                       code if isinstance(code, int) else None), ts)
     session_id = meta.get("session_id") or (path.parent.name if path.name == "events.jsonl" else path.stem)
     yield Session(
         source=SOURCE,
@@ -96,11 +113,13 @@ def read(path: Path) -> Iterable[Session]:
         git_branch=meta.get("branch"),
         started=first_ts,
         ended=last_ts,
-        entrypoint="copilot-cli",
+        entrypoint="copilot -p" if meta.get("headless") else "copilot-cli",
+        headless=bool(meta.get("headless")),
         client_version=meta.get("version"),
         turns=builder.build(),
         path=str(path),
         unknown_records=dict(counts),
         total_records=total,
         git_remote=meta.get("repository"),
+        git_commit=meta.get("commit"),
     )

@@ -10,8 +10,14 @@ Two layouts, both from the OpenCode repository (anomalyco/opencode, formerly sst
   project_id, parent_id, directory, title, version, time_created, time_updated), `message` (id, session_id,
   time_created, data JSON without id/sessionID) and `part` (id, message_id, session_id, data JSON).
 
+Real files of OpenCode 1.18.33 (tests/fixtures/transcripts/opencode/, made by the real CLI) keep sessions in
+`opencode.db` only; its `session` table also has `permission` (JSON rules `[{permission, pattern, action}]`).
+
 Contracts: a session with a `parentID` is a sub-agent (`sidechain`); ids sort in creation order, so parts are
-ordered by id; part types outside `KNOWN_PARTS` are counted as `part/<type>`; the database is opened read-only.
+ordered by id; part types outside `KNOWN_PARTS` are counted as `part/<type>`; the database is opened read-only and
+columns newer than the reader's minimum are read only when present. Headless: `opencode run` creates its session
+with rules that deny `question` and `plan_enter` (nobody is there to answer; the TUI's sessions carry no rules),
+so such a session is `headless`, entrypoint `opencode run`.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from skillgit.sleep.model import MALFORMED, Session
 from skillgit.sleep.readers._common import TurnBuilder, as_dict, iso_from_ms, read_json, tool_call, tool_result
 
 SOURCE = "opencode"
+HEADLESS_DENIED = frozenset({"question", "plan_enter"})  # what `opencode run` denies up front
 KNOWN_PARTS = frozenset({
     "text", "tool", "reasoning", "step-start", "step-finish", "file", "patch", "snapshot", "agent", "subtask",
     "retry", "compaction",
@@ -59,6 +66,18 @@ def fingerprint(path: Path) -> str:
             count += 1
             latest = max(latest, part.stat().st_mtime_ns)
     return f"{count}:{latest}"
+
+
+def is_headless(permission: Any) -> bool:
+    """True for the permission rules (a list, or its JSON text) `opencode run` gives its sessions."""
+    if isinstance(permission, (str, bytes)):
+        try:
+            permission = json.loads(permission)
+        except ValueError:
+            return False
+    rules = permission if isinstance(permission, list) else []
+    denied = {r.get("permission") for r in rules if isinstance(r, dict) and r.get("action") == "deny"}
+    return HEADLESS_DENIED <= denied
 
 
 def _turns(messages: list[tuple[dict[str, Any], list[dict[str, Any]]]], counts: Counter[str]) -> tuple[Any, int]:
@@ -99,13 +118,15 @@ def _session(info: dict[str, Any], messages: list[tuple[dict[str, Any], list[dic
     times = [iso_from_ms((m.get("time") or {}).get("created")) for m, _ in messages if isinstance(m.get("time"), dict)]
     times = [t for t in times if t]
     created = info.get("time", {}).get("created") if isinstance(info.get("time"), dict) else info.get("time_created")
+    headless = is_headless(info.get("permission"))
     return Session(
         source=SOURCE,
         session_id=str(info.get("id") or path.stem),
         cwd=info.get("directory") or None,
         started=iso_from_ms(created) or (times[0] if times else None),
         ended=times[-1] if times else None,
-        entrypoint="opencode",
+        entrypoint="opencode run" if headless else "opencode",
+        headless=headless,
         sidechain=bool(info.get("parentID") or info.get("parent_id")),
         client_version=info.get("version") or None,
         turns=turns,
@@ -156,8 +177,11 @@ def _read_database(path: Path) -> Iterable[Session]:
                       total_records=1)
         return
     try:
-        rows = db.execute("SELECT id, parent_id, directory, version, time_created FROM session").fetchall()
-        for sid, parent, directory, version, created in rows:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(session)")}
+        permission = "permission" if "permission" in columns else "NULL"
+        rows = db.execute(f"SELECT id, parent_id, directory, version, time_created, {permission} FROM session "
+                          "ORDER BY time_created, id").fetchall()
+        for sid, parent, directory, version, created, rules in rows:
             counts: Counter[str] = Counter()
             messages = []
             for mid, mcreated, mdata in db.execute(
@@ -171,7 +195,7 @@ def _read_database(path: Path) -> Iterable[Session]:
                     "SELECT data FROM part WHERE message_id = ? ORDER BY id", (mid,))]
                 messages.append((info, [p for p in parts if p]))
             info = {"id": sid, "parent_id": parent, "directory": directory, "version": version,
-                    "time_created": created}
+                    "time_created": created, "permission": rules}
             yield _session(info, messages, path, counts)
     except sqlite3.Error as exc:  # a schema this reader does not know: say so through the counts
         yield Session(source=SOURCE, session_id=path.stem, path=str(path),
