@@ -134,10 +134,11 @@ def test_the_command_launcher_passes_any_skillgit_command(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ the hook
-def _hook(payload: str, cwd: Path, timeout: float = 10) -> tuple[subprocess.CompletedProcess, float]:
+def _hook(payload: str, cwd: Path, timeout: float = 10, env: dict | None = None
+          ) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
     proc = subprocess.run(["bash", str(HOOK)], input=payload, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env={**os.environ, **(env or {})})
     return proc, time.monotonic() - started
 
 
@@ -162,6 +163,10 @@ def test_the_session_end_hook_appends_one_json_line_in_the_repositorys_common_gi
     assert inbox_path(repo) == repo / ".git" / "skillgit" / "sleep" / "inbox.jsonl"
     line = inbox_path(repo).read_text().splitlines()[0]
     assert set(json.loads(line)) == {"session_id", "transcript_path", "cwd", "ended"}
+    # skillgit's own replays (the agent student sets SKILLGIT_REPLAY) are not a person's work: nothing recorded
+    replay = first.replace("s-1", "s-3")
+    assert _hook(replay, cwd=tmp_path, env={"SKILLGIT_REPLAY": "1"})[0].returncode == 0
+    assert [e.session_id for e in read_inbox(repo)[0]] == ["s-1", "s-2"]
 
 
 def test_the_session_end_hook_never_fails_blocks_or_writes_outside_a_repository(tmp_path):

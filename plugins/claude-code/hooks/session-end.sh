@@ -5,8 +5,10 @@
 # for at most 2 s), never sends anything anywhere. It appends one JSON line
 #   {"session_id": …, "transcript_path": …, "cwd": …, "ended": "<UTC ISO-8601>"}
 # to <git-common-dir>/skillgit/sleep/inbox.jsonl of the session's repository, and does nothing outside a git
-# repository. Values are copied as the JSON string literals Claude Code sent (escapes kept), so the line is valid
-# JSON whatever the paths contain.
+# repository, nor for skillgit's own replays (SKILLGIT_REPLAY set: they are not a person's work). Values are
+# copied as the JSON string literals Claude Code sent (escapes kept), so the line is valid JSON whatever the paths
+# contain.
+[ -n "${SKILLGIT_REPLAY:-}" ] && exit 0
 {
   payload=""
   IFS= read -r -d '' -t 2 payload
