@@ -165,7 +165,7 @@ def test_run_status_adopt_fast_forwards_only_and_refuses_when_the_skill_branch_m
     git(repo, "add", "NOTES.md")
     git(repo, "commit", "-q", "-m", "teammate")
     moved = run_cli("sleep", "adopt", DATE, cwd=repo)
-    assert moved.returncode == 3 and "moved since the night" in moved.stderr and "git merge" in moved.stderr
+    assert moved.returncode == 3 and "moved since the night" in moved.stderr and "--merge" in moved.stderr
     assert git(repo, "rev-parse", "sleep/" + DATE) == night_tip
     git(repo, "reset", "-q", "--hard", main)
 

@@ -230,3 +230,44 @@ def test_a_resumed_conversation_is_mined_once(tmp_path):
     copy.records = [dict(r, sessionId="o2") for r in original.records]  # a resume copies the earlier turns
     sessions, _ = harvested(tmp_path, original, copy)
     assert len(sessions) == 2 and len(mine(sessions).units) == 1
+
+
+def _commit_at(repo, name: str, date: str) -> str:
+    import os
+    import subprocess
+
+    (repo / name).write_text(f"{name}\n")
+    env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    subprocess.run(["git", "add", name], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", name], cwd=repo, check=True, env=env)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_sleep_mine_pins_agentic_tasks_to_the_commit_before_the_session_not_to_head(tmp_path):
+    """History moved after the sessions: the task replays the repository as the person had it, by SHA."""
+    from tests.conftest import run_cli
+
+    repo = make_repo(tmp_path / "repo")
+    (repo / "skillgit.yaml").write_text("skill: {path: SKILL.md, branch: main}\n")
+    (repo / "SKILL.md").write_text("# skill\n")
+    then = _commit_at(repo, "SKILL.md", "2025-09-01T00:00:00Z")
+    home = tmp_path / "home"
+    fix_dates(ClaudeSession("p1", repo, day="2025-10-03").user("fix the date parsing test")).write(home)
+    fix_dates(ClaudeSession("p2", repo, day="2025-10-04").user("date parsing test is failing again")).write(home)
+    later = _commit_at(repo, "later.txt", "2025-12-01T00:00:00Z")  # history moved after the sessions
+    done = run_cli("sleep", "mine", "--home", str(home), "--sources", "claude", "--json", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    (task,) = read_tasks(repo / ".skillgit" / "sleep" / "tasks.jsonl").tasks
+    assert task.kind == "agentic" and task.rev == then != later
+    assert task.signals["rev_from"] == "before the session"
+
+
+def test_a_task_no_commit_of_its_time_explains_is_pinned_to_head_resolved_when_mined(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    head = git(repo, "rev-parse", "HEAD")
+    a = fix_dates(ClaudeSession("o1", repo, day="1999-01-01").user("fix the date test"))
+    b = fix_dates(ClaudeSession("o2", repo, day="1999-01-02").user("the date test fails again, fix it"))
+    sessions, _ = harvested(tmp_path, a, b)
+    (task,) = mine(sessions, rev_for=lambda u: rev_before(repo, u.timestamp, u.git_branch), fallback_rev=head).tasks
+    assert task.rev == head and task.rev != "HEAD"
+    assert task.signals["rev_from"].startswith("HEAD when mined")

@@ -234,9 +234,9 @@ def test_tasks_the_night_cannot_score_are_left_out_with_their_reason():
     assert chosen.excluded == {
         "agentic task: the simulated student only answers text records": 1,
         "not a simulated-world record (the simulated student reads nothing else)": 1,
-        "text task without an accepted answer (a rubric needs a judge)": 1}
+        "text task without an accepted answer (the simulated judge cannot judge without a reference)": 1}
     real = R.choose(tasks, settings, simulated=False, agentic=False)
-    assert real.used == 3
+    assert real.used == 4 and real.judged == 1  # the rubric task is judged by the teacher
     assert "agentic task: this skillgit's task loader does not read agentic rows yet" in real.excluded
     capped = R.choose(tasks, SleepSettings(max_tasks=2), simulated=False, agentic=False)
     assert capped.used == 2 and any("sleep.max_tasks = 2" in k for k in capped.excluded)
@@ -246,9 +246,9 @@ def test_tasks_the_night_cannot_score_are_left_out_with_their_reason():
     # agentic tasks replay once the task loader reads their rows — and only with a command to verify them
     tasks.append(MinedTask("t-agentic-rubric", "agentic", "Tidy up", verify={"rubric": "is it tidy?"}))
     with_loader = R.choose(tasks, settings, simulated=False, agentic=True)
-    assert with_loader.used == 4 and with_loader.excluded == {
-        "agentic task without a test command (a rubric needs a judge)": 1,
-        "text task without an accepted answer (a rubric needs a judge)": 1}
+    assert with_loader.used == 5 and with_loader.excluded == {
+        "agentic task without a test command (judging an agent's workspace by rubric needs the agent student to "
+        "hand its diff to the judge: not yet)": 1}
 
 
 def test_split_files_read_back_through_the_task_loader_text_rows_stay_text(tmp_path):

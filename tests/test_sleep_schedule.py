@@ -57,8 +57,8 @@ def test_schedule_adds_one_block_keeps_other_lines_and_unschedule_removes_exactl
     lines = block.splitlines()
     assert lines[0] == f"# skillgit sleep {repo}" and lines[-1] == f"# end skillgit sleep {repo}" and len(lines) == 3
     assert lines[1].startswith("0 3 * * * cd " + shlex.quote(str(repo)) + " && ")
-    assert "-m skillgit sleep run --yes >> " in lines[1] and lines[1].endswith("2>&1")
-    assert "unschedule" in first.stderr and "--yes" in first.stderr
+    assert "-m skillgit sleep run >> " in lines[1] and lines[1].endswith("2>&1")  # --yes only when asked for
+    assert "unschedule" in first.stderr and "reviewed task file" in first.stderr
 
     # again, at another time: the block is replaced in place, never duplicated
     second = run_cli("sleep", "schedule", "--at", "04:30", cwd=repo, env=env)
@@ -119,7 +119,7 @@ def test_systemd_timer_is_written_enabled_and_removed_exactly(tmp_path, fakes):
     assert timer[0].stem.startswith("skillgit-sleep-repo-")
     assert "OnCalendar=*-*-* 05:10:00" in timer[0].read_text() and "Persistent=true" in timer[0].read_text()
     body = service[0].read_text()
-    assert f"WorkingDirectory={repo}" in body and "-m skillgit sleep run --yes" in body
+    assert f"WorkingDirectory={repo}" in body and "-m skillgit sleep run >> " in body
     assert (state / "systemctl").read_text().splitlines() == [
         "--user daemon-reload", f"--user enable --now {timer[0].name}"]
     mine = {p.name for p in units.iterdir()}
@@ -137,3 +137,26 @@ def test_systemd_timer_is_written_enabled_and_removed_exactly(tmp_path, fakes):
     clash = run_cli("sleep", "schedule", "--systemd", "--systemctl", systemctl, cwd=repo, env=env)
     assert clash.returncode == 2 and "was not written by skillgit" in clash.stderr
     assert service[0].read_text() == "[Service]\nExecStart=/bin/mine\n"
+
+
+def test_an_unattended_night_sends_unreviewed_tasks_only_by_explicit_choice_and_a_real_backend_needs_a_cap(
+        tmp_path, fakes):
+    env, state, _ = fakes
+    repo = make_project(tmp_path / "repo")
+    chosen = run_cli("sleep", "schedule", "--yes", cwd=repo, env=env)
+    assert chosen.returncode == 0, chosen.stderr
+    assert "-m skillgit sleep run --yes >> " in (state / "crontab").read_text() and "unreviewed" in chosen.stderr
+
+    config = (repo / "skillgit.yaml").read_text()
+    (repo / "skillgit.yaml").write_text(config.replace("teacher_backend: simulated", "teacher_backend: openai")
+                                        .replace("student_backend: simulated", "student_backend: openai"))
+    before = (state / "crontab").read_text()
+    refused = run_cli("sleep", "schedule", cwd=repo, env=env)
+    assert refused.returncode != 0 and "no dollar cap" in refused.stderr and "--max-cost" in refused.stderr
+    assert (state / "crontab").read_text() == before  # nothing was installed
+    capped = run_cli("sleep", "schedule", "--max-cost", "2.5", cwd=repo, env=env)
+    assert capped.returncode == 0, capped.stderr
+    line = (state / "crontab").read_text().splitlines()[1]
+    assert "sleep run --max-cost 2.5 >> " in line  # and without --yes: it was not asked for this time
+    (repo / "skillgit.yaml").write_text((repo / "skillgit.yaml").read_text() + "  max_cost_usd: 1.0\n")
+    assert run_cli("sleep", "schedule", cwd=repo, env=env).returncode == 0  # the config's cap is enough

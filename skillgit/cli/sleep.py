@@ -64,7 +64,7 @@ def _date(value: Optional[str]) -> str:
 def _session_row(session: Any, first_new: dict[str, int]) -> dict[str, Any]:
     return {"source": session.source, "session": session.session_id, "key": session.key,
             "project": session.cwd or session.git_remote, "started": session.started, "ended": session.ended,
-            "user_turns": len(session.user_turns), "turns": len(session.turns),
+            "user_turns": session.user_turn_count, "turns": len(session.turns),
             "new_from_turn": first_new.get(session.key), "skipped_reason": session.skipped_reason}
 
 
@@ -298,14 +298,25 @@ def adopt_cmd(date: Optional[str] = typer.Argument(None, help="The night (defaul
               repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
               print_: bool = typer.Option(False, "--print", help="Print the git commands and the pull-request body "
                                                                  "instead of adopting."),
+              merge: bool = typer.Option(False, "--merge", help="When the skill branch moved on: a merge commit "
+                                                                "(refused on conflicts; never a dirty worktree)."),
+              pr: bool = typer.Option(False, "--pr", help="Propose the night as a pull request instead: print its "
+                                                          "body (the night's report), or open it with --gh."),
+              gh: bool = typer.Option(False, "--gh", help="With --pr: open it with `gh pr create`."),
+              push: Optional[str] = typer.Option(None, "--push", help="With --pr: push the night's branch (with "
+                                                                      "skillgit's notes) to this remote first."),
               as_json: bool = JSON) -> None:
-    """Fast-forward the skill branch to a reviewed night's branch (never forced)."""
+    """Bring a reviewed night's branch into the skill branch: fast-forward, --merge, or propose it with --pr."""
     from skillgit.sleep import adopt as A
     from skillgit.sleep import state as S
-    from skillgit.sleep.night import LOCK
+    from skillgit.sleep.night import LOCK, shown_path
     from skillgit.sleep.report import render
     from skillgit.store import Store
 
+    if (gh or push) and not pr:
+        raise SkillgitError("--gh and --push go with --pr", "e.g. `skillgit sleep adopt --pr --push origin --gh`")
+    if pr and merge:
+        raise SkillgitError("--pr and --merge exclude each other", "propose the night (--pr) or adopt it (--merge)")
     sp = _project(repo, config)
     cfg = sp.config
     store = Store.open(sp.root, cfg.skill.path, cfg.skill.branch)
@@ -314,7 +325,7 @@ def adopt_cmd(date: Optional[str] = typer.Argument(None, help="The night (defaul
         sp.settings.branch_for(date or "", cfg.skill.branch)
     the_date = night.date if night is not None else (date or "")
     report = sp.path(sp.settings.report_dir) / f"{the_date}.md"
-    plan = A.plan(store, branch, the_date, str(report) if report.is_file() else None)
+    plan = A.plan(store, branch, the_date, shown_path(report, sp.root) if report.is_file() else None)
     if print_:
         if as_json:
             console.print_json({**plan.to_dict(), "body": render(night) if night else ""})
@@ -323,19 +334,53 @@ def adopt_cmd(date: Optional[str] = typer.Argument(None, help="The night (defaul
         if night is not None:
             typer.echo("\n" + render(night))
         return
-    tip = A.adopt(store, plan)
+    if pr:
+        _propose(sp, store, plan, render(night) if night is not None else "", gh=gh, push=push, as_json=as_json)
+        return
+    tip = A.adopt(store, plan, merge=merge)
     if night is not None and not plan.up_to_date:
         with store.lock(LOCK):
             head = S.load(store.repo).head
             updated = dataclasses.replace(night, adopted=tip)
             S.save(store.repo, {S.night_json(night.date): updated.to_json()}, f"adopt {night.date}", head)
     if as_json:
-        console.print_json({**plan.to_dict(), "tip": tip})
+        console.print_json({**plan.to_dict(), "tip": tip, "merged": not plan.fast_forward and not plan.up_to_date})
         return
     if plan.up_to_date:
         typer.echo(f"{plan.skill_branch} already contains {plan.branch}: nothing to adopt")
     else:
-        typer.echo(f"{plan.skill_branch}: {plan.skill_tip[:12]} → {tip[:12]} (fast-forward to {plan.branch})")
+        how = f"fast-forward to {plan.branch}" if plan.fast_forward else f"merge commit of {plan.branch}"
+        typer.echo(f"{plan.skill_branch}: {plan.skill_tip[:12]} → {tip[:12]} ({how})")
+
+
+def _propose(sp: Any, store: Any, plan: Any, body: str, *, gh: bool, push: Optional[str], as_json: bool) -> None:
+    """`adopt --pr`: the pull request `skillgit pr` would open for the night (body: the night's report)."""
+    import shutil
+
+    from skillgit.review import pr as pr_mod
+
+    if plan.up_to_date:
+        raise SkillgitError(f"{plan.skill_branch} already contains {plan.branch}: there is nothing to propose",
+                            "see `skillgit sleep status`")
+    request = pr_mod.PullRequest(f"sleep-{plan.date}", plan.skill_branch, plan.branch,
+                                 f"skillgit sleep: night of {plan.date}", body)
+    body_file = store.git_dir / "skillgit" / "pr" / f"sleep-{plan.date}.md"  # never in the working tree
+    if gh:
+        body_file.parent.mkdir(parents=True, exist_ok=True)
+        body_file.write_text(request.body, encoding="utf-8")
+        if shutil.which("gh") is None:  # before pushing anything
+            raise SkillgitError("`gh` (the GitHub CLI) is not installed or not on PATH",
+                                f"{pr_mod.GH_INSTALL_HINT}; the body is ready in {body_file}")
+    if push:
+        sync = pr_mod.push_head(store, plan.branch, push)
+        _say(f"pushed '{plan.branch}' to {push} ({sync.branch})")
+    if gh:
+        typer.echo(pr_mod.create_with_gh(request, body_file, sp.root).strip())
+    elif as_json:
+        console.print_json(request.to_dict())
+    else:
+        typer.echo(request.body, nl=False)
+        _say(f"to open it: skillgit sleep adopt {plan.date} --pr --push origin --gh")
 
 
 def _night_to_adopt(repo: Any, date: Optional[str]) -> Any:
@@ -359,15 +404,23 @@ SYSTEMCTL = typer.Option("systemctl", "--systemctl", envvar="SKILLGIT_SYSTEMCTL"
                          help="The systemctl program (tests).")
 
 
-def _job(sp: Any, at: Optional[str]) -> Any:
+def _job(sp: Any, at: Optional[str], yes: bool, max_cost: Optional[float]) -> Any:
+    """The nightly job; a real backend is refused without a dollar cap (--max-cost, sleep.max_cost_usd or
+    budget.max_cost_usd): nobody watches an unattended night's bill."""
+    from skillgit.sleep.night import leaves_machine
     from skillgit.sleep.schedule import Job
     from skillgit.store.git import GitRepo
 
     git = GitRepo.open(sp.root)
-    settings = sp.settings.with_options(schedule_at=at)
+    settings = sp.settings.with_options(schedule_at=at, max_cost_usd=max_cost)
+    who = leaves_machine(sp.config, handoff=False)
+    if who and settings.max_cost_usd is None and sp.config.budget.max_cost_usd is None:
+        raise SkillgitError(f"an unattended night would pay {' and '.join(who)} with no dollar cap",
+                            "give one: `skillgit sleep schedule --max-cost 2.50` (or sleep.max_cost_usd / "
+                            "budget.max_cost_usd in skillgit.yaml)")
     log = git.common_dir / "skillgit" / "sleep" / "cron.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    return Job(git.root.resolve(), settings.schedule_at, log)
+    return Job(git.root.resolve(), settings.schedule_at, log, yes=yes, max_cost_usd=max_cost)
 
 
 @sleep_app.command("schedule")
@@ -376,14 +429,21 @@ def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
                                                                      "sleep.schedule_at, 03:00)."),
                  systemd: bool = typer.Option(False, "--systemd", help="A systemd user timer instead of cron."),
                  print_: bool = typer.Option(False, "--print", help="Print the entry; install nothing."),
+                 yes: bool = typer.Option(False, "--yes", help="The nightly run passes --yes: unreviewed mined tasks "
+                                                               "reach the configured models (default: only a "
+                                                               "reviewed task file does)."),
+                 max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Dollars per night, passed to "
+                                                                                   "the nightly run (required for a "
+                                                                                   "real backend unless the config "
+                                                                                   "caps it)."),
                  crontab: str = CRONTAB, systemctl: str = SYSTEMCTL) -> None:
-    """Run `skillgit sleep run --yes` in this repository every night (a managed crontab block or systemd timer)."""
+    """Run `skillgit sleep run` in this repository every night (a managed crontab block or systemd timer)."""
     import shlex
 
     from skillgit.sleep import schedule as K
 
     sp = _project(repo, config)
-    job = _job(sp, at)
+    job = _job(sp, at, yes, max_cost)
     if print_:
         text = "".join(f"# {name}\n{body}\n" for name, body in K.unit_files(job).items()) if systemd \
             else K.cron_block(job)
@@ -395,8 +455,10 @@ def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
     else:
         block = K.install_cron(job, crontab)
         typer.echo(shown(block.rstrip("\n")))
-    _say("the job passes --yes: mined tasks reach the configured models unreviewed; keys come from the "
-         "repository's .env. Remove it with `skillgit sleep unschedule" + (" --systemd`" if systemd else "`"))
+    release = ("the job passes --yes: mined tasks reach the configured models unreviewed" if yes else
+               "with a real backend a night runs only on a reviewed task file (`skillgit sleep review --approve`)")
+    _say(f"{release}; keys come from the repository's .env. Remove it with `skillgit sleep unschedule"
+         + (" --systemd`" if systemd else "`"))
 
 
 @sleep_app.command("unschedule")

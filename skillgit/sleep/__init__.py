@@ -23,7 +23,8 @@ On top of them, the nightly pipeline (`skillgit sleep …`, docs/SLEEP.md):
 7. **night** (`night.run_night`): the privacy gate (`release`), then the normal training loop and gate on a
    `sleep/<date>` branch, never the skill branch; **handoff** (`handoff.HandoffLLM`) lets a person's own agent
    answer the teacher's prompts through files; **report** renders the night in Markdown.
-8. **adopt** (fast-forward only), **schedule** (cron block or systemd user timer), **plan** (dry run, status).
+8. **adopt** (fast-forward, `--merge`, `--pr`), **schedule** (cron block or systemd user timer; `--yes` and a
+   dollar cap only by explicit choice), **plan** (dry run, status).
 """
 
 from __future__ import annotations

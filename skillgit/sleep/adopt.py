@@ -1,14 +1,22 @@
-"""`skillgit sleep adopt`: bring a reviewed night's branch into the skill branch — fast-forward only, never forced.
+"""`skillgit sleep adopt`: bring a reviewed night's branch into the skill branch — fast-forward, or with `--merge` a
+merge commit; never forced, never over anyone's uncommitted work.
 
 Contracts:
-- `plan(store, branch, date)` says what adopting would do: the skill branch's tip, the night branch's tip, whether a
-  fast-forward is possible, and the exact `git` commands (and a pull-request route) a person can run instead.
-- `adopt(store, plan)` moves the skill branch to the night's tip only when the skill branch's tip is an ancestor
-  of it (a fast-forward), under the skill branch's run lock (never while a `skillgit train` works on it), with
-  compare-and-swap on the tip it checked. A worktree that has the skill branch checked out is moved with
-  `git merge --ff-only` there (branch, index and files together; git refuses if the person's uncommitted changes
-  would be overwritten, and then nothing changes). If the skill branch moved since the night started (it is not an
-  ancestor), a GitStateError names both tips and what to do; nothing is changed.
+- `plan(store, branch, date, report)` says what adopting would do: the skill branch's tip, the night branch's tip,
+  whether a fast-forward is possible, and the exact `git` commands (and a pull-request route; `report` is shown as
+  given: callers pass a repository-relative path) a person can run instead.
+- `adopt(store, plan, merge=False)` works under the skill branch's run lock (never while a `skillgit train` works
+  on it). First it finishes an interrupted worktree update of a skillgit step (`Store.prepare_worktrees`), which
+  also refuses — changing nothing — when the skill has uncommitted changes in a worktree that has the skill branch
+  checked out. Then, with compare-and-swap on the tip it planned with:
+  - fast-forward when the skill branch's tip is an ancestor of the night's tip;
+  - otherwise, only with `merge`: a merge commit (parents: the skill tip, the night tip) whose tree is the skill
+    tip's with the skill file 3-way merged (`git merge-file`); refused with a hint when the texts conflict, or when
+    the night's branch changed anything but the skill file; without `merge`, a GitStateError names both tips and
+    the ways on; nothing is changed.
+  A worktree that has the skill branch checked out is moved with `git merge --ff-only <target>` there (branch,
+  index and files together; git refuses if it would overwrite the person's uncommitted changes, and then nothing
+  changes); otherwise the ref moves in one transaction.
 - Git is reached only through `GitRepo` methods.
 """
 
@@ -56,34 +64,69 @@ def plan(store: Store, branch: str, date: str, report: str | None = None) -> Ado
     return AdoptPlan(date, branch, sk, skill_tip, night_tip, ff and not up_to_date, up_to_date, tuple(commands))
 
 
-def adopt(store: Store, p: AdoptPlan) -> str:
+def adopt(store: Store, p: AdoptPlan, *, merge: bool = False) -> str:
     """See the module contract; returns the skill branch's new tip."""
     if p.up_to_date:
         return p.skill_tip
-    if not p.fast_forward:
+    if not p.fast_forward and not merge:
         raise GitStateError(
             f"skill branch '{p.skill_branch}' moved since the night of {p.date} started "
-            f"({p.skill_tip[:12]} is not in {p.branch}); adopt only fast-forwards",
-            f"let the next night train on top of it (`skillgit sleep run`), or merge by hand after review: "
-            f"git switch {p.skill_branch} && git merge {p.branch}")
+            f"({p.skill_tip[:12]} is not in {p.branch}); a fast-forward is not possible",
+            f"`skillgit sleep adopt {p.date} --merge` makes a merge commit (refused on conflicts), `--pr` proposes "
+            "it for review, or let the next night train on top of it (`skillgit sleep run`)")
     repo = store.repo
     with store.lock(store.branch):
+        store.prepare_worktrees()  # a skillgit step killed mid-update is finished; the person's skill edits refuse
         if store.tip() != p.skill_tip:
             raise GitStateError(f"skill branch '{p.skill_branch}' moved while adopting",
                                 "run `skillgit sleep adopt` again")
+        target = p.night_tip if p.fast_forward else merge_commit(store, p)
         checked_out = [w for w in repo.worktrees() if w.branch == store.branch_ref and not w.bare and w.path.is_dir()]
         try:
             if checked_out:
-                repo.ff_merge(checked_out[0].path, p.night_tip)
+                repo.ff_merge(checked_out[0].path, target)
             else:
-                repo.transaction([RefUpdate("update", store.branch_ref, p.night_tip, p.skill_tip)],
+                repo.transaction([RefUpdate("update", store.branch_ref, target, p.skill_tip)],
                                  f"skillgit sleep: adopt {p.branch}")
         except RefConflict:
             raise GitStateError(f"skill branch '{p.skill_branch}' moved while adopting; nothing was changed",
                                 "run `skillgit sleep adopt` again") from None
         except GitError as exc:
             where = str(checked_out[0].path) if checked_out else "the repository"
-            raise GitStateError(f"adopting {p.branch} failed: {exc.message}",
-                                f"commit or stash your changes in {where}, then run `skillgit sleep adopt {p.date}` "
-                                "again; nothing was changed") from None
-    return p.night_tip
+            raise GitStateError(
+                f"git refused to move '{p.skill_branch}' in {where} to {target[:12]}: {exc.message}",
+                f"nothing was changed; files there that the night also changes ({store.skill_path}) are in the way "
+                f"(see `git status` in {where}); once they are out of the way, run `skillgit sleep adopt {p.date}` "
+                "again") from None
+    return target
+
+
+def merge_commit(store: Store, p: AdoptPlan) -> str:
+    """The merge commit of `--merge` (see the module contract); written as an object only, no ref moves."""
+    repo, path = store.repo, store.skill_path
+    base = repo.merge_base(p.skill_tip, p.night_tip)
+    if base is None:
+        raise GitStateError(f"'{p.branch}' and '{p.skill_branch}' share no history", "merge them by hand")
+    base_blob = repo.tree_entry(base, path)
+    night_only_skill = repo.replace_in_tree(p.night_tip, path, base_blob.sha, base_blob.mode) if base_blob else None
+    if night_only_skill != repo.mktree(repo.ls_tree(base)):
+        raise GitStateError(f"the night's branch '{p.branch}' changes more than {path}; adopt merges only the skill",
+                            f"merge it by hand after review: git switch {p.skill_branch} && git merge {p.branch}")
+
+    def text(rev: str) -> str:
+        data = repo.blob_at(rev, path)
+        return data.decode("utf-8") if data is not None else ""
+
+    merged, conflicts = repo.merge_file(text(p.skill_tip), text(base), text(p.night_tip))
+    if conflicts:
+        raise GitStateError(
+            f"{path} changed on '{p.skill_branch}' and on '{p.branch}' in the same places ({conflicts} conflict(s)); "
+            "nothing was changed",
+            f"let the next night train on top of '{p.skill_branch}' (`skillgit sleep run`), or merge by hand: "
+            f"git switch {p.skill_branch} && git merge {p.branch}")
+    mode = (repo.tree_entry(p.skill_tip, path) or base_blob)
+    tree = repo.replace_in_tree(p.skill_tip, path, repo.write_blob(merged.encode("utf-8")),
+                                mode.mode if mode else "100644")
+    message = (f"skillgit sleep: merge {p.branch} into {p.skill_branch}\n\nThe night of {p.date}'s gated edits "
+               f"to {path}, merged after '{p.skill_branch}' moved on.\n")
+    return repo.commit_tree(tree, [p.skill_tip, p.night_tip], message)

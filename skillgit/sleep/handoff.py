@@ -15,6 +15,10 @@ Contracts:
   on, but a missing answer must stop the night where it is (a step's candidate is only built after every teacher
   call of the step returned), so that the next run resumes it.
 - Thread-safe: the loop asks several prompts at once; all of them get written before the run stops.
+- The teacher also judges rubric tasks (`skillgit.scorers.RubricScorer`). A scorer's SkillgitError would make the
+  trajectory *unknown* and the night go on, so the judge is wrapped in `Deferring`: a missing answer raises
+  `HandoffDeferred` (not a SkillgitError), which passes the scorer and the rollout untouched, stops the training
+  loop like any crash (its state settled and saved) and is turned back into `HandoffPending` by the night.
 """
 
 from __future__ import annotations
@@ -44,6 +48,32 @@ class HandoffPending(SkillgitError):
             "where it stopped", ExitCode.BUDGET)
         self.folder = folder
         self.pending = pending
+
+
+class HandoffDeferred(Exception):
+    """A judge's answer waits in the handoff folder: stop the run (see the module contract)."""
+
+    def __init__(self, pending: HandoffPending):
+        super().__init__(pending.message)
+        self.pending = pending
+
+
+class Deferring:
+    """An `LLM` that turns `HandoffPending` from `inner` into `HandoffDeferred` (for the judge)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    @property
+    def id(self) -> str:
+        return str(self.inner.id)
+
+    def complete(self, request: Request) -> Reply:
+        try:
+            reply: Reply = self.inner.complete(request)
+        except HandoffPending as exc:
+            raise HandoffDeferred(exc) from None
+        return reply
 
 
 def pending_prompts(folder: Path) -> list[Path]:

@@ -13,9 +13,12 @@ Contracts:
 - A text unit (nothing run or written) remembers the agent's last answer, and the answer the person *accepted*
   ("thanks", "looks good" after it, with no correction or revert in between): `TaskUnit.accepted_answer`.
 - `mine(sessions)` keeps groups seen in at least `min_sessions` sessions or holding a failed unit, and returns one
-  `MinedTask` each: agentic (the repository at the session's commit when known, else HEAD; the representative
-  prompt; verify = the test command the sessions ran, or a judge rubric when none ran) or text (nothing was run or
-  written). Its id is a hash of the group's normalised requests and test command: the same group, the same id.
+  `MinedTask` each: agentic (the repository at the session's commit: the one the session recorded, else
+  `rev_for(unit)` — the commit its branch pointed at just before the request, see `rev_before` — else
+  `fallback_rev`, the HEAD commit resolved when mining; `signals.rev_from` says which; "HEAD" itself only when the
+  caller gave neither); the representative prompt; verify = the test command the sessions ran, or a judge
+  rubric when none ran) or text (nothing was run or written). Its id is a hash of the group's normalised requests
+  and test command: the same group, the same id.
   `label(group) -> str`, when given, replaces the representative prompt (a teacher's relabelling hook).
   With `answers=True`, a kept group whose text units have accepted answers yields one text task per distinct
   request instead (`expected` = the accepted answer, id = a hash of the request's words and numbers, so the same
@@ -514,7 +517,7 @@ def _signals(group: TaskGroup, test: TestRun | None) -> dict[str, Any]:
 
 def to_task(group: TaskGroup, *, label: Callable[[TaskGroup], str] | None = None,
             rev_for: Callable[[TaskUnit], str | None] | None = None, scrubber: Scrubber | None = None,
-            timeout_s: int = DEFAULT_TIMEOUT_S) -> MinedTask:
+            timeout_s: int = DEFAULT_TIMEOUT_S, fallback_rev: str | None = None) -> MinedTask:
     rep = group.representative
     prompt = (label(group) if label is not None else "") or rep.request
     clean = scrubber.text if scrubber is not None else (lambda s: s)
@@ -527,11 +530,25 @@ def to_task(group: TaskGroup, *, label: Callable[[TaskGroup], str] | None = None
                   "result": "pytest" if test.framework == "pytest" else "exit_code"}
     else:
         verify = {"rubric": clean(_rubric(prompt, group))}
-    rev = rep.git_commit or (rev_for(rep) if rev_for is not None else None) or "HEAD"
+    rev, rev_from = _rev(rep, rev_for, fallback_rev)
     sessions = tuple({"source": u.source, "session_id": u.session_id, "unit": u.index, "started": u.timestamp,
                       "outcome": u.outcome} for u in group.units)
     return MinedTask(id=_task_id(group, test.command if test else None), kind="agentic" if agentic else "text",
-                     prompt=prompt, rev=rev, verify=verify, sessions=sessions, signals=_signals(group, test))
+                     prompt=prompt, rev=rev, verify=verify, sessions=sessions,
+                     signals={**_signals(group, test), "rev_from": rev_from})
+
+
+def _rev(unit: TaskUnit, rev_for: Callable[[TaskUnit], str | None] | None, fallback: str | None
+         ) -> tuple[str, str]:
+    """(commit, where it came from) for an agentic task mined from `unit` (see the module contract)."""
+    if unit.git_commit:
+        return unit.git_commit, "session"
+    found = rev_for(unit) if rev_for is not None else None
+    if found:
+        return found, "before the session"
+    if fallback:
+        return fallback, "HEAD when mined (no commit of the session's time was found)"
+    return "HEAD", "unresolved"
 
 
 def instance_id(request: str) -> str:
@@ -566,7 +583,7 @@ def to_instances(group: TaskGroup, *, scrubber: Scrubber | None = None) -> list[
 def mine(sessions: Iterable[Session], *, threshold: float = DEFAULT_THRESHOLD, min_sessions: int = 2,
          first_new_turn: Mapping[str, int] | None = None, label: Callable[[TaskGroup], str] | None = None,
          rev_for: Callable[[TaskUnit], str | None] | None = None, scrubber: Scrubber | None = None,
-         timeout_s: int = DEFAULT_TIMEOUT_S, answers: bool = False) -> MineResult:
+         timeout_s: int = DEFAULT_TIMEOUT_S, answers: bool = False, fallback_rev: str | None = None) -> MineResult:
     """Units → groups → the tasks worth replaying (see the module contract)."""
     units: list[TaskUnit] = []
     seen: set[tuple[str, str | None]] = set()
@@ -598,7 +615,8 @@ def mine(sessions: Iterable[Session], *, threshold: float = DEFAULT_THRESHOLD, m
     tasks: list[MinedTask] = []
     for g in kept:
         instances = to_instances(g, scrubber=scrubber) if answers else []
-        tasks.extend(instances or [to_task(g, label=label, rev_for=rev_for, scrubber=scrubber, timeout_s=timeout_s)])
+        tasks.extend(instances or [to_task(g, label=label, rev_for=rev_for, scrubber=scrubber, timeout_s=timeout_s,
+                                              fallback_rev=fallback_rev)])
     return MineResult(tuple(units), tuple(groups), tuple(tasks))
 
 

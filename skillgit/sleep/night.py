@@ -6,7 +6,10 @@ Contracts:
   tasks into the reviewable task file (existing rows, maybe edited by a person, are kept as they are; new ones are
   appended). Adding a task clears the file's `reviewed` flag: what nobody has read is not reviewed. With `write`
   the file and the new harvest state are saved (the state only after the file, so a harvested session is never
-  lost); without, nothing is written anywhere (`dry-run`, `harvest`).
+  lost); without, nothing is written anywhere (`dry-run`, `harvest`). Every saving gather also adds what it
+  harvested, mined and redacted to the running totals since the last night (`totals.json` on the sleep ref), so
+  a night after `skillgit sleep mine` still reports what that mine harvested; a night takes the totals into its
+  record and resets them.
 - `release(cfg, handoff, reviewed, yes)` is the privacy gate, asked before any model call: when anything outside
   this machine would see transcript-derived text — a teacher or student backend other than `simulated`, or
   handoff prompts meant for an agent — the task file's header must say `reviewed: true`, or `--yes` must be
@@ -17,26 +20,34 @@ Contracts:
   budgets as `budget.*` / `train.max_steps` overrides and the run id `sleep-<date>` (running the same night again
   resumes it; every finished call is in the journal). It writes the report to `<report_dir>/<date>.md` and saves
   it with the `NightRecord` on the sleep ref. The user's checkout and the skill branch are never touched.
-- Handoff (`options.handoff`): the teacher is a `HandoffLLM`; when answers are missing the night is recorded as
-  `waiting` and `HandoffPending` propagates (exit 5); the same command resumes it.
+- Handoff (`options.handoff`): the teacher (and the judge of rubric tasks) is a `HandoffLLM`; its folder gets a
+  `.gitignore` of `*` when it lies inside the repository (prompts quote mined tasks). When answers are missing the
+  night is recorded as `waiting` and `HandoffPending` propagates (exit 5) counting every prompt that waits once the
+  run stopped; the same command resumes it.
+- Scoring: the configured scorer, wrapped in `RubricScorer` with the teacher as the judge of text tasks that have
+  no short accepted answer (replay.py); offline (simulated teacher) the judge is `world.judge.SimulatedJudge`.
+  Judge calls are journaled and metered like teacher calls (they count against the night's budgets).
+- Paths in the record and the report are relative to the repository (`shown_path`): a report is a PR body.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from skillgit.config import Config
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.loop.events import EventSink, ignore
+from skillgit.scorers import RubricScorer
 from skillgit.sleep import replay as R
 from skillgit.sleep import state as S
-from skillgit.sleep.handoff import HandoffLLM, HandoffPending, answered, pending_prompts
-from skillgit.sleep.harvest import HarvestResult, git_remotes, harvest
-from skillgit.sleep.mine import MinedTask, MineResult, mine, read_tasks, write_tasks
+from skillgit.sleep.handoff import Deferring, HandoffDeferred, HandoffLLM, HandoffPending, answered, pending_prompts
+from skillgit.sleep.harvest import HarvestResult, consume_inbox, git_remotes, harvest
+from skillgit.sleep.mine import MinedTask, MineResult, mine, read_tasks, rev_before, write_tasks
 from skillgit.sleep.report import render
 from skillgit.sleep.scrub import Scrubber, build_scrubber
 from skillgit.sleep.settings import SleepProject, check_date
@@ -44,6 +55,7 @@ from skillgit.store import Store
 from skillgit.store.git import GitRepo, RefUpdate
 
 LOCK = "skillgit-sleep"  # one night (or mine) at a time per repository
+TOTALS_FILE = "totals.json"  # on the sleep ref: what was harvested, mined and redacted since the last night
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,7 @@ class Gathered:
     reviewed: bool
     path: Path
     head: str | None  # the sleep ref after saving (or as read, without `write`)
+    totals: dict[str, Any] = field(default_factory=dict)  # since the last night, this gather included (`write`)
 
 
 def today() -> str:
@@ -88,27 +101,67 @@ def home_of(sp: SleepProject) -> Path:
     return Path(sp.settings.home).expanduser()
 
 
-def ensure_private(folder: Path, root: Path) -> None:
+def ensure_private(folder: Path, root: Path, *, existing: bool = False) -> None:
     """Create `folder`; if skillgit creates it inside the repository, it gets a `.gitignore` of `*`, so that
-    transcript-derived files are never committed by accident (a folder the user made is left as it is)."""
-    if folder.is_dir():
+    transcript-derived files are never committed by accident (a folder the user made is left as it is, unless
+    `existing`: then it gets the `.gitignore` too when git does not ignore it already)."""
+    made = not folder.is_dir()
+    if not made and not existing:
         return
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        folder.resolve().relative_to(root.resolve())
+        inside = folder.resolve().relative_to(root.resolve())
     except ValueError:
         return
-    (folder / ".gitignore").write_text("# written by skillgit sleep: mined tasks and reports stay local\n*\n",
-                                       encoding="utf-8")
+    ignore = folder / ".gitignore"
+    if not made and (ignore.exists() or _ignored(root, inside)):
+        return
+    ignore.write_text("# written by skillgit sleep: transcript-derived files stay local\n*\n", encoding="utf-8")
+
+
+def _ignored(root: Path, relative: Path) -> bool:
+    try:
+        repo = GitRepo.open(root)
+    except SkillgitError:
+        return False
+    try:
+        return repo.is_ignored(f"{relative.as_posix()}/probe")
+    finally:
+        repo.close()
+
+
+def shown_path(path: Path | str, root: Path) -> str:
+    """`path` as a report shows it: relative to the repository, never an absolute home path."""
+    target = Path(path)
+    try:
+        return Path(os.path.relpath(target.resolve(), root.resolve())).as_posix() if target.is_absolute() \
+            else target.as_posix()
+    except ValueError:  # another drive (Windows)
+        return target.name
 
 
 # ---------------------------------------------------------------------------------------------- harvest + mine
 def collect(sp: SleepProject, since: S.HarvestState) -> tuple[HarvestResult, MineResult]:
     settings, scrub = sp.settings, scrubber_for(sp)
     result = harvest(settings.sources or None, home_of(sp), sp.root, git_remotes(str(sp.root)), since, scrubber=scrub)
+    root = sp.root
     mined = mine(result.sessions, threshold=settings.threshold, min_sessions=settings.min_sessions,
-                 first_new_turn=result.first_new_turn, scrubber=scrub, answers=True)
+                 first_new_turn=result.first_new_turn, scrubber=scrub, answers=True,
+                 rev_for=lambda unit: rev_before(root, unit.timestamp, unit.git_branch),
+                 fallback_rev=head_sha(root))
     return result, mined
+
+
+def head_sha(root: Path) -> str | None:
+    """HEAD's commit now (a mined task is pinned to a commit, never to the moving name "HEAD"); None without one."""
+    try:
+        repo = GitRepo.open(root)
+    except SkillgitError:
+        return None
+    try:
+        return repo.commit_of("HEAD")
+    finally:
+        repo.close()
 
 
 def gather(sp: SleepProject, repo: GitRepo, *, write: bool, date: str | None = None) -> Gathered:
@@ -127,6 +180,7 @@ def gather(sp: SleepProject, repo: GitRepo, *, write: bool, date: str | None = N
     reviewed = bool(existing and existing.reviewed and not new)
     pool = (*old, *new)
     head = state.head
+    totals = read_totals(repo)
     if write:
         if new:
             ensure_private(path.parent, sp.root)
@@ -136,9 +190,29 @@ def gather(sp: SleepProject, repo: GitRepo, *, write: bool, date: str | None = N
             write_tasks(path, pool, reviewed=reviewed, meta=meta, scrubber=scrubber_for(sp))
         if result.state != state.harvest or head is None:
             summary = result.summary()
-            head = S.save(repo, {S.STATE_FILE: result.state.to_json()},
+            totals = add_counts(totals, counts_of(result, mined, len(new)))
+            head = S.save(repo, {S.STATE_FILE: result.state.to_json(), TOTALS_FILE: json.dumps(totals, sort_keys=True)},
                           f"harvest: {summary['sessions']} session(s), {len(new)} new task(s)", state.head)
-    return Gathered(result, mined, tuple(pool), tuple(new), reviewed, path, head)
+        consume_inbox(result)  # only once the state that remembers those sessions is saved (or was already)
+    return Gathered(result, mined, tuple(pool), tuple(new), reviewed, path, head, totals)
+
+
+def counts_of(result: HarvestResult, mined: MineResult, new_tasks: int) -> dict[str, Any]:
+    summary = result.summary()
+    return {"harvest": {"sessions": summary["sessions"], "skipped": summary["skipped"],
+                        "warnings": summary["warnings"], "files_read": summary["files_read"],
+                        "files_unchanged": summary["files_unchanged"]},
+            "mined": {**mined.summary(), "new_tasks": new_tasks},
+            "redactions": result.redactions.to_dict()}
+
+
+def read_totals(repo: GitRepo) -> dict[str, Any]:
+    text = S.read(repo, TOTALS_FILE)
+    try:
+        data = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 # ---------------------------------------------------------------------------------------------- privacy gate
@@ -187,7 +261,8 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
     if R.has_splits(folder) and meta_path.is_file():
         return R.Replay(simulated=simulated), json.loads(meta_path.read_text(encoding="utf-8"))
     chosen = R.choose(pool, sp.settings, simulated=simulated, agentic=R.agentic_supported())
-    meta = {**chosen.counts(), "used": chosen.used, "excluded": chosen.excluded, "simulated": simulated,
+    meta = {**chosen.counts(), "used": chosen.used, "judged": chosen.judged, "excluded": chosen.excluded,
+            "simulated": simulated,
             "reason": chosen.reason, "in_file": len(pool)}
     if chosen.usable:
         R.write_splits(folder, chosen)
@@ -195,14 +270,14 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
     return chosen, meta
 
 
-def _added(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """Counts of two partial runs of the same night, added (nested mappings too)."""
+def add_counts(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """Counts of two harvests (or two partial runs of the same night), added (nested mappings too)."""
     out: dict[str, Any] = dict(old)
     for key, value in new.items():
         if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
             out[key] = value
         elif isinstance(value, dict):
-            out[key] = _added(out.get(key) or {}, value)
+            out[key] = add_counts(out.get(key) or {}, value)
         else:
             out[key] = (out.get(key) or 0) + value
     return out
@@ -229,16 +304,17 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
     with store.lock(LOCK):
         gathered = gather(sp, repo, write=True, date=date)
         previous = S.night(repo, date)
+        totals = gathered.totals  # everything since the last night: `sleep mine` runs, and this gather
         record = S.NightRecord(
             date=date, status="nothing", branch=branch, run=run_id(date), skill_branch=cfg.skill.branch,
-            harvest=_harvest_counts(gathered), mined={**gathered.mined.summary(), "new_tasks": len(gathered.new)},
-            redactions=gathered.harvest.redactions.to_dict(), started=started,
+            harvest=dict(totals.get("harvest") or {}), mined=dict(totals.get("mined") or {}),
+            redactions=dict(totals.get("redactions") or {}), started=started,
             budget={"max_tasks": settings.max_tasks, "max_steps": settings.max_steps, "max_calls": settings.max_calls,
                     "max_tokens": settings.max_tokens, "max_cost_usd": settings.max_cost_usd})
         if previous is not None:  # a resumed night: count what earlier runs of it harvested too
-            record = replace(record, harvest=_added(previous.harvest, record.harvest),
-                             mined=_added(previous.mined, record.mined),
-                             redactions=_added(previous.redactions, record.redactions), started=previous.started,
+            record = replace(record, harvest=add_counts(previous.harvest, record.harvest),
+                             mined=add_counts(previous.mined, record.mined),
+                             redactions=add_counts(previous.redactions, record.redactions), started=previous.started,
                              adopted=previous.adopted)
         if not gathered.pool:
             return _finish(sp, repo, replace(record, reason="no recurring or failed task mined yet", branch=""),
@@ -248,8 +324,8 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
         folder = night_folder(repo, date)
         simulated = cfg.model.student_backend == "simulated"
         chosen, meta = _frozen_replay(sp, folder, gathered.pool, simulated)
-        record = replace(record, tasks={**meta, "file": str(gathered.path), "reviewed": gathered.reviewed,
-                                        "approval": approval})
+        record = replace(record, tasks={**meta, "file": shown_path(gathered.path, sp.root),
+                                        "reviewed": gathered.reviewed, "approval": approval})
         if not R.has_splits(folder):
             return _finish(sp, repo, replace(record, reason=meta.get("reason") or "no usable task", branch=""),
                            gathered.head)
@@ -257,24 +333,30 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
         base = _start_branch(store, branch, folder)
         record = replace(record, base=base)
         night = sp.night(night_overrides(sp, branch))
-        teacher = HandoffLLM(options.handoff) if options.handoff is not None else None
+        teacher = None
+        if options.handoff is not None:
+            ensure_private(options.handoff, sp.root, existing=True)  # its prompts quote mined tasks
+            teacher = HandoffLLM(options.handoff)
         session = open_session(night, splits=splits, teacher=teacher)
+        session.scorer = RubricScorer(_judge(session, options), session.scorer)
         trainer = build_trainer(session, run_id=run_id(date), resume=True, on_event=on_event)
         try:
             result = trainer.train()
-        except HandoffPending as exc:
-            pending = pending_prompts(exc.folder)
+        except (HandoffPending, HandoffDeferred) as exc:
+            stopped = exc.pending if isinstance(exc, HandoffDeferred) else exc
+            pending = pending_prompts(stopped.folder)  # all of them: other calls kept writing until the run stopped
             waiting = replace(record, status="waiting", reason=f"{len(pending)} teacher prompt(s) wait for answers",
-                              handoff={"folder": str(exc.folder), "pending": len(pending),
-                                       "answered": answered(exc.folder)})
+                              handoff={"folder": shown_path(stopped.folder, sp.root), "pending": len(pending),
+                                       "answered": answered(stopped.folder)})
             _finish(sp, repo, _with_run(waiting, session.store, trainer), gathered.head)
-            raise
+            raise HandoffPending(stopped.folder, pending or list(stopped.pending)) from None
         status = "finished" if result.status == "finished" else "stopped"
         record = replace(record, status=status, reason=result.reason,
                          scores={k: {"val": v.get("val"), "test": v.get("test")} for k, v in result.scores.items()
                                  if k in ("seed", "final")})
         if options.handoff is not None:
-            record = replace(record, handoff={"folder": str(options.handoff), "answered": answered(options.handoff),
+            record = replace(record, handoff={"folder": shown_path(options.handoff, sp.root),
+                                              "answered": answered(options.handoff),
                                               "pending": len(pending_prompts(options.handoff))})
         return _finish(sp, repo, _with_run(record, session.store, trainer), gathered.head)
 
@@ -288,10 +370,18 @@ def _with_run(record: S.NightRecord, store: Store, trainer: Any) -> S.NightRecor
                    usage={"calls": usage.calls, "tokens": usage.total_tokens, "cost_usd": round(usage.cost_usd, 6)})
 
 
-def _harvest_counts(g: Gathered) -> dict[str, Any]:
-    summary = g.harvest.summary()
-    return {"sessions": summary["sessions"], "skipped": summary["skipped"], "warnings": summary["warnings"],
-            "files_read": summary["files_read"], "files_unchanged": summary["files_unchanged"]}
+def _judge(session: Any, options: NightOptions) -> Any:
+    """The judge of rubric tasks: the night's teacher (journaled, metered); offline, the simulated judge."""
+    cfg = session.project.config
+    if options.handoff is not None:
+        return Deferring(session.teacher())
+    if cfg.model.teacher_backend == "simulated":
+        from skillgit.llm.cache import CachedLLM
+        from skillgit.llm.metering import MeteredLLM
+        from skillgit.world.judge import SimulatedJudge
+
+        return MeteredLLM(CachedLLM(SimulatedJudge(cfg.model.simulated), session.cache), session.ledger, "teacher")
+    return session.teacher()
 
 
 def _start_branch(store: Store, branch: str, folder: Path) -> str:
@@ -319,6 +409,6 @@ def _finish(sp: SleepProject, repo: GitRepo, record: S.NightRecord, head: str | 
         ensure_private(folder, sp.root)  # beside the mined tasks: the folder ignores itself
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{record.date}.md").write_text(text, encoding="utf-8")
-    S.save(repo, {S.night_json(record.date): record.to_json(), S.night_md(record.date): text},
+    S.save(repo, {S.night_json(record.date): record.to_json(), S.night_md(record.date): text, TOTALS_FILE: "{}"},
            f"night {record.date}: {record.status}" + (f" ({record.reason})" if record.reason else ""), head)
     return record

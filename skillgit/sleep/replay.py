@@ -2,8 +2,11 @@
 
 Contracts:
 - `choose(tasks, settings, simulated=…, agentic=…)` keeps the tasks a night can score and says why each other
-  one was left out (`Replay.excluded`: reason → count): a text task needs an `expected` answer (the one a person
-  accepted; a rubric alone needs a judge, which skillgit does not have yet); an agentic task needs a test command
+  one was left out (`Replay.excluded`: reason → count): a text task is scored by exact match against the answer a
+  person accepted when that answer is short (at most `settings.judge_over_chars` characters), and by the teacher
+  as a judge (`skillgit.scorers.RubricScorer`: the task's rubric, with the accepted answer as the judge's
+  reference when there is one) when it is longer or missing — with the simulated world only when there is a
+  reference (its judge cannot tell right from wrong without one); an agentic task needs a test command
   to verify it and a task loader that reads agentic rows (`agentic_supported()` asks `skillgit.tasks` itself, so
   agentic tasks join as soon as the loader reads them); with the simulated student (`simulated=True`) only
   simulated-world records can be scored — the student refuses anything else — so other tasks are left out, and
@@ -16,7 +19,8 @@ Contracts:
   usable tasks: `Replay.usable` is False and `reason` says why.
 - `write_splits(folder, replay)` writes `train.jsonl`, `val.jsonl` (and `test.jsonl`) in the row shapes of
   `skillgit.tasks` (a text row carries no `verify`: the loader reads such a row as agentic, so a text task's
-  rubric travels in its metadata); `load_splits(folder, env)` reads them back through
+  rubric travels in its metadata; a judged text row has no `expected`, its accepted answer is
+  `metadata.judge_reference`); `load_splits(folder, env)` reads them back through
   `skillgit.tasks.load_splits` — the task loader decides what a row means, so the night trains exactly on what a
   person could `cat`.
 """
@@ -55,6 +59,7 @@ class Replay:
     test: tuple[MinedTask, ...] = ()
     excluded: dict[str, int] = field(default_factory=dict)  # reason → number of tasks
     simulated: bool = False
+    judge_over_chars: int = 400  # a longer accepted answer is the judge's reference, not an exact expected
     reason: str = ""  # why the night cannot train, when it cannot
 
     @property
@@ -69,17 +74,39 @@ class Replay:
         return {"train": len(self.train), "val": len(self.val), "test": len(self.test)}
 
     def rows(self, split: str) -> list[dict[str, Any]]:
-        return [to_row(t, self.simulated) for t in getattr(self, split)]
+        return [to_row(t, self.simulated, self.judge_over_chars) for t in getattr(self, split)]
+
+    @property
+    def judged(self) -> int:
+        return sum(1 for name in SPLITS for t in getattr(self, name) if judged(t, self.judge_over_chars))
 
 
-def to_row(task: MinedTask, simulated: bool) -> dict[str, Any]:
+def _answer(task: MinedTask) -> str | None:
+    expected = task.expected
+    if expected is None or (isinstance(expected, str) and not expected.strip()):
+        return None
+    return expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
+
+
+def judged(task: MinedTask, over_chars: int) -> bool:
+    """Is this text task scored by the judge (no accepted answer, or one too long to match exactly)?"""
+    answer = _answer(task)
+    return task.kind == "text" and (answer is None or len(answer.strip()) > over_chars)
+
+
+def to_row(task: MinedTask, simulated: bool, judge_over_chars: int = 400) -> dict[str, Any]:
     """The task as `skillgit.tasks` reads it. Agentic: the mined row (`workspace`, `setup`, `verify.command`).
     Text: `id`, `input`, `expected`, `metadata` — with the rubric moved into the metadata, because the task loader
-    reads a row that has `verify` as an agentic task."""
+    reads a row that has `verify` as an agentic task; a judged task (see `judged`) has no `expected`, its accepted
+    answer (if any) is the judge's reference."""
     row = task.to_row()
     if task.kind == "text":
         verify = row.pop("verify", None) or {}
-        extra = {"rubric": verify["rubric"]} if verify.get("rubric") else {}
+        extra: dict[str, Any] = {"rubric": verify["rubric"]} if verify.get("rubric") else {}
+        if judged(task, judge_over_chars):
+            row.pop("expected", None)
+            if _answer(task) is not None:
+                extra["judge_reference"] = _answer(task)
         if simulated:
             extra["world"] = "simulated"
         row["metadata"] = {**row["metadata"], **extra}
@@ -105,10 +132,14 @@ def _why_not(task: MinedTask, simulated: bool, agentic: bool) -> str | None:
         if simulated:
             return "agentic task: the simulated student only answers text records"
         if not str((task.verify or {}).get("command") or "").strip():
-            return "agentic task without a test command (a rubric needs a judge)"
+            return ("agentic task without a test command (judging an agent's workspace by rubric needs the agent "
+                    "student to hand its diff to the judge: not yet)")
         return None if agentic else "agentic task: this skillgit's task loader does not read agentic rows yet"
-    if task.expected is None or (isinstance(task.expected, str) and not task.expected.strip()):
-        return "text task without an accepted answer (a rubric needs a judge)"
+    if _answer(task) is None:
+        if not str((task.verify or {}).get("rubric") or "").strip():
+            return "text task with neither an accepted answer nor a rubric"
+        if simulated:
+            return "text task without an accepted answer (the simulated judge cannot judge without a reference)"
     if simulated:
         from skillgit.world.tasks import parse_record  # the simulated world's own reader of its records
 
@@ -146,7 +177,8 @@ def choose(tasks: Iterable[MinedTask], settings: SleepSettings, *, simulated: bo
     reason = ""
     if len(usable) < 2:
         reason = (f"{len(usable)} usable task(s): a night needs at least 2 (one to learn from, one to judge with)")
-    return Replay(*splits, excluded=dict(sorted(excluded.items())), simulated=simulated, reason=reason)
+    return Replay(*splits, excluded=dict(sorted(excluded.items())), simulated=simulated, reason=reason,
+                  judge_over_chars=settings.judge_over_chars)
 
 
 def split(tasks: Sequence[MinedTask], settings: SleepSettings

@@ -55,6 +55,7 @@ def render(record: NightRecord) -> str:
         ["tasks in the task file", str(t.get("in_file", 0))],
         ["tasks replayed (train / val / test)",
          f"{t.get('used', 0)} ({t.get('train', 0)} / {t.get('val', 0)} / {t.get('test', 0)})"],
+        ["of them judged by the teacher against a rubric", str(t.get("judged", 0))],
     ])
     if t.get("excluded"):
         lines += ["", "Left out: " + "; ".join(f"{n} × {why}" for why, n in t["excluded"].items()) + "."]

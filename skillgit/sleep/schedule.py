@@ -1,4 +1,4 @@
-"""`skillgit sleep schedule | unschedule`: a nightly `skillgit sleep run --yes` for one repository.
+"""`skillgit sleep schedule | unschedule`: a nightly `skillgit sleep run` for one repository.
 
 Two mechanisms, both removable exactly:
 - **cron** (default): a block in the user's crontab between `# skillgit sleep <repo>` and
@@ -11,9 +11,12 @@ Two mechanisms, both removable exactly:
   two files (only when they carry the marker).
 
 The `crontab` and `systemctl` programs are parameters (tests pass fakes; the real ones are never needed to test
-this). The job runs `<python> -m skillgit sleep run --yes` in the repository with the python that runs this
-skillgit, appending its output to `<git-common-dir>/skillgit/sleep/cron.log`; API keys come from the
-repository's `.env` as for any skillgit command (cron starts with an almost empty environment).
+this). The job runs `<python> -m skillgit sleep run` in the repository with the python that runs this skillgit,
+appending its output to `<git-common-dir>/skillgit/sleep/cron.log`; API keys come from the repository's `.env` as
+for any skillgit command (cron starts with an almost empty environment). It passes `--yes` (send unreviewed mined
+tasks to the models) only when the person asked for it (`Job.yes`, `schedule --yes`), and `--max-cost` when given:
+an unattended night never decides either by itself. (The CLI refuses to schedule a real backend without a dollar
+cap: see `skillgit.cli.sleep.schedule_cmd`.)
 """
 
 from __future__ import annotations
@@ -41,10 +44,13 @@ class Job:
     at: str  # HH:MM, local time
     log: Path
     python: str = sys.executable
+    yes: bool = False  # pass --yes: unreviewed mined tasks reach the models (only when the person chose it)
+    max_cost_usd: float | None = None  # pass --max-cost (None: the config's sleep.max_cost_usd / budget applies)
 
     @property
     def argv(self) -> list[str]:
-        return [self.python, "-m", "skillgit", "sleep", "run", "--yes"]
+        return [self.python, "-m", "skillgit", "sleep", "run", *(["--yes"] if self.yes else []),
+                *(["--max-cost", f"{self.max_cost_usd:g}"] if self.max_cost_usd is not None else [])]
 
     @property
     def hour_minute(self) -> tuple[int, int]:

@@ -57,6 +57,7 @@ class SleepSettings:
     scrub_patterns: tuple[str, ...] = ()  # extra regular expressions masked in harvested text
     scrub_env: tuple[str, ...] = ()  # environment variables whose values are masked
     schedule_at: str = "03:00"  # `skillgit sleep schedule` default time (HH:MM, local)
+    judge_over_chars: int = 400  # a longer accepted answer is judged by the teacher (as a reference), not matched
 
     @classmethod
     def from_mapping(cls, data: Any, where: str = "sleep") -> SleepSettings:
@@ -95,7 +96,7 @@ class SleepSettings:
             name = _OPTION.get(key, f"--{key.replace('_', '-')}") if where == "option" else f"{where}.{key}"
             return ConfigError(f"{name}: {value!r} is not allowed", allowed)
 
-        for key in ("min_sessions", "test_min_tasks"):
+        for key in ("min_sessions", "test_min_tasks", "judge_over_chars"):
             if getattr(self, key) < 1:
                 raise bad(key, getattr(self, key), "use a whole number of 1 or more")
         for key in ("max_tasks", "max_steps", "max_calls", "max_tokens"):
