@@ -17,17 +17,27 @@ never in the bundle: the store carries them over untouched.
 
 Invariants: `parse(bundle(files)) == files`; a bundle is deterministic for the same files; a single-file skill is
 never mistaken for a bundle unless its text starts with `<file path="`.
+
+On disk (`write`): the bundle's text files plus the package's committed tree (`tree_files`: every blob with its git
+mode, bytes as stored). A tree file the bundle does not hold (a binary asset) is written byte-exact; a bundle file
+whose text equals the committed one (up to the trailing newline `parse` adds) is written as the committed bytes;
+every file keeps its committed mode (scripts stay executable); a new file is 0644, 0755 when it starts with `#!`.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
+import shutil
 from dataclasses import dataclass
-from pathlib import PurePosixPath
-from typing import Iterable, Mapping
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from skillgit import prompts
 from skillgit.errors import SkillgitError
+
+if TYPE_CHECKING:
+    from skillgit.store.git import GitRepo
 
 MAIN = "SKILL.md"
 _HEAD = '<file path="'
@@ -92,3 +102,67 @@ def parse(skill: str, main: str = MAIN) -> Package:
 def may_create(path: str, patterns: Iterable[str]) -> bool:
     """True when a new file at `path` matches one of the `skill.new_files` glob patterns."""
     return any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns)
+
+
+# ---------------------------------------------------------------------------------------------- on disk
+@dataclass(frozen=True)
+class TreeFile:
+    """One committed file of a package: its path inside the package, git mode (100644 | 100755) and bytes."""
+
+    path: str
+    mode: str
+    data: bytes
+
+
+def tree_files(repo: "GitRepo", rev: str, folder: str) -> list[TreeFile]:
+    """The package's committed files at `rev` (a commit or branch; `folder` = skill.path), [] when it has none.
+    Symbolic links and submodules are left out (a package is regular files)."""
+    try:
+        entry = repo.tree_entry(repo.rev_parse(f"{rev}^{{commit}}"), folder.strip("/"))
+        if entry is None or entry.type != "tree":  # no package there (or a single-file skill)
+            return []
+        entries = [e for e in repo.ls_tree(f"{rev}:{folder.strip('/')}", recursive=True)
+                   if e.type == "blob" and e.mode in ("100644", "100755")]
+    except Exception:  # an unborn branch, a missing revision: nothing committed to carry over
+        return []
+    blobs = repo.cat_batch(e.sha for e in entries)
+    return [TreeFile(e.name, e.mode, found[1]) for e in entries if (found := blobs.get(e.sha)) is not None]
+
+
+def write(dest: Path, skill: str, tree: Sequence[TreeFile] = (), *, main: str = MAIN, prune: bool = False
+          ) -> list[Path]:
+    """Write the package `skill` (a bundle or a single-file skill) into the folder `dest` with its committed
+    `tree` (see the module docstring); `prune` first removes the files under `dest` the package does not have (an
+    export into a folder a previous export wrote). Returns the files written."""
+    pkg = parse(skill, main)
+    committed = {t.path: t for t in tree}
+    out: dict[str, tuple[bytes, int]] = {}
+    for path, committed_file in committed.items():  # binary assets and every file the bundle does not list
+        out[path] = (committed_file.data, 0o755 if committed_file.mode == "100755" else 0o644)
+    for path, text in pkg.files:
+        old = committed.get(path)
+        data = text.encode("utf-8")
+        if old is not None and old.data in (data, data[:-1]):  # unchanged: the committed bytes, exactly
+            data = old.data
+        mode = (0o755 if old.mode == "100755" else 0o644) if old is not None else \
+            (0o755 if text.startswith("#!") else 0o644)
+        out[path] = (data, mode)
+    dest.mkdir(parents=True, exist_ok=True)
+    if prune:
+        for existing in sorted(dest.rglob("*"), reverse=True):
+            rel = existing.relative_to(dest).as_posix()
+            if existing.is_symlink() or existing.is_file():
+                if rel not in out:
+                    existing.unlink()
+            elif existing.is_dir() and not any(existing.iterdir()):
+                existing.rmdir()
+    written = []
+    for path, (data, mode) in sorted(out.items()):
+        target = dest / check_path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.is_dir():
+            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+        target.write_bytes(data)
+        os.chmod(target, mode)
+        written.append(target)
+    return written

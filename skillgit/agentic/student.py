@@ -7,9 +7,25 @@ One `run(skill, item, sample)`:
 4. the workspace diff (the installed skill excluded);
 5. the verifier (`verify.verify`) on the workspace as the agent left it.
 The reply's text is the agent's final message, its `score` the verifier's verdict (the scorer is not asked), its
-trace the tool calls, the diff and the verifier's output tail, its `timings` setup / agent / verify seconds. A
-setup failure, an agent crash, a verifier crash or timeout raise `LLMError` (kind `unknown` or `agent`): the
-rollout is unknown, never a failed task.
+trace the tool calls, the diff and the verifier's output tail, its `timings` setup / agent / verify seconds.
+
+What is a verdict and what is unknown:
+- An agent that gives up (a non-zero exit, Claude Code's `error_max_turns`, any error result) is still verified:
+  the workspace as it left it is the skill's real outcome, and the agent's error leads the feedback and the trace.
+- Unknown (`LLMError`, the rollout is excluded, never a failed task): a setup failure (not retried: the same task's
+  later runs in this process fail at once with the same error), a verifier crash or timeout, an agent timeout, and
+  an agent stopped by its API, credentials or transport (`TRANSIENT`/`_AUTH` in its output; transient ones are
+  retryable).
+
+The call journal key (`cache_material`, added to the student key by `CachedStudent`) covers everything besides
+skill, item and sample that decides a rollout: the task's workspace / setup / verify spec, the resolved workspace
+content (a fixture folder's content hash; for a `repo` workspace the tree at the resolved commit without the
+committed skill) and the agent settings (argv, output, install path, permission mode, allowed tools, max turns,
+sandbox, model, passed-through variable names, seed when the argv uses it). The same task with the same settings
+has the same key, so a resumed run replays its finished rollouts.
+
+Every command runs with `PWD` set to the workspace (agents such as OpenCode follow an inherited `PWD`), through
+`workspace.tracked` (its process group id is recorded for `Workspaces.sweep`).
 
 Presets (`model.student.command.preset`; the argv of each is in README "Train a skill for Claude Code / Codex /
 Copilot", checked against the real CLIs' `--help` in docs/AGENT_CLIS.md):
@@ -17,19 +33,22 @@ Copilot", checked against the real CLIs' `--help` in docs/AGENT_CLIS.md):
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from skillgit import process
+from skillgit import package, process
 from skillgit.agentic import trace, verify
-from skillgit.agentic.spec import AgenticSpec
-from skillgit.agentic.workspace import Workspaces, install, skill_name
+from skillgit.agentic.spec import TASK_DIR_KEY, AgenticSpec
+from skillgit.agentic.workspace import _IGNORE, Workspaces, install, skill_name, tracked
 from skillgit.config import BackendCfg, CommandCfg, Config
 from skillgit.llm.base import LLMError, Reply
 from skillgit.llm.command import TRANSIENT, agent_env
@@ -39,6 +58,9 @@ from skillgit.store.git import GitRepo
 from skillgit.types import Item, Score
 
 DIFF_CHARS = 6000
+# an agent stopped by its credentials or account, not by the task: unknown, never a verdict on the skill
+_AUTH = re.compile(r"\b401\b|\b403\b|unauthori[sz]ed|invalid (?:api|x-api)[ -]?key|authentication|"
+                   r"credit balance|not logged in|please (?:log ?in|run /login)", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class AgentPreset:
@@ -84,7 +106,7 @@ class AgentStudent:
 
     def __init__(self, cfg: CommandCfg, *, project_root: Path, model: str | None, env: Mapping[str, str],
                  secrets: SecretSet | None = None, withhold: tuple[str, ...] = (), keep_workspaces: bool = False,
-                 seed: int = 0, cache_identity: str | None = None):
+                 seed: int = 0, cache_identity: str | None = None, skill_path: str = "", skill_branch: str = ""):
         if cfg.preset not in PRESETS:
             raise LLMError(f"unknown agent preset '{cfg.preset}'", f"use one of {', '.join(PRESETS)}", kind="config")
         self.cfg = cfg
@@ -96,9 +118,15 @@ class AgentStudent:
         self.env = agent_env(env, (*self.preset.keep_env, *cfg.env_passthrough), (*secrets.names, *withhold))
         # every value the agent could echo: conventional and registered secrets of `env`, and `secrets`
         self._secrets = tuple(sorted(set(secret_values(env)) | secrets.values, key=len, reverse=True))
-        self.workspaces = Workspaces(GitRepo.open(project_root), keep=keep_workspaces)
+        self.repo = GitRepo.open(project_root)
+        self.workspaces = Workspaces(self.repo, keep=keep_workspaces, skill_path=skill_path)
         self.workspaces.sweep()  # leftovers of a killed run
         self._identity = cache_identity
+        self.skill_path, self.skill_branch = skill_path.strip("/"), skill_branch
+        self._lock = threading.Lock()
+        self._trees: dict[str, tuple[package.TreeFile, ...]] = {}  # skill branch commit → committed package files
+        self._contents: dict[tuple[str, ...], str] = {}  # memo of workspace content digests
+        self._broken_setup: dict[str, LLMError] = {}  # cache material → the setup failure (never retried)
 
     @property
     def id(self) -> str:
@@ -107,6 +135,91 @@ class AgentStudent:
     @property
     def cache_identity(self) -> str:
         return self._identity or self.id
+
+    # -- the call journal's key
+    def settings(self) -> dict[str, object]:
+        """The agent settings that decide what a rollout does (see the module docstring)."""
+        template = list(self.cfg.argv) or list(self.preset.argv)
+        return {"preset": self.cfg.preset, "argv": template, "output": self.cfg.output or self.preset.output,
+                "install": self.cfg.install_path or self.preset.install_dir, "model": self.model or "",
+                "permission_mode": self.cfg.permission_mode, "allowed_tools": list(self.cfg.allowed_tools),
+                "max_turns": self.cfg.max_turns, "sandbox": self.cfg.sandbox,
+                "env_passthrough": sorted(self.cfg.env_passthrough), "skill_path": self.skill_path,
+                "seed": self.seed if any("{seed}" in part for part in template) else None}
+
+    def cache_material(self, item: Item) -> str:
+        """What the call journal adds to the student key of `item` (module docstring): '' for a task that is not
+        agentic (its run fails anyway, and is never journaled)."""
+        if not AgenticSpec.is_agentic(item):
+            return ""
+        meta = item.metadata
+        try:
+            spec = AgenticSpec.from_item(item, self.root)
+            content = self._content(spec)
+        except Exception as exc:  # a broken task: its run fails and is not journaled
+            content = f"unresolved: {exc}"
+        task = {k: meta.get(k) for k in ("workspace", "setup", "verify") if k in meta and k != TASK_DIR_KEY}
+        return json.dumps({"task": task, "content": content, "agent": self.settings()}, sort_keys=True,
+                          default=str)
+
+    def _content(self, spec: AgenticSpec) -> str:
+        """The workspace's content: a fixture folder's hash, or the tree at the resolved commit of a repository
+        without the committed skill (so a commit of the skill alone keeps the key)."""
+        if spec.fixture is not None:
+            return "fixture:" + self._fixture_digest(spec.fixture)
+        repo = GitRepo.open(spec.repo or self.root)
+        commit = repo.rev_parse(f"{spec.rev}^{{commit}}")
+        hidden = tuple(self.workspaces.hidden(spec))
+        key = ("repo", str(repo.common_dir), commit, *hidden)
+        with self._lock:
+            if key in self._contents:
+                return self._contents[key]
+        entries = [e for e in repo.ls_tree(commit, recursive=True)
+                   if not any(e.name == h or e.name.startswith(h + "/") for h in hidden)]
+        digest = "repo:" + hashlib.sha256("".join(f"{e.mode} {e.sha} {e.name}\0" for e in entries)
+                                          .encode("utf-8", "surrogateescape")).hexdigest()
+        with self._lock:
+            self._contents[key] = digest
+        return digest
+
+    def _fixture_digest(self, folder: Path) -> str:
+        files: list[tuple[str, os.stat_result]] = []
+        for dirpath, dirnames, filenames in os.walk(folder):
+            ignored = _IGNORE(dirpath, dirnames + filenames)
+            dirnames[:] = sorted(d for d in dirnames if d not in ignored)
+            for name in sorted(filenames):
+                if name not in ignored:
+                    path = Path(dirpath) / name
+                    files.append((path.relative_to(folder).as_posix(), path.lstat()))
+        stamp = ("fixture", str(folder), *(f"{rel}:{st.st_size}:{st.st_mtime_ns}:{st.st_mode}" for rel, st in files))
+        with self._lock:
+            if stamp in self._contents:
+                return self._contents[stamp]
+        h = hashlib.sha256()
+        for rel, st in files:
+            path = folder / rel
+            data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+            h.update(f"{rel}\0{st.st_mode & 0o111 != 0}\0{len(data)}\0".encode("utf-8", "surrogateescape"))
+            h.update(data)
+        digest = h.hexdigest()
+        with self._lock:
+            self._contents[stamp] = digest
+        return digest
+
+    def _tree(self) -> tuple[package.TreeFile, ...]:
+        """The committed package at the skill branch's tip (binary assets, file modes), memoised per commit."""
+        if not self.skill_path or not self.skill_branch:
+            return ()
+        commit = self.repo.commit_of(self.skill_branch)
+        if commit is None:
+            return ()
+        with self._lock:
+            if commit in self._trees:
+                return self._trees[commit]
+        files = tuple(package.tree_files(self.repo, commit, self.skill_path))
+        with self._lock:
+            self._trees[commit] = files
+        return files
 
     def argv(self, values: Mapping[str, str]) -> list[str]:
         template = list(self.cfg.argv) or list(self.preset.argv)
@@ -133,31 +246,46 @@ class AgentStudent:
             raise LLMError(f"task '{item.id}' is not an agentic task: {exc}",
                            "give it `workspace` and `verify` (README: Train a skill for Claude Code)",
                            kind="config") from None
+        material = self.cache_material(item)
+        with self._lock:
+            broken = self._broken_setup.get(material)
+        if broken is not None:
+            raise LLMError(broken.message, broken.hint, kind=broken.kind, retryable=False)
         timings: dict[str, float] = {}
         with self.workspaces.open(spec) as ws:
             install_dir = self.cfg.install_path or self.preset.install_dir
-            installed = install(ws, skill, install_dir)
+            installed = install(ws, skill, install_dir, self._tree())
             rel_install = installed.relative_to(ws.resolve()).as_posix()
-            env = {**self.env, "SKILLGIT_SAMPLE": str(sample)}
-            timings["setup"] = self._setup(spec, ws, env)
-            agent_trace, seconds = self._agent(spec, skill, ws, env, sample)
+            # PWD: agents (OpenCode) and shells follow an inherited PWD rather than their real cwd
+            env = {**{k: v for k, v in self.env.items() if k != "OLDPWD"}, "SKILLGIT_SAMPLE": str(sample),
+                   "PWD": str(ws)}
+            try:
+                timings["setup"] = self._setup(spec, ws, env)
+            except LLMError as exc:
+                with self._lock:
+                    self._broken_setup[material] = exc
+                raise
+            agent_trace, seconds, stopped = self._agent(spec, skill, ws, env, sample)
             timings["agent"] = seconds
-            diff = GitRepo.open(ws).workspace_diff(exclude=[rel_install.split("/")[0]])
+            diff = GitRepo.open(ws).workspace_diff(exclude=[rel_install.split("/")[0],
+                                                            *self.workspaces.hidden(spec)])
             started = time.monotonic()
             try:
-                score = verify.verify(spec.verify, ws, env)
+                score = verify.verify(spec.verify, ws, env, wrap=lambda c: str(tracked(ws.parent, c)))
             except verify.Unknown as exc:
                 raise LLMError(f"task '{item.id}': {exc}", "the rollout is unknown (not a failure); fix the verifier "
                                "or raise verify.timeout_s", kind="unknown") from None
             timings["verify"] = round(time.monotonic() - started, 3)
-            return self._reply(agent_trace, diff, score, timings, ws)
+            if stopped:  # the agent gave up: its workspace is still the skill's outcome, and the teacher must know
+                score = Score(score.hard, score.soft, f"the agent stopped: {stopped}\n{score.feedback}")
+            return self._reply(agent_trace, diff, score, timings, ws, stopped)
 
     def _setup(self, spec: AgenticSpec, ws: Path, env: Mapping[str, str]) -> float:
         total = 0.0
         for command in spec.setup:
             try:
-                done = process.run(verify.python_command(command), cwd=ws, env=env, timeout_s=spec.setup_timeout_s,
-                                   shell=True)
+                done = process.run(tracked(ws.parent, verify.python_command(command)), cwd=ws, env=env,
+                                   timeout_s=spec.setup_timeout_s, shell=True)
             except OSError as exc:
                 raise LLMError(f"task '{spec.item_id}': setup could not start: {exc}", "fix the task's setup",
                                kind="unknown") from None
@@ -165,19 +293,26 @@ class AgentStudent:
             if done.timed_out or done.returncode != 0:
                 why = "timed out" if done.timed_out else f"exited {done.returncode}"
                 raise LLMError(f"task '{spec.item_id}': setup `{command}` {why}: {process.tail(done.stderr, 300)}",
-                               "the rollout is unknown (not a failure); fix the task's setup", kind="unknown")
+                               "the rollout is unknown (not a failure, not retried); fix the task's setup",
+                               kind="unknown", retryable=False)
         return round(total, 3)
 
     def _agent(self, spec: AgenticSpec, skill: str, ws: Path, env: Mapping[str, str], sample: int
-               ) -> tuple[trace.AgentTrace, float]:
+               ) -> tuple[trace.AgentTrace, float, str]:
+        """(trace, seconds, why the agent stopped early or ""); raises for a run that is no verdict."""
         prompt_file = ws.parent / "prompt.txt"
         prompt_file.write_text(spec.prompt, encoding="utf-8")
         values = {"prompt": spec.prompt, "prompt_file": str(prompt_file), "workspace": str(ws),
                   "model": self.model or "", "name": skill_name(skill), "seed": str(self.seed),
                   "sample": str(sample), "permission_mode": self.cfg.permission_mode, "sandbox": self.cfg.sandbox}
         argv = self.argv(values)
+        if not os.path.isabs(argv[0]) and not _which(argv[0], env) or os.path.isabs(argv[0]) and \
+                not os.access(argv[0], os.X_OK):
+            raise LLMError(f"{self.id}: cannot run '{argv[0]}'",
+                           "install it (see README: Train a skill for Claude Code / Codex / Copilot) or set "
+                           "model.student.command.argv", kind="config")
         try:
-            done = process.run(argv, cwd=ws, env=env, timeout_s=self.cfg.timeout_s)
+            done = process.run(tracked(ws.parent, argv), cwd=ws, env=env, timeout_s=self.cfg.timeout_s)
         except OSError:
             raise LLMError(f"{self.id}: cannot run '{argv[0]}'",
                            "install it (see README: Train a skill for Claude Code / Codex / Copilot) or set "
@@ -187,20 +322,28 @@ class AgentStudent:
                            "raise model.student.command.timeout_s if the agent needs longer", kind="timeout")
         # paths made relative before anything is cut to size: the same work must read the same in every workspace
         result = trace.parse(_relative(done.stdout, ws), self.cfg.output or self.preset.output)
-        if done.returncode != 0 and not result.final:
-            tail = redact(process.tail(done.stderr or done.stdout, 400), self._secrets)
-            raise LLMError(f"{self.id}: agent exited with status {done.returncode}: {tail}",
-                           f"run `{argv[0]}` by hand in a copy of the workspace to see why", kind="agent",
-                           retryable=bool(TRANSIENT.search(done.stderr[-3000:] + done.stdout[-2000:])))
-        return result, round(done.seconds, 3)
+        if done.returncode == 0 and not result.error:
+            return result, round(done.seconds, 3), ""
+        tail = redact(_relative(process.tail(done.stderr or done.stdout, 400), ws), self._secrets).strip()
+        why = result.error or f"exited with status {done.returncode}" + (f": {tail}" if tail else "")
+        if result.error and done.returncode != 0:
+            why += f" (exit status {done.returncode})"
+        # what the agent itself said (not the tool results inside its event stream: a task's own output may well
+        # mention a refused connection)
+        said = "\n".join([result.error or "", done.stderr[-3000:],
+                          "" if result.steps or result.final else done.stdout[-2000:]])
+        if _AUTH.search(said) or TRANSIENT.search(said):  # the API or the account stopped it, not the task
+            raise LLMError(f"{self.id}: agent {why}", f"run `{argv[0]}` by hand in a copy of the workspace to see "
+                           "why", kind="agent", retryable=not _AUTH.search(said))
+        return result, round(done.seconds, 3), why
 
-    def _reply(self, agent: trace.AgentTrace, diff: str, score: Score, timings: dict[str, float], ws: Path
-               ) -> Reply:
+    def _reply(self, agent: trace.AgentTrace, diff: str, score: Score, timings: dict[str, float], ws: Path,
+               stopped: str = "") -> Reply:
         cut = len(diff) - DIFF_CHARS
         shown_diff = diff if cut <= 0 else diff[:DIFF_CHARS] + f"\n[… {cut} chars]"
         parts = [agent.render(), "workspace diff:", shown_diff.rstrip() or "(no change)"]
-        if agent.error:
-            parts.insert(0, f"the agent reported: {agent.error}")
+        if stopped:
+            parts.insert(0, f"the agent stopped: {stopped}")
 
         def clean(text: str) -> str:
             return redact(_relative(text, ws), self._secrets)
@@ -240,7 +383,8 @@ def _build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[st
     agent = AgentStudent(bcfg.command, project_root=root,
                          model=None if model.strip() in ("", "default", "sim-student") else model, env=env,
                          secrets=secrets, withhold=tuple(dotenv_keys), keep_workspaces=cfg.env.keep_workspaces,
-                         seed=cfg.train.seed, cache_identity=bcfg.cache_identity)
+                         seed=cfg.train.seed, cache_identity=bcfg.cache_identity, skill_path=cfg.skill.path,
+                         skill_branch=cfg.skill.branch)
     agent.check()
     return agent
 

@@ -139,8 +139,10 @@ def _claude(stdout: str) -> AgentTrace:
             usage = Usage(1, prompt, int(u.get("output_tokens") or 0), cache_read, 0,
                           round(float(cost), 8) if isinstance(cost, (int, float)) else 0.0)
             turns = e.get("num_turns") if isinstance(e.get("num_turns"), int) else None
-            if e.get("is_error") or str(e.get("subtype", "success")).startswith("error"):
-                error = str(e.get("subtype") or "error")
+            subtype = str(e.get("subtype") or "")
+            if e.get("is_error") or subtype.startswith("error"):
+                # error_max_turns / error_during_execution; an API error is `is_error` with its text as `result`
+                error = subtype if subtype.startswith("error") else str(e.get("result") or "error")[:300]
     return AgentTrace(final or last_text, tuple(steps), usage, error, turns)
 
 

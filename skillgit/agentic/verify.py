@@ -20,7 +20,7 @@ import shlex
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from skillgit import process
 from skillgit.agentic.spec import Verify
@@ -55,9 +55,13 @@ def pytest_counts(output: str) -> dict[str, int]:
     return counts
 
 
-def verify(spec: Verify, workspace: Path, env: Mapping[str, str]) -> Score:
+def verify(spec: Verify, workspace: Path, env: Mapping[str, str],
+           wrap: Callable[[str], str] | None = None) -> Score:
+    """Score `workspace` with the verifier; `wrap` adjusts the shell command line (the student records the
+    command's process group with `workspace.tracked`)."""
+    command = python_command(spec.command)
     try:
-        done = process.run(python_command(spec.command), cwd=workspace, env=env, timeout_s=spec.timeout_s,
+        done = process.run(wrap(command) if wrap else command, cwd=workspace, env=env, timeout_s=spec.timeout_s,
                            shell=True)
     except OSError as exc:
         raise Unknown(f"verifier could not start: {exc}") from None

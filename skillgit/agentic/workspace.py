@@ -8,22 +8,32 @@ Contract:
   the task's revision. The user's branches, index and files are never touched.
 - The skill is installed where the agent loads skills (`install_dir`, e.g. `.claude/skills/<name>/`) and excluded
   from the workspace diff.
+- A `repo` workspace of the project repository itself has the committed skill at `skill.path` removed before the
+  candidate is installed: the agent sees the skill under test only (`hidden` names what the diff leaves out).
+- Every command of a rollout (setup, agent, verifier) starts through `tracked(folder, …)`, which writes its process
+  group id to `<folder>/pgid` before it executes (a shell `exec`: the group leader is the command itself).
 - On leaving the block the workspace is removed (worktrees through `git worktree remove`), unless `keep`
-  (`--keep-workspaces`, for debugging). A process killed mid-rollout leaves its folder behind: `sweep()` (called
-  when a student is built) removes every folder whose process is gone and prunes stale worktrees. Parallel
-  rollouts get separate folders.
+  (`--keep-workspaces`, for debugging). A process killed mid-rollout (kill -9) leaves its folder behind, and its
+  agent running in it: `sweep()` (called when a student is built) kills that agent's process group — only when the
+  group is provably ours: its leader's cwd is inside the folder or it started when the pgid file was written
+  (pid reuse), or the leader is gone and members remain (a group id is never reused while the group has members)
+  — then removes every folder whose process is gone, prunes stale worktrees, and removes the root when empty.
+  Parallel rollouts get separate folders.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
+import signal
 import tempfile
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from skillgit import package
 from skillgit.agentic.spec import AgenticSpec
@@ -32,6 +42,8 @@ from skillgit.store.git import GitRepo
 from skillgit.store.lock import alive
 
 _IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", "*.pyc")
+PGID_FILE = "pgid"
+_START_SLACK_S = 5.0  # a group leader started within this many seconds of its pgid file is the one that wrote it
 
 
 def skill_name(skill: str) -> str:
@@ -39,8 +51,9 @@ def skill_name(skill: str) -> str:
     return command.skill_name(package.parse(skill).get(package.MAIN) or "")
 
 
-def install(workspace: Path, skill: str, install_dir: str) -> Path:
-    """Write the skill's files under `workspace/install_dir` (`{name}` filled in). A single-file skill becomes the
+def install(workspace: Path, skill: str, install_dir: str, tree: Sequence[package.TreeFile] = ()) -> Path:
+    """Write the skill's files under `workspace/install_dir` (`{name}` filled in) with the package's committed
+    `tree` (binary assets byte-exact, scripts executable: `package.write`). A single-file skill becomes the
     package's SKILL.md, with minimal front matter added when it has none (Claude Code and Codex ignore a skill
     without `name`/`description`). An install path ending in `.md` (AGENTS.md, copilot-instructions.md) gets the
     main file only."""
@@ -54,24 +67,88 @@ def install(workspace: Path, skill: str, install_dir: str) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(main, encoding="utf-8")
         return target
-    for path, text in pkg.files:
-        if path == package.MAIN and not text.startswith("---"):
-            text = command.STUB_FRONT_MATTER.format(name=name) + text
-        dest = target / path
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text, encoding="utf-8")
+    if not main.startswith("---"):
+        pkg = pkg.with_file(package.MAIN, command.STUB_FRONT_MATTER.format(name=name) + main)
+    package.write(target, pkg.bundle(), tree)
     return target
 
 
+def tracked(folder: Path, argv: Sequence[str] | str) -> list[str] | str:
+    """`argv` (a list, or a shell command line) made to write its process group id to `folder/pgid` first. The
+    command runs in a new session (`process.run`), so the shell's pid is the group id, and `exec` keeps it."""
+    pgid_file = shlex.quote(str(folder / PGID_FILE))
+    if isinstance(argv, str):
+        return f"echo $$ > {pgid_file}; {argv}"
+    return ["/bin/sh", "-c", f'echo $$ > {pgid_file} && exec "$@"', "skillgit-agent", *argv]
+
+
+def _proc_start(pid: int) -> float | None:
+    """When process `pid` started (seconds since the epoch), from /proc; None when unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime"))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                    members.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return members
+
+
+def kill_leftover_group(folder: Path) -> bool:
+    """Kill the process group recorded in `folder/pgid` when it is provably the one a rollout started there (see
+    the module docstring); True when a group was killed."""
+    try:
+        record = folder / PGID_FILE
+        pgid, written = int(record.read_text().strip()), record.stat().st_mtime
+    except (OSError, ValueError):
+        return False
+    if pgid <= 1 or pgid == os.getpgrp():
+        return False
+    if Path(f"/proc/{pgid}").exists():  # the leader lives: is it ours, or a new process that got its pid?
+        try:
+            cwd = Path(os.readlink(f"/proc/{pgid}/cwd"))
+            inside = cwd.is_relative_to(folder.resolve())
+        except OSError:
+            inside = False
+        started = _proc_start(pgid)
+        if not inside and (started is None or abs(started - written) > _START_SLACK_S):
+            return False
+    elif not _group_members(pgid):
+        return False
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    for _ in range(50):  # let the kernel reap it before its files are removed
+        if not _group_members(pgid):
+            break
+        time.sleep(0.02)
+    return True
+
+
 class Workspaces:
-    def __init__(self, repo: GitRepo, *, keep: bool = False):
+    def __init__(self, repo: GitRepo, *, keep: bool = False, skill_path: str = ""):
         self.repo = repo
         digest = hashlib.sha1(str(repo.common_dir.resolve()).encode()).hexdigest()[:12]
         self.root = Path(tempfile.gettempdir()) / f"skillgit-ws-{digest}"
         self.keep = keep
+        self.skill_path = skill_path.strip("/")
 
     def sweep(self) -> int:
-        """Remove the workspaces of processes that are gone (a killed run's leftovers); returns how many."""
+        """Kill the agents and remove the workspaces of processes that are gone (a killed run's leftovers); returns
+        how many folders were removed."""
         if not self.root.is_dir():
             return 0
         removed = 0
@@ -79,11 +156,19 @@ class Workspaces:
             pid = folder.name.split("-", 1)[0]
             if pid.isdigit() and (int(pid) == os.getpid() or alive(int(pid))):
                 continue
+            kill_leftover_group(folder)
             self._remove(folder)
             removed += 1
         if removed:
             self.repo.worktree_prune()
+        self._drop_root()
         return removed
+
+    def _drop_root(self) -> None:
+        try:
+            self.root.rmdir()  # only when empty: another run's workspaces keep it
+        except OSError:
+            pass
 
     def _remove(self, folder: Path) -> None:
         ws = folder / "ws"
@@ -91,11 +176,32 @@ class Workspaces:
             self.repo.worktree_remove(ws)
         shutil.rmtree(folder, ignore_errors=True)
 
+    def hidden(self, spec: AgenticSpec) -> list[str]:
+        """Paths of a workspace of `spec` that belong to skillgit, not to the task: the committed skill's path in
+        a worktree of the project repository (removed when the workspace is made)."""
+        if spec.fixture is not None or not self.skill_path:
+            return []
+        try:
+            own = GitRepo.open(spec.repo or self.repo.root).common_dir.resolve() == self.repo.common_dir.resolve()
+        except Exception:
+            return []
+        return [self.skill_path] if own else []
+
+    def _folder(self) -> Path:
+        folder = self.root / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        for _ in range(5):  # another process may remove the empty root between our mkdirs
+            try:
+                folder.mkdir(parents=True)
+                return folder
+            except FileNotFoundError:
+                continue
+        folder.mkdir(parents=True)
+        return folder
+
     @contextmanager
     def open(self, spec: AgenticSpec) -> Iterator[Path]:
         """A fresh workspace for one rollout of `spec` (removed afterwards unless `keep`)."""
-        folder = self.root / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        folder.mkdir(parents=True)
+        folder = self._folder()
         ws = folder / "ws"
         try:
             if spec.fixture is not None:
@@ -104,7 +210,14 @@ class Workspaces:
             else:
                 repo = GitRepo.open(spec.repo or self.repo.root)
                 repo.worktree_add(ws, spec.rev)
+                for rel in self.hidden(spec):
+                    committed = ws / rel
+                    if committed.is_dir() and not committed.is_symlink():
+                        shutil.rmtree(committed)
+                    elif committed.exists() or committed.is_symlink():
+                        committed.unlink()
             yield ws
         finally:
             if not self.keep:
                 self._remove(folder)
+                self._drop_root()

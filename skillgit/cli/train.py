@@ -45,11 +45,14 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                                               "instead of the live display."),
           branch: Optional[str] = typer.Option(None, "--branch", help="Train onto this review branch (created at "
                                                                       "the skill branch's tip, or continued); the "
-                                                                      "skill branch stays where it is.")) -> None:
+                                                                      "skill branch stays where it is."),
+          keep_workspaces: bool = typer.Option(False, "--keep-workspaces",
+                                               help="Agentic tasks: keep each rollout's throwaway workspace for "
+                                                    "debugging (= --set env.keep_workspaces=true).")) -> None:
     """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
     from skillgit.session import build_trainer, open_session
 
-    overrides = _overrides(set_, cfg_options)
+    overrides = _overrides(set_, cfg_options) + (["env.keep_workspaces=true"] if keep_workspaces else [])
     review = None
     if branch:  # a review branch: the run's skill branch becomes it (skillgit pr proposes it back)
         from skillgit.review import branch as review_branch

@@ -2,11 +2,12 @@
 
 Contract:
 - Key: a sha256 over the call's *model identity* and everything else that determines its answer (the full
-  request for a chat model; skill text + item + sample for a student). The identity names the model, never the
-  transport: an explicit `identity=` (the config's `model.<role>.cache_identity`), else the backend's
-  `cache_identity` attribute, else its `id` with an endpoint suffix (`@host:port`, `@https://...`) removed — so a
-  local server restarted on another port keeps its answers. Two different models served under the same name on
-  two servers do share answers: set `cache_identity` to tell them apart.
+  request for a chat model; skill text + item + sample for a student, plus the student's `cache_material(item)`
+  when it has one: an agent student's task spec, resolved workspace revision and agent settings). The identity
+  names the model, never the transport: an explicit `identity=` (the config's `model.<role>.cache_identity`),
+  else the backend's `cache_identity` attribute, else its `id` with an endpoint suffix (`@host:port`,
+  `@https://...`) removed — so a local server restarted on another port keeps its answers. Two different models
+  served under the same name on two servers do share answers: set `cache_identity` to tell them apart.
 - Storage: one SQLite file (`.git/skillgit/cache/calls.sqlite`) in WAL mode, indexed by key. Opening it reads no
   entry (O(1) in their number); replies are zlib-compressed above `COMPRESS_ABOVE` bytes. In-memory when `path`
   is None.
@@ -136,8 +137,12 @@ def llm_key(identity: str, request: Request) -> str:
     return _digest("llm", identity, request.cache_key_material())
 
 
-def student_key(identity: str, skill: str, item: Item, sample: int) -> str:
-    return _digest("student", identity, skill, item.id, item.input, str(sample))
+def student_key(identity: str, skill: str, item: Item, sample: int, material: str = "") -> str:
+    """`material`: what else decides the run (an agent student's task workspace/setup/verify spec, resolved
+    revision and agent settings: `AgentStudent.cache_material`); empty for other students, whose keys stay as
+    they were."""
+    parts = (skill, item.id, item.input, str(sample), *((material,) if material else ()))
+    return _digest("student", identity, *parts)
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -554,7 +559,10 @@ class CachedStudent:
         return self.inner.id
 
     def key(self, skill: str, item: Item, sample: int = 0) -> str:
-        return student_key(self.identity, skill, item, sample)
+        # an agent student names what else decides its run (through RetryingStudent's attribute pass-through)
+        material = getattr(self.inner, "cache_material", None)
+        extra = material(item) if callable(material) else ""
+        return student_key(self.identity, skill, item, sample, extra if isinstance(extra, str) else "")
 
     def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
         key = self.key(skill, item, sample)

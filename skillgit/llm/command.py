@@ -20,7 +20,8 @@ Contracts:
 - Environment: the parent's, minus every secret-named variable (`redact.is_secret_name`: conventional names and
   registered ones), every name in `secrets.names` (the config's `api_key_env` targets) and every name in
   `withhold` (the factory passes the project `.env`'s keys: no `.env` entry reaches the agent), except the
-  preset's own (`ANTHROPIC_API_KEY`… for claude, `OPENAI_API_KEY`… for codex) and `cfg.env_passthrough`.
+  preset's own (`ANTHROPIC_API_KEY`… for claude, `OPENAI_API_KEY`… for codex) and `cfg.env_passthrough`. `PWD`
+  is the workspace (some agents follow an inherited `PWD` rather than their cwd), `OLDPWD` is dropped.
 - Failures are `LLMError(kind="agent")`: a missing binary (not retryable; the hint names the binary and
   `model.student.command.argv`), a non-zero exit (message has the status and the stderr tail; retryable only when
   the output looks like rate limiting or a transient server/network error), an error result in Claude's JSON.
@@ -235,7 +236,9 @@ class CommandStudent:
                   "workspace": str(workspace), "answer_file": str(answer_file), "model": self.model or "",
                   "name": skill_name(skill)}
         argv = [executable] + [_fill(e, values) for e in self.argv_template[1:]]
-        env = dict(self.env, SKILLGIT_SAMPLE=str(sample))
+        # PWD: agents (OpenCode) and shells follow an inherited PWD rather than their real cwd
+        env = {**{k: v for k, v in self.env.items() if k != "OLDPWD"}, "SKILLGIT_SAMPLE": str(sample),
+               "PWD": str(workspace)}
         try:
             done = process.run(argv, cwd=workspace, env=env, timeout_s=self.cfg.timeout_s,
                                kill_grace_s=self.kill_grace_s)  # nothing the agent started outlives the rollout

@@ -4,9 +4,13 @@
   memorising. A candidate whose *added* text contains an expected answer of a train or val item (when that answer
   is at least `MIN_ANSWER_CHARS` long), or `leak_ngram` consecutive words of one, is rejected as leakage before it
   is scored; its edits go to the negative buffer like any rejected edit.
-- **Size**: a skill body over `skill.max_tokens` (≈ 4 characters a token, the usual rule of thumb) or a front
-  matter `description` over `skill.max_description_chars` (Claude Code's 1,024) is rejected: a skill that grows
-  without bound dilutes every instruction in it.
+- **Size**: what is loaded into the agent's context — the main file (SKILL.md, or the single-file skill) — is
+  budgeted by `skill.max_tokens` (≈ 4 characters a token, the usual rule of thumb); each other file of a package
+  (references, scripts: read on demand) by its own, larger per-file budget (`max_file_tokens`, default
+  `REFERENCE_FACTOR` × max_tokens); a front matter `description` by `skill.max_description_chars` (Claude Code's
+  1,024). A candidate over a budget is rejected — a skill that grows without bound dilutes every instruction in
+  it — unless the skill it was made from (`before`) was already over that same budget and the candidate does not
+  grow it: a seed over budget never makes every candidate fail (`over_budget(seed)` says so once, at start).
 Both return a readable reason or None. Pure functions: no model, no git.
 """
 
@@ -71,15 +75,52 @@ def _description(main: str) -> str:
     return ""
 
 
-def size(skill: str, max_tokens: int, max_description_chars: int) -> str | None:
-    """Why the skill is over its size budget, or None."""
+REFERENCE_FACTOR = 4  # a package's other files: each may be this many times skill.max_tokens
+
+
+def _budgets(skill: str, max_tokens: int, max_file_tokens: int | None, max_description_chars: int
+             ) -> dict[str, tuple[int, int, str]]:
+    """What each budget measures: name → (size, limit, the message's unit and setting)."""
     pkg = package.parse(skill)
+    per_file = max_file_tokens if max_file_tokens is not None else REFERENCE_FACTOR * max_tokens
     main = pkg.get(pkg.main) or ""
-    tokens = estimate_tokens("".join(text for _, text in pkg.files))
-    if tokens > max_tokens:
-        return f"too large: about {tokens} tokens, over skill.max_tokens ({max_tokens})"
-    description = _description(main)
-    if len(description) > max_description_chars:
-        return (f"front matter description has {len(description)} characters, over skill.max_description_chars "
-                f"({max_description_chars})")
+    out = {pkg.main: (estimate_tokens(main), max_tokens, "skill.max_tokens")}
+    for path, text in pkg.files:
+        if path != pkg.main:
+            out[path] = (estimate_tokens(text), per_file, "the per-file budget of a package's other files")
+    out[":description"] = (len(_description(main)), max_description_chars, "skill.max_description_chars")
+    return out
+
+
+def _reason(name: str, size: int, limit: int, setting: str, package_skill: bool) -> str:
+    if name == ":description":
+        return f"front matter description has {size} characters, over {setting} ({limit})"
+    where = f"{name}: " if package_skill else ""
+    return f"too large: {where}about {size} tokens, over {setting} ({limit})"
+
+
+def size(skill: str, max_tokens: int, max_description_chars: int, *, before: str | None = None,
+         max_file_tokens: int | None = None) -> str | None:
+    """Why the skill is over its size budget, or None (see the module docstring; `before`: the skill the
+    candidate was made from)."""
+    after = _budgets(skill, max_tokens, max_file_tokens, max_description_chars)
+    old = _budgets(before, max_tokens, max_file_tokens, max_description_chars) if before is not None else {}
+    is_package = package.is_bundle(skill)
+    for name, (tokens, limit, setting) in after.items():
+        if tokens <= limit:
+            continue
+        was = old.get(name)
+        if was is not None and was[0] > limit and tokens <= was[0]:
+            continue  # already over before, and not grown: the budget is the seed's problem, said at start
+        return _reason(name, tokens, limit, setting, is_package)
     return None
+
+
+def over_budget(skill: str, max_tokens: int, max_description_chars: int, *, max_file_tokens: int | None = None
+                ) -> list[str]:
+    """The budgets `skill` (the seed) is already over, as readable lines for the start of a run: its candidates
+    are then only held to not growing those files."""
+    is_package = package.is_bundle(skill)
+    return [_reason(name, tokens, limit, setting, is_package) + "; candidates may not grow it"
+            for name, (tokens, limit, setting) in _budgets(skill, max_tokens, max_file_tokens,
+                                                           max_description_chars).items() if tokens > limit]
