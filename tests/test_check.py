@@ -119,5 +119,40 @@ def test_the_github_workflow_runs_check_on_skill_changes_and_posts_the_summary(p
     assert '--base "$BASE_SHA"' in run["run"] and '>> "$GITHUB_STEP_SUMMARY"' in run["run"]
     assert "exit $status" in run["run"]  # the job fails exactly when check does
     assert any(s.get("with", {}).get("fetch-depth") == 0 for s in steps)
+    assert "skillgit==" not in text  # the shipped file is unpinned; --print-workflow pins (below)
+
+
+MARKERS = ("# skill.path", "# config", "# env.tasks", "# skill.branch", "# api key", "# skillgit version")
+
+
+def test_print_workflow_fills_the_branch_paths_key_and_version_from_the_project(make_repo):
+    from skillgit import __version__
+
+    config = ("skill:\n  path: skills/house\n  branch: master\nmodel:\n  student_backend: anthropic\n"
+              "  student_model: claude-haiku-4-5\n  student:\n    api_key_env: TEAM_ANTHROPIC_KEY\n"
+              "env:\n  tasks: data/tasks[v2].jsonl\n")
+    root = make_repo({"skills/house/SKILL.md": "# House\n", "data/tasks[v2].jsonl": "", "skillgit.yaml": config})
+    printed = run_cli("check", "--print-workflow", cwd=root)
+    assert printed.returncode == 0, printed.stderr
+    flow = yaml.safe_load(printed.stdout)
+    trigger = flow.get("on", flow.get(True))
+    assert trigger["pull_request"]["paths"] == ["skills/house/**", "skillgit.yaml", "data/tasks\\[v2\\].jsonl"]
+    assert flow["env"]["SKILL_BRANCH"] == "master"
+    steps = flow["jobs"]["check"]["steps"]
+    install = next(s for s in steps if s.get("name") == "Install skillgit")
+    assert install["run"] == f'python -m pip install "skillgit=={__version__}"'
+    run = next(s for s in steps if "skillgit check" in s.get("run", ""))
+    assert run["env"] == {"TEAM_ANTHROPIC_KEY": "${{ secrets.TEAM_ANTHROPIC_KEY }}",
+                          "BASE_SHA": "${{ github.event.pull_request.base.sha }}"}
+    # every other line is the shipped template's, byte for byte (its comments say how to change the pin)
+    text = (templates_dir() / "github" / "skillgit-check.yml").read_text(encoding="utf-8")
+    unmarked = [line for line in text.splitlines() if not any(m in line for m in MARKERS)]
+    assert [line for line in printed.stdout.splitlines() if not any(m in line for m in MARKERS)] == unmarked
+    assert "to\n        # upgrade, change the version on the next line" in printed.stdout
+
+
+def test_print_workflow_on_the_demo_keeps_the_shipped_key_line(project):
     printed = run_cli("check", "--print-workflow", cwd=project)
-    assert printed.returncode == 0 and printed.stdout == text
+    assert printed.returncode == 0, printed.stderr
+    assert "OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}" in printed.stdout  # simulated: no key to name
+    assert 'SKILL_BRANCH: "main"' in printed.stdout and '- "tasks.jsonl"' in printed.stdout

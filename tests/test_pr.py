@@ -124,6 +124,8 @@ def test_pr_body_has_every_section_and_the_history_numbers(review):
     assert f"git show refs/skillgit/runs/{run}:config.yaml" in body and result["run"] in body
     digest = json.loads(git(root, "show", f"refs/skillgit/runs/{run}:progress.json"))["config_digest"]
     assert f"Config digest `{digest}`" in body
+    # the audit trail a reviewer can run: plain git log shows the short notes (never the JSON records)
+    assert f"Audit: `git log main..{BRANCH}`" in body and "--notes=skillgit" not in body
 
 
 def test_pr_body_lists_the_items_each_accepted_edit_fixed_and_broke(make_repo):
@@ -136,6 +138,7 @@ def test_pr_body_lists_the_items_each_accepted_edit_fixed_and_broke(make_repo):
     assert second.startswith(f"2. `r1/0002` (`{shas['s2'][:10]}`) — val 0.5000 → 0.8000 (Δ +0.3000)")
     assert "fixed (2): b, c · broke (1): a · unknown on one side (1): d" in second
     assert "**append**: Uppercase codes." in second and "why: because of step 2" in second
+    assert "Train batch (the rollouts this step learned from, scored with the skill before its edits): 0.5000" in second
     assert "| seed | 0.2500 | 0.053–0.664 | 0.3000 | – |" in body  # no task file here: n from the gate's coverage
     rejected = body.partition("### Rejected alternatives (1)")[2]
     assert "`r1/0003` val 0.8000 → 0.2000 (Δ -0.6000), tag `rejected/r1/0003`: worse" in rejected
@@ -213,3 +216,63 @@ def demo_on_main(make_repo) -> Path:
     root = make_repo({"SKILL.md": SEED})
     build_history(root)
     return root
+
+
+# ---------------------------------------------------------------------------------------------- GitHub's size limit
+def synthetic_review(accepted: int, diff_lines: int, text_chars: int, rejected: int = 0,
+                     stop_reason: str = "") -> data.RunReview:
+    """A run of `accepted` accepted decisions (each a `diff_lines`-line diff and an edit of `text_chars`
+    characters, some outside the BMP) and `rejected` rejected ones, built in memory: the body's size is the test."""
+    from skillgit.records import StepKind, StepOutcome, UpdateRecord, Verdict
+    from skillgit.types import Edit, EditResult
+
+    decisions = []
+    for n in range(accepted + rejected):
+        edit = Edit("append", content=("rule 𝄞 " * (text_chars // 7 + 1))[:text_chars], rationale="why " * 50)
+        outcome = StepOutcome(run="big", step=str(n + 1), kind=StepKind.STEP, epoch=1, seq=n + 1,
+                              verdict=Verdict.ACCEPTED if n < accepted else Verdict.REJECTED, score_before=0.1,
+                              score_after=0.2, reason="better " * 40, sha=f"{n + 1:040x}", parent=f"{n:040x}")
+        diff = "".join(f"+line {i} of step {n + 1}: {'x' * 50}\n" for i in range(diff_lines))
+        decisions.append(data.Decision(outcome, UpdateRecord("patch", (EditResult(edit, "applied"),)),
+                                       f"--- a/SKILL.md\n+++ b/SKILL.md\n@@ -1 +1,{diff_lines} @@\n{diff}"))
+    progress = RunProgress(run="big", config_digest="d", branch="review/big", status="stopped",
+                           stop_reason=stop_reason)
+    return data.RunReview(progress, "hard", 0.5, tuple(decisions), "review/big", "main", {})
+
+
+def _pr(review: data.RunReview) -> pr_mod.PullRequest:
+    return pr_mod.build(review, base="main", head="review/big", skill_path="SKILL.md")
+
+
+def test_pr_body_shrinks_diffs_first_to_stay_under_githubs_limit():
+    review = synthetic_review(accepted=30, diff_lines=300, text_chars=300)
+    full = pr_mod.render_body(review, base="main", head="review/big", skill_path="SKILL.md")
+    assert pr_mod.github_length(full) > pr_mod.GITHUB_BODY_LIMIT  # the whole evidence would not fit
+    body = _pr(review).body
+    assert pr_mod.github_length(body) <= pr_mod.BODY_BUDGET < pr_mod.GITHUB_BODY_LIMIT
+    assert body.count("\n#### ") == 30  # every accepted edit is still there, its diff shortened
+    assert "more lines: `skillgit show " in body and "### Reproduce" in body
+    assert "more accepted edit(s)" not in body and "cut here" not in body
+
+
+def test_pr_body_details_fewer_accepted_edits_after_the_smallest_setting():
+    review = synthetic_review(accepted=400, diff_lines=5, text_chars=180, rejected=50)
+    smallest = pr_mod.render_body(review, base="main", head="review/big", skill_path="SKILL.md",
+                                  max_diff_lines=0, max_rejected=20, max_text=200)
+    assert pr_mod.github_length(smallest) > pr_mod.BODY_BUDGET  # the old last resort: sent over the limit
+    body = _pr(review).body
+    assert pr_mod.github_length(body) <= pr_mod.BODY_BUDGET
+    shown = body.count("\n#### ")
+    assert 0 < shown < 400 and f"#### {shown}. `big/{shown:04d}`" in body  # the first ones, in order
+    assert f"… and {400 - shown} more accepted edit(s)" in body and "`skillgit log --run big`" in body
+    assert "### Accepted edits (400)" in body and "### Reproduce" in body and body.endswith("</sub>\n")
+    assert body.count("<details>") == body.count("</details>")
+
+
+def test_pr_body_is_cut_at_a_line_when_nothing_else_fits():
+    review = synthetic_review(accepted=2, diff_lines=3, text_chars=50, stop_reason="budget " * 20_000)
+    body = _pr(review).body
+    assert pr_mod.github_length(body) <= pr_mod.BODY_BUDGET
+    assert body.endswith("`skillgit pr --run big --body-file pr.md`.\n") and "cut here" in body
+    cut = pr_mod.hard_cut("<details>\n```bash\n" + "echo x\n" * 100, "\nnote\n", 200)
+    assert len(cut) <= 200 and cut.endswith("\n```\n\n</details>\n\nnote\n")  # open blocks closed

@@ -316,3 +316,18 @@ def test_sparkline():
     assert sparkline([None] * 50 + [1.0] * 50, width=4, lo=0.0, hi=1.0) == "··██"
     with pytest.raises(ValueError):
         sparkline([1.0], width=0)
+
+
+def test_timeline_lists_applied_edits_before_skipped_ones():
+    """The loop records the edits in its ranking order, skipped ones possibly first; a reviewer reads what changed
+    the skill first, then what was considered and left out (each group in the loop's order)."""
+    edits = (ReportEdit("append", "SKILL.md", "", "idea A", "", "skipped_over_budget"),
+             ReportEdit("append", "SKILL.md", "", "idea B", "", "applied"),
+             ReportEdit("delete", "SKILL.md", "gone", "", "", "skipped_target_not_found"),
+             ReportEdit("append", "SKILL.md", "", "idea C", "", "applied_fuzzy"))
+    step = ReportStep(seq=1, step="1", verdict="accepted", val_before=0.2, val_after=0.4, delta=0.2, edits=edits)
+    page = render_html(RunReport("r1", steps=(step,)), renderer="builtin")
+    timeline = page[page.index('<ol class="edits">'):]
+    order = [timeline.index(f'<pre class="content">idea {x}</pre>') for x in "BCA"]
+    assert order == sorted(order) and timeline.index("gone") > order[1]
+    assert "2 of 4 edits applied" in page

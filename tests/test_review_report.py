@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -207,6 +208,26 @@ def test_show_opens_with_a_summary_that_names_the_flips(demo):
     assert "[decision]" in full and "[candidate]" in full and "[gate]" in full
 
 
+def test_plain_git_log_shows_the_short_note_and_no_json(demo):
+    """`git log` / `git show` (no --notes option: init's notes.displayRef) print the display note of a trained
+    commit — verdict, val before → after, edits — and none of the JSON records, which stay in refs/notes/skillgit."""
+    entries = [e for e in log_json(demo) if e["verdict"] == "accepted"]
+    assert entries
+    for args in (("log", "-1", entries[0]["sha"]), ("show", "-s", entries[0]["sha"])):
+        proc = subprocess.run(["git", *args], cwd=demo, capture_output=True, text=True, check=True)
+        assert proc.stderr == ""  # no "notes ref ... is invalid" warning either
+        note = proc.stdout.partition("\nNotes (skillgit-log):\n")[2]
+        first = note.splitlines()[0].strip()
+        e = entries[0]
+        assert first.startswith(f"skillgit: accepted {e['run']}/{e['step']} · val "), proc.stdout
+        assert f"→ {e['score']:.4f} ({e['delta'] * 100:+.1f})" in first and f" · {len(e['edits'])} edit(s)" in first
+        assert note.splitlines()[1].strip().startswith("gate: ") and len(note.splitlines()) == 2
+        assert '{"' not in proc.stdout and "Notes (skillgit)" not in proc.stdout
+    # the JSON records exist: only not displayed by default
+    data_note = git(demo, "log", "-1", "--notes=skillgit", "--format=%N", entries[0]["sha"])
+    assert '{"' in data_note and '"kind":"decision"' in data_note.replace(" ", "")
+
+
 def test_show_summary_of_a_hand_built_history(history):
     root, shas = history
     text = ok(run_cli("show", "2", cwd=root)).stdout
@@ -215,6 +236,10 @@ def test_show_summary_of_a_hand_built_history(history):
     assert "fixed (2): b, c" in text and "broke (1): a" in text and "unknown on one side (1): d" in text
     assert "1. append: Uppercase codes." in text and "why: because of step 2" in text
     assert "+Uppercase codes." in text
+    cost = next(line for line in text.splitlines() if line.startswith("cost: $"))
+    assert "train" not in cost  # the train batch's score is no cost: its own, labelled line
+    assert ("train batch: 0.5000 (mean rollout score of the skill before this step's edits, on the step's train "
+            "items)") in text
     first = ok(run_cli("show", "1", cwd=root)).stdout
     assert "flips not recorded" in first  # the seed's per-item scores are not in git: never "nothing changed"
     rejected = ok(run_cli("show", "rejected/r1/3", cwd=root)).stdout

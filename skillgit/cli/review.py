@@ -116,17 +116,19 @@ def check(base: Optional[str] = typer.Option(None, "--base", help="Compare again
           as_json: bool = JSON,
           test: bool = typer.Option(True, "--test/--no-test", help="Also score test (reported, never decisive)."),
           print_workflow: bool = typer.Option(False, "--print-workflow",
-                                              help="Print the GitHub Actions workflow that runs this check."),
+                                              help="Print the GitHub Actions workflow that runs this check, "
+                                                   "filled in from this project's config."),
           set_: Optional[list[str]] = SET, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
     """Gate a human edit: score the skill at HEAD against a base on val with the training gate's rules.
     Exit 0: no regression; 1: regression; 2: cannot judge."""
-    if print_workflow:
-        from skillgit.resources import templates_dir
+    from skillgit.project import open_project
 
-        typer.echo((templates_dir() / "github" / "skillgit-check.yml").read_text(encoding="utf-8"), nl=False)
+    if print_workflow:  # filled from this project's config; the install pinned to this skillgit
+        from skillgit.review.workflow import render_for
+
+        typer.echo(render_for(open_project(repo, config, set_ or [])), nl=False)
         return
     from skillgit.cli.progress import RunDisplay
-    from skillgit.project import open_project
     from skillgit.review.check import render_markdown, run_check
     from skillgit.session import open_session
 

@@ -168,7 +168,9 @@ def _step_head(s: ReportStep) -> str:
         facts.append(f"train {fmt_score(s.train_score)}")
     if s.coverage is not None and s.coverage < 1:
         facts.append(f"coverage {s.coverage:.0%}")
-    facts.append(f"{len(s.edits)} edit{'s' if len(s.edits) != 1 else ''}")
+    applied = sum(_applied(e) for e in s.edits)
+    facts.append(f"{len(s.edits)} edit{'s' if len(s.edits) != 1 else ''}" if applied == len(s.edits)
+                 else f"{applied} of {len(s.edits)} edits applied")
     facts.append(f"{_money(s.cost_usd)} · {_int(s.calls)} calls · {_int(s.tokens)} tok")
     if seconds:
         facts.append(_seconds(seconds))
@@ -179,9 +181,13 @@ def _step_head(s: ReportStep) -> str:
     )
 
 
+def _applied(e: ReportEdit) -> bool:
+    return (e.status or "").startswith("applied")
+
+
 def _edit(e: ReportEdit) -> str:
     status = e.status or "unrecorded"
-    ok = "ok" if status.startswith("applied") else "skip"
+    ok = "ok" if _applied(e) else "skip"
     file = f" <code>{esc(e.file)}</code>" if e.file else ""
     head = f'<div class="edit-head"><span class="op">{esc(e.op)}</span><span class="estatus {ok}">{esc(status)}</span>'
     parts = [f"{head}{file}</div>"]
@@ -225,7 +231,8 @@ def _diff_block(diff: str) -> str:
 
 def _step_body(s: ReportStep) -> str:
     reason = f'<p class="reason">{esc(s.reason)}</p>' if s.reason else ""
-    edits = f'<ol class="edits">{"".join(_edit(e) for e in s.edits)}</ol>' if s.edits else ""
+    ordered = sorted(s.edits, key=lambda e: not _applied(e))  # applied first, each group in the loop's order
+    edits = f'<ol class="edits">{"".join(_edit(e) for e in ordered)}</ol>' if s.edits else ""
     return reason + edits + _diff_block(s.diff)
 
 

@@ -6,6 +6,7 @@ one step, and `skillgit check`, the gate for human edits in CI.
 - `pr`: the pull-request body (Markdown), pushing the head branch, `gh pr create`.
 - `check`: score a human edit (HEAD against a base) with the training gate's rules → exit 0 / 1 / 2.
 - `show`: the summary `skillgit show REV` opens with.
+- `workflow`: `skillgit check --print-workflow` — the shipped GitHub Actions workflow filled in from the config.
 
 Everything here reads git through `skillgit.store` and scores through `skillgit.loop.gate`; nothing spells a git
 command.

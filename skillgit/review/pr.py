@@ -7,7 +7,10 @@ Contract:
   fixed and broke, its edits with their rationale, its diff and cost; the rejected alternatives collapsed in one
   `<details>`; cost and tokens by role and by stage; the config digest and how to reproduce. Model-written text is
   made inert (HTML-escaped, `@` mentions defused, table pipes escaped; diffs sit in a fence longer than any
-  backtick run they contain). The body stays under GitHub's 65,536-character limit by shortening diffs first.
+  backtick run they contain). The body stays under GitHub's 65,536-character limit (counted as GitHub counts, in
+  UTF-16 units, with 1,000 to spare): `fit_body` shortens diffs, lists and long texts first (SHRINK), then details
+  fewer accepted decisions (pointing at `skillgit log` for the rest), and as a last resort cuts after a whole line
+  with its open code fence / `<details>` closed and a note — the bound holds for any input.
 - `push_head` pushes the head branch (with skillgit's notes, tags and runs) through `Store.push`: never forced.
 - `create_with_gh` runs `gh pr create --base … --head … --title … --body-file …` in the repository and returns
   what gh printed (the PR's address); without `gh` on PATH it raises a SkillgitError that says what to install.
@@ -52,9 +55,12 @@ class PullRequest:
 
 
 # ---------------------------------------------------------------------------------------------- inert text
-def md(text: str) -> str:
-    """One line of model- or user-written text, safe in Markdown: HTML escaped, mentions and pipes defused."""
+def md(text: str, limit: int | None = None) -> str:
+    """One line of model- or user-written text, safe in Markdown: HTML escaped, mentions and pipes defused;
+    longer than `limit` characters: cut there with "…" (before escaping, so no entity is cut in two)."""
     flat = " ".join(str(text).split())
+    if limit is not None and len(flat) > limit:
+        flat = flat[:max(0, limit - 1)] + "…"
     return html.escape(flat, quote=False).replace("@", "&#64;").replace("|", "\\|")
 
 
@@ -100,14 +106,15 @@ def _scores(review: RunReview) -> list[str]:
     return rows
 
 
-def _edits(d: Decision) -> list[str]:
+def _edits(d: Decision, max_text: int | None) -> list[str]:
     lines = []
     for r in (d.update.applied if d.update else ()):
         e = r.edit
-        where = f" at {code(e.target)}" if e.target and e.op != "append" else ""
-        lines.append(f"- **{md(e.op)}**{where}: {md(e.content) or '(removed)'}")
+        target = e.target if max_text is None or len(e.target) <= max_text else e.target[:max_text - 1] + "…"
+        where = f" at {code(target)}" if e.target and e.op != "append" else ""
+        lines.append(f"- **{md(e.op)}**{where}: {md(e.content, max_text) or '(removed)'}")
         if e.rationale:
-            lines.append(f"  - why: {md(e.rationale)}")
+            lines.append(f"  - why: {md(e.rationale, max_text)}")
     return lines or ["- (no edit recorded)"]
 
 
@@ -127,24 +134,35 @@ def _usage_line(u: Usage) -> str:
     return f"${u.cost_usd:.4f} · {u.calls} calls · {u.total_tokens:,} tokens"
 
 
-def _accepted(review: RunReview, max_diff_lines: int) -> list[str]:
+def _accepted(review: RunReview, max_diff_lines: int, max_text: int | None, max_accepted: int | None) -> list[str]:
     out = [f"### Accepted edits ({len(review.accepted)})", ""]
     if not review.accepted:
         return out + ["None: the gate accepted no candidate in this run.", ""]
-    for n, d in enumerate(review.accepted, 1):
+    shown = review.accepted if max_accepted is None else review.accepted[:max_accepted]
+    for n, d in enumerate(shown, 1):
         o = d.outcome
         out += [f"#### {n}. {code(d.label)} ({code(o.sha[:10])}) — val {_num(o.score_before)} → {_num(o.score_after)} "
                 f"(Δ {_num(o.delta, True)})", "",
-                f"Gate: {md(o.reason)}" + (f" · {o.coverage.describe()}" if o.coverage and
-                                           o.coverage.describe() not in o.reason else ""), "",
+                f"Gate: {md(o.reason, max_text)}" + (f" · {o.coverage.describe()}" if o.coverage and
+                                                     o.coverage.describe() not in o.reason else ""), "",
                 "Val items: " + " · ".join(md(line) for line in flips_lines(d.flips, bool(d.items))), "",
-                *_edits(d), "", *_diff(d, max_diff_lines), "",
-                f"Cost: {_usage_line(o.usage)}" + (f" · train batch {d.train_score:.4f}"
-                                                    if d.train_score is not None else ""), ""]
+                *_edits(d, max_text), "", *_diff(d, max_diff_lines), "",
+                f"Cost: {_usage_line(o.usage)}", *_train_line(d), ""]
+    if len(shown) < len(review.accepted):
+        out += [f"… and {len(review.accepted) - len(shown)} more accepted edit(s), left out to keep this body under "
+                f"GitHub's size limit: `skillgit log --run {review.run}`, `skillgit show <commit>`.", ""]
     return out
 
 
-def _rejected(review: RunReview, max_items: int) -> list[str]:
+def _train_line(d: Decision) -> list[str]:
+    """The step's train-batch rollout score (the skill before the edits), labelled; none when not recorded."""
+    if d.train_score is None:
+        return []
+    return [f"Train batch (the rollouts this step learned from, scored with the skill before its edits): "
+            f"{d.train_score:.4f}"]
+
+
+def _rejected(review: RunReview, max_items: int, max_text: int | None) -> list[str]:
     rejected = review.rejected
     out = [f"### Rejected alternatives ({len(rejected)})", ""]
     if not rejected:
@@ -153,8 +171,9 @@ def _rejected(review: RunReview, max_items: int) -> list[str]:
     for d in rejected[:max_items]:
         o = d.outcome
         out.append(f"- {code(d.label)} val {_num(o.score_before)} → {_num(o.score_after)} (Δ {_num(o.delta, True)}), "
-                   f"tag {code(d.tag)}: {md(o.reason)}")
-        out += [f"  - {md(e.op)}: {md(e.content or e.target)}" for e in d.applied] or ["  - (no applicable edit)"]
+                   f"tag {code(d.tag)}: {md(o.reason, max_text)}")
+        out += ([f"  - {md(e.op)}: {md(e.content or e.target, max_text)}" for e in d.applied]
+                or ["  - (no applicable edit)"])
     if len(rejected) > max_items:
         out.append(f"- … and {len(rejected) - max_items} more: `skillgit rejected`")
     return out + ["", "</details>", ""]
@@ -183,7 +202,9 @@ def _reproduce(review: RunReview) -> list[str]:
 
 
 def render_body(review: RunReview, *, base: str, head: str, skill_path: str, max_diff_lines: int = 200,
-                max_rejected: int = 200) -> str:
+                max_rejected: int = 200, max_text: int | None = None, max_accepted: int | None = None) -> str:
+    """The body; the max_* arguments shorten it (diff lines per edit, rejected alternatives listed, characters
+    of one model-written text, accepted decisions detailed; None: no limit)."""
     p = review.progress
     seed, final = review.scores.get("seed"), review.scores.get("final")
     change = (f"val {_num(seed.val)} → {_num(final.val)}" if seed and final else "")
@@ -194,21 +215,86 @@ def render_body(review: RunReview, *, base: str, head: str, skill_path: str, max
         f"rejected; {change} on the gate metric ({md(review.metric)}). Run status: {md(p.status)}"
         + (f" ({md(p.stop_reason)})" if p.stop_reason else "") + ".", "",
         "### Scores", "", *_scores(review), ""]
-    body = [*head_lines, *_accepted(review, max_diff_lines), *_rejected(review, max_rejected), *_usage_table(review),
-            *_reproduce(review),
-            f"<sub>Written by `skillgit pr --run {review.run}`. Audit: `git log --notes=skillgit {base}..{head}`, "
-            f"`skillgit show <commit>`, `skillgit report {review.run}`.</sub>", ""]
+    body = [*head_lines, *_accepted(review, max_diff_lines, max_text, max_accepted),
+            *_rejected(review, max_rejected, max_text), *_usage_table(review), *_reproduce(review),
+            f"<sub>Written by `skillgit pr --run {review.run}`. Audit: `git log {base}..{head}` (each learned "
+            f"commit's verdict, val Δ and edits), `skillgit show <commit>`, `skillgit report {review.run}`.</sub>", ""]
     return "\n".join(body)
 
 
-def build(review: RunReview, *, base: str, head: str, skill_path: str) -> PullRequest:
-    """The pull request for `review`, its body shortened (diffs first) until GitHub accepts its size."""
-    body = ""
-    for lines, rejected in ((200, 200), (60, 100), (15, 50), (0, 20)):
-        body = render_body(review, base=base, head=head, skill_path=skill_path, max_diff_lines=lines,
-                           max_rejected=rejected)
-        if len(body) < GITHUB_BODY_LIMIT - 1000:
+def github_length(text: str) -> int:
+    """The length GitHub's limit counts (UTF-16 code units: a character outside the BMP counts twice)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+# Shortening settings, tried in order until the body fits: (diff lines, rejected listed, characters of one text).
+SHRINK = ((200, 200, None), (60, 100, 2000), (15, 50, 500), (0, 20, 200))
+BODY_BUDGET = GITHUB_BODY_LIMIT - 1000  # headroom for what GitHub adds or counts differently
+
+
+def fit_body(review: RunReview, *, base: str, head: str, skill_path: str, budget: int = BODY_BUDGET) -> str:
+    """The body shortened until it fits `budget`: diffs and lists first (SHRINK), then fewer accepted decisions
+    in detail (the rest named by a pointer to `skillgit log`), then — only for inputs no setting can fit — cut at
+    a line with a note. Always ≤ `budget` (GitHub length)."""
+    def render(lines: int, rejected: int, text: int | None, accepted: int | None = None) -> str:
+        return render_body(review, base=base, head=head, skill_path=skill_path, max_diff_lines=lines,
+                           max_rejected=rejected, max_text=text, max_accepted=accepted)
+
+    for setting in SHRINK:
+        body = render(*setting)
+        if github_length(body) <= budget:
+            return body
+    lo, hi = 0, len(review.accepted)  # the most accepted decisions that still fit, by bisection
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if github_length(render(*SHRINK[-1], mid)) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    body = render(*SHRINK[-1], lo)
+    if github_length(body) <= budget:
+        return body
+    note = (f"\n… cut here: this body is over GitHub's size limit. Whole: `skillgit pr --run {review.run} "
+            f"--body-file pr.md`.\n")
+    return hard_cut(body, note, budget)
+
+
+def _closers(text: str) -> str:
+    """What closes the code fence and `<details>` blocks `text` leaves open (a cut must not swallow the rest)."""
+    fence: int | None = None
+    details = 0
+    for line in text.splitlines():
+        m = re.match(r"^(`{3,})", line.strip())
+        if fence is None and m:
+            fence = len(m.group(1))
+        elif fence is not None and m and line.strip() == m.group(1) and len(m.group(1)) >= fence:
+            fence = None
+        elif fence is None:
+            details += line.count("<details>") - line.count("</details>")
+    return ("\n" + "`" * fence + "\n" if fence else "") + "\n</details>\n" * max(0, details)
+
+
+def hard_cut(body: str, note: str, budget: int) -> str:
+    """`body` cut after a whole line, its open blocks closed, then `note`: at most `budget` (GitHub length)."""
+    lines = body.splitlines(keepends=True)
+    used, keep = github_length(note) + 64, 0  # 64: room for the closers
+    for line in lines:  # the longest prefix of whole lines that leaves room for the note
+        used += github_length(line)
+        if used > budget:
             break
+        keep += 1
+    while keep >= 0:
+        text = "".join(lines[:keep])
+        out = text + _closers(text) + note
+        if github_length(out) <= budget:
+            return out
+        keep -= 1
+    return note if github_length(note) <= budget else ""
+
+
+def build(review: RunReview, *, base: str, head: str, skill_path: str) -> PullRequest:
+    """The pull request for `review`, its body shortened (`fit_body`) until GitHub accepts its size."""
+    body = fit_body(review, base=base, head=head, skill_path=skill_path)
     seed, final = review.scores.get("seed"), review.scores.get("final")
     scores = (f" (val {seed.val:.3f} → {final.val:.3f})" if seed and final and seed.val is not None
               and final.val is not None else "")

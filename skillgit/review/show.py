@@ -62,8 +62,10 @@ def _decision_text(detail: StepDetail, d: Decision) -> list[str]:
             out.append(f"     why: {' '.join(edit.rationale.split())}")
     u = o.usage
     out += ["", f"cost: ${u.cost_usd:.4f} · {u.calls} calls · {u.prompt_tokens:,} prompt + "
-                f"{u.completion_tokens:,} completion tokens"
-            + (f" · train batch {d.train_score:.4f}" if d.train_score is not None else "")]
+                f"{u.completion_tokens:,} completion tokens"]
+    if d.train_score is not None:  # not a cost: the score of the rollouts this step learned from
+        out.append(f"train batch: {d.train_score:.4f} (mean rollout score of the skill before this step's edits, "
+                   f"on the step's train items)")
     return out
 
 

@@ -1,14 +1,20 @@
 """`skillgit init`: adopt (or create) a skill in a repository and set the repository up for skillgit.
 
 Decisions, so that `init` is safe to run in a team's existing repository:
-- An existing skill is adopted as it is (SKILL.md with front matter, AGENTS.md, CLAUDE.md or a system prompt
-  `.md`/`.txt`), searched in the folder given; several matches are an error asking for `--skill` (we never guess
-  between AGENTS.md and CLAUDE.md). Only when none exists is a starter SKILL.md written.
+- An existing skill is adopted as it is (SKILL.md with front matter, AGENTS.md, CLAUDE.md, GEMINI.md, Copilot's
+  and Cursor's instruction files — `.cursor/rules/**`, the legacy `.cursorrules` — or a system prompt `.md`/`.txt`),
+  searched in the folder given; several matches are an error listing them all and asking for `--skill` (we never
+  guess between AGENTS.md and CLAUDE.md). Only when none exists is a starter SKILL.md written.
+- `--branch NAME` (given explicitly) on a kept skillgit.yaml without `skill.branch` writes that one key into it
+  (one inserted line, every other byte kept); a kept `skill.branch` is never rewritten, only warned about.
 - Outside a repository, a new one is created (its branch: `--branch`, default main).
 - `skillgit.yaml` is written at the repository root from the shipped template, never over an existing one.
 - Git config (local to the repository): `notes.displayRef` so `git log` shows skillgit notes, `notes.rewriteRef`
   so amend/rebase carry them, and `notes.skillgit.mergeStrategy=cat_sort_uniq` so a plain `git notes merge`
   merges them as skillgit does. Remotes are not touched: push/pull pass explicit refspecs.
+- `notes.displayRef` is the glob `refs/notes/skillgit-log*`, not the ref's name: git warns on every `git log`
+  about a displayRef naming a ref that does not exist (a fresh `init`, before the first decision), never about a
+  glob that matches nothing; once the first decision writes the ref, `git log` shows its short notes.
 - Nothing is committed unless asked (`--commit`, which needs the skill branch checked out); otherwise the report
   lists the exact commands. Hooks are installed only with `--hooks`, chaining (never overwriting) existing ones.
 """
@@ -18,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
@@ -29,14 +36,18 @@ from skillgit.store.git import GitRepo
 
 CONFIG_NAME = "skillgit.yaml"
 HOOK_MARKER = b"skillgit-hook:"
+# What `notes.displayRef` is set to (see the docstring). Only the display notes ref matches: no other ref skillgit
+# writes starts with that name (remote copies live under refs/notes/skillgit-remote/, scratch refs under -tmp/).
+DISPLAY_REF_GLOB = R.DISPLAY_NOTES_REF + "*"
 # Where skills usually live, most specific first; searched in the folder `init` is given.
 SKILL_NAMES = ("SKILL.md", "AGENTS.md", "CLAUDE.md", "GEMINI.md", ".github/copilot-instructions.md",
                "system_prompt.md", "system_prompt.txt", "system-prompt.md", "system-prompt.txt", "SYSTEM_PROMPT.md",
-               "prompt.md", "prompt.txt")
-# Found files are listed, never chosen among silently: several → `init` asks for --skill.
+               "prompt.md", "prompt.txt", ".cursorrules")
+# Found files are listed, never chosen among silently: several → `init` asks for --skill. `**/` also matches no
+# folder: `.cursor/rules/**/*.mdc` finds `.cursor/rules/a.mdc` and `.cursor/rules/team/b.mdc`.
 SKILL_GLOBS = (".claude/skills/*/SKILL.md", ".agents/skills/*/SKILL.md", ".github/skills/*/SKILL.md",
-               "skills/*/SKILL.md", ".github/instructions/*.instructions.md", ".cursor/rules/*.mdc",
-               ".cursor/rules/*.md")
+               "skills/*/SKILL.md", ".github/instructions/**/*.instructions.md", ".cursor/rules/**/*.mdc",
+               ".cursor/rules/**/*.md")
 
 # Used only when the shipped templates/skills/starter.md cannot be found.
 FALLBACK_BODY = """# Task skill
@@ -63,6 +74,7 @@ class InitReport:
     created_repo: bool = False
     created_skill: bool = False
     config_written: bool = False
+    config_changes: list[str] = field(default_factory=list)  # keys written into a kept skillgit.yaml
     env_ignored: bool = False  # `.env` was added to .gitignore
     committed: str | None = None
     hooks: list[str] = field(default_factory=list)
@@ -76,7 +88,7 @@ class InitReport:
 def _find_skill(folder: Path) -> list[Path]:
     found = [folder / name for name in SKILL_NAMES if (folder / name).is_file()]
     for pattern in SKILL_GLOBS:
-        found += sorted(p for p in folder.glob(pattern) if p.is_file())
+        found += sorted(p for p in folder.glob(pattern) if p.is_file() and p not in found)
     return found
 
 
@@ -134,11 +146,12 @@ def _configure(repo: GitRepo) -> None:
 
 
 def configure_notes(repo: GitRepo) -> None:
-    displayed = repo.config_get_all("notes.displayRef")
-    if R.NOTES_REF in displayed:  # older skillgit displayed the JSON records: show the short notes instead
-        repo.config_unset_value("notes.displayRef", R.NOTES_REF)
-    if R.DISPLAY_NOTES_REF not in repo.config_get_all("notes.displayRef"):
-        repo.config_add("notes.displayRef", R.DISPLAY_NOTES_REF)
+    # older skillgit displayed the JSON records, then named the display ref exactly: the glob replaces both
+    for old in (R.NOTES_REF, R.DISPLAY_NOTES_REF):
+        if old in repo.config_get_all("notes.displayRef"):
+            repo.config_unset_value("notes.displayRef", old)
+    if DISPLAY_REF_GLOB not in repo.config_get_all("notes.displayRef"):
+        repo.config_add("notes.displayRef", DISPLAY_REF_GLOB)
     for ref in R.NOTES_REFS:
         if ref not in repo.config_get_all("notes.rewriteRef"):
             repo.config_add("notes.rewriteRef", ref)
@@ -162,6 +175,7 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
     if repo.bare:
         raise SkillgitError(f"{repo.root} is a bare repository", "run `skillgit init` in a clone with a working tree")
     current = repo.current_branch()
+    explicit_branch = branch is not None
     branch = branch or current or "main"
     if not repo.valid_branch_name(branch):
         raise SkillgitError(f"invalid branch name '{branch}'", "pass --branch NAME with a valid branch name")
@@ -197,6 +211,8 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
         config.write_text(render_config(rel, branch), encoding="utf-8")
         report.config_written = True
     else:
+        if explicit_branch and branch != "main" and add_skill_branch(config, branch):  # "main": the default
+            report.config_changes.append(f"set skill.branch: {branch} in the kept {CONFIG_NAME} (it had none)")
         report.warnings += _config_mismatch(config, rel, branch)
     _configure(repo)
     if hooks:
@@ -242,6 +258,59 @@ def _config_mismatch(config: Path, rel: str, branch: str) -> list[str]:
     if skill.get("path", "SKILL.md") != rel:
         out.append(f"{CONFIG_NAME} trains skill.path '{skill.get('path', 'SKILL.md')}'; set it to '{rel}' "
                    "to train this file")
-    if skill.get("branch", "main") != branch:
-        out.append(f"{CONFIG_NAME} uses skill.branch '{skill.get('branch', 'main')}', not '{branch}'")
+    if "branch" not in skill and branch != "main":
+        out.append(f"{CONFIG_NAME} has no skill.branch, so skillgit trains 'main', not '{branch}': run "
+                   f"`skillgit init --branch {branch}` to write it")
+    elif skill.get("branch", "main") != branch:
+        out.append(f"{CONFIG_NAME} uses skill.branch '{skill.get('branch')}', not '{branch}'; edit skill.branch "
+                   f"there to train '{branch}'")
     return out
+
+
+_SKILL_LINE = re.compile(r"^skill:[ \t]*(#.*)?$")  # a block mapping `skill:` at the top level
+_CHILD_LINE = re.compile(r"^([ \t]+)[^ \t#\r\n]")
+
+
+def add_skill_branch(config: Path, branch: str) -> bool:
+    """Write `skill.branch: <branch>` into an existing skillgit.yaml that has no skill.branch, as one inserted line
+    (every other byte, comments included, kept); True when written. Nothing is written unless the edited text
+    parses to the original mapping plus that one key: flow style, anchors or an unreadable file are left alone
+    (then `_config_mismatch` warns)."""
+    import yaml
+
+    raw = config.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+        before = yaml.safe_load(text) or {}
+    except (UnicodeDecodeError, yaml.YAMLError):
+        return False
+    if not isinstance(before, dict) or not isinstance(before.get("skill", {}) or {}, dict):
+        return False
+    if "branch" in (before.get("skill") or {}):
+        return False
+    newline = "\r\n" if "\r\n" in text else "\n"
+    value = json.dumps(branch)
+    lines = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines) if _SKILL_LINE.match(line.rstrip("\r\n"))), None)
+    if at is None:
+        if "skill" in before:
+            return False
+        tail = "" if not text or text.endswith("\n") else newline
+        edited = f"{text}{tail}{newline if text.strip() else ''}skill:{newline}  branch: {value}{newline}"
+    else:
+        child = next((m.group(1) for line in lines[at + 1:] if (m := _CHILD_LINE.match(line))), "  ")
+        lines.insert(at + 1, f"{child}branch: {value}  # accepted skills land here (written by skillgit init)"
+                             f"{newline}")
+        edited = "".join(lines)
+    try:
+        after = yaml.safe_load(edited)
+    except yaml.YAMLError:
+        return False
+    expected = {**before, "skill": {**(before.get("skill") or {}), "branch": branch}}
+    if after != expected:
+        return False
+    tmp = config.with_name(f".{config.name}.skillgit-tmp")
+    tmp.write_bytes(edited.encode("utf-8"))
+    shutil.copymode(config, tmp)
+    os.replace(tmp, config)
+    return True
