@@ -10,7 +10,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillgit import process
 from skillgit.config import Config, load_config
 from skillgit.errors import GitStateError
 
@@ -40,14 +39,12 @@ def find_root(start: Path | None = None) -> Path:
     if not any((folder / ".git").exists() for folder in (here, *here.parents)):
         raise GitStateError(f"not a git repository: {here}", hint)
     cwd = next(folder for folder in (here, *here.parents) if folder.is_dir())
+    from skillgit.store.git import GitRepo
+
     env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-    try:
-        done = process.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd, env=env, timeout_s=60)
-    except OSError as exc:
-        raise GitStateError(f"cannot run git ({exc})", "install git and put it on PATH") from None
-    top = done.stdout.strip()
-    if done.returncode != 0 or not top:
-        said = done.stderr.strip().splitlines()
+    top, err = GitRepo.toplevel(cwd, env)
+    if top is None:
+        said = err.strip().splitlines()
         raise GitStateError(f"not a git repository: {here}" + (f" (git: {said[-1]})" if said else ""), hint)
     return Path(top).resolve()
 

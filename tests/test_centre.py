@@ -450,7 +450,7 @@ def test_a_fresh_clone_on_another_branch_gets_the_right_hint_and_pull_sets_the_n
     assert proc.returncode == 3 and "it is on origin/main: git switch main" in proc.stderr
     git(clone, "switch", "-q", "main")
     assert run_cli("pull", "origin", cwd=clone).returncode == 0
-    assert git(clone, "config", "--get-all", "notes.displayRef") == "refs/notes/skillgit-log"
+    assert git(clone, "config", "--get-all", "notes.displayRef") == "refs/notes/skillgit-log*"
 
 
 def test_gc_prunes_the_call_journal_of_finished_runs_only(project):

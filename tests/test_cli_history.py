@@ -62,7 +62,7 @@ def test_init_creates_repo_skill_and_config_and_commits_only_when_asked(tmp_path
     assert (folder / "SKILL.md").read_text().startswith("---\nname: ")
     cfg = load_config(folder / "skillgit.yaml")
     assert (cfg.skill.path, cfg.skill.branch) == ("SKILL.md", "main")
-    assert git(folder, "config", "notes.displayRef") == "refs/notes/skillgit-log"  # short human notes
+    assert git(folder, "config", "notes.displayRef") == "refs/notes/skillgit-log*"  # short human notes
     assert git(folder, "config", "--get-all", "notes.rewriteRef").split() == ["refs/notes/skillgit",
                                                                                "refs/notes/skillgit-log"]
     assert "git add SKILL.md skillgit.yaml .gitignore" in proc.stderr
@@ -74,7 +74,7 @@ def test_init_creates_repo_skill_and_config_and_commits_only_when_asked(tmp_path
     assert git(folder, "ls-tree", "--name-only", "HEAD").split() == [".gitignore", "SKILL.md", "skillgit.yaml"]
     assert git(folder, "status", "--porcelain") == ""
     assert Store.open(folder, "SKILL.md").read_skill() == (folder / "SKILL.md").read_text()
-    assert git(folder, "config", "--get-all", "notes.displayRef") == "refs/notes/skillgit-log"  # not duplicated
+    assert git(folder, "config", "--get-all", "notes.displayRef") == "refs/notes/skillgit-log*"  # not duplicated
 
 
 def test_init_adopts_an_existing_skill_and_refuses_to_guess(make_repo):

@@ -102,6 +102,7 @@ def test_init_branch_writes_skill_branch_into_a_kept_config_without_one(make_rep
     assert yaml.safe_load(text)["skill"] == {"path": "SKILL.md", "allow_front_matter_edits": False,
                                              "branch": "master"}
     assert "warning" not in fixed.stderr, fixed.stderr
+    assert "set skill.branch: master in the kept skillgit.yaml" in fixed.stderr  # says what it changed
     resolved = yaml.safe_load(ok(run_cli("config", "show", cwd=root)).stdout)
     assert resolved["skill"]["branch"] == "master" and resolved["train"]["seed"] == 3
 

@@ -67,6 +67,8 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
     _say(f"{'created a starter skill' if report.created_skill else 'adopted the skill'} {report.skill_path} "
          f"on branch '{report.branch}'")
     _say("wrote skillgit.yaml" if report.config_written else "kept the existing skillgit.yaml")
+    for line in report.config_changes:
+        _say(line)
     if report.env_ignored:
         _say("added .env to .gitignore (API keys go in .env, which must never be committed)")
     for line in report.warnings:

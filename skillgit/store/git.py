@@ -342,6 +342,14 @@ class GitRepo:
         return cls(root, Path(gdir), Path(common), fmt.strip() or "sha1", bare == "true")
 
     @classmethod
+    def toplevel(cls, path: Path, env: dict[str, str] | None = None) -> tuple[str | None, str]:
+        """(the working tree's top folder git finds at `path`, or None; git's stderr). `env` replaces the
+        environment (callers drop GIT_DIR and friends so that the folder alone decides)."""
+        status, out, err = cls._exec(gitpython.Git(str(path)), ["rev-parse", "--show-toplevel"], env=env)
+        top = out.decode("utf-8", "replace").strip()
+        return (top if status == 0 and top else None), err
+
+    @classmethod
     def init(cls, path: Path, branch: str) -> "GitRepo":
         """Create a repository at `path` whose unborn HEAD is `branch`."""
         path.mkdir(parents=True, exist_ok=True)
