@@ -47,8 +47,11 @@ class SkillCfg:
 
 @dataclass(frozen=True)
 class CommandCfg:
-    preset: str = "generic"  # claude | codex | generic
-    # generic: the command; "{prompt}", "{prompt_file}", "{skill_file}", "{workspace}" are filled in
+    # command backend: claude | codex | generic; agent backend: claude | codex | copilot | opencode | simulated |
+    # generic
+    preset: str = "generic"
+    # generic: the command; placeholders {prompt} {prompt_file} {workspace} {model} (+ {skill_file} {answer_file}
+    # for command; {name} {seed} {sample} {permission_mode} {sandbox} for agent)
     argv: tuple[str, ...] = ()
     install_path: str = ""  # where the skill goes inside the scratch workspace; preset default when empty
     timeout_s: float = 600.0

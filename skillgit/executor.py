@@ -189,6 +189,9 @@ class RemoteStudent:
     attempts: int = 3
     timeout_s: float | None = None
     identity: tuple[str, str] = ("ray", "ray")  # (id, cache identity) of the same student built in the driver
+    # the driver-built student's `cache_material(item)` (agent students: task spec, tree, settings), so a Ray
+    # run is journaled under exactly the key a thread run would use
+    material: Callable[[Item], str] | None = None
     shipped: int = 0  # tasks sent to the cluster (a journaled run is answered in the driver and never shipped)
     lost: int = 0  # attempts whose worker was lost (and that were shipped again)
     _spec_ref: Any = None
@@ -204,6 +207,9 @@ class RemoteStudent:
         # The driver-built student's journal identity: where a run executes is not part of its key, so a Ray run
         # and a thread run of the same project share (and replay) the same journal entries.
         return self.identity[1]
+
+    def cache_material(self, item: Item) -> str:
+        return self.material(item) if self.material is not None else ""
 
     def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
         import ray
@@ -275,7 +281,8 @@ class RayExecutor:
     def student(self, spec: StudentSpec, build_local: Callable[[], Student]) -> Student:
         local = build_local()  # in the driver too: credentials and the agent CLI are checked before any shipping
         return RemoteStudent(spec, self, attempts=self.attempts, timeout_s=self.timeout_s,
-                             identity=(str(local.id), model_identity(local)))
+                             identity=(str(local.id), model_identity(local)),
+                             material=getattr(local, "cache_material", None))
 
     def close(self) -> None:
         if self._started:

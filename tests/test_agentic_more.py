@@ -355,3 +355,28 @@ def test_every_preset_flag_is_in_the_captured_help_of_its_cli(preset, helps):
         [*PRESETS[preset].argv, *_MODEL_ARGS.get(preset, ())]
     used = {a.split("=", 1)[0] for a in argv if a.startswith("-") and a != "--"}
     assert used and used <= known, used - known
+
+
+def test_store_export_of_a_package_keeps_assets_and_modes_and_prunes_an_earlier_export(project, tmp_path):
+    from skillgit.store import Store
+
+    store = Store.open(project, "skill", "main")
+    dest = tmp_path / "exported"
+    store.export("main", dest)
+    assert (dest / "assets" / "logo.bin").read_bytes() == (project / "skill" / "assets" / "logo.bin").read_bytes()
+    assert stat.S_IMODE((dest / "scripts" / "run.sh").stat().st_mode) == 0o755
+    (dest / "references").mkdir()
+    (dest / "references" / "newer.md").write_text("from a later step\n")
+    store.export("main", dest)  # an older step into the same folder: nothing of the later one stays behind
+    assert not (dest / "references").exists() and (dest / "SKILL.md").read_text() == SKILL
+
+
+def test_every_agent_runs_marked_as_skillgits_own_session(project):
+    """SKILLGIT_REPLAY=1 reaches the agent (its hooks, like our SessionEnd hook, skip recording) and its
+    workspace sits under the folder harvest recognises as a replay's."""
+    from skillgit.agentic.workspace import Workspaces
+    from skillgit.sleep.model import REPLAY_WORKSPACE
+
+    code = "import os\nprint(os.environ.get('SKILLGIT_REPLAY'))\nopen('done.txt', 'w').write('ok')"
+    assert _agent(project, code).run(SKILL, _item(project)).text.strip() == "1"
+    assert REPLAY_WORKSPACE.search(str(Workspaces(GitRepo.open(project)).root / "123-abc" / "ws"))

@@ -142,3 +142,18 @@ def test_guards_catch_ngrams_and_size():
     assert "over skill.max_tokens" in guards.size("x" * 30_000, 5000, 1024)
     long_description = "---\nname: s\ndescription: " + "d" * 1100 + "\n---\n# S\n"
     assert "description has 1100 characters" in guards.size(long_description, 5000, 1024)
+
+
+def test_a_seed_over_its_size_budget_is_said_once_at_the_start(tmp_path):
+    from skillgit.demo import create_project
+    from tests.conftest import git, run_cli_inproc
+
+    folder = tmp_path / "p"
+    create_project(folder, 0)
+    with (folder / "SKILL.md").open("a") as f:
+        f.write("\nBackground notes that made the skill long. " * 20)
+    git(folder, "commit", "-qam", "a long seed")
+    done = run_cli_inproc("train", "--set", "skill.max_tokens=100", "--set", "train.max_steps=1", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "candidates may not grow it" in warnings[0], done.stderr

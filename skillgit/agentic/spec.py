@@ -21,6 +21,12 @@ from typing import Any
 from skillgit.errors import ConfigError
 from skillgit.types import Item
 
+# Sessions skillgit starts itself are no person's work, and harvest (skillgit.sleep) must never learn from them:
+# every agent runs with REPLAY_ENV=1 (hooks such as our SessionEnd hook read it) in a workspace under
+# <tmp>/WORKSPACE_PREFIX<hash>/ (harvest recognises sessions whose cwd is there).
+REPLAY_ENV = "SKILLGIT_REPLAY"
+WORKSPACE_PREFIX = "skillgit-ws-"
+
 RESULT_KINDS = ("exit_code", "pytest", "json", "junit")
 TASK_DIR_KEY = "task_dir"  # set by the task loader: the folder of the task file (fixtures are relative to it)
 

@@ -47,7 +47,7 @@ from typing import Mapping
 
 from skillgit import package, process
 from skillgit.agentic import trace, verify
-from skillgit.agentic.spec import TASK_DIR_KEY, AgenticSpec
+from skillgit.agentic.spec import REPLAY_ENV, TASK_DIR_KEY, AgenticSpec
 from skillgit.agentic.workspace import _IGNORE, Workspaces, install, skill_name, tracked
 from skillgit.config import BackendCfg, CommandCfg, Config
 from skillgit.llm.base import LLMError, Reply
@@ -256,9 +256,10 @@ class AgentStudent:
             install_dir = self.cfg.install_path or self.preset.install_dir
             installed = install(ws, skill, install_dir, self._tree())
             rel_install = installed.relative_to(ws.resolve()).as_posix()
-            # PWD: agents (OpenCode) and shells follow an inherited PWD rather than their real cwd
+            # PWD: agents (OpenCode) and shells follow an inherited PWD rather than their real cwd.
+            # SKILLGIT_REPLAY: the agent's own hooks (our SessionEnd hook) know this session is no person's work.
             env = {**{k: v for k, v in self.env.items() if k != "OLDPWD"}, "SKILLGIT_SAMPLE": str(sample),
-                   "PWD": str(ws)}
+                   "PWD": str(ws), REPLAY_ENV: "1"}
             try:
                 timings["setup"] = self._setup(spec, ws, env)
             except LLMError as exc:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from skillgit import package
-from skillgit.agentic.spec import AgenticSpec
+from skillgit.agentic.spec import WORKSPACE_PREFIX, AgenticSpec
 from skillgit.llm import command
 from skillgit.store.git import GitRepo
 from skillgit.store.lock import alive
@@ -142,7 +142,7 @@ class Workspaces:
     def __init__(self, repo: GitRepo, *, keep: bool = False, skill_path: str = ""):
         self.repo = repo
         digest = hashlib.sha1(str(repo.common_dir.resolve()).encode()).hexdigest()[:12]
-        self.root = Path(tempfile.gettempdir()) / f"skillgit-ws-{digest}"
+        self.root = Path(tempfile.gettempdir()) / f"{WORKSPACE_PREFIX}{digest}"
         self.keep = keep
         self.skill_path = skill_path.strip("/")
 

@@ -73,7 +73,7 @@ def _guard(ctx: StepContext, p: Proposal) -> str | None:
     """Leakage and size, checked before anything is scored (see guards.py)."""
     answers = [(i.id, i.expected) for i in (*ctx.train, *ctx.evaluator.splits.get("val", ()))]
     return guards.leak(p.before, p.after, answers, ctx.cfg.optimizer.leak_ngram) or \
-        guards.size(p.after, ctx.cfg.skill.max_tokens, ctx.cfg.skill.max_description_chars)
+        guards.size(p.after, ctx.cfg.skill.max_tokens, ctx.cfg.skill.max_description_chars, before=p.before)
 
 
 @dataclass(frozen=True)

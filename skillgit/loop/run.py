@@ -36,7 +36,7 @@ from skillgit.executor import Executor
 from skillgit.llm.base import LLM, Student
 from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import gate as gate_mod
-from skillgit.loop import modes, stages
+from skillgit.loop import guards, modes, stages
 from skillgit.loop.context import StepContext
 from skillgit.loop.decide import (
     BranchMoved,
@@ -239,6 +239,9 @@ class Trainer:
                                                self.cfg.optimizer.proposals)
             if small:
                 self.emit(Warning(small))
+            for line in guards.over_budget(self.store.read_skill(), self.cfg.skill.max_tokens,
+                                           self.cfg.skill.max_description_chars):
+                self.emit(Warning(line))  # said once here, not as every candidate's rejection
             status, reason = "finished", "finished all steps"
             self.ledger.budget_check = self._budget_exceeded  # a budget stops before the call that would cross it
             try:

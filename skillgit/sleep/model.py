@@ -22,16 +22,18 @@ import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
+from skillgit.agentic.spec import REPLAY_ENV as REPLAY_ENV
+from skillgit.agentic.spec import WORKSPACE_PREFIX
+
 Role = Literal["user", "assistant"]
 SkipReason = Literal["headless", "sidechain", "replay", "other-project", "empty"]
 SKIP_REASONS: tuple[str, ...] = ("other-project", "replay", "sidechain", "headless", "empty")
-# How skillgit marks the agent sessions it starts itself (replays, agent students), so harvest never learns from
-# them. The single definition: the replaying side prefixes every prompt with REPLAY_MARKER and runs the agent with
-# REPLAY_ENV=1 in its environment (transcripts do not record the environment; hooks such as SessionEnd read it).
+# How harvest recognises the agent sessions skillgit starts itself (agent students, sleep replays), so it never
+# learns from them: their workspace folder (agentic.workspace puts every one under <tmp>/skillgit-ws-<hash>/), a
+# prompt that carries REPLAY_MARKER (for replays driven by hand), and — for the agents' own hooks, since
+# transcripts do not record the environment — REPLAY_ENV=1, which every agent student sets (agentic.spec).
 REPLAY_MARKER = "[skillgit-replay]"
-REPLAY_ENV = "SKILLGIT_REPLAY"
-# agentic.workspace puts every throwaway workspace under <tmp>/skillgit-ws-<hash>/: a session there is a replay
-REPLAY_WORKSPACE = re.compile(r"(^|[/\\])skillgit-ws-[0-9a-f]+([/\\]|$)")
+REPLAY_WORKSPACE = re.compile(r"(^|[/\\])" + re.escape(WORKSPACE_PREFIX) + r"[0-9a-f]+([/\\]|$)")
 MALFORMED = "<malformed>"  # the unknown-record key for lines that are not JSON objects
 
 

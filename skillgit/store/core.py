@@ -626,11 +626,9 @@ class Store:
         """Write the skill at `rev` to `path` (a file, or a folder that gets the skill's file name)."""
         text = self.read_skill(rev)
         dest = Path(path)
-        if self.is_package:
-            dest.mkdir(parents=True, exist_ok=True)
-            for name, body in package.parse(text).files:
-                (dest / name).parent.mkdir(parents=True, exist_ok=True)
-                (dest / name).write_bytes(body.encode("utf-8"))
+        if self.is_package:  # binary assets byte-exact, git modes kept; a folder an earlier export wrote is pruned
+            tree = package.tree_files(self.repo, self.resolve(rev), self.skill_path)
+            package.write(dest, text, tree, prune=(dest / package.MAIN).is_file())
             return dest
         if dest.is_dir():
             dest = dest / PurePosixPath(self.skill_path).name
