@@ -55,6 +55,30 @@ class Interrupted(SkillgitError):
         super().__init__(message, hint, ExitCode.INTERRUPTED)
 
 
+# A stop asked for by a signal (Ctrl-C, TERM, HUP). The CLI's handler records it and raises Interrupted at once,
+# but a signal can land where Python swallows exceptions (a weakref callback, __del__): the recorded request is
+# then raised at the loop's next safe point (`raise_if_stop_requested`), so a stop is never lost.
+_stop: list[Interrupted] = []
+
+
+def request_stop(exc: Interrupted) -> None:
+    _stop[:] = [exc]
+
+
+def clear_stop() -> None:
+    _stop.clear()
+
+
+def raise_if_stop_requested() -> None:
+    """Raise the recorded Interrupted, in the main thread only (where signals are delivered and the run's
+    handlers wait); a no-op elsewhere and when no stop was asked for."""
+    if _stop:
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            raise _stop[0]
+
+
 class BudgetReached(SkillgitError):
     """A budget limit was reached before a model call: the run stops cleanly and resumes with a larger budget."""
 

@@ -548,3 +548,43 @@ def test_the_gated_commit_path_works_without_a_trainer(project):
     with pytest.raises(BranchMoved):
         decide.gated_commit(ctx, store, "solo", 3, stale, current, session.ledger.snapshot())
     assert store.tip() == outcome.sha and git(project, "for-each-ref", "refs/heads/candidates") == ""
+
+
+def test_a_stop_whose_raise_was_swallowed_is_raised_at_the_next_safe_point(project, monkeypatch):
+    """A signal can land in a weakref callback or __del__, where Python ignores the handler's exception (seen: a
+    Ctrl-C lost and the run finished with exit 0). The request is recorded and the loop raises it at its next
+    safe point; the swallowed traceback is not printed."""
+    import sys as _sys
+
+    from skillgit.errors import Interrupted, clear_stop, raise_if_stop_requested, request_stop
+
+    class Swallowed:
+        def __del__(self):
+            exc = Interrupted("interrupted", "run the same command again to resume where it stopped")
+            request_stop(exc)
+            raise exc  # what the signal handler does, here where Python ignores it
+
+    from skillgit.loop.context import StepContext
+
+    trainer, _ = _trainer(project, "train.max_steps=3")
+    calls = []
+    real_stage = StepContext.stage
+
+    def stage(self, step, name):
+        if name == "reflect" and not calls:  # inside step 1, after the run was saved
+            calls.append(name)
+            Swallowed()  # collected at once: its exception is "ignored", as a signal's would be
+        real_stage(self, step, name)
+
+    monkeypatch.setattr(_sys, "unraisablehook", lambda info: None)
+    monkeypatch.setattr(StepContext, "stage", stage)
+    try:
+        with pytest.raises(Interrupted):
+            trainer.train()
+    finally:
+        clear_stop()
+    raise_if_stop_requested()  # cleared: a no-op
+    shown = run_cli_inproc("status", "--json", cwd=project)
+    assert shown.returncode == 0, shown.stderr
+    status = json.loads(shown.stdout)
+    assert status["status"] == "interrupted" and status["step"] < 3

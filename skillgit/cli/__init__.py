@@ -19,7 +19,7 @@ import typer
 
 from skillgit import __version__
 from skillgit.cli import coerce
-from skillgit.errors import ExitCode, Interrupted, SkillgitError
+from skillgit.errors import ExitCode, Interrupted, SkillgitError, clear_stop, request_stop
 
 MODULES = ("history", "train", "doctor", "review", "sleep", "integrations")
 # The module that registers each top-level command. Only a shortcut for `main()`: a command missing here (or moved
@@ -103,7 +103,9 @@ def _interrupt(signum: int, frame: object) -> None:
     import signal
 
     how = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
-    raise Interrupted(how, "run the same command again to resume where it stopped")
+    exc = Interrupted(how, "run the same command again to resume where it stopped")
+    request_stop(exc)  # raised again at the next safe point if this raise lands where Python swallows it
+    raise exc
 
 
 def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> None:
@@ -120,7 +122,15 @@ def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> Non
     # Ctrl-C, `kill` (TERM: CI cancelling a job, `timeout`) and a closed terminal (HUP) all stop a run the same
     # way: at the next safe point, saved as interrupted, with the line that says how to resume.
     stops = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    clear_stop()
     before = {sig: signal.signal(sig, _interrupt) for sig in stops}
+    unraisable = sys.unraisablehook
+
+    def quiet_stop(info: Any) -> None:  # the swallowed raise of a stop: recorded, raised again at a safe point
+        if not isinstance(info.exc_value, Interrupted):
+            unraisable(info)
+
+    sys.unraisablehook = quiet_stop
     try:
         app(args=None if args is None else argv, prog_name=prog_name)
     except SkillgitError as exc:
@@ -132,3 +142,5 @@ def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> Non
     finally:
         for sig, handler in before.items():  # in-process callers (tests, the MCP server) get theirs back
             signal.signal(sig, handler)
+        sys.unraisablehook = unraisable
+        clear_stop()

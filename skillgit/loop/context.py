@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgit.config import Config
+from skillgit.errors import raise_if_stop_requested
 from skillgit.executor import Executor
 from skillgit.llm.base import Student
 from skillgit.llm.metering import bind_stage
@@ -35,7 +36,8 @@ class StepContext:
     executor: Executor | None = None  # where rollouts run (None: this process's threads)
 
     def stage(self, step: int | str, name: str) -> None:
-        """Announce a stage (the display shows it)."""
+        """Announce a stage (the display shows it). A safe point: a stop a signal asked for is raised here."""
+        raise_if_stop_requested()
         self.emit(StageStarted(str(step), name))
 
     def student_for(self, stage: str) -> Student:

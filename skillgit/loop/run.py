@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_config
-from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError
+from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError, raise_if_stop_requested
 from skillgit.executor import Executor
 from skillgit.llm.base import LLM, Student
 from skillgit.loop import epoch as epoch_mod
@@ -246,6 +246,7 @@ class Trainer:
             self.ledger.budget_check = self._budget_exceeded  # a budget stops before the call that would cross it
             try:
                 for step in range(self.progress.next_step, self.total_steps + 1):
+                    raise_if_stop_requested()  # a safe point (see errors.request_stop)
                     stop = self._budget_exceeded()
                     if stop:
                         status, reason = "stopped", stop
