@@ -65,6 +65,10 @@ def request_stop(exc: Interrupted) -> None:
     _stop[:] = [exc]
 
 
+def stop_requested() -> bool:
+    return bool(_stop)
+
+
 def clear_stop() -> None:
     _stop.clear()
 

@@ -19,7 +19,7 @@ import typer
 
 from skillgit import __version__
 from skillgit.cli import coerce
-from skillgit.errors import ExitCode, Interrupted, SkillgitError, clear_stop, request_stop
+from skillgit.errors import ExitCode, Interrupted, SkillgitError, clear_stop, request_stop, stop_requested
 
 MODULES = ("history", "train", "doctor", "review", "sleep", "integrations")
 # The module that registers each top-level command. Only a shortcut for `main()`: a command missing here (or moved
@@ -108,6 +108,16 @@ def _interrupt(signum: int, frame: object) -> None:
     raise exc
 
 
+def is_stop_noise(info: Any) -> bool:
+    """True for an "exception ignored" report (sys.unraisablehook) that a stop signal caused: the swallowed raise
+    of the stop itself (recorded, and raised again at the loop's next safe point), or — a stop that landed in
+    Thread.start(), where the main thread waits for a pool thread — CPython removing the new thread from its
+    start-up table twice, whose KeyError says nothing a user can act on."""
+    if isinstance(info.exc_value, Interrupted):
+        return True
+    return stop_requested() and isinstance(info.exc_value, KeyError) and "Thread._bootstrap" in repr(info.object)
+
+
 def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> None:
     """Entry point: our errors become `error:`/`hint:` lines and their exit code; Ctrl-C says how to resume and
     exits 130. (Ctrl-C raises `Interrupted`, a SkillgitError, rather than KeyboardInterrupt, which click would turn
@@ -126,8 +136,8 @@ def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> Non
     before = {sig: signal.signal(sig, _interrupt) for sig in stops}
     unraisable = sys.unraisablehook
 
-    def quiet_stop(info: Any) -> None:  # the swallowed raise of a stop: recorded, raised again at a safe point
-        if not isinstance(info.exc_value, Interrupted):
+    def quiet_stop(info: Any) -> None:
+        if not is_stop_noise(info):
             unraisable(info)
 
     sys.unraisablehook = quiet_stop
