@@ -293,8 +293,8 @@ class Store:
             raise GitStateError(f"candidate {R.label(run, step)} already exists ({existing[:12]})",
                                 f"decide or drop it first (git update-ref -d {ref}), or use another step number")
         all_trailers = {R.TRAILER_RUN: run, R.TRAILER_STEP: str(step), **trailers}
-        sha = self.repo.commit_tree(tree, [tip], N.format_message(textsafe.clean(subject, multiline=False),
-                                                                  textsafe.clean(body), all_trailers))
+        # format_message drops control characters from every message (notes.one_line / textsafe.clean)
+        sha = self.repo.commit_tree(tree, [tip], N.format_message(subject, body, all_trailers))
         updates = [RefUpdate("update", ref, sha, None)]
         if note and not defer_note:
             old, new = self.repo.build_notes({sha: N.encode(note)})
