@@ -152,6 +152,9 @@ def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N),
         if detail.corrupt_lines:
             out.append(f"({detail.corrupt_lines} corrupt note line(s) skipped: "
                        f"git notes --ref skillgit show {detail.sha[:12]})\n")
+    from skillgit.review.show import skipped_text
+
+    out.append(skipped_text(detail.skipped, detail.sha))
     _page(shown("".join(out)))
 
 

@@ -347,11 +347,15 @@ class Store:
         if sha is None and known[R.ARCHIVE_REF]:
             entry = self.repo.tree_entry(R.ARCHIVE_REF, R.archive_key(run, step))
             if entry is not None:
-                doc = json.loads(self.repo.cat(entry.sha))
-                verdict, sha = "rejected", doc.get("commit")
+                try:  # (the archive arrives through `pull` too: a record may hold anything)
+                    doc = json.loads(self.repo.cat(entry.sha))
+                except ValueError:
+                    doc = None
+                commit = doc.get("commit") if isinstance(doc, dict) else None
+                verdict, sha = "rejected", commit if isinstance(commit, str) and commit else None
         if sha is None:
             return None
-        records, _ = N.decode_lenient(self.repo.note_text(sha) or "")
+        records = N.decode_checked(self.repo.note_text(sha) or "").records  # fields of the wrong type dropped
         cand = next(iter(N.of_kind(records, "candidate")), {})
         decision = next(iter(N.of_kind(records, "decision")), {})
         _, _, trailers = N.parse_message(self.repo.commit_message(sha))

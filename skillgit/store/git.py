@@ -468,6 +468,8 @@ class GitRepo:
         names = list(dict.fromkeys(names))
         if not names:
             return {}
+        if any("\n" in name for name in names):  # (one name per line: a line break would shift every answer)
+            return {**self.cat_batch(n for n in names if "\n" not in n), **{n: None for n in names if "\n" in n}}
         result: dict[str, tuple[str, bytes] | None] = {}
         if len(names) <= BATCH_VIA_READER:  # a few: round trips to the long-lived reader, no process
             for name in names:
@@ -714,6 +716,9 @@ class GitRepo:
     def create_branch(self, name: str, at: str) -> bool:
         """Create branch `name` at commit `at` unless it exists (CAS: never moves an existing branch); True when
         it was created."""
+        problem = R.branch_problem(name)
+        if problem is not None:
+            raise GitError(f"invalid branch name {name!r}: {problem}", R.NAME_HINT)
         ref = R.branch_ref(name)
         if self.ref(ref) is not None:
             return False
@@ -989,18 +994,18 @@ class GitRepo:
 
     # ------------------------------------------------------------------------------------------ config
     def config_get_all(self, key: str) -> list[str]:
-        status, out, _ = self._call("config", "--get-all", key)
+        status, out, _ = self._call("config", "--get-all", "--", key)
         return out.decode().splitlines() if status == 0 else []
 
     def config_add(self, key: str, value: str) -> None:
-        self._run("config", "--add", key, value)
+        self._run("config", "--add", "--", key, value)  # (git config reads what follows the key as values)
 
     def config_unset_value(self, key: str, value: str) -> None:
         """Remove every `key` entry whose value is exactly `value` (no error when there is none)."""
-        self._call("config", "--unset-all", "--fixed-value", key, value)
+        self._call("config", "--unset-all", "--fixed-value", "--", key, value)
 
     def config_set(self, key: str, value: str) -> None:
-        self._run("config", key, value)
+        self._run("config", "--", key, value)
 
     def git_path(self, name: str) -> Path:
         """`git rev-parse --git-path` (honours core.hooksPath for "hooks")."""

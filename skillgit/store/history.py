@@ -299,7 +299,17 @@ def _selected_note_texts(store: "Store", kinds: tuple[str, ...]) -> dict[str, st
 
 
 def _decode(text: str | None, kinds: tuple[str, ...]) -> tuple[list[dict[str, Any]], int]:
-    return N.decode_selected(text, kinds) if text is not None else ([], 1)
+    """(the records of `kinds`, conformed; the number of corrupt lines plus records with a malformed field)."""
+    if text is None:
+        return [], 1
+    records, bad = N.decode_selected(text, kinds)
+    kept = []
+    for record in records:  # (a collaborator's note may hold anything: `"apply": 5` is dropped, not a crash)
+        out, problems = N.conform(record)
+        bad += bool(problems)
+        if out is not None:
+            kept.append(out)
+    return kept, bad
 
 
 def with_notes(store: "Store", entries: list[LogEntry], notes=None) -> list[LogEntry]:
