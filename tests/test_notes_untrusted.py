@@ -230,3 +230,28 @@ def test_every_note_reader_tolerates_any_field_type_and_says_what_it_skipped(his
     body = pr_mod.build(review, base="main", head="review/x", skill_path="SKILL.md").body
     assert "![x](http" not in body and "<script>" not in body
     render_html(data.to_run_report(review, project="p", skill_path="SKILL.md"), "builtin")
+
+
+def test_a_pulled_gc_archive_with_wrong_types_does_not_break_the_log(tmp_path):
+    """The gc archive travels with `push`/`pull` too: its records are read like notes."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    _, _, rejected = _repo(root)
+    assert run_cli_inproc("gc", "--keep", "0", cwd=root).returncode == 0
+    records = {"r1@0002": {"commit": rejected, "date": "yesterday", "commit_message": 7, "tag_message": ["x"],
+                           "parent": {"a": 1}},
+               "r1@0009": {"commit": "--output=x"}, "r1@0010": [1, 2]}
+    lines = []
+    for name, doc in records.items():
+        blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input=json.dumps(doc),
+                              capture_output=True, text=True, check=True).stdout.strip()
+        lines.append(f"100644 blob {blob}\t{name}\n")
+    tree = subprocess.run(["git", "mktree"], cwd=root, input="".join(lines), capture_output=True, text=True,
+                          check=True).stdout.strip()
+    commit = git(root, "commit-tree", tree, "-p", rejected, "-m", "archive from a collaborator")
+    git(root, "update-ref", "refs/skillgit/archive", commit)
+    for args in (["log"], ["log", "--json"], ["rejected", "--json"], ["show", "rejected/r1/2"]):
+        proc = run_cli_inproc(*args, cwd=root)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, (args, proc.stderr)
+    listed = json.loads(run_cli_inproc("rejected", "--json", cwd=root).stdout)
+    assert [(r["label"], r["archived"]) for r in listed] == [("r1/0002", True)]  # the bad records are skipped

@@ -154,9 +154,15 @@ def archived_docs(store: "Store") -> list[dict[str, Any]]:
         except ValueError:
             doc = None
         key = R.parse_archive_key(e.name)  # never None: `entries` holds only archive keys
-        if isinstance(doc, dict) and "commit" in doc and key is not None:
+        # (the archive arrives through `pull` too: a record whose commit is not a commit id is skipped, other
+        # fields of the wrong type read as missing)
+        if isinstance(doc, dict) and N.is_commit_id(doc.get("commit")) and key is not None:
             run, step = key
-            docs.append({**doc, "run": run, "step": step})
+            texts = {k: doc[k] if isinstance(doc.get(k), str) else "" for k in
+                     ("parent", "tag_message", "commit_message")}
+            date = doc.get("date") if isinstance(doc.get("date"), int) and not isinstance(doc.get("date"), bool) \
+                else 0
+            docs.append({**doc, **texts, "date": date, "run": run, "step": step})
     return docs
 
 

@@ -169,8 +169,12 @@ NUMBER = _scalar("a finite number", lambda v: (_is_int(v) or isinstance(v, float
 RUN = _scalar("a run id", lambda v: isinstance(v, str) and R.parse_run_ref(R.RUNS_PREFIX + v) is not None)
 STEP = _scalar("a step (a number or a step name)",
                lambda v: (_is_int(v) and v >= 0) or (isinstance(v, str) and R.parse_step(v) is not None))
-COMMIT = _scalar("a commit id", lambda v: isinstance(v, str) and len(v) in (40, 64)
-                 and all(c in "0123456789abcdef" for c in v))
+def is_commit_id(value: Any) -> bool:
+    """A full object id (40 or 64 lowercase hex digits): never an option, a revision expression or a path."""
+    return isinstance(value, str) and len(value) in (40, 64) and all(c in "0123456789abcdef" for c in value)
+
+
+COMMIT = _scalar("a commit id", is_commit_id)
 
 
 def one_of(*choices: str) -> Check:
