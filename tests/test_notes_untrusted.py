@@ -201,7 +201,7 @@ def history_repo(tmp_path_factory):
     return root, store, accepted, rejected, git(root, "rev-parse", "main~1")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(drawn=st.data())
 def test_every_note_reader_tolerates_any_field_type_and_says_what_it_skipped(history_repo, drawn):

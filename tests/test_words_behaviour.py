@@ -76,7 +76,8 @@ def test_revert_refuses_while_a_run_holds_the_lock_and_waits_with_wait(locked):
     root, store = locked
     tip = git(root, "rev-parse", "main")
     refused = run_cli_inproc("revert", "--steps", "1", cwd=root)
-    assert refused.returncode == 6 and "holds the lock" in refused.stderr and "--wait" not in refused.stderr
+    assert refused.returncode == 6 and "holds the lock" in refused.stderr
+    assert "hint:" in refused.stderr and "skillgit revert --wait" in refused.stderr
     started = time.monotonic()
     waited = run_cli_inproc("revert", "--steps", "1", "--wait", "0.4", cwd=root)
     assert waited.returncode == 6 and "still held after waiting 0.4 s" in waited.stderr

@@ -6,8 +6,9 @@ expected failure a SkillgitError that `main()` turns into `error: …` / `hint: 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import typer
 
@@ -226,6 +227,20 @@ def _waiting(message: str) -> None:
     _say(f"waiting for the lock: {message} (Ctrl-C stops waiting)")
 
 
+@contextmanager
+def _lock_hint(command: str, seconds: float) -> Iterator[None]:
+    """A refusal because a run holds the lock (exit 6) also names `--wait`."""
+    from skillgit.errors import ExitCode
+
+    try:
+        yield
+    except SkillgitError as exc:
+        if exc.code != ExitCode.LOCKED or seconds:
+            raise
+        raise SkillgitError(exc.message, f"{exc.hint}; or let it wait for the run: skillgit {command} --wait",
+                            ExitCode.LOCKED) from None
+
+
 def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (default: the newest commit)."),
            to: Optional[str] = typer.Option(None, "--to", help="Restore the skill as it was at this revision."),
            steps: Optional[int] = typer.Option(None, "--steps", help="Go back N accepted steps."),
@@ -240,7 +255,8 @@ def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (defau
     if sum(x is not None for x in (rev, to, steps)) != 1:
         raise SkillgitError("give only one of <rev>, --to REV or --steps N",
                             "e.g. `skillgit revert --steps 1` undoes the last accepted step")
-    sha = store.revert(rev=rev, to=to, steps=steps, reason=reason, wait=seconds, on_wait=_waiting)
+    with _lock_hint("revert", seconds):
+        sha = store.revert(rev=rev, to=to, steps=steps, reason=reason, wait=seconds, on_wait=_waiting)
     typer.echo(sha)
     _say(f"reverted: '{store.branch}' is now {sha[:12]}")
 
@@ -280,7 +296,8 @@ def pull(remote: Optional[str] = typer.Argument(None, help="Remote name, path or
 
     seconds, given = wait_seconds(wait, remote)
     remote = check_remote(given or "origin")  # refused before anything runs
-    report = _store(repo, config).pull(remote, wait=seconds, on_wait=_waiting)
+    with _lock_hint("pull", seconds):
+        report = _store(repo, config).pull(remote, wait=seconds, on_wait=_waiting)
     extra = (", notes merged" if report.notes_merged else "") + (f", runs {', '.join(report.runs)}"
                                                                  if report.runs else "")
     _say(f"pulled from {remote}: branch {report.branch}, {report.tags} new rejected tag(s){extra}")

@@ -305,16 +305,22 @@ def _selected_note_texts(store: "Store", kinds: tuple[str, ...]) -> dict[str, st
 
 
 def _decode(text: str | None, kinds: tuple[str, ...]) -> tuple[list[dict[str, Any]], int]:
-    """(the records of `kinds`, conformed; the number of corrupt lines plus records with a malformed field)."""
+    """(the records of `kinds`; the number of corrupt lines plus candidate records with a malformed field). A
+    collaborator's note may hold anything: candidate records (whose nested edits become `Edit`s) are conformed
+    (`"edits": 5` is dropped, not a crash); decision and revert records are read here only through `N.to_float`
+    and `str`, which take any JSON, so the log does not pay for conforming every step's decision."""
     if text is None:
         return [], 1
     records, bad = N.decode_selected(text, kinds)
     kept = []
-    for record in records:  # (a collaborator's note may hold anything: `"apply": 5` is dropped, not a crash)
-        out, problems = N.conform(record)
-        bad += bool(problems)
-        if out is not None:
-            kept.append(out)
+    for record in records:
+        if record.get("kind") == "candidate":
+            out, problems = N.conform(record)
+            bad += bool(problems)
+            if out is None:
+                continue
+            record = out
+        kept.append(record)
     return kept, bad
 
 
