@@ -126,6 +126,8 @@ def test_a_bare_wait_is_written_with_its_value_before_parsing(tmp_path):
     assert optional_values(["pull", "--", "--wait"]) == ["pull", "--", "--wait"]
     bad = run_cli_inproc("revert", "--wait=soon", cwd=tmp_path)
     assert bad.returncode == 2 and "--wait takes a number of seconds" in bad.stderr
+    ambiguous = run_cli_inproc("revert", "--wait", "3", cwd=tmp_path)  # 3 seconds, or step 3?
+    assert ambiguous.returncode == 2 and "skillgit revert 3 --wait" in ambiguous.stderr
 
 
 def test_readme_says_what_revert_and_pull_do_while_a_run_holds_the_lock():

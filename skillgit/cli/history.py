@@ -204,15 +204,15 @@ WAIT = typer.Option(None, "--wait", metavar="[SECONDS]",
                          "no limit without a number) instead of refusing with exit 6.")
 
 
-def wait_seconds(value: Optional[str], positional: Optional[str]) -> tuple[float, Optional[str]]:
-    """(seconds to wait for the run lock, the positional argument) from `--wait [SECONDS]`; `main()` has written a
-    bare `--wait` as `--wait=forever` (no limit)."""
+def wait_seconds(value: Optional[str]) -> float:
+    """Seconds to wait for the run lock from `--wait [SECONDS]` (0: none); `main()` has written a bare `--wait` as
+    `--wait=forever` (no limit)."""
     import math
 
     if value is None:
-        return 0.0, positional
+        return 0.0
     if value == "forever":
-        return math.inf, positional
+        return math.inf
     try:
         seconds = float(value)
     except ValueError:
@@ -220,7 +220,7 @@ def wait_seconds(value: Optional[str], positional: Optional[str]) -> tuple[float
     if not seconds >= 0:  # (also NaN)
         raise SkillgitError(f"--wait takes a number of seconds, not {value!r}",
                             "e.g. --wait 60, or --wait alone to wait as long as the run takes")
-    return seconds, positional
+    return seconds
 
 
 def _waiting(message: str) -> None:
@@ -248,7 +248,12 @@ def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (defau
            wait: Optional[str] = WAIT, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
     """Add a commit that restores an earlier skill (history is never rewritten). Refused while a run trains the
     branch (exit 6) unless --wait."""
-    seconds, rev = wait_seconds(wait, rev)
+    seconds = wait_seconds(wait)
+    if rev is None and to is None and steps is None and wait not in (None, "forever"):
+        # `revert --wait 3`: three seconds, or step 3? Never guess which commit to undo.
+        raise SkillgitError(f"`--wait {wait}` with nothing named to revert is ambiguous",
+                            f"name it: `skillgit revert {wait} --wait` (step {wait}, no time limit), or "
+                            f"`skillgit revert HEAD --wait {wait}` / `--steps 1 --wait {wait}`")
     store = _store(repo, config)
     if rev is None and to is None and steps is None:
         rev = store.tip()
@@ -294,8 +299,8 @@ def pull(remote: Optional[str] = typer.Argument(None, help="Remote name, path or
     trains the branch (exit 6) unless --wait."""
     from skillgit.store.refs import check_remote
 
-    seconds, given = wait_seconds(wait, remote)
-    remote = check_remote(given or "origin")  # refused before anything runs
+    seconds = wait_seconds(wait)
+    remote = check_remote(remote or "origin")  # refused before anything runs
     with _lock_hint("pull", seconds):
         report = _store(repo, config).pull(remote, wait=seconds, on_wait=_waiting)
     extra = (", notes merged" if report.notes_merged else "") + (f", runs {', '.join(report.runs)}"
