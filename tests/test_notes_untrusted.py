@@ -130,8 +130,9 @@ RUN = field(st.sampled_from(["r1", "r2", "nightly.3"]),
             lambda v: isinstance(v, str) and R.parse_run_ref(R.RUNS_PREFIX + v) is not None)
 
 
-def obj(fields: dict[str, Pair], required: tuple[str, ...] = ()) -> Pair:
-    """An object with some of `fields` (and unknown keys), or any non-object JSON value (wrong)."""
+def obj(fields: dict[str, Pair], required: tuple[str, ...] = (), extras: bool = True) -> Pair:
+    """An object with some of `fields` (and, with `extras`, unknown keys, which any reader must ignore), or any
+    non-object JSON value (wrong). A map (item → value) has no unknown keys: every key is an entry."""
     @st.composite
     def build(draw):
         out, bad = {}, False
@@ -140,7 +141,7 @@ def obj(fields: dict[str, Pair], required: tuple[str, ...] = ()) -> Pair:
                 value, wrong = draw(strategy)
                 out[key], bad = value, bad or wrong
         extra = draw(st.dictionaries(st.text(min_size=1, max_size=6).filter(lambda k: k not in fields), JSON,
-                                     max_size=2))
+                                     max_size=2)) if extras else {}
         bad = bad or any(out.get(key) is None for key in required)  # a record without it is skipped, and says so
         return {**out, **extra}, bad
 
@@ -156,11 +157,12 @@ def lst(item: Pair) -> Pair:
 EDIT = obj({"op": field(st.sampled_from(["append", "replace", "delete"]), lambda v: isinstance(v, str)),
             "content": TEXT, "target": TEXT, "rationale": TEXT, "support_count": INT, "file": TEXT}, ("op",))
 USAGE = obj({"calls": INT, "prompt_tokens": INT, "completion_tokens": INT, "cost_usd": NUMBER,
-             "timings_s": obj({"rollout": NUMBER, "update": NUMBER})})
+             "timings_s": obj({"rollout": NUMBER, "update": NUMBER}, extras=False)})
 COVERAGE = obj({"scored": INT, "total": INT, "unscored": lst(TEXT)})
 PAIR = field(st.tuples(st.floats(0, 1), st.floats(0, 1)).map(list),
              lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v))
-SCORES = obj({"per_item": obj({"a": PAIR, "b": PAIR}), "errors": obj({"c": field(st.text(), lambda v: True)})})
+SCORES = obj({"per_item": obj({"a": PAIR, "b": PAIR}, extras=False),
+              "errors": obj({"c": field(st.text(), lambda v: True)})})
 
 
 def records(parent: str) -> Pair:

@@ -193,12 +193,19 @@ class Decision:
         return self.outcome.accepted
 
     @property
+    def _step(self) -> int | str | None:
+        """The step as a ref names it, None when the note did not record a usable run and step."""
+        return R.parse_step(str(self.outcome.step)) if R.parse_run_ref(R.RUNS_PREFIX + self.outcome.run) else None
+
+    @property
     def label(self) -> str:
-        return R.label(self.outcome.run, self.outcome.step) if self.outcome.run else self.outcome.sha[:12]
+        step = self._step
+        return R.label(self.outcome.run, step) if step is not None else self.outcome.sha[:12]
 
     @property
     def tag(self) -> str:
-        return "" if self.accepted or not self.outcome.run else R.rejected_tag(self.outcome.run, self.outcome.step)
+        step = self._step
+        return "" if self.accepted or step is None else R.rejected_tag(self.outcome.run, step)
 
     @property
     def applied(self) -> tuple[Edit, ...]:
