@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from skillgit import redact, textsafe
 from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_config
 from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError, raise_if_stop_requested
 from skillgit.executor import Executor
@@ -271,10 +272,11 @@ class Trainer:
                 self._settle_decision(quiet=True)
                 self._settle_save(quiet=True)
                 status, reason = "stopped", exc.message
-            except (KeyboardInterrupt, Interrupted):
+            except (KeyboardInterrupt, Interrupted) as exc:
                 self._settle_decision(quiet=True)
                 self._settle_save(quiet=True)
-                self.progress = self.progress.replace(status="interrupted", stop_reason="interrupted")
+                how = exc.message if isinstance(exc, Interrupted) else "interrupted"  # e.g. "stopped by SIGTERM"
+                self.progress = self.progress.replace(status="interrupted", stop_reason=how)
                 self._save("interrupted")
                 raise
             except BranchMoved as exc:
@@ -282,6 +284,18 @@ class Trainer:
                 self._settle_save(quiet=True)
                 self.progress = self.progress.replace(status="stopped", stop_reason=exc.message)
                 self._save("stopped: the skill branch moved")
+                raise
+            except Exception as exc:  # e.g. a backend that kept failing (exit 4): `status` says so, not "killed?"
+                self._settle_decision(quiet=True)
+                self._settle_save(quiet=True)
+                code = int(exc.code) if isinstance(exc, SkillgitError) else int(ExitCode.INTERNAL)
+                what = exc.message if isinstance(exc, SkillgitError) else f"crashed: {type(exc).__name__}: {exc}"
+                self.progress = self.progress.replace(status="failed", stop_reason=redact.redact(
+                    f"{textsafe.clean(what, multiline=False)[:500]} (exit {code}); `skillgit train` resumes it"))
+                try:
+                    self._save(f"failed (exit {code})")
+                except Exception:
+                    pass  # the run's own error is the one to report
                 raise
             except BaseException:
                 self._settle_decision(quiet=True)  # nothing may still write once the run lock is released
