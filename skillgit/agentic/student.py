@@ -38,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import threading
 import time
@@ -190,7 +191,9 @@ class AgentStudent:
             for name in sorted(filenames):
                 if name not in ignored:
                     path = Path(dirpath) / name
-                    files.append((path.relative_to(folder).as_posix(), path.lstat()))
+                    st = path.lstat()
+                    if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):  # never read a fifo (it blocks)
+                        files.append((path.relative_to(folder).as_posix(), st))
         stamp = ("fixture", str(folder), *(f"{rel}:{st.st_size}:{st.st_mtime_ns}:{st.st_mode}" for rel, st in files))
         with self._lock:
             if stamp in self._contents:

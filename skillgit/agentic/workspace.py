@@ -119,8 +119,9 @@ def copy_fixture(fixture: Path, dest: Path) -> None:
                 raise ConfigError(f"task fixture {root}: symlink {rel} -> {text} points outside the fixture "
                                   f"({target})", "copy what it points to into the fixture, or point the link at a "
                                   "file inside it (a link that leaves the fixture is never copied into workspaces)")
-            if not Path(os.path.normpath(Path(dirpath) / text)).is_relative_to(root):  # absolute, or ../ out and in
-                rewrite[rel] = os.path.relpath(target, dirpath)
+            within = os.path.normpath(os.path.join(os.path.dirname(rel), text))  # by name, from the fixture's root
+            if os.path.isabs(text) or within == ".." or within.startswith("../"):
+                rewrite[rel] = os.path.relpath(target, dirpath)  # absolute, or ../ out of the fixture and back in
     shutil.copytree(root, dest, symlinks=True, ignore=_IGNORE)
     for rel, text in rewrite.items():
         (dest / rel).unlink()
