@@ -16,8 +16,10 @@ The nets that find "everything it started" (`nets()` lists those in force on thi
    command's `SKILLGIT_PROC_SCOPES` (comma-separated ids: the ids this process inherited stay, so a skillgit run
    inside another run's command is still found by the outer run). Every descendant inherits it through fork and
    exec, `setsid` or not. A kill reads /proc/<pid>/environ (the environment a process was started with) of every
-   process, and signals each carrier through a pidfd opened *before* its environment is checked, so a pid that was
-   reused in between is never signalled; the scan repeats until it finds no carrier (children forked meanwhile).
+   process whose pid was allocated since the command's (pids are handed out in cyclic order; all of them when
+   /proc/sys does not say), and signals each carrier through a pidfd opened *before* its environment is checked,
+   so a pid reused in between is never signalled; a SIGKILL scan repeats until it finds no carrier (children
+   forked meanwhile).
    Not covered: a descendant started with another environment (`env -i`, an exec with a clean environment, a
    process a service starts for it: a container runtime, an already running tmux server), one that overwrote its
    environment block (setproctitle-style daemons), and other users' processes (their environ is unreadable).
@@ -25,11 +27,13 @@ The nets that find "everything it started" (`nets()` lists those in force on thi
    service, a container with a writable cgroupfs; `SKILLGIT_PROC_CGROUP=0` turns it off). Each `run` creates
    `<own cgroup>/skillgit-<id>` and moves the command there right after spawning it: what the command starts from
    then on cannot leave it, whatever it does to its session or environment. It is killed with `cgroup.kill` (Linux
-   ≥ 5.14; before, each pid of `cgroup.procs`) and removed. What the command forks in the moments before the move
-   is covered by net 2. When a cgroup cannot be created or joined, `run` goes on without it and `nets()` says why.
+   ≥ 5.14; before, each pid of `cgroup.procs`) and removed. What the command forks before the move (the move
+   itself takes ~10 ms: the kernel waits for an RCU grace period) is covered by net 2 only. When a cgroup cannot be
+   created or joined, `run` goes on without it and `nets()` says why.
    `systemd-run --user --scope` is not used: it needs a D-Bus user session and costs a process and a bus round
    trip per command, and where it works the user's own cgroup is normally delegated, so net 3 applies directly.
-Nothing here ever signals a process that none of the three nets tied to the command.
+Nothing here ever signals a process that none of the three nets tied to the command. A command running as root
+can leave every net (move itself to another cgroup, scrub its environment, setsid); none is a sandbox.
 """
 
 from __future__ import annotations
@@ -120,9 +124,9 @@ def run(argv: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], timeout
     except BaseException:
         scope.close()
         raise
-    scope.adopt(proc.pid)
     timed_out = False
     try:
+        scope.adopt(proc.pid)
         out, err = _wait(proc, stdin, timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = proc.poll() is None  # else: it exited but a child still holds its output open
@@ -337,15 +341,19 @@ def _proc_readable() -> bool:
 
 
 def _scan(scope_id: str, pgid: int) -> tuple[set[int], set[int]]:
-    """(live processes of group `pgid`, live processes outside it whose environment carries `scope_id`)."""
+    """(live processes of group `pgid`, live processes outside it whose environment carries `scope_id`). With a
+    group (a command started here), only pids allocated since its leader are read: Linux hands out pids in cyclic
+    order, so everything the command started has a pid between the leader's and the last one allocated (read
+    after listing /proc, so nothing listed is newer)."""
     needle = scope_id.encode()
     members: set[int] = set()
     carriers: set[int] = set()
     me = os.getpid()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
+    pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    newer = _allocated_since(pgid) if pgid > 0 else None
+    for pid in pids:
+        if pid == me or newer is not None and not newer(pid):
             continue
-        pid = int(entry.name)
         try:
             with open(f"/proc/{pid}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
@@ -358,6 +366,17 @@ def _scan(scope_id: str, pgid: int) -> tuple[set[int], set[int]]:
         elif _carries(pid, needle):
             carriers.add(pid)
     return members, carriers
+
+
+def _allocated_since(first: int) -> Callable[[int], bool] | None:
+    """A test for "pid was allocated at or after `first`" (cyclic pid order); None when /proc/sys does not say."""
+    try:
+        last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+        pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return None
+    span = (last - first) % pid_max
+    return lambda pid: (pid - first) % pid_max <= span
 
 
 def _carries(pid: int, needle: bytes) -> bool:

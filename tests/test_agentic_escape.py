@@ -132,7 +132,7 @@ def test_a_verifier_timeout_kills_the_verifier_and_its_daemon_and_says_so(projec
         student.run(SKILL, _item(project, _verify_command(pid_dir, sleep=120), timeout_s=3))
     assert err.value.kind == "unknown"
     # the shell that runs the verifier is the command; python daemonize.py and its daemon are what it left
-    assert "verifier timed out after 3s (killed it and 2 processes it left running (1 of them had left its " \
+    assert "verifier timed out after 3s; killed it and 2 processes it left running (1 of them had left its " \
            "process group;" in err.value.message, err.value.message
     assert len(_pids(pid_dir, "*-daemon")) == 2 and _none_left(pid_dir) == []
 

@@ -70,7 +70,7 @@ def verify(spec: Verify, workspace: Path, env: Mapping[str, str],
     # read the same (a deterministic run, prompts the call journal recognises).
     feedback = _DURATION.sub(r"\1…s", process.tail(output, FEEDBACK_CHARS))
     if done.timed_out:
-        raise Unknown(f"verifier timed out after {spec.timeout_s:g}s ({done.cleanup.describe('it')}): "
+        raise Unknown(f"verifier timed out after {spec.timeout_s:g}s; {done.cleanup.describe('it')}: "
                       f"{process.tail(output, 300)}")
     if done.returncode < 0:
         raise Unknown(f"verifier was killed by signal {-done.returncode}")
