@@ -8,8 +8,10 @@ A task row (JSONL/YAML) is agentic when it has `workspace` or `verify`:
  "verify": {"command": "python -m pytest -q tests/verify/test_x.py", "timeout_s": 60,
             "result": "pytest" | "exit_code" | "junit:<path>" | "json"}}
 ```
-`fixture` is a folder relative to the task file; `repo` a git repository (relative to the project root) checked out
-at `rev` in a throwaway `git worktree`. A leading `python` in a command means the interpreter running skillgit.
+`fixture` is a folder relative to the task file that resolves (links followed) inside the task file's folder or the
+project (the links inside it are checked when it is copied: `workspace.copy_fixture`); `repo` a git repository
+(relative to the project root) checked out at `rev` in a throwaway `git worktree`. A leading `python` in a command
+means the interpreter running skillgit.
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ class AgenticSpec:
             if not fixture.is_dir():
                 raise ConfigError(f"{where}: workspace.fixture {ws['fixture']!r} is not a folder (looked in {base})",
                                   "give a folder relative to the task file")
+            if not any(fixture.is_relative_to(folder.resolve()) for folder in (base, project_root)):
+                raise ConfigError(f"{where}: workspace.fixture {ws['fixture']!r} resolves to {fixture}, outside the "
+                                  "task file's folder and the project", "keep the fixture inside the project (a "
+                                  "link to a folder outside it would copy that whole tree into every workspace)")
         else:
             repo = (project_root / str(ws.get("repo", "."))).resolve()
         setup = meta.get("setup") or []

@@ -56,13 +56,13 @@ def pytest_counts(output: str) -> dict[str, int]:
 
 
 def verify(spec: Verify, workspace: Path, env: Mapping[str, str],
-           wrap: Callable[[str], str] | None = None) -> Score:
+           wrap: Callable[[str], str] | None = None, record: Path | None = None) -> Score:
     """Score `workspace` with the verifier; `wrap` adjusts the shell command line (the student records the
-    command's process group with `workspace.tracked`)."""
+    command's process group with `workspace.tracked`), `record` is `process.run`'s (the sweep's records)."""
     command = python_command(spec.command)
     try:
         done = process.run(wrap(command) if wrap else command, cwd=workspace, env=env, timeout_s=spec.timeout_s,
-                           shell=True)
+                           shell=True, record=record)
     except OSError as exc:
         raise Unknown(f"verifier could not start: {exc}") from None
     output = done.stdout + ("\n" + done.stderr if done.stderr.strip() else "")
@@ -70,7 +70,8 @@ def verify(spec: Verify, workspace: Path, env: Mapping[str, str],
     # read the same (a deterministic run, prompts the call journal recognises).
     feedback = _DURATION.sub(r"\1…s", process.tail(output, FEEDBACK_CHARS))
     if done.timed_out:
-        raise Unknown(f"verifier timed out after {spec.timeout_s:g}s: {process.tail(output, 300)}")
+        raise Unknown(f"verifier timed out after {spec.timeout_s:g}s; {done.cleanup.describe('it')}: "
+                      f"{process.tail(output, 300)}")
     if done.returncode < 0:
         raise Unknown(f"verifier was killed by signal {-done.returncode}")
     kind = spec.kind
