@@ -130,7 +130,7 @@ def test_json_field():
     fenced = 'Here you go:\n```json\n{"answer": 42.0, "unit": "M", "ok": true}\n```'
     result = score("json_field", expected, fenced, fields=("answer", "unit"))
     assert result.hard == 0.0 and result.soft == 0.5
-    assert result.feedback == '1/2 fields right; wrong value: unit (the output has "M")' 
+    assert result.feedback == '1/2 fields right; wrong value: unit (the output has "M")'
     assert score("json_field", expected, fenced, fields=("answer", "unit"), case_sensitive=False).hard == 1.0
     assert score("json_field", json.dumps(expected), 'blah {"answer": 42, "unit": "m", "ok": true} blah').hard == 1.0
     missing = score("json_field", expected, '{"answer": 42}')
