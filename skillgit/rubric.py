@@ -124,5 +124,3 @@ class RubricScorer:
         texts += [JudgeText("reference", f"the reference answer of item '{i.id}'", ref) for i in own
                   if (ref := _reference(i)) is not None]
         return texts + judge_texts(self.fallback, rest)
-
-
