@@ -10,8 +10,8 @@ Contracts:
   expected JSON value. A python or command scorer's feedback is the user's, passed as written.
 - Judge isolation (`skillgit.judging`): `teacher_reference(item)` is what a teacher may read as `<expected>` (the
   expected answer; nothing for `regex` with per-item patterns: a pattern is the judge's rule, not an answer);
-  `judge_texts(items)` the scorer's own text the leak guard keeps out of the skill (regex patterns, a python
-  scorer's source file, the files a command scorer names).
+  `judge_texts(items)` the judge's text the leak guard keeps out of the skill (regex patterns, expected JSON
+  values, a python scorer's source file, the files a command scorer names).
 - A wrong or garbled *student* output is a normal low score. A problem of the *scorer* (an item lacks the
   `expected` this scorer needs, a python scorer raises or returns nonsense, a command scorer crashes, times out or
   prints no score) raises `ScorerError`: the loop records that trajectory as an error, not as a failure.
@@ -257,12 +257,8 @@ class RegexScorer:
     def judge_texts(self, items: list[Item]) -> list[JudgeText]:
         if self.cfg.pattern is not None:
             return [JudgeText("pattern", "the regex pattern env.scorer.pattern", self.cfg.pattern)]
-        out = []
-        for item in items:
-            if item.expected is not None:
-                values = item.expected if isinstance(item.expected, (list, tuple)) else [item.expected]
-                out += [JudgeText("pattern", f"the expected pattern of item '{item.id}'", str(v)) for v in values]
-        return out
+        return [JudgeText("pattern", f"the expected pattern of item '{i.id}'", str(v)) for i in items
+                for v in (i.expected if isinstance(i.expected, (list, tuple)) else [i.expected]) if v is not None]
 
 
 _NUMBER_RE = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?\.\d+(?:[eE][-+]?\d+)?")
@@ -376,6 +372,12 @@ class JsonFieldScorer:
 
     def __init__(self, cfg: ScorerCfg):
         self.cfg = cfg
+
+    def judge_texts(self, items: list[Item]) -> list[JudgeText]:
+        """Each expected object's field values (a whole answer is guarded like any expected answer)."""
+        values = [(i.id, k, v) for i in items if isinstance(i.expected, dict) for k, v in i.expected.items()]
+        return [JudgeText("reference", f"the expected JSON value '{k}' of item '{i}'",
+                          v if isinstance(v, str) else json.dumps(v, sort_keys=True)) for i, k, v in values]
 
     def _same(self, want: Any, got: Any) -> bool:
         if isinstance(want, bool) or isinstance(got, bool):
@@ -494,11 +496,8 @@ class PythonScorer:
         self.func = _load_callable(self.spec, root)
 
     def judge_texts(self, items: list[Item]) -> list[JudgeText]:
-        """The source file of the scorer's module (what it compares with is the judge's own text)."""
-        try:
-            path = Path(inspect.getsourcefile(self.func) or "")
-        except TypeError:  # a builtin or C function: no source to guard
-            return []
+        """The source file of the scorer's module (none for a builtin; a binary module is not text)."""
+        path = Path(getattr(inspect.getmodule(self.func), "__file__", None) or self.root)
         found = read_judge_file(path, f"the python scorer's source {shown_path(path, self.root)}")
         return [found] if found else []
 

@@ -203,6 +203,11 @@ def test_judge_texts_gather_scorer_files_and_agentic_verifiers(tmp_path):
     assert [(t.kind, t.where) for t in guards.judge_texts(python, [])] == [
         ("source", "the python scorer's source judge_mod_guard.py")]
     assert [t.where for t in guards.judge_texts(command, [])] == ["the command scorer's file check.py"]
+    json_field = build_scorer(ScorerCfg(type="json_field"), tmp_path)
+    expectation = [Item("q1", "?", {"home": "the Ituri rainforest", "count": 4815})]
+    texts = guards.judge_texts(json_field, expectation)
+    assert guards.judge_leak("# S\n", "# S\nOkapis live in the Ituri rainforest.\n", texts, 8) == \
+        "leakage: the edit copies the expected JSON value 'home' of item 'q1' into the skill"
     fixture = tmp_path / "repo"
     (fixture / "tests" / "verify").mkdir(parents=True)
     (fixture / "tests" / "verify" / "test_v.py").write_text("import helper  # VERIFY-MARKER\n")
