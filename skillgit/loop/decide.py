@@ -70,9 +70,10 @@ def _usage_of(diff: Mapping[str, Any]) -> Usage:
 
 
 def _guard(ctx: StepContext, p: Proposal) -> str | None:
-    """Leakage and size, checked before anything is scored (see guards.py)."""
-    answers = [(i.id, i.expected) for i in (*ctx.train, *ctx.evaluator.splits.get("val", ()))]
-    return guards.leak(p.before, p.after, answers, ctx.cfg.optimizer.leak_ngram) or \
+    """Leakage (expected answers, the judge's own text) and size, checked before anything is scored (guards.py)."""
+    items, ngram = (*ctx.train, *ctx.evaluator.splits.get("val", ())), ctx.cfg.optimizer.leak_ngram
+    return guards.leak(p.before, p.after, [(i.id, i.expected) for i in items], ngram) or \
+        guards.judge_leak(p.before, p.after, guards.judge_texts(ctx.scorer, items), ngram) or \
         guards.size(p.after, ctx.cfg.skill.max_tokens, ctx.cfg.skill.max_description_chars, before=p.before)
 
 
