@@ -41,6 +41,7 @@ from skillgit.config import Config
 from skillgit.errors import SkillgitError
 from skillgit.llm.base import LLMError, Reply, Student
 from skillgit.llm.cache import model_identity
+from skillgit.provenance import extra_hint
 from skillgit.redact import secret_values
 from skillgit.types import Item
 
@@ -48,7 +49,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 TASK_DIR_KEY = "task_dir"  # = skillgit.agentic.spec.TASK_DIR_KEY (not imported: the executor loads no agent code)
-RAY_HINT = "install the extra: pip install 'skillgit[ray]' (or set env.executor: threads)"
+RAY_HINT = f"install the ray extra's packages: {extra_hint('ray')} (or set env.executor: threads)"
 
 
 @dataclass(frozen=True)

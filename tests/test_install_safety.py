@@ -21,7 +21,10 @@ from skillgit.errors import SkillgitError
 from skillgit.integrations import install as I
 from skillgit.integrations.locations import project_manifest
 from skillgit.integrations.manifest import sha
-from tests.test_install import USER_FILES_REPO, scratch, snapshot  # noqa: F401  (scratch is a fixture)
+from tests import test_install as T
+
+USER_FILES_REPO, snapshot = T.USER_FILES_REPO, T.snapshot
+scratch = T.scratch  # the fixture: a scratch repository and HOME holding the user's own configs
 
 
 @contextlib.contextmanager

@@ -24,7 +24,9 @@ user scope). `roots()` lists them and `root_of()` picks an artifact's; nothing i
 symlink that leads out of it.
 
 Project-scope MCP entries run `skillgit mcp` by name (the file is shared with a team); user-scope ones name this
-installation's console script by absolute path when it exists (no PATH lookup, no `.cmd` shim on Windows).
+installation's console script by absolute path when it exists (no PATH lookup, no `.cmd` shim on Windows). The
+skill and commands tell the agent how to install skillgit from this installation's own source
+(`provenance.source()`), never by a bare name a package index would resolve.
 """
 
 from __future__ import annotations
@@ -80,8 +82,16 @@ def mcp_launcher(scope: str) -> tuple[str, list[str]]:
     return shutil.which("skillgit") or "skillgit", ["mcp"]
 
 
+def install_hint() -> str:
+    """What the installed skill and commands tell the user when skillgit is missing: the exact source of the
+    installation that wrote them (never a bare name a package index would resolve)."""
+    from skillgit.provenance import source
+
+    return source().install_hint(["mcp"])
+
+
 def _skill(folder: Path) -> FileArtifact:
-    return FileArtifact(folder / assets.NAME / "SKILL.md", assets.skill_md())
+    return FileArtifact(folder / assets.NAME / "SKILL.md", assets.skill_md(install_hint()))
 
 
 def _claude(scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
@@ -96,7 +106,8 @@ def _claude(scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
     command, args = mcp_launcher(scope)
     return [
         _skill(folder / "skills"),
-        *(FileArtifact(folder / "commands" / f"skillgit-{c.name}.md", c.text()) for c in assets.COMMANDS),
+        *(FileArtifact(folder / "commands" / f"skillgit-{c.name}.md", c.text(install_hint=install_hint()))
+          for c in assets.COMMANDS),
         FileArtifact(hook, assets.SESSION_END_HOOK, executable=True),
         JsonArtifact(folder / "settings.json", ("hooks", "SessionEnd"), assets.hook_group(hook_command), append=True),
         JsonArtifact(mcp_file, ("mcpServers", assets.NAME), {"type": "stdio", "command": command, "args": args}),
