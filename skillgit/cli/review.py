@@ -131,10 +131,13 @@ def check(base: Optional[str] = typer.Option(None, "--base", help="Compare again
     Exit 0: no regression; 1: regression; 2: cannot judge."""
     from skillgit.project import open_project
 
-    if print_workflow:  # filled from this project's config; the install pinned to this skillgit
-        from skillgit.review.workflow import render_for
+    if print_workflow:  # filled from this project's config; the install pinned to this skillgit's source
+        from skillgit.provenance import source
+        from skillgit.review.workflow import install_warning, render_for
 
         typer.echo(render_for(open_project(repo, config, set_ or [])), nl=False)
+        if warning := install_warning(source()):
+            console.info(escape(f"warning: {warning}"))
         return
     from skillgit.cli.progress import RunDisplay
     from skillgit.review.check import render_markdown, run_check
