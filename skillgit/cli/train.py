@@ -74,6 +74,7 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
 
     display = RunDisplay(console.err)
     sink = _json_events if events else display.handle
+    _say_what_val_can_detect(project.config, len(session.splits.val), sink, events)
     trainer = build_trainer(session, run_id=run, resume=resume if run is None else True, on_event=sink)
     if review is not None:
         review_branch.record(session.store, trainer.run_id, review, trainer.progress.seed_rev or session.store.tip())
@@ -92,6 +93,20 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                           f"{result.accepted} accepted, {result.rejected} rejected")
     if result.status == "stopped":
         raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _say_what_val_can_detect(cfg: Any, items: int, sink: Any, events: bool) -> None:
+    """Before money is spent: the smallest gain the val split lets the gate see; a warning above 20 points."""
+    from skillgit.loop import gate
+    from skillgit.loop.events import Warning
+
+    repeats, deterministic = gate.planned_repeats(cfg)
+    line, warn = gate.detectable_line(cfg.evaluation, items, repeats, deterministic=deterministic,
+                                      candidates=cfg.optimizer.proposals)
+    if warn:
+        sink(Warning(line))
+    elif not events:
+        console.info(line)
 
 
 def _json_events(event) -> None:

@@ -110,9 +110,11 @@ class Trainer:
         self.config_yaml = dump_config(cfg, mask_secrets=True)  # frozen: dumped once, not at every save
         # The test split is sealed: the evaluator that chooses candidates cannot read it (it has no "test" split);
         # only `_final_scores` reads it, through its own evaluator, and every read is counted in the progress.
+        repeats, deterministic = gate_mod.planned_repeats(cfg)  # temperature 0: one sample per item
         self.evaluator = gate_mod.Evaluator(student, scorer, {"train": list(splits.train), "val": list(splits.val)},
-                                            workers=cfg.env.workers, repeats=cfg.evaluation.gate_repeats,
-                                            retries=cfg.evaluation.unscored_retries, executor=executor)
+                                            workers=cfg.env.workers, repeats=repeats,
+                                            retries=cfg.evaluation.unscored_retries, executor=executor,
+                                            deterministic=deterministic)
         self._sealed_test = gate_mod.Evaluator(student, scorer, {"test": list(splits.test)}, workers=cfg.env.workers,
                                                retries=cfg.evaluation.unscored_retries,
                                                executor=executor)  # reported: one sample
@@ -226,7 +228,10 @@ class Trainer:
                 self.progress = self.progress.replace(seed_rev=self.store.tip())
             seed_rev = self.progress.seed_rev or ""
             seed_score = self.evaluator.score(self.store.read_skill(seed_rev), "val", self.ctx.progress(0, "seed"))
-            current = self.evaluator.score(self.store.read_skill(), "val")
+            # resumed: the tip as the last decided step's round scored it, so the journal answers (nothing is paid
+            # twice); it is the next step's earlier null control either way
+            last = self.progress.last.step if resumed and self.progress.last is not None else ""
+            current = self.evaluator.score(self.store.read_skill(), "val", round=last)
             metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
             self.progress = self.progress.replace(
                 total_steps=self.total_steps, started=self.progress.started or time.time(),
@@ -235,6 +240,8 @@ class Trainer:
             self.emit(RunStarted(self.run_id, resumed, self.total_steps, seed_score.mean(metric, weight),
                                  current.mean(metric, weight)))
             self._save("run start" if not resumed else "resume")
+            if self.evaluator.identical_seen:  # measured on the start's scoring: say it once
+                self.emit(Warning(self.evaluator.identical_seen))
             small = gate_mod.small_val_warning(self.cfg.evaluation, len(self.evaluator.splits["val"]),
                                                self.cfg.optimizer.proposals)
             if small:
@@ -362,7 +369,7 @@ class Trainer:
         """rollout → (autonomous budget) → reflect … update (per update mode) → gate → the decision, which is
         written in the background (`_decide_later`): returns the val score of the skill the branch will hold."""
         if self._already_decided(step, epoch):
-            return self.evaluator.score(self.store.read_skill(), "val")
+            return self.evaluator.latest(self.store.read_skill(), "val")
         usage_before = self.ledger.snapshot()
         pending = self._pending
         # The previous step's decision may still be being written: its skill text is known, and the students need
@@ -524,7 +531,8 @@ class Trainer:
             return done
 
         self._pending = _Pending(step, main.proposal.after if accepted else main.proposal.before,
-                                 main.proposal.base, main.judgement.score if accepted else current,
+                                 main.proposal.base,
+                                 main.judgement.score if accepted else main.judgement.incumbent(current),
                                  _in_background(write), self._usage())
         return self._pending.score
 
@@ -641,7 +649,7 @@ class Trainer:
                          ) -> gate_mod.SplitScore:
         step = epoch_mod.slow_update_step(epoch) if kind is StepKind.SLOW_UPDATE else epoch_mod.meta_reflect_step(epoch)
         if self._already_decided(step, epoch):
-            return self.evaluator.score(self.store.read_skill(), "val")
+            return self.evaluator.latest(self.store.read_skill(), "val")
         usage_before = self.ledger.snapshot()
         base = self.store.tip()
         skill = self.store.read_skill(base)
@@ -667,8 +675,8 @@ class Trainer:
         for name, rev in revs.items():
             text = self.store.read_skill(rev)
             check, self.ledger.budget_check = self.ledger.budget_check, None
-            try:  # the gate scored these texts on val already: answered from the blob-id cache, no call is paid
-                val = self.evaluator.score(text, "val").mean(metric, weight)
+            try:  # the gate scored these texts on val already: their latest scoring answers, no call is paid
+                val = self.evaluator.latest(text, "val").mean(metric, weight)
             finally:
                 self.ledger.budget_check = check
             test = None
