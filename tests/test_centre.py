@@ -317,12 +317,12 @@ def test_the_gate_refuses_to_judge_on_a_thin_val_set_and_says_so():
     after = _split({i: (1.0, 1.0) for i in items[:16]}, {i: "student: 500" for i in items[16:]})
     result = gate.decide(EvaluationCfg(), before, after, items=items)
     assert not result.accept
-    assert result.reason.startswith("cannot judge") and "16/30 val items scored" in result.reason
+    assert result.reason.startswith("cannot judge") and "16/30 val items, 16/30 samples scored" in result.reason
     assert result.coverage is not None and result.coverage.unscored == tuple(items[16:])
     # above the floor it decides, and the reason still names what was left out
     after = _split({i: (1.0, 1.0) for i in items[:29]}, {items[29]: "student: 500"})
     result = gate.decide(EvaluationCfg(), before, after, items=items)
-    assert result.accept and "(29/30 val items scored)" in result.reason
+    assert result.accept and "(29/30 val items, 29/30 samples scored)" in result.reason
 
 
 class FlakyStudent:

@@ -203,7 +203,8 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
         return
     out = console.out
     for key in ("run", "status", "reason", "step", "accepted", "rejected", "val", "seed_val", "val_trend", "errors",
-                "retries", "unscored", "calls", "tokens", "cost_usd", "rollout_seconds", "updated", "eta_s"):
+                "retries", "unscored", "coverage", "calls", "tokens", "cost_usd", "rollout_seconds", "updated",
+                "eta_s"):
         value = info[key]
         if key == "step":
             value = f"{info['step']}/{info['total_steps']}"
@@ -231,6 +232,8 @@ def status_info(p, vals: list[float | None]) -> dict:
             "accepted": p.accepted, "rejected": p.rejected, "val": p.current_score, "seed_val": p.seed_score,
             "val_trend": sparkline(vals, lo=0.0, hi=1.0), "errors": dict(p.errors), "retries": p.retries,
             "unscored": p.unscored, "calls": p.usage.calls, "tokens": p.usage.total_tokens,
+            # the last gate's evidence: "28/30 val items, 79/90 samples scored"
+            "coverage": p.last.coverage.describe() if p.last and p.last.coverage else None,
             "cost_usd": round(p.usage.cost_usd, 4),
             "usage_by_stage": {k: v.to_dict() for k, v in p.usage_by_stage.items()},
             "usage_by_role": {k: v.to_dict() for k, v in p.usage_by_role.items()},

@@ -33,6 +33,7 @@ the items fixed and broken, and the coverage in items and samples. bench/gate_ca
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
@@ -122,11 +123,17 @@ def coverage(before: SplitScore, after: SplitScore, items: list[str] | None = No
                                                             | set(before.errors) | set(after.errors))
     common = set(before.per_item) & set(after.per_item)
     known = set(universe)
-    sides = [(s.sample_count(known), len(universe) * (1 if s.identical else max(1, s.repeats)))
-             for s in (before, after)]
+    sides = [(s.sample_count(known), len(universe) * _asked(s)) for s in (before, after)]
     samples, samples_total = min(sides, key=lambda x: (x[0] / x[1] if x[1] else 1.0, x[0]))
     return Coverage(sum(1 for i in universe if i in common), len(universe),
                     tuple(i for i in universe if i not in common), samples, samples_total)
+
+
+def _asked(score: SplitScore) -> int:
+    """Samples asked per item: 1 when the repeats are copies."""
+    if score.identical:
+        return 1
+    return max(1, score.repeats, *(len(rows) for rows in score.samples.values()))
 
 
 def planned_checks(modes: tuple[str, ...] | str) -> tuple[str, ...]:
@@ -235,6 +242,15 @@ class _Context:
     def on(self) -> str:
         return f"{self.before.split} {self.cfg.gate_metric}"
 
+    @functools.cached_property
+    def rows(self) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+        """(before, after) samples of the compared items, in the gate metric."""
+        return sample_rows(self.cfg, self.before, self.common), sample_rows(self.cfg, self.after, self.common)
+
+    @functools.cached_property
+    def evidence(self) -> Evidence:
+        return item_evidence(self.cfg, self.before, self.after, self.common, rows=self.rows)
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -248,14 +264,19 @@ class Evidence:
     lattice: int | None
 
 
-def item_evidence(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, ids: set[str] | Sequence[str]
-                  ) -> Evidence:
+def sample_rows(cfg: EvaluationCfg, score: SplitScore, ids: set[str] | Sequence[str]) -> dict[str, list[float]]:
+    """Each item's samples in the gate metric (one value for copies)."""
+    return {k: score.item_samples(k, cfg.gate_metric, cfg.mixed_weight) for k in ids}
+
+
+def item_evidence(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, ids: set[str] | Sequence[str], *,
+                  rows: tuple[Mapping[str, list[float]], Mapping[str, list[float]]] | None = None) -> Evidence:
     keys = tuple(sorted(ids))
+    rb, ra = rows if rows is not None else (sample_rows(cfg, before, keys), sample_rows(cfg, after, keys))
     diffs: list[float] = []
     repeats, lattice, binary = 1, 1, True
     for k in keys:
-        xs = after.item_samples(k, cfg.gate_metric, cfg.mixed_weight)
-        ys = before.item_samples(k, cfg.gate_metric, cfg.mixed_weight)
+        xs, ys = ra[k], rb[k]
         diffs.append(sum(xs) / len(xs) - sum(ys) / len(ys))
         repeats = max(repeats, len(xs), len(ys))
         lattice = math.lcm(lattice, len(xs), len(ys))
@@ -291,7 +312,7 @@ def _strict(ctx: _Context) -> GateCheck:
 def _significance(ctx: _Context, name: str = "significance", test: str | None = None) -> GateCheck:
     cfg = ctx.cfg
     test = test or cfg.gate_test
-    ev = item_evidence(cfg, ctx.before, ctx.after, ctx.common)
+    ev = ctx.evidence
     n = len(ev.diffs)
     mean = sum(ev.diffs) / n
     excess = mean - cfg.gate_margin
@@ -349,8 +370,7 @@ def _per_item(ctx: _Context) -> GateCheck:
             was, now = (s.item_metric(k, cfg.gate_metric, cfg.mixed_weight) for s in (before, after))
             if was - now > tau + _EPS:
                 drops.append((k, was, now))
-            chances.append(stats.chance_of_drop(before.item_samples(k, cfg.gate_metric, cfg.mixed_weight),
-                                                after.item_samples(k, cfg.gate_metric, cfg.mixed_weight), tau))
+            chances.append(stats.chance_of_drop(ctx.rows[0][k], ctx.rows[1][k], tau))
         elif k in before.per_item:  # scored before, unknown now: it may have broken; never a free pass
             lost.append(k)
     noise_p = stats.tail_at_least(chances, len(drops))

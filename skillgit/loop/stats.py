@@ -18,6 +18,7 @@ otherwise count each answer R times.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from statistics import NormalDist
@@ -27,7 +28,7 @@ EPS = 1e-12
 _NORMAL = NormalDist()
 POWER = 0.8  # `min_detectable_effect`: the power at which an effect counts as detectable
 MAX_LATTICE = 720  # sign_flip_p: the largest denominator handled exactly by counting
-MAX_STATES = 400_000  # …and the largest (items × sums) table it builds for that
+MAX_STATES = 4_000_000  # …and the largest (items × sums) it counts through
 
 
 def z_of(alpha: float) -> float:
@@ -75,20 +76,22 @@ def sign_flip_p(diffs: Sequence[float], *, seed: int = 0, rounds: int = 4000, la
 
 
 def _count_at_least(values: list[int], observed: int) -> int:
-    """How many of the 2^len(values) signings of `values` sum to at least `observed` (counting by sums)."""
-    span = sum(abs(v) for v in values)
-    counts = [0] * (2 * span + 1)  # counts[s + span]: signings so far summing to s
-    counts[span] = 1
-    low = high = span  # the reachable range, so early items cost little
-    for v in (abs(v) for v in values):
-        new = [0] * len(counts)
-        for s in range(low, high + 1):
-            c = counts[s]
-            if c:
-                new[s + v] += c
-                new[s - v] += c
-        counts, low, high = new, low - v, high + v
-    return sum(counts[max(0, observed + span):])
+    """How many of the 2^m signings of the m integers `values` sum to at least `observed`. The generating function
+    Π (x^-v + x^v) is kept as one integer with a slot of m + 1 bits per exponent (no count reaches 2^(m+1)), so each
+    item costs one shift and one addition; the tail's slots are summed by a remainder modulo 2^(m+1) − 1 (slot
+    weights are ≡ 1, and the sum stays below the modulus)."""
+    width = len(values) + 1
+    poly, offset = 1, 0  # slot i holds the count of signings summing to i − offset
+    for v in values:
+        v = abs(v)
+        poly += poly << (2 * v * width)
+        offset += v
+    first = observed + offset
+    if first <= 0:
+        return 1 << len(values)
+    if first > 2 * offset:
+        return 0
+    return (poly >> (first * width)) % ((1 << width) - 1)
 
 
 def two_sided_p(diffs: Sequence[float], *, seed: int = 0, lattice: int | None = None) -> float:
@@ -123,13 +126,7 @@ def chance_of_drop(before: Sequence[float], after: Sequence[float], tolerance: f
     rb, ra = len(before), len(after)
     pooled = [*before, *after]
     if all(v in (0.0, 1.0) for v in pooled):
-        p = sum(pooled) / len(pooled)
-
-        def pmf(r: int, x: int) -> float:
-            return math.comb(r, x) * p ** x * (1 - p) ** (r - x)
-
-        return sum(pmf(rb, x) * pmf(ra, y) for x in range(rb + 1) for y in range(ra + 1)
-                   if x / rb - y / ra > tolerance + EPS)
+        return _binary_chance(rb, ra, int(sum(pooled)), tolerance)
     import itertools
 
     total = sum(pooled)
@@ -141,6 +138,17 @@ def chance_of_drop(before: Sequence[float], after: Sequence[float], tolerance: f
         b = sum(pooled[i] for i in deal)
         hits += b / rb - (total - b) / ra > tolerance + EPS
     return hits / len(deals)
+
+
+@functools.lru_cache(maxsize=4096)
+def _binary_chance(rb: int, ra: int, passes: int, tolerance: float) -> float:
+    p = passes / (rb + ra)
+
+    def pmf(r: int, x: int) -> float:
+        return math.comb(r, x) * p ** x * (1 - p) ** (r - x)
+
+    return sum(pmf(rb, x) * pmf(ra, y) for x in range(rb + 1) for y in range(ra + 1)
+               if x / rb - y / ra > tolerance + EPS)
 
 
 def tail_at_least(probs: Sequence[float], k: int) -> float:
