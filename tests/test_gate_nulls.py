@@ -123,17 +123,24 @@ class Parrot:
         return Reply(str(item.expected) if item.id.endswith("a") else "wrong")
 
 
-def test_the_evaluator_scores_a_student_with_identical_repeats_once_per_item_and_says_so():
+def test_the_evaluator_counts_copies_once_and_scores_a_deterministic_student_once_per_item():
     items = [Item(f"x{i}{'a' if i % 2 else 'b'}", "q", "A") for i in range(6)]
     student = Parrot()
     ev = gate.Evaluator(student, lambda item, out: Score(float(out == item.expected), 0.0), {"val": items},
                         workers=2, repeats=3)
     first = ev.score("skill", "val")
     assert student.calls == 18 and first.identical and first.samples == {} and first.sample_count() == 6
-    assert "3 repeats of each of 6 val item(s) came back identical" in ev.identical_seen and ev.repeats == 1
-    again = ev.score("other skill", "val", round=1)
-    assert student.calls == 24 and again.identical and again.repeats == 1
+    assert not ev.deterministic  # one text answered alike proves little: a weak skill can do that to any student
+    ev.score_many(["skill 2", "skill 3"], "val", round=1)  # three different texts, every repeat a copy
+    assert student.calls == 54 and ev.deterministic and ev.repeats == 1
+    assert "repeats of every val item came back identical for 3 different skill texts" in ev.identical_seen
+    again = ev.score("skill 4", "val", round=2)
+    assert student.calls == 60 and again.identical and again.repeats == 1
     assert gate.coverage(first, again).describe() == "6/6 val items, 6/6 samples scored"
+    # known in advance (temperature 0): once per item from the start
+    cold = gate.Evaluator(Parrot(), lambda item, out: Score(1.0, 0.0), {"val": items}, workers=1, repeats=3,
+                          deterministic=True)
+    assert cold.score("s", "val").sample_count() == 6 and cold.student.calls == 6
 
 
 def test_a_round_asks_new_samples_and_the_cache_answers_only_within_it():

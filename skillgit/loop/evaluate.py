@@ -12,9 +12,10 @@ Contract:
   (`sample_base`): a re-scoring is a new measurement, never the call journal answering the old requests, and a
   resumed round asks the same numbers again, so the journal answers what it already paid. `copy=1` scores a
   byte-identical copy of a text with yet other sample numbers (a second null control).
-- **Identical repeats.** A student whose repeats come back identical (temperature 0, or measured: every item's
-  repeats gave the same answer) is scored once per item from then on: copies are not evidence. Such scores say so
-  (`identical`), and their samples hold one sample per item.
+- **Identical repeats.** A scoring whose every item's repeats gave the same answer holds copies: it keeps one
+  sample per item and says so (`identical`); copies are not evidence. A student known to give copies (temperature
+  0), or found to on `IDENTICAL_STREAK` different texts in a row (a deterministic model or agent: one weak skill
+  alone can make a noisy student answer alike), is scored once per item from then on.
 - Every scoring records the student's `fingerprint` (agent CLI version, config hash: whatever the student's
   `fingerprint` attribute gives), so the gate can tell two scorings of different students apart.
 """
@@ -36,6 +37,7 @@ from skillgit.types import Item, Trajectory
 SAMPLE_STRIDE = 1000  # sample numbers per round: the repeats, then (from half-way) a copy control's
 COPY_SLOT = SAMPLE_STRIDE // 2
 MAX_REPEATS = COPY_SLOT  # evaluation.gate_repeats is checked against it
+IDENTICAL_STREAK = 3  # different texts whose repeats all came back identical before the student counts as such
 
 
 def blob_id(text: str) -> str:
@@ -184,6 +186,7 @@ class Evaluator:
         self.asked_repeats = max(1, repeats)
         self.deterministic = deterministic
         self.identical_seen = ""  # why repeats were found to be copies (said once by the run)
+        self._identical_texts: list[str] = []  # blobs of the latest scorings whose repeats were all copies
         self.retries = max(0, retries)
         self.retried = 0  # unknown item runs tried again
         self._cache: dict[tuple[str, ...], SplitScore] = {}
@@ -312,12 +315,22 @@ class Evaluator:
             for row in spent:
                 if row:
                     self._unbooked = add_seconds(self._unbooked, row)
-        if not self.deterministic and any(r.repeats > 1 for r in requests):
-            why = _copies([(r, [t for (m, _, _), t in zip(jobs, trajs) if m == n]) for n, r in enumerate(requests)])
-            if why:
-                self.deterministic, self.identical_seen = True, why
-                results = [_collapsed(s) for s in results]
         with self._lock:
+            for n, r in enumerate(requests):
+                if r.repeats < 2 or r.split != "val":
+                    continue
+                if _copies([t for (m, _, _), t in zip(jobs, trajs) if m == n], r.repeats):
+                    results[n] = _collapsed(results[n])
+                    if r.key[0] not in self._identical_texts:
+                        self._identical_texts.append(r.key[0])
+                else:
+                    self._identical_texts.clear()
+            if not self.deterministic and len(self._identical_texts) >= IDENTICAL_STREAK:
+                self.deterministic = True
+                self.identical_seen = (
+                    f"the student's {max(r.repeats for r in requests)} repeats of every val item came back identical "
+                    f"for {len(self._identical_texts)} different skill texts (temperature 0, or a deterministic "
+                    f"model or agent): each val item is scored once from now on")
             for r, s in zip(requests, results):
                 self._cache[r.key] = s
                 self._latest[r.key[:2]] = s
@@ -359,28 +372,17 @@ class _JobTable:
         return self.student.run(text, item, real)
 
 
-def _copies(scored: list[tuple[_Request, list[Trajectory]]]) -> str:
-    """Why these scorings show the student's repeats to be copies ("" when they do not): every item of every
-    text, scored more than once, gave the same answer every time (at least two items, all repeats answered)."""
-    items = 0
-    for r, trajs in scored:
-        if r.repeats < 2:
-            continue
-        answers: dict[str, set[str]] = {}
-        counts: dict[str, int] = {}
-        for t in trajs:
-            if not t.ok:
-                return ""
-            answers.setdefault(t.item_id, set()).add(t.output)
-            counts[t.item_id] = counts.get(t.item_id, 0) + 1
-        if any(len(a) > 1 for a in answers.values()) or any(c < r.repeats for c in counts.values()):
-            return ""
-        items += len(answers)
-    if items < 2:
-        return ""
-    repeats = max(r.repeats for r, _ in scored)
-    return (f"the student's {repeats} repeats of each of {items} val item(s) came back identical "
-            f"(temperature 0, or a deterministic agent): each val item is scored once from now on")
+def _copies(trajs: list[Trajectory], repeats: int) -> bool:
+    """Every item was answered `repeats` times, the same answer each time (and there are at least two items)."""
+    answers: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    for t in trajs:
+        if not t.ok:
+            return False
+        answers.setdefault(t.item_id, set()).add(t.output)
+        counts[t.item_id] = counts.get(t.item_id, 0) + 1
+    return len(answers) >= 2 and all(len(a) == 1 for a in answers.values()) and \
+        all(c == repeats for c in counts.values())
 
 
 def _collapsed(score: SplitScore) -> SplitScore:

@@ -125,6 +125,7 @@ class Trainer:
         self._pending: _Pending | None = None  # a step's decision being written (`_decide_later`)
         self._caught_up = False  # see _already_decided
         self._fresh_step: int | str | None = None  # the first step this process found undecided
+        self._said_identical = False  # the evaluator found the student's repeats to be copies, and the run said so
         self.run_id, self.progress = self._open_run(run_id, resume)
         self._prior = self.progress  # what earlier processes spent on this run
 
@@ -228,10 +229,9 @@ class Trainer:
                 self.progress = self.progress.replace(seed_rev=self.store.tip())
             seed_rev = self.progress.seed_rev or ""
             seed_score = self.evaluator.score(self.store.read_skill(seed_rev), "val", self.ctx.progress(0, "seed"))
-            # resumed: the tip as the last decided step's round scored it, so the journal answers (nothing is paid
-            # twice); it is the next step's earlier null control either way
-            last = self.progress.last.step if resumed and self.progress.last is not None else ""
-            current = self.evaluator.score(self.store.read_skill(), "val", round=last)
+            # resumed: the tip's score as the round that measured it did (the journal answers: nothing is paid twice,
+            # and the run goes on as it would have); it is the next step's earlier null control either way
+            current = self.evaluator.score(self.store.read_skill(), "val", round=self._incumbent_round())
             metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
             self.progress = self.progress.replace(
                 total_steps=self.total_steps, started=self.progress.started or time.time(),
@@ -240,8 +240,6 @@ class Trainer:
             self.emit(RunStarted(self.run_id, resumed, self.total_steps, seed_score.mean(metric, weight),
                                  current.mean(metric, weight)))
             self._save("run start" if not resumed else "resume")
-            if self.evaluator.identical_seen:  # measured on the start's scoring: say it once
-                self.emit(Warning(self.evaluator.identical_seen))
             small = gate_mod.small_val_warning(self.cfg.evaluation, len(self.evaluator.splits["val"]),
                                                self.cfg.optimizer.proposals)
             if small:
@@ -263,6 +261,9 @@ class Trainer:
                             and not self.progress.epoch(epoch - 1).ended):
                         current = self._end_epoch(epoch - 1, current)
                     current = self._step(step, epoch, batch, current)
+                    if self.evaluator.identical_seen and not self._said_identical:  # measured: said once
+                        self._said_identical = True
+                        self.emit(Warning(self.evaluator.identical_seen))
                     if self._pending is None:  # a step git already held: counted, saved here
                         self.progress = self.progress.replace(next_step=step + 1,
                                                               current_score=round(current.mean(metric, weight), 4))
@@ -364,12 +365,31 @@ class Trainer:
             return False
         return str(r.step) in {rival_step(step, k) for k in range(1, self.cfg.optimizer.proposals + 1)}
 
+    def _incumbent_round(self) -> str:
+        """The round that measured the tip's current val score, so that a resumed run reads the same samples from
+        the journal (nothing paid twice) and goes on as it would have: the latest decision's gate note names it
+        (the accepted candidate's scoring, else the incumbent's as compared) — the progress's last decision, or
+        the tip's own when this run accepted it after the progress was last saved; "" (the run's start) if none."""
+        found: tuple[int, str] | None = None
+        last = self.progress.last
+        if last is not None and last.sha:
+            side = _round_in(self.store.read_notes(last.sha), "val" if last.accepted else "base")
+            if side is not None:
+                found = (last.seq, side)
+        records = self.store.read_notes(self.store.tip())
+        decision = next((r for r in records if r.get("kind") == "decision" and r.get("run") == self.run_id), None)
+        if decision is not None and (found is None or int(decision.get("seq") or 0) > found[0]):
+            side = _round_in(records, "val")
+            if side is not None:
+                found = (int(decision.get("seq") or 0), side)
+        return found[1] if found else ""
+
     # ------------------------------------------------------------------------------------------ one step
     def _step(self, step: int, epoch: int, batch: list, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
         """rollout → (autonomous budget) → reflect … update (per update mode) → gate → the decision, which is
         written in the background (`_decide_later`): returns the val score of the skill the branch will hold."""
-        if self._already_decided(step, epoch):
-            return self.evaluator.latest(self.store.read_skill(), "val")
+        if self._already_decided(step, epoch):  # its score as that decision measured it (the journal answers)
+            return self.evaluator.score(self.store.read_skill(), "val", round=self._incumbent_round())
         usage_before = self.ledger.snapshot()
         pending = self._pending
         # The previous step's decision may still be being written: its skill text is known, and the students need
@@ -648,8 +668,8 @@ class Trainer:
     def _epoch_candidate(self, epoch: int, kind: StepKind, current: gate_mod.SplitScore, build: Callable
                          ) -> gate_mod.SplitScore:
         step = epoch_mod.slow_update_step(epoch) if kind is StepKind.SLOW_UPDATE else epoch_mod.meta_reflect_step(epoch)
-        if self._already_decided(step, epoch):
-            return self.evaluator.latest(self.store.read_skill(), "val")
+        if self._already_decided(step, epoch):  # its score as that decision measured it (the journal answers)
+            return self.evaluator.score(self.store.read_skill(), "val", round=self._incumbent_round())
         usage_before = self.ledger.snapshot()
         base = self.store.tip()
         skill = self.store.read_skill(base)
@@ -720,6 +740,15 @@ class _Pending:
     score: gate_mod.SplitScore  # the val score of `text`
     future: Future  # → [(proposal, outcome)] in the order decided
     usage: tuple  # `Trainer._usage()` when the step ended: what its progress save records
+
+
+def _round_in(records: list[dict], side: str) -> str | None:
+    """The round of a gate note's `val` or `base` scoring (None when there is no such scoring)."""
+    for record in records:
+        scored = record.get(side) if record.get("kind") == "gate" else None
+        if isinstance(scored, dict):
+            return str(scored.get("round", ""))
+    return None
 
 
 def _found_outcome(run: str, step: int | str, epoch: int, seq: int, found: dict) -> StepOutcome:
