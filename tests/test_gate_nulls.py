@@ -124,23 +124,27 @@ class Parrot:
 
 
 def test_the_evaluator_counts_copies_once_and_scores_a_deterministic_student_once_per_item():
-    items = [Item(f"x{i}{'a' if i % 2 else 'b'}", "q", "A") for i in range(6)]
+    items = [Item(f"x{i}{'a' if i % 2 else 'b'}", "q", "A") for i in range(10)]
     student = Parrot()
     ev = gate.Evaluator(student, lambda item, out: Score(float(out == item.expected), 0.0), {"val": items},
                         workers=2, repeats=3)
     first = ev.score("skill", "val")
-    assert student.calls == 18 and first.identical and first.samples == {} and first.sample_count() == 6
+    assert student.calls == 30 and first.identical and first.samples == {} and first.sample_count() == 10
     assert not ev.deterministic  # one text answered alike proves little: a weak skill can do that to any student
-    ev.score_many(["skill 2", "skill 3"], "val", round=1)  # three different texts, every repeat a copy
-    assert student.calls == 54 and ev.deterministic and ev.repeats == 1
+    ev.score_many(["skill 2", "skill 3"], "val", round=1)  # three different texts, 30 items, every repeat a copy
+    assert student.calls == 90 and ev.deterministic and ev.repeats == 1
     assert "repeats of every val item came back identical for 3 different skill texts" in ev.identical_seen
     again = ev.score("skill 4", "val", round=2)
-    assert student.calls == 60 and again.identical and again.repeats == 1
-    assert gate.coverage(first, again).describe() == "6/6 val items, 6/6 samples scored"
+    assert student.calls == 100 and again.identical and again.repeats == 1
+    assert gate.coverage(first, again).describe() == "10/10 val items, 10/10 samples scored"
+    # four items alike three times is no proof: scored as asked
+    few = gate.Evaluator(Parrot(), lambda item, out: Score(1.0, 0.0), {"val": items[:4]}, workers=1, repeats=3)
+    few.score_many(["a", "b", "c"], "val")
+    assert not few.deterministic and few.repeats == 3
     # known in advance (temperature 0): once per item from the start
     cold = gate.Evaluator(Parrot(), lambda item, out: Score(1.0, 0.0), {"val": items}, workers=1, repeats=3,
                           deterministic=True)
-    assert cold.score("s", "val").sample_count() == 6 and cold.student.calls == 6
+    assert cold.score("s", "val").sample_count() == 10 and cold.student.calls == 10
 
 
 def test_a_round_asks_new_samples_and_the_cache_answers_only_within_it():

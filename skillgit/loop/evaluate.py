@@ -14,8 +14,9 @@ Contract:
   byte-identical copy of a text with yet other sample numbers (a second null control).
 - **Identical repeats.** A scoring whose every item's repeats gave the same answer holds copies: it keeps one
   sample per item and says so (`identical`); copies are not evidence. A student known to give copies (temperature
-  0), or found to on `IDENTICAL_STREAK` different texts in a row (a deterministic model or agent: one weak skill
-  alone can make a noisy student answer alike), is scored once per item from then on.
+  0), or found to on `IDENTICAL_STREAK` different texts in a row over `IDENTICAL_ITEMS` items (a deterministic
+  model or agent: one weak skill alone can make a noisy student answer alike), is scored once per item from then
+  on.
 - Every scoring records the student's `fingerprint` (agent CLI version, config hash: whatever the student's
   `fingerprint` attribute gives), so the gate can tell two scorings of different students apart.
 """
@@ -37,7 +38,8 @@ from skillgit.types import Item, Trajectory
 SAMPLE_STRIDE = 1000  # sample numbers per round: the repeats, then (from half-way) a copy control's
 COPY_SLOT = SAMPLE_STRIDE // 2
 MAX_REPEATS = COPY_SLOT  # evaluation.gate_repeats is checked against it
-IDENTICAL_STREAK = 3  # different texts whose repeats all came back identical before the student counts as such
+IDENTICAL_STREAK = 3  # different texts whose repeats all came back identical before the student counts as such…
+IDENTICAL_ITEMS = 30  # …over at least this many (text, item) pairs (4 items alike thrice is no proof)
 
 
 def blob_id(text: str) -> str:
@@ -187,6 +189,7 @@ class Evaluator:
         self.deterministic = deterministic
         self.identical_seen = ""  # why repeats were found to be copies (said once by the run)
         self._identical_texts: list[str] = []  # blobs of the latest scorings whose repeats were all copies
+        self._identical_items = 0  # …and how many items they scored
         self.retries = max(0, retries)
         self.retried = 0  # unknown item runs tried again
         self._cache: dict[tuple[str, ...], SplitScore] = {}
@@ -323,9 +326,12 @@ class Evaluator:
                     results[n] = _collapsed(results[n])
                     if r.key[0] not in self._identical_texts:
                         self._identical_texts.append(r.key[0])
+                        self._identical_items += len(r.items)
                 else:
                     self._identical_texts.clear()
-            if not self.deterministic and len(self._identical_texts) >= IDENTICAL_STREAK:
+                    self._identical_items = 0
+            if not self.deterministic and len(self._identical_texts) >= IDENTICAL_STREAK \
+                    and self._identical_items >= IDENTICAL_ITEMS:
                 self.deterministic = True
                 self.identical_seen = (
                     f"the student's {max(r.repeats for r in requests)} repeats of every val item came back identical "
