@@ -36,7 +36,7 @@ def _candidate_note(folder, step: str) -> dict:
 # ---------------------------------------------------------------------------------------------- the gate's bar
 def test_the_significance_bar_rises_with_the_number_of_candidates():
     # 3 clean gains of 20 items: z = 1.83 passes k = 1.75 alone, not as the best of 2 (k 2.05) or 4 (k 2.33)
-    cfg = EvaluationCfg(gate="significance", gate_k=1.75, gate_repeats=1)
+    cfg = EvaluationCfg(gate="significance", gate_test="stderr", gate_k=1.75, gate_repeats=1)
     alone = gate.decide(cfg, *ups(20, 3))
     assert alone.accept and "best of" not in alone.reason
     of_four = gate.decide(cfg, *ups(20, 3), candidates=4)
