@@ -58,6 +58,7 @@ def test_an_improving_human_edit_passes_on_a_pull_request_branch(project):
     code, result, markdown = check(project)
     assert code == 0 and result["verdict"] == "improved", result["reason"]
     assert result["base"]["sha"] == fork and result["head"]["sha"] == head  # the merge-base, not main's tip
+    assert "val split: 30 val item(s) × 3 repeat(s): the gate detects gains of about 19 points" in markdown
     assert result["base"]["rev"] == "merge-base with main"
     assert result["delta"] > 0.3 and result["head"]["val_scored"] == result["head"]["val_n"] == 30
     assert len(result["flips"]["fixed"]) > 5 and result["flips"]["recorded"]
