@@ -1,0 +1,258 @@
+"""The engine that runs `skillgit.redact`'s detector table over a text. It decides nothing about what a secret is
+(that is the table's and `redact`'s post-check's business); it decides where each detector is worth running.
+
+Contract
+- `Detector` is one row: an id, a compiled pattern, a `gate` saying where it runs, the `keywords` that gate it,
+  which group is the secret, a minimum Shannon entropy, how many leading characters stay readable, allowlists.
+  Gates: "word" — anchored at a secret word it names (`Bearer X`); "name" — anchored at the start of the name that
+  holds a secret word and is followed by an assignment (`DB_PASSWORD=…`, `"api_key": "…"`, `--token …`);
+  "context" — anchored at one of its keywords within a name's reach of a secret word (gitleaks' `vendor … = value`
+  rules); "run" — inside a run of token characters that holds one of its keywords (`AKIA…`, `ghp_…`); "text" — the
+  whole text, when one of its keywords occurs (`-----BEGIN`, `://`).
+- `vendored(rules, global_allow)` turns `skillgit.secret_rules`' rows (gitleaks' maintained set) into detectors,
+  choosing each rule's gate from its pattern.
+- `Scanner(detectors, words, accept).spans(text)` returns (start, end, characters kept) for every match `accept`
+  takes. Three cheap passes find the candidates: a trie of `words` followed by an assignment or a space on the
+  lower-cased ASCII bytes; runs of at least `MIN_RUN` token characters found by a byte translation and a literal
+  search, then a trie of the run keywords over those runs only (keywords of ≤ 3 characters only where a token
+  starts); and a substring test per text keyword. A detector runs only where a pass put it, once per place.
+- `mask(text, spans, token)` merges overlapping spans and replaces each with `token`, after its kept prefix.
+Every pattern is Python `re`; nothing here raises on any input text (a pattern error is a bug in the table).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+MIN_RUN = 16
+_RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~+/=%|"
+_RUN_MAP = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
+_RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a literal prefix: the engine skips to it at C speed
+# after a secret word: within a name's length an assignment operator (gitleaks' set, plus JSON-escaped quotes), or
+# a space (a scheme: `Bearer X`; a flag: `--password X`)
+_WORD_TAIL = rb"""(?:[ \t\w.\-]{0,30}?[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)|[\w.\-]{0,20}?(?P<sp>[ \t]+)(?=[^\s]))"""
+_NAME_START = re.compile(rb"[a-z0-9_.\-]{0,80}$")
+_ASSIGNMENT_OP = "(?:=|>|:{1,3}=|"  # how gitleaks' keyword rules spell the operator before the value
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy of `text` in bits per character."""
+    if not text:
+        return 0.0
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+
+
+@dataclass(frozen=True)
+class Detector:
+    id: str
+    pattern: re.Pattern[str]
+    gate: str  # "word" | "name" | "context" | "run" | "text"
+    keywords: tuple[str, ...] = ()  # lower case
+    group: int | str | tuple[str, ...] = 0  # 0: the first group that matched, else the whole match; -1: the
+    # whole match; a name or a tuple of names: the first of them that matched
+    min_entropy: float = 0.0
+    keep: int = 0  # leading characters kept readable (a public prefix: `sk-`); -1: as long as group 1
+    allow_secret: re.Pattern[str] | None = None  # an allowlist tested on the secret
+    allow_match: re.Pattern[str] | None = None  # an allowlist tested on the whole match
+    check: str = ""  # a post-check the accepting function knows by name ("assign", "scheme")
+
+    def span(self, match: re.Match[str]) -> tuple[int, int] | None:
+        if self.group == -1:
+            return match.span()
+        if self.group:
+            names = self.group if isinstance(self.group, tuple) else (self.group,)
+            return next((match.span(g) for g in names if match.group(g)), None)
+        for index in range(1, (match.re.groups or 0) + 1):
+            if match.group(index):
+                return match.span(index)
+        return match.span()
+
+    def allowed(self, secret: str, whole: str) -> bool:
+        """True when an allowlist of the rule lets this finding through (a placeholder, a key *name*, …)."""
+        return bool((self.allow_secret is not None and self.allow_secret.search(secret))
+                    or (self.allow_match is not None and self.allow_match.search(whole)))
+
+
+def either(patterns: Iterable[str]) -> str:
+    """One pattern matching any of `patterns` (a leading global flag group becomes a scoped one)."""
+    return "|".join(re.sub(r"^\(\?([a-z]+)\)(.*)$", r"(?\1:\2)", rx, flags=re.S) if re.match(r"\(\?[a-z]+\)", rx)
+                    else f"(?:{rx})" for rx in patterns if rx)
+
+
+def vendored(rules: Iterable[tuple[Any, ...]], global_allow: Iterable[str]) -> list[Detector]:
+    """Detectors for rows (id, pattern, group, entropy, keywords, allow-secret, allow-match) of a vendored set."""
+    common = either(global_allow)
+    out = []
+    for rid, regex, group, min_entropy, keywords, allow_secret, allow_match in rules:
+        head = _secret_source(regex)
+        if _ASSIGNMENT_OP in regex:  # a keyword, then an assignment, then the value
+            gates = {"context": keywords}
+        elif re.search(r"\\s|\\S|\[\^|[ .]\*|\(\?s|\\n", head):  # the secret may hold a space: no run holds it
+            gates = {"text": keywords}
+        else:  # a token: the keywords inside it gate it by run, the others (a vendor's name) by text
+            inside = tuple(k for k in keywords if k in head or _in_order(k, head))
+            gates = {"run": inside, "text": tuple(k for k in keywords if k not in inside)}
+        secret_allow = "|".join(rx for rx in (either(allow_secret), common) if rx)
+        match_allow = either(allow_match)
+        for gate, words in gates.items():
+            if words:
+                out.append(Detector(rid, re.compile(regex), gate, tuple(words), group, min_entropy,
+                                    allow_secret=re.compile(secret_allow) if secret_allow else None,
+                                    allow_match=re.compile(match_allow) if match_allow else None))
+    return out
+
+
+def _in_order(keyword: str, head: str) -> bool:
+    """True when the pattern spells `keyword` with alternatives (`(?:ghu|ghs)_`, `xox[os]-`, `(?:sk|rk)_(?:test`):
+    its characters appear in order near the start of the pattern's source."""
+    it = iter(head[:80])
+    return all(ch in it for ch in keyword)
+
+
+def _secret_source(regex: str) -> str:
+    """The lower-cased source of a pattern's first capturing group (or the whole pattern), escapes removed."""
+    i, n, start, in_class = 0, len(regex), None, False
+    while i < n and start is None:
+        c = regex[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(" and not regex.startswith("(?", i):
+            start = i
+        i += 1
+    if start is None:
+        return regex.replace("\\", "").lower()
+    depth, i = 0, start
+    while i < n:
+        if regex[i] == "\\":
+            i += 2
+            continue
+        depth += {"(": 1, ")": -1}.get(regex[i], 0)
+        if depth == 0:
+            break
+        i += 1
+    return regex[start:i + 1].replace("\\", "").lower()
+
+
+def trie(words: Iterable[str]) -> str:
+    """A regex matching any of `words`, factored as a trie (Python's engine tries alternatives one by one)."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = "(?:" + "|".join(alts) + ")" if len(alts) > 1 or "" in node else alts[0]
+        return body + "?" if "" in node else body
+
+    return emit(root) or "(?!)"
+
+
+Accept = Callable[[Detector, str, "re.Match[str]", tuple[int, int]], bool]
+
+
+class Scanner:
+    """A detector table compiled into its gates (see the module contract)."""
+
+    def __init__(self, detectors: Iterable[Detector], words: Iterable[str], accept: Accept) -> None:
+        self.detectors = tuple(detectors)
+        self.accept = accept
+        self.by_id = {d.id: d for d in self.detectors}
+        self.word_rules = tuple(d for d in self.detectors if d.gate == "word")
+        self.name_rules = tuple(d for d in self.detectors if d.gate == "name")
+        context: dict[str, list[Detector]] = {}
+        run: dict[str, list[Detector]] = {}
+        self.text_rules: tuple[tuple[bytes, Detector], ...] = tuple(
+            (k.encode(), d) for d in self.detectors if d.gate == "text" for k in d.keywords)
+        for det in self.detectors:
+            for k in det.keywords if det.gate in ("context", "run") else ():
+                (context if det.gate == "context" else run).setdefault(k, []).append(det)
+        self.context_rules = {k: tuple(v) for k, v in context.items()}
+        # a keyword also runs the rules of every keyword it starts with (`xoxb-` and `xoxb`)
+        self.run_rules = {k: tuple(dict.fromkeys(d for p, ds in run.items() if k.startswith(p) for d in ds))
+                          for k in run}
+        self.word_re = re.compile(b"(?P<w>" + trie(words).encode() + b")" + _WORD_TAIL)
+        self.context_re = re.compile(trie(context).encode())
+        # a keyword of three characters or fewer (`sk`, `s.`, `ey`) is inside many words: only where a token starts
+        short, long = [k for k in run if len(k) <= 3], [k for k in run if len(k) > 3]
+        self.run_re = re.compile(b"(?<![a-z0-9])(?:" + trie(short).encode() + b")|" + trie(long).encode())
+
+    def spans(self, text: str) -> list[tuple[int, int, int]]:
+        raw = text.encode("ascii", "replace")  # one byte per character: byte offsets are text offsets
+        low = raw.lower()
+        found: list[tuple[int, int, int]] = []
+        tried: set[tuple[str, int]] = set()
+        accept = self.accept
+
+        def run(det: Detector, at: int, matches: Iterable[re.Match[str] | None]) -> None:
+            if (det.id, at) in tried:
+                return
+            tried.add((det.id, at))
+            for match in matches:
+                span = det.span(match) if match is not None else None
+                if span is not None and span[1] > span[0] and accept(det, text, match, span):  # type: ignore[arg-type]
+                    keep = len(match.group(1)) if det.keep < 0 else det.keep  # type: ignore[union-attr]
+                    found.append((span[0], span[1], max(0, min(keep, span[1] - span[0] - 1))))
+
+        for hit in self.word_re.finditer(low):
+            p, word = hit.start(), hit.group("w").decode()
+            for det in self.word_rules:
+                if word in det.keywords:
+                    run(det, p, (det.pattern.match(text, p),))
+            name = _NAME_START.search(low, max(0, p - 80), p)
+            start = name.start() if name else p
+            while start < p and low[start:start + 1] in b".-":
+                start += 1
+            flag = start >= 2 and low[start - 2:start] == b"--"
+            if hit.group("sp") is not None and not flag:
+                continue  # a word and a space, not a flag: prose ("the key is …"), no assignment here
+            start -= 2 if flag else 0
+            for det in self.name_rules:
+                run(det, start, (det.pattern.match(text, start),))
+            for kw in self.context_re.finditer(low, max(0, p - 60), hit.end()):
+                for det in self.context_rules.get(kw.group().decode(), ()):
+                    run(det, kw.start(), (det.pattern.match(text, kw.start()),))
+        n = len(text)
+        for token in _RUN.finditer(raw.translate(_RUN_MAP)):
+            lo, hi = token.span()
+            for kw in self.run_re.finditer(low, lo, hi):
+                for det in self.run_rules.get(kw.group().decode(), ()):
+                    run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
+        for keyword, det in self.text_rules:
+            if keyword in low:
+                run(det, -1, det.pattern.finditer(text))
+        return found
+
+
+def mask(text: str, spans: list[tuple[int, int, int]], token: str) -> tuple[str, int]:
+    """`text` with every span replaced by `token` after its kept prefix (overlapping spans merged), and how many."""
+    if not spans:
+        return text, 0
+    spans.sort(key=lambda s: (s[0], -s[2], -s[1]))
+    merged: list[list[int]] = []
+    for start, end, keep in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end, keep])
+    out, pos = [], 0
+    for start, end, keep in merged:
+        out += [text[pos:start + keep], token]
+        pos = end
+    out.append(text[pos:])
+    return "".join(out), len(merged)
