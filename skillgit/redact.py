@@ -208,6 +208,7 @@ _PASSWORD_NAME = re.compile(r"(?i)(?:passw(?:or)?d|passphrase|(?<=[-_.])pass)$")
 _STRONG_NAME = re.compile(r"(?i)(?:passw(?:or)?d|passphrase|(?<=[-_.])pass|secret|token|credentials?|authorization|"
                           r"(?:api|secret|private|access|signing|encryption|master|client|license|account|storage|"
                           r"auth|app|webhook)[-_]?key|apikey|auth)$")
+_WORD = re.compile(r"[a-z]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)*|[A-Z]+")
 _SECRET_WORD = re.compile(r"(?i)key|token|secret|pass|pwd|auth|credential|creds")
 _SCHEMES = ("bearer", "basic", "token", "digest")
 # the secret words that gate the "word", "name" and "context" detectors (see skillgit.secret_scan)
@@ -216,7 +217,7 @@ _WORDS = ("key", "token", "secret", "pass", "pwd", "auth", "credential", "creds"
 _TOKEN = r"[A-Za-z0-9_\-]"
 # a quoted value ("…", '…', JSON-escaped \"…\"), or a bare one that ends where a literal ends (not at `[`, `(`, `.x`)
 _VALUE = (r"""(?:(?P<q>\\?["'])(?P<qv>[^"'\n\\]{1,300})(?P=q)?|"""
-          r"""(?P<v>[^\s"'`,;{}()\[\]<>\\]{4,300})(?=[\s"',;)}\]]|\\[nrt"]|$))""")
+          r"""(?P<v>[^\s"'`,;{}()\[\]<>\\]{4,})(?=[\s"',;)}\]]|\\[nrt"]|$))""")
 _OPERATOR = r"""(?P<op>(?(flag)(?:[ \t]+|=)|["'\\]{0,2}[ \t]*(?::=|=>|[:=])[ \t]*))"""
 _PROVIDER_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xoxa-", "xoxb-", "xoxe-",
                       "xoxo-", "xoxp-", "xoxr-", "xoxs-", "hf_", "npm_", "pypi-")
@@ -224,7 +225,7 @@ _AWS_PREFIXES = ("A3T", "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", 
 # Our own rows; the ~200 vendored from gitleaks (skillgit.secret_rules) follow them in the table.
 DETECTORS: tuple[Detector, ...] = (
     # OpenAI (sk-…, sk-proj-…) and Anthropic (sk-ant-api03-…) style keys, of any length
-    Detector("sk-key", re.compile(r"(?<![A-Za-z0-9_\-])sk-" + _TOKEN + "{12,}"), "run", ("sk-",), keep=3),
+    Detector("sk-key", re.compile(r"(?<![A-Za-z0-9])sk-" + _TOKEN + "{12,}"), "run", ("sk-",), keep=3),
     Detector("provider-prefix", re.compile(r"(?<![A-Za-z0-9])(" + "|".join(map(re.escape, _PROVIDER_PREFIXES))
                                            + r")[A-Za-z0-9_\-]{8,}"), "run", _PROVIDER_PREFIXES, group=-1, keep=-1),
     # AWS access key ids, without gitleaks' allowance for AWS's documented EXAMPLE ids
@@ -233,8 +234,8 @@ DETECTORS: tuple[Detector, ...] = (
              tuple(p.lower() for p in _AWS_PREFIXES)),
     # a private key block, to its END line or (cut off) to the end of its body; JSON-escaped newlines too
     Detector("private-key-block", re.compile(
-        r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:(?:(?!-----END)[\s\S]){0,20000}?"
-        r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|"
+        r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE[ _]KEY(?:[ _]BLOCK)?-----(?:(?:(?!-----END)[\s\S]){0,20000}?"
+        r"-----END[ A-Z0-9_-]{0,100}PRIVATE[ _]KEY(?:[ _]BLOCK)?-----|"
         r"(?:(?:\s|\\[nrt])*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z-]{2,30}:[^\n\\]{0,200}))*)"), "text", ("-----begin",)),
     # a password in a URL: scheme://user:password@host
     Detector("url-password", re.compile(r"://[^\s:/@'\"<>]+:(?!\*\*\*@)([^\s/@'\"<>]+)@"), "text", ("://",)),
@@ -265,8 +266,8 @@ def _get_scanner() -> Scanner:
 
 def _accept(det: Detector, text: str, match: re.Match[str], span: tuple[int, int]) -> bool:
     secret = text[span[0]:span[1]]
-    if not secret or secret.startswith(MASK):
-        return False
+    if not secret or MASK in secret:
+        return False  # already masked (`***`, `sk-***`), or glued to a mask: redact is idempotent
     if det.check == "scheme":
         return match.group(1).lower() == "bearer" or _looks_random(secret)
     if det.check == "assign":
@@ -278,9 +279,10 @@ def _accept(det: Detector, text: str, match: re.Match[str], span: tuple[int, int
         if match.group("flag") and match.group("op").strip() != "=" and not _STRONG_NAME.search(name):
             return False
         if _STRONG_NAME.search(name):
-            if quoted or _PASSWORD_NAME.search(name):
+            if _PASSWORD_NAME.search(name):
                 return len(secret) >= (3 if quoted else 4)
-            return len(secret) >= 4 and not (secret.isalpha() and secret.islower())  # not `credentials: none`
+            # a token is no plain word: not `credentials: none`, `token: "AccessKeyId"`
+            return len(secret) >= (3 if quoted else 4) and not _WORD.fullmatch(secret)
         # any other name holding a secret word: gitleaks' generic rule, which also reads JSON-escaped quotes here
         generic = _get_scanner().by_id.get("generic-api-key")
         return bool(_SECRET_WORD.search(name)) and len(secret) >= 10 and entropy(secret) >= 3.5 \
@@ -314,7 +316,7 @@ def _redact_values(text: Any, secrets: tuple[str, ...], shapes: bool = True) -> 
     for value in secrets:
         at = text.find(value)
         while at >= 0:
-            spans.append((at, at + len(value), 0))
+            spans.append((at, at + len(value), -1))  # a known value: nothing of it is kept
             at = text.find(value, at + len(value))
     if shapes:
         try:

@@ -4,8 +4,9 @@
 Contract
 - `Detector` is one row: an id, a compiled pattern, a `gate` saying where it runs, the `keywords` that gate it,
   which group is the secret, a minimum Shannon entropy, how many leading characters stay readable, allowlists.
-  Gates: "word" — anchored at a secret word it names (`Bearer X`); "name" — anchored at the start of the name that
-  holds a secret word and is followed by an assignment (`DB_PASSWORD=…`, `"api_key": "…"`, `--token …`);
+  Gates: "word" — anchored at a secret word it names (`Bearer X`); "name" — anchored at the start of the name
+  just before an assignment operator within reach of a secret word (`DB_PASSWORD=…`, `"api_key": "…"`,
+  `--token …`);
   "context" — anchored at one of its keywords within a name's reach of a secret word (gitleaks' `vendor … = value`
   rules); "run" — inside a run of token characters that holds one of its keywords (`AKIA…`, `ghp_…`); "text" — the
   whole text, when one of its keywords occurs (`-----BEGIN`, `://`).
@@ -37,7 +38,9 @@ _RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a literal prefix: the engine skips 
 # a space (a scheme: `Bearer X`; a flag: `--password X`)
 _WORD_TAIL = rb"""(?:[ \t\w.\-]{0,30}?[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)|[\w.\-]{0,20}?(?P<sp>[ \t]+)(?=[^\s]))"""
 _NAME_START = re.compile(rb"[a-z0-9_.\-]{0,80}$")
+_LAST_NAME = re.compile(rb"""[a-z0-9_.\-]+(?=[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)$)""")
 _ASSIGNMENT_OP = "(?:=|>|:{1,3}=|"  # how gitleaks' keyword rules spell the operator before the value
+_GITLEAKS_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""  # how they spell the end of a secret
 
 
 def entropy(text: str) -> float:
@@ -96,6 +99,8 @@ def vendored(rules: Iterable[tuple[Any, ...]], global_allow: Iterable[str]) -> l
         elif re.search(r"\\s|\\S|\[\^|[ .]\*|\(\?s|\\n", head):  # the secret may hold a space: no run holds it
             gates = {"text": keywords}
         else:  # a token: the keywords inside it gate it by run, the others (a vendor's name) by text
+            # and it ends where any token ends (`….env`, `…_old`), not only at gitleaks' code delimiters
+            regex = regex.replace(_GITLEAKS_END, r"(?![A-Za-z0-9])")
             inside = tuple(k for k in keywords if k in head or _in_order(k, head))
             gates = {"run": inside, "text": tuple(k for k in keywords if k not in inside)}
         secret_allow = "|".join(rx for rx in (either(allow_secret), common) if rx)
@@ -209,24 +214,31 @@ class Scanner:
                     keep = len(match.group(1)) if det.keep < 0 else det.keep  # type: ignore[union-attr]
                     found.append((span[0], span[1], max(0, min(keep, span[1] - span[0] - 1))))
 
-        for hit in self.word_re.finditer(low):
+        hit = self.word_re.search(low)
+        while hit is not None:
             p, word = hit.start(), hit.group("w").decode()
+            after = hit.end("w")  # the next search starts after the word, not after its tail: no word is skipped
             for det in self.word_rules:
                 if word in det.keywords:
                     run(det, p, (det.pattern.match(text, p),))
-            name = _NAME_START.search(low, max(0, p - 80), p)
-            start = name.start() if name else p
+            # the assigned name is the one just before the operator; when the secret word begins it, it may
+            # begin earlier still (`OPENAI_API_KEY` holds `api`)
+            last = _LAST_NAME.search(low, p, hit.end())
+            start = last.start() if last is not None and last.start() > p else p
+            if start == p:
+                name = _NAME_START.search(low, max(0, p - 80), p)
+                start = name.start() if name else p
             while start < p and low[start:start + 1] in b".-":
                 start += 1
             flag = start >= 2 and low[start - 2:start] == b"--"
-            if hit.group("sp") is not None and not flag:
-                continue  # a word and a space, not a flag: prose ("the key is …"), no assignment here
-            start -= 2 if flag else 0
-            for det in self.name_rules:
-                run(det, start, (det.pattern.match(text, start),))
-            for kw in self.context_re.finditer(low, max(0, p - 60), hit.end()):
-                for det in self.context_rules.get(kw.group().decode(), ()):
-                    run(det, kw.start(), (det.pattern.match(text, kw.start()),))
+            if hit.group("sp") is None or flag:  # else a word and a space: prose ("the key is …"), no assignment
+                start -= 2 if flag else 0
+                for det in self.name_rules:
+                    run(det, start, (det.pattern.match(text, start),))
+                for kw in self.context_re.finditer(low, max(0, p - 60), hit.end()):
+                    for det in self.context_rules.get(kw.group().decode(), ()):
+                        run(det, kw.start(), (det.pattern.match(text, kw.start()),))
+            hit = self.word_re.search(low, after)
         n = len(text)
         for token in _RUN.finditer(raw.translate(_RUN_MAP)):
             lo, hi = token.span()
@@ -240,10 +252,12 @@ class Scanner:
 
 
 def mask(text: str, spans: list[tuple[int, int, int]], token: str) -> tuple[str, int]:
-    """`text` with every span replaced by `token` after its kept prefix (overlapping spans merged), and how many."""
+    """`text` with every span replaced by `token` after its kept prefix (overlapping spans merged), and how many.
+    Where spans start together the longest kept prefix wins (`ghp_***`), except a span that keeps -1 characters
+    (a known secret value), which keeps none."""
     if not spans:
         return text, 0
-    spans.sort(key=lambda s: (s[0], -s[2], -s[1]))
+    spans.sort(key=lambda s: (s[0], s[2] != -1, -s[2], -s[1]))
     merged: list[list[int]] = []
     for start, end, keep in spans:
         if merged and start < merged[-1][1]:
@@ -252,7 +266,7 @@ def mask(text: str, spans: list[tuple[int, int, int]], token: str) -> tuple[str,
             merged.append([start, end, keep])
     out, pos = [], 0
     for start, end, keep in merged:
-        out += [text[pos:start + keep], token]
+        out += [text[pos:start + max(keep, 0)], token]
         pos = end
     out.append(text[pos:])
     return "".join(out), len(merged)

@@ -60,7 +60,7 @@ def _formats() -> list[Planted]:
     block, parts = _pem("OPENSSH PRIVATE KEY")
     add("openssh-private-key", f"cat ~/.ssh/id_ed25519\n{block}\n", *parts)
     block, parts = _pem("RSA PRIVATE KEY", 10)
-    add("rsa-private-key", block, *parts)
+    add("rsa-private-key", f"openssl genrsa 2048 wrote server.key:\n{block}", *parts)
     block, parts = _pem("EC PRIVATE KEY", 3)
     add("ec-private-key", f"key.pem:\n{block}", *parts)
     block, parts = _pem("PGP PRIVATE KEY BLOCK", 5)
@@ -146,8 +146,8 @@ EMAIL = "dana.fischer@" + "example.org"
 
 
 def path_safe(text: str) -> str:
-    """A secret as it can appear inside a file path (no separators or spaces)."""
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text)
+    """A one-line secret as it can appear in a file name (any character but the separator)."""
+    return text.replace("/", "_").replace("\\", "_")
 
 
 def all_leaks() -> list[tuple[str, str]]:
