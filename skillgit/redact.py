@@ -218,7 +218,7 @@ _TOKEN = r"[A-Za-z0-9_\-]"
 # a quoted value ("…", '…', JSON-escaped \"…\"), or a bare one that ends where a literal ends (not at `[`, `(`, `.x`)
 _VALUE = (r"""(?:(?P<q>\\?["'])(?P<qv>[^"'\n\\]{1,300})(?P=q)?|"""
           r"""(?P<v>[^\s"'`,;{}()\[\]<>\\]{4,})(?=[\s"',;)}\]]|\\[nrt"]|$))""")
-_OPERATOR = r"""(?P<op>(?(flag)(?:[ \t]+|=)|["'\\]{0,2}[ \t]*(?::=|=>|[:=])[ \t]*))"""
+_OPERATOR = r"""(?P<op>(?(flag)(?:[ \t]+|=)|["'\\]{0,2}[ \t]*(?::=|=>|[:=])(?![:=])[ \t]*))"""
 _PROVIDER_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xoxa-", "xoxb-", "xoxe-",
                       "xoxo-", "xoxp-", "xoxr-", "xoxs-", "hf_", "npm_", "pypi-")
 _AWS_PREFIXES = ("A3T", "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")

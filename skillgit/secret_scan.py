@@ -34,11 +34,11 @@ MIN_RUN = 16
 _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~+/=%|"
 _RUN_MAP = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
 _RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a literal prefix: the engine skips to it at C speed
-# after a secret word: within a name's length an assignment operator (gitleaks' set, plus JSON-escaped quotes), or
-# a space (a scheme: `Bearer X`; a flag: `--password X`)
-_WORD_TAIL = rb"""(?:[ \t\w.\-]{0,30}?[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)|[\w.\-]{0,20}?(?P<sp>[ \t]+)(?=[^\s]))"""
-_NAME_START = re.compile(rb"[a-z0-9_.\-]{0,80}$")
-_LAST_NAME = re.compile(rb"""[a-z0-9_.\-]+(?=[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)$)""")
+# after a secret word: within a name's length an assignment operator (gitleaks' set, plus JSON-escaped quotes)
+_WORD_TAIL = rb"""(?P<nm>[ \t\w.\-]{0,30}?)[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)"""
+# name characters → "a", the rest → " ": a name's start is found with bytes.rfind, not a backtracking regex
+_NAME_MAP = bytes(ord("a") if c in b"abcdefghijklmnopqrstuvwxyz0123456789_.-" else ord(" ") for c in range(256))
+_MAX_NAME = 80
 _ASSIGNMENT_OP = "(?:=|>|:{1,3}=|"  # how gitleaks' keyword rules spell the operator before the value
 _GITLEAKS_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""  # how they spell the end of a secret
 
@@ -98,11 +98,11 @@ def vendored(rules: Iterable[tuple[Any, ...]], global_allow: Iterable[str]) -> l
             gates = {"context": keywords}
         elif re.search(r"\\s|\\S|\[\^|[ .]\*|\(\?s|\\n", head):  # the secret may hold a space: no run holds it
             gates = {"text": keywords}
-        else:  # a token: the keywords inside it gate it by run, the others (a vendor's name) by text
-            # and it ends where any token ends (`….env`, `…_old`), not only at gitleaks' code delimiters
+        else:  # a token: gated by the keywords inside it (run); by a vendor's name (text) only when none is
+            # inside it. It ends where any token ends (`….env`, `…_old`), not only at gitleaks' code delimiters.
             regex = regex.replace(_GITLEAKS_END, r"(?![A-Za-z0-9])")
             inside = tuple(k for k in keywords if k in head or _in_order(k, head))
-            gates = {"run": inside, "text": tuple(k for k in keywords if k not in inside)}
+            gates = {"run": inside} if inside else {"text": keywords}
         secret_allow = "|".join(rx for rx in (either(allow_secret), common) if rx)
         match_allow = either(allow_match)
         for gate, words in gates.items():
@@ -191,7 +191,13 @@ class Scanner:
         # a keyword also runs the rules of every keyword it starts with (`xoxb-` and `xoxb`)
         self.run_rules = {k: tuple(dict.fromkeys(d for p, ds in run.items() if k.startswith(p) for d in ds))
                           for k in run}
+        words = tuple(words)
         self.word_re = re.compile(b"(?P<w>" + trie(words).encode() + b")" + _WORD_TAIL)
+        # a word rule's keyword then a space (`Bearer X`); a flag holding a secret word then a space (`--token X`)
+        spaced = {k for d in self.word_rules for k in d.keywords}
+        self.scheme_re = re.compile(b"(?P<w>" + trie(spaced).encode() + rb")[ \t]+(?=[^\s])")
+        self.flag_re = re.compile(b"--[a-z0-9_.\\-]{0,40}?(?:" + trie(words).encode() + b")[a-z0-9_.\\-]{0,20}[ \t]+"
+                                  b"(?=[^\\s-])")
         self.context_re = re.compile(trie(context).encode())
         # a keyword of three characters or fewer (`sk`, `s.`, `ey`) is inside many words: only where a token starts
         short, long = [k for k in run if len(k) <= 3], [k for k in run if len(k) > 3]
@@ -200,6 +206,7 @@ class Scanner:
     def spans(self, text: str) -> list[tuple[int, int, int]]:
         raw = text.encode("ascii", "replace")  # one byte per character: byte offsets are text offsets
         low = raw.lower()
+        names = low.translate(_NAME_MAP)
         found: list[tuple[int, int, int]] = []
         tried: set[tuple[str, int]] = set()
         accept = self.accept
@@ -214,31 +221,36 @@ class Scanner:
                     keep = len(match.group(1)) if det.keep < 0 else det.keep  # type: ignore[union-attr]
                     found.append((span[0], span[1], max(0, min(keep, span[1] - span[0] - 1))))
 
+        for scheme in self.scheme_re.finditer(low):
+            at = scheme.start()
+            if at and _NAME_MAP[low[at - 1]] == 97:  # inside a longer word ("mytoken x")
+                continue
+            for det in self.word_rules:
+                if scheme.group("w").decode() in det.keywords:
+                    run(det, at, (det.pattern.match(text, at),))
+        for flag in self.flag_re.finditer(low):
+            for det in self.name_rules:
+                run(det, flag.start(), (det.pattern.match(text, flag.start()),))
         hit = self.word_re.search(low)
         while hit is not None:
             p, word = hit.start(), hit.group("w").decode()
-            after = hit.end("w")  # the next search starts after the word, not after its tail: no word is skipped
-            for det in self.word_rules:
-                if word in det.keywords:
-                    run(det, p, (det.pattern.match(text, p),))
-            # the assigned name is the one just before the operator; when the secret word begins it, it may
-            # begin earlier still (`OPENAI_API_KEY` holds `api`)
-            last = _LAST_NAME.search(low, p, hit.end())
-            start = last.start() if last is not None and last.start() > p else p
-            if start == p:
-                name = _NAME_START.search(low, max(0, p - 80), p)
-                start = name.start() if name else p
+            # the assigned name is the one just before the operator; when the secret word begins it, it begins
+            # earlier still (`OPENAI_API_KEY` holds `api`)
+            end = hit.end("nm")
+            while end > p and low[end - 1:end] in b" \t":
+                end -= 1
+            start = names.rfind(b" ", max(0, end - _MAX_NAME), end) + 1 or max(0, end - _MAX_NAME)
             while start < p and low[start:start + 1] in b".-":
                 start += 1
-            flag = start >= 2 and low[start - 2:start] == b"--"
-            if hit.group("sp") is None or flag:  # else a word and a space: prose ("the key is …"), no assignment
-                start -= 2 if flag else 0
-                for det in self.name_rules:
-                    run(det, start, (det.pattern.match(text, start),))
-                for kw in self.context_re.finditer(low, max(0, p - 60), hit.end()):
+            for det in self.name_rules:
+                run(det, start, (det.pattern.match(text, start),))
+            for det in self.context_rules.get(word, ()):  # gitleaks' generic rule is keyed by the secret words
+                run(det, p, (det.pattern.match(text, p),))
+            for kw in self.context_re.finditer(low, max(0, start - 24), end):  # a vendor's name (ADAFRUIT_KEY)
+                if kw.start() != p:
                     for det in self.context_rules.get(kw.group().decode(), ()):
                         run(det, kw.start(), (det.pattern.match(text, kw.start()),))
-            hit = self.word_re.search(low, after)
+            hit = self.word_re.search(low, hit.end("w"))  # after the word, not its tail: no word is skipped
         n = len(text)
         for token in _RUN.finditer(raw.translate(_RUN_MAP)):
             lo, hi = token.span()
