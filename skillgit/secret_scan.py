@@ -54,16 +54,27 @@ def entropy(text: str) -> float:
 @dataclass(frozen=True)
 class Detector:
     id: str
-    pattern: re.Pattern[str]
+    source: re.Pattern[str] | str  # a vendored rule's pattern is compiled the first time a gate sends text to it
     gate: str  # "word" | "name" | "context" | "run" | "text"
     keywords: tuple[str, ...] = ()  # lower case
     group: int | str | tuple[str, ...] = 0  # 0: the first group that matched, else the whole match; -1: the
     # whole match; a name or a tuple of names: the first of them that matched
     min_entropy: float = 0.0
     keep: int = 0  # leading characters kept readable (a public prefix: `sk-`); -1: as long as group 1
-    allow_secret: re.Pattern[str] | None = None  # an allowlist tested on the secret
-    allow_match: re.Pattern[str] | None = None  # an allowlist tested on the whole match
+    allow_secret: re.Pattern[str] | str | None = None  # an allowlist tested on the secret
+    allow_match: re.Pattern[str] | str | None = None  # an allowlist tested on the whole match
     check: str = ""  # a post-check the accepting function knows by name ("assign", "scheme")
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return self._compiled("source")  # type: ignore[return-value]
+
+    def _compiled(self, name: str) -> re.Pattern[str] | None:
+        value = getattr(self, name)
+        if isinstance(value, str):
+            value = re.compile(value)
+            object.__setattr__(self, name, value)  # a cache: the same pattern, compiled once
+        return value
 
     def span(self, match: re.Match[str]) -> tuple[int, int] | None:
         if self.group == -1:
@@ -78,8 +89,9 @@ class Detector:
 
     def allowed(self, secret: str, whole: str) -> bool:
         """True when an allowlist of the rule lets this finding through (a placeholder, a key *name*, …)."""
-        return bool((self.allow_secret is not None and self.allow_secret.search(secret))
-                    or (self.allow_match is not None and self.allow_match.search(whole)))
+        allow_secret, allow_match = self._compiled("allow_secret"), self._compiled("allow_match")
+        return bool((allow_secret is not None and allow_secret.search(secret))
+                    or (allow_match is not None and allow_match.search(whole)))
 
 
 def either(patterns: Iterable[str]) -> str:
@@ -107,9 +119,8 @@ def vendored(rules: Iterable[tuple[Any, ...]], global_allow: Iterable[str]) -> l
         match_allow = either(allow_match)
         for gate, words in gates.items():
             if words:
-                out.append(Detector(rid, re.compile(regex), gate, tuple(words), group, min_entropy,
-                                    allow_secret=re.compile(secret_allow) if secret_allow else None,
-                                    allow_match=re.compile(match_allow) if match_allow else None))
+                out.append(Detector(rid, regex, gate, tuple(words), group, min_entropy,
+                                    allow_secret=secret_allow or None, allow_match=match_allow or None))
     return out
 
 

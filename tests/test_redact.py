@@ -248,6 +248,8 @@ def test_the_vendored_rules_compile_and_say_where_they_come_from():
                                                      "url-password", "auth-scheme", "assignment"}
     assert vendored == {rule[0] for rule in secret_rules.RULES}  # every rule got a gate
     assert all(d.keywords for d in scanner.detectors if d.gate in ("run", "context", "text"))
+    for det in scanner.detectors:  # compiled lazily in use: every pattern and allowlist compiles
+        assert det.pattern.pattern and det.allowed("", "") in (True, False)
 
 
 def test_redact_never_raises_and_stays_idempotent_on_arbitrary_text():
