@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tomllib
 import warnings
 from pathlib import Path
 
@@ -188,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--date", default="", help="that commit's date (YYYY-MM-DD)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
+    try:
+        import tomllib
+    except ModuleNotFoundError:
+        parser.error("needs Python ≥ 3.11 (tomllib)")
     text, dropped = build(tomllib.loads(args.toml.read_text(encoding="utf-8")), args.commit, args.date)
     args.out.write_text(text, encoding="utf-8")
     print(f"wrote {args.out} ({text.count(chr(10))} lines); left out {len(dropped)}", file=sys.stderr)

@@ -23,8 +23,9 @@ How it is masked: every occurrence becomes `MASK` ("***"); nothing of the secret
 well-known public prefix stays readable (`sk-***`, `ghp_***`, `Bearer ***`, `https://bob:***@host`).
 
 How it is fast (redaction is on harvest's hot path): a string is never scanned once per detector;
-`skillgit.secret_scan` finds in three cheap passes where a detector could match (secret words followed by an
-assignment, long runs of token characters holding a provider prefix, literal anchors) and runs it only there.
+`skillgit.secret_scan` finds in a few cheap passes where a detector could match (secret words followed by an
+assignment, schemes and flags, long runs of token characters holding a provider prefix, literal anchors) and runs
+it only there.
 
 Contracts:
 - `redact(text, extra_secrets=(), shapes=True)` masks secret values and (unless `shapes=False`) credential shapes.
@@ -254,7 +255,8 @@ _scanner_lock = threading.Lock()
 
 
 def _get_scanner() -> Scanner:
-    """The detector table, compiled on first use (~0.2 s: a process that never redacts never pays it)."""
+    """The detector table, built on first use (tens of milliseconds; each vendored pattern compiles when a gate
+    first sends it text): a process that never redacts never pays it."""
     global _scanner
     if _scanner is None:
         with _scanner_lock:

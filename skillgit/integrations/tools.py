@@ -251,7 +251,7 @@ def read_inside(path: Path, roots: tuple[Path, ...], limit: int = 1 << 20) -> st
     if not inside(real, roots):
         raise SkillgitError(f"{path} resolves to {real}, outside the repository",
                             "the MCP server reads files inside the repository only")
-    fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as handle:
         return handle.read(limit).decode("utf-8", errors="replace")
 
@@ -271,7 +271,7 @@ def _sleep_paths(ws: Workspace) -> tuple[Path, list[tuple[str, Path]]]:
 
 def _outside(key: str, path: Path) -> str:
     return (f"{key} ({path}) resolves to {os.path.realpath(path)}, outside the repository: the MCP server reads and "
-            f"writes inside the repository only; set {key} to a folder inside it (default .skillgit/sleep)")
+            f"writes inside the repository only; set {key} to a path inside it (or leave it at its default)")
 
 
 def find_reports(ws: Workspace) -> tuple[list[FoundReport], list[Path], list[str]]:
