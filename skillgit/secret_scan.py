@@ -2,21 +2,22 @@
 (that is the table's and `redact`'s post-check's business); it decides where each detector is worth running.
 
 Contract
-- `Detector` is one row: an id, a compiled pattern, a `gate` saying where it runs, the `keywords` that gate it,
-  which group is the secret, a minimum Shannon entropy, how many leading characters stay readable, allowlists.
-  Gates: "word" — anchored at a secret word it names (`Bearer X`); "name" — anchored at the start of the name
-  just before an assignment operator within reach of a secret word (`DB_PASSWORD=…`, `"api_key": "…"`,
-  `--token …`);
-  "context" — anchored at one of its keywords within a name's reach of a secret word (gitleaks' `vendor … = value`
-  rules); "run" — inside a run of token characters that holds one of its keywords (`AKIA…`, `ghp_…`); "text" — the
-  whole text, when one of its keywords occurs (`-----BEGIN`, `://`).
+- `Detector` is one row: an id, a pattern (a vendored one compiles on first use), a `gate` saying where it runs,
+  the `keywords` that gate it, which group is the secret, a minimum Shannon entropy, how many leading characters
+  stay readable, allowlists. Gates: "word" — anchored at a keyword of it followed by a space (`Bearer X`);
+  "name" — anchored at the start of the name just before an assignment operator within reach of a secret word
+  (`DB_PASSWORD=…`, `"api_key": "…"`), or at a `--flag` holding a secret word (`--token …`); "context" —
+  anchored at one of its keywords in or just before such a name (gitleaks' `vendor … = value` rules and its
+  generic rule); "run" — inside a run of token characters that holds one of its keywords (`AKIA…`, `ghp_…`);
+  "text" — the whole text, when one of its keywords occurs (`-----BEGIN`, `://`).
 - `vendored(rules, global_allow)` turns `skillgit.secret_rules`' rows (gitleaks' maintained set) into detectors,
   choosing each rule's gate from its pattern.
 - `Scanner(detectors, words, accept).spans(text)` returns (start, end, characters kept) for every match `accept`
-  takes. Three cheap passes find the candidates: a trie of `words` followed by an assignment or a space on the
-  lower-cased ASCII bytes; runs of at least `MIN_RUN` token characters found by a byte translation and a literal
-  search, then a trie of the run keywords over those runs only (keywords of ≤ 3 characters only where a token
-  starts); and a substring test per text keyword. A detector runs only where a pass put it, once per place.
+  takes. A few cheap passes over the lower-cased ASCII bytes find the candidates: a trie of `words` followed by an
+  assignment operator; the word rules' keywords followed by a space; `--` flags holding a word; runs of at least
+  `MIN_RUN` token characters (a byte translation and a literal search), then a trie of the run keywords over those
+  runs only (keywords of ≤ 3 characters only where a token starts); and a substring test per text keyword. A
+  detector runs only where a pass put it, once per place.
 - `mask(text, spans, token)` merges overlapping spans and replaces each with `token`, after its kept prefix.
 Every pattern is Python `re`; nothing here raises on any input text (a pattern error is a bug in the table).
 """
