@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from skillgit import provenance
 from skillgit.integrations.commands import cli_has
 from tests.conftest import FIXED_DATE, git
 
@@ -277,7 +278,7 @@ def test_a_missing_sdk_is_a_clear_error_naming_the_extra(tmp_path, make_repo):
     proc = subprocess.run([sys.executable, "-m", "skillgit", "mcp"], cwd=make_repo(), env=env, capture_output=True,
                           text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2, proc.stderr
-    assert "pip install 'skillgit[mcp]'" in proc.stderr and "Traceback" not in proc.stderr
+    assert provenance.extra_hint("mcp") in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout == ""  # stdout belongs to the protocol
 
 

@@ -24,12 +24,11 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
-from skillgit import __version__
+from skillgit import __version__, provenance
 from skillgit.errors import SkillgitError
 from skillgit.integrations import tools
 from skillgit.integrations.commands import Budget
 
-INSTALL_HINT = "pip install 'skillgit[mcp]'"
 INSTRUCTIONS = (
     "skillgit trains this repository's agent skill; every step is a git commit. Read freely (log, show, diff, "
     "rejected, status, report, review_summary). Training spends money: call train only with a budget the user "
@@ -57,7 +56,7 @@ def load_sdk() -> tuple[Any, type[Exception], type[Exception], Any]:
             from mcp.types import ToolAnnotations
         except ImportError:
             raise SkillgitError("`skillgit mcp` needs the MCP SDK (the `mcp` package), which is not installed",
-                                f"install it: {INSTALL_HINT}") from None
+                                f"install it: {provenance.extra_hint('mcp')}") from None
     return Server, ToolError, ResourceError, ToolAnnotations
 
 
