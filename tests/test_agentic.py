@@ -183,14 +183,16 @@ def test_traces_of_the_real_clis_output_formats():
 def test_presets_build_the_documented_argv(project):
     values = {"prompt": "P", "prompt_file": "/f", "workspace": "/w", "model": "m", "name": "n", "seed": "0",
               "sample": "0", "permission_mode": "acceptEdits", "sandbox": "workspace-write"}
-    claude = _student(project, "generic", argv=("x",))
-    claude.cfg = CommandCfg(preset="claude", max_turns=5)
-    from skillgit.agentic.student import PRESETS
-
-    claude.preset, claude.model = PRESETS["claude"], "sonnet"
+    claude = AgentStudent(CommandCfg(preset="claude", max_turns=5), project_root=project, model="sonnet",
+                          env=dict(os.environ))
     argv = claude.argv(values)
     assert argv[:3] == ["claude", "-p", "P"] and argv[-2] == "--allowedTools"  # the prompt before the variadic list
     assert "--max-turns" in argv and "bypassPermissions" not in argv and "--model" in argv
+    # hermetic by default: no MCP server but those given, no user settings (hooks, plugins)
+    assert "--strict-mcp-config" in argv and argv[argv.index("--setting-sources") + 1] == "project,local"
+    user = AgentStudent(CommandCfg(preset="claude", profile="user"), project_root=project, model=None,
+                        env=dict(os.environ))
+    assert "--strict-mcp-config" not in user.argv(values) and "--model" not in user.argv(values)
 
 
 # ---------------------------------------------------------------------------------------------- training
