@@ -180,6 +180,33 @@ def test_traces_of_the_real_clis_output_formats():
     assert opencode.final and any(s.kind == "call" for s in opencode.steps)
 
 
+def test_the_teachers_trace_keeps_indentation_and_newlines():
+    """Issue 23 item 12: short tool inputs and results were flattened to one line (Python indentation became one
+    space, a heredoc one line); the teacher must read them as the agent wrote them."""
+    heredoc = "python - <<'EOF'\ndef f(x):\n    if x:\n        return 1\nEOF"
+    result = "def f(x):\n    if x:\n        return 1\n"
+    stream = "\n".join(json.dumps(e) for e in (
+        {"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                                                       "input": {"command": heredoc, "description": "run"}}]}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": result}]}},
+        {"type": "result", "subtype": "success", "result": "done"}))
+    shown = trace.parse(stream, "claude-stream").render()
+    assert "command:\n" + heredoc in shown  # the heredoc keeps its lines and its indentation
+    assert "← def f(x):\n    if x:\n        return 1" in shown
+    codex = json.dumps({"type": "item.completed", "item": {"id": "i1", "type": "command_execution",
+                                                          "command": "bash -lc 'cat <<EOF\n  a\n    b\nEOF'",
+                                                          "aggregated_output": "  a\n    b\n", "exit_code": 0}})
+    shown = trace.parse(codex, "codex-json").render()
+    assert "→ shell: bash -lc 'cat <<EOF\n  a\n    b\nEOF'" in shown and "←   a\n    b" in shown
+    # a one-line input stays compact JSON; a long one is still cut in the middle
+    one_line = json.dumps({"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "a  b.py"}}]}})
+    assert '→ Read: {"file_path": "a  b.py"}' in trace.parse(one_line, "claude-stream").render()
+    long = trace.parse(json.dumps({"type": "item.completed", "item": {
+        "type": "command_execution", "command": "x" * 1000, "aggregated_output": ""}}), "codex-json").render()
+    assert "chars…]" in long and len(long.splitlines()[0]) < 400
+
+
 def test_presets_build_the_documented_argv(project):
     values = {"prompt": "P", "prompt_file": "/f", "workspace": "/w", "model": "m", "name": "n", "seed": "0",
               "sample": "0", "permission_mode": "acceptEdits", "sandbox": "workspace-write"}
