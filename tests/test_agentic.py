@@ -229,7 +229,12 @@ def test_demo_agentic_trains_a_package_offline_and_leaves_nothing_behind(tmp_pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("test hard:"))
     before, after = (float(v) for v in line.split(":")[1].split("(")[0].split("→"))
-    assert after > before
+    # The gate decides on val, so the demo must show a gated val gain; the test split (reported, never decided on)
+    # must not get worse. Its gain after 6 steps depends on the simulated teacher's draws, which hash the whole
+    # prompt: measured with the same code, seeds 0 / 1 / 2 gave test 0 → 0 / 1.0 / 0.5.
+    rows = {r.split("│")[1].strip(): r.split("│") for r in proc.stdout.splitlines() if r.startswith("│")}
+    assert float(rows["best"][2]) > float(rows["seed"][2]) and "accepted" in proc.stdout
+    assert after >= before
     changed = git(tmp_path / "d", "log", "--format=", "--name-only", "main")
     assert "skill/references/" in changed
     assert len(_worktrees(tmp_path / "d")) == 1 and git(tmp_path / "d", "status", "--porcelain") == ""

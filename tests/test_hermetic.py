@@ -265,3 +265,23 @@ def test_train_stops_with_the_fix_when_the_agent_never_loads_the_skill(project, 
     assert proc.returncode != 0
     assert "could not load the skill: ripgrep execution failed" in proc.stderr
     assert "apt-get install ripgrep" in proc.stderr
+
+
+def test_skill_load_reads_the_trace_of_each_agent():
+    from skillgit.agents.trace import AgentTrace, Step, skill_load
+
+    def load(*steps: Step) -> str:
+        return skill_load(AgentTrace("", steps), "demo", ".claude/skills/demo", "Skill").state
+
+    assert load(Step("call", "Skill", '{"skill": "demo"}', call_id="a"), Step("result", text="Launching skill: demo",
+                                                                            call_id="a")) == "loaded"
+    assert load(Step("call", "Read", '{"file_path": "./.claude/skills/demo/SKILL.md"}'), Step("result")) == "loaded"
+    assert load(Step("call", "Skill", '{"skill": "demo-x"}'), Step("result", text="no", error=True)) == "unseen"
+    assert load(Step("call", "Bash", "ls"), Step("result", text="x")) == "unseen"
+    # results are paired by call id: parallel calls whose results arrive out of order
+    out_of_order = (Step("call", "Skill", '{"skill": "demo"}', call_id="a"), Step("call", "Bash", "ls", call_id="b"),
+                    Step("result", text="ok", call_id="b"), Step("result", text="boom", error=True, call_id="a"))
+    assert load(*out_of_order) == "failed"
+    # a failed attempt followed by a successful one loaded the skill
+    assert load(Step("call", "Skill", '{"skill": "demo"}'), Step("result", text="boom", error=True),
+                Step("call", "Skill", '{"skill": "demo"}'), Step("result", text="ok")) == "loaded"

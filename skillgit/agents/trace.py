@@ -9,8 +9,9 @@ middle. Whitespace is kept as the agent wrote it (a Python body keeps its indent
 input that is a mapping is shown as its keys, with multi-line string values on their own lines.
 
 `skill_load(trace, name, install_rel, skill_tool)` says whether the agent loaded the installed skill: a call of its
-skill tool naming the skill, or any call whose input names the installed path (a Read, a `cat`); the call's result
-(paired by call id, else the next result) decides between loaded and failed.
+skill tool naming the skill (exactly: `{"skill": "demo"}`, not `demo-x`), or any call whose input names the
+installed path (a Read, a `cat`); the call's result (paired by call id, else the next result) decides between
+loaded and failed.
 """
 
 from __future__ import annotations
@@ -138,7 +139,8 @@ def skill_load(trace: AgentTrace, name: str, install_rel: str, skill_tool: str =
     for i, step in enumerate(steps):
         if step.kind != "call":
             continue
-        by_tool = bool(skill_tool) and step.name.lower() == skill_tool.lower() and name in step.text
+        by_tool = bool(skill_tool) and step.name.lower() == skill_tool.lower() and \
+            (f'"{name}"' in step.text or step.text.strip() == name)  # the skill itself, not one named like it
         if not by_tool and not (install_rel and install_rel in step.text):
             continue
         result = _result_of(steps, i)
