@@ -54,7 +54,6 @@ def end_state(folder: Path) -> dict:
 
 # ---------------------------------------------------------------------------------------------- 1. one run
 def uninterrupted(folder: Path, steps: int) -> dict:
-    from skillgit.loop.gate import blob_id
     from skillgit.project import open_project
     from skillgit.session import build_trainer, open_session
 
@@ -62,17 +61,9 @@ def uninterrupted(folder: Path, steps: int) -> dict:
     trainer = build_trainer(session, run_id=RUN, resume=False)
     clock = StepClock(trainer)
     ev = trainer.evaluator
-    score_saved = {"hits": 0, "calls": 0}
-    inner = ev.score
-
-    def score(skill, split, on_progress=None):
-        if (blob_id(skill), split) in ev._cache:  # a hit: the whole split would have been run again
-            score_saved["hits"] += 1
-            score_saved["calls"] += len(ev.splits[split]) * ev.repeats
-        return inner(skill, split, on_progress)
-
-    ev.score = score
     result = trainer.train()
+    # each hit of the evaluator's cache (the same text again within a step's round) is a val split not run again
+    score_saved = {"hits": ev.cache_hits, "calls": ev.cache_hits * len(ev.splits["val"]) * ev.repeats}
     windows = clock.usage_windows()
     snap = session.ledger.snapshot()
     return {"windows": windows, "by_stage": snap["by_stage"], "call_cache_saved": snap["saved_calls"],

@@ -1,33 +1,35 @@
-"""Gate calibration: how often each gate mode accepts a candidate that is no better (false accept) and one that is
-really better by about 10 points (true accept), at val sizes 10, 30 and 100, on the simulated world.
+"""Gate calibration: how often the gate accepts a candidate that is no better (false accept, under the resampling,
+trade-off and drift nulls) and one that is better by 10 or 20 points (true accept), at val sizes 10, 30 and 100,
+for a near-deterministic and a noisy student.
 
-Method — nothing here is a model of the world, it *is* the world: every score comes from the simulated student
-(skillgit/world) through the real `Evaluator` (ChatStudent → SimulatedStudentLLM, the project's `exact` scorer),
-and every verdict from the real `gate.decide`. The world draws each answer's noise from (world seed, the whole
-request including its `seed` field), so the same student with another `seed` is the same model sampled again:
-that is how a trial scores "the same skill again with new samples" (the null candidate), as a real run's
-candidate gets new samples. Noise is independent per (skill, item, sample), as with a real model at temperature.
+Method. A student is a pass rate per val item; a scoring draws every (item, repeat) as a coin with that rate, and
+every verdict comes from the real `gate.decide` with the real null controls (the incumbent scored again in the
+candidate's round, its earlier scoring as a control). Each trial draws 100 items (val 10 and 30 are the first 10
+and 30), makes every scoring once — the incumbent's earlier scoring, the incumbent again in the candidate's round,
+a byte-identical copy of it, the candidate, and three rival nulls for the best-of-4 row — and judges the *same*
+scores with every gate configuration, so rows differ by configuration, not by noise.
 
-Per trial and scenario: draw 100 val items and a train batch of 40 (train.batch_size's default) from a pool of
-3,000 world items, fresh each trial (a user's val set is a sample too); the val sets of size 10 and 30 are the
-first 10 and 30 of the 100. Score the current skill (before), the same skill again (null) and the better skill,
-each with its own student seed and as many repeats as any row needs (3), and the train batch once per skill.
-Then judge both candidates with every gate configuration on the *same* scores, so differences between rows are
-the modes', not noise; a row with fewer repeats uses the first ones.
+Students: `near-deterministic` — each item passes 98 % or 2 % of the time (even odds), a model at low temperature;
+`noisy` — each item's pass rate uniform in [0.05, 0.95].
 
-Scenarios (world defaults: seed 0, 6 hidden rules, noise 0.05):
-- `rule`: the current skill conveys three house rules (weight, code, decimals; val hard ≈ 0.22); the better one
-  also conveys the separator rule: a structured gain, about one item in ten goes from fail to pass — the kind of
-  step the loop makes.
-- `ceiling`: the current skill conveys every rule but is bloated past 40 lines, so the student slips more (≈ 0.85);
-  the better one says the same in 11 lines (≈ 0.95): a diffuse gain at the ceiling, where the noise is largest
-  (every item passes most of the time and can slip).
-The true gains are measured on the whole pool each run (`true_delta`).
+Scenarios (the candidate against the incumbent):
+- `resampling` (null): the same skill scored again;
+- `trade-off q` (null; q = 0.2, 0.4, 0.8): each item re-drawn from the student's distribution with probability q:
+  as many items broken as fixed, zero expected gain — what the gate before issue 20 accepted 15-19 % of the time;
+- `drift d` (null; d = 0.1, 0.2): the same skill, but the student's pass rates rose between the incumbent's
+  earlier scoring and the candidate's (p → p + 2d(1 − p): about d on average) — a provider or agent CLI update;
+- `+10`, `+20` (alternatives): near-deterministic, failing items fixed with probability g / 0.48; noisy,
+  p → p + 2g(1 − p). The realised mean gain of the pass rates is reported per row (`true_delta`) as a check.
 
-Output: `--json` prints one JSON object per (scenario, gate configuration, val size) with `mode`, `val_size`,
-`trials`, `false_accept`, `true_accept` and their 95 % Wilson intervals (`*_ci`); otherwise Markdown tables. The
-full result goes to bench/results/gate_calibration.json (`--out` elsewhere, `--no-save` not at all). The default
-(500 trials, both scenarios, sizes 10/30/100) takes about two minutes on one core.
+Configurations: `default` (the shipped `EvaluationCfg`), `default + control_copy`, `default, best of 4 proposals`
+(false accept: any of four nulls kept; true accept: the better one kept against three nulls),
+`default, reuse_incumbent_score` (the earlier score, no controls), `significance only` (no per_item),
+`significance, stderr k=1.75` (over items), `legacy` (the gate before issue 20: (item, repeat) cells pooled,
+z > 1.75, the earlier incumbent score) and `strict` (mean rises, earlier score).
+
+Output: Markdown tables (`--json`: one object per row with `student`, `scenario`, `kind`, `gate`, `val_size`,
+`trials`, `accept`, `accept_ci`, `refused`, `refused_ci` — 95 % Wilson intervals — and `true_delta`); the whole
+result goes to bench/results/gate_calibration.json (`--out` elsewhere, `--no-save` not at all).
 """
 
 from __future__ import annotations
@@ -39,271 +41,255 @@ import math
 import random
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 for _p in (str(ROOT), str(ROOT / "bench")):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from skillgit.config import EvaluationCfg, ScorerCfg, SimulatedCfg  # noqa: E402
-from skillgit.llm.base import ChatStudent  # noqa: E402
+from skillgit.config import EvaluationCfg  # noqa: E402
 from skillgit.loop import gate  # noqa: E402
 from skillgit.loop.decide import Judgement, best_of  # noqa: E402
-from skillgit.scorers import build_scorer  # noqa: E402
-from skillgit.types import Item  # noqa: E402
-from skillgit.world import SimulatedStudentLLM, all_rules_skill, default_skill, generate_tasks, read_skill  # noqa: E402
-from skillgit.world.rules import TOPICS  # noqa: E402
-from skillgit.world.tasks import house_topics  # noqa: E402
+from skillgit.loop.stats import wilson  # noqa: E402
 
-POOL = 3000
-RIVAL_SEEDS = 10 ** 12  # student seeds of the best-of-P rows' extra null candidates
-WORLD = SimulatedCfg()
+TOP = 100  # items drawn per trial
+RIVALS = 3  # extra null candidates for the best-of-4 row
+STUDENTS = ("near-deterministic", "noisy")
+SCENARIOS: dict[str, tuple[str, float]] = {  # name: (kind, parameter)
+    "resampling": ("null", 0.0), "trade-off 0.2": ("null", 0.2), "trade-off 0.4": ("null", 0.4),
+    "trade-off 0.8": ("null", 0.8), "drift 0.1": ("null", 0.1), "drift 0.2": ("null", 0.2),
+    "+10": ("alternative", 0.1), "+20": ("alternative", 0.2),
+}
 
 
+# ---------------------------------------------------------------------------------------------- students
+def draw(student: str, rng: random.Random) -> float:
+    if student == "near-deterministic":
+        return 0.98 if rng.random() < 0.5 else 0.02
+    return rng.uniform(0.05, 0.95)
+
+
+def candidate_rates(student: str, scenario: str, rates: list[float], rng: random.Random) -> list[float]:
+    """The candidate's pass rates (for drift: the incumbent's after the drift, which the candidate shares)."""
+    _, x = SCENARIOS[scenario]
+    if scenario.startswith("trade-off"):
+        return [draw(student, rng) if rng.random() < x else p for p in rates]
+    if scenario.startswith("drift") or (scenario.startswith("+") and student == "noisy"):
+        return [p + 2 * x * (1 - p) for p in rates]
+    if scenario.startswith("+"):
+        return [0.98 if p < 0.5 and rng.random() < x / 0.48 else p for p in rates]
+    return list(rates)
+
+
+def scoring(rates: list[float], repeats: int, rng: random.Random, round_: str) -> gate.SplitScore:
+    out = gate.SplitScore("val", f"skill-{round_}", repeats=repeats, round=round_)
+    for i, p in enumerate(rates):
+        rows = [float(rng.random() < p) for _ in range(repeats)]
+        out.samples[f"v{i:03d}"] = [(x, x) for x in rows]
+        out.per_item[f"v{i:03d}"] = (sum(rows) / repeats,) * 2
+    return out
+
+
+def subset(score: gate.SplitScore, ids: list[str]) -> gate.SplitScore:
+    return dataclasses.replace(score, per_item={k: score.per_item[k] for k in ids},
+                               samples={k: score.samples[k] for k in ids})
+
+
+# ---------------------------------------------------------------------------------------------- gates
 @dataclass(frozen=True)
-class GateSetup:
-    """One row of the table: a gate configuration, scored with `cfg.gate_repeats` repeats. `means_only` hides the
-    per-repeat scores from the gate (what it saw before per-(item, repeat) scores were kept)."""
-
-    label: str
-    cfg: EvaluationCfg
-    means_only: bool = False
-    # `optimizer.proposals`: this many candidates are gated together (the bar raised for it) and the best that
-    # passes is kept. False accept: any of P null candidates kept; true accept: the better one kept against P − 1
-    # null rivals (each a fresh sample of the same skill).
-    candidates: int = 1
-
-    def describe(self) -> dict[str, Any]:
-        c = self.cfg
-        return {"label": self.label, "mode": "+".join(c.gate), "gate_test": c.gate_test, "k": c.gate_k,
-                "alpha": c.paired_alpha, "tolerance": c.item_tolerance, "repeats": c.gate_repeats,
-                "means_only": self.means_only, "candidates": self.candidates, "default": self == default_setup()}
+class Scores:
+    earlier: gate.SplitScore  # the incumbent, scored in an earlier round (before any drift)
+    fresh: gate.SplitScore  # the incumbent again, in the candidate's round
+    copy: gate.SplitScore  # its byte-identical copy, same round
+    candidate: gate.SplitScore
+    rivals: tuple[gate.SplitScore, ...]  # null candidates (the incumbent's rates, this round)
 
 
-def default_setup() -> GateSetup:
-    return GateSetup(default_label(), EvaluationCfg())
+Verdict = tuple[bool, bool]  # (accepted, refused)
 
 
-def default_label() -> str:
-    c = EvaluationCfg()
-    extra = f" k={c.gate_k:g}" if "significance" in c.gate and c.gate_test == "stderr" else ""
-    return f"{'+'.join(c.gate)}{extra}, {c.gate_repeats} repeat{'s' if c.gate_repeats > 1 else ''} (default)"
+def _default(cfg: EvaluationCfg, s: Scores, ids: list[str], t: int, *, copy: bool = False) -> Verdict:
+    controls = [s.earlier] + ([s.copy] if copy else [])
+    r = gate.decide(cfg, s.fresh, s.candidate, seed=t, items=ids, controls=controls)
+    return r.accept, r.refused
 
 
-def setups() -> list[GateSetup]:
-    def ev(gate_modes: str, repeats: int = 1, **kw: Any) -> EvaluationCfg:
-        return EvaluationCfg(gate=gate_modes, gate_repeats=repeats, **kw)  # type: ignore[arg-type]
+def _reuse(cfg: EvaluationCfg, s: Scores, ids: list[str], t: int) -> Verdict:
+    r = gate.decide(cfg, s.earlier, s.candidate, seed=t, items=ids)
+    return r.accept, r.refused
 
-    k = EvaluationCfg().gate_k
-    rows = [
-        GateSetup("strict", ev("strict")),
-        GateSetup("paired (strict + permutation, alpha 0.1)", ev("paired")),
-        GateSetup(f"significance k={k:g}", ev("significance", gate_k=k)),
-        GateSetup("significance k=2", ev("significance", gate_k=2.0)),
-        GateSetup("significance, permutation alpha 0.05", ev("significance", gate_test="permutation",
-                                                             paired_alpha=0.05)),
-        GateSetup("per_item (implies strict)", ev("per_item")),
-        GateSetup(f"significance+per_item k={k:g}", ev("significance+per_item", gate_k=k)),
-        GateSetup(f"significance+two_split k={k:g}", ev("significance+two_split", gate_k=k)),
-        GateSetup(f"significance k={k:g}, 2 repeats", ev("significance", 2, gate_k=k)),
-        GateSetup("strict, 3 repeats", ev("strict", 3)),
-        GateSetup("significance k=1.65, 3 repeats", ev("significance", 3, gate_k=1.65)),
-        GateSetup(f"significance k={k:g}, 3 repeats", ev("significance", 3, gate_k=k)),
-        GateSetup(f"significance k={k:g}, 3 repeats, per-item means only", ev("significance", 3, gate_k=k), True),
-        GateSetup("significance k=2, 3 repeats", ev("significance", 3, gate_k=2.0)),
-        GateSetup("significance, permutation alpha 0.05, 3 repeats", ev("significance", 3, gate_test="permutation",
-                                                                        paired_alpha=0.05)),
-        GateSetup(f"significance+per_item k={k:g} tolerance 0.5, 3 repeats",
-                  ev("significance+per_item", 3, gate_k=k, item_tolerance=0.5)),
-        GateSetup(f"significance+per_item k={k:g} tolerance 0.7, 3 repeats",
-                  ev("significance+per_item", 3, gate_k=k, item_tolerance=0.7)),
-        GateSetup(f"significance+two_split k={k:g}, 3 repeats", ev("significance+two_split", 3, gate_k=k)),
+
+def _best_of(cfg: EvaluationCfg, s: Scores, ids: list[str], t: int, null: bool) -> Verdict:
+    field = [s.candidate, *s.rivals]
+    judged = [Judgement(gate.decide(cfg, s.fresh, a, seed=t, items=ids, candidates=len(field),
+                                    controls=[s.earlier]), a, True) for a in field]
+    kept = best_of(judged, cfg.gate_metric, cfg.mixed_weight)
+    return (kept is not None if null else kept == 0), judged[0].result.refused
+
+
+def _legacy(s: Scores, ids: list[str]) -> Verdict:
+    """The gate before issue 20: every (item, repeat) difference a sample, z > 1.75, the cached incumbent."""
+    cells = [x[0] - y[0] for k in ids for x, y in zip(s.candidate.samples[k], s.earlier.samples[k])]
+    mean = sum(cells) / len(cells)
+    var = sum((c - mean) ** 2 for c in cells) / (len(cells) - 1)
+    se = math.sqrt(var / len(cells))
+    return (mean > 1e-12 and (se == 0 or mean / se > 1.75 + 1e-12)), False
+
+
+def configurations() -> list[tuple[str, Callable[[Scores, list[str], int, bool], Verdict]]]:
+    d = EvaluationCfg()
+    only = EvaluationCfg(gate="significance")
+    stderr = EvaluationCfg(gate="significance", gate_test="stderr", gate_k=1.75)
+    strict = EvaluationCfg(gate="strict")
+    return [
+        ("default", lambda s, ids, t, null: _default(d, s, ids, t)),
+        ("default + control_copy", lambda s, ids, t, null: _default(d, s, ids, t, copy=True)),
+        ("default, best of 4 proposals", lambda s, ids, t, null: _best_of(d, s, ids, t, null)),
+        ("default, reuse_incumbent_score", lambda s, ids, t, null: _reuse(d, s, ids, t)),
+        ("significance only (no per_item)", lambda s, ids, t, null: _default(only, s, ids, t)),
+        ("significance, stderr k=1.75", lambda s, ids, t, null: _default(stderr, s, ids, t)),
+        ("legacy (cells pooled, before issue 20)", lambda s, ids, t, null: _legacy(s, ids)),
+        ("strict (earlier score)", lambda s, ids, t, null: _reuse(strict, s, ids, t)),
     ]
-    # the shipped default is always measured, labelled as such (replacing its twin if the list has one)
-    default = default_setup()
-    rows = [r for r in rows if (r.cfg, r.means_only) != (default.cfg, default.means_only)]
-    best_of = [GateSetup(f"{default.label.removesuffix(' (default)')}, best of {p} proposals", default.cfg,
-                         candidates=p) for p in (2, 4)]
-    return [default, *best_of, *rows]
-
-
-# ---------------------------------------------------------------------------------------------- the world
-def rule_line(topic: str) -> str:
-    """all_rules_skill's sentence for one house topic."""
-    base = default_skill()
-    full = all_rules_skill(WORLD)[len(base):].splitlines()
-    house = [t for t in TOPICS if t in house_topics(WORLD)]
-    return dict(zip(house, full))[topic] + "\n"
-
-
-def padded(skill: str, lines: int) -> str:
-    """`skill` with neutral lines added until it has `lines` non-empty lines (the student reads nothing new)."""
-    extra = lines - read_skill(skill).lines
-    pad = "".join(f"- Note {i + 1}: take each record on its own terms.\n" for i in range(max(0, extra)))
-    out = skill + "\n## Notes\n" + pad if extra > 0 else skill
-    a, b = read_skill(skill), read_skill(out)
-    assert (a.rules, a.plain, a.harms) == (b.rules, b.plain, b.harms), "padding must convey nothing"
-    return out
-
-
-def scenarios() -> dict[str, tuple[str, str]]:
-    three = default_skill() + "".join(rule_line(t) for t in ("weight", "code", "decimals"))
-    full = all_rules_skill(WORLD)
-    return {"rule": (three, three + rule_line("separator")),
-            "ceiling": (padded(full, 62), full)}
-
-
-def student(seed: int, world: SimulatedCfg = WORLD) -> ChatStudent:
-    return ChatStudent(SimulatedStudentLLM(world), seed=seed)
-
-
-def subset(score: gate.SplitScore, ids: list[str], repeats: int, means_only: bool = False) -> gate.SplitScore:
-    """`score` restricted to `ids` and its first `repeats` samples per item (kept unless `means_only`)."""
-    out = gate.SplitScore(score.split, score.blob)
-    for k in ids:
-        if k not in score.per_item:
-            continue
-        rows = score.samples.get(k) or [score.per_item[k]]
-        rows = rows[:repeats]
-        out.per_item[k] = (sum(h for h, _ in rows) / len(rows), sum(s for _, s in rows) / len(rows))
-        if len(rows) > 1 and not means_only:
-            out.samples[k] = list(rows)
-    return out
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    d = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / d
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
 
 
 # ---------------------------------------------------------------------------------------------- the run
-def true_delta(pool: list[Item], before: str, better: str, scorer: Any, world: SimulatedCfg) -> tuple[float, float]:
-    """(before's mean hard score, better − before) on the whole pool, two samples each."""
-    means = []
-    for i, skill in enumerate((before, better)):
-        ev = gate.Evaluator(student(10 ** 12 + 10 * i, world), scorer, {"pool": pool}, workers=1, repeats=2)
-        means.append(ev.score(skill, "pool").mean("hard"))
-    return round(means[0], 4), round(means[1] - means[0], 4)
-
-
-def run(trials: int, sizes: list[int], names: list[str], seed: int, batch: int, noise: float | None = None
-        ) -> list[dict[str, Any]]:
-    world = WORLD if noise is None else dataclasses.replace(WORLD, noise=noise)
-    pool = generate_tasks(WORLD, POOL)
-    scorer = build_scorer(ScorerCfg(), ROOT)
-    rows: list[dict[str, Any]] = []
-    table = setups()
-    repeats = max(s.cfg.gate_repeats for s in table)  # scored per skill; a row with fewer uses the first ones
-    rivals = max(s.candidates for s in table) - 1  # extra null candidates, for the best-of-P rows
-    assert repeats < 10, "student seeds are spaced 10 apart: at most 9 repeats"
-    top = max(sizes)
-    all_scenarios = scenarios()
-    for s_index, name in enumerate(names):
-        before_skill, better_skill = all_scenarios[name]
-        base, delta = true_delta(pool, before_skill, better_skill, scorer, world)
-        print(f"[{name}] before {base:.3f}, better by {delta:+.3f} on {POOL} items", file=sys.stderr, flush=True)
-        counts = {(s.label, n): [0, 0] for s in table for n in sizes}
-        started = time.monotonic()
-        for t in range(trials):
-            rng = random.Random(f"gate-calibration:{seed}:{name}:{t}")
-            drawn = rng.sample(pool, top + batch)
-            val, train = drawn[:top], drawn[top:]
-            splits = {"val": val, "train": train}
-            # one student seed per (scenario, trial, role); requests use seed + sample, samples < 10
-            key = ((seed * 7 + s_index) * 1_000_003 + t) * 8
-            scores = {}
-            for role, skill in enumerate((before_skill, before_skill, better_skill)):
-                val_ev = gate.Evaluator(student(10 * (key + role), world), scorer, splits, workers=1, repeats=repeats)
-                train_ev = gate.Evaluator(student(10 * (key + role + 4), world), scorer, splits, workers=1)
-                scores[role] = (val_ev.score(skill, "val"), train_ev.score(skill, "train"))
-            for j in range(rivals):  # seeds of their own, apart from every (key + role) above
-                role = 3 + j
-                val_ev = gate.Evaluator(student(10 * (RIVAL_SEEDS + key + j), world), scorer, splits, workers=1,
-                                        repeats=repeats)
-                train_ev = gate.Evaluator(student(10 * (RIVAL_SEEDS + key + j + 4), world), scorer, splits, workers=1)
-                scores[role] = (val_ev.score(before_skill, "val"), train_ev.score(before_skill, "train"))
-            for n in sizes:
-                ids = [i.id for i in val[:n]]
-                for setup in table:
-                    repeats = setup.cfg.gate_repeats
-                    b = subset(scores[0][0], ids, repeats, setup.means_only)
-                    for slot, role in ((0, 1), (1, 2)):
-                        field = [role, *range(3, 3 + setup.candidates - 1)]  # the candidate first, then rivals
-                        judged = []
-                        for r in field:
-                            a = subset(scores[r][0], ids, repeats, setup.means_only)
-                            verdict = gate.decide(setup.cfg, b, a, seed=t, items=ids, train_before=scores[0][1],
-                                                  train_after=scores[r][1], candidates=setup.candidates)
-                            judged.append(Judgement(verdict, a, True))
-                        kept = best_of(judged, setup.cfg.gate_metric, setup.cfg.mixed_weight)  # the loop's choice
-                        # null: anything kept is a false accept; better: the better candidate itself must be kept
-                        counts[(setup.label, n)][slot] += kept is not None if slot == 0 else kept == 0
-            if (t + 1) % max(1, trials // 10) == 0:
-                print(f"[{name}] {t + 1}/{trials} trials, {time.monotonic() - started:.0f} s", file=sys.stderr,
-                      flush=True)
-        for setup in table:
-            for n in sizes:
-                fa, ta = counts[(setup.label, n)]
-                rows.append({"scenario": name, **setup.describe(), "val_size": n, "trials": trials,
-                             "false_accept": round(fa / trials, 4), "false_accept_ci": wilson(fa, trials),
-                             "true_accept": round(ta / trials, 4), "true_accept_ci": wilson(ta, trials),
-                             "gate_calls": n * setup.cfg.gate_repeats, "before_score": base, "true_delta": delta,
-                             "noise": world.noise})
+def run_one(args: tuple[str, str, int, list[int], int]) -> list[dict[str, Any]]:
+    """Every configuration on one (student, scenario), `trials` trials."""
+    student, scenario, trials, sizes, seed = args
+    kind, _ = SCENARIOS[scenario]
+    repeats = EvaluationCfg().gate_repeats
+    table = configurations()
+    counts = {(label, n): [0, 0] for label, _ in table for n in sizes}
+    deltas = {n: 0.0 for n in sizes}
+    for t in range(trials):
+        rng = random.Random(f"gate-calibration:{seed}:{student}:{scenario}:{t}")
+        rates = [draw(student, rng) for _ in range(TOP)]
+        moved = candidate_rates(student, scenario, rates, rng)
+        drift = scenario.startswith("drift")
+        now = moved if drift else rates  # the incumbent's rates in the candidate's round
+        scores = Scores(scoring(rates, repeats, rng, "1"), scoring(now, repeats, rng, "2"),
+                        scoring(now, repeats, rng, "2"), scoring(moved, repeats, rng, "2"),
+                        tuple(scoring(now, repeats, rng, "2") for _ in range(RIVALS)))
+        for n in sizes:
+            ids = [f"v{i:03d}" for i in range(n)]
+            deltas[n] += (sum(moved[:n]) - sum(now[:n])) / n
+            sub = Scores(*(subset(x, ids) for x in (scores.earlier, scores.fresh, scores.copy, scores.candidate)),
+                         tuple(subset(x, ids) for x in scores.rivals))
+            for label, judge in table:
+                accepted, refused = judge(sub, ids, t, kind == "null")
+                counts[(label, n)][0] += accepted
+                counts[(label, n)][1] += refused
+    rows = []
+    for label, _ in table:
+        for n in sizes:
+            acc, ref = counts[(label, n)]
+            rows.append({"student": student, "scenario": scenario, "kind": kind, "gate": label,
+                         "default": label == "default", "val_size": n, "trials": trials,
+                         "accept": round(acc / trials, 4), "accept_ci": wilson(acc, trials),
+                         "refused": round(ref / trials, 4), "refused_ci": wilson(ref, trials),
+                         "true_delta": round(deltas[n] / trials, 4)})
     return rows
 
 
+def run(trials: int, sizes: list[int], students: list[str], scenarios: list[str], seed: int, jobs: int
+        ) -> list[dict[str, Any]]:
+    work = [(st, sc, trials, sizes, seed) for st in students for sc in scenarios]
+    rows: list[dict[str, Any]] = []
+    started = time.monotonic()
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            for done, part in enumerate(pool.map(run_one, work), 1):
+                rows += part
+                print(f"{done}/{len(work)} ({part[0]['student']}, {part[0]['scenario']}) "
+                      f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    else:
+        for done, item in enumerate(work, 1):
+            rows += run_one(item)
+            print(f"{done}/{len(work)} {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    return rows
+
+
+def validity(rows: list[dict[str, Any]]) -> list[str]:
+    """The bench's own checks: nulls have no real gain (drift's is the student's, shared by the incumbent);
+    alternatives gain what they claim."""
+    problems = []
+    for r in rows:
+        if r["gate"] != "default":
+            continue
+        want = SCENARIOS[r["scenario"]][1] if r["kind"] == "alternative" else 0.0
+        tol = 0.02 + 1.5 / math.sqrt(max(1, r["trials"] * r["val_size"]))
+        if abs(r["true_delta"] - want) > tol:
+            problems.append(f"{r['student']} {r['scenario']} n={r['val_size']}: true gain {r['true_delta']:+.3f}, "
+                            f"expected {want:+.3f}")
+    return problems
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
-    def cell(p: float, ci: list[float] | tuple[float, float]) -> str:
-        return f"{p * 100:.0f} ({ci[0] * 100:.0f}–{ci[1] * 100:.0f})"
+    def cell(r: dict[str, Any]) -> str:
+        lo, hi = r["accept_ci"]
+        out = f"{r['accept'] * 100:.1f} ({lo * 100:.1f}–{hi * 100:.1f})"
+        return out + (f", refused {r['refused'] * 100:.0f}" if r["refused"] >= 0.005 else "")
 
     out = []
-    for name in dict.fromkeys(r["scenario"] for r in rows):
-        mine = [r for r in rows if r["scenario"] == name]
-        sizes = list(dict.fromkeys(r["val_size"] for r in mine))
-        first = mine[0]
-        out.append(f"\n{name}: before {first['before_score']:.3f}, better candidate {first['true_delta']:+.3f}, "
-                   f"{first['trials']} trials; false accept % / true accept % (95 % Wilson interval)\n")
-        out.append("| gate | " + " | ".join(f"FA n={n} | TA n={n}" for n in sizes) + " |")
-        out.append("| --- | " + " | ".join("---: | ---:" for _ in sizes) + " |")
-        for label in dict.fromkeys(r["label"] for r in mine):
-            cells = []
-            for n in sizes:
-                r = next(x for x in mine if x["label"] == label and x["val_size"] == n)
-                cells += [cell(r["false_accept"], r["false_accept_ci"]), cell(r["true_accept"], r["true_accept_ci"])]
-            out.append(f"| {label} | " + " | ".join(cells) + " |")
+    sizes = sorted({r["val_size"] for r in rows})
+    trials = rows[0]["trials"]
+    for student in dict.fromkeys(r["student"] for r in rows):
+        mine = [r for r in rows if r["student"] == student]
+        out.append(f"\n**{student}**, the default gate, {trials} trials: accept % (95 % Wilson interval); "
+                   f"null rows are false accepts, alternative rows true accepts\n")
+        out.append("| scenario | " + " | ".join(f"n={n}" for n in sizes) + " |")
+        out.append("| --- | " + " | ".join("---:" for _ in sizes) + " |")
+        for scenario in dict.fromkeys(r["scenario"] for r in mine):
+            cells = [cell(next(r for r in mine if r["scenario"] == scenario and r["gate"] == "default"
+                               and r["val_size"] == n)) for n in sizes]
+            out.append(f"| {scenario} ({SCENARIOS[scenario][0]}) | " + " | ".join(cells) + " |")
+    n = 30 if 30 in sizes else sizes[-1]
+    scen = list(dict.fromkeys(r["scenario"] for r in rows))
+    out.append(f"\nEvery configuration at n={n} (accept %; near-deterministic / noisy)\n")
+    out.append("| gate | " + " | ".join(scen) + " |")
+    out.append("| --- | " + " | ".join("---:" for _ in scen) + " |")
+    for label in dict.fromkeys(r["gate"] for r in rows):
+        cells = []
+        for sc in scen:
+            pair = [next((r for r in rows if r["gate"] == label and r["scenario"] == sc and r["val_size"] == n
+                          and r["student"] == st), None) for st in STUDENTS]
+            cells.append(" / ".join(f"{r['accept'] * 100:.1f}" if r else "–" for r in pair))
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--trials", type=int, default=500, help="trials per scenario (default 500)")
-    ap.add_argument("--sizes", default="10,30,100", help="val sizes, comma-separated (default 10,30,100)")
-    ap.add_argument("--scenarios", default="rule,ceiling", help="rule, ceiling or both (default)")
-    ap.add_argument("--batch", type=int, default=40, help="train batch size for two_split (default 40)")
+    ap.add_argument("--trials", type=int, default=2000, help="trials per (student, scenario) (default 2000)")
+    ap.add_argument("--sizes", default="10,30,100", help="val sizes, comma-separated, at most 100 (default 10,30,100)")
+    ap.add_argument("--students", default=",".join(STUDENTS), help="near-deterministic, noisy or both (default)")
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="a comma-separated subset (default: all)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--noise", type=float, default=None, help="the student's slip rate (default: the world's 0.05)")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--json", action="store_true", help="one JSON object per row on stdout")
-    ap.add_argument("--quick", action="store_true", help="tiny setting: 10 trials, val size 10")
+    ap.add_argument("--quick", action="store_true", help="tiny setting: 20 trials, val sizes 10 and 30")
     ap.add_argument("--out", type=Path, default=None, help="result file (default bench/results/gate_calibration.json)")
     ap.add_argument("--no-save", action="store_true", help="write no result file")
     args = ap.parse_args(argv)
     if args.quick:
-        args.trials, args.sizes = 10, "10"
+        args.trials, args.sizes = 20, "10,30"
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
-    names = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-    unknown = [n for n in names if n not in ("rule", "ceiling")]
-    if unknown or not sizes or min(sizes) < 2 or max(sizes) + args.batch > POOL or args.trials < 1:
-        ap.error("need --trials >= 1, --sizes between 2 and 2900, --scenarios from rule,ceiling")
+    students = [s.strip() for s in args.students.split(",") if s.strip()]
+    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    if (not sizes or min(sizes) < 2 or max(sizes) > TOP or args.trials < 1 or not set(students) <= set(STUDENTS)
+            or not set(scenarios) <= set(SCENARIOS)):
+        ap.error(f"need --trials >= 1, --sizes between 2 and {TOP}, --students from {', '.join(STUDENTS)}, "
+                 f"--scenarios from {', '.join(SCENARIOS)}")
     started = time.monotonic()
-    rows = run(args.trials, sizes, names, args.seed, args.batch, args.noise)
+    rows = run(args.trials, sizes, students, scenarios, args.seed, max(1, args.jobs))
+    problems = validity(rows)
+    for p in problems:
+        print(f"validity: {p}", file=sys.stderr)
     if args.json:
         for r in rows:
             print(json.dumps(r))
@@ -312,11 +298,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_save:
         from benchlib import write_result
 
-        write_result("gate_calibration", {"trials": args.trials, "sizes": sizes, "scenarios": names,
-                                          "noise": rows[0]["noise"], "seconds": round(time.monotonic() - started, 1),
-                                          "rows": rows},
-                     args.out)
-    return 0
+        write_result("gate_calibration", {"trials": args.trials, "sizes": sizes, "students": students,
+                                          "scenarios": scenarios, "seconds": round(time.monotonic() - started, 1),
+                                          "validity": problems, "rows": rows}, args.out)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

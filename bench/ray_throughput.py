@@ -7,6 +7,7 @@ The workload is `skillgit demo --agentic`'s: the simulated coding agent (a real 
 workspace built from a fixture repository, verified by a real pytest run. Nothing is journaled (every rollout
 really runs). Threads use `env.workers` = the cluster's CPU count, so both sides have the same parallelism.
 Overhead per task: a Ray round trip of a task that does nothing, and (ray wall − threads wall) / rollouts.
+Every Ray process binds 127.0.0.1 (`keep_ray_on_loopback`, `node_ip_address`), without a dashboard.
 Writes bench/results/ray_throughput.json (with the machine).
 """
 
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import say, table, write_result  # noqa: E402
 
 from skillgit.demo import create_agentic_project  # noqa: E402
-from skillgit.executor import THREADS, RayExecutor, StudentSpec  # noqa: E402
+from skillgit.executor import THREADS, RayExecutor, StudentSpec, keep_ray_on_loopback  # noqa: E402
 from skillgit.llm import factory  # noqa: E402
 from skillgit.loop import stages  # noqa: E402
 from skillgit.project import open_project  # noqa: E402
@@ -61,6 +62,7 @@ def main() -> None:
     if args.quick:
         args.items, args.rounds, args.noops = 4, 1, 20
 
+    keep_ray_on_loopback()  # before ray is imported: every node, agent and worker listens on 127.0.0.1 only
     import ray
     from ray.cluster_utils import Cluster
 
@@ -84,9 +86,10 @@ def main() -> None:
         say(f"ray: starting a local cluster of {args.nodes} nodes × {args.cpus_per_node} CPU")
         t0 = time.perf_counter()
         cluster = Cluster(initialize_head=True,
-                          head_node_args={"num_cpus": args.cpus_per_node, "include_dashboard": False})
+                          head_node_args={"num_cpus": args.cpus_per_node, "include_dashboard": False,
+                                          "node_ip_address": "127.0.0.1"})
         for _ in range(args.nodes - 1):
-            cluster.add_node(num_cpus=args.cpus_per_node)
+            cluster.add_node(num_cpus=args.cpus_per_node, node_ip_address="127.0.0.1")
         cluster.wait_for_nodes()
         executor = RayExecutor(cluster.address)
         startup = time.perf_counter() - t0

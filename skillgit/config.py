@@ -168,20 +168,28 @@ class EvaluationCfg:
     mixed_weight: float = 0.5  # weight of hard in mixed
     # Gate modes, all of which must pass (a list, or one string joined with '+': `significance+per_item`):
     # strict | significance | paired (strict + permutation test) | per_item | two_split. per_item and two_split are
-    # guards: named without strict, significance or paired they imply strict. Default chosen by
-    # bench/gate_calibration.py (bench/README.md, "Gate calibration").
-    gate: tuple[str, ...] = ("significance",)
+    # guards: named without strict, significance or paired they imply strict. Every test is over val items (each
+    # item's repeats averaged first). Default chosen by bench/gate_calibration.py (bench/README.md, "Gate
+    # calibration"): at most 5 % false accepts under the resampling, trade-off and drift nulls at 10-100 items.
+    gate: tuple[str, ...] = ("significance", "per_item")
     gate_margin: float = 0.0
-    gate_repeats: int = 3  # samples per val item: 3 triples the gate's calls, and the numbers need it (see above)
-    paired_alpha: float = 0.1
-    gate_test: str = "stderr"  # significance: stderr (mean delta > gate_k standard errors) | permutation (p < alpha)
-    gate_k: float = 1.75  # measured: false accepts <= 5 % at val size 30 (bench/README.md)
-    item_tolerance: float = 0.7  # per_item: an item whose score drops by more than this is a regression
+    gate_repeats: int = 3  # samples per val item (1 when the student's repeats are copies: temperature 0)
+    paired_alpha: float = 0.05  # the permutation test's bar (and per_item's and the null controls')
+    gate_test: str = "permutation"  # significance: permutation (sign-flip over items, p < alpha: exact) | stderr
+    gate_k: float = 1.75  # gate_test: stderr: the mean item gain must exceed this many standard errors
+    item_tolerance: float = 0.7  # per_item: a drop larger than this, beyond noise, is a regression
     eval_test: bool = True  # score seed / best / final on test at the end of a run (reported only)
     # The gate decides only when at least this share of val items was scored for both skills (unscored items are
     # retried `unscored_retries` times first); below it the candidate is rejected as "cannot judge".
     min_val_coverage: float = 0.9
     unscored_retries: int = 1
+    # Null controls. The incumbent is scored again in the same wave as its candidates, and its earlier scoring is
+    # a control: when the two disagree beyond the bar the gate refuses to judge (the student drifted). true: reuse
+    # the incumbent's earlier score instead (half the gate's calls) — risks reading provider drift as gain.
+    reuse_incumbent_score: bool = False
+    # Also score a byte-identical copy of the incumbent in each round (a second control; one more val scoring per
+    # step): the round's own noise floor, and a refusal when two scorings of one text disagree.
+    control_copy: bool = False
 
     def __post_init__(self) -> None:
         # Invariant: `gate` is a non-empty tuple of known mode names, without repeats, in the order given — whether

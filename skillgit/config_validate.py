@@ -175,7 +175,8 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "gradient.merge_batch_size": _ge(2),
     "optimizer.learning_rate": _ge(0), "optimizer.min_learning_rate": _ge(0),
     "optimizer.negative_buffer_size": _ge(0), "optimizer.proposals": _ge(1), "optimizer.slow_update_samples": _ge(1),
-    "evaluation.mixed_weight": _within(0, 1), "evaluation.gate_margin": _ge(0), "evaluation.gate_repeats": _ge(1),
+    "evaluation.mixed_weight": _within(0, 1), "evaluation.gate_margin": _ge(0),
+    "evaluation.gate_repeats": _within(1, 500),  # loop/evaluate.py: MAX_REPEATS sample numbers per round
     "evaluation.paired_alpha": (lambda v: 0 < v < 1, "must be > 0 and < 1"),
     "evaluation.gate_k": _ge(0), "evaluation.item_tolerance": _within(0, 1, hi_open=True),
     "env.workers": _ge(1), "env.max_reply_chars": _ge(1000),

@@ -18,7 +18,9 @@ class ExitCode(IntEnum):
     BACKEND = 4  # model backend: credentials, unreachable server, retries exhausted
     BUDGET = 5  # a run stopped at a budget limit before finishing what was asked
     LOCKED = 6  # another run holds the lock
-    INTERRUPTED = 130  # Ctrl-C; the run can be resumed
+    HANGUP = 129  # the terminal closed (SIGHUP, 128 + 1); the run can be resumed
+    INTERRUPTED = 130  # Ctrl-C (SIGINT, 128 + 2); the run can be resumed
+    TERMINATED = 143  # `kill`, CI cancelling a job, `timeout` (SIGTERM, 128 + 15); the run can be resumed
 
 
 class SkillgitError(Exception):
@@ -51,8 +53,9 @@ class ConfigError(SkillgitError):
 class Interrupted(SkillgitError):
     """The user pressed Ctrl-C; what was done is kept and the same command resumes."""
 
-    def __init__(self, message: str = "interrupted", hint: str = "run the same command again to resume"):
-        super().__init__(message, hint, ExitCode.INTERRUPTED)
+    def __init__(self, message: str = "interrupted", hint: str = "run the same command again to resume",
+                 code: ExitCode = ExitCode.INTERRUPTED):
+        super().__init__(message, hint, code)
 
 
 # A stop asked for by a signal (Ctrl-C, TERM, HUP). The CLI's handler records it and raises Interrupted at once,

@@ -16,6 +16,13 @@ Contract:
 - Secrets reach workers only through Ray's `runtime_env={"env_vars": …}` set at `ray.init`; every shipped
   argument is pickled and checked against `redact.secret_values()` first (`check_shippable`), so a secret never
   becomes a task argument (Ray's logs and dashboard show those).
+- Where Ray runs (`ray_target`, `RayExecutor`): without `env.ray_address` (or with `local`) a run starts its OWN
+  Ray instance — `ray.init(address="local")`, never the cluster a leftover `/tmp/ray/ray_current_cluster` or
+  `RAY_ADDRESS` names — bound to 127.0.0.1 (every Ray process: GCS, raylet, agents, workers), with no dashboard
+  and a per-run auth token kept in the environment (nothing written to HOME); a node on any other address stops
+  the run. An `env.ray_address` (`host:port`, `ray://host:port`, or `auto` = the running cluster this machine
+  records) is probed first: a dead address fails within seconds with a `SkillgitError` naming the key, instead
+  of Ray waiting for a GCS that is gone.
 - A worker lost mid-run (worker or node death, `RayTaskError`, lost object, timeout) makes that attempt *unknown*
   and it is shipped again, at most `attempts` times; after that the run raises `LLMError(kind="connection")`,
   which `stages.rollout` turns into an unknown trajectory — never a failure. An `LLMError` raised by the student
@@ -25,10 +32,15 @@ Contract:
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
+import ipaddress
 import os
 import pickle
+import secrets
 import shutil
+import socket
+import sys
 import tarfile
 import tempfile
 import threading
@@ -41,6 +53,7 @@ from skillgit.config import Config
 from skillgit.errors import SkillgitError
 from skillgit.llm.base import LLMError, Reply, Student
 from skillgit.llm.cache import model_identity
+from skillgit.provenance import extra_hint
 from skillgit.redact import secret_values
 from skillgit.types import Item
 
@@ -48,7 +61,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 TASK_DIR_KEY = "task_dir"  # = skillgit.agentic.spec.TASK_DIR_KEY (not imported: the executor loads no agent code)
-RAY_HINT = "install the extra: pip install 'skillgit[ray]' (or set env.executor: threads)"
+RAY_HINT = f"install the ray extra's packages: {extra_hint('ray')} (or set env.executor: threads)"
 
 
 @dataclass(frozen=True)
@@ -246,28 +259,145 @@ class RemoteStudent:
                        kind="connection", retryable=True)
 
 
+LOOPBACK = "127.0.0.1"
+PROBE_TIMEOUT_S = 3.0
+# Ray resolves 127.0.0.1 to the machine's outward address unless it runs "without clusters" (its switch for laptops)
+_LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+_ADDRESS_HINT = ("start that cluster (`ray start --head --node-ip-address 127.0.0.1`), fix env.ray_address, or "
+                 "remove it to run on a Ray instance of this run's own on 127.0.0.1")
+
+
+@dataclass(frozen=True)
+class RayTarget:
+    """Where a run's Ray is: its own local instance (`address` None) or an existing cluster at `address`."""
+
+    address: str | None
+    loopback: bool  # True when every node of it is on this machine's loopback (a local instance always is)
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    hostport = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return None
+    return host.strip("[]"), int(port)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _recorded_cluster() -> str | None:
+    """The address the running local cluster recorded (what Ray's own `auto` reads): RAY_ADDRESS, else
+    `<ray temp dir>/ray_current_cluster`."""
+    if os.environ.get("RAY_ADDRESS"):
+        return os.environ["RAY_ADDRESS"]
+    folder = Path(os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()) / "ray"
+    try:
+        return (folder / "ray_current_cluster").read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def ray_target(value: str | None) -> RayTarget:
+    """The `RayTarget` of `env.ray_address` (see the module contract); SkillgitError when it names a cluster that
+    does not answer, quickly."""
+    if value is None or not str(value).strip() or str(value).strip() == "local":
+        return RayTarget(None, True)
+    value = str(value).strip()
+    address = _recorded_cluster() if value == "auto" else value
+    if address is None:
+        raise SkillgitError("env.ray_address is 'auto', but this machine records no running Ray cluster "
+                            "(no RAY_ADDRESS, no ray_current_cluster file)", _ADDRESS_HINT)
+    where = _host_port(address)
+    if where is None:
+        raise SkillgitError(f"env.ray_address {value!r} is not an address (expected host:port, ray://host:port, "
+                            "auto or local)", "e.g. env.ray_address: 127.0.0.1:6379")
+    try:
+        socket.create_connection(where, timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        named = f" (= {address}, recorded by an earlier cluster)" if value == "auto" else ""
+        reason = exc.strerror or type(exc).__name__
+        raise SkillgitError(f"env.ray_address {value!r}{named}: no Ray cluster answers at {where[0]}:{where[1]} "
+                            f"({reason})", _ADDRESS_HINT) from None
+    return RayTarget(address, _is_loopback(where[0]))
+
+
+def keep_ray_on_loopback() -> None:
+    """Make this process's Ray put local nodes on 127.0.0.1 (read when ray is imported; set on the module too
+    when it already was). Child processes inherit the variable."""
+    os.environ.update(_LOOPBACK_ENV)
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None and getattr(constants, "ENABLE_RAY_CLUSTER", False):
+        constants.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]
+
+
 class RayExecutor:
-    """Rollouts as Ray tasks on a cluster (`address`, or a local one when None)."""
+    """Rollouts as Ray tasks on a cluster (`address`, see `ray_target`), or on a local instance of this run's own
+    on 127.0.0.1 when None."""
 
     name = "ray"
 
     def __init__(self, address: str | None = None, *, env_vars: Mapping[str, str] | None = None,
                  num_cpus_per_task: float = 1, attempts: int = 3, timeout_s: float | None = None,
                  init_kwargs: Mapping[str, Any] | None = None):
-        try:
-            import ray
-        except ImportError as exc:
-            raise SkillgitError("env.executor is 'ray' but Ray is not installed", RAY_HINT) from exc
+        if importlib.util.find_spec("ray") is None:
+            raise SkillgitError("env.executor is 'ray' but Ray is not installed", RAY_HINT)
+        target = ray_target(address)
+        if target.loopback:
+            keep_ray_on_loopback()
+        import ray
+
         self.attempts = attempts
         self.timeout_s = timeout_s
         self._started = False
+        self._restore: dict[str, str | None] = {}
         if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"address": address, "include_dashboard": False, "log_to_driver": False,
-                                      "runtime_env": {"env_vars": dict(env_vars or {})}, **(init_kwargs or {})}
-            ray.init(**kwargs)
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                      "runtime_env": {"env_vars": dict(env_vars or {})}}
+            if target.address is None:  # our own instance: never a leftover cluster, never RAY_ADDRESS
+                kwargs.update(address="local", _node_ip_address=LOOPBACK)
+                if not os.environ.get("RAY_AUTH_TOKEN") and not os.environ.get("RAY_AUTH_TOKEN_PATH"):
+                    self._set_env({"RAY_AUTH_TOKEN": secrets.token_hex(32)})  # else Ray writes ~/.ray/auth_token
+                self._restore.setdefault("RAY_AUTH_MODE", os.environ.get("RAY_AUTH_MODE"))  # ray.init sets it
+            else:
+                kwargs["address"] = target.address
+            try:
+                ray.init(**{**kwargs, **(init_kwargs or {})})
+            except BaseException as exc:
+                self.close()  # the run's token leaves the environment
+                if target.address is None or not isinstance(exc, Exception):
+                    raise
+                raise SkillgitError(f"env.ray_address {address!r}: Ray could not connect to {target.address} "
+                                    f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+                                    _ADDRESS_HINT) from None
             self._started = True
+            if target.address is None:
+                self._check_loopback()
         # max_retries=0: losing a worker is counted and retried by RemoteStudent (bounded), not silently by Ray.
         self.remote_run = ray.remote(num_cpus=num_cpus_per_task, max_retries=0)(run_task)
+
+    def _set_env(self, values: Mapping[str, str]) -> None:
+        for key, value in values.items():
+            self._restore.setdefault(key, os.environ.get(key))
+            os.environ[key] = value
+
+    def _check_loopback(self) -> None:
+        import ray
+
+        outside = sorted({str(n.get("NodeManagerAddress")) for n in ray.nodes()
+                          if not _is_loopback(str(n.get("NodeManagerAddress")))})
+        if outside:
+            self.close()
+            raise SkillgitError(f"the local Ray instance came up on {', '.join(outside)}, not {LOOPBACK}: "
+                                "stopped it (skillgit's servers listen on loopback only)",
+                                "start one yourself (`ray start --head --node-ip-address 127.0.0.1`) and set "
+                                "env.ray_address to it, or set env.executor: threads")
 
     def width(self) -> int:
         import ray
@@ -290,6 +420,12 @@ class RayExecutor:
 
             ray.shutdown()
             self._started = False
+        for key, value in self._restore.items():  # the run's token and Ray's auth switch leave with it
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._restore = {}
 
 
 def worker_env(cfg: Config, root: Path | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -175,7 +175,9 @@ def block_trajectories(trajs: list[Trajectory], outcome: str, *,
     """`<trajectory>` blocks, one per trajectory. `outcome` is "failure", "success", or "auto" (`types.is_failure`;
     "unknown" for a trajectory without a score). hard/soft are omitted for a trajectory without a score; `<trace>`
     appears only when non-empty; fields longer than `max_chars` keep their head and tail around a truncation
-    marker."""
+    marker. Judge isolation (`skillgit.judging`): `<expected>` is the trajectory's `expected`, which the rollout
+    sets to what the scorer lets a teacher read (`teacher_reference`: never a pattern or a rubric), and
+    `<feedback>` is the scorer's neutral account; only train items' trajectories are ever rendered."""
     if not trajs:
         return NONE
     blocks = []

@@ -8,7 +8,7 @@ newer skillgit reads any older history.
 
 - `StepKind`: what produced a candidate (a numbered step, an epoch's slow update or meta reflect).
 - `Verdict`: a history entry's verdict.
-- `Coverage`: how many val items the gate could compare.
+- `Coverage`: how many val items (and samples) the gate could compare.
 - `StepOutcome`: one decided candidate — the decision note, the `step_end` event, `status`'s last step, `log`.
 - `UpdateRecord`: how a candidate was built (patches, merges, selection, every edit's fate) — the candidate note.
 - `RunProgress`: a run's resumable state on its run ref.
@@ -75,11 +75,15 @@ def _float(value: Any) -> float | None:
 # ---------------------------------------------------------------------------------------------- coverage
 @dataclass(frozen=True)
 class Coverage:
-    """Val items the gate compared (`scored`: scored for both skills) out of `total`; `unscored` names the rest."""
+    """Val items the gate compared (`scored`: scored for both skills) out of `total`; `unscored` names the rest.
+    `samples` / `samples_total`: the (item, repeat) samples scored out of those asked, for the skill that has
+    fewer of its own (copies of an item count once); None in notes written before samples were counted."""
 
     scored: int
     total: int
     unscored: tuple[str, ...] = ()
+    samples: int | None = None
+    samples_total: int | None = None
 
     @property
     def fraction(self) -> float:
@@ -90,17 +94,28 @@ class Coverage:
         return self.scored == self.total
 
     def describe(self) -> str:
-        return f"{self.scored}/{self.total} val items scored"
+        """"28/30 val items, 79/90 samples scored" (older notes: "28/30 val items scored")."""
+        if self.samples is None or not self.samples_total:
+            return f"{self.scored}/{self.total} val items scored"
+        return f"{self.scored}/{self.total} val items, {self.samples}/{self.samples_total} samples scored"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scored": self.scored, "total": self.total, "unscored": list(self.unscored)}
+        out: dict[str, Any] = {"scored": self.scored, "total": self.total, "unscored": list(self.unscored)}
+        if self.samples is not None:
+            out.update(samples=self.samples, samples_total=self.samples_total)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "Coverage | None":
         if not isinstance(data, Mapping):
             return None
+
+        def count(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
         return cls(int(data.get("scored", 0)), int(data.get("total", 0)),
-                   tuple(str(x) for x in data.get("unscored", ()) or ()))
+                   tuple(str(x) for x in data.get("unscored", ()) or ()), count("samples"), count("samples_total"))
 
 
 # ---------------------------------------------------------------------------------------------- outcome

@@ -1,22 +1,35 @@
 """Masking secrets before text leaves the process (error messages, agent traces, run summaries, notes, config
-dumps). The ONLY module that decides what a secret is and how it is masked; every other module calls it.
+dumps, harvested transcripts, MCP answers). The ONLY module that decides what a secret is and how it is masked;
+every other module calls it.
 
 What is a secret:
 - a *secret name*: an environment variable whose name contains KEY, TOKEN, SECRET, PASSWORD, PASSWD or
   CREDENTIAL, and every name registered with `register_secret_names` / `register` — the factory registers every
   `api_key_env` target and every key of the project's `.env` (except the endpoint settings in `PUBLIC_SETTINGS`),
   whatever it is called;
-- a *secret value*: the value (at least `MIN_SECRET_LEN` characters) of a secret name, in `os.environ` at the time
-  of the call or in a `SecretSet` registered with `register`, plus any `extra_secrets` a caller passes;
-- a *credential shape*: `sk-…` / `sk-ant-…`, GitHub (`ghp_…`, `github_pat_…`), Slack (`xox?-…`) and Hugging Face
-  (`hf_…`) tokens, `Bearer …` / `Basic …` credentials, and `api-key: …` / `x-api-key=…` / `"api_key": "…"` /
-  `authorization: …` assignments.
+- a *secret value*: the value (at least `MIN_SECRET_LEN` characters) of a secret name, in `os.environ` or in a
+  `SecretSet` registered with `register`, plus any `extra_secrets` a caller passes;
+- a *credential shape*, found by the detector table (`DETECTORS` below plus the rules vendored from gitleaks'
+  maintained rule set in `skillgit.secret_rules`, refreshed by `scripts/refresh_secret_rules.py`):
+  provider tokens (OpenAI / Anthropic `sk-…`, AWS key ids `AKIA…`/`ASIA…`, GitHub, GitLab, Slack, Stripe, Google,
+  npm, PyPI, Hugging Face, JWTs and ~200 more), private key blocks (`-----BEGIN … PRIVATE KEY-----` to its END,
+  or to the end of its body when cut), passwords in URLs (`scheme://user:***@host`), `Authorization` schemes
+  (`Bearer …`, `Basic …`, `token …`), assignments to a credential name (`api_key = …`, `"password": "…"`,
+  `aws_secret_access_key: …`, `--token …`; JSON-escaped quotes too), and any assignment to a name holding
+  key/token/secret/pass/auth/credential whose value has the Shannon entropy of a random string.
+  Home paths and e-mail addresses are not secrets: `skillgit.sleep.scrub` masks those in harvested text.
 
-How it is masked: every occurrence becomes `MASK` ("***"); nothing of the secret is kept (no last-four hint).
+How it is masked: every occurrence becomes `MASK` ("***"); nothing of the secret is kept (no last-four hint). A
+well-known public prefix stays readable (`sk-***`, `ghp_***`, `Bearer ***`, `https://bob:***@host`).
+
+How it is fast (redaction is on harvest's hot path): a string is never scanned once per detector;
+`skillgit.secret_scan` finds in a few cheap passes where a detector could match (secret words followed by an
+assignment, schemes and flags, long runs of token characters holding a provider prefix, literal anchors) and runs
+it only there.
 
 Contracts:
 - `redact(text, extra_secrets=(), shapes=True)` masks secret values and (unless `shapes=False`) credential shapes.
-  Idempotent; never raises.
+  Idempotent; never raises. `redact_count` also returns how many masks it applied.
 - `redact_mapping(obj, extra_secrets=())` returns a copy of a JSON-like structure in which every string under a
   key that names a credential (key, token, secret, password, credential, authorization) is masked and every
   other string goes through `redact`. Counters (`max_tokens`, `prompt_tokens`, non-strings) and `*_env` fields
@@ -24,6 +37,8 @@ Contracts:
 - `SecretSet` is an immutable (names, values) pair; `register(secrets)` adds one to the process-wide registry
   consulted by every later `redact`/`redact_mapping`/`is_secret_name` call (thread-safe; registration only ever
   adds, so a value once known stays masked for the life of the process).
+- `secret_values()` is computed once per process state: it is recomputed only when `os.environ` or the registry
+  changed (a snapshot of the environment's items is compared, not walked through `is_secret_name`).
 """
 
 from __future__ import annotations
@@ -34,27 +49,16 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from skillgit import secret_rules
+from skillgit.secret_scan import Detector, Scanner, entropy, mask, vendored
+
 MASK = "***"
 MIN_SECRET_LEN = 8
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 # Endpoint settings the backends read from the environment: where to connect, not how to authenticate. They stay
 # readable in `doctor` and error messages even when they come from `.env` (credentials inside a URL are still
-# masked: see the userinfo shape below).
+# masked: see the userinfo detector below).
 PUBLIC_SETTINGS = frozenset({"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION"})
-
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # OpenAI (sk-..., sk-proj-...) and Anthropic (sk-ant-api03-...) style keys
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{12,}"), "sk-" + MASK),
-    # GitHub, Slack and Hugging Face tokens
-    (re.compile(r"\b(ghp_|gho_|ghu_|ghs_|github_pat_|xox[abpr]-|hf_)[A-Za-z0-9_\-]{8,}"), r"\1" + MASK),
-    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9_\-.~+/=:]{8,}", re.IGNORECASE), r"\1 " + MASK),
-    # a password in a URL: scheme://user:password@host
-    (re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)(?!\*\*\*@)[^\s/@]+@", re.IGNORECASE), r"\1" + MASK + "@"),
-    # header or JSON/YAML assignments: api-key: X, "x-api-key": "X", api_key=X, authorization: X
-    (re.compile(r"""(?i)(["']?\b(?:x-)?(?:api[-_]?key|access[-_]?token|auth[-_]?token|client[-_]?secret|"""
-                r"""password|authorization)["']?\s*[:=]\s*["']?)(?!Bearer\b|Basic\b|\*\*\*)([^\s"',;}]{4,})"""),
-     r"\1" + MASK),
-)
 
 _SECRET_KEY_RE = re.compile(r"(?i)key|token|secret|passw|credential|authorization")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -102,13 +106,15 @@ class SecretSet:
 
 _registry_lock = threading.Lock()
 _registered = SecretSet()
+_generation = 0  # bumped by every register(): part of the secret_values cache key
 
 
 def register(secrets: SecretSet) -> None:
     """Make `secrets` known to every later `redact`, `redact_mapping` and `is_secret_name` call in this process."""
-    global _registered
+    global _registered, _generation
     with _registry_lock:
         _registered = _registered.union(secrets)
+        _generation += 1
 
 
 def register_secret_names(names: Iterable[str], environ: Mapping[str, str] | None = None) -> None:
@@ -130,13 +136,171 @@ def is_secret_name(name: str) -> bool:
     return registered().is_secret_name(name)
 
 
+def _compute_values(env: Mapping[str, str], known: SecretSet) -> tuple[str, ...]:
+    values = _long_enough(v for k, v in env.items() if known.is_secret_name(k)) | known.values
+    return tuple(sorted(values, key=lambda v: (-len(v), v)))
+
+
+_cache_lock = threading.Lock()
+_cache: tuple[Any, tuple[str, ...]] | None = None  # ((generation, environment snapshot), values)
+_extra_cache: dict[tuple[str, ...], tuple[Any, tuple[str, ...]]] = {}
+
+
+def _snapshot() -> Any:
+    """A cheap, exact picture of os.environ: its (encoded) items as a tuple; comparing two is a pointer walk."""
+    data = getattr(os.environ, "_data", None)
+    return tuple(data.items()) if isinstance(data, dict) else tuple(os.environ.items())
+
+
+def _process_values() -> tuple[str, ...]:
+    global _cache
+    key = (_generation, _snapshot())
+    cached = _cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    values = _compute_values(os.environ, registered())
+    with _cache_lock:
+        _cache = (key, values)
+        _extra_cache.clear()
+    return values
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of secret-named variables in `environ` (default: os.environ) and every registered secret value,
-    longest first."""
-    env = os.environ if environ is None else environ
-    known = registered()
-    values = _long_enough(v for k, v in env.items() if known.is_secret_name(k)) | known.values
-    return sorted(values, key=len, reverse=True)
+    longest first. For os.environ the list is computed once and reused until the environment or the registry
+    changes."""
+    if environ is None or environ is os.environ:
+        return list(_process_values())
+    return list(_compute_values(environ, registered()))
+
+
+def _secrets(extra_secrets: Iterable[str | None]) -> tuple[str, ...]:
+    base = _process_values()
+    extra = extra_secrets if isinstance(extra_secrets, tuple) else tuple(extra_secrets)
+    if not extra:
+        return base
+    hit = _extra_cache.get(extra)  # type: ignore[arg-type]
+    if hit is not None and hit[0] is base:
+        return hit[1]
+    merged = tuple(sorted(set(base) | _long_enough(extra), key=lambda v: (-len(v), v)))
+    with _cache_lock:
+        if len(_extra_cache) > 64:
+            _extra_cache.clear()
+        _extra_cache[extra] = (base, merged)  # type: ignore[index]
+    return merged
+
+
+# ---------------------------------------------------------------------------------------------- detectors
+def _looks_random(value: str) -> bool:
+    """A credential rather than a word: letters and digits mixed, or the entropy of a random string."""
+    if len(value) < 8 or value.startswith(MASK):
+        return False
+    has_digit, has_alpha = any(c.isdigit() for c in value), any(c.isalpha() for c in value)
+    return (has_digit and has_alpha) or (len(value) >= 16 and entropy(value) >= 3.5)
+
+
+_PLACEHOLDER = re.compile(r"""(?x)^(?:\*\*\*|\$|<|\{\{|%[A-Za-z_]|\.\.\.|…)|^(?i:none|null|nil|true|false|undefined|
+                          required|optional|redacted|changeme|your[-_].*|xxx+|\*+)$""")
+# a value that is code, not a literal: a call, an index, an attribute path, a snake_case or CamelCase name
+_CODE = re.compile(r"[(\[{]|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|^[a-z]+(?:_[a-z]+)+$|^[A-Z][a-z]+(?:[A-Z][a-z]+)+$")
+# names that hold a credential when they END with one of these (api_key, DB_PASSWORD, aws_secret_access_key…);
+# a password's value is masked whatever it looks like, the others' when quoted or not a plain lower-case word
+_PASSWORD_NAME = re.compile(r"(?i)(?:passw(?:or)?d|passphrase|(?<=[-_.])pass)$")
+_STRONG_NAME = re.compile(r"(?i)(?:passw(?:or)?d|passphrase|(?<=[-_.])pass|secret|token|credentials?|authorization|"
+                          r"(?:api|secret|private|access|signing|encryption|master|client|license|account|storage|"
+                          r"auth|app|webhook)[-_]?key|apikey|auth)$")
+_WORD = re.compile(r"[a-z]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)*|[A-Z]+")
+_SECRET_WORD = re.compile(r"(?i)key|token|secret|pass|pwd|auth|credential|creds")
+_SCHEMES = ("bearer", "basic", "token", "digest")
+# the secret words that gate the "word", "name" and "context" detectors (see skillgit.secret_scan)
+_WORDS = ("key", "token", "secret", "pass", "pwd", "auth", "credential", "creds", "access", "api", "private",
+          *_SCHEMES)
+_TOKEN = r"[A-Za-z0-9_\-]"
+# a quoted value ("…", '…', JSON-escaped \"…\"), or a bare one that ends where a literal ends (not at `[`, `(`, `.x`)
+_VALUE = (r"""(?:(?P<q>\\?["'])(?P<qv>[^"'\n\\]{1,300})(?P=q)?|"""
+          r"""(?P<v>[^\s"'`,;{}()\[\]<>\\]{4,})(?=[\s"',;)}\]]|\\[nrt"]|$))""")
+_OPERATOR = r"""(?P<op>(?(flag)(?:[ \t]+|=)|["'\\]{0,2}[ \t]*(?::=|=>|[:=])(?![:=])[ \t]*))"""
+_PROVIDER_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xoxa-", "xoxb-", "xoxe-",
+                      "xoxo-", "xoxp-", "xoxr-", "xoxs-", "hf_", "npm_", "pypi-")
+_AWS_PREFIXES = ("A3T", "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
+# Our own rows; the ~200 vendored from gitleaks (skillgit.secret_rules) follow them in the table.
+DETECTORS: tuple[Detector, ...] = (
+    # OpenAI (sk-…, sk-proj-…) and Anthropic (sk-ant-api03-…) style keys, of any length
+    Detector("sk-key", re.compile(r"(?<![A-Za-z0-9])sk-" + _TOKEN + "{12,}"), "run", ("sk-",), keep=3),
+    Detector("provider-prefix", re.compile(r"(?<![A-Za-z0-9])(" + "|".join(map(re.escape, _PROVIDER_PREFIXES))
+                                           + r")[A-Za-z0-9_\-]{8,}"), "run", _PROVIDER_PREFIXES, group=-1, keep=-1),
+    # AWS access key ids, without gitleaks' allowance for AWS's documented EXAMPLE ids
+    Detector("aws-key-id", re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(_AWS_PREFIXES).replace("A3T", "A3T[A-Z0-9]")
+                                      + r")[A-Z2-7]{16}(?![A-Za-z0-9])"), "run",
+             tuple(p.lower() for p in _AWS_PREFIXES)),
+    # a private key block, to its END line or (cut off) to the end of its body; JSON-escaped newlines too
+    Detector("private-key-block", re.compile(
+        r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE[ _]KEY(?:[ _]BLOCK)?-----(?:(?:(?!-----END)[\s\S]){0,20000}?"
+        r"-----END[ A-Z0-9_-]{0,100}PRIVATE[ _]KEY(?:[ _]BLOCK)?-----|"
+        r"(?:(?:\s|\\[nrt])*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z-]{2,30}:[^\n\\]{0,200}))*)"), "text", ("-----begin",)),
+    # a password in a URL: scheme://user:password@host
+    Detector("url-password", re.compile(r"://[^\s:/@'\"<>]+:(?!\*\*\*@)([^\s/@'\"<>]+)@"), "text", ("://",)),
+    # Authorization schemes: Bearer X, Basic X, token X, Digest X
+    Detector("auth-scheme", re.compile(r"(?i)(?<![A-Za-z0-9_])(bearer|basic|token|digest)[ \t]+(?!\*\*\*)"
+                                       r"(?P<s>[A-Za-z0-9_\-.~+/=:]{8,})"), "word", _SCHEMES, group="s",
+             check="scheme"),
+    # name = value, "name": "value", name: value, --name value, JSON-escaped quotes too (post-checked in _accept:
+    # a credential name, or any secret word with the entropy of a random string)
+    Detector("assignment", re.compile(r"(?P<flag>--)?(?=(?P<name>[A-Za-z0-9_.\-]{1,80}))(?P=name)" + _OPERATOR
+                                      + _VALUE), "name", group=("qv", "v"), check="assign"),
+)
+
+_scanner: Scanner | None = None
+_scanner_lock = threading.Lock()
+
+
+def _get_scanner() -> Scanner:
+    """The detector table, built on first use (tens of milliseconds; each vendored pattern compiles when a gate
+    first sends it text): a process that never redacts never pays it."""
+    global _scanner
+    if _scanner is None:
+        with _scanner_lock:
+            if _scanner is None:
+                rules = vendored(secret_rules.RULES, secret_rules.GLOBAL_ALLOW)
+                _scanner = Scanner((*DETECTORS, *rules), _WORDS, _accept)
+    return _scanner
+
+
+def _accept(det: Detector, text: str, match: re.Match[str], span: tuple[int, int]) -> bool:
+    secret = text[span[0]:span[1]]
+    if not secret or MASK in secret:
+        return False  # already masked (`***`, `sk-***`), or glued to a mask: redact is idempotent
+    if det.check == "scheme":
+        return match.group(1).lower() == "bearer" or _looks_random(secret)
+    if det.check == "assign":
+        name, quoted = match.group("name"), match.group("qv") is not None
+        if _PLACEHOLDER.search(secret) or (not quoted and _CODE.search(secret)):
+            return False
+        if secret.strip() == "" or secret.split(None, 1)[0].lower() in _SCHEMES:
+            return False  # `Authorization: Bearer X`: the scheme detector masks X
+        if match.group("flag") and match.group("op").strip() != "=" and not _STRONG_NAME.search(name):
+            return False
+        if _STRONG_NAME.search(name):
+            if _PASSWORD_NAME.search(name):
+                return len(secret) >= (3 if quoted else 4)
+            # a token is no plain word: not `credentials: none`, `token: "AccessKeyId"`
+            return len(secret) >= (3 if quoted else 4) and not _WORD.fullmatch(secret)
+        # any other name holding a secret word: gitleaks' generic rule, which also reads JSON-escaped quotes here
+        generic = _get_scanner().by_id.get("generic-api-key")
+        return bool(_SECRET_WORD.search(name)) and len(secret) >= 10 and entropy(secret) >= 3.5 \
+            and not (generic is not None and generic.allowed(secret, match.group(0)))
+    if det.min_entropy and entropy(secret) < det.min_entropy:
+        return False
+    return not det.allowed(secret, match.group(0))
+
+
+def redact_count(text: str, extra_secrets: Iterable[str | None] = (), *, shapes: bool = True) -> tuple[str, int]:
+    """`redact(text, …)` and the number of masks it applied."""
+    if not text:
+        return text, 0
+    if not isinstance(text, str):
+        text = str(text)
+    return _redact_values(text, _secrets(extra_secrets), shapes)
 
 
 def redact(text: str, extra_secrets: Iterable[str | None] = (), *, shapes: bool = True) -> str:
@@ -144,25 +308,24 @@ def redact(text: str, extra_secrets: Iterable[str | None] = (), *, shapes: bool 
 
     `shapes=False` masks only known secret values: for text whose exact wording matters (a student's answer).
     """
-    if not text:
-        return text
-    return _redact_values(text, _secrets(extra_secrets), shapes)
+    return redact_count(text, extra_secrets, shapes=shapes)[0]
 
 
-def _secrets(extra_secrets: Iterable[str | None]) -> list[str]:
-    return sorted(set(secret_values()) | _long_enough(extra_secrets), key=len, reverse=True)
-
-
-def _redact_values(text: Any, secrets: list[str], shapes: bool = True) -> str:
+def _redact_values(text: Any, secrets: tuple[str, ...], shapes: bool = True) -> tuple[str, int]:
     if not isinstance(text, str):
         text = str(text)
+    spans: list[tuple[int, int, int]] = []
     for value in secrets:
-        if value in text:
-            text = text.replace(value, MASK)
+        at = text.find(value)
+        while at >= 0:
+            spans.append((at, at + len(value), -1))  # a known value: nothing of it is kept
+            at = text.find(value, at + len(value))
     if shapes:
-        for pattern, repl in _PATTERNS:
-            text = pattern.sub(repl, text)
-    return text
+        try:
+            spans += _get_scanner().spans(text)
+        except Exception as exc:  # noqa: BLE001 - a detector bug must not leak the text it failed on
+            return f"{MASK} (text withheld: the secret scan failed with {type(exc).__name__})", 1
+    return mask(text, spans, MASK)
 
 
 def is_secret_key(key: str) -> bool:
@@ -175,12 +338,10 @@ def is_secret_key(key: str) -> bool:
 
 def redact_mapping(obj: Any, extra_secrets: Iterable[str | None] = ()) -> Any:
     """A copy of `obj` (dicts, lists, tuples, scalars) with credential fields masked (see the module contract)."""
-    # The secret values are looked up once per call, not once per string: a step's note holds thousands of
-    # strings, and scanning the environment for each of them cost more than the step's git bookkeeping.
     return _redact_tree(obj, _secrets(extra_secrets))
 
 
-def _redact_tree(obj: Any, secrets: list[str]) -> Any:
+def _redact_tree(obj: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(obj, Mapping):
         out: dict[Any, Any] = {}
         for key, value in obj.items():
@@ -200,5 +361,5 @@ def _redact_tree(obj: Any, secrets: list[str]) -> Any:
     if isinstance(obj, tuple):
         return tuple(_redact_tree(v, secrets) for v in obj)
     if isinstance(obj, str):
-        return _redact_values(obj, secrets) if obj else obj
+        return _redact_values(obj, secrets)[0] if obj else obj
     return obj

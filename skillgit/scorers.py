@@ -4,8 +4,14 @@ Contracts:
 - `build_scorer(cfg, root)` returns a `Scorer`, a callable `(item, output) -> Score`, safe to call from several
   threads at once (a python scorer must itself be thread-safe). Config problems found while building (a python
   callable that cannot be imported) raise `ConfigError`.
-- A call returns a Score with `hard` and `soft` in [0, 1] and `feedback` of at most 300 characters, written for
-  the teacher: what was expected against what came, e.g. the first differing segment.
+- A call returns a Score with `hard` and `soft` in [0, 1] and `feedback` of at most 300 characters for the
+  teacher: a *neutral* account of what the output did wrong (where it departs from the expected answer, with the
+  output's own text there; what it lacks or adds), never the judge's internals: no expected answer, pattern or
+  expected JSON value. A python or command scorer's feedback is the user's, passed as written.
+- Judge isolation (`skillgit.judging`): `teacher_reference(item)` is what a teacher may read as `<expected>` (the
+  expected answer; nothing for `regex` with per-item patterns: a pattern is the judge's rule, not an answer);
+  `judge_texts(items)` the judge's text the leak guard keeps out of the skill (regex patterns, expected JSON
+  values, a python scorer's source file, the files a command scorer names).
 - A wrong or garbled *student* output is a normal low score. A problem of the *scorer* (an item lacks the
   `expected` this scorer needs, a python scorer raises or returns nonsense, a command scorer crashes, times out or
   prints no score) raises `ScorerError`: the loop records that trajectory as an error, not as a failure.
@@ -28,20 +34,14 @@ Types (`env.scorer.type`):
 - command: a shell command run in the project root with `{"item": ..., "output": ...}` JSON on stdin; it exits 0
   and prints a number, true/false, or a JSON object `{hard, soft?, feedback?}` (the whole stdout or its last line).
   It runs in its own process group, which is killed on timeout, with secrets removed from its environment
-  (see `scrubbed_env`).
-- rubric (`RubricScorer(judge, fallback)`, built by callers that have a teacher, e.g. `skillgit sleep`; not an
-  `env.scorer.type`): an item whose metadata has a `rubric` and that has no `expected` is judged by the teacher
-  (`judge`, an `LLM`): one request of stage `judge` with the task's input, the rubric, the reference answer a
-  person accepted (`metadata.judge_reference`, when there is one), the student's output and, when the caller
-  passes it, the trace (an agent's tool calls and workspace diff). The reply must be a JSON object `{hard, soft,
-  feedback}` with hard and soft in [0, 1]; anything else (prose, a wrong shape, a failed call) is a ScorerError:
-  the trajectory is unknown, never a failure. Every other item goes to `fallback` (the configured scorer).
+  (see `scrubbed_env`). (The rubric scorer, a teacher judging items with a rubric: `skillgit.rubric`.)
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 import json
 import math
 import os
@@ -51,15 +51,13 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from skillgit import process
 from skillgit.config import ScorerCfg
 from skillgit.errors import ConfigError, SkillgitError
+from skillgit.judging import JudgeText, command_files, read_judge_file, shown_path
 from skillgit.types import Item, Score
-
-if TYPE_CHECKING:
-    from skillgit.llm.base import LLM, Request
 
 FEEDBACK_LIMIT = 300
 _SIMILARITY_CHARS = 2000  # difflib is quadratic; compare at most this much of each side
@@ -119,15 +117,23 @@ def _window(text: str, start: int, width: int = 70) -> str:
 
 
 def diff_feedback(expected: str, got: str, prefix: str = "") -> str:
-    """'expected X, got Y' for short texts; otherwise the first differing segment of each."""
+    """What is wrong with `got`, told without `expected` (see the module contract): the output is empty, stops short
+    of the expected answer, runs on past it, or departs from it at a character — shown with the output's own text
+    there — and, when they differ, how many lines each has."""
     if not got.strip():
-        return clip(f"{prefix}empty output; expected {expected[:200]!r}")
-    if len(expected) <= 100 and len(got) <= 100:
-        return clip(f"{prefix}expected {expected!r}, got {got!r}")
+        return clip(f"{prefix}the output is empty")
     at = len(os.path.commonprefix([expected, got]))
-    start = max(0, at - 20)
-    return clip(f"{prefix}first difference at character {at}: expected '{_window(expected, start)}', "
-                f"got '{_window(got, start)}'")
+    lines_got, lines_want = len(got.splitlines()) or 1, len(expected.splitlines()) or 1
+    shape = (f" (the output has {lines_got} line{'s' * (lines_got != 1)}, the expected answer {lines_want})"
+             if lines_got != lines_want else "")
+    if at == len(expected):
+        return clip(f"{prefix}the output matches the expected answer up to character {at}, then goes on: "
+                    f"'{_window(got, at)}'{shape}")
+    if at == len(got):
+        return clip(f"{prefix}the output stops short: it matches the start of the expected answer and ends at "
+                    f"character {at}{shape}")
+    return clip(f"{prefix}the output departs from the expected answer at character {at}: "
+                f"'{_window(got, max(0, at - 20))}'{shape}")
 
 
 def _expected_list(item: Item, kind: str) -> list[Any]:
@@ -170,8 +176,8 @@ class ExactScorer(_TextScorer):
             want, got = want.casefold(), got.casefold()
         if want == got:
             return Score(1.0, 1.0, "correct: matches the expected answer exactly")
-        note = "differs only in letter case; " if want.casefold() == got.casefold() else ""
-        return Score(0.0, _similarity(want, got), diff_feedback(expected.strip(), output.strip(), note))
+        note = "differs from the expected answer only in letter case; " if want.casefold() == got.casefold() else ""
+        return Score(0.0, _similarity(want, got), diff_feedback(want, got, note))
 
 
 class NormalizedScorer(_TextScorer):
@@ -181,7 +187,8 @@ class NormalizedScorer(_TextScorer):
         want, got = normalize_text(expected), normalize_text(output)
         if want == got:
             return Score(1.0, 1.0, "correct: matches the expected answer (ignoring case, spacing, punctuation)")
-        return Score(0.0, _similarity(want, got), diff_feedback(expected.strip(), output.strip()))
+        return Score(0.0, _similarity(want, got), diff_feedback(want, got, "compared ignoring case, spacing and "
+                                                                           "punctuation: "))
 
 
 class ContainsScorer(_TextScorer):
@@ -192,13 +199,15 @@ class ContainsScorer(_TextScorer):
         if not self.cfg.case_sensitive:
             want, got = want.casefold(), got.casefold()
         if want in got:
-            return Score(1.0, 1.0, f"correct: the output contains {clip(expected.strip(), 120)!r}")
+            return Score(1.0, 1.0, "correct: the output contains the expected answer")
+        if not got.strip():
+            return Score(0.0, 0.0, "the output is empty")
         fold = not self.cfg.case_sensitive
         ref = tokens(want, fold)
         present = sum((Counter(ref) & Counter(tokens(got, fold))).values())
         soft = present / len(ref) if ref else 0.0
-        return Score(0.0, soft, clip(f"the output does not contain {clip(expected.strip(), 120)!r}; "
-                                     f"it was {clip(output.strip(), 140)!r}"))
+        return Score(0.0, soft, clip(f"the output does not contain the expected answer: {present} of its "
+                                     f"{len(ref)} words appear in the output"))
 
 
 @lru_cache(maxsize=1024)
@@ -235,9 +244,21 @@ class RegexScorer:
                 raise ScorerError(f"item '{item.id}': `expected` {clip(pattern, 80)!r} is not a valid regular "
                                   f"expression: {exc}", "fix the pattern in the task file") from None
             if compiled.search(output):
-                return Score(1.0, 1.0, f"correct: matches /{clip(pattern, 120)}/")
-        shown = " or ".join(f"/{clip(p, 80)}/" for p in patterns[:3])
-        return Score(0.0, 0.0, clip(f"no match for {shown} in the output {clip(output.strip(), 140)!r}"))
+                return Score(1.0, 1.0, "correct: matches the required pattern")
+        which = "the required pattern" if len(patterns) == 1 else f"any of the {len(patterns)} accepted patterns"
+        if not output.strip():
+            return Score(0.0, 0.0, f"the output is empty: it does not match {which}")
+        return Score(0.0, 0.0, f"the output does not match {which}")
+
+    def teacher_reference(self, item: Item) -> Any:
+        """An item's expected answer when the pattern is the config's; nothing when `expected` is the pattern."""
+        return item.expected if self.cfg.pattern is not None else None
+
+    def judge_texts(self, items: list[Item]) -> list[JudgeText]:
+        if self.cfg.pattern is not None:
+            return [JudgeText("pattern", "the regex pattern env.scorer.pattern", self.cfg.pattern)]
+        return [JudgeText("pattern", f"the expected pattern of item '{i.id}'", str(v)) for i in items
+                for v in (i.expected if isinstance(i.expected, (list, tuple)) else [i.expected]) if v is not None]
 
 
 _NUMBER_RE = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?\.\d+(?:[eE][-+]?\d+)?")
@@ -281,15 +302,17 @@ class NumericScorer:
         for value in _expected_list(item, self.kind):
             want = self._expected_number(item, value)
             if got is None:
-                scores.append(Score(0.0, 0.0, clip(f"no number in the output; expected {want:g}")))
+                scores.append(Score(0.0, 0.0, "the output has no number"))
                 continue
             error = abs(got - want)
             if error <= max(self.cfg.tolerance, self.cfg.rel_tolerance * abs(want)):
-                scores.append(Score(1.0, 1.0, f"correct: {got:g} (expected {want:g})"))
+                scores.append(Score(1.0, 1.0, f"correct: {got:g} is the expected value"))
                 continue
             relative = error / max(abs(want), self.cfg.tolerance, 1e-12)
+            how = "close to it (within 1%)" if relative <= 0.01 else \
+                "within 10% of it" if relative <= 0.1 else "off by more than 10%"
             scores.append(Score(0.0, 1.0 / (1.0 + relative),
-                                f"expected {want:g}, got {got:g} (the last number in the output)"))
+                                f"the last number in the output, {got:g}, is not the expected value: {how}"))
         return _best(scores)
 
 
@@ -302,9 +325,10 @@ class F1Scorer(_TextScorer):
         if hard:
             return Score(1.0, f1, f"correct: token F1 {f1:.2f}")
         want, got = Counter(tokens(expected)), Counter(tokens(output))
-        missing = " ".join(list((want - got).elements())[:15])
+        missing = sum((want - got).values())
         extra = " ".join(list((got - want).elements())[:15])
-        return Score(0.0, f1, clip(f"token F1 {f1:.2f}; missing: {missing or '-'}; unexpected: {extra or '-'}"))
+        return Score(0.0, f1, clip(f"token F1 {f1:.2f}; {missing} word{'s' * (missing != 1)} of the expected answer "
+                                   f"missing; words of the output that are not expected: {extra or '-'}"))
 
 
 _MISSING = object()
@@ -349,6 +373,12 @@ class JsonFieldScorer:
     def __init__(self, cfg: ScorerCfg):
         self.cfg = cfg
 
+    def judge_texts(self, items: list[Item]) -> list[JudgeText]:
+        """Each expected object's field values (a whole answer is guarded like any expected answer)."""
+        values = [(i.id, k, v) for i in items if isinstance(i.expected, dict) for k, v in i.expected.items()]
+        return [JudgeText("reference", f"the expected JSON value '{k}' of item '{i}'",
+                          v if isinstance(v, str) else json.dumps(v, sort_keys=True)) for i, k, v in values]
+
     def _same(self, want: Any, got: Any) -> bool:
         if isinstance(want, bool) or isinstance(got, bool):
             return want is got or (isinstance(got, str) and got.strip().lower() == str(want).lower())
@@ -380,21 +410,21 @@ class JsonFieldScorer:
         got = extract_json("" if output is None else output)
         if not isinstance(got, dict):
             what = "no JSON object" if got is None else f"JSON {type(got).__name__}, not an object"
-            return Score(0.0, 0.0, clip(f"the output has {what}; expected an object with {', '.join(fields)}"))
+            return Score(0.0, 0.0, clip(f"the output has {what}; an object with the fields {', '.join(fields)} "
+                                        "is expected"))
         wrong, missing = [], []
-        for name in fields:
+        for name in fields:  # field names are the answer's shape; expected values are never said
             value = _lookup(got, name)
             if value is _MISSING:
                 missing.append(name)
             elif not self._same(_lookup(expected, name), value):
-                wrong.append(f"{name} (expected {json.dumps(_lookup(expected, name))[:60]}, "
-                             f"got {json.dumps(value, default=str)[:60]})")
+                wrong.append(f"{name} (the output has {json.dumps(value, default=str)[:60]})")
         right = len(fields) - len(wrong) - len(missing)
         soft = right / len(fields) if fields else 1.0
         if not wrong and not missing:
             return Score(1.0, 1.0, f"correct: all {len(fields)} fields match")
-        parts = ([f"wrong: {'; '.join(wrong)}"] if wrong else []) + ([f"missing: {', '.join(missing)}"]
-                                                                      if missing else [])
+        parts = ([f"wrong value: {'; '.join(wrong)}"] if wrong else []) + ([f"missing: {', '.join(missing)}"]
+                                                                            if missing else [])
         return Score(0.0, soft, clip(f"{right}/{len(fields)} fields right; " + "; ".join(parts)))
 
 
@@ -462,7 +492,14 @@ class PythonScorer:
 
     def __init__(self, cfg: ScorerCfg, root: Path):
         self.spec = cfg.callable or ""
+        self.root = Path(root)
         self.func = _load_callable(self.spec, root)
+
+    def judge_texts(self, items: list[Item]) -> list[JudgeText]:
+        """The source file of the scorer's module (none for a builtin; a binary module is not text)."""
+        path = Path(getattr(inspect.getmodule(self.func), "__file__", None) or self.root)
+        found = read_judge_file(path, f"the python scorer's source {shown_path(path, self.root)}")
+        return [found] if found else []
 
     def __call__(self, item: Item, output: str) -> Score:
         who = f"python scorer {self.spec}"
@@ -511,6 +548,12 @@ class CommandScorer:
         self.timeout_s = cfg.timeout_s
         self.root = Path(root)
 
+    def judge_texts(self, items: list[Item]) -> list[JudgeText]:
+        """The files the command names (its verifier script and data)."""
+        found = [read_judge_file(path, f"the command scorer's file {shown_path(path, self.root)}")
+                 for path in command_files(self.command, self.root)]
+        return [f for f in found if f is not None]
+
     def __call__(self, item: Item, output: str) -> Score:
         who = f"command scorer `{clip(self.command, 60)}`"
         payload = json.dumps({"item": item.to_dict(), "output": output}, ensure_ascii=False, default=str)
@@ -529,87 +572,6 @@ class CommandScorer:
                               f"{clip(tail[0], 160)}",
                               "a verifier exits 0 and prints its score; print 0 for a wrong answer")
         return parse_printed_score(stdout, who)
-
-
-# ---------------------------------------------------------------------------------------------- rubric (a judge)
-JUDGE_STAGE = "judge"
-JUDGE_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["hard", "soft", "feedback"],
-    "properties": {"hard": {"type": "number", "minimum": 0, "maximum": 1},
-                   "soft": {"type": "number", "minimum": 0, "maximum": 1},
-                   "feedback": {"type": "string"}}}
-JUDGE_SYSTEM = ("You are a strict, fair judge of an AI assistant's work. Judge only what is in front of you against "
-                "the rubric (and the reference answer, when one is given: a person accepted it, so an answer "
-                "that says the same in other words passes). Reply with ONE JSON object "
-                '{"hard": 0 or 1 (pass/fail), "soft": a number from 0 to 1 (partial credit), "feedback": one or two '
-                'sentences for whoever improves the assistant: what is wrong or missing}.')
-_JUDGE_TEXT_LIMIT = 12000  # characters of output and of trace shown to the judge
-
-
-_TAG_LINE = re.compile(r"^([ \t]*)((?:&amp;)*&lt;|<)(?=/?[A-Za-z_])", re.M)
-
-
-def _block(tag: str, text: str) -> str:
-    """A protocol block (docs/ARCHITECTURE.md) whose content cannot open or close a block: a line-initial `<tag`
-    becomes `&lt;tag` and an escaped one gains one `&amp;` (prompts.py's scheme, for any tag name)."""
-    body = _TAG_LINE.sub(lambda m: m.group(1) + ("&lt;" if m.group(2) == "<" else "&amp;" + m.group(2)),
-                         str(text).rstrip("\n"))
-    return f"<{tag}>\n{body}\n</{tag}>"
-
-
-def judge_request(item: Item, output: str, trace: str = "") -> "Request":
-    """The judge's one request for `item` (see the module contract); deterministic, so the call journal replays it."""
-    from skillgit.llm.base import Message, Request
-
-    meta = item.metadata or {}
-    parts = [f"<stage>{JUDGE_STAGE}</stage>", _block("task", item.input), _block("rubric", str(meta.get("rubric")))]
-    reference = meta.get("judge_reference")
-    if isinstance(reference, str) and reference.strip():
-        parts.append(_block("reference", reference))
-    parts.append(_block("output", clip(output or "", _JUDGE_TEXT_LIMIT)))
-    if trace and trace.strip():
-        parts.append(_block("trace", clip(trace, _JUDGE_TEXT_LIMIT)))
-    return Request((Message("system", JUDGE_SYSTEM), Message("user", "\n\n".join(parts))), stage=JUDGE_STAGE,
-                   json_schema=JUDGE_SCHEMA, temperature=0.0, max_tokens=512)
-
-
-def parse_judgement(text: str, who: str = "the judge") -> Score:
-    """The judge's reply → Score; ScorerError (unknown) when it is not a `{hard, soft, feedback}` object."""
-    value = extract_json(text)
-    if not isinstance(value, Mapping) or "hard" not in value:
-        raise ScorerError(f"{who} gave no {{hard, soft, feedback}} object: {clip(str(text).strip(), 120)!r}",
-                          "the trajectory counts as unknown; the judge's model may need a JSON mode")
-    return to_score(value, who)
-
-
-class RubricScorer:
-    """See the module contract (type `rubric`). Thread-safe when `judge` and `fallback` are."""
-
-    kind = "rubric"
-
-    def __init__(self, judge: "LLM", fallback: Callable[[Item, str], Score] | None = None):
-        self.judge = judge
-        self.fallback = fallback
-
-    @staticmethod
-    def judges(item: Item) -> bool:
-        rubric = (item.metadata or {}).get("rubric")
-        return item.expected is None and isinstance(rubric, str) and bool(rubric.strip())
-
-    def __call__(self, item: Item, output: str, trace: str = "") -> Score:
-        if not self.judges(item):
-            if self.fallback is None:
-                raise ScorerError(f"item '{item.id}' has neither a rubric nor an expected answer",
-                                  "give the item `expected`, or a `rubric` in its metadata")
-            return self.fallback(item, output)
-        from skillgit.llm.base import LLMError
-
-        try:
-            reply = self.judge.complete(judge_request(item, "" if output is None else str(output), trace))
-        except LLMError as exc:
-            raise ScorerError(f"the judge could not answer on item '{item.id}': {exc.message}",
-                              "the trajectory counts as unknown") from None
-        return parse_judgement(reply.text, f"the judge ({getattr(self.judge, 'id', 'teacher')})")
 
 
 # ---------------------------------------------------------------------------------------------- factory

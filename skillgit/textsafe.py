@@ -36,3 +36,43 @@ def shown(text: str, *, multiline: bool = True) -> str:
     """`text` safe to print on a terminal: unsafe characters appear as escapes, never act."""
     pattern = _UNSAFE if multiline else _UNSAFE_LINE
     return pattern.sub(_escape, text)
+
+
+# ---------------------------------------------------------------------------------------------- Markdown
+# Text a model, a transcript or a collaborator's note wrote reaches Markdown that GitHub renders: pull-request
+# bodies (`skillgit pr`), night reports (`skillgit sleep`) and `skillgit check` comments. There it must stay text:
+# an image (`![x](https://tracker/pixel)`) would load when a reviewer opens the page, a link or raw HTML could
+# dress up as something else, an @mention would ping people. `inert_markdown` and `code_span` are the only ways
+# such text enters Markdown.
+_URL = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]{0,31}:/{1,3}|\bwww\.|\b(?:mailto|data|javascript|vbscript):)[^\s`<>]*")
+_MD_SPECIAL = re.compile(r"[\\`\[\]|]")
+
+
+def _inert_words(text: str) -> str:
+    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(), text)  # no link, image or code syntax, no table cell break
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
+
+
+def inert_markdown(text: str) -> str:
+    """One line of untrusted text, safe inside Markdown (also inside a table cell): whitespace runs (line breaks
+    too) become one space; `\\`, `` ` ``, `[`, `]` and `|` are backslash-escaped, so no link, image, reference or
+    code span can form (`![x](http://…)` shows as written); `<`, `>` and `&` are HTML-escaped (no raw HTML, no
+    `<http://…>` autolink); `@` becomes `&#64;` (no mention, no e-mail link); an address (`scheme://…`, `www.…`,
+    `mailto:` / `data:` / `javascript:`) is shown as inline code, which GitHub never turns into a link."""
+    flat = " ".join(clean(str(text), multiline=False).split())
+    out, pos = [], 0
+    for m in _URL.finditer(flat):
+        out.append(_inert_words(flat[pos:m.start()]))
+        out.append(code_span(m.group()).replace("|", "\\|"))
+        pos = m.end()
+    out.append(_inert_words(flat[pos:]))
+    return "".join(out)
+
+
+def code_span(text: str) -> str:
+    """Inline code holding `text` on one line, which the text itself cannot close early (the fence is longer than
+    any backtick run in it). Markdown shows code literally: no link, image, HTML or mention inside."""
+    flat = " ".join(clean(str(text), multiline=False).split())
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{ticks}{pad}{flat}{pad}{ticks}"

@@ -317,12 +317,15 @@ def test_the_gate_refuses_to_judge_on_a_thin_val_set_and_says_so():
     after = _split({i: (1.0, 1.0) for i in items[:16]}, {i: "student: 500" for i in items[16:]})
     result = gate.decide(EvaluationCfg(), before, after, items=items)
     assert not result.accept
-    assert result.reason.startswith("cannot judge") and "16/30 val items scored" in result.reason
+    assert result.reason.startswith("cannot judge") and "16/30 val items, 16/30 samples scored" in result.reason
     assert result.coverage is not None and result.coverage.unscored == tuple(items[16:])
     # above the floor it decides, and the reason still names what was left out
     after = _split({i: (1.0, 1.0) for i in items[:29]}, {items[29]: "student: 500"})
-    result = gate.decide(EvaluationCfg(), before, after, items=items)
-    assert result.accept and "(29/30 val items scored)" in result.reason
+    result = gate.decide(EvaluationCfg(gate="significance"), before, after, items=items)
+    assert result.accept and "(29/30 val items, 29/30 samples scored)" in result.reason
+    # the default's per_item guard cannot vouch for an item it could not score again: it says so
+    guarded = gate.decide(EvaluationCfg(), before, after, items=items)
+    assert not guarded.accept and "v29 unknown now (student: 500)" in guarded.reason
 
 
 class FlakyStudent:
@@ -428,7 +431,7 @@ def test_ctrl_c_says_how_to_resume_and_the_run_resumes(project, sig):
     if sig == "SIGKILL":
         assert proc.wait(timeout=120) == -signal.SIGKILL
     else:
-        assert proc.wait(timeout=120) == 130
+        assert proc.wait(timeout=120) == (130 if sig == "SIGINT" else 143)  # 128 + the signal's number
         said = "interrupted" if sig == "SIGINT" else "stopped by SIGTERM"
         assert f"error: {said}" in rest and "run the same command again to resume" in rest
         assert "Aborted" not in rest and "Traceback" not in rest
@@ -528,7 +531,9 @@ def test_the_gated_commit_path_works_without_a_trainer(project):
                       tuple(session.splits.train))
     base, before = store.tip(), store.read_skill()
     current = evaluator.score(before, "val")
-    good = before + "\nJoin the fields with ' | ' instead of commas.\nWrite codes in uppercase letters (AB-12).\n"
+    good = before + ("\nJoin the fields with ' | ' instead of commas.\nWrite codes in uppercase letters (AB-12).\n"
+                     "Write names as 'Last, First' (Lovelace, Ada).\nAlways give prices with 2 decimal places.\n"
+                     "Use metric units: weights in kg with two decimals.\n")
     record = UpdateRecord("patch")
     outcome, now = decide.gated_commit(ctx, store, "solo", 1, decide.Proposal(1, 0, StepKind.STEP, base, before,
                                                                                good, record), current,

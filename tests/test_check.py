@@ -58,6 +58,7 @@ def test_an_improving_human_edit_passes_on_a_pull_request_branch(project):
     code, result, markdown = check(project)
     assert code == 0 and result["verdict"] == "improved", result["reason"]
     assert result["base"]["sha"] == fork and result["head"]["sha"] == head  # the merge-base, not main's tip
+    assert "val split: 30 val item(s) × 3 repeat(s): the gate detects gains of about 19 points" in markdown
     assert result["base"]["rev"] == "merge-base with main"
     assert result["delta"] > 0.3 and result["head"]["val_scored"] == result["head"]["val_n"] == 30
     assert len(result["flips"]["fixed"]) > 5 and result["flips"]["recorded"]
@@ -114,19 +115,21 @@ def test_the_github_workflow_runs_check_on_skill_changes_and_posts_the_summary(p
     trigger = flow.get("on", flow.get(True))  # YAML 1.1 reads a bare `on` as True
     assert "SKILL.md" in trigger["pull_request"]["paths"] and "skillgit.yaml" in trigger["pull_request"]["paths"]
     steps = flow["jobs"]["check"]["steps"]
-    run = next(s for s in steps if "skillgit check" in s.get("run", ""))
+    run = next(s for s in steps if s.get("name", "").startswith("skillgit check"))
     assert run["env"]["OPENAI_API_KEY"] == "${{ secrets.OPENAI_API_KEY }}"
     assert '--base "$BASE_SHA"' in run["run"] and '>> "$GITHUB_STEP_SUMMARY"' in run["run"]
     assert "exit $status" in run["run"]  # the job fails exactly when check does
     assert any(s.get("with", {}).get("fetch-depth") == 0 for s in steps)
-    assert "skillgit==" not in text  # the shipped file is unpinned; --print-workflow pins (below)
+    install = next(s for s in steps if s.get("name") == "Install skillgit")
+    assert install["run"].startswith('echo "::error::') and install["run"].endswith("exit 1")  # set it first
 
 
 MARKERS = ("# skill.path", "# config", "# env.tasks", "# skill.branch", "# api key", "# skillgit version")
 
 
-def test_print_workflow_fills_the_branch_paths_key_and_version_from_the_project(make_repo):
-    from skillgit import __version__
+def test_print_workflow_fills_the_branch_paths_key_and_source_from_the_project(make_repo):
+    from skillgit.provenance import source
+    from skillgit.review.workflow import UNPINNED, install_command
 
     config = ("skill:\n  path: skills/house\n  branch: master\nmodel:\n  student_backend: anthropic\n"
               "  student_model: claude-haiku-4-5\n  student:\n    api_key_env: TEAM_ANTHROPIC_KEY\n"
@@ -140,15 +143,41 @@ def test_print_workflow_fills_the_branch_paths_key_and_version_from_the_project(
     assert flow["env"]["SKILL_BRANCH"] == "master"
     steps = flow["jobs"]["check"]["steps"]
     install = next(s for s in steps if s.get("name") == "Install skillgit")
-    assert install["run"] == f'python -m pip install "skillgit=={__version__}"'
-    run = next(s for s in steps if "skillgit check" in s.get("run", ""))
+    # the exact source of the skillgit that printed it (the same installation as this test's), never a bare name
+    assert install["run"] == install_command(source())
+    if install["run"] == UNPINNED:  # e.g. an editable install from a checkout with changes: says so on stderr
+        assert "the workflow's install step cannot name this skillgit's source" in printed.stderr
+    run = next(s for s in steps if s.get("name", "").startswith("skillgit check"))
     assert run["env"] == {"TEAM_ANTHROPIC_KEY": "${{ secrets.TEAM_ANTHROPIC_KEY }}",
                           "BASE_SHA": "${{ github.event.pull_request.base.sha }}"}
-    # every other line is the shipped template's, byte for byte (its comments say how to change the pin)
+    # every other line is the shipped template's, byte for byte (its comments say how to change the source)
     text = (templates_dir() / "github" / "skillgit-check.yml").read_text(encoding="utf-8")
     unmarked = [line for line in text.splitlines() if not any(m in line for m in MARKERS)]
     assert [line for line in printed.stdout.splitlines() if not any(m in line for m in MARKERS)] == unmarked
-    assert "to\n        # upgrade, change the version on the next line" in printed.stdout
+    assert "To upgrade, print the workflow again with the newer skillgit" in printed.stdout
+
+
+@pytest.mark.parametrize(("source", "run"), [
+    ({"url": "https://git.example.org/team/skillgit.git", "vcs_info": {"vcs": "git", "commit_id": "a" * 40}},
+     f'python -m pip install "skillgit @ git+https://git.example.org/team/skillgit.git@{"a" * 40}"'),
+    ({"url": "https://files.example.org/skillgit-0.1.0-py3-none-any.whl",
+      "archive_info": {"hashes": {"sha256": "b" * 64}}},
+     f'python -m pip install "skillgit @ https://files.example.org/skillgit-0.1.0-py3-none-any.whl#sha256={"b" * 64}"'),
+    ({"url": "file:///home/me/skillgit", "dir_info": {}}, None),  # only on that machine: the job fails, says so
+    (None, None),  # installed from an index (no record): never guessed
+])
+def test_the_workflow_installs_the_exact_source_or_fails_saying_so(project, source, run):
+    from skillgit.project import open_project
+    from skillgit.provenance import Source, from_direct_url
+    from skillgit.review.workflow import UNPINNED, install_warning, render_for
+
+    src = Source("unknown", detail="no direct_url.json") if source is None else from_direct_url(source)
+    flow = yaml.safe_load(render_for(open_project(project), src))
+    install = next(s for s in flow["jobs"]["check"]["steps"] if s.get("name") == "Install skillgit")
+    assert install["run"] == (run or UNPINNED)
+    assert (install_warning(src) is None) == (run is not None)
+    if run is None:
+        assert "::error::" in install["run"] and install["run"].endswith("exit 1")
 
 
 def test_print_workflow_on_the_demo_keeps_the_shipped_key_line(project):

@@ -57,7 +57,11 @@ def test_the_generator_has_a_real_help_and_refuses_a_folder_that_is_not_a_checko
 
 def test_the_plugin_is_self_contained_and_never_adopts_changes():
     files = assets.claude_plugin_files()
+    probe = 'here=$(cd "$bin/../../.." 2>/dev/null && pwd)\n'  # the launchers look for a checkout, only to name it
     for rel, content in files.items():
+        if rel.startswith("bin/"):
+            assert content.count(probe) == 1
+            content = content.replace(probe, "")
         assert "/work/" not in content and "../" not in content and str(ROOT) not in content, rel
     manifest = json.loads(files[".claude-plugin/plugin.json"])
     market = json.loads(files[".claude-plugin/marketplace.json"])
@@ -71,8 +75,8 @@ def test_the_plugin_is_self_contained_and_never_adopts_changes():
         assert 'sh "${CLAUDE_PLUGIN_ROOT}/bin/skillgit-run"' in body and "Bash(sh ${CLAUDE_PLUGIN_ROOT}" in body
         assert "claude.cmd" not in body
         installed = command.text()  # `skillgit install claude`: no plugin root there, the prose fallback instead
-        assert "CLAUDE_PLUGIN_ROOT" not in installed
-        assert "uvx skillgit" in installed and "pipx install 'skillgit[mcp]'" in installed
+        assert "CLAUDE_PLUGIN_ROOT" not in installed and "allowed-tools: Bash(skillgit:*)" in installed
+        assert assets.INSTALL_HINT in installed and "never install or run skillgit yourself" in installed
     train = files["commands/train.md"]
     assert "Never train without a budget" in train and "skill.branch=<review branch>" in train
     assert "Never merge, revert or push yourself" in train
@@ -103,34 +107,48 @@ def _launch(tool: str, path: list[Path], tmp_path: Path, *args: str) -> tuple[su
     return done, [int(lines[0]) == proc.pid, *lines[1:]] if lines else []
 
 
-def test_the_mcp_launcher_without_skillgit_uvx_or_pipx_prints_the_install_command(tmp_path):
+def _path_without_skillgit() -> list[Path]:
+    """This machine's PATH minus every folder holding a `skillgit` command (uvx, pipx, pip stay if present)."""
+    return [Path(d) for d in os.environ.get("PATH", "").split(os.pathsep)
+            if d and not (Path(d) / "skillgit").exists()]
+
+
+def test_the_launchers_without_skillgit_on_path_run_nothing_and_say_how_to_install_from_source(tmp_path):
+    fakes = tmp_path / "fakes"
+    for name in ("uvx", "pipx", "uv", "pip", "pip3", "python3"):  # a package index is never asked for the name
+        _fake(fakes, name)
+    for launcher in ("skillgit-mcp", "skillgit-run"):
+        for path in ([fakes], [fakes, *_path_without_skillgit()]):
+            proc, launched = _launch(launcher, path, tmp_path, "log")
+            assert proc.returncode == 1 and proc.stdout == "" and launched == [], proc.stderr  # nothing ran
+            assert "no 'skillgit' command found on PATH" in proc.stderr
+            assert assets.INSTALL_HINT[1:] in proc.stderr and "git+https://" in proc.stderr
+    # the checked-in plugin sits in this checkout: the launcher names it as the exact source
+    proc, _ = _launch("skillgit-mcp", [fakes], tmp_path)
+    assert f"install skillgit from it with: pip install '{ROOT}[mcp]'" in proc.stderr
+
+
+def test_a_launcher_copied_out_of_a_checkout_does_not_name_one(tmp_path):
+    copy = tmp_path / "cache" / "skillgit" / "0.1.0"
+    shutil.copytree(PLUGIN, copy)
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc, launched = _launch("skillgit-mcp", [empty], tmp_path)
-    assert proc.returncode == 1 and proc.stdout == "" and launched == []  # stdout belongs to the MCP protocol
-    assert "no 'skillgit', 'uvx' or 'pipx' found on PATH" in proc.stderr
-    assert "pipx install 'skillgit[mcp]'" in proc.stderr and "uv tool install 'skillgit[mcp]'" in proc.stderr
+    proc = subprocess.run([shutil.which("sh") or "/bin/sh", str(copy / "bin" / "skillgit-mcp")],
+                          env={"PATH": str(empty)}, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1 and "sits in a skillgit checkout" not in proc.stderr
+    assert assets.INSTALL_HINT[1:] in proc.stderr
 
 
-@pytest.mark.parametrize(("present", "expected"), [
-    (("skillgit", "uvx", "pipx"), ["skillgit", "mcp", "--repo", "a b"]),
-    (("uvx", "pipx"), ["uvx", "--from", "skillgit[mcp]", "skillgit", "mcp", "--repo", "a b"]),
-    (("pipx",), ["pipx", "run", "--spec", "skillgit[mcp]", "skillgit", "mcp", "--repo", "a b"]),
-])
-def test_the_mcp_launcher_execs_the_first_of_skillgit_uvx_pipx(tmp_path, present, expected):
+@pytest.mark.parametrize("tool", ["skillgit-mcp", "skillgit-run"])
+def test_the_launchers_exec_the_installed_skillgit(tmp_path, tool):
     fakes = tmp_path / "fakes"
-    for name in present:
+    for name in ("skillgit", "uvx", "pipx"):
         _fake(fakes, name, code=7)
-    proc, launched = _launch("skillgit-mcp", [fakes], tmp_path, "--repo", "a b")
+    proc, launched = _launch(tool, [fakes], tmp_path, "--repo", "a b")
     assert proc.returncode == 7, proc.stderr  # the fake's own exit status: the launcher exec'd it
-    assert launched == [True, *expected]  # same pid as the launcher: exec, no wrapper process left
-
-
-def test_the_command_launcher_passes_any_skillgit_command(tmp_path):
-    fakes = tmp_path / "fakes"
-    _fake(fakes, "uvx")
-    proc, launched = _launch("skillgit-run", [fakes], tmp_path, "log", "-n", "15")
-    assert proc.returncode == 0 and launched == [True, "uvx", "--from", "skillgit[mcp]", "skillgit", "log", "-n", "15"]
+    sub = ["mcp"] if tool == "skillgit-mcp" else []
+    assert launched == [True, "skillgit", *sub, "--repo", "a b"]  # same pid as the launcher: exec, no wrapper left
 
 
 # ------------------------------------------------------------------------------------------------ the hook

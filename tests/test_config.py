@@ -216,7 +216,7 @@ def test_enum_errors(data, fragment, hint):
     ({"train": {"batch_size": 0}}, "train.batch_size: must be >= 1, got 0"),
     ({"gradient": {"minibatch_size": 0}}, "gradient.minibatch_size: must be >= 1"),
     ({"gradient": {"merge_batch_size": 1}}, "gradient.merge_batch_size: must be >= 2"),
-    ({"evaluation": {"gate_repeats": 0}}, "evaluation.gate_repeats: must be >= 1"),
+    ({"evaluation": {"gate_repeats": 0}}, "evaluation.gate_repeats: must be between 1 and 500"),
     ({"evaluation": {"mixed_weight": 1.5}}, "evaluation.mixed_weight: must be between 0 and 1"),
     ({"model": {"simulated": {"noise": 1}}}, "model.simulated.noise: must be >= 0 and < 1, got 1.0"),
     ({"model": {"simulated": {"noise": -0.1}}}, "model.simulated.noise"),

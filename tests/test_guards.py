@@ -157,3 +157,64 @@ def test_a_seed_over_its_size_budget_is_said_once_at_the_start(tmp_path):
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and "candidates may not grow it" in warnings[0], done.stderr
+
+
+# ---------------------------------------------------------------------------------------------- the judge's own text
+def test_the_guard_rejects_copies_of_the_judges_own_text_and_names_what_leaked():
+    from skillgit.judging import JudgeText
+
+    texts = [JudgeText("pattern", "the regex pattern env.scorer.pattern", r"^[A-Z]{3}-\d{4}$"),
+             JudgeText("rubric", "the rubric of item 'q1'",
+                       "- names the timezone offset explicitly\n- says it in one sentence"),
+             JudgeText("reference", "the reference answer of item 'q1'", "It drops the UTC offset when parsing."),
+             JudgeText("source", "the verifier file tests/verify/test_x.py of task 't1'",
+                       'def test_behaviour():\n    assert slugify("Hello, World!") == "hello-world"\n')]
+    before = "# Skill\n\nBe precise.\n"
+
+    def why(added: str, ngram: int = 8) -> str | None:
+        return guards.judge_leak(before, before + added + "\n", texts, ngram)
+
+    assert why("Write codes like ABC-1234 in capitals.") is None  # the behaviour, not the judge's text
+    assert why(r"Answers must match ^[A-Z]{3}-\d{4}$ exactly.") == \
+        "leakage: the edit copies the regex pattern env.scorer.pattern into the skill"
+    assert why("Always: Names the timezone offset explicitly.") == \
+        "leakage: the edit copies a line of the rubric of item 'q1' into the skill"
+    assert why("Note that it drops the UTC offset when parsing.") == \
+        "leakage: the edit copies the reference answer of item 'q1' into the skill"
+    assert why('Check: assert slugify("Hello, World!") == "hello-world"') == \
+        "leakage: the edit copies a line of the verifier file tests/verify/test_x.py of task 't1' into the skill"
+    assert why("When unsure, assert slugify('Hello World') == 'hello world'.", ngram=6) == \
+        "leakage: the edit copies 6 consecutive words of the verifier file tests/verify/test_x.py of task 't1' " \
+        "into the skill"
+    assert why("Answers must match ^[A-Z]{3}-\\d{4}$ exactly.", ngram=0) is None  # leak_ngram 0 turns guards off
+    assert guards.judge_leak(before + "Names the timezone offset explicitly.\n",
+                             before + "Names the timezone offset explicitly.\nBe brief.\n", texts, 8) is None  # kept
+
+
+def test_judge_texts_gather_scorer_files_and_agentic_verifiers(tmp_path):
+    from skillgit.config import ScorerCfg
+    from skillgit.scorers import build_scorer
+    from skillgit.types import Item
+
+    (tmp_path / "judge_mod_guard.py").write_text("def score(item, output):\n    return 1.0  # JUDGE-MARKER\n")
+    (tmp_path / "check.py").write_text("print(1)  # CMD-MARKER\n")
+    python = build_scorer(ScorerCfg(type="python", callable="judge_mod_guard:score"), tmp_path)
+    command = build_scorer(ScorerCfg(type="command", command="python check.py --strict"), tmp_path)
+    assert [(t.kind, t.where) for t in guards.judge_texts(python, [])] == [
+        ("source", "the python scorer's source judge_mod_guard.py")]
+    assert [t.where for t in guards.judge_texts(command, [])] == ["the command scorer's file check.py"]
+    json_field = build_scorer(ScorerCfg(type="json_field"), tmp_path)
+    expectation = [Item("q1", "?", {"home": "the Ituri rainforest", "count": 4815})]
+    texts = guards.judge_texts(json_field, expectation)
+    assert guards.judge_leak("# S\n", "# S\nOkapis live in the Ituri rainforest.\n", texts, 8) == \
+        "leakage: the edit copies the expected JSON value 'home' of item 'q1' into the skill"
+    fixture = tmp_path / "repo"
+    (fixture / "tests" / "verify").mkdir(parents=True)
+    (fixture / "tests" / "verify" / "test_v.py").write_text("import helper  # VERIFY-MARKER\n")
+    (fixture / "tests" / "verify" / "helper.py").write_text("# HELPER-MARKER\n")
+    (fixture / "tests" / "test_unit.py").write_text("# the agent's own tests\n")
+    item = Item("t1", "do it", metadata={"workspace": {"fixture": "repo"}, "task_dir": str(tmp_path),
+                                         "verify": {"command": "python -m pytest -q tests/verify/test_v.py"}})
+    found = {t.where: t.text for t in guards.judge_texts(build_scorer(ScorerCfg(), tmp_path), [item, item])}
+    assert set(found) == {"the verifier file tests/verify/test_v.py of task 't1'",
+                          "the verifier file tests/verify/helper.py of task 't1'"}  # once each; not the agent's tests

@@ -120,7 +120,8 @@ def test_timeout_kills_the_whole_process_group(bin_dir, tmp_path):
     with pytest.raises(LLMError) as info:
         student.run(SKILL, Item("i1", "q"))
     assert info.value.kind == "timeout" and not info.value.retryable
-    assert "killed the agent and its children" in info.value.message
+    assert ("killed the agent and 1 process it left running" if sys.platform == "linux" else "killed the agent") \
+        in info.value.message  # what was really killed (skillgit.process.Cleanup)
     child = int(pid_file.read_text())
     assert wait_until_gone(child), f"child {child} of the timed-out agent is still running"
 

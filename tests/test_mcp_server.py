@@ -279,3 +279,59 @@ def test_a_missing_sdk_is_a_clear_error_naming_the_extra(tmp_path, make_repo):
     assert proc.returncode == 2, proc.stderr
     assert "pip install 'skillgit[mcp]'" in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout == ""  # stdout belongs to the protocol
+
+
+# ---------------------------------------------------------------------------------------------- paths (issue 19.2)
+def _key_material() -> tuple[str, str, str]:
+    """An OpenSSH private key block and an AWS key id, built at run time (no key-shaped literal in the repo)."""
+    from tests.secret_corpus import rand
+
+    body = [rand(70, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") for _ in range(5)]
+    block = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END OPENSSH PRIVATE KEY-----\n"
+    aws = "AKIA" + rand(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+    return block, body[2][10:50], aws
+
+
+def test_report_never_follows_a_committed_link_out_of_the_repository_and_masks_what_it_returns(make_repo, tmp_path):
+    block, body, aws = _key_material()
+    outside = tmp_path / "home" / ".ssh"
+    outside.mkdir(parents=True)
+    (outside / "id_ed25519").write_text(f"{block}aws_access_key_id = {aws}\n")
+    repo = make_repo({"SKILL.md": "# Skill\n\nBe helpful.\n"})
+    nights = repo / ".skillgit" / "sleep"
+    nights.mkdir(parents=True)
+    (nights / "2026-02-02.md").symlink_to(outside / "id_ed25519")  # committed by a careless or hostile collaborator
+    (nights / "2026-02-01.md").write_text(f"# night of 2026-02-01\n\nthe agent printed {aws} and\n{block}")
+    git(repo, "add", "-f", ".skillgit/sleep")
+    git(repo, "commit", "-qm", "nights")
+    os.utime(nights / "2026-02-01.md", (FIXED_TIME, FIXED_TIME))
+
+    async def body_(s: ClientSession) -> Any:
+        return await s.call_tool("report", {})
+
+    result = run_session(tmp_path, dict(os.environ), body_, ("--repo", str(repo)))
+    text = _text(result)
+    assert not _is_error(result), text
+    assert body not in text and aws not in text and "PRIVATE KEY" not in text.replace("sleep night report", "")
+    assert f"skipped {nights / '2026-02-02.md'}" in text and "outside the repository" in text
+    # the report inside the repository is shown, its secrets masked
+    assert "the newest sleep night report, 2026-02-01.md:" in text and "the agent printed *** and" in text
+
+
+def test_a_report_dir_outside_the_repository_is_refused_by_report_and_sleep(make_repo, tmp_path):
+    block, body, aws = _key_material()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "2026-02-03.md").write_text(f"# night\n{aws}\n{block}")
+    repo = make_repo({"SKILL.md": "# Skill\n\nBe helpful.\n",
+                      "skillgit.yaml": f"skill: {{path: SKILL.md, branch: main}}\nsleep:\n  report_dir: {elsewhere}\n"})
+
+    async def body_(s: ClientSession) -> tuple[Any, Any]:
+        return await s.call_tool("report", {}), await s.call_tool("sleep_dry_run", {})
+
+    report, dry = run_session(repo, dict(os.environ), body_)
+    text = _text(report)
+    assert body not in text and aws not in text and "2026-02-03.md" not in text
+    assert f"refused: sleep.report_dir ({elsewhere})" in text and "outside the repository" in text
+    if cli_has("sleep", "dry-run"):
+        assert _is_error(dry) and "sleep.report_dir" in _text(dry) and "outside the repository" in _text(dry)

@@ -154,7 +154,7 @@ def test_pr_body_makes_model_text_inert(make_repo):
     review = data.load_run(store, "r1")
     body = pr_mod.render_body(review, base="main", head="review/x", skill_path="SKILL.md")
     assert "<script>" not in body and "&lt;script&gt;" in body
-    assert "@everyone" not in body and "&#64;everyone" in body and "\\| ``` done" in body
+    assert "@everyone" not in body and "&#64;everyone" in body and "\\| \\`\\`\\` done" in body
     diff = body.partition("````diff\n")[2].partition("\n````")[0]  # a longer fence: the diff's ``` stays inside
     assert "+```" in diff and "+closed the fence" in diff
     assert pr_mod.code("a `b` c") == "``a `b` c``"
@@ -185,9 +185,10 @@ def test_pr_push_and_gh_create_the_pull_request(review, tmp_path):
     assert git(remote, "rev-parse", BRANCH) == git(root, "rev-parse", BRANCH)
     assert git(remote, "for-each-ref", "refs/notes/skillgit") != ""  # the evidence travels with the branch
     argv = json.loads((tmp_path / "gh-argv.json").read_text())
-    assert argv[:6] == ["pr", "create", "--base", "main", "--head", BRANCH]
-    assert argv[6] == "--title" and argv[7].startswith("skillgit: ") and "SKILL.md" in argv[7]
-    assert argv[8] == "--body-file" and Path(argv[9]).read_text(encoding="utf-8") == expected
+    # every value joined to its flag (`--base=…`): none can be read as another flag
+    assert argv[:4] == ["pr", "create", "--base=main", f"--head={BRANCH}"]
+    assert argv[4].startswith("--title=skillgit: ") and "SKILL.md" in argv[4]
+    assert argv[5].startswith("--body-file=") and Path(argv[5].split("=", 1)[1]).read_text(encoding="utf-8") == expected
     assert git(root, "status", "--porcelain") == ""  # the body file lives under .git, not in the working tree
 
 

@@ -4,6 +4,7 @@ one wave; a kill between a step's decisions resumes to the same history."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import threading
@@ -35,7 +36,7 @@ def _candidate_note(folder, step: str) -> dict:
 # ---------------------------------------------------------------------------------------------- the gate's bar
 def test_the_significance_bar_rises_with_the_number_of_candidates():
     # 3 clean gains of 20 items: z = 1.83 passes k = 1.75 alone, not as the best of 2 (k 2.05) or 4 (k 2.33)
-    cfg = EvaluationCfg(gate="significance", gate_k=1.75, gate_repeats=1)
+    cfg = EvaluationCfg(gate="significance", gate_test="stderr", gate_k=1.75, gate_repeats=1)
     alone = gate.decide(cfg, *ups(20, 3))
     assert alone.accept and "best of" not in alone.reason
     of_four = gate.decide(cfg, *ups(20, 3), candidates=4)
@@ -169,30 +170,36 @@ def test_the_names_skillgit_gives_steps_can_be_typed_bare():
 
 
 # ---------------------------------------------------------------------------------------------- small val sets
-def test_how_many_items_a_step_must_fix_follows_the_stderr_test():
-    # m of n items flipped on every repeat: z = sqrt(mR(nR-1)/(nR-mR)); 4 items × 3 repeats, one flip: z = 1.91
-    assert gate.items_to_clear(4, 3, 1.75) == 1
-    assert gate.items_to_clear(4, 3, gate.corrected_k(1.75, 2)) == 2
-    assert gate.items_to_clear(30, 3, 1.75) == 1 and gate.items_to_clear(30, 3, 10.0) == 16
-    cfg = EvaluationCfg(gate="significance", gate_k=2.05, gate_repeats=3)
-    for n in (4, 7, 12):  # the formula agrees with the gate itself, which decides on (item, repeat) cells
-        need = gate.items_to_clear(n, 3, 2.05)
-        assert need is not None
-        for m in (need - 1, need):
-            ids = [f"i{k:02d}" for k in range(n)]
-            before = split({k: 0.0 for k in ids}, samples={k: [0.0] * 3 for k in ids})
-            after = split({k: float(j < m) for j, k in enumerate(ids)},
-                          samples={k: [float(j < m)] * 3 for j, k in enumerate(ids)})
-            assert gate.decide(cfg, before, after).accept == (m >= need), (n, m)
+def test_how_many_items_a_step_must_fix_follows_the_gate_itself():
+    # the default permutation test: m clean flips (of any n ≥ m) give p = 2^-m; α 0.05 → 5, α/2 → 6
+    assert gate.items_to_clear(30, EvaluationCfg()) == 5 and gate.items_to_clear(4, EvaluationCfg()) is None
+    assert gate.items_to_clear(30, EvaluationCfg(), candidates=2) == 6
+    # stderr over items: z = sqrt(m (n − 1) / (n − m)); 4 items: m = 3 (z = 3), 2 is 1.73
+    stderr = EvaluationCfg(gate="significance", gate_test="stderr", gate_k=1.75)
+    assert gate.items_to_clear(4, stderr) == 3
+    assert gate.items_to_clear(30, dataclasses.replace(stderr, gate_k=10.0)) == 24
+    for cfg in (EvaluationCfg(gate="significance"), dataclasses.replace(stderr, gate_k=2.05)):
+        for n in (7, 12, 30):
+            need = gate.items_to_clear(n, cfg)
+            assert need is not None
+            for m in (need - 1, need):  # the count agrees with the gate, repeats and all
+                ids = [f"i{k:02d}" for k in range(n)]
+                before = split({k: 0.0 for k in ids}, samples={k: [0.0] * 3 for k in ids})
+                after = split({k: float(j < m) for j, k in enumerate(ids)},
+                              samples={k: [float(j < m)] * 3 for j, k in enumerate(ids)})
+                assert gate.decide(cfg, before, after).accept == (m >= need), (n, m)
 
 
 def test_proposals_on_a_small_val_set_warn_with_what_a_step_must_fix(tmp_path):
     cfg = EvaluationCfg()
     assert gate.small_val_warning(cfg, 4, 1) is None and gate.small_val_warning(cfg, 30, 4) is None
-    assert "fix 2 of them outright" in (gate.small_val_warning(cfg, 4, 2) or "")
+    assert "fix more than all of them outright" in (gate.small_val_warning(cfg, 4, 2) or "")
+    assert "fix 6 of them outright to be accepted (5 with proposals: 1)" in (gate.small_val_warning(cfg, 7, 2) or "")
     folder = tmp_path / "small"
     create_project(folder, 0)
     done = run_cli("train", "--set", "optimizer.proposals=2", "--set", "env.split_ratio=10:1:10",
                    "--set", "train.max_steps=1", cwd=folder)
     assert done.returncode == 0, done.stderr
     assert "warning: optimizer.proposals is 2" in done.stderr and "with 7 val item(s)" in done.stderr
+    # said before any call: what 7 val items let the gate see
+    assert "warning: val split: 7 val item(s) × 3 repeat(s): the gate detects gains of about 86 points" in done.stderr

@@ -42,21 +42,25 @@ def test_exact():
     assert score("exact", "5,4,3", "  5,4,3\n") == Score(1.0, 1.0, "correct: matches the expected answer exactly")
     wrong = score("exact", "5,4,3", "5, 4, 3")
     assert wrong.hard == 0.0 and 0.5 < wrong.soft < 1.0
-    assert wrong.feedback == "expected '5,4,3', got '5, 4, 3'"
+    assert wrong.feedback == "the output departs from the expected answer at character 2: '5, 4, 3'"
     assert score("exact", "Paris", "paris").hard == 0.0
-    assert "letter case" in score("exact", "Paris", "paris").feedback
+    assert "only in letter case" in score("exact", "Paris", "paris").feedback
     assert score("exact", "Paris", "paris", case_sensitive=False).hard == 1.0
     sentence = score("exact", "the cat sat down", "the cat sat")
     assert sentence.soft == pytest.approx(token_f1("the cat sat", "the cat sat down"))
 
 
-def test_exact_feedback_shows_first_difference_of_long_texts():
+def test_exact_feedback_shows_where_the_output_departs_and_never_the_expected_text():
     expected = "alpha " * 40 + "omega"
     got = "alpha " * 40 + "delta"
     result = score("exact", expected, got)
-    assert "first difference at character 240" in result.feedback
-    assert "omega" in result.feedback and "delta" in result.feedback
+    assert "departs from the expected answer at character 240" in result.feedback
+    assert "delta" in result.feedback and "omega" not in result.feedback
     assert len(result.feedback) <= FEEDBACK_LIMIT
+    assert "then goes on: '… extra'" in score("exact", "short", "short extra").feedback
+    assert "stops short" in score("exact", "short answer", "short").feedback
+    assert "(the output has 2 lines, the expected answer 1)" in score("exact", "one", "one\ntwo").feedback
+    assert score("exact", "x", "  ").feedback == "the output is empty"
 
 
 def test_normalized():
@@ -72,7 +76,7 @@ def test_contains():
     assert score("contains", "Paris", "The capital is paris.", case_sensitive=False).hard == 1.0
     partial = score("contains", "red green blue", "red and blue")
     assert partial.hard == 0.0 and partial.soft == pytest.approx(2 / 3)
-    assert "does not contain 'red green blue'" in partial.feedback
+    assert partial.feedback == "the output does not contain the expected answer: 2 of its 3 words appear in the output"
 
 
 def test_regex():
@@ -116,7 +120,8 @@ def test_f1():
     assert score("f1", "the cat sat", "Sat, the cat!").hard == 1.0
     partial = score("f1", "the cat sat", "the dog sat")
     assert partial.hard == 0.0 and partial.soft == pytest.approx(2 / 3)
-    assert "missing: cat" in partial.feedback and "unexpected: dog" in partial.feedback
+    assert partial.feedback == ("token F1 0.67; 1 word of the expected answer missing; words of the output that are "
+                                "not expected: dog")
     assert score("f1", "the cat sat", "the dog sat", threshold=0.6).hard == 1.0
 
 
@@ -124,7 +129,8 @@ def test_json_field():
     expected = {"answer": 42, "unit": "m", "ok": True}
     fenced = 'Here you go:\n```json\n{"answer": 42.0, "unit": "M", "ok": true}\n```'
     result = score("json_field", expected, fenced, fields=("answer", "unit"))
-    assert result.hard == 0.0 and result.soft == 0.5 and "unit" in result.feedback
+    assert result.hard == 0.0 and result.soft == 0.5
+    assert result.feedback == '1/2 fields right; wrong value: unit (the output has "M")'
     assert score("json_field", expected, fenced, fields=("answer", "unit"), case_sensitive=False).hard == 1.0
     assert score("json_field", json.dumps(expected), 'blah {"answer": 42, "unit": "m", "ok": true} blah').hard == 1.0
     missing = score("json_field", expected, '{"answer": 42}')
@@ -151,6 +157,40 @@ def test_alternatives_take_the_best():
     assert score("exact", ["colour", "color"], "color").hard == 1.0
     assert score("numeric", [10, 20], "19").soft > score("numeric", [10], "19").soft
     assert score("regex", [r"^a$", r"^b$"], "b").hard == 1.0
+
+
+@pytest.mark.parametrize("kind, expected, output, cfg", [
+    ("exact", "Zanzibar quokka 7731", "Zanzibar quokka 7", {}),
+    ("exact", "Zanzibar quokka 7731", "zanzibar QUOKKA 7731", {}),
+    ("normalized", "Zanzibar quokka 7731", "Zanzibar, quokka!", {}),
+    ("contains", "Zanzibar quokka 7731", "I think it is Zanzibar", {}),
+    ("regex", r"Zanzibar\s+quokka\s+7731", "Zanzibar", {}),
+    ("regex", None, "nothing here", {"pattern": r"Zanzibar\s+quokka\s+7731"}),
+    ("numeric", 7731, "The answer is 7730", {}),
+    ("numeric", 7731, "no idea", {}),
+    ("f1", "Zanzibar quokka 7731", "Zanzibar wombat", {}),
+    ("json_field", {"place": "Zanzibar", "animal": "quokka", "n": 7731}, '{"place": "Lamu", "n": 1}', {}),
+    ("json_field", {"place": "Zanzibar"}, "not json", {}),
+])
+def test_feedback_says_what_is_wrong_without_the_judges_internals(kind, expected, output, cfg):
+    """Issue 20: the teacher reads feedback; it must not carry the expected answer, the pattern or a JSON
+    expectation's values (only the output's own words)."""
+    result = score(kind, expected, output, **cfg)
+    assert result.hard == 0.0 and result.feedback
+    secrets = {"quokka", "7731", r"\s+"} - set(output.lower().replace(",", " ").replace("!", " ").split())
+    assert not [s for s in secrets if s in result.feedback.lower()], result.feedback
+
+
+def test_what_the_teacher_may_read_as_expected():
+    from skillgit.judging import judge_texts, teacher_reference
+
+    item = Item("q1", "task", r"^\d+$")
+    assert teacher_reference(build_scorer(ScorerCfg(type="regex"), Path(".")), item) is None  # a pattern: never
+    with_config = build_scorer(ScorerCfg(type="regex", pattern=r"^\d+$"), Path("."))
+    assert teacher_reference(with_config, Item("q1", "task", "12")) == "12"
+    assert [t.where for t in judge_texts(with_config, [item])] == ["the regex pattern env.scorer.pattern"]
+    assert [t.text for t in judge_texts(build_scorer(ScorerCfg(type="regex"), Path(".")), [item])] == [r"^\d+$"]
+    assert teacher_reference(build_scorer(ScorerCfg(type="exact"), Path(".")), Item("q1", "t", "42")) == "42"
 
 
 def test_feedback_is_bounded_for_every_builtin():

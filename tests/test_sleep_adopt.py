@@ -113,6 +113,6 @@ def test_adopt_pr_prints_the_body_and_opens_it_with_gh(tmp_path):
     assert opened.returncode == 0, opened.stderr
     assert opened.stdout.strip() == "https://example.invalid/pr/1"
     args = (tmp_path / "gh-args").read_text().splitlines()
-    assert args[:6] == ["pr", "create", "--base", "main", "--head", f"sleep/{DATE}"]
-    body_file = Path(args[args.index("--body-file") + 1])
+    assert args[:4] == ["pr", "create", "--base=main", f"--head=sleep/{DATE}"]  # values joined to their flags
+    body_file = Path(next(a for a in args if a.startswith("--body-file=")).split("=", 1)[1])
     assert f"night of {DATE}" in body_file.read_text() and ".git" in body_file.parts

@@ -2,7 +2,8 @@
 verifier that scores the workspace *after the agent worked*.
 
 - `spec.py`    `AgenticSpec.from_item(item)`: the typed task row (errors name the task and the key).
-- `process.py` running a command in its own process group with a timeout (children die with it).
+- `skillgit/process.py` running a command with a timeout; nothing it started outlives it (its process group, and
+               on Linux a scope id in the environment and a cgroup v2 also find children that left by setsid).
 - `workspace.py` a throwaway workspace per rollout (a copy of a fixture with its own git history, or a
                `git worktree` of the user's repository at the task's revision), the skill package installed where
                the agent loads skills, removed afterwards — also after a kill (the next run sweeps leftovers).

@@ -6,10 +6,15 @@ A task row (JSONL/YAML) is agentic when it has `workspace` or `verify`:
  "workspace": {"fixture": "repos/textkit"} | {"repo": ".", "rev": "HEAD"},
  "setup": ["pip install -e ."],
  "verify": {"command": "python -m pytest -q tests/verify/test_x.py", "timeout_s": 60,
-            "result": "pytest" | "exit_code" | "junit:<path>" | "json"}}
+            "result": "pytest" | "exit_code" | "junit:<path>" | "json", "feedback": "summary" | "full" | "none"}}
 ```
-`fixture` is a folder relative to the task file; `repo` a git repository (relative to the project root) checked out
-at `rev` in a throwaway `git worktree`. A leading `python` in a command means the interpreter running skillgit.
+`fixture` is a folder relative to the task file that resolves (links followed) inside the task file's folder or the
+project (the links inside it are checked when it is copied: `workspace.copy_fixture`); `repo` a git repository
+(relative to the project root) checked out at `rev` in a throwaway `git worktree`. A leading `python` in a command
+means the interpreter running skillgit.
+`verify.feedback` is what the teacher reads of the verifier's output (`skillgit.agentic.verify`): `summary` (the
+default: the verdict, the counts, the failing tests and the messages the verifier's author wrote; never its source
+or the values its assertions compare), `full` (the output's tail as printed) or `none` (the verdict only).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ REPLAY_ENV = "SKILLGIT_REPLAY"
 WORKSPACE_PREFIX = "skillgit-ws-"
 
 RESULT_KINDS = ("exit_code", "pytest", "json", "junit")
+FEEDBACK_MODES = ("summary", "full", "none")  # verify.feedback; the first is the default
 TASK_DIR_KEY = "task_dir"  # set by the task loader: the folder of the task file (fixtures are relative to it)
 
 
@@ -36,6 +42,7 @@ class Verify:
     command: str
     timeout_s: float = 300.0
     result: str = "exit_code"  # exit_code | pytest | json | junit:<path>
+    feedback: str = FEEDBACK_MODES[0]  # what the teacher reads of the verifier's output: summary | full | none
 
     @property
     def kind(self) -> str:
@@ -71,6 +78,10 @@ class AgenticSpec:
             if not fixture.is_dir():
                 raise ConfigError(f"{where}: workspace.fixture {ws['fixture']!r} is not a folder (looked in {base})",
                                   "give a folder relative to the task file")
+            if not any(fixture.is_relative_to(folder.resolve()) for folder in (base, project_root)):
+                raise ConfigError(f"{where}: workspace.fixture {ws['fixture']!r} resolves to {fixture}, outside the "
+                                  "task file's folder and the project", "keep the fixture inside the project (a "
+                                  "link to a folder outside it would copy that whole tree into every workspace)")
         else:
             repo = (project_root / str(ws.get("repo", "."))).resolve()
         setup = meta.get("setup") or []
@@ -89,5 +100,10 @@ class AgenticSpec:
             timeout = float(raw.get("timeout_s", 300))
         except (TypeError, ValueError):
             raise ConfigError(f"{where}: verify.timeout_s must be a number of seconds", "e.g. 120") from None
+        feedback = raw.get("feedback", FEEDBACK_MODES[0])
+        if feedback not in FEEDBACK_MODES:
+            raise ConfigError(f"{where}: verify.feedback {feedback!r} is not one of {', '.join(FEEDBACK_MODES)}",
+                              "summary (the default): failing tests and the verifier's messages, never its source "
+                              "or compared values; full: the output as printed; none: the verdict only")
         return cls(item.id, item.input, fixture, repo, str(ws.get("rev", "HEAD")), tuple(setup),
-                   Verify(str(raw["command"]), timeout, result))
+                   Verify(str(raw["command"]), timeout, result, str(feedback)))

@@ -48,6 +48,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import threading
 import time
 from pathlib import Path
@@ -184,7 +185,9 @@ class AgentStudent:
             for name in sorted(filenames):
                 if name not in ignored:
                     path = Path(dirpath) / name
-                    files.append((path.relative_to(folder).as_posix(), path.lstat()))
+                    st = path.lstat()
+                    if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):  # never read a fifo (it blocks)
+                        files.append((path.relative_to(folder).as_posix(), st))
         stamp = ("fixture", str(folder), *(f"{rel}:{st.st_size}:{st.st_mtime_ns}:{st.st_mode}" for rel, st in files))
         with self._lock:
             if stamp in self._contents:
@@ -261,7 +264,7 @@ class AgentStudent:
                                                             *self.workspaces.hidden(spec)])
             started = time.monotonic()
             try:
-                score = verify.verify(spec.verify, ws, env, wrap=lambda c: str(tracked(ws.parent, c)))
+                score = verify.verify(spec.verify, ws, env, wrap=lambda c: str(tracked(ws.parent, c)), record=ws.parent)
             except verify.Unknown as exc:
                 raise LLMError(f"task '{item.id}': {exc}", "the rollout is unknown (not a failure); fix the verifier "
                                "or raise verify.timeout_s", kind="unknown") from None
@@ -275,7 +278,7 @@ class AgentStudent:
         for command in spec.setup:
             try:
                 done = process.run(tracked(ws.parent, verify.python_command(command)), cwd=ws, env=env,
-                                   timeout_s=spec.setup_timeout_s, shell=True)
+                                   timeout_s=spec.setup_timeout_s, shell=True, record=ws.parent)
             except OSError as exc:
                 raise LLMError(f"task '{spec.item_id}': setup could not start: {exc}", "fix the task's setup",
                                kind="unknown") from None
@@ -302,13 +305,14 @@ class AgentStudent:
                            "install it (see README: Train a skill for Claude Code / Codex / Copilot) or set "
                            "model.student.command.argv", kind="config")
         try:
-            done = process.run(tracked(ws.parent, argv), cwd=ws, env=env, timeout_s=self.cfg.timeout_s)
+            done = process.run(tracked(ws.parent, argv), cwd=ws, env=env, timeout_s=self.cfg.timeout_s,
+                               record=ws.parent)
         except OSError:
             raise LLMError(f"{self.id}: cannot run '{argv[0]}'",
                            "install it (see README: Train a skill for Claude Code / Codex / Copilot) or set "
                            "model.student.command.argv", kind="config") from None
         if done.timed_out:
-            raise LLMError(f"{self.id}: no answer within {self.cfg.timeout_s:g}s; killed the agent and its children",
+            raise LLMError(f"{self.id}: no answer within {self.cfg.timeout_s:g}s; {done.cleanup.describe('the agent')}",
                            "raise model.student.command.timeout_s if the agent needs longer", kind="timeout")
         # paths made relative before anything is cut to size: the same work must read the same in every workspace
         try:

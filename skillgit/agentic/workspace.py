@@ -11,23 +11,31 @@ Contract:
 - A `repo` workspace of the project repository itself has the committed skill at `skill.path` removed before the
   candidate is installed: the agent sees the skill under test only (`hidden` names what the diff leaves out).
 - Every command of a rollout (setup, agent, verifier) starts through `tracked(folder, …)`, which writes its process
-  group id to `<folder>/pgid` before it executes (a shell `exec`: the group leader is the command itself).
+  group id to `<folder>/pgid` before it executes (a shell `exec`: the group leader is the command itself), and runs
+  with `process.run(…, record=folder)`, which appends its scope id and cgroup to `<folder>/proc-scopes.jsonl`
+  before it starts (`process` module docstring: the nets that also find children that left the group by `setsid`).
+- A fixture is copied by `copy_fixture`: a symlink stays a symlink when it resolves inside the fixture (rewritten
+  relative when its text would leave the copy); one that resolves outside the fixture, a loop, or a special file
+  (fifo, socket, device) is a `ConfigError` naming it and the fix — never a copy of the tree a link points to.
 - On leaving the block the workspace is removed (worktrees through `git worktree remove`), unless `keep`
-  (`--keep-workspaces`, for debugging). A process killed mid-rollout (kill -9) leaves its folder behind, and its
-  agent running in it: `sweep()` (called when a student is built) kills that agent's process group — only when the
-  group is provably ours: its leader's cwd is inside the folder or it started when the pgid file was written
-  (pid reuse), or the leader is gone and members remain (a group id is never reused while the group has members)
-  — then removes every folder whose process is gone, prunes stale worktrees, and removes the root when empty.
-  Parallel rollouts get separate folders.
+  (`--keep-workspaces`, for debugging). A process killed mid-rollout (kill -9) leaves its folder behind, and what
+  its commands started running in it. `sweep()` (called when a student is built) handles every folder whose
+  process is gone: it kills what `process.kill_recorded` finds through the folder's records (processes carrying
+  the recorded scope ids, the recorded cgroups), and the recorded process group — only when the group is provably
+  ours: its leader's cwd is inside the folder or it started when the pgid file was written (pid reuse), or the
+  leader is gone and members remain (a group id is never reused while the group has members) — then removes the
+  folder, prunes stale worktrees, and removes the root when empty. Parallel rollouts get separate folders.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shlex
 import shutil
 import signal
+import stat
 import tempfile
 import time
 import uuid
@@ -35,8 +43,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from skillgit import package
+from skillgit import package, process
 from skillgit.agentic.spec import WORKSPACE_PREFIX, AgenticSpec
+from skillgit.errors import ConfigError
 from skillgit.llm import command
 from skillgit.store.git import GitRepo
 from skillgit.store.lock import alive
@@ -80,6 +89,43 @@ def tracked(folder: Path, argv: Sequence[str] | str) -> list[str] | str:
     if isinstance(argv, str):
         return f"echo $$ > {pgid_file}; {argv}"
     return ["/bin/sh", "-c", f'echo $$ > {pgid_file} && exec "$@"', "skillgit-agent", *argv]
+
+
+def copy_fixture(fixture: Path, dest: Path) -> None:
+    """Copy the fixture folder to `dest` without `.git` and caches, symlinks as symlinks (module docstring)."""
+    root = fixture.resolve()
+    rewrite: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):  # does not descend into linked folders
+        ignored = _IGNORE(dirpath, dirnames + filenames)
+        dirnames[:] = [d for d in dirnames if d not in ignored]
+        for name in [*dirnames, *(f for f in filenames if f not in ignored)]:
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            mode = path.lstat().st_mode
+            if not stat.S_ISLNK(mode):
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    raise ConfigError(f"task fixture {root}: {rel} is not a regular file, folder or symlink",
+                                      "remove it from the fixture (a setup command can create it in the workspace)")
+                continue
+            text = os.readlink(path)
+            try:
+                os.stat(path)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise ConfigError(f"task fixture {root}: symlink {rel} -> {text} is a loop",
+                                      "remove the link or point it at a file inside the fixture") from None
+            target = Path(os.path.realpath(path))  # a dangling link is judged by where it would point
+            if not target.is_relative_to(root):
+                raise ConfigError(f"task fixture {root}: symlink {rel} -> {text} points outside the fixture "
+                                  f"({target})", "copy what it points to into the fixture, or point the link at a "
+                                  "file inside it (a link that leaves the fixture is never copied into workspaces)")
+            within = os.path.normpath(os.path.join(os.path.dirname(rel), text))  # by name, from the fixture's root
+            if os.path.isabs(text) or within == ".." or within.startswith("../"):
+                rewrite[rel] = os.path.relpath(target, dirpath)  # absolute, or ../ out of the fixture and back in
+    shutil.copytree(root, dest, symlinks=True, ignore=_IGNORE)
+    for rel, text in rewrite.items():
+        (dest / rel).unlink()
+        (dest / rel).symlink_to(text)
 
 
 def _proc_start(pid: int) -> float | None:
@@ -156,6 +202,7 @@ class Workspaces:
             pid = folder.name.split("-", 1)[0]
             if pid.isdigit() and (int(pid) == os.getpid() or alive(int(pid))):
                 continue
+            process.kill_recorded(folder)
             kill_leftover_group(folder)
             self._remove(folder)
             removed += 1
@@ -205,7 +252,7 @@ class Workspaces:
         ws = folder / "ws"
         try:
             if spec.fixture is not None:
-                shutil.copytree(spec.fixture, ws, ignore=_IGNORE)
+                copy_fixture(spec.fixture, ws)
                 GitRepo.init(ws, "main").snapshot_all("fixture")
             else:
                 repo = GitRepo.open(spec.repo or self.repo.root)

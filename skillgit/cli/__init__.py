@@ -99,11 +99,33 @@ def _app_for(args: list[str]) -> typer.Typer:
     return lean if lean is not None else __getattr__("app")
 
 
+# Options whose value may be left out (`--wait [SECONDS]`): click (through typer) cannot declare that, so `main()`
+# writes a bare one as `--wait=<this value>` before parsing. "Bare" means last, or followed by anything that is not
+# a number (an option, or the command's own argument: `pull --wait origin`); nothing after `--` is touched.
+OPTIONAL_VALUES = {"--wait": "forever"}
+
+
+def optional_values(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + argv[i:]
+        if arg in OPTIONAL_VALUES:
+            following = argv[i + 1] if i + 1 < len(argv) else ""
+            try:
+                float(following)
+            except ValueError:
+                arg = f"{arg}={OPTIONAL_VALUES[arg]}"
+        out.append(arg)
+    return out
+
+
 def _interrupt(signum: int, frame: object) -> None:
     import signal
 
     how = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
-    exc = Interrupted(how, "run the same command again to resume where it stopped")
+    # exit 128 + the signal's number, as a shell reports a process the signal ended: 130 Ctrl-C, 143 TERM, 129 HUP
+    exc = Interrupted(how, "run the same command again to resume where it stopped", ExitCode(128 + signum))
     request_stop(exc)  # raised again at the next safe point if this raise lands where Python swallows it
     raise exc
 
@@ -120,14 +142,15 @@ def is_stop_noise(info: Any) -> bool:
 
 def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> None:
     """Entry point: our errors become `error:`/`hint:` lines and their exit code; Ctrl-C says how to resume and
-    exits 130. (Ctrl-C raises `Interrupted`, a SkillgitError, rather than KeyboardInterrupt, which click would turn
-    into "Aborted!" and exit 1.) Always ends in SystemExit. `args` (default: sys.argv[1:]) and `prog_name`
-    (default: detected by click) let tests run the exact entry point in-process."""
+    exits 130 (TERM 143, HUP 129: 128 + the signal's number). (Ctrl-C raises `Interrupted`, a SkillgitError, rather
+    than KeyboardInterrupt, which click would turn into "Aborted!" and exit 1.) Always ends in SystemExit. `args`
+    (default: sys.argv[1:]) and `prog_name` (default: detected by click) let tests run the exact entry point
+    in-process."""
     import signal
 
     from skillgit.console import print_error
 
-    argv = list(sys.argv[1:] if args is None else args)
+    argv = optional_values(list(sys.argv[1:] if args is None else args))
     app = _app_for(argv)
     # Ctrl-C, `kill` (TERM: CI cancelling a job, `timeout`) and a closed terminal (HUP) all stop a run the same
     # way: at the next safe point, saved as interrupted, with the line that says how to resume.
@@ -142,7 +165,7 @@ def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> Non
 
     sys.unraisablehook = quiet_stop
     try:
-        app(args=None if args is None else argv, prog_name=prog_name)
+        app(args=argv, prog_name=prog_name)
     except SkillgitError as exc:
         print_error(exc.message, exc.hint)
         sys.exit(int(exc.code))

@@ -6,8 +6,9 @@ expected failure a SkillgitError that `main()` turns into `error: …` / `hint: 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import typer
 
@@ -152,6 +153,9 @@ def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N),
         if detail.corrupt_lines:
             out.append(f"({detail.corrupt_lines} corrupt note line(s) skipped: "
                        f"git notes --ref skillgit show {detail.sha[:12]})\n")
+    from skillgit.review.show import skipped_text
+
+    out.append(skipped_text(detail.skipped, detail.sha))
     _page(shown("".join(out)))
 
 
@@ -195,19 +199,69 @@ def rejected(as_json: bool = JSON, limit: Optional[int] = typer.Option(None, "-n
 
 
 # ---------------------------------------------------------------------------------------------- revert / export
+WAIT = typer.Option(None, "--wait", metavar="[SECONDS]",
+                    help="While a training run holds the skill branch's lock, wait for it to end (up to SECONDS; "
+                         "no limit without a number) instead of refusing with exit 6.")
+
+
+def wait_seconds(value: Optional[str]) -> float:
+    """Seconds to wait for the run lock from `--wait [SECONDS]` (0: none); `main()` has written a bare `--wait` as
+    `--wait=forever` (no limit)."""
+    import math
+
+    if value is None:
+        return 0.0
+    if value == "forever":
+        return math.inf
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not seconds >= 0:  # (also NaN)
+        raise SkillgitError(f"--wait takes a number of seconds, not {value!r}",
+                            "e.g. --wait 60, or --wait alone to wait as long as the run takes")
+    return seconds
+
+
+def _waiting(message: str) -> None:
+    _say(f"waiting for the lock: {message} (Ctrl-C stops waiting)")
+
+
+@contextmanager
+def _lock_hint(command: str, seconds: float) -> Iterator[None]:
+    """A refusal because a run holds the lock (exit 6) also names `--wait`."""
+    from skillgit.errors import ExitCode
+
+    try:
+        yield
+    except SkillgitError as exc:
+        if exc.code != ExitCode.LOCKED or seconds:
+            raise
+        raise SkillgitError(exc.message, f"{exc.hint}; or let it wait for the run: skillgit {command} --wait",
+                            ExitCode.LOCKED) from None
+
+
 def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (default: the newest commit)."),
            to: Optional[str] = typer.Option(None, "--to", help="Restore the skill as it was at this revision."),
            steps: Optional[int] = typer.Option(None, "--steps", help="Go back N accepted steps."),
            reason: str = typer.Option("manual revert", "--reason", help="Why (kept in the commit and its note)."),
-           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
-    """Add a commit that restores an earlier skill (history is never rewritten)."""
+           wait: Optional[str] = WAIT, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """Add a commit that restores an earlier skill (history is never rewritten). Refused while a run trains the
+    branch (exit 6) unless --wait."""
+    seconds = wait_seconds(wait)
+    if rev is None and to is None and steps is None and wait not in (None, "forever"):
+        # `revert --wait 3`: three seconds, or step 3? Never guess which commit to undo.
+        raise SkillgitError(f"`--wait {wait}` with nothing named to revert is ambiguous",
+                            f"name it: `skillgit revert {wait} --wait` (step {wait}, no time limit), or "
+                            f"`skillgit revert HEAD --wait {wait}` / `--steps 1 --wait {wait}`")
     store = _store(repo, config)
     if rev is None and to is None and steps is None:
         rev = store.tip()
     if sum(x is not None for x in (rev, to, steps)) != 1:
         raise SkillgitError("give only one of <rev>, --to REV or --steps N",
                             "e.g. `skillgit revert --steps 1` undoes the last accepted step")
-    sha = store.revert(rev=rev, to=to, steps=steps, reason=reason)
+    with _lock_hint("revert", seconds):
+        sha = store.revert(rev=rev, to=to, steps=steps, reason=reason, wait=seconds, on_wait=_waiting)
     typer.echo(sha)
     _say(f"reverted: '{store.branch}' is now {sha[:12]}")
 
@@ -232,14 +286,23 @@ def export(rev: str = typer.Argument(..., help="The revision to export."),
 def push(remote: str = typer.Argument("origin", help="Remote name, path or URL."),
          repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
     """Push the skill branch, rejected tags, notes (merged first), runs and archive; never forces."""
+    from skillgit.store.refs import check_remote
+
+    check_remote(remote)  # (`--upload-pack=…` would run a command): refused before anything runs
     report = _store(repo, config).push(remote)
     _say(f"pushed to {remote}: branch {report.branch}" + (", notes merged" if report.notes_merged else ""))
 
 
-def pull(remote: str = typer.Argument("origin", help="Remote name, path or URL."),
-         repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
-    """Fetch and integrate: branch fast-forward only, notes merged, tags and runs added."""
-    report = _store(repo, config).pull(remote)
+def pull(remote: Optional[str] = typer.Argument(None, help="Remote name, path or URL (default: origin)."),
+         wait: Optional[str] = WAIT, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+    """Fetch and integrate: branch fast-forward only, notes merged, tags and runs added. Refused while a run
+    trains the branch (exit 6) unless --wait."""
+    from skillgit.store.refs import check_remote
+
+    seconds = wait_seconds(wait)
+    remote = check_remote(remote or "origin")  # refused before anything runs
+    with _lock_hint("pull", seconds):
+        report = _store(repo, config).pull(remote, wait=seconds, on_wait=_waiting)
     extra = (", notes merged" if report.notes_merged else "") + (f", runs {', '.join(report.runs)}"
                                                                  if report.runs else "")
     _say(f"pulled from {remote}: branch {report.branch}, {report.tags} new rejected tag(s){extra}")

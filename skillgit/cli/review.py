@@ -80,11 +80,19 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
 
     from skillgit.review import data
     from skillgit.review import pr as pr_mod
+    from skillgit.store import refs as R
 
+    # Names typed here reach git (push) and gh argvs and the body: checked before anything runs.
+    for name, what in ((head, "--head branch"), (base, "--base branch")):
+        if name is not None:
+            R.check_branch(name, what)
+    if push is not None:
+        R.check_remote(push)
     project, store = _project_and_store(repo, config)
     review = data.load_run(store, run, split_sizes=_split_sizes(project), diff_of=lambda d: d.accepted)
-    head = head or review.head
-    base = base or review.base or project.config.skill.branch
+    head = R.check_branch(head or review.head, "head branch (the branch the run trained onto)")
+    base = R.check_branch(base or review.base or project.config.skill.branch,
+                          "base branch (recorded in the run's notes)")
     if (push or gh) and head == base:
         raise SkillgitError(f"run {review.run} trained on '{head}' itself: there is no branch to propose",
                             "train onto a review branch (`skillgit train --branch review/NAME`), or pass --head and "
@@ -123,10 +131,13 @@ def check(base: Optional[str] = typer.Option(None, "--base", help="Compare again
     Exit 0: no regression; 1: regression; 2: cannot judge."""
     from skillgit.project import open_project
 
-    if print_workflow:  # filled from this project's config; the install pinned to this skillgit
-        from skillgit.review.workflow import render_for
+    if print_workflow:  # filled from this project's config; the install pinned to this skillgit's source
+        from skillgit.provenance import source
+        from skillgit.review.workflow import install_warning, render_for
 
         typer.echo(render_for(open_project(repo, config, set_ or [])), nl=False)
+        if warning := install_warning(source()):
+            console.info(escape(f"warning: {warning}"))
         return
     from skillgit.cli.progress import RunDisplay
     from skillgit.review.check import render_markdown, run_check

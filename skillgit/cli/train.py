@@ -74,6 +74,7 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
 
     display = RunDisplay(console.err)
     sink = _json_events if events else display.handle
+    _say_what_val_can_detect(project.config, len(session.splits.val), sink, events)
     trainer = build_trainer(session, run_id=run, resume=resume if run is None else True, on_event=sink)
     if review is not None:
         review_branch.record(session.store, trainer.run_id, review, trainer.progress.seed_rev or session.store.tip())
@@ -92,6 +93,20 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                           f"{result.accepted} accepted, {result.rejected} rejected")
     if result.status == "stopped":
         raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _say_what_val_can_detect(cfg: Any, items: int, sink: Any, events: bool) -> None:
+    """Before money is spent: the smallest gain the val split lets the gate see; a warning above 20 points."""
+    from skillgit.loop import gate
+    from skillgit.loop.events import Warning
+
+    repeats, deterministic = gate.planned_repeats(cfg)
+    line, warn = gate.detectable_line(cfg.evaluation, items, repeats, deterministic=deterministic,
+                                      candidates=cfg.optimizer.proposals)
+    if warn:
+        sink(Warning(line))
+    elif not events:
+        console.info(line)
 
 
 def _json_events(event) -> None:
@@ -188,7 +203,8 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
         return
     out = console.out
     for key in ("run", "status", "reason", "step", "accepted", "rejected", "val", "seed_val", "val_trend", "errors",
-                "retries", "unscored", "calls", "tokens", "cost_usd", "rollout_seconds", "updated", "eta_s"):
+                "retries", "unscored", "coverage", "calls", "tokens", "cost_usd", "rollout_seconds", "updated",
+                "eta_s"):
         value = info[key]
         if key == "step":
             value = f"{info['step']}/{info['total_steps']}"
@@ -216,6 +232,8 @@ def status_info(p, vals: list[float | None]) -> dict:
             "accepted": p.accepted, "rejected": p.rejected, "val": p.current_score, "seed_val": p.seed_score,
             "val_trend": sparkline(vals, lo=0.0, hi=1.0), "errors": dict(p.errors), "retries": p.retries,
             "unscored": p.unscored, "calls": p.usage.calls, "tokens": p.usage.total_tokens,
+            # the last gate's evidence: "28/30 val items, 79/90 samples scored"
+            "coverage": p.last.coverage.describe() if p.last and p.last.coverage else None,
             "cost_usd": round(p.usage.cost_usd, 4),
             "usage_by_stage": {k: v.to_dict() for k, v in p.usage_by_stage.items()},
             "usage_by_role": {k: v.to_dict() for k, v in p.usage_by_role.items()},

@@ -18,8 +18,15 @@ Locations (checked against each agent's documentation and the CLIs in tests/agen
   `~/.copilot/skills/skillgit/SKILL.md`, a `~/.copilot/copilot-instructions.md` block and
   `~/.copilot/mcp-config.json` (`COPILOT_HOME`).
 
+Roots: every artifact belongs to a root folder skillgit may write in — the repository (project scope), or the home
+folder and the agent's own home when its variable names one (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `COPILOT_HOME`;
+user scope). `roots()` lists them and `root_of()` picks an artifact's; nothing is written or deleted through a
+symlink that leads out of it.
+
 Project-scope MCP entries run `skillgit mcp` by name (the file is shared with a team); user-scope ones name this
-installation's console script by absolute path when it exists (no PATH lookup, no `.cmd` shim on Windows).
+installation's console script by absolute path when it exists (no PATH lookup, no `.cmd` shim on Windows). The
+skill and commands tell the agent how to install skillgit from this installation's own source
+(`provenance.source()`), never by a bare name a package index would resolve.
 """
 
 from __future__ import annotations
@@ -75,8 +82,16 @@ def mcp_launcher(scope: str) -> tuple[str, list[str]]:
     return shutil.which("skillgit") or "skillgit", ["mcp"]
 
 
+def install_hint() -> str:
+    """What the installed skill and commands tell the user when skillgit is missing: the exact source of the
+    installation that wrote them (never a bare name a package index would resolve)."""
+    from skillgit.provenance import source
+
+    return source().install_hint(["mcp"])
+
+
 def _skill(folder: Path) -> FileArtifact:
-    return FileArtifact(folder / assets.NAME / "SKILL.md", assets.skill_md())
+    return FileArtifact(folder / assets.NAME / "SKILL.md", assets.skill_md(install_hint()))
 
 
 def _claude(scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
@@ -91,7 +106,8 @@ def _claude(scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
     command, args = mcp_launcher(scope)
     return [
         _skill(folder / "skills"),
-        *(FileArtifact(folder / "commands" / f"skillgit-{c.name}.md", c.text()) for c in assets.COMMANDS),
+        *(FileArtifact(folder / "commands" / f"skillgit-{c.name}.md", c.text(install_hint=install_hint()))
+          for c in assets.COMMANDS),
         FileArtifact(hook, assets.SESSION_END_HOOK, executable=True),
         JsonArtifact(folder / "settings.json", ("hooks", "SessionEnd"), assets.hook_group(hook_command), append=True),
         JsonArtifact(mcp_file, ("mcpServers", assets.NAME), {"type": "stdio", "command": command, "args": args}),
@@ -129,6 +145,22 @@ def _copilot(scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
         BlockArtifact(home / "copilot-instructions.md", assets.markdown_block(), assets.BLOCK_BEGIN),
         JsonArtifact(home / "mcp-config.json", ("mcpServers", assets.NAME), cli_server),
     ]
+
+
+def roots(agent: str, scope: str, base: Path, env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """The folders `agent`'s artifacts in `scope` live in (see the module docstring)."""
+    if scope == "project":
+        return (base,)
+    env = os.environ if env is None else env
+    var = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "copilot": "COPILOT_HOME"}[agent]
+    return (base, Path(env[var])) if env.get(var) else (base,)
+
+
+def root_of(path: Path, folders: tuple[Path, ...]) -> Path | None:
+    """The innermost of `folders` that holds `path` (as written), or None when none does."""
+    path = Path(os.path.normpath(os.path.abspath(path)))
+    holding = [f for f in folders if Path(os.path.normpath(os.path.abspath(f))) in (path, *path.parents)]
+    return max(holding, key=lambda f: len(Path(os.path.abspath(f)).parts), default=None)
 
 
 def artifacts(agent: str, scope: str, base: Path, env: Mapping[str, str] | None = None) -> list[Artifact]:

@@ -7,10 +7,13 @@ Contract
   `integrations/codex/**` — are generated from here: `python -m skillgit.integrations.assets` rewrites them and
   tests/test_claude_plugin.py fails when they drift.
 - Nothing here names a path into a clone of this repository. The plugin starts its MCP server and runs its slash
-  commands through its own POSIX sh launchers (`bin/skillgit-mcp`, `bin/skillgit-run`): the installed `skillgit`
-  console script, else `uvx --from 'skillgit[mcp]'`, else `pipx run --spec 'skillgit[mcp]'`, else the exact install
-  command on stderr and exit 1. Installed (non-plugin) commands and the skill say the same in prose; the hook
-  needs only bash, git and date.
+  commands through its own POSIX sh launchers (`bin/skillgit-mcp`, `bin/skillgit-run`): they exec the installed
+  `skillgit` command found on PATH, else print how to install skillgit on stderr and exit 1. Installed
+  (non-plugin) commands and the skill say the same in prose; the hook needs only bash, git and date.
+- Nothing here installs or runs skillgit by bare name from a package index (with pip, pipx, uv or uvx): the
+  name there is not ours. The checked-in texts say how to install skillgit from its source
+  (`INSTALL_HINT`); what `skillgit install` writes names the exact source of the installation that wrote it
+  (`provenance.source().install_hint`).
 - Adoption is a person's act: every text tells the agent never to merge, revert, push or move the skill branch.
 """
 
@@ -21,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillgit import __version__
+from skillgit.provenance import FROM_A_CLONE
 
 NAME = "skillgit"
 DESCRIPTION = ("Inspect and safely train this repository's agent skill with skillgit: training history, scores, "
                "rejected edits, budgeted training onto a review branch, and session recording for sleep.")
-INSTALL_HINT = ("`pipx install 'skillgit[mcp]'` (or `uv tool install 'skillgit[mcp]'`, or "
-                "`pip install 'skillgit[mcp]'`)")
+INSTALL_HINT = FROM_A_CLONE.format(extras="[mcp]")  # the checked-in texts' hint (they name no installation)
 BLOCK_BEGIN = "<!-- skillgit:begin (managed by `skillgit install`; `skillgit uninstall` removes it) -->"
 BLOCK_END = "<!-- skillgit:end -->"
 TOML_BEGIN = "# >>> skillgit (managed by `skillgit install codex`; `skillgit uninstall codex` removes it) >>>"
@@ -43,9 +46,9 @@ stay as `rejected/<run>/<step>` tags, and reflections, rankings and scores live 
 ## How to call it
 - Prefer the `skillgit` MCP tools when they are available: `log`, `show`, `diff`, `rejected`, `status`,
   `report`, `review_summary` (read only), `train_dry_run`, `train`, `sleep_dry_run`, `sleep_run` (guarded).
-- Otherwise run the command line: `skillgit <command>`. If `skillgit` is not found, use `uvx skillgit <command>`,
-  else `pipx run skillgit <command>`. If none of them exists, stop and tell the user to install it:
-  `pipx install 'skillgit[mcp]'` (or `uv tool install 'skillgit[mcp]'`, or `pip install 'skillgit[mcp]'`).
+- Otherwise run the command line: `skillgit <command>`. If `skillgit` is not found, stop and tell the user to
+  {install_hint}. Never install or run skillgit yourself, and never by bare name from a package index
+  (`skillgit` there is someone else's package).
 
 ## Reading the history (free, no model calls)
 - `skillgit status` — the newest run: step, val score, calls, tokens, cost.
@@ -81,27 +84,29 @@ them. Do not print secrets; skillgit masks the ones it knows.
 """
 
 
-def skill_md() -> str:
-    """The skillgit skill (Agent Skills format: YAML front matter with name and description)."""
+def skill_md(install_hint: str = INSTALL_HINT) -> str:
+    """The skillgit skill (Agent Skills format: YAML front matter with name and description); `install_hint` is
+    what the agent tells the user when skillgit is not installed."""
     description = ("Inspect and safely train this repository's skill with skillgit (every training step is a git "
                    "commit). Use when the user asks what a skill, AGENTS.md or system prompt learned, why an edit "
                    "was rejected, how training is going, or wants to train or run a sleep cycle with a budget.")
-    return f"---\nname: {NAME}\ndescription: {description}\n---\n\n{SKILL_BODY}"
+    return f"---\nname: {NAME}\ndescription: {description}\n---\n\n" + \
+        SKILL_BODY.replace("{install_hint}", install_hint)
 
 
 # ------------------------------------------------------------------------------------------------ slash commands
-SPEC = "skillgit[mcp]"  # what uvx / pipx run when no `skillgit` is installed
-_ALLOWED = "Bash(skillgit:*), Bash(uvx skillgit:*), Bash(pipx run skillgit:*)"
-_LAUNCH = ("Run skillgit as `skillgit …`; if that is not found use `uvx skillgit …`, else `pipx run skillgit …`. "
-           f"If none exists, stop and tell the user to install it: {INSTALL_HINT}.")
+_ALLOWED = "Bash(skillgit:*)"
+_HINT = "{install_hint}"  # in a command's body: replaced by the hint the writer passes (see `Command.text`)
+_LAUNCH = (f"Run skillgit as `skillgit …`. If that is not found, stop and tell the user to {_HINT}; never install "
+           "or run skillgit yourself.")
 # in the plugin, `${CLAUDE_PLUGIN_ROOT}` is replaced by Claude Code with the plugin's own folder (in the command's
 # text and its allowed-tools), so the launcher is found wherever a marketplace install put the plugin
 PLUGIN_RUN = 'sh "${CLAUDE_PLUGIN_ROOT}/bin/skillgit-run"'
 _PLUGIN_ALLOWED = (_ALLOWED + ", Bash(sh ${CLAUDE_PLUGIN_ROOT}/bin/skillgit-run:*), "
                    'Bash(sh "${CLAUDE_PLUGIN_ROOT}/bin/skillgit-run":*)')
 _PLUGIN_LAUNCH = (f"Run skillgit as `skillgit …`; if that is not found, run it through this plugin's launcher "
-                  f"`{PLUGIN_RUN} …` (it tries `uvx`, then `pipx`, and otherwise prints what to install: tell the "
-                  "user exactly that and stop).")
+                  f"`{PLUGIN_RUN} …` (it runs the installed skillgit, and otherwise prints how to install it from "
+                  "its source: tell the user exactly that and stop; never install or run skillgit yourself).")
 
 
 @dataclass(frozen=True)
@@ -115,8 +120,9 @@ class Command:
     argument_hint: str = ""
     allowed_tools: str = _ALLOWED
 
-    def text(self, plugin: bool = False) -> str:
-        """The command file; `plugin=True` names the plugin's launcher for when `skillgit` is not installed."""
+    def text(self, plugin: bool = False, install_hint: str = INSTALL_HINT) -> str:
+        """The command file; `plugin=True` names the plugin's launcher for when `skillgit` is not installed,
+        otherwise the agent tells the user to `install_hint`."""
         head = [f"description: {self.description}"]
         if self.argument_hint:
             head.append(f"argument-hint: {self.argument_hint}")
@@ -125,7 +131,7 @@ class Command:
             allowed = allowed.replace(_ALLOWED, _PLUGIN_ALLOWED)
             body = body.replace(_LAUNCH, _PLUGIN_LAUNCH)
         head.append(f"allowed-tools: {allowed}")
-        return "---\n" + "\n".join(head) + "\n---\n\n" + body
+        return "---\n" + "\n".join(head) + "\n---\n\n" + body.replace(_HINT, install_hint)
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -233,30 +239,36 @@ exit 0
 def launcher(command: str) -> str:
     """A POSIX sh launcher for the plugin running `skillgit <command> "$@"` (command "": any skillgit command).
 
-    Contract: it `exec`s the first of these found on PATH — so no wrapper process is left, and stdin/stdout (the
-    MCP protocol) pass through untouched — the installed `skillgit`, `uvx --from 'skillgit[mcp]' skillgit`,
-    `pipx run --spec 'skillgit[mcp]' skillgit`. With none of them it prints the install command to stderr and
-    exits 1. It prints nothing else and never installs anything itself."""
+    Contract: it `exec`s the `skillgit` command found on PATH — so no wrapper process is left, and stdin/stdout (the
+    MCP protocol) pass through untouched. Without one it prints how to install skillgit from its source to
+    stderr (naming the skillgit checkout it sits in, when it does: `--plugin-dir <clone>/plugins/claude-code`)
+    and exits 1. Only sh builtins are used: it works with a PATH that holds nothing. It prints nothing else and
+    never installs, downloads or runs anything else: no `uvx`, no `pipx run`, no package index is ever asked for
+    `skillgit` by name (the name there is not ours)."""
     sub = f" {command}" if command else ""
     what = f"`skillgit{sub}`" if command else "skillgit"
     return f"""#!/bin/sh
-# skillgit's Claude Code plugin: run {what} with whatever this machine has.
-# Tries, in order: the installed `skillgit` console script; `uvx --from '{SPEC}' skillgit`;
-# `pipx run --spec '{SPEC}' skillgit`. Each is exec'd (stdin/stdout pass straight through). With none of them
-# it says what to install on stderr and exits 1.
+# skillgit's Claude Code plugin: run {what} with the skillgit installed on this machine.
+# It execs the `skillgit` command found on PATH (stdin/stdout pass straight through). It never installs or
+# downloads anything, and never asks a package index for `skillgit` by name (the name there is not ours):
+# without a `skillgit` command it says how to install skillgit from its source on stderr and exits 1.
 if command -v skillgit >/dev/null 2>&1; then
   exec skillgit{sub} "$@"
 fi
-if command -v uvx >/dev/null 2>&1; then
-  exec uvx --from '{SPEC}' skillgit{sub} "$@"
+echo "skillgit: no 'skillgit' command found on PATH." >&2
+case $0 in */*) bin=${{0%/*}} ;; *) bin=. ;; esac
+here=$(cd "$bin/../../.." 2>/dev/null && pwd)
+if [ -n "$here" ] && [ -f "$here/skillgit/provenance.py" ] && [ -f "$here/pyproject.toml" ]; then
+  echo "This plugin sits in a skillgit checkout: install skillgit from it with: pip install '$here[mcp]'" >&2
 fi
-if command -v pipx >/dev/null 2>&1; then
-  exec pipx run --spec '{SPEC}' skillgit{sub} "$@"
-fi
-echo "skillgit: no 'skillgit', 'uvx' or 'pipx' found on PATH." >&2
-echo "Install skillgit with: pipx install '{SPEC}'   (or: uv tool install '{SPEC}', or: pip install '{SPEC}')" >&2
+echo "{_sh_text(INSTALL_HINT[0].upper() + INSTALL_HINT[1:])}." >&2
 exit 1
 """
+
+
+def _sh_text(text: str) -> str:
+    """`text` for a double-quoted sh string: backquotes, `$`, `\\` and `"` made literal."""
+    return "".join("\\" + c if c in '`$\\"' else c for c in text)
 
 
 # ------------------------------------------------------------------------------------------------ snippets
@@ -338,8 +350,9 @@ Slash commands `/skillgit:status`, `/skillgit:train <budget>`, `/skillgit:sleep 
 records each finished session's transcript path in `<git-common-dir>/skillgit/sleep/inbox.jsonl` for the next
 `skillgit sleep` (nothing is sent anywhere).
 
-Runs the installed `skillgit` command; without it, `uvx` or `pipx` (through `bin/skillgit-mcp` and
-`bin/skillgit-run`). With none of them, install skillgit: {INSTALL_HINT}.
+Runs the installed `skillgit` command (through `bin/skillgit-mcp` and `bin/skillgit-run`); it never installs
+skillgit itself, and nothing here asks a package index for `skillgit` by name (the name there is not ours).
+Without skillgit, {INSTALL_HINT}.
 
 Install: `claude plugin marketplace add <this folder, or the skillgit repository>` then
 `claude plugin install skillgit@skillgit`. Or without the plugin system: `skillgit install claude --project`.

@@ -18,12 +18,22 @@ Contract
   block is removed (when it is still there unchanged) and a warning says so; a whole file someone edited, or an
   entry someone changed, is left in place with a warning.
 - The project's trained skill file (skill.path in skillgit.yaml) is never touched.
+- Transactional: install records every write in the manifest (marked pending) *before* it writes anything, then
+  writes; when a write fails (a read-only folder, a full disk, Ctrl-C) everything already written is put back —
+  created files and folders removed, edited files given their exact previous bytes — and the error says what
+  failed; nothing is left that the manifest does not record. Whatever could not be put back stays recorded, so
+  `uninstall` removes it.
 - Writes are atomic (a temporary file renamed over the target, through symlinks), keep the file's mode and
   line endings (a CRLF file gets CRLF lines).
-- Symlinks: install writes through a symlink only when it points to an existing file inside the scope's folder
-  (or beside the link); a dangling symlink, one pointing out of the tree, a folder where a file goes or a file
-  where a folder goes stop the install (nothing written). Uninstall never deletes a symlink: it restores the
-  content behind it, or leaves it with a warning.
+- Symlinks: install writes through a symlink — the file, or any folder on the way to it — only when it leads to
+  a place inside the artifact's root (`artifacts.roots`: the repository; the home folder or the agent's own
+  home); a dangling symlink, one leading out of the root, a folder where a file goes or a file where a folder goes
+  stop the install (nothing written). Uninstall never deletes a symlink: it restores the content behind it, or
+  leaves it with a warning.
+- The manifest is not trusted by uninstall: it acts only on records naming a path this agent's install writes
+  (`artifacts.artifacts`, same kind) that is still inside its root once symlinks are followed, and deletes or
+  edits a file only when its content hash is the one the record says skillgit left; a created folder is removed
+  only when it is above that file, inside the root, and empty. Anything else stays, with a warning.
 """
 
 from __future__ import annotations
@@ -45,6 +55,8 @@ from skillgit.integrations.artifacts import (
     FileArtifact,
     JsonArtifact,
     artifacts,
+    root_of,
+    roots,
 )
 from skillgit.integrations.manifest import (
     Action,
@@ -52,7 +64,9 @@ from skillgit.integrations.manifest import (
     Record,
     Report,
     abs_path,
-    make_dirs,
+    contained,
+    lexical,
+    missing_dirs,
     newline,
     path_problem,
     read_text,
@@ -214,8 +228,8 @@ def _plan_block(step: _Step, art: BlockArtifact, current: str | None) -> None:
     step.text = current + sep + block
 
 
-def _plan_one(art: Artifact, rec: Record | None, rel: str, base: Path) -> _Step:
-    problem = path_problem(base, art.path)
+def _plan_one(art: Artifact, rec: Record | None, rel: str, root: Path) -> _Step:
+    problem = path_problem(root, art.path)
     if problem is not None:
         return _Step(art, rel, "conflict", f"it is {problem}" if problem.startswith("a ") else problem,
                      hint=f"make {rel} a plain file (or remove it) and run the install again")
@@ -298,11 +312,55 @@ def _report(t: Target, actions: list[Action], warnings: list[str]) -> Report:
 
 
 # ------------------------------------------------------------------------------------------------ install
+def _settle(rec: Record, path: Path) -> Record | None:
+    """A pending record left by an interrupted install: installed (no longer pending), never written (None), or
+    changed since (kept, so the plan treats it like any edited file)."""
+    try:
+        current = read_text(path)
+    except SkillgitError:
+        return replace(rec, pending=False)
+    if current is not None and sha(current) == rec.sha_after:
+        return replace(rec, pending=False)
+    return None if rec.untouched(current) else replace(rec, pending=False)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, SkillgitError):
+        return exc.message
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+def _save(manifest: Manifest, records: dict[str, Record], order: list[str]) -> Manifest:
+    return replace(manifest, records=tuple(records[p] for p in order if p in records)).save()
+
+
+def _put_back(step: _Step, prior: str | None, created: list[Path]) -> None:
+    """Undo one write of a failed install: the file gets the bytes it had just before (or goes, when install
+    created it), then the folders install created for it go when empty. A file someone changed meanwhile (its
+    content is neither what was there nor what install wrote) is not touched."""
+    path = step.artifact.path
+    current = read_text(path)
+    if current is not None and current != prior and sha(current) == sha(step.text):
+        if prior is None:
+            path.unlink()
+        else:
+            write_text(path, prior)
+    for folder in reversed(created):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
 def install(agent: str, scope: str, repo: Path | None = None, home: Path | None = None,
             env: Mapping[str, str] | None = None, dry_run: bool = False) -> Report:
     """Install `agent`'s artifacts (see the module contract)."""
     t = target(agent, scope, repo, home)
     manifest = Manifest.load(t.manifest, t.base)
+    folders = roots(agent, scope, t.base, env)
+    before = {r.path: r for r in manifest.records}  # the records as they stand (pending ones settled below)
     steps: list[_Step] = []
     warnings: list[str] = []
     for art in artifacts(agent, scope, t.base, env):
@@ -317,7 +375,13 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
             steps.append(_Step(art, rel, "conflict", f"already installed by `skillgit install {rec.agent}`",
                                hint=f"run `skillgit uninstall {rec.agent}` first"))
             continue
-        steps.append(_plan_one(art, rec, rel, t.base))
+        if rec is not None and rec.pending:
+            rec = _settle(rec, art.path)
+            if rec is None:
+                before.pop(rel)
+            else:
+                before[rel] = rec
+        steps.append(_plan_one(art, rec, rel, root_of(art.path, folders) or t.base))
     conflicts = [s for s in steps if s.what == "conflict"]
     if conflicts:
         lines = "; ".join(f"{s.rel}: {s.detail}" for s in conflicts)
@@ -328,40 +392,115 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
         warnings.extend(s.warnings)
     if dry_run:
         return _report(t, actions, warnings)
-    records = {r.path: r for r in manifest.records}
-    for s in steps:
-        if s.what not in ("create", "insert", "update") or s.text is None:
-            continue
-        old = records.get(s.rel)
-        dirs = make_dirs(t.base, s.artifact.path.parent)
-        kept_dirs = old.created_dirs if old is not None else ()
-        write_text(s.artifact.path, s.text, isinstance(s.artifact, FileArtifact) and s.artifact.executable)
-        records[s.rel] = Record(agent, _kind(s.artifact), s.rel, sha(s.text) or "", sha(s.before), s.offset,
-                                s.inserted, tuple(s.key_path), s.value, s.append, tuple(kept_dirs) + tuple(dirs))
     order = [r.path for r in manifest.records] + [s.rel for s in steps if s.rel not in
                                                   {r.path for r in manifest.records}]
-    replace(manifest, records=tuple(records[p] for p in order if p in records)).save()
+    todo = [s for s in steps if s.what in ("create", "insert", "update") and s.text is not None]
+    # 1. record first: every write is in the manifest (pending) before any file is touched
+    records, claimed = dict(before), set()
+    for s in todo:
+        old = before.get(s.rel)
+        dirs = [d for d in missing_dirs(t.base, s.artifact.path.parent) if d not in claimed]
+        claimed.update(dirs)
+        records[s.rel] = Record(agent, _kind(s.artifact), s.rel, sha(s.text) or "", sha(s.before), s.offset,
+                                s.inserted, tuple(s.key_path), s.value, s.append,
+                                (old.created_dirs if old is not None else ()) +
+                                tuple(rel_path(t.base, d) for d in dirs), pending=True)
+    if todo:
+        try:
+            manifest = _save(manifest, records, order)
+        except (OSError, SkillgitError) as exc:
+            raise SkillgitError(f"nothing installed: cannot write the install record {t.manifest} "
+                                f"({_reason(exc)})", f"make {t.manifest.parent} writable and run the install again",
+                                ExitCode.USAGE) from None
+    # 2. write; on any failure put back what was written, in reverse order
+    done: list[tuple[_Step, str | None, list[Path]]] = []
+    failed = ""
+    try:
+        for s in todo:
+            failed = s.rel
+            created = missing_dirs(t.base, s.artifact.path.parent)
+            done.append((s, read_text(s.artifact.path), created))
+            s.artifact.path.parent.mkdir(parents=True, exist_ok=True)
+            write_text(s.artifact.path, s.text or "",
+                       isinstance(s.artifact, FileArtifact) and s.artifact.executable)
+    except BaseException as exc:
+        left: list[str] = []
+        for s, prior, created in reversed(done):
+            try:
+                _put_back(s, prior, created)
+                if s.rel in before:
+                    records[s.rel] = before[s.rel]
+                else:
+                    records.pop(s.rel, None)
+            except (OSError, SkillgitError) as undo:
+                left.append(f"{s.rel} ({_reason(undo)})")
+        for s in todo[len(done):]:  # never started: back to what the manifest said before
+            if s.rel in before:
+                records[s.rel] = before[s.rel]
+            else:
+                records.pop(s.rel, None)
+        try:
+            _save(manifest, records, order)
+        except (OSError, SkillgitError) as save:
+            left.append(f"the install record {t.manifest} ({_reason(save)})")
+        if not isinstance(exc, (OSError, SkillgitError)):
+            raise
+        message = f"nothing installed: could not write {failed} ({_reason(exc)}); everything written before it " \
+                  "was put back"
+        hint = f"make {Path(abs_path(t.base, failed)).parent} writable (or install with the other scope) and run " \
+               "the install again"
+        if left:
+            message += f", except {', '.join(left)}"
+            hint += f"; then `skillgit uninstall {agent}` removes what is left (it is recorded)"
+        raise SkillgitError(message, hint, ExitCode.USAGE) from None
+    # 3. done: the records are final
+    if todo:
+        _save(manifest, {k: replace(r, pending=False) for k, r in records.items()}, order)
     return _report(t, actions, warnings)
 
 
 # ------------------------------------------------------------------------------------------------ uninstall
-def _remove_one(base: Path, rec: Record) -> tuple[Action, str | None]:
+def _owned_dirs(base: Path, root: Path, rec: Record) -> tuple[str, ...]:
+    """The record's created folders that may be removed: above its file and inside its root (an agent home
+    install created counts; the repository or home folder never does)."""
+    path = lexical(abs_path(base, rec.path))
+    return tuple(d for d in rec.created_dirs
+                 if lexical(abs_path(base, d)) in path.parents and lexical(abs_path(base, d)) != lexical(base)
+                 and contained(root, abs_path(base, d)))
+
+
+def _refusal(base: Path, rec: Record, known: dict[str, str], folders: tuple[Path, ...]) -> str | None:
+    """Why uninstall must not act on `rec` at all (None when it may): the manifest is data, not authority."""
     path = abs_path(base, rec.path)
+    if known.get(rec.path) != rec.kind:
+        return "it is not a file skillgit installs for this agent (the install record names it: edited?)"
+    root = root_of(path, folders)
+    if root is None or not contained(root, path):
+        return f"it leads out of {root or base} through a symlink"
+    return None
+
+
+def _remove_one(base: Path, root: Path, rec: Record) -> tuple[Action, str | None]:
+    path = abs_path(base, rec.path)
+    dirs = _owned_dirs(base, root, rec)
     try:
         current = read_text(path)
     except SkillgitError as exc:  # a folder, or not text any more: someone else's now
         return Action("keep", rec.path, "not skillgit's file any more"), f"{rec.path}: {exc.message}; left in place"
+    if rec.pending and rec.untouched(current):
+        remove_dirs(base, dirs)
+        return Action("gone", rec.path, "never written (an interrupted install)"), None
     if current is not None and path.is_symlink() and (rec.kind == "file" or rec.sha_before is None):
         warning = f"{rec.path} is now a symlink (not what skillgit created); left in place"
         return Action("keep", rec.path, "a symlink"), warning
     if current is None:
-        remove_dirs(base, rec.created_dirs)
+        remove_dirs(base, dirs)
         return Action("gone", rec.path, "already removed"), None
     previous = _undo(current, rec)
     if previous is not None:
         if rec.kind == "file" or rec.sha_before is None:
             path.unlink()
-            remove_dirs(base, rec.created_dirs)
+            remove_dirs(base, dirs)
             return Action("remove", rec.path), None
         write_text(path, previous)
         return Action("restore", rec.path, "previous content restored byte for byte"), None
@@ -376,7 +515,7 @@ def _remove_one(base: Path, rec: Record) -> tuple[Action, str | None]:
     rest = current[:span[0]] + current[span[1]:]
     if rec.sha_before is None and not rest.strip():
         path.unlink()
-        remove_dirs(base, rec.created_dirs)
+        remove_dirs(base, dirs)
     else:
         write_text(path, rest)
     warning = f"{rec.path} changed after install: removed only skillgit's {part}, kept the rest"
@@ -384,22 +523,34 @@ def _remove_one(base: Path, rec: Record) -> tuple[Action, str | None]:
 
 
 def uninstall(agent: str, scope: str, repo: Path | None = None, home: Path | None = None,
-              dry_run: bool = False) -> Report:
+              dry_run: bool = False, env: Mapping[str, str] | None = None) -> Report:
     """Remove what `install(agent, scope)` recorded (see the module contract)."""
     t = target(agent, scope, repo, home)
     manifest = Manifest.load(t.manifest, t.base)
     mine = [r for r in manifest.records if r.agent == agent]
     if not mine:
         return _report(t, [], [f"nothing to uninstall: skillgit is not installed for {agent} ({scope})"])
-    actions, warnings = [], []
+    folders = roots(agent, scope, t.base, env)
+    known = {rel_path(t.base, a.path): _kind(a) for a in artifacts(agent, scope, t.base, env)}
+    actions, warnings, kept = [], [], []
     for rec in reversed(mine):
+        refusal = _refusal(t.base, rec, known, folders)
+        if refusal is not None:
+            actions.append(Action("keep", rec.path, "not touched"))
+            warnings.append(f"{rec.path}: {refusal}; left in place")
+            continue
         if dry_run:
             actions.append(Action("remove", rec.path))
             continue
-        action, warning = _remove_one(t.base, rec)
+        try:
+            action, warning = _remove_one(t.base, root_of(abs_path(t.base, rec.path), folders) or t.base, rec)
+        except OSError as exc:
+            action, warning = Action("keep", rec.path, "could not be removed"), \
+                f"{rec.path}: could not remove it ({_reason(exc)}); still recorded: run the uninstall again"
+            kept.append(rec)
         actions.append(action)
         if warning:
             warnings.append(warning)
     if not dry_run:
-        replace(manifest, records=tuple(r for r in manifest.records if r.agent != agent)).save()
+        replace(manifest, records=tuple(r for r in manifest.records if r.agent != agent or r in kept)).save()
     return _report(t, actions, warnings)

@@ -7,6 +7,11 @@ Contract
   (`skillgit.redact`), control and bidi characters escaped (`skillgit.textsafe.shown`), length capped.
 - Expected failures raise `SkillgitError` (message + hint). Arguments that name revisions or runs are checked
   (`check_ref`): never empty, never starting with `-` (git would read an option), no whitespace or control chars.
+- Paths: every file or folder a tool reads, lists or has `skillgit` write resolves (real path, symlinks followed)
+  inside the repository — its working tree or its git dir. A committed link that leaves it (a
+  `.skillgit/sleep/<date>.md` pointing at `~/.ssh/id_rsa`) is skipped and named; a `sleep.report_dir` or
+  `sleep.tasks_file` outside it is refused with the key and the fix. Files are opened without following a last
+  link and read up to a cap.
 - Read functions never write. `train` writes only a `skillgit/review/…` branch (and skillgit's own refs) through
   `commands.train_command`; `sleep` runs `skillgit sleep` when this version has it. Nothing here merges, reverts,
   pushes or moves the skill branch: adopting learned changes is a person's act, prepared by `review_summary`.
@@ -15,6 +20,7 @@ Contract
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -220,55 +226,108 @@ class FoundReport:
     mtime: float
 
 
-def _night_dir(ws: Workspace, root: Path) -> Path:
-    """Where `skillgit sleep run` writes `<date>.md` (sleep.report_dir; its default when the config is unreadable)."""
+def repository_roots(root: Path) -> tuple[Path, ...]:
+    """The real paths an MCP tool may touch: the working tree and the repository's git dir."""
+    from skillgit.integrations.locations import git_common_dir
+
+    roots = [Path(os.path.realpath(root))]
+    try:
+        roots.append(Path(os.path.realpath(git_common_dir(root))))
+    except SkillgitError:
+        pass
+    return tuple(dict.fromkeys(roots))
+
+
+def inside(path: Path, roots: tuple[Path, ...]) -> bool:
+    """True when `path`, every link in it followed, lies in one of `roots`."""
+    real = Path(os.path.realpath(path))
+    return any(real == r or r in real.parents for r in roots)
+
+
+def read_inside(path: Path, roots: tuple[Path, ...], limit: int = 1 << 20) -> str:
+    """The text of `path` (at most `limit` bytes) when it resolves inside `roots`; never through a link swapped in
+    after the check (the real path is opened with O_NOFOLLOW)."""
+    real = Path(os.path.realpath(path))
+    if not inside(real, roots):
+        raise SkillgitError(f"{path} resolves to {real}, outside the repository",
+                            "the MCP server reads files inside the repository only")
+    fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(limit).decode("utf-8", errors="replace")
+
+
+def _sleep_paths(ws: Workspace) -> tuple[Path, list[tuple[str, Path]]]:
+    """The repository root and the sleep paths its config names ((key, path)); defaults when it is unreadable."""
     from skillgit.sleep import settings as sleep_settings
 
     try:
         sp = sleep_settings.open_sleep_project(ws.repo, ws.config)
-        return sp.path(sp.settings.report_dir)
+        return sp.root, [("sleep.report_dir", sp.path(sp.settings.report_dir)),
+                         ("sleep.tasks_file", sp.path(sp.settings.tasks_file))]
     except SkillgitError:
-        return root / sleep_settings.DEFAULT_REPORT_DIR
+        root = ws.project().root
+        return root, [("sleep.report_dir", root / sleep_settings.DEFAULT_REPORT_DIR)]
 
 
-def find_reports(ws: Workspace) -> tuple[list[FoundReport], list[Path]]:
-    """Every HTML training report and sleep night report found, newest first, and the folders looked in."""
+def _outside(key: str, path: Path) -> str:
+    return (f"{key} ({path}) resolves to {os.path.realpath(path)}, outside the repository: the MCP server reads and "
+            f"writes inside the repository only; set {key} to a path inside it (or leave it at its default)")
+
+
+def find_reports(ws: Workspace) -> tuple[list[FoundReport], list[Path], list[str]]:
+    """Every HTML training report and sleep night report found inside the repository, newest first; the folders
+    looked in; and what was refused (a folder or a linked file outside the repository), each said plainly."""
     from skillgit.integrations.locations import git_common_dir
 
     root = ws.project().root
+    roots = repository_roots(root)
+    refused: list[str] = []
     html_dirs = [Path.cwd(), root, *(root / d for d in REPORT_DIRS), git_common_dir(root) / "skillgit" / "reports"]
-    night_dir = _night_dir(ws, root)
-    folders = list(dict.fromkeys(f.resolve() for f in [*html_dirs, night_dir]))
+    html_dirs = [d for d in html_dirs if inside(d, roots)]  # the server's folder only when it is in the repository
+    night_dir: Path | None = dict(_sleep_paths(ws)[1])["sleep.report_dir"]
+    if night_dir is not None and not inside(night_dir, roots):
+        refused.append(_outside("sleep.report_dir", night_dir))
+        night_dir = None
+    folders = list(dict.fromkeys(f.resolve() for f in [*html_dirs, *([night_dir] if night_dir else [])]))
     seen: dict[Path, FoundReport] = {}
+
+    def add(kind: str, path: Path) -> None:
+        if not inside(path, roots):
+            refused.append(f"skipped {path}: a link to {os.path.realpath(path)}, outside the repository")
+        elif path.is_file():
+            real = Path(os.path.realpath(path))
+            seen[real] = FoundReport(kind, real, real.stat().st_mtime)
+
     for folder in dict.fromkeys(f.resolve() for f in html_dirs):
         if folder.is_dir():
             pattern = HTML_REPORT if folder in (Path.cwd().resolve(), root.resolve()) else "*.html"
-            for path in folder.glob(pattern):
-                if path.is_file():
-                    seen[path.resolve()] = FoundReport("html", path.resolve(), path.stat().st_mtime)
-    if night_dir.is_dir():
-        for path in night_dir.iterdir():
-            if NIGHT_REPORT.match(path.name) and path.is_file():
-                seen[path.resolve()] = FoundReport("night", path.resolve(), path.stat().st_mtime)
+            for path in sorted(folder.glob(pattern)):
+                add("html", path)
+    if night_dir is not None and night_dir.is_dir():
+        for path in sorted(night_dir.iterdir()):
+            if NIGHT_REPORT.match(path.name):
+                add("night", path)
     found = sorted(seen.values(), key=lambda r: (r.mtime, r.path.name), reverse=True)
-    return found, folders
+    return found, folders, refused
 
 
 def report(ws: Workspace) -> str:
-    found, folders = find_reports(ws)
+    found, folders, refused = find_reports(ws)
+    notes = [f"refused: {r}" for r in refused]
     if not found:
         how = ("make one with `skillgit report` (HTML, for a training run)" if C.cli_has("report") else
                "this version of skillgit has no `skillgit report` command yet; the resource "
                "skillgit://runs/{run}/report gives a Markdown account of a run, and `status` the numbers")
-        return (f"no report found (looked for {HTML_REPORT}, HTML reports and sleep night reports YYYY-MM-DD.md in "
-                f"{', '.join(str(f) for f in folders)}); {how}")
+        return "\n".join([f"no report found (looked for {HTML_REPORT}, HTML reports and sleep night reports "
+                          f"YYYY-MM-DD.md in {', '.join(str(f) for f in folders)}); {how}", *notes])
     stamp = lambda r: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.mtime))  # noqa: E731
     kinds = {"html": "training report (HTML; open it in a browser)", "night": "sleep night report (Markdown)"}
     out = [f"reports, newest first ({min(len(found), MAX_REPORTS)} of {len(found)}):"]
     out += [f"- {r.path}  {kinds[r.kind]}, written {stamp(r)}" for r in found[:MAX_REPORTS]]
+    out += notes
     night = next((r for r in found if r.kind == "night"), None)
     if night is not None:
-        text = night.path.read_text(encoding="utf-8", errors="replace")
+        text = read_inside(night.path, repository_roots(ws.project().root), limit=MAX_NIGHT * 4)
         out += ["", f"the newest sleep night report, {night.path.name}:", "", _cap(text, MAX_NIGHT, "report")]
     return "\n".join(out)
 
@@ -374,6 +433,11 @@ def sleep(ws: Workspace, action: str, budget: C.Budget | None = None, timeout_s:
         raise SkillgitError(f"`skillgit sleep {action}` is not available in this version of skillgit",
                             "upgrade skillgit; finished Claude Code sessions are still recorded in the sleep inbox")
     project = ws.project()
+    root, paths = _sleep_paths(ws)
+    for key, path in paths:  # `skillgit sleep` writes there: never outside the repository on an agent's behalf
+        if not inside(path, repository_roots(root)):
+            raise SkillgitError(_outside(key, path), f"edit {key} in skillgit.yaml, or run `skillgit sleep` "
+                                "yourself in a terminal")
     argv = C.sleep_command(project.root, ws.config, action, budget)
     result = _json_result(C.run(argv, timeout_s, cwd=project.root), f"sleep {action}",
                           ok_codes=(0, int(ExitCode.BUDGET)))

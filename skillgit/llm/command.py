@@ -237,7 +237,7 @@ class CommandStudent:
         stdout, stderr = done.stdout, done.stderr
         tail = redact(_tail(stderr), self._secrets)
         if done.timed_out:
-            raise LLMError(f"{self.id}: no answer within {self.cfg.timeout_s:g}s; killed the agent and its children",
+            raise LLMError(f"{self.id}: no answer within {self.cfg.timeout_s:g}s; {done.cleanup.describe('the agent')}",
                            "raise model.student.command.timeout_s if the agent needs longer", kind="timeout",
                            retryable=False)
         if done.returncode != 0:

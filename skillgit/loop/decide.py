@@ -10,8 +10,11 @@ hands a `Proposal` to `gated_commit`. Contract:
 - An unchanged or invalid candidate is rejected without scoring (its reason says why), and so is one that copies
   an expected answer into the skill or outgrows the skill's size budget (`guards.py`).
 - The gate compares on the val items both skills were scored on, retrying unknown ones first, and refuses to
-  judge below `evaluation.min_val_coverage` (see `gate.decide`). `force` (an unconditional slow update) accepts
-  whatever the gate said and records what it said.
+  judge below `evaluation.min_val_coverage` (see `gate.decide`). The incumbent is scored again in the same wave
+  as its candidate (the blob cache answers only within a step's round), and its earlier score is a null control:
+  when the two disagree beyond the bar, or the student's fingerprint changed, the gate refuses to judge
+  (`evaluation.reuse_incumbent_score: true` skips the re-scoring and its protection). `force` (an unconditional
+  slow update) accepts whatever the gate said and records what it said.
 - The candidate, gate and decision notes land in the same ref transaction as the branch move or rejected tag, so
   a decision never exists without its why; every string a model wrote is redacted and stripped of control
   characters before it reaches a commit message, trailer or note.
@@ -70,25 +73,36 @@ def _usage_of(diff: Mapping[str, Any]) -> Usage:
 
 
 def _guard(ctx: StepContext, p: Proposal) -> str | None:
-    """Leakage and size, checked before anything is scored (see guards.py)."""
-    answers = [(i.id, i.expected) for i in (*ctx.train, *ctx.evaluator.splits.get("val", ()))]
-    return guards.leak(p.before, p.after, answers, ctx.cfg.optimizer.leak_ngram) or \
+    """Leakage (expected answers, the judge's own text) and size, checked before anything is scored (guards.py)."""
+    items, ngram = (*ctx.train, *ctx.evaluator.splits.get("val", ())), ctx.cfg.optimizer.leak_ngram
+    return guards.leak(p.before, p.after, [(i.id, i.expected) for i in items], ngram) or \
+        guards.judge_leak(p.before, p.after, guards.judge_texts(ctx.scorer, items), ngram) or \
         guards.size(p.after, ctx.cfg.skill.max_tokens, ctx.cfg.skill.max_description_chars, before=p.before)
 
 
 @dataclass(frozen=True)
 class Judgement:
     """The gate's word on one proposal: `score` is the candidate's val score (`current` when it was not scored:
-    unchanged, invalid, leaking or oversized)."""
+    unchanged, invalid, leaking or oversized); `base` the incumbent's score it was compared with (this round's,
+    or the reused earlier one) and `controls` the incumbent's other scorings (None / () when nothing was scored)."""
 
     result: gate_mod.GateResult
     score: gate_mod.SplitScore
     scored: bool
+    base: gate_mod.SplitScore | None = None
+    controls: tuple[gate_mod.SplitScore, ...] = ()
+
+    def incumbent(self, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
+        """The incumbent's freshest val score: this round's when it was scored again, else `current`."""
+        return self.base if self.base is not None else current
 
 
 def judge(ctx: StepContext, p: Proposal, current: gate_mod.SplitScore, *, candidates: int = 1) -> Judgement:
-    """Guard, score and gate `p` against `current` (the base's val score); `candidates` is how many proposals of
-    the step are gated together (it raises the significance bar: `gate.decide`). Writes nothing."""
+    """Guard, score and gate `p` against the incumbent (`current`: its val score from an earlier round);
+    `candidates` is how many proposals of the step are gated together (it raises the significance bar:
+    `gate.decide`). Unless `evaluation.reuse_incumbent_score`, the incumbent is scored again in the same wave as
+    the candidate (the round is the step), and `current` becomes a null control (with a byte-identical copy when
+    `evaluation.control_copy`). Writes nothing."""
     ecfg = ctx.cfg.evaluation
     metric, weight = ecfg.gate_metric, ecfg.mixed_weight
     problem = p.record.invalid or (None if p.after == p.before else _guard(ctx, p))
@@ -97,30 +111,52 @@ def judge(ctx: StepContext, p: Proposal, current: gate_mod.SplitScore, *, candid
         return Judgement(gate_mod.GateResult(False, score, score, problem or "no edit could be applied"), current,
                          False)
     ctx.stage(p.step, "gate")
+    progress = ctx.progress(p.step, "gate")
+    controls: list[gate_mod.SplitScore] = []
     with ctx.ledger.timed("gate"):
-        cand_score = ctx.evaluator.score(p.after, "val", ctx.progress(p.step, "gate"))
+        if ecfg.reuse_incumbent_score:
+            base = current
+            cand_score = ctx.evaluator.score(p.after, "val", progress, round=p.step)
+        else:
+            texts: list[str | tuple[str, int]] = [p.before, p.after]
+            if ecfg.control_copy:
+                texts.append((p.before, 1))
+            scored = ctx.evaluator.score_many(texts, "val", progress, round=p.step)
+            base, cand_score = scored[0], scored[1]
+            if current.blob == base.blob and current is not base and current.round != base.round:
+                controls.append(current)
+            controls.extend(scored[2:])
     train_after = None
     if p.batch and p.train_before is not None and "two_split" in gate_mod.planned_checks(ecfg.gate):
         with ctx.ledger.timed("gate"):
-            train_after = ctx.evaluator.score_items(p.after, list(p.batch), "train")
-    verdict = gate_mod.decide(ecfg, current, cand_score, items=[i.id for i in ctx.evaluator.splits["val"]],
+            train_after = ctx.evaluator.score_items(p.after, list(p.batch), "train", round=p.step)
+    verdict = gate_mod.decide(ecfg, base, cand_score, items=[i.id for i in ctx.evaluator.splits["val"]],
                               seed=zlib.crc32(f"{ctx.cfg.train.seed}:{p.step}".encode()),
                               train_before=p.train_before if train_after is not None else None,
-                              train_after=train_after, candidates=candidates)
+                              train_after=train_after, candidates=candidates, controls=controls)
     if p.force and not verdict.accept:
         verdict = dataclasses.replace(verdict, accept=True,
                                       reason=f"forced by configuration (gate said: {verdict.reason})")
-    return Judgement(verdict, cand_score, True)
+    return Judgement(verdict, cand_score, True, base, tuple(controls))
 
 
 def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: Proposal,
                  current: gate_mod.SplitScore, usage_before: Mapping[str, Any]
                  ) -> tuple[StepOutcome, gate_mod.SplitScore]:
     """Gate `proposal` against `current` (the base's val score), commit it as a candidate on its base and decide
-    it. Returns the outcome and the val score of the skill the branch now holds."""
+    it. Returns the outcome and the val score of the skill the branch now holds (the freshest one)."""
     judgement = judge(ctx, proposal, current)
     outcome = commit(ctx, store, run, seq, proposal, judgement, current, ctx.ledger.diff_since(usage_before))
-    return outcome, (judgement.score if judgement.result.accept else current)
+    return outcome, (judgement.score if judgement.result.accept else judgement.incumbent(current))
+
+
+def _control_summary(score: gate_mod.SplitScore, metric: str, weight: float) -> dict[str, Any]:
+    """A null control in the gate note: where and how it was scored (its items are in its own round's note)."""
+    out: dict[str, Any] = {"round": score.round, "blob": score.blob, "mean": round(score.mean(metric, weight), 6),
+                           "items": len(score.per_item), "samples_scored": score.sample_count()}
+    if score.fingerprint:
+        out["fingerprint"] = dict(score.fingerprint)
+    return out
 
 
 def rival_step(step: int, number: int) -> str:
@@ -174,8 +210,16 @@ def commit(ctx: StepContext, store: Store, run: str, seq: int, p: Proposal, judg
                  "p_value": verdict.p_value, "reason": reason,
                  "coverage": verdict.coverage.to_dict() if verdict.coverage else None,
                  "val": cand_score.to_record() if judgement.scored else None,
-                 "base": current.to_record(),  # the parent's per-item val scores: which items flipped
-                 "checks": [c.to_dict() for c in verdict.checks]}
+                 # the parent's per-item val scores as compared (this round's): which items flipped
+                 "base": judgement.incumbent(current).to_record(),
+                 "checks": [c.to_dict() for c in verdict.checks],
+                 "fixed": list(verdict.fixed), "broke": list(verdict.broke)}
+    if judgement.scored:
+        controls = verdict.check("controls")
+        gate_note.update(
+            incumbent="reused its earlier score" if ecfg.reuse_incumbent_score else "scored again in this round",
+            controls=[_control_summary(c, metric, ecfg.mixed_weight) for c in judgement.controls],
+            noise_floor=controls.numbers.get("noise_floor") if controls is not None else None)
     ctx.stage(p.step, "decide")
     cand = store.propose(p.after, base=p.base, run=run, step=p.step, subject=subject_of(p.kind, applied, verdict.delta),
                          body=body, trailers=trailers, note=[candidate_note], defer_note=True)

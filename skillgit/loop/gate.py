@@ -1,212 +1,69 @@
-"""Scoring a skill on a split, and the gate's decision.
+"""The gate's decision: is a candidate skill better than the incumbent on val, on evidence that can carry it?
 
-Scoring: `Evaluator.score` runs the student on every item of a split and caches the result by the skill's git blob
-id (plus split), so an identical skill is never scored twice in a run; an item whose run failed (API error after
-retries, scorer crash) is *unknown*, retried `retries` more times first, and never counted as a failure. With
-`repeats > 1` every (item, repeat) score is kept in `SplitScore.samples` (`per_item` holds their mean), so the
-significance test sees the real sampling variance, not only per-item means.
+Scoring lives in `loop/evaluate.py` (re-exported here), the numbers in `loop/stats.py`.
 
-Deciding: `decide(cfg, before, after, *, seed, items, train_before, train_after)` compares on the val items both
-skills were scored on, and only when they cover at least `evaluation.min_val_coverage` of the split (`items`);
-below that it rejects: it cannot judge. `evaluation.gate` names the checks (modes), all of which must pass:
+`decide(cfg, before, after, *, seed, items, train_before, train_after, candidates, controls)` compares on the val
+items both skills were scored on, and only when they cover at least `evaluation.min_val_coverage` of the split
+(`items`); below that it rejects: it cannot judge. **The item is the unit of evidence**: each item's repeats are
+averaged first, and the tests run over the per-item differences, so repeats never pass for more items, and a
+student whose repeats are copies (temperature 0) gives one sample per item, as it should. `evaluation.gate` names
+the checks (modes), all of which must pass:
 - `strict`: mean(after) > mean(before) + `gate_margin`;
-- `significance`: the paired mean Δ over items × repeats, less `gate_margin`, exceeds `gate_k` standard errors
-  (`gate_test: stderr`), or its one-sided sign-flip permutation p-value is below `paired_alpha`
-  (`gate_test: permutation`);
+- `significance`: the mean per-item Δ, less `gate_margin`, is significant: the one-sided sign-flip permutation
+  test over items has p < `paired_alpha` (`gate_test: permutation`, the default: exact, so at most α false accepts
+  under any null where an item is as likely to lose as to gain — resampling, or items re-drawn at random), or it
+  exceeds `gate_k` standard errors over items (`gate_test: stderr`: a normal approximation);
 - `paired` (the older name, kept): `strict` and the permutation test;
-- `per_item`: no val item's score drops by more than `item_tolerance`, and no item scored before is unknown now
-  (SkillOpt #174: a rising mean must not hide an item going pass → fail);
+- `per_item`: no val item dropped by more than `item_tolerance` beyond what noise explains (an item that passed
+  every repeat and fails every repeat now broke; drops among items whose repeats disagree are compared with the
+  chance of that many by noise: `stats.chance_of_drop`), and no item scored before is unknown now (SkillOpt #174:
+  a rising mean must not hide an item going pass → fail);
 - `two_split`: the step's own train batch, re-scored with the candidate (`train_after`), is not worse than it
   was with the current skill (`train_before`); not applicable to a candidate without one (slow update, …).
 `per_item` and `two_split` are guards: without `strict`, `significance` or `paired` among the modes, `strict` is
-implied, so a candidate is never accepted merely for not being worse. Every check runs and is recorded
-(`GateResult.checks`, each with its numbers); `reason` is one line naming the decisive check (the first that
-failed, else the improvement check) and the coverage. bench/gate_calibration.py measures the modes.
+implied, so a candidate is never accepted merely for not being worse.
+
+**Null controls** come first and can refuse to judge: `controls` are other scorings of the incumbent (its earlier
+scoring, a byte-identical copy scored in this round); when one disagrees with `before` beyond the bar (two-sided,
+the same test), the student or the round moved and the gate says so instead of judging. When both scorings carry a
+student fingerprint (agent CLI version, config hash) and they differ, it refuses too: that is drift. Every check
+runs and is recorded (`GateResult.checks`, each with its numbers); `reason` is one line naming the decisive check,
+the items fixed and broken, and the coverage in items and samples. bench/gate_calibration.py measures the modes.
 """
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import math
-import random
-import threading
 from dataclasses import dataclass, field
-from statistics import NormalDist
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from skillgit.config import EvaluationCfg
-from skillgit.executor import Executor
-from skillgit.llm.base import Student
-from skillgit.llm.metering import bind_stage
-from skillgit.loop.stages import Scorer, rollout_samples
+from skillgit.loop import stats
+from skillgit.loop.evaluate import (  # noqa: F401
+    Evaluator,
+    SplitScore,
+    add_seconds,
+    blob_id,
+    metric_of,
+    phase_seconds,
+    student_fingerprint,
+)
+from skillgit.loop.stats import corrected_k, wilson  # noqa: F401 - part of the gate's vocabulary
 from skillgit.records import Coverage
-from skillgit.types import Item, Trajectory
+
+if TYPE_CHECKING:
+    from skillgit.config import Config
 
 IMPROVEMENT_CHECKS = ("strict", "significance", "paired")  # the checks that ask "is it better?"
-_EPS = 1e-12
+NULL_CHECKS = ("controls", "fingerprint")  # a failure means "cannot judge", not "worse"
+MDE_WARN = 0.20  # a val split that cannot detect 20 points is said before money is spent
+_EPS = stats.EPS
 
 
-def blob_id(text: str) -> str:
-    """The git blob id of `text` (what `git hash-object` prints), computed without touching git."""
-    data = text.encode("utf-8")
-    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
-
-
-def metric_of(hard: float, soft: float, metric: str, mixed_weight: float = 0.5) -> float:
-    if metric == "hard":
-        return hard
-    if metric == "soft":
-        return soft
-    return mixed_weight * hard + (1.0 - mixed_weight) * soft
-
-
-@dataclass
-class SplitScore:
-    """Per-item (hard, soft) over the items that could be scored; `errors` lists the unknown ones. `samples` holds
-    each repeat's (hard, soft) for items scored more than once; `per_item` is always their mean."""
-
-    split: str
-    blob: str
-    per_item: dict[str, tuple[float, float]] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
-    trajectories: list[Trajectory] = field(default_factory=list)
-    samples: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)  # agentic: setup / agent / verify, summed over runs
-
-    def item_metric(self, item_id: str, metric: str, mixed_weight: float = 0.5) -> float:
-        hard, soft = self.per_item[item_id]
-        return metric_of(hard, soft, metric, mixed_weight)
-
-    def item_samples(self, item_id: str, metric: str, mixed_weight: float = 0.5) -> list[float]:
-        """The item's score per repeat (one value when it was scored once)."""
-        rows = self.samples.get(item_id)
-        if not rows:
-            return [self.item_metric(item_id, metric, mixed_weight)]
-        return [metric_of(h, s, metric, mixed_weight) for h, s in rows]
-
-    def mean(self, metric: str, mixed_weight: float = 0.5, ids: set[str] | None = None) -> float:
-        keys = [k for k in self.per_item if ids is None or k in ids]
-        if not keys:
-            return 0.0
-        return sum(self.item_metric(k, metric, mixed_weight) for k in keys) / len(keys)
-
-    def to_record(self) -> dict:
-        record: dict[str, Any] = {
-            "split": self.split, "blob": self.blob,
-            "per_item": {k: [round(h, 4), round(s, 4)] for k, (h, s) in sorted(self.per_item.items())},
-            "errors": dict(sorted(self.errors.items()))}
-        if self.seconds:
-            record["seconds"] = dict(sorted(self.seconds.items()))
-        if self.samples:
-            record["samples"] = {k: [[round(h, 4), round(s, 4)] for h, s in rows]
-                                 for k, rows in sorted(self.samples.items())}
-        return record
-
-    @classmethod
-    def from_trajectories(cls, split: str, blob: str, trajectories: list[Trajectory]) -> SplitScore:
-        """The score of runs already made (one sample each), e.g. a step's train batch for `two_split`."""
-        result = cls(split, blob, trajectories=list(trajectories))
-        for t in trajectories:
-            if t.ok and t.score is not None:
-                result.per_item[t.item_id] = (t.score.hard, t.score.soft)
-                result.errors.pop(t.item_id, None)
-            elif t.item_id not in result.per_item:
-                result.errors[t.item_id] = t.error or "unknown"
-        return result
-
-
-class Evaluator:
-    """Scores skills on named splits (`score`) or on a given list of items (`score_items`, e.g. a step's train
-    batch for `two_split`), `repeats` samples per item."""
-
-    def __init__(self, student: Student, scorer: Scorer, splits: dict[str, list[Item]], *, workers: int,
-                 repeats: int = 1, retries: int = 0, executor: Executor | None = None):
-        self.student = student
-        self.scorer = scorer
-        self.splits = splits
-        self.workers = workers
-        self.executor = executor  # None: the thread pool
-        self.repeats = max(1, repeats)
-        self.retries = max(0, retries)
-        self.retried = 0  # unknown item runs tried again
-        self._cache: dict[tuple[str, ...], SplitScore] = {}
-        self._lock = threading.Lock()
-        self.cache_hits = 0
-        self._unbooked: dict[str, float] = {}  # phase seconds not yet taken into the run's progress
-
-    def take_seconds(self) -> dict[str, float]:
-        """The setup / agent / verify seconds of every rollout made since the last call (retries included)."""
-        with self._lock:
-            out, self._unbooked = self._unbooked, {}
-        return out
-
-    def score(self, skill: str, split: str, on_progress: Callable[[int, int], None] | None = None) -> SplitScore:
-        """Mean over `repeats` samples per item; errors (unknown runs) are excluded, not counted as zero."""
-        return self._score(skill, split, self.splits[split], self.repeats, (), on_progress)
-
-    def score_items(self, skill: str, items: list[Item], split: str = "train", *, repeats: int = 1,
-                    on_progress: Callable[[int, int], None] | None = None) -> SplitScore:
-        """`skill` on exactly `items` (labelled `split`), `repeats` samples each; cached like `score`."""
-        ids = hashlib.sha1("\x1f".join(i.id for i in items).encode("utf-8")).hexdigest()
-        return self._score(skill, split, items, max(1, repeats), (ids, str(repeats)), on_progress)
-
-    def _score(self, skill: str, split: str, items: list[Item], repeats: int, extra: tuple[str, ...],
-               on_progress: Callable[[int, int], None] | None) -> SplitScore:
-        key = (blob_id(skill), split, *extra)
-        with self._lock:
-            if key in self._cache:
-                self.cache_hits += 1
-                return self._cache[key]
-        student = bind_stage(self.student, "gate" if split == "val" else split)
-        result = SplitScore(split, key[0])
-        rows: dict[str, list[tuple[float, float]]] = {}
-        # One wave: every (item, repeat) pair at once, sample-major so that `trajs[:len(items)]` is sample 0.
-        jobs = [(item, sample) for sample in range(repeats) for item in items]
-        trajs = rollout_samples(student, skill, jobs, self.scorer, workers=self.workers, on_progress=on_progress,
-                                executor=self.executor)
-        # Unknown runs are tried again before anything is decided on them (errors are never cached).
-        result.seconds = phase_seconds(trajs)
-        for _ in range(self.retries):
-            failed = [i for i, t in enumerate(trajs) if not t.ok]
-            if not failed:
-                break
-            with self._lock:
-                self.retried += len(failed)
-            again = rollout_samples(student, skill, [jobs[i] for i in failed], self.scorer, workers=self.workers,
-                                    executor=self.executor)
-            result.seconds = add_seconds(result.seconds, phase_seconds(again))
-            for i, t in zip(failed, again):
-                trajs[i] = t
-        with self._lock:
-            self._unbooked = add_seconds(self._unbooked, result.seconds)
-        for t in trajs:
-            if t.ok and t.score is not None:
-                rows.setdefault(t.item_id, []).append((t.score.hard, t.score.soft))
-            else:
-                result.errors[t.item_id] = t.error or "unknown"
-        result.trajectories = trajs[:len(items)]
-        for item_id, scores in rows.items():
-            result.per_item[item_id] = (sum(h for h, _ in scores) / len(scores),
-                                        sum(s for _, s in scores) / len(scores))
-            result.errors.pop(item_id, None)
-        if repeats > 1:
-            result.samples = rows  # the significance test's real variance: every (item, repeat) score
-        with self._lock:
-            self._cache[key] = result
-        return result
-
-
-def phase_seconds(trajs: list[Trajectory]) -> dict[str, float]:
-    """Summed setup / agent / verify seconds of rollouts (empty for students that do not report them)."""
-    out: dict[str, float] = {}
-    for t in trajs:
-        for phase, value in t.timings.items():
-            out[phase] = round(out.get(phase, 0.0) + float(value), 3)
-    return out
-
-
-def add_seconds(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
-    return {k: round(a.get(k, 0.0) + b.get(k, 0.0), 3) for k in sorted({*a, *b})}
+def paired_p_value(diffs: list[float], seed: int, rounds: int = 4000) -> float:
+    """The one-sided sign-flip p-value of mean(diffs) > 0 (see `stats.sign_flip_p`)."""
+    return stats.sign_flip_p(diffs, seed=seed, rounds=rounds)
 
 
 # ---------------------------------------------------------------------------------------------- verdicts
@@ -237,48 +94,46 @@ class GateResult:
     p_value: float | None = None
     coverage: Coverage | None = None
     checks: tuple[GateCheck, ...] = ()
+    fixed: tuple[str, ...] = ()  # val items that went from failing to passing (item mean < 0.5 → ≥ 0.5)
+    broke: tuple[str, ...] = ()  # … and from passing to failing
 
     @property
     def delta(self) -> float:
         return self.after - self.before
 
+    @property
+    def refused(self) -> bool:
+        """The gate could not judge (coverage, or a null control or the student's fingerprint disagreed)."""
+        return self.reason.startswith("cannot judge")
+
+    def check(self, name: str) -> GateCheck | None:
+        return next((c for c in self.checks if c.name == name), None)
+
     def to_dict(self) -> dict[str, Any]:
         return {"accept": self.accept, "before": round(self.before, 6), "after": round(self.after, 6),
                 "reason": self.reason, "p_value": self.p_value,
                 "coverage": self.coverage.to_dict() if self.coverage else None,
-                "checks": [c.to_dict() for c in self.checks]}
-
-
-def paired_p_value(diffs: list[float], seed: int, rounds: int = 2000) -> float:
-    """One-sided sign-flip permutation test of mean(diffs) > 0. Exact when every non-zero diff has the same size
-    (the sign test: 0/1 scores) or there are at most 14 of them; else `rounds` seeded random flips."""
-    nonzero = [d for d in diffs if abs(d) > _EPS]
-    if not nonzero:
-        return 1.0
-    n = len(nonzero)
-    size = abs(nonzero[0])
-    if all(abs(abs(d) - size) <= 1e-9 for d in nonzero):
-        positive = sum(d > 0 for d in nonzero)
-        return sum(math.comb(n, i) for i in range(positive, n + 1)) / 2 ** n
-    observed = sum(nonzero)
-    if n <= 14:
-        count = 0
-        for mask in range(1 << n):
-            total = sum(-d if mask >> i & 1 else d for i, d in enumerate(nonzero))
-            count += total >= observed - _EPS
-        return count / (1 << n)
-    rng = random.Random(seed)
-    count = sum(sum(d if rng.random() < 0.5 else -d for d in nonzero) >= observed - _EPS for _ in range(rounds))
-    return (count + 1) / (rounds + 1)
+                "checks": [c.to_dict() for c in self.checks], "fixed": list(self.fixed), "broke": list(self.broke)}
 
 
 def coverage(before: SplitScore, after: SplitScore, items: list[str] | None = None) -> Coverage:
-    """The items both skills were scored on, out of the split's items (`items`; default: all either saw)."""
+    """The items both skills were scored on, out of the split's items (`items`; default: all either saw), and
+    the samples of the side that has fewer of its own (copies of an item count once)."""
     universe = list(items) if items is not None else sorted(set(before.per_item) | set(after.per_item)
                                                             | set(before.errors) | set(after.errors))
     common = set(before.per_item) & set(after.per_item)
+    known = set(universe)
+    sides = [(s.sample_count(known), len(universe) * _asked(s)) for s in (before, after)]
+    samples, samples_total = min(sides, key=lambda x: (x[0] / x[1] if x[1] else 1.0, x[0]))
     return Coverage(sum(1 for i in universe if i in common), len(universe),
-                    tuple(i for i in universe if i not in common))
+                    tuple(i for i in universe if i not in common), samples, samples_total)
+
+
+def _asked(score: SplitScore) -> int:
+    """Samples asked per item: 1 when the repeats are copies."""
+    if score.identical:
+        return 1
+    return max(1, score.repeats, *(len(rows) for rows in score.samples.values()))
 
 
 def planned_checks(modes: tuple[str, ...] | str) -> tuple[str, ...]:
@@ -294,14 +149,34 @@ def planned_checks(modes: tuple[str, ...] | str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def flips(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, ids: set[str] | list[str]
+          ) -> tuple[list[str], list[str]]:
+    """(fixed, broke): items whose mean crossed 0.5 upwards / downwards (pass = item mean ≥ 0.5)."""
+    fixed, broke = [], []
+    for k in sorted(ids):
+        was, now = (s.item_metric(k, cfg.gate_metric, cfg.mixed_weight) for s in (before, after))
+        if was < 0.5 <= now:
+            fixed.append(k)
+        elif now < 0.5 <= was:
+            broke.append(k)
+    return fixed, broke
+
+
+def _named(label: str, ids: list[str], limit: int = 5) -> str:
+    shown = ", ".join(ids[:limit]) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+    return f"{label} {len(ids)} ({shown})"
+
+
 def decide(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, *, seed: int = 0,
            items: list[str] | None = None, train_before: SplitScore | None = None,
-           train_after: SplitScore | None = None, candidates: int = 1) -> GateResult:
+           train_after: SplitScore | None = None, candidates: int = 1,
+           controls: Sequence[SplitScore] = ()) -> GateResult:
     """Compare on the items both skills could be scored on, if they cover enough of the split (`items`), with
-    every check `cfg.gate` names; `train_before`/`train_after` are the step's train batch for `two_split`.
+    every check `cfg.gate` names, after the null checks (`controls`: other scorings of the incumbent; the
+    students' fingerprints); `train_before`/`train_after` are the step's train batch for `two_split`.
     `candidates`: how many candidates of one step are gated together (`optimizer.proposals`), of which the best
-    that passes is kept. The significance bar is raised for it (Bonferroni: α/candidates, the same k for one),
-    so keeping the best of P does not multiply the false accepts by P."""
+    that passes is kept. The significance bar is raised for it (Bonferroni: α/candidates, or the z bar of that
+    tail), so keeping the best of P does not multiply the false accepts by P."""
     cov = coverage(before, after, items)
     common = set(before.per_item) & set(after.per_item)
     b = before.mean(cfg.gate_metric, cfg.mixed_weight, common)
@@ -313,30 +188,41 @@ def decide(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, *, seed: i
         check = GateCheck("coverage", False, reason.removeprefix("cannot judge: "),
                           {"scored": cov.scored, "total": cov.total, "min_val_coverage": cfg.min_val_coverage})
         return GateResult(False, b, a, reason, None, cov, (check,))
-    ctx = _Context(cfg, before, after, common, b, a, seed, items, train_before, train_after, max(1, candidates))
-    checks = tuple(_CHECKS[name](ctx) for name in planned_checks(cfg.gate))
-    p_values = [c.numbers["p"] for c in checks if c.numbers.get("p") is not None]
+    ctx = _Context(cfg, before, after, common, b, a, seed, items, train_before, train_after, max(1, candidates),
+                   tuple(controls))
+    nulls = tuple(c for c in (_controls(ctx), _fingerprint(ctx)) if c is not None)
+    checks = nulls + tuple(_CHECKS[name](ctx) for name in planned_checks(cfg.gate))
+    p_values = [c.numbers["p"] for c in checks if c.name not in NULL_CHECKS and c.numbers.get("p") is not None]
     p_value = p_values[0] if p_values else None
+    fixed, broke = flips(cfg, before, after, common)
+    moved = "".join(f"; {_named(label, ids)}" for label, ids in (("fixed", fixed), ("broke", broke)) if ids)
     where = f" ({cov.describe()})"
+
+    def result(accept: bool, reason: str) -> GateResult:
+        return GateResult(accept, b, a, reason, p_value, cov, checks, tuple(fixed), tuple(broke))
+
     failed = [c for c in checks if not c.passed]
+    refusals = [c for c in failed if c.name in NULL_CHECKS]
     if not cfg.use_gate:
-        would = f"; it would have rejected: {failed[0].name}: {failed[0].detail}" if failed else ""
-        return GateResult(True, b, a, "gate disabled (evaluation.use_gate=false)" + would + where, p_value, cov,
-                          checks)
+        would = (f"; it would have refused: {refusals[0].detail}" if refusals else
+                 f"; it would have rejected: {failed[0].name}: {failed[0].detail}" if failed else "")
+        return result(True, "gate disabled (evaluation.use_gate=false)" + would + where)
+    if refusals:
+        return result(False, f"cannot judge: {refusals[0].detail}" + where)
     if failed:
         reason = f"{failed[0].name}: {failed[0].detail}"
         if len(failed) > 1:
             reason += f"; also failed: {', '.join(c.name for c in failed[1:])}"
-        return GateResult(False, b, a, reason + where, p_value, cov, checks)
+        return result(False, reason + moved + where)
     decisive = next(c for c in checks if c.name in IMPROVEMENT_CHECKS)
     passed = [c.name for c in checks if c is not decisive and c.numbers.get("applicable", True)]
     idle = [c.name for c in checks if c is not decisive and not c.numbers.get("applicable", True)]
-    reason = f"{decisive.name}: {decisive.detail}" + (f"; passed {', '.join(passed)}" if passed else "")
+    reason = f"{decisive.name}: {decisive.detail}" + moved + (f"; passed {', '.join(passed)}" if passed else "")
     reason += "".join(f"; {name} not applicable" for name in idle)
-    return GateResult(True, b, a, reason + where, p_value, cov, checks)
+    return result(True, reason + where)
 
 
-# ---------------------------------------------------------------------------------------------- checks
+# ---------------------------------------------------------------------------------------------- evidence
 @dataclass(frozen=True)
 class _Context:
     cfg: EvaluationCfg
@@ -350,14 +236,68 @@ class _Context:
     train_before: SplitScore | None
     train_after: SplitScore | None
     candidates: int = 1
+    controls: tuple[SplitScore, ...] = ()
 
     @property
     def on(self) -> str:
         return f"{self.before.split} {self.cfg.gate_metric}"
 
+    @functools.cached_property
+    def rows(self) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+        """(before, after) samples of the compared items, in the gate metric."""
+        return sample_rows(self.cfg, self.before, self.common), sample_rows(self.cfg, self.after, self.common)
+
+    @functools.cached_property
+    def evidence(self) -> Evidence:
+        return item_evidence(self.cfg, self.before, self.after, self.common, rows=self.rows)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The per-item differences `after − before` over `ids` (sorted), each item's repeats averaged first;
+    `lattice`: a denominator every difference is a multiple of (0/1 scores), for the exact test."""
+
+    ids: tuple[str, ...]
+    diffs: tuple[float, ...]
+    repeats: int  # the most samples any compared item had on either side
+    identical: bool  # both sides' repeats are copies: one sample per item
+    lattice: int | None
+
+
+def sample_rows(cfg: EvaluationCfg, score: SplitScore, ids: set[str] | Sequence[str]) -> dict[str, list[float]]:
+    """Each item's samples in the gate metric (one value for copies)."""
+    return {k: score.item_samples(k, cfg.gate_metric, cfg.mixed_weight) for k in ids}
+
+
+def item_evidence(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, ids: set[str] | Sequence[str], *,
+                  rows: tuple[Mapping[str, list[float]], Mapping[str, list[float]]] | None = None) -> Evidence:
+    keys = tuple(sorted(ids))
+    rb, ra = rows if rows is not None else (sample_rows(cfg, before, keys), sample_rows(cfg, after, keys))
+    diffs: list[float] = []
+    repeats, lattice, binary = 1, 1, True
+    for k in keys:
+        xs, ys = ra[k], rb[k]
+        diffs.append(sum(xs) / len(xs) - sum(ys) / len(ys))
+        repeats = max(repeats, len(xs), len(ys))
+        lattice = math.lcm(lattice, len(xs), len(ys))
+        binary = binary and all(v in (0.0, 1.0) for v in (*xs, *ys))
+    return Evidence(keys, tuple(diffs), repeats, before.identical and after.identical,
+                    lattice if binary else None)
+
 
 def _r(x: float) -> float:
     return round(x, 6)
+
+
+def _p(p: float) -> str:
+    """'=0.031' or '<0.001' (a p-value as the reason shows it)."""
+    return f"={p:.3f}" if p >= 0.001 else "<0.001"
+
+
+def _shape(ev: Evidence) -> str:
+    if ev.identical:
+        return f"{len(ev.ids)} items, repeats identical: each scored once"
+    return f"{len(ev.ids)} items" + (f" × {ev.repeats} repeats" if ev.repeats > 1 else "")
 
 
 def _strict(ctx: _Context) -> GateCheck:
@@ -369,102 +309,49 @@ def _strict(ctx: _Context) -> GateCheck:
                      {"before": _r(b), "after": _r(a), "margin": cfg.gate_margin})
 
 
-def paired_cells(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, ids: set[str]) -> tuple[list[float], int]:
-    """The paired differences after − before per (item, repeat), and the most repeats any item had. Repeats pair
-    up in order (independent samples, so any pairing is as good); an item with one score on either side gives
-    one cell, the difference of its means."""
-    cells: list[float] = []
-    repeats = 1
-    for k in sorted(ids):
-        xs = after.item_samples(k, cfg.gate_metric, cfg.mixed_weight)
-        ys = before.item_samples(k, cfg.gate_metric, cfg.mixed_weight)
-        if len(xs) == 1 or len(ys) == 1:
-            cells.append(sum(xs) / len(xs) - sum(ys) / len(ys))
-            continue
-        m = min(len(xs), len(ys))
-        repeats = max(repeats, m)
-        cells.extend(x - y for x, y in zip(xs[:m], ys[:m]))
-    return cells, repeats
-
-
-def corrected_k(k: float, candidates: int) -> float:
-    """The one-sided z bar for the best of `candidates`: the quantile whose tail is (the tail of `k`) ÷
-    candidates (Bonferroni). `k` itself for one candidate."""
-    if candidates <= 1:
-        return k
-    normal = NormalDist()
-    return normal.inv_cdf(1 - (1 - normal.cdf(k)) / candidates)
-
-
-def items_to_clear(items: int, repeats: int, k: float) -> int | None:
-    """How many of `items` val items must flip from fail to pass on every repeat (the rest unchanged) for the
-    stderr test to clear the bar `k`; None when even all of them would not. The cells are (item, repeat) pairs,
-    so m flipped items give z = sqrt(mR(nR−1) / (nR − mR))."""
-    n, r = items * repeats, max(1, repeats)
-    for m in range(1, items + 1):
-        if m == items:
-            return m if n > 1 else None  # every cell +1: zero variance, the gain is certain
-        if math.sqrt(m * r * (n - 1) / (n - m * r)) >= k:
-            return m
-    return None
-
-
-def small_val_warning(cfg: EvaluationCfg, items: int, candidates: int) -> str | None:
-    """A readable warning when gating the best of `candidates` on `items` val items raises what a step must fix
-    to a quarter of val or more (measured in bench/README: proposals > 1 hurt with 4 val items)."""
-    if candidates <= 1 or cfg.gate_test != "stderr" or items < 1:
-        return None
-    one = items_to_clear(items, cfg.gate_repeats, cfg.gate_k)
-    many = items_to_clear(items, cfg.gate_repeats, corrected_k(cfg.gate_k, candidates))
-    if one is None or many is None or (many > one and many * 4 >= items):
-        need = f"{many} of them" if many is not None else "more than all of them"
-        return (f"optimizer.proposals is {candidates}: the gate keeps the best of {candidates}, so its bar rises; "
-                f"with {items} val item(s) a step must now fix {need} outright to be accepted "
-                f"({one if one is not None else 'more than all'} with proposals: 1). "
-                f"Use 10 or more val items, or set optimizer.proposals: 1")
-    return None
-
-
 def _significance(ctx: _Context, name: str = "significance", test: str | None = None) -> GateCheck:
     cfg = ctx.cfg
     test = test or cfg.gate_test
-    cells, repeats = paired_cells(cfg, ctx.before, ctx.after, ctx.common)
-    n = len(cells)
-    mean = sum(cells) / n
+    ev = ctx.evidence
+    n = len(ev.diffs)
+    mean = sum(ev.diffs) / n
     excess = mean - cfg.gate_margin
-    shape = f"{len(ctx.common)} items" + (f" × {repeats} repeats" if repeats > 1 else "")
-    gain = f"{mean:+.4f} on {ctx.on} ({shape})"
-    numbers: dict[str, Any] = {"mean_delta": _r(mean), "cells": n, "items": len(ctx.common), "repeats": repeats,
-                               "margin": cfg.gate_margin, "test": test}
+    gain = f"{mean:+.4f} on {ctx.on} ({_shape(ev)})"
+    numbers: dict[str, Any] = {"mean_delta": _r(mean), "items": n, "repeats": ev.repeats,
+                               "identical_repeats": ev.identical, "margin": cfg.gate_margin, "test": test}
     best_of = f" for the best of {ctx.candidates}" if ctx.candidates > 1 else ""
     if ctx.candidates > 1:
         numbers["candidates"] = ctx.candidates
     if test == "permutation":
         alpha = cfg.paired_alpha / ctx.candidates
-        p = paired_p_value([d - cfg.gate_margin for d in cells], ctx.seed)
+        shifted = [d - cfg.gate_margin for d in ev.diffs]
+        p = stats.sign_flip_p(shifted, seed=ctx.seed, lattice=ev.lattice if not cfg.gate_margin else None)
         passed = excess > _EPS and p < alpha
         numbers.update(p=_r(p), alpha=_r(alpha))
-        verdict = "significant" if passed else "not significant"
-        return GateCheck(name, passed, f"{gain}: {verdict} (paired p={p:.3f}, needs < {alpha:.3g}{best_of})",
-                         numbers)
+        if excess <= _EPS:
+            word = "a tie" if abs(mean) < _EPS else ("worse" if mean < 0 else "not above the margin")
+            return GateCheck(name, False, f"{gain}: {word}", numbers)
+        verdict = "significant" if passed else "not significant, could be noise"
+        return GateCheck(name, passed, f"{gain}: {verdict} (sign-flip p{_p(p)} over items, needs < {alpha:.3g}"
+                                       f"{best_of})", numbers)
     k = corrected_k(cfg.gate_k, ctx.candidates)
-    var = sum((d - mean) ** 2 for d in cells) / (n - 1) if n > 1 else 0.0
-    se = math.sqrt(var / n)
+    _, se, _ = stats.stderr_z(ev.diffs)
     numbers.update(se=_r(se), k=_r(k), z=_r(excess / se) if se > 0 else None)
     if n < 2:
-        return GateCheck(name, False, f"{gain}: one paired score has no spread to test against", numbers)
+        return GateCheck(name, False, f"{gain}: one item has no spread to test against", numbers)
     if excess <= _EPS:
         word = "a tie" if abs(mean) < _EPS else ("worse" if mean < 0 else "not above the margin")
         return GateCheck(name, False, f"{gain}: {word}", numbers)
     if se == 0:
-        return GateCheck(name, True, f"{gain}: every paired score rose alike (no spread)", numbers)
+        return GateCheck(name, True, f"{gain}: every item rose alike (no spread)", numbers)
     z = excess / se
     passed = z > k + _EPS
     margin = f" above margin {cfg.gate_margin:g}" if cfg.gate_margin else ""
     if passed:
-        return GateCheck(name, True, f"{gain}{margin} is {z:.2f} standard errors (> {k:.3g}{best_of})", numbers)
-    return GateCheck(name, False, f"{gain}{margin} is only {z:.2f} standard errors (needs > {k:.3g}{best_of}): "
-                                  f"could be noise", numbers)
+        return GateCheck(name, True, f"{gain}{margin} is {z:.2f} standard errors over items (> {k:.3g}{best_of})",
+                         numbers)
+    return GateCheck(name, False, f"{gain}{margin} is only {z:.2f} standard errors over items (needs > {k:.3g}"
+                                  f"{best_of}): could be noise", numbers)
 
 
 def _paired(ctx: _Context) -> GateCheck:
@@ -476,26 +363,37 @@ def _per_item(ctx: _Context) -> GateCheck:
     tau = cfg.item_tolerance
     order = list(ctx.items) if ctx.items is not None else sorted(set(before.per_item) | set(after.per_item))
     drops: list[tuple[str, float, float]] = []
+    chances: list[float] = []
     lost: list[str] = []
     for k in order:
         if k in ctx.common:
             was, now = (s.item_metric(k, cfg.gate_metric, cfg.mixed_weight) for s in (before, after))
             if was - now > tau + _EPS:
                 drops.append((k, was, now))
+            chances.append(stats.chance_of_drop(ctx.rows[0][k], ctx.rows[1][k], tau))
         elif k in before.per_item:  # scored before, unknown now: it may have broken; never a free pass
             lost.append(k)
-    numbers = {"regressed": len(drops), "unknown_now": len(lost), "tolerance": tau,
+    noise_p = stats.tail_at_least(chances, len(drops))
+    noise = bool(drops) and noise_p >= cfg.paired_alpha  # as many drops as the items' own noise explains
+    numbers = {"regressed": 0 if noise else len(drops), "dropped": len(drops), "unknown_now": len(lost),
+               "tolerance": tau, "noise_p": _r(noise_p), "expected_by_noise": _r(sum(chances)),
                "worst_drop": _r(max((w - n for _, w, n in drops), default=0.0)),
-               "items": [k for k, _, _ in drops] + lost}
-    if not drops and not lost:
-        return GateCheck("per_item", True, f"no {before.split} item dropped by more than {tau:g}", numbers)
+               "items": ([] if noise else [k for k, _, _ in drops]) + lost}
     named = [f"{k} {w:.2f} → {n:.2f}" for k, w, n in drops]
-    named += [f"{k} unknown now ({(after.errors.get(k) or 'not scored')[:60]})" for k in lost]
-    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
-    count = len(named)
+    if not lost and (not drops or noise):
+        if not drops:
+            return GateCheck("per_item", True, f"no {before.split} item dropped by more than {tau:g}", numbers)
+        return GateCheck("per_item", True, f"{len(drops)} {before.split} item(s) dropped by more than {tau:g} "
+                                           f"({', '.join(named[:5])}), as many as noise explains (p={noise_p:.2f})",
+                         numbers)
+    shown_items = ([] if noise else named) + [f"{k} unknown now ({(after.errors.get(k) or 'not scored')[:60]})"
+                                              for k in lost]
+    shown = ", ".join(shown_items[:5]) + (f" and {len(shown_items) - 5} more" if len(shown_items) > 5 else "")
+    count = len(shown_items)
+    beyond = "" if noise or not drops or noise_p <= 0 else f", beyond noise (p{_p(noise_p)})"
     rise = f" while the mean went {ctx.b:.4f} → {ctx.a:.4f}" if ctx.a > ctx.b else ""
-    return GateCheck("per_item", False, f"{count} {before.split} item{'s' if count > 1 else ''} regressed (tolerance "
-                                        f"{tau:g}): {shown}{rise}", numbers)
+    return GateCheck("per_item", False, f"{count} {before.split} item{'s' if count > 1 else ''} regressed "
+                                        f"(tolerance {tau:g}{beyond}): {shown}{rise}", numbers)
 
 
 def _two_split(ctx: _Context) -> GateCheck:
@@ -520,3 +418,155 @@ _CHECKS: dict[str, Callable[[_Context], GateCheck]] = {
     "strict": _strict, "significance": _significance, "paired": _paired, "per_item": _per_item,
     "two_split": _two_split,
 }
+
+
+# ---------------------------------------------------------------------------------------------- null checks
+def _controls(ctx: _Context) -> GateCheck | None:
+    """The incumbent's other scorings against this round's (`before`): the same skill, so any difference beyond
+    the bar (two-sided, the gate's own test) is the student or the round moving, not the candidate."""
+    if not ctx.controls:
+        return None
+    cfg, before = ctx.cfg, ctx.before
+    rows: list[dict[str, Any]] = []
+    worst: tuple[float, str] | None = None
+    for n, c in enumerate(ctx.controls):
+        kind = "copy" if c.round == before.round else "earlier"
+        ids = set(before.per_item) & set(c.per_item)
+        row: dict[str, Any] = {"kind": kind, "round": c.round, "items": len(ids)}
+        if c.fingerprint != before.fingerprint and (c.fingerprint or before.fingerprint):
+            row.update(usable=False, why=f"the student changed since ({_fp_change(c.fingerprint, before.fingerprint)})")
+            rows.append(row)
+            continue
+        if len(ids) < 2:
+            row.update(usable=False, why="fewer than 2 items scored both times")
+            rows.append(row)
+            continue
+        ev = item_evidence(cfg, c, before, ids)
+        was, now = c.mean(cfg.gate_metric, cfg.mixed_weight, ids), before.mean(cfg.gate_metric, cfg.mixed_weight,
+                                                                               ids)
+        moved = now - was
+        fixed, broke = flips(cfg, c, before, ids)
+        if cfg.gate_test == "stderr":
+            _, _, z = stats.stderr_z(ev.diffs)
+            bar = corrected_k(cfg.gate_k, 2)
+            off = abs(moved) > _EPS and (z is None or abs(z) > bar + _EPS)
+            row.update(z=_r(z) if z is not None else None, bar=_r(bar))
+            stat = f"z={z:.2f}, needs |z| ≤ {bar:.3g}" if z is not None else "every item moved alike"
+        else:
+            p2 = stats.two_sided_p(ev.diffs, seed=ctx.seed + n, lattice=ev.lattice)
+            off = p2 < cfg.paired_alpha
+            row.update(p=_r(p2), alpha=cfg.paired_alpha)
+            stat = f"two-sided p{_p(p2)}, needs ≥ {cfg.paired_alpha:g}"
+        row.update(usable=True, before=_r(was), now=_r(now), delta=_r(moved), flipped=len(fixed) + len(broke),
+                   disagree=off)
+        rows.append(row)
+        words = (f"the incumbent scored {was:.4f} at its {'copy in this round' if kind == 'copy' else 'earlier'} "
+                 f"scoring and {now:.4f} now ({moved:+.4f}, {len(fixed) + len(broke)} item(s) flipped; {stat})")
+        if off and (worst is None or abs(moved) > worst[0]):
+            worst = (abs(moved), words + (": the round's measurements disagree with themselves" if kind == "copy"
+                                          else ": the student drifted between scorings (provider, model version or "
+                                               "agent CLI); this round is not judged"))
+        elif worst is None and not off:
+            rows[-1]["words"] = words
+    usable = [r for r in rows if r.get("usable")]
+    floor = max((abs(r["delta"]) for r in usable), default=None)
+    numbers = {"controls": [{k: v for k, v in r.items() if k != "words"} for r in rows],
+               "noise_floor": _r(floor) if floor is not None else None}
+    if worst is not None:
+        return GateCheck("controls", False, worst[1], numbers)
+    if not usable:
+        why = "; ".join(str(r.get("why")) for r in rows)
+        return GateCheck("controls", True, f"no usable null control ({why})", numbers)
+    said = next((r["words"] for r in rows if r.get("words")), "")
+    return GateCheck("controls", True, f"{said}: within noise", numbers)
+
+
+def _fp_change(old: Mapping[str, str], new: Mapping[str, str]) -> str:
+    keys = sorted(set(old) | set(new))
+    changed = [f"{k} {old.get(k, '—')} → {new.get(k, '—')}" for k in keys if old.get(k) != new.get(k)]
+    return ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+
+
+def _fingerprint(ctx: _Context) -> GateCheck | None:
+    """The incumbent's scoring and the candidate's must come from the same student (same CLI version, config)."""
+    fb, fa = ctx.before.fingerprint, ctx.after.fingerprint
+    if not fb and not fa:
+        return None
+    numbers = {"before": dict(fb), "after": dict(fa)}
+    if fb == fa:
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(fb.items())[:3])
+        return GateCheck("fingerprint", True, f"the same student scored both ({shown})", numbers)
+    return GateCheck("fingerprint", False, f"the student changed between the incumbent's scoring and the "
+                                           f"candidate's ({_fp_change(fb, fa)}): that is drift, not a result",
+                     numbers)
+
+
+# ---------------------------------------------------------------------------------------------- planning
+def significance_bar(cfg: EvaluationCfg, candidates: int = 1) -> tuple[str, float]:
+    """(test, bar) of the significance check for the best of `candidates`: a p-value bound (permutation) or a
+    z bar (stderr)."""
+    if cfg.gate_test == "permutation":
+        return "permutation", cfg.paired_alpha / max(1, candidates)
+    return "stderr", corrected_k(cfg.gate_k, candidates)
+
+
+def items_to_clear(items: int, cfg: EvaluationCfg, candidates: int = 1) -> int | None:
+    """How many of `items` val items a clean gain must flip (fail → pass, nothing else changing) to pass the
+    significance check; None when even all of them would not (see `stats.items_to_clear`)."""
+    test, bar = significance_bar(cfg, candidates)
+    return stats.items_to_clear(items, test, bar)
+
+
+def min_detectable_effect(cfg: EvaluationCfg, items: int, repeats: int, *, deterministic: bool = False,
+                          candidates: int = 1) -> float | None:
+    """The smallest gain (0..1) the gate detects with 80 % power on `items` × `repeats` (see
+    `stats.min_detectable_effect`); None when no gain can pass."""
+    test, bar = significance_bar(cfg, candidates)
+    z_bar = stats.z_of(bar) if test == "permutation" else bar
+    return stats.min_detectable_effect(items, repeats, z_bar=z_bar, clear=items_to_clear(items, cfg, candidates),
+                                       deterministic=deterministic)
+
+
+def planned_repeats(cfg: Config) -> tuple[int, bool]:
+    """(samples per val item, the student is deterministic): a chat student at temperature 0 gives copies, so it
+    is scored once per item (an agent student is measured instead: see `Evaluator`)."""
+    from skillgit.llm import registry
+
+    try:
+        agent = registry.resolve("student", cfg.model.student_backend).agent
+    except Exception:  # noqa: BLE001 - an unknown backend is reported where it is built
+        agent = False
+    if not agent and cfg.model.student.temperature == 0:
+        return 1, True
+    return cfg.evaluation.gate_repeats, False
+
+
+def detectable_line(cfg: EvaluationCfg, items: int, repeats: int, *, deterministic: bool = False,
+                    candidates: int = 1) -> tuple[str, bool]:
+    """One line saying what the val split can detect, and whether to warn (above `MDE_WARN`)."""
+    mde = min_detectable_effect(cfg, items, repeats, deterministic=deterministic, candidates=candidates)
+    shape = f"{items} val item(s) × " + ("1 sample (repeats identical)" if deterministic else f"{repeats} repeat(s)")
+    if mde is None:
+        return (f"val split: {shape}: the gate cannot accept any step (too few items for its bar); give val 30 "
+                f"or more items (env.split_ratio, or a val/ folder)", True)
+    text = f"val split: {shape}: the gate detects gains of about {mde * 100:.0f} points or more (80 % power)"
+    if mde > MDE_WARN + _EPS:
+        return (text + "; smaller real gains will be rejected as noise. Give val 30 or more items "
+                       "(env.split_ratio, or a val/ folder)", True)
+    return text, False
+
+
+def small_val_warning(cfg: EvaluationCfg, items: int, candidates: int) -> str | None:
+    """A readable warning when gating the best of `candidates` on `items` val items raises what a step must fix
+    to a quarter of val or more (measured in bench/README: proposals > 1 hurt with 4 val items)."""
+    if candidates <= 1 or items < 1:
+        return None
+    one = items_to_clear(items, cfg)
+    many = items_to_clear(items, cfg, candidates)
+    if one is None or many is None or (many > one and many * 4 >= items):
+        need = f"{many} of them" if many is not None else "more than all of them"
+        return (f"optimizer.proposals is {candidates}: the gate keeps the best of {candidates}, so its bar rises; "
+                f"with {items} val item(s) a step must now fix {need} outright to be accepted "
+                f"({one if one is not None else 'more than all'} with proposals: 1). "
+                f"Use 30 or more val items, or set optimizer.proposals: 1")
+    return None

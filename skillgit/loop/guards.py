@@ -1,9 +1,17 @@
-"""Checks a candidate must pass before the gate scores it: no leaked answers, and a skill within its size budget.
+"""Checks a candidate must pass before the gate scores it: no leaked answers, no copy of the judge's own text, and
+a skill within its size budget.
 
 - **Leakage**: optimizers copy training keywords and gold answers into the skill, which then "passes" val by
   memorising. A candidate whose *added* text contains an expected answer of a train or val item (when that answer
   is at least `MIN_ANSWER_CHARS` long), or `leak_ngram` consecutive words of one, is rejected as leakage before it
   is scored; its edits go to the negative buffer like any rejected edit.
+- **The judge's text** (issue 20; SkillOpt#154, gepa#261: teachers copy the judge into the skill): `judge_texts`
+  gathers what judges these items (`skillgit.judging.JudgeText`: regex patterns, rubrics and reference answers,
+  a python or command scorer's files, each agentic task's verifier files — it reads those files) and
+  `judge_leak` rejects a candidate whose added text carries a pattern verbatim (at least `MIN_PATTERN_CHARS`), a
+  rubric line (at least `MIN_RUBRIC_LINE_CHARS`), a line of a judge's file (at least `MIN_SOURCE_LINE_CHARS`
+  and three words), a reference answer, or `leak_ngram` consecutive words of any of them; the reason names what
+  leaked (never its text: the reason goes back to the teacher with the rejected edits).
 - **Size**: what is loaded into the agent's context — the main file (SKILL.md, or the single-file skill) — is
   budgeted by `skill.max_tokens` (≈ 4 characters a token, the usual rule of thumb); each other file of a package
   (references, scripts: read on demand) by its own, larger per-file budget (`max_file_tokens`, default
@@ -11,18 +19,28 @@
   1,024). A candidate over a budget is rejected — a skill that grows without bound dilutes every instruction in
   it — unless the skill it was made from (`before`) was already over that same budget and the candidate does not
   grow it: a seed over budget never makes every candidate fail (`over_budget(seed)` says so once, at start).
-Both return a readable reason or None. Pure functions: no model, no git.
+Each check returns a readable reason or None. No model, no git.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any, Iterable
 
 from skillgit import package
+from skillgit.agentic import verify
+from skillgit.agentic.spec import AgenticSpec
+from skillgit.errors import SkillgitError
+from skillgit.judging import JudgeText
+from skillgit.judging import judge_texts as scorer_texts
+from skillgit.types import Item
 
 MIN_ANSWER_CHARS = 12
+MIN_PATTERN_CHARS = 6
+MIN_RUBRIC_LINE_CHARS = 12
+MIN_SOURCE_LINE_CHARS = 24
 _WORD = re.compile(r"\w+")
 
 
@@ -61,6 +79,68 @@ def leak(before: str, after: str, answers: Iterable[tuple[str, Any]], ngram: int
             if tuple(words[i:i + ngram]) in grams:
                 return (f"leakage: the edit copies {ngram} consecutive words of item {item_id}'s expected answer "
                         "into the skill")
+    return None
+
+
+def judge_texts(scorer: Any, items: Iterable[Item], root: Path | str | None = None) -> list[JudgeText]:
+    """The judge's own text for `items`: the scorer's (`skillgit.judging.judge_texts`) and, for agentic items, the
+    verifier files (`verify.verifier_texts`; a `repo` workspace is read in `root`: by default the scorer's project
+    root, else the task file's folder), each text once."""
+    items = list(items)
+    texts = list(scorer_texts(scorer, items))
+    root = root or getattr(scorer, "root", None)
+    for item in items:
+        if not AgenticSpec.is_agentic(item):
+            continue
+        base = Path(root or item.metadata.get("task_dir") or ".")
+        try:
+            spec = AgenticSpec.from_item(item, base)
+        except SkillgitError:
+            continue  # a broken spec fails its rollouts with a clear error; nothing to guard here
+        texts += verify.verifier_texts(spec, base)
+    unique: dict[tuple[str, str], JudgeText] = {}
+    for text in texts:
+        unique.setdefault((text.kind, text.text), text)
+    return list(unique.values())
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _copied_line(text: JudgeText, added: str) -> bool:
+    """A pattern verbatim, or a line of a rubric / file, in the added text (case and spacing aside)."""
+    if text.kind == "pattern":
+        return len(text.text.strip()) >= MIN_PATTERN_CHARS and text.text.strip().lower() in added.lower()
+    if text.kind == "reference":
+        return len(text.text.strip()) >= MIN_ANSWER_CHARS and _collapse(text.text) in added
+    least = MIN_RUBRIC_LINE_CHARS if text.kind == "rubric" else MIN_SOURCE_LINE_CHARS
+    for line in text.text.splitlines():
+        line = _collapse(line.strip(" \t-*#>•"))
+        if len(line) >= least and (text.kind == "rubric" or len(_WORD.findall(line)) >= 3) and line in added:
+            return True
+    return False
+
+
+def judge_leak(before: str, after: str, texts: Iterable[JudgeText], ngram: int) -> str | None:
+    """Why the candidate copies the judge's own text into the skill, or None (see the module docstring)."""
+    if ngram <= 0:
+        return None
+    added = added_text(before, after)
+    if not added.strip():
+        return None
+    collapsed = _collapse(added)
+    words = _WORD.findall(added.lower())
+    grams = {tuple(words[i:i + ngram]) for i in range(len(words) - ngram + 1)}
+    for text in texts:
+        if _copied_line(text, collapsed if text.kind != "pattern" else added):
+            what = "a line of " if text.kind in ("rubric", "source") else ""
+            return f"leakage: the edit copies {what}{text.where} into the skill"
+        if text.kind == "pattern":
+            continue  # a pattern's "words" are regex syntax: only a verbatim copy counts
+        judge_words = _WORD.findall(text.text.lower())
+        if any(tuple(judge_words[i:i + ngram]) in grams for i in range(len(judge_words) - ngram + 1)):
+            return f"leakage: the edit copies {ngram} consecutive words of {text.where} into the skill"
     return None
 
 

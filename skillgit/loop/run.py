@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from skillgit import redact, textsafe
 from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_config
 from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError, raise_if_stop_requested
 from skillgit.executor import Executor
@@ -110,9 +111,11 @@ class Trainer:
         self.config_yaml = dump_config(cfg, mask_secrets=True)  # frozen: dumped once, not at every save
         # The test split is sealed: the evaluator that chooses candidates cannot read it (it has no "test" split);
         # only `_final_scores` reads it, through its own evaluator, and every read is counted in the progress.
+        repeats, deterministic = gate_mod.planned_repeats(cfg)  # temperature 0: one sample per item
         self.evaluator = gate_mod.Evaluator(student, scorer, {"train": list(splits.train), "val": list(splits.val)},
-                                            workers=cfg.env.workers, repeats=cfg.evaluation.gate_repeats,
-                                            retries=cfg.evaluation.unscored_retries, executor=executor)
+                                            workers=cfg.env.workers, repeats=repeats,
+                                            retries=cfg.evaluation.unscored_retries, executor=executor,
+                                            deterministic=deterministic)
         self._sealed_test = gate_mod.Evaluator(student, scorer, {"test": list(splits.test)}, workers=cfg.env.workers,
                                                retries=cfg.evaluation.unscored_retries,
                                                executor=executor)  # reported: one sample
@@ -123,6 +126,7 @@ class Trainer:
         self._pending: _Pending | None = None  # a step's decision being written (`_decide_later`)
         self._caught_up = False  # see _already_decided
         self._fresh_step: int | str | None = None  # the first step this process found undecided
+        self._said_identical = False  # the evaluator found the student's repeats to be copies, and the run said so
         self.run_id, self.progress = self._open_run(run_id, resume)
         self._prior = self.progress  # what earlier processes spent on this run
 
@@ -226,7 +230,9 @@ class Trainer:
                 self.progress = self.progress.replace(seed_rev=self.store.tip())
             seed_rev = self.progress.seed_rev or ""
             seed_score = self.evaluator.score(self.store.read_skill(seed_rev), "val", self.ctx.progress(0, "seed"))
-            current = self.evaluator.score(self.store.read_skill(), "val")
+            # resumed: the tip's score as the round that measured it did (the journal answers: nothing is paid twice,
+            # and the run goes on as it would have); it is the next step's earlier null control either way
+            current = self.evaluator.score(self.store.read_skill(), "val", round=self._incumbent_round())
             metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
             self.progress = self.progress.replace(
                 total_steps=self.total_steps, started=self.progress.started or time.time(),
@@ -256,6 +262,9 @@ class Trainer:
                             and not self.progress.epoch(epoch - 1).ended):
                         current = self._end_epoch(epoch - 1, current)
                     current = self._step(step, epoch, batch, current)
+                    if self.evaluator.identical_seen and not self._said_identical:  # measured: said once
+                        self._said_identical = True
+                        self.emit(Warning(self.evaluator.identical_seen))
                     if self._pending is None:  # a step git already held: counted, saved here
                         self.progress = self.progress.replace(next_step=step + 1,
                                                               current_score=round(current.mean(metric, weight), 4))
@@ -271,10 +280,11 @@ class Trainer:
                 self._settle_decision(quiet=True)
                 self._settle_save(quiet=True)
                 status, reason = "stopped", exc.message
-            except (KeyboardInterrupt, Interrupted):
+            except (KeyboardInterrupt, Interrupted) as exc:
                 self._settle_decision(quiet=True)
                 self._settle_save(quiet=True)
-                self.progress = self.progress.replace(status="interrupted", stop_reason="interrupted")
+                how = exc.message if isinstance(exc, Interrupted) else "interrupted"  # e.g. "stopped by SIGTERM"
+                self.progress = self.progress.replace(status="interrupted", stop_reason=how)
                 self._save("interrupted")
                 raise
             except BranchMoved as exc:
@@ -282,6 +292,18 @@ class Trainer:
                 self._settle_save(quiet=True)
                 self.progress = self.progress.replace(status="stopped", stop_reason=exc.message)
                 self._save("stopped: the skill branch moved")
+                raise
+            except Exception as exc:  # e.g. a backend that kept failing (exit 4): `status` says so, not "killed?"
+                self._settle_decision(quiet=True)
+                self._settle_save(quiet=True)
+                code = int(exc.code) if isinstance(exc, SkillgitError) else int(ExitCode.INTERNAL)
+                what = exc.message if isinstance(exc, SkillgitError) else f"crashed: {type(exc).__name__}: {exc}"
+                self.progress = self.progress.replace(status="failed", stop_reason=redact.redact(
+                    f"{textsafe.clean(what, multiline=False)[:500]} (exit {code}); `skillgit train` resumes it"))
+                try:
+                    self._save(f"failed (exit {code})")
+                except Exception:
+                    pass  # the run's own error is the one to report
                 raise
             except BaseException:
                 self._settle_decision(quiet=True)  # nothing may still write once the run lock is released
@@ -357,12 +379,31 @@ class Trainer:
             return False
         return str(r.step) in {rival_step(step, k) for k in range(1, self.cfg.optimizer.proposals + 1)}
 
+    def _incumbent_round(self) -> str:
+        """The round that measured the tip's current val score, so that a resumed run reads the same samples from
+        the journal (nothing paid twice) and goes on as it would have: the latest decision's gate note names it
+        (the accepted candidate's scoring, else the incumbent's as compared) — the progress's last decision, or
+        the tip's own when this run accepted it after the progress was last saved; "" (the run's start) if none."""
+        found: tuple[int, str] | None = None
+        last = self.progress.last
+        if last is not None and last.sha:
+            side = _round_in(self.store.read_notes(last.sha), "val" if last.accepted else "base")
+            if side is not None:
+                found = (last.seq, side)
+        records = self.store.read_notes(self.store.tip())
+        decision = next((r for r in records if r.get("kind") == "decision" and r.get("run") == self.run_id), None)
+        if decision is not None and (found is None or int(decision.get("seq") or 0) > found[0]):
+            side = _round_in(records, "val")
+            if side is not None:
+                found = (int(decision.get("seq") or 0), side)
+        return found[1] if found else ""
+
     # ------------------------------------------------------------------------------------------ one step
     def _step(self, step: int, epoch: int, batch: list, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
         """rollout → (autonomous budget) → reflect … update (per update mode) → gate → the decision, which is
         written in the background (`_decide_later`): returns the val score of the skill the branch will hold."""
-        if self._already_decided(step, epoch):
-            return self.evaluator.score(self.store.read_skill(), "val")
+        if self._already_decided(step, epoch):  # its score as that decision measured it (the journal answers)
+            return self.evaluator.score(self.store.read_skill(), "val", round=self._incumbent_round())
         usage_before = self.ledger.snapshot()
         pending = self._pending
         # The previous step's decision may still be being written: its skill text is known, and the students need
@@ -524,7 +565,8 @@ class Trainer:
             return done
 
         self._pending = _Pending(step, main.proposal.after if accepted else main.proposal.before,
-                                 main.proposal.base, main.judgement.score if accepted else current,
+                                 main.proposal.base,
+                                 main.judgement.score if accepted else main.judgement.incumbent(current),
                                  _in_background(write), self._usage())
         return self._pending.score
 
@@ -640,8 +682,8 @@ class Trainer:
     def _epoch_candidate(self, epoch: int, kind: StepKind, current: gate_mod.SplitScore, build: Callable
                          ) -> gate_mod.SplitScore:
         step = epoch_mod.slow_update_step(epoch) if kind is StepKind.SLOW_UPDATE else epoch_mod.meta_reflect_step(epoch)
-        if self._already_decided(step, epoch):
-            return self.evaluator.score(self.store.read_skill(), "val")
+        if self._already_decided(step, epoch):  # its score as that decision measured it (the journal answers)
+            return self.evaluator.score(self.store.read_skill(), "val", round=self._incumbent_round())
         usage_before = self.ledger.snapshot()
         base = self.store.tip()
         skill = self.store.read_skill(base)
@@ -667,8 +709,8 @@ class Trainer:
         for name, rev in revs.items():
             text = self.store.read_skill(rev)
             check, self.ledger.budget_check = self.ledger.budget_check, None
-            try:  # the gate scored these texts on val already: answered from the blob-id cache, no call is paid
-                val = self.evaluator.score(text, "val").mean(metric, weight)
+            try:  # the gate scored these texts on val already: their latest scoring answers, no call is paid
+                val = self.evaluator.latest(text, "val").mean(metric, weight)
             finally:
                 self.ledger.budget_check = check
             test = None
@@ -712,6 +754,15 @@ class _Pending:
     score: gate_mod.SplitScore  # the val score of `text`
     future: Future  # → [(proposal, outcome)] in the order decided
     usage: tuple  # `Trainer._usage()` when the step ended: what its progress save records
+
+
+def _round_in(records: list[dict], side: str) -> str | None:
+    """The round of a gate note's `val` or `base` scoring (None when there is no such scoring)."""
+    for record in records:
+        scored = record.get(side) if record.get("kind") == "gate" else None
+        if isinstance(scored, dict):
+            return str(scored.get("round", ""))
+    return None
 
 
 def _found_outcome(run: str, step: int | str, epoch: int, seq: int, found: dict) -> StepOutcome:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 from skillgit import package, patch, prompts
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.executor import THREADS, Executor
+from skillgit.judging import teacher_reference
 from skillgit.llm.base import LLM, LLMError, Request, Student
 from skillgit.llm.jsonout import complete_json
 from skillgit.types import Edit, EditResult, Item, RejectedEdit, Score, Trajectory, is_failure
@@ -101,20 +102,21 @@ def rollout_samples(student: Student, skill: str, jobs: list[tuple[Item, int]], 
     def one(job: tuple[Item, int]) -> Trajectory:
         nonlocal done
         item, sample = job
+        expected = teacher_reference(scorer, item)  # what a teacher may read as `<expected>` (judging.py)
         try:
             reply = student.run(skill, item, sample)
         except LLMError as exc:
             if exc.kind in FATAL_KINDS:
                 raise
-            trajectory = Trajectory(item.id, item.input, "", item.expected, error=f"student: {exc.message}")
+            trajectory = Trajectory(item.id, item.input, "", expected, error=f"student: {exc.message}")
         else:
             try:
                 # an agentic student verified the workspace itself (before throwing it away)
                 score = reply.score if reply.score is not None else scorer(item, reply.text)
-                trajectory = Trajectory(item.id, item.input, reply.text, item.expected, score, reply.trace,
+                trajectory = Trajectory(item.id, item.input, reply.text, expected, score, reply.trace,
                                         usage=reply.usage, timings=dict(reply.timings))
             except SkillgitError as exc:
-                trajectory = Trajectory(item.id, item.input, reply.text, item.expected, None, reply.trace,
+                trajectory = Trajectory(item.id, item.input, reply.text, expected, None, reply.trace,
                                         error=f"scorer: {exc.message}", usage=reply.usage)
         done += 1  # a benign race only affects the progress display
         if on_progress:

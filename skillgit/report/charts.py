@@ -89,7 +89,7 @@ def render_charts(report: RunReport, renderer: Renderer = "auto") -> ChartSet:
     version = None if renderer == "builtin" else matplotlib_version()
     if renderer == "matplotlib" and version is None:
         raise SkillgitError("the matplotlib report renderer needs matplotlib, which is not installed",
-                            "pip install 'skillgit[report]' (or use the built-in renderer)")
+                            "pip install 'matplotlib>=3.7' (or use the built-in renderer)")
     if version is not None:
         return ChartSet("matplotlib", version, _mpl_charts(report))
     return ChartSet("builtin", "", _builtin_charts(report))

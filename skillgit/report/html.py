@@ -155,8 +155,8 @@ def _charts(charts: ChartSet) -> str:
 def _renderer_note(charts: ChartSet) -> str:
     if charts.renderer == "matplotlib":
         return f"Charts drawn with matplotlib {esc(charts.version)} (inline SVG)."
-    return ("Charts drawn with skillgit's built-in SVG renderer; install the <code>report</code> extra "
-            "(<code>pip install 'skillgit[report]'</code>, matplotlib) for richer charts.")
+    return ("Charts drawn with skillgit's built-in SVG renderer; add the <code>skillgit[report]</code> extra's "
+            "package (<code>pip install 'matplotlib&gt;=3.7'</code>) for richer charts.")
 
 
 def _step_head(s: ReportStep) -> str:

@@ -56,8 +56,9 @@ def _check_name(store: Store, name: str) -> str:
         raise SkillgitError(f"--branch {name} is the skill branch itself",
                             f"name a new review branch, e.g. --branch review/{store.branch}-1, or train without "
                             f"--branch to train on '{store.branch}' directly")
+    R.check_branch(name, "--branch")  # (before git sees it: `@`, U+202E, a leading '-')
     if not store.repo.valid_branch_name(short):
-        raise SkillgitError(f"invalid branch name '{name}'", "use a name git accepts, e.g. review/better-dates")
+        raise SkillgitError(f"invalid branch name {name!r}", "use a name git accepts, e.g. review/better-dates")
     if R.branch_ref(short).startswith(R.CANDIDATES_PREFIX):
         raise SkillgitError(f"--branch {name} is inside candidates/, where skillgit keeps undecided steps",
                             "pick another name, e.g. review/better-dates")
@@ -108,6 +109,6 @@ def record(store: Store, run: str, branch: ReviewBranch, seed: str) -> bool:
 def recorded_base(records: Iterable[Mapping[str, Any]], run: str) -> str | None:
     """The base branch a `review` record names for `run`, or None."""
     for rec in records:
-        if rec.get("kind") == REVIEW_KIND and rec.get("run") == run and isinstance(rec.get("base"), str):
-            return str(rec["base"])
+        if rec.get("kind") == REVIEW_KIND and rec.get("run") == run and R.branch_problem(rec.get("base")) is None:
+            return str(rec["base"])  # (a collaborator's note: a name git could read as an option is not taken)
     return None

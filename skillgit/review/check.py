@@ -79,6 +79,8 @@ class CheckResult:
     coverage: Coverage | None = None
     flips: ItemFlips = NOT_RECORDED
     checks: tuple[Mapping[str, Any], ...] = ()  # the forward gate's checks, each {name, passed, detail, numbers}
+    detectable: str = ""  # what the val split lets the gate see (its minimum detectable effect)
+    detectable_warning: bool = False  # … above 20 points
 
     @property
     def exit_code(self) -> int:
@@ -95,7 +97,8 @@ class CheckResult:
                 "skill_path": self.skill_path, "delta": None if self.delta is None else round(self.delta, 6),
                 "base": self.base.to_dict(), "head": self.head.to_dict(),
                 "coverage": self.coverage.to_dict() if self.coverage else None, "flips": self.flips.to_dict(),
-                "checks": [dict(c) for c in self.checks]}
+                "checks": [dict(c) for c in self.checks], "detectable": self.detectable,
+                "detectable_warning": self.detectable_warning}
 
 
 # ---------------------------------------------------------------------------------------------- the base
@@ -170,8 +173,9 @@ def run_check(session: Session, *, base: str | None = None, head: str = "HEAD", 
         return CheckResult("cannot_judge", "the val split is empty: nothing to judge on", metric, store.skill_path,
                            unscored("base"), unscored("head"))
     student = session.student()
+    repeats, deterministic = gate.planned_repeats(cfg)
     evaluator = gate.Evaluator(student, session.scorer, {"val": val_items}, workers=cfg.env.workers,
-                               repeats=ecfg.gate_repeats, retries=ecfg.unscored_retries)
+                               repeats=repeats, retries=ecfg.unscored_retries, deterministic=deterministic)
     scores = {name: evaluator.score(texts[name] or "", "val", progress(f"val {name}")) for name in ("base", "head")}
     tests: dict[str, gate.SplitScore | None] = {"base": None, "head": None}
     if test_items:  # reported, never decisive: one sample per item
@@ -184,8 +188,10 @@ def run_check(session: Session, *, base: str | None = None, head: str = "HEAD", 
     verdict, reason, result = judge(ecfg, scores["base"], scores["head"], [i.id for i in val_items],
                                     seed=zlib.crc32(f"{cfg.train.seed}:check:{base_sha}:{head_sha}".encode()))
     flips = compare_items(base_side.items, head_side.items)
+    detectable, warn = gate.detectable_line(ecfg, len(val_items), evaluator.repeats,
+                                            deterministic=evaluator.deterministic)
     return CheckResult(verdict, reason, metric, store.skill_path, base_side, head_side, result.coverage, flips,
-                       tuple(c.to_dict() for c in result.checks))
+                       tuple(c.to_dict() for c in result.checks), detectable, warn)
 
 
 def judge(ecfg: EvaluationCfg, before: gate.SplitScore, after: gate.SplitScore, items: list[str], *, seed: int = 0
@@ -238,6 +244,8 @@ def render_markdown(result: CheckResult) -> str:
              *([f"| test (reported only; {b.test_n} items) | {_cell(b.test, b.test_scored)} | "
                 f"{_cell(h.test, h.test_scored)} | {_num(test_delta, True)} |"] if b.test_n else []),
              f"| val items scored | {b.val_scored}/{b.val_n} | {h.val_scored}/{h.val_n} | |", ""]
+    if result.detectable:
+        lines += [("⚠️ " if result.detectable_warning else "") + md(result.detectable), ""]
     f = result.flips
     if f.recorded:
         lines += [f"**Val items flipped** (pass = score ≥ 0.5): fixed {len(f.fixed)}: {_ids(f.fixed)} · "

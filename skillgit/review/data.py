@@ -1,8 +1,9 @@
 """What a run (or one step) learned, read back from git for review: the PR body, the HTML report, `show`'s summary.
 
 Contract:
-- Reads only (notes, commits, the run ref) and never fails on a malformed note: a line that does not parse is
-  skipped, a number that is not a number reads as None (unknown).
+- Reads only (notes, commits, the run ref) and never fails on a malformed note (notes arrive from collaborators
+  through `pull`): a line that does not parse is skipped, a field of the wrong type is left out and listed
+  (`Decision.skipped`, `notes.conform`), a parent commit that is not in the repository gives no diff.
 - A run's decisions are the decision notes whose `run` is that run, in decision order (`seq`). They are found
   through the notes, not by walking a branch, so a run on a review branch — or on a branch deleted after merging —
   reads the same. Scores, deltas and reasons are the decision notes' own, exactly what `skillgit log --json`
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from skillgit.errors import GitStateError
 from skillgit.loop.gate import metric_of
 from skillgit.records import Coverage, RunProgress, SkillScores, StepOutcome, UpdateRecord, Verdict
 from skillgit.report import ReportEdit, ReportStep, RunReport, SplitScores
@@ -149,12 +151,20 @@ class NoteIndex:
         found = store.repo.cat_batch(self._blobs.values())
         self._texts = {sha: obj[1].decode("utf-8", "replace") for sha, blob in self._blobs.items()
                        if (obj := found.get(blob)) is not None}
-        self._parsed: dict[str, list[dict[str, Any]]] = {}
+        self._parsed: dict[str, N.Checked] = {}
+
+    def _checked(self, sha: str) -> N.Checked:
+        if sha not in self._parsed:
+            self._parsed[sha] = N.decode_checked(self._texts.get(sha, ""))
+        return self._parsed[sha]
 
     def records(self, sha: str) -> list[dict[str, Any]]:
-        if sha not in self._parsed:
-            self._parsed[sha] = N.decode_lenient(self._texts.get(sha, ""))[0]
-        return self._parsed[sha]
+        """The usable records of `sha`'s note (fields of the wrong type dropped)."""
+        return self._checked(sha).records
+
+    def skipped(self, sha: str) -> tuple[str, ...]:
+        """What `records(sha)` left out as malformed."""
+        return self._checked(sha).skipped
 
     def decided_in(self, run: str) -> list[str]:
         """Commits carrying a decision record of `run` (a cheap text filter first: most notes are other runs')."""
@@ -176,18 +186,26 @@ class Decision:
     train_score: float | None = None  # mean rollout score on the step's train batch (gate metric)
     seconds: Mapping[str, float] = field(default_factory=dict)
     gate_reason: str = ""
+    skipped: tuple[str, ...] = ()  # malformed note fields left out (`notes.conform`)
 
     @property
     def accepted(self) -> bool:
         return self.outcome.accepted
 
     @property
+    def _step(self) -> int | str | None:
+        """The step as a ref names it, None when the note did not record a usable run and step."""
+        return R.parse_step(str(self.outcome.step)) if R.parse_run_ref(R.RUNS_PREFIX + self.outcome.run) else None
+
+    @property
     def label(self) -> str:
-        return R.label(self.outcome.run, self.outcome.step) if self.outcome.run else self.outcome.sha[:12]
+        step = self._step
+        return R.label(self.outcome.run, step) if step is not None else self.outcome.sha[:12]
 
     @property
     def tag(self) -> str:
-        return "" if self.accepted or not self.outcome.run else R.rejected_tag(self.outcome.run, self.outcome.step)
+        step = self._step
+        return "" if self.accepted or step is None else R.rejected_tag(self.outcome.run, step)
 
     @property
     def applied(self) -> tuple[Edit, ...]:
@@ -197,21 +215,26 @@ class Decision:
         return {"outcome": self.outcome.to_dict(), "label": self.label, "tag": self.tag,
                 "update": self.update.to_dict() if self.update else None, "diff": self.diff,
                 "items": dict(self.items), "flips": self.flips.to_dict(), "train_score": self.train_score,
-                "seconds": dict(self.seconds)}
+                "seconds": dict(self.seconds), "skipped": list(self.skipped)}
 
 
 def build_decision(sha: str, records: list[dict[str, Any]], parent_records: Iterable[Mapping[str, Any]], diff: str,
-                   metric: str, weight: float, run: str | None = None) -> Decision | None:
-    """A Decision from a commit's note records (None when it holds no readable decision)."""
+                   metric: str, weight: float, run: str | None = None, skipped: tuple[str, ...] = ()
+                   ) -> Decision | None:
+    """A Decision from a commit's note records, `conform`ed (None when it holds no readable decision); `skipped`
+    says what conforming left out."""
     decision = _first(records, "decision", run)
     if decision is None:
         return None
     try:
         outcome = StepOutcome.from_dict({**decision, "sha": sha})
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         return None
     candidate = _first(records, "candidate", run)
-    update = UpdateRecord.from_dict(candidate) if candidate else None
+    try:
+        update = UpdateRecord.from_dict(candidate) if candidate else None
+    except (ValueError, TypeError, OverflowError) as exc:
+        update, skipped = None, (*skipped, f"candidate: skipped whole ({exc})")
     gate = _first(records, "gate", run)
     items = item_scores(gate.get("val"), metric, weight) if gate else {}
     before = _parent_items(gate, parent_records, metric, weight)
@@ -229,7 +252,7 @@ def build_decision(sha: str, records: list[dict[str, Any]], parent_records: Iter
     timings = usage.get("timings_s") if isinstance(usage, Mapping) else None
     seconds = {str(k): float(v) for k, v in (timings or {}).items() if N.to_float(v) is not None}
     return Decision(outcome, update, diff, items, compare_items(before, items) if items else NOT_RECORDED,
-                    train_score, seconds, str(gate.get("reason", "")) if gate else "")
+                    train_score, seconds, str(gate.get("reason", "")) if gate else "", tuple(skipped))
 
 
 def step_decision(store: Store, detail: read.StepDetail) -> Decision | None:
@@ -240,8 +263,9 @@ def step_decision(store: Store, detail: read.StepDetail) -> Decision | None:
     gate = detail.gate
     if gate is not None and isinstance(gate.get("metric"), str):
         metric = str(gate["metric"])
-    parent_records = N.decode_lenient(store.repo.note_text(detail.parent) or "")[0] if detail.parent else []
-    return build_decision(detail.sha, [dict(r) for r in detail.notes], parent_records, detail.diff, metric, weight)
+    parent_records = N.decode_checked(store.repo.note_text(detail.parent) or "").records if detail.parent else []
+    records, _ = N.conform_all(dict(r) for r in detail.notes)  # (`detail.skipped` says what was left out)
+    return build_decision(detail.sha, records, parent_records, detail.diff, metric, weight, skipped=detail.skipped)
 
 
 # ---------------------------------------------------------------------------------------------- one run
@@ -304,6 +328,14 @@ def _scores(progress: RunProgress, decisions: tuple[Decision, ...]) -> dict[str,
     return {"seed": seed, "best": best, "final": final}
 
 
+def _diff(store: Store, parent: str, sha: str) -> str:
+    """The skill's diff from a decision's parent (a collaborator's note names it: it may be missing here)."""
+    try:
+        return store.diff(parent, sha)
+    except GitStateError:
+        return ""
+
+
 def load_run(store: Store, run: str | None = None, *, split_sizes: Mapping[str, int] | None = None,
              diff_of: Callable[[Decision], bool] = lambda d: True) -> RunReview:
     """Everything git holds about `run` (default: the newest). `split_sizes` (split → number of items) gives the
@@ -317,11 +349,11 @@ def load_run(store: Store, run: str | None = None, *, split_sizes: Mapping[str, 
         decision = _first(notes.records(sha), "decision", run_id) or {}
         parent = str(decision.get("parent") or "")
         built = build_decision(sha, notes.records(sha), notes.records(parent) if parent else [], "", metric, weight,
-                               run_id)
+                               run_id, notes.skipped(sha))
         if built is not None:
             found.append(built)
     found.sort(key=lambda d: (d.outcome.seq, R.step_key(R.parse_step(d.outcome.step) or 0)))
-    decisions = [dataclasses.replace(d, diff=store.diff(d.outcome.parent, d.outcome.sha))
+    decisions = [dataclasses.replace(d, diff=_diff(store, d.outcome.parent, d.outcome.sha))
                  if d.outcome.parent and diff_of(d) else d for d in found]
     seed_rev = progress.seed_rev or ""
     seed_records = notes.records(seed_rev) if seed_rev else []

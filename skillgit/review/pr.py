@@ -2,23 +2,24 @@
 
 Contract:
 - `render_body(review, base, head, skill_path)` is Markdown with, in order: a one-paragraph summary; seed / best /
-  final on val and test with Wilson 95 % intervals over items; each accepted decision with its val before → after
-  and Δ (the decision notes' numbers, as `skillgit log --json` shows them), the gate's reason, the val items it
-  fixed and broke, its edits with their rationale, its diff and cost; the rejected alternatives collapsed in one
-  `<details>`; cost and tokens by role and by stage; the config digest and how to reproduce. Model-written text is
-  made inert (HTML-escaped, `@` mentions defused, table pipes escaped; diffs sit in a fence longer than any
-  backtick run they contain). The body stays under GitHub's 65,536-character limit (counted as GitHub counts, in
-  UTF-16 units, with 1,000 to spare): `fit_body` shortens diffs, lists and long texts first (SHRINK), then details
-  fewer accepted decisions (pointing at `skillgit log` for the rest), and as a last resort cuts after a whole line
-  with its open code fence / `<details>` closed and a note — the bound holds for any input.
-- `push_head` pushes the head branch (with skillgit's notes, tags and runs) through `Store.push`: never forced.
-- `create_with_gh` runs `gh pr create --base … --head … --title … --body-file …` in the repository and returns
-  what gh printed (the PR's address); without `gh` on PATH it raises a SkillgitError that says what to install.
+  final on val and test with Wilson 95 % intervals over items; each accepted decision with its val before → after and
+  Δ (the decision notes' numbers, as `skillgit log --json` shows them), the gate's reason, the val items it fixed and
+  broke, its edits with their rationale, its diff and cost; the rejected alternatives collapsed in one `<details>`;
+  cost and tokens by role and by stage; the config digest and how to reproduce. Model-written text is made inert
+  (`textsafe.inert_markdown`: no raw HTML, link, image, autolink or `@` mention, table pipes escaped; diffs sit in a
+  fence longer than any backtick run they contain). The body stays under GitHub's 65,536-character limit (counted as
+  GitHub counts, in UTF-16 units, with 1,000 to spare): `fit_body` shortens diffs, lists and long texts first
+  (SHRINK), then details fewer accepted decisions (pointing at `skillgit log` for the rest), and as a last resort cuts
+  after a whole line with its open code fence / `<details>` closed and a note — the bound holds for any input.
+- `push_head` pushes the head branch (with skillgit's notes, tags and runs) through `Store.push`: never forced; the
+  branch and remote names are checked first (`refs.check_branch`, `refs.check_remote`).
+- `create_with_gh` runs `gh pr create --base=… --head=… --title=… --body-file=…` in the repository (names checked
+  by `refs.check_branch`; each value joined to its flag, so none can be read as a flag) and returns what gh
+  printed (the PR's address); without `gh` on PATH it raises a SkillgitError that says what to install.
 """
 
 from __future__ import annotations
 
-import html
 import re
 import shutil
 import subprocess
@@ -26,10 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from skillgit import textsafe
 from skillgit.errors import SkillgitError
 from skillgit.review.data import Decision, RunReview, total_usage, wilson
 from skillgit.review.show import flips_lines
 from skillgit.store import Store
+from skillgit.store import refs as R
 from skillgit.types import Usage
 
 GITHUB_BODY_LIMIT = 65_536
@@ -56,20 +59,18 @@ class PullRequest:
 
 # ---------------------------------------------------------------------------------------------- inert text
 def md(text: str, limit: int | None = None) -> str:
-    """One line of model- or user-written text, safe in Markdown: HTML escaped, mentions and pipes defused;
-    longer than `limit` characters: cut there with "…" (before escaping, so no entity is cut in two)."""
+    """One line of model- or user-written text, inert in Markdown (`textsafe.inert_markdown`: no HTML, link, image,
+    autolink or mention; pipes escaped); longer than `limit` characters: cut there with "…" (before escaping, so no
+    escape is cut in two)."""
     flat = " ".join(str(text).split())
     if limit is not None and len(flat) > limit:
         flat = flat[:max(0, limit - 1)] + "…"
-    return html.escape(flat, quote=False).replace("@", "&#64;").replace("|", "\\|")
+    return textsafe.inert_markdown(flat)
 
 
 def code(text: str) -> str:
-    """Inline code that cannot be closed early by the text itself."""
-    flat = " ".join(str(text).split())
-    ticks = "`" * (max((len(m) for m in re.findall(r"`+", flat)), default=0) + 1)
-    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
-    return f"{ticks}{pad}{flat}{pad}{ticks}"
+    """Inline code that cannot be closed early by the text itself (`textsafe.code_span`)."""
+    return textsafe.code_span(text)
 
 
 def fence(body: str, lang: str = "") -> str:
@@ -304,7 +305,10 @@ def build(review: RunReview, *, base: str, head: str, skill_path: str) -> PullRe
 
 # ---------------------------------------------------------------------------------------------- sharing
 def push_head(store: Store, head: str, remote: str):
-    """Push `head` with skillgit's notes, rejected tags and runs (`Store.push`: atomic, never forced)."""
+    """Push `head` with skillgit's notes, rejected tags and runs (`Store.push`: atomic, never forced). Both names
+    are checked first (a `:` in `head` would make its refspec push to another branch)."""
+    R.check_branch(head, "head branch")
+    R.check_remote(remote)
     return Store(store.repo, store.skill_path, head).push(remote)
 
 
@@ -314,8 +318,9 @@ def create_with_gh(pr: PullRequest, body_file: Path, cwd: Path, timeout_s: float
     if gh is None:
         raise SkillgitError("`gh` (the GitHub CLI) is not installed or not on PATH",
                             f"{GH_INSTALL_HINT}; the body is ready in {body_file}")
-    argv = [gh, "pr", "create", "--base", pr.base, "--head", pr.head, "--title", pr.title,
-            "--body-file", str(body_file)]
+    # `--flag=value`: a value can never be read as another flag, whatever it begins with
+    argv = [gh, "pr", "create", f"--base={R.check_branch(pr.base, 'base branch')}",
+            f"--head={R.check_branch(pr.head, 'head branch')}", f"--title={pr.title}", f"--body-file={body_file}"]
     try:
         proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -4,7 +4,8 @@ Contract: `summary(store, detail)` returns plain text (the caller passes it thro
 reaches a terminal): the verdict, val before → after with Δ and coverage, the gate's reason, which val items
 flipped (fixed / broke / unknown — or that the parent's per-item scores were not recorded), each applied edit with
 its rationale, the diff and the cost. A revert says what it restored and why; a commit skillgit did not decide
-shows its message and diff. `--full` (every note record) and `--json` stay the CLI's. Never fails on a bad note.
+shows its message and diff. `--full` (every note record) and `--json` stay the CLI's. Never fails on a bad note:
+corrupt lines are counted, note fields of the wrong type listed (`skipped_text`).
 """
 
 from __future__ import annotations
@@ -69,6 +70,20 @@ def _decision_text(detail: StepDetail, d: Decision) -> list[str]:
     return out
 
 
+MAX_SKIPPED = 8  # malformed note fields listed before "… and N more"
+
+
+def skipped_text(skipped: tuple[str, ...], sha: str) -> str:
+    """The lines that say which note fields were left out as malformed (empty when none were)."""
+    if not skipped:
+        return ""
+    lines = [f"\n(note fields of the wrong type skipped: {len(skipped)}; see git notes --ref skillgit show "
+             f"{sha[:12]})"] + [f"  {line}" for line in skipped[:MAX_SKIPPED]]
+    if len(skipped) > MAX_SKIPPED:
+        lines.append(f"  … and {len(skipped) - MAX_SKIPPED} more")
+    return "\n".join(lines) + "\n"
+
+
 def summary(store: Store, detail: StepDetail, rev: str = "") -> str:
     """The human summary of one revision (see the module's contract)."""
     rev = rev or detail.rev
@@ -88,4 +103,5 @@ def summary(store: Store, detail: StepDetail, rev: str = "") -> str:
     if detail.corrupt_lines:
         text += (f"\n({detail.corrupt_lines} corrupt note line(s) skipped: "
                  f"git notes --ref skillgit show {detail.sha[:12]})\n")
+    text += skipped_text(detail.skipped, detail.sha)
     return text + f"\nmore: skillgit show {rev} --full (every note record) · skillgit show {rev} --json\n"

@@ -15,7 +15,7 @@ Contracts:
   on, but a missing answer must stop the night where it is (a step's candidate is only built after every teacher
   call of the step returned), so that the next run resumes it.
 - Thread-safe: the loop asks several prompts at once; all of them get written before the run stops.
-- The teacher also judges rubric tasks (`skillgit.scorers.RubricScorer`). A scorer's SkillgitError would make the
+- The teacher also judges rubric tasks (`skillgit.rubric.RubricScorer`). A scorer's SkillgitError would make the
   trajectory *unknown* and the night go on, so the judge is wrapped in `Deferring`: a missing answer raises
   `HandoffDeferred` (not a SkillgitError), which passes the scorer and the rollout untouched, stops the training
   loop like any crash (its state settled and saved) and is turned back into `HandoffPending` by the night.

@@ -42,7 +42,7 @@ from typing import Any, Mapping
 from skillgit.config import Config
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.loop.events import EventSink, ignore
-from skillgit.scorers import RubricScorer
+from skillgit.rubric import RubricScorer
 from skillgit.sleep import replay as R
 from skillgit.sleep import state as S
 from skillgit.sleep.handoff import Deferring, HandoffDeferred, HandoffLLM, HandoffPending, answered, pending_prompts

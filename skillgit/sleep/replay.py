@@ -4,7 +4,7 @@ Contracts:
 - `choose(tasks, settings, simulated=…, agentic=…)` keeps the tasks a night can score and says why each other
   one was left out (`Replay.excluded`: reason → count): a text task is scored by exact match against the answer a
   person accepted when that answer is short (at most `settings.judge_over_chars` characters), and by the teacher
-  as a judge (`skillgit.scorers.RubricScorer`: the task's rubric, with the accepted answer as the judge's
+  as a judge (`skillgit.rubric.RubricScorer`: the task's rubric, with the accepted answer as the judge's
   reference when there is one) when it is longer or missing — with the simulated world only when there is a
   reference (its judge cannot tell right from wrong without one); an agentic task needs a test command
   to verify it and a task loader that reads agentic rows (`agentic_supported()` asks `skillgit.tasks` itself, so

@@ -2,7 +2,9 @@
 
 `render(record)` is a pure function of the `NightRecord`: counts of what was harvested and skipped (and why), what
 was mined and replayed, the scores before and after, every accepted and rejected edit with the gate's reason, the
-cost and the redaction counts. It contains no transcript text: only counts, task ids and the skill's edits.
+cost and the redaction counts. It contains no transcript text: only counts, task ids and the skill's edits. Text a
+model wrote (edits, the gate's reasons) and names read from the record enter through `textsafe.inert_markdown` /
+`textsafe.code_span`: no image, link, autolink, raw HTML or mention survives into the rendered report.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from skillgit.sleep.state import NightRecord
+from skillgit.textsafe import code_span, inert_markdown
 
 _STATUS = {
     "finished": "finished",
@@ -24,12 +27,13 @@ def _num(value: Any) -> str:
 
 
 def _pairs(data: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in data.items()) if data else "none"
+    return ", ".join(inert_markdown(f"{k} {v}") for k, v in data.items()) if data else "none"
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table; its cells are Markdown already (untrusted text passed through `inert_markdown`)."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(cell.replace("\n", " ") for cell in row) + " |" for row in rows]
     return lines
 
 
@@ -37,12 +41,12 @@ def render(record: NightRecord) -> str:
     r = record
     status = _STATUS.get(r.status, r.status)
     lines = [f"# skillgit sleep: night of {r.date}", ""]
-    lines.append(f"**{status}**" + (f" — {r.reason}" if r.reason else ""))
+    lines.append(f"**{inert_markdown(status)}**" + (f" — {inert_markdown(r.reason)}" if r.reason else ""))
     lines.append("")
     if r.branch:
-        lines.append(f"Trained on branch `{r.branch}` (run `{r.run}`), starting from `{r.skill_branch}` at "
-                     f"`{r.base[:12]}`; the skill branch itself was not touched. Adopt it after review with "
-                     f"`skillgit sleep adopt {r.date}`.")
+        lines.append(f"Trained on branch {code_span(r.branch)} (run {code_span(r.run)}), starting from "
+                     f"{code_span(r.skill_branch)} at {code_span(r.base[:12])}; the skill branch itself was not "
+                     f"touched. Adopt it after review with {code_span(f'skillgit sleep adopt {r.date}')}.")
         lines.append("")
     h, m, t = r.harvest, r.mined, r.tasks
     lines += ["## Harvest and mining", ""]
@@ -58,7 +62,8 @@ def render(record: NightRecord) -> str:
         ["of them judged by the teacher against a rubric", str(t.get("judged", 0))],
     ])
     if t.get("excluded"):
-        lines += ["", "Left out: " + "; ".join(f"{n} × {why}" for why, n in t["excluded"].items()) + "."]
+        lines += ["", "Left out: " + "; ".join(inert_markdown(f"{n} × {why}") for why, n in t["excluded"].items())
+                  + "."]
     approval = {"header": "Transcript-derived tasks went to the models because the task file's header says "
                           "`reviewed: true`.",
                 "--yes": "Transcript-derived tasks went to the models unreviewed: `--yes` was given.",
@@ -78,10 +83,11 @@ def render(record: NightRecord) -> str:
         lines += ["## Decisions", ""]
         rows = []
         for e in r.edits:
-            edits = "<br>".join(str(x) for x in e.get("edits") or []) or "–"
+            edits = "<br>".join(inert_markdown(str(x)) for x in e.get("edits") or []) or "–"
             delta = e.get("delta")
-            rows.append([str(e.get("step", "")), str(e.get("verdict", "")),
-                         "–" if delta is None else f"{float(delta):+.3f}", edits, str(e.get("reason", ""))])
+            rows.append([inert_markdown(str(e.get("step", ""))), inert_markdown(str(e.get("verdict", ""))),
+                         "–" if delta is None else f"{float(delta):+.3f}", edits,
+                         inert_markdown(str(e.get("reason", "")))])
         lines += _table(["step", "verdict", "Δ val", "edits", "gate"], rows)
         lines.append("")
     u, b = r.usage, r.budget
@@ -92,7 +98,8 @@ def render(record: NightRecord) -> str:
         lines.append("- budgets: " + _pairs({k: v for k, v in b.items() if v is not None}))
     lines.append("- redactions in harvested text: " + _pairs(r.redactions or {}))
     if r.handoff:
-        lines.append(f"- handoff folder `{r.handoff.get('folder', '')}`: {r.handoff.get('answered', 0)} answered, "
+        folder = code_span(r.handoff.get("folder", ""))
+        lines.append(f"- handoff folder {folder}: {r.handoff.get('answered', 0)} answered, "
                      f"{r.handoff.get('pending', 0)} pending")
     lines.append("")
     return "\n".join(lines)

@@ -2,15 +2,20 @@
 user-configured patterns are masked, and every mask is counted by category.
 
 Contracts:
-- `Scrubber.scrub(text) -> (text, Redactions)` masks, in this order: (1) secrets — `skillgit.redact.redact`'s
-  credential shapes (`sk-…`, `Bearer …`, `api_key: …`), the values of credential-named environment variables, the
-  value of every entry of the repository's `.env` and of every environment variable the caller names (values of at
-  least 8 characters); (2) e-mail addresses → `<email>` (`git@host` SSH remotes are not addresses); (3) home paths
-  `/home/<user>/`, `/Users/<user>/`, `/root/`, `C:\\Users\\<user>\\` → `~/`; (4) each extra regex → `<redacted>`.
+- `Scrubber.scrub(text) -> (text, Redactions)` masks, in this order: (1) secrets — everything
+  `skillgit.redact.redact` masks (its detector table: provider tokens, AWS key ids, private key blocks,
+  `Authorization` schemes, credential assignments, high-entropy assignments, passwords in URLs, the values of
+  credential-named environment variables), plus the value of every entry of the repository's `.env` and of every
+  environment variable the caller names (values of at least 8 characters); (2) e-mail addresses → `<email>`
+  (`git@host` SSH remotes are not addresses); (3) home paths → `~/`: the actual home folders (`$HOME`,
+  `%USERPROFILE%`, and any `homes` the caller names) wherever they appear, and `/home/<user>/`,
+  `/Users/<user>/`, `/root/`, `C:\\Users\\<user>\\`; (4) each extra regex → `<redacted>`.
   It is idempotent and never raises.
 - `Scrubber.scrub_session` returns a copy of a `Session` in which every free-text field (turn text, tool summaries,
   commands, paths, outputs, cwd, file path, branch, remote) went through `scrub`; ids and counts are kept.
 - `build_scrubber` raises `ConfigError` for an extra pattern that is not a valid regex, naming the pattern.
+- Speed: each category runs only when a literal it needs occurs (`@`, `/home/`, `Users`, `/root`, a home's
+  path), and every pattern starts with a literal the regex engine can skip to.
 """
 
 from __future__ import annotations
@@ -24,17 +29,19 @@ from typing import Any
 
 from skillgit.dotenv import read_dotenv
 from skillgit.errors import ConfigError
-from skillgit.redact import MASK, MIN_SECRET_LEN, redact
+from skillgit.redact import MIN_SECRET_LEN, redact_count
 from skillgit.sleep.model import Session, ToolCall, ToolResult, Turn
 
 EMAIL_MASK = "<email>"
 CUSTOM_MASK = "<redacted>"
-_EMAIL = re.compile(r"(?<![\w.%+-])(?!git@)[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 _SEP = r"(?:\\\\|\\|/)"  # \\ (JSON-escaped), \ or /
-_HOME_POSIX = re.compile(r"(?<![\w.~-])/(?:home|Users)/[A-Za-z0-9._-]+(?:/|(?![\w.-]))")
-_HOME_ROOT = re.compile(r"(?<![\w.~-])/root(?:/|(?![\w.-]))")
+# the address's domain part, found from its `@` (a literal the engine skips to); the local part is read backwards
+_EMAIL_DOMAIN = re.compile(r"@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+_EMAIL_LOCAL = re.compile(r"[A-Za-z0-9._%+-]{1,64}$")
+_HOME_POSIX = re.compile(r"/(?<![\w.~-]/)(?:home|Users)/[A-Za-z0-9._-]+(?:/|(?![\w.-]))")
+_HOME_ROOT = re.compile(r"/(?<![\w.~-]/)root(?:/|(?![\w.-]))")
 # a Windows user name may hold spaces, but then only a separator may end it
-_HOME_WINDOWS = re.compile(r"(?<![\w])[A-Za-z]:" + _SEP + "Users" + _SEP
+_HOME_WINDOWS = re.compile(r"(?<![\w])[A-Za-z]:" + _SEP + "(?i:Users)" + _SEP
                            + r"(?:[A-Za-z0-9._ -]*[A-Za-z0-9_-]" + _SEP + r"|[A-Za-z0-9._-]+(?![\w.-]))")
 
 
@@ -67,13 +74,46 @@ def _home_repl(match: re.Match[str]) -> str:
     return "~/" if text[-1:] in ("/", "\\") else "~"
 
 
+_HOME_GATES = ((("Users", "users", "USERS"), _HOME_WINDOWS), (("/home/", "/Users/"), _HOME_POSIX),
+               (("/root",), _HOME_ROOT))
+
+
+def _usable_home(home: str | None) -> bool:
+    """A home folder worth masking: absolute, and more than a root (`/`, `C:\\`)."""
+    if not home:
+        return False
+    bare = home.rstrip("/\\")
+    return len(bare) >= 3 and (bare.startswith("/") or bool(re.match(r"^[A-Za-z]:[/\\]", home)))
+
+
+def _mask_emails(text: str) -> tuple[str, int]:
+    out, pos, count = [], 0, 0
+    for match in _EMAIL_DOMAIN.finditer(text):
+        at = match.start()
+        local = _EMAIL_LOCAL.search(text, max(pos, at - 64), at)
+        if local is None:
+            continue
+        start = local.start()
+        before = text[start - 1] if start > 0 else ""
+        if (before and (before.isalnum() or before in "_.%+-")) or local.group() == "git":
+            continue  # part of something longer, or an SSH remote (git@host)
+        out += [text[pos:start], EMAIL_MASK]
+        pos, count = match.end(), count + 1
+    if not count:
+        return text, 0
+    out.append(text[pos:])
+    return "".join(out), count
+
+
 @dataclass(frozen=True)
 class Scrubber:
     """Masks secrets, addresses, home paths and `patterns` (see the module contract). Build with `build_scrubber`."""
 
     secrets: tuple[str, ...] = ()
     patterns: tuple[str, ...] = ()
+    homes: tuple[str, ...] = ()  # home folders masked wherever they appear (absolute paths, not "/")
     _compiled: tuple[re.Pattern[str], ...] = field(default=(), repr=False, compare=False)
+    _homes: tuple[tuple[str, re.Pattern[str]], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         compiled = []
@@ -87,18 +127,27 @@ class Scrubber:
         # longest first, so a secret that contains another is masked whole
         object.__setattr__(self, "secrets", tuple(sorted({s for s in self.secrets if s and len(s) >= MIN_SECRET_LEN},
                                                          key=len, reverse=True)))
+        homes = sorted({h.rstrip("/\\") for h in self.homes if _usable_home(h)}, key=len, reverse=True)
+        object.__setattr__(self, "homes", tuple(homes))
+        object.__setattr__(self, "_homes", tuple(
+            (h, re.compile(r"(?<![\w.~-])" + re.escape(h) + r"(?:[/\\]|(?![\w.-]))")) for h in homes))
 
     def scrub(self, text: str) -> tuple[str, Redactions]:
         if not text:
             return text, Redactions()
-        before = text.count(MASK)
-        text = redact(text, self.secrets)
-        secrets = max(0, text.count(MASK) - before)
-        text, emails = _EMAIL.subn(EMAIL_MASK, text)
+        text, secrets = redact_count(text, self.secrets)
+        emails = 0
+        if "@" in text:
+            text, emails = _mask_emails(text)
         homes = 0
-        for pattern in (_HOME_WINDOWS, _HOME_POSIX, _HOME_ROOT):
-            text, n = pattern.subn(_home_repl, text)
-            homes += n
+        for home, pattern in self._homes:
+            if home in text:
+                text, n = pattern.subn(_home_repl, text)
+                homes += n
+        for literal, pattern in _HOME_GATES:
+            if any(lit in text for lit in literal):
+                text, n = pattern.subn(_home_repl, text)
+                homes += n
         custom = 0
         for compiled in self._compiled:
             text, n = compiled.subn(CUSTOM_MASK, text)
@@ -143,9 +192,24 @@ def dotenv_secrets(repo_root: Path | str | None) -> list[str]:
     return [v for v in read_dotenv(Path(repo_root) / ".env").values() if v]
 
 
+def default_homes(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The home folders of this process: `$HOME`, `%USERPROFILE%` and what `Path.home()` says."""
+    env = os.environ if environ is None else environ
+    found = [env.get("HOME"), env.get("USERPROFILE")]
+    if environ is None:
+        try:
+            found.append(str(Path.home()))
+        except (RuntimeError, KeyError):
+            pass
+    return [h for h in found if h and _usable_home(h)]
+
+
 def build_scrubber(repo_root: Path | str | None = None, env_names: Iterable[str] = (), patterns: Iterable[str] = (),
-                   environ: Mapping[str, str] | None = None, secrets: Iterable[str] = ()) -> Scrubber:
-    """A `Scrubber` that also masks the repository's `.env` values and the values of the named variables."""
+                   environ: Mapping[str, str] | None = None, secrets: Iterable[str] = (),
+                   homes: Iterable[str] | None = None) -> Scrubber:
+    """A `Scrubber` that also masks the repository's `.env` values, the values of the named variables and the
+    home folders (default: this process's, see `default_homes`)."""
     env = os.environ if environ is None else environ
     values = list(secrets) + dotenv_secrets(repo_root) + [env[name] for name in env_names if env.get(name)]
-    return Scrubber(secrets=tuple(values), patterns=tuple(patterns))
+    home_list = default_homes(environ) if homes is None else list(homes)
+    return Scrubber(secrets=tuple(values), patterns=tuple(patterns), homes=tuple(home_list))

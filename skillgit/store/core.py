@@ -22,7 +22,7 @@ import json
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from skillgit import package, textsafe
 from skillgit.errors import GitStateError, SkillgitError
@@ -347,11 +347,15 @@ class Store:
         if sha is None and known[R.ARCHIVE_REF]:
             entry = self.repo.tree_entry(R.ARCHIVE_REF, R.archive_key(run, step))
             if entry is not None:
-                doc = json.loads(self.repo.cat(entry.sha))
-                verdict, sha = "rejected", doc.get("commit")
+                try:  # (the archive arrives through `pull` too: a record may hold anything)
+                    doc = json.loads(self.repo.cat(entry.sha))
+                except ValueError:
+                    doc = None
+                commit = doc.get("commit") if isinstance(doc, dict) else None
+                verdict, sha = "rejected", commit if isinstance(commit, str) and commit else None
         if sha is None:
             return None
-        records, _ = N.decode_lenient(self.repo.note_text(sha) or "")
+        records = N.decode_checked(self.repo.note_text(sha) or "").records  # fields of the wrong type dropped
         cand = next(iter(N.of_kind(records, "candidate")), {})
         decision = next(iter(N.of_kind(records, "decision")), {})
         _, _, trailers = N.parse_message(self.repo.commit_message(sha))
@@ -503,14 +507,16 @@ class Store:
 
     # ------------------------------------------------------------------------------------------ revert
     def revert(self, *, rev: str | None = None, to: str | None = None, steps: int | None = None,
-               reason: str) -> str:
+               reason: str, wait: float = 0.0, on_wait: Callable[[str], None] | None = None) -> str:
         """Add a commit on the skill branch that restores an earlier skill; returns its sha. Exactly one of:
         `to` (the skill as at that revision), `rev` (undo that one step: its parent's text if it is the tip,
-        else a 3-way revert of just its change), `steps` (the skill before the last N accepted steps)."""
+        else a 3-way revert of just its change), `steps` (the skill before the last N accepted steps). While a
+        run holds the branch's lock: refused (exit 6), or after waiting up to `wait` seconds for it."""
         if sum(x is not None for x in (rev, to, steps)) != 1:
             raise SkillgitError("give exactly one of <rev>, --to REV or --steps N",
                                 "e.g. `skillgit revert --steps 1` undoes the last accepted step")
-        with self.lock(self.branch):  # never while a run works on the branch: its next step would build over it
+        # never while a run works on the branch: its next step would build over it
+        with self.lock(self.branch, wait=wait, on_wait=on_wait):
             return self._revert(rev, to, steps, reason)
 
     def _revert(self, rev: str | None, to: str | None, steps: int | None, reason: str) -> str:
@@ -611,10 +617,11 @@ class Store:
 
     # ------------------------------------------------------------------------------------------ lock
     @contextmanager
-    def lock(self, name: str) -> Iterator[Path]:
+    def lock(self, name: str, wait: float = 0.0, on_wait: Callable[[str], None] | None = None) -> Iterator[Path]:
         """Hold `<git-common-dir>/skillgit/locks/<name>.lock` (O_EXCL, with pid/host/time) for the block.
-        A lock whose process is gone (same host) is taken over; a live one raises SkillgitError(LOCKED)."""
-        with hold(self.repo.common_dir / "skillgit" / "locks", name) as path:
+        A lock whose process is gone (same host) is taken over; a live one raises SkillgitError(LOCKED), at once
+        or after waiting `wait` seconds for it (`lock.hold`)."""
+        with hold(self.repo.common_dir / "skillgit" / "locks", name, wait, on_wait) as path:
             yield path
 
     def lock_held(self, name: str) -> bool | None:
@@ -640,9 +647,11 @@ class Store:
         from skillgit.store.sync import push
         return push(self, remote)
 
-    def pull(self, remote: str = "origin"):
+    def pull(self, remote: str = "origin", wait: float = 0.0, on_wait: Callable[[str], None] | None = None):
         from skillgit.store.sync import pull
-        with self.lock(self.branch):  # never while a run works on the branch: its next step would build over it
+        R.check_remote(remote)  # before waiting for anything
+        # never while a run works on the branch: its next step would build over it
+        with self.lock(self.branch, wait=wait, on_wait=on_wait):
             return pull(self, remote)
 
     def gc(self, keep: int = 20):

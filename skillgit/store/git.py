@@ -98,6 +98,25 @@ def _subcommand(args: Sequence[str]) -> str:
     return "git"
 
 
+# ---------------------------------------------------------------------------------------------- operands
+# Every revision, ref, remote or path that reaches an argv here may come from outside (the command line, the
+# config, a collaborator's note, an agent transcript). Each goes behind `--` (remotes, paths) or
+# `--end-of-options` (revisions, for the commands that take it) and, where git offers neither (rev-parse,
+# commit-tree, checkout's revision), through `_operand`, which refuses what git could read as an option.
+# tests/test_security_argv.py lists every call site.
+EOO = "--end-of-options"
+NO_EXT = ("-c", "protocol.ext.allow=never")  # remotes never run commands through git's ext:: transport
+
+
+def _operand(value: str, what: str = "revision") -> str:
+    """`value` unchanged when git cannot read it as an option or split it: not empty, no leading `-`, no NUL or
+    line break. Otherwise GitError (nothing is run)."""
+    if not isinstance(value, str) or not value or value.startswith("-") or any(c in value for c in "\0\n\r"):
+        raise GitError(f"refusing to pass {what} {value!r} to git: it is empty, holds a line break or would be read "
+                       "as an option", "name it without a leading '-' or control characters; nothing was run")
+    return value
+
+
 # ---------------------------------------------------------------------------------------------- fault seam
 # For the crash tests (tests/test_crash.py): `SKILLGIT_FAULT_KILL_AT_GIT=<phase>:<n>` makes this process kill itself
 # with SIGKILL just before the n-th git command it runs inside `phase(<phase>)` (1-based), so a test can stop a run
@@ -442,13 +461,15 @@ class GitRepo:
         found = self._object(rev)
         if found is not None and found[1] != "tree":  # `cat-file -p` pretty-prints trees only
             return found[2]
-        return self._run_bytes("cat-file", "-p", rev)
+        return self._run_bytes("cat-file", "-p", EOO, _operand(rev))
 
     def cat_batch(self, names: Iterable[str]) -> dict[str, tuple[str, bytes] | None]:
         """Read many objects with one `git cat-file --batch`: name → (type, content), None when missing."""
         names = list(dict.fromkeys(names))
         if not names:
             return {}
+        if any("\n" in name for name in names):  # (one name per line: a line break would shift every answer)
+            return {**self.cat_batch(n for n in names if "\n" not in n), **{n: None for n in names if "\n" in n}}
         result: dict[str, tuple[str, bytes] | None] = {}
         if len(names) <= BATCH_VIA_READER:  # a few: round trips to the long-lived reader, no process
             for name in names:
@@ -476,7 +497,8 @@ class GitRepo:
             entries = self._tree(treeish)
             if entries is not None:
                 return entries  # (a missing tree falls through to git, which raises its own error)
-        out = self._run_bytes("ls-tree", "-z", *(["-r"] if recursive else []), treeish).decode("utf-8", "replace")
+        out = self._run_bytes("ls-tree", "-z", *(["-r"] if recursive else []), EOO,
+                              _operand(treeish)).decode("utf-8", "replace")
         entries = []
         for record in out.split("\0"):
             if record:
@@ -527,14 +549,15 @@ class GitRepo:
         return self.mktree(here)
 
     def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
-        args = ["commit-tree", tree]
+        args = ["commit-tree", _operand(tree, "tree")]  # (commit-tree takes no --end-of-options)
         for parent in parents:
-            args += ["-p", parent]
+            args += ["-p", _operand(parent)]
         return self._run(*args, "-F", "-", input=message)
 
     def make_tag(self, obj: str, name: str, message: str) -> str:
         """An annotated tag object on commit `obj` (no ref is created)."""
         ident = self._run("var", "GIT_COMMITTER_IDENT")
+        _operand(obj), _operand(name, "tag name")  # (a line break would add a header line to the tag)
         return self._run("mktag", input=f"object {obj}\ntype commit\ntag {name}\ntagger {ident}\n\n{message}")
 
     def merge_file(self, ours: str, base: str, theirs: str) -> tuple[str, int]:
@@ -557,8 +580,8 @@ class GitRepo:
 
     def diff(self, a: str, b: str, paths: Sequence[str]) -> str:
         """git's unified diff of `paths` (literal) from `a` to `b`, no colour, no external diff driver."""
-        return self._run_bytes("--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", a, b, "--",
-                               *paths).decode("utf-8", "replace")
+        return self._run_bytes("--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", EOO, _operand(a),
+                               _operand(b), "--", *paths).decode("utf-8", "replace")
 
     def empty_tree(self) -> str:
         return self.mktree([])
@@ -579,29 +602,30 @@ class GitRepo:
         parts = self._commit_parts(commit)
         if parts is not None:  # (cat-file honours replace refs, as rev-parse does)
             return [line[7:].decode() for line in parts[0] if line.startswith(b"parent ")]
-        return self._run("rev-parse", f"{commit}^@").split()
+        return self._run("rev-parse", f"{_operand(commit)}^@").split()
 
     def commit_message(self, commit: str) -> str:
         parts = self._commit_parts(commit)
         if parts is not None:
             return parts[1].decode("utf-8", "replace").rstrip("\n")
-        return self._run("log", "-1", "--format=%B", commit)
+        return self._run("log", "-1", "--format=%B", EOO, _operand(commit))
 
     def commit_summary(self, commit: str) -> tuple[str, str]:
         """(subject, "author name <email>, date") of a commit."""
-        out = self._run("log", "-1", "--format=%s%x1f%an <%ae>, %ad", "--date=short", commit)
+        out = self._run("log", "-1", "--format=%s%x1f%an <%ae>, %ad", "--date=short", EOO, _operand(commit))
         subject, _, author = out.partition("\x1f")
         return subject, author
 
     def first_parent_chain(self, tip: str) -> list[tuple[str, int]]:
         """(commit, committer time) along the first-parent chain of `tip`, newest first."""
         return [(sha, int(date)) for sha, date in (line.split() for line in
-                self._run("log", "--first-parent", "--format=%H %ct", tip).splitlines())]
+                self._run("log", "--first-parent", "--format=%H %ct", EOO, _operand(tip)).splitlines())]
 
     def grep_first_parent(self, tip: str, pattern: str) -> list[tuple[str, str, int, str]]:
         """(commit, parents, committer time, message) of first-parent commits of `tip` whose message matches the
         basic regex `pattern`, newest first."""
-        out = self._run("log", "--first-parent", "-z", f"--grep={pattern}", "--format=%H%x1f%P%x1f%ct%x1f%B", tip)
+        out = self._run("log", "--first-parent", "-z", f"--grep={pattern}", "--format=%H%x1f%P%x1f%ct%x1f%B", EOO,
+                        _operand(tip))
         rows = []
         for record in out.split("\0"):
             if record.strip():
@@ -613,25 +637,27 @@ class GitRepo:
         """The newest first-parent commit of `tip` carrying every `Key: value` trailer line, or None."""
         esc = lambda text: str(text).replace(".", "\\.").replace("*", "\\*").replace("[", "\\[")  # noqa: E731
         greps = [f"--grep=^{key}: {esc(value)}$" for key, value in trailers.items()]
-        out = self._run("log", "--first-parent", "-1", "--all-match", "--format=%H", *greps, tip)
+        out = self._run("log", "--first-parent", "-1", "--all-match", "--format=%H", *greps, EOO, _operand(tip))
         return out.strip() or None
 
     def messages(self, commits: Sequence[str]) -> dict[str, str]:
         """commit → full message, for many commits with one git call."""
         if not commits:
             return {}
-        out = self._run("log", "--no-walk=unsorted", "-z", "--format=%H%x1f%B", "--stdin", input="\n".join(commits))
+        out = self._run("log", "--no-walk=unsorted", "-z", "--format=%H%x1f%B", "--stdin",
+                        input="\n".join(_operand(c) for c in commits))
         pairs = (record.lstrip("\n").split("\x1f", 1) for record in out.split("\0") if "\x1f" in record)
         return {sha: message for sha, message in pairs}
 
     def subjects(self, commits: Sequence[str]) -> dict[str, str]:
         if not commits:
             return {}
-        out = self._run("log", "--no-walk=unsorted", "--format=%H%x1f%s", "--stdin", input="\n".join(commits))
+        out = self._run("log", "--no-walk=unsorted", "--format=%H%x1f%s", "--stdin",
+                        input="\n".join(_operand(c) for c in commits))
         return dict(line.split("\x1f", 1) for line in out.splitlines() if "\x1f" in line)
 
     def rev_parse(self, rev: str) -> str:
-        return self._run("rev-parse", rev)
+        return self._run("rev-parse", _operand(rev))  # (git 2.39's rev-parse prints --end-of-options as a rev)
 
     def current_branch(self) -> str | None:
         """The short name of the branch HEAD points to (also when unborn), None when detached."""
@@ -640,7 +666,7 @@ class GitRepo:
 
     def valid_branch_name(self, branch: str) -> bool:
         """A name `git branch`/`git switch` accept (not only a valid ref: `-x` is a valid ref but an option)."""
-        if branch.startswith("-"):
+        if R.branch_problem(branch) is not None:
             return False
         short = branch.removeprefix("refs/heads/")
         return self._call("check-ref-format", "--branch", short)[0] == 0 and \
@@ -664,10 +690,10 @@ class GitRepo:
     # ------------------------------------------------------------------------------------------ workspaces
     def worktree_add(self, path: Path, rev: str) -> None:
         """A detached worktree of this repository at `rev` in `path` (the user's branches are not touched)."""
-        self._run("worktree", "add", "--detach", "--quiet", str(path), rev)
+        self._run("worktree", "add", "--detach", "--quiet", EOO, _operand(str(path), "path"), _operand(rev))
 
     def worktree_remove(self, path: Path) -> None:
-        self._call("worktree", "remove", "--force", "--force", str(path))
+        self._call("worktree", "remove", "--force", "--force", EOO, _operand(str(path), "path"))
 
     def worktree_prune(self) -> None:
         self._call("worktree", "prune")
@@ -690,6 +716,9 @@ class GitRepo:
     def create_branch(self, name: str, at: str) -> bool:
         """Create branch `name` at commit `at` unless it exists (CAS: never moves an existing branch); True when
         it was created."""
+        problem = R.branch_problem(name)
+        if problem is not None:
+            raise GitError(f"invalid branch name {name!r}: {problem}", R.NAME_HINT)
         ref = R.branch_ref(name)
         if self.ref(ref) is not None:
             return False
@@ -707,20 +736,26 @@ class GitRepo:
 
     def rev_before(self, timestamp: str, ref: str = "HEAD") -> str | None:
         """The commit `ref` reached just before `timestamp` (any date git understands), or None."""
-        status, out, _ = self._call("rev-list", "-1", f"--before={timestamp}", ref, "--")
+        if R.branch_problem(ref) is not None and ref != "HEAD":
+            return None  # (a transcript's branch: `--output=FILE` would make rev-list write a file)
+        status, out, _ = self._call("rev-list", "-1", f"--before={timestamp}", EOO, _operand(ref), "--")
         sha = out.decode().strip()
         return sha if status == 0 and sha else None
 
     # ------------------------------------------------------------------------------------------ remotes
+    # A remote is a name, a path or a URL typed by a user: `R.check_remote` refused option-like ones before, and
+    # here it always follows `--` (git then also refuses a path that begins with '-': "strange pathname").
     def ls_remote(self, remote: str) -> str:
-        return self._run("ls-remote", remote)
+        return self._run(*NO_EXT, "ls-remote", "--", R.check_remote(remote))
 
     def fetch(self, remote: str, refspecs: Sequence[str]) -> None:
-        self._run("fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", remote, *refspecs)
+        self._run(*NO_EXT, "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", "--",
+                  R.check_remote(remote), *(_operand(s, "refspec") for s in refspecs))
 
     def push(self, remote: str, refspecs: Sequence[str], *, atomic: bool) -> tuple[int, str]:
         """(status, stderr) of `git push` (atomic when asked); the caller decides what a failure means."""
-        status, _, err = self._call("push", "--quiet", *(["--atomic"] if atomic else []), remote, *refspecs)
+        status, _, err = self._call(*NO_EXT, "push", "--quiet", *(["--atomic"] if atomic else []), "--",
+                                    R.check_remote(remote), *(_operand(s, "refspec") for s in refspecs))
         return status, err
 
     # ------------------------------------------------------------------------------------------ housekeeping
@@ -757,23 +792,27 @@ class GitRepo:
     def for_each_ref(self, fields: Sequence[str], *patterns: str, sort: str | None = None) -> list[list[str]]:
         """One row of `fields` (for-each-ref atoms without %( )) per ref under `patterns`."""
         fmt = "%1f".join(f"%({f})" for f in fields) + "%1e"
-        args = ["for-each-ref", f"--format={fmt}", *([f"--sort={sort}"] if sort else []), *patterns]
+        args = ["for-each-ref", f"--format={fmt}", *([f"--sort={sort}"] if sort else []), EOO, *patterns]
         out = self._run_bytes(*args).decode("utf-8", "replace")
         return [rec.lstrip("\n").split("\x1f") for rec in out.split("\x1e") if rec.strip("\n")]
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of `a` and `b`, or None when they share no history."""
-        status, out, _ = self._call("merge-base", a, b)
+        status, out, _ = self._call("merge-base", EOO, _operand(a), _operand(b))
         return out.decode().strip() or None if status == 0 else None
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        return self._call("merge-base", "--is-ancestor", ancestor, descendant)[0] == 0
+        return self._call("merge-base", "--is-ancestor", EOO, _operand(ancestor), _operand(descendant))[0] == 0
 
     def transaction(self, updates: Sequence[RefUpdate], reason: str) -> None:
         """Apply `updates` atomically with compare-and-swap on their old values (all or nothing).
         Raises RefConflict when any old value does not match; then no ref has changed."""
         lines = ["start"]
-        for u in updates:
+        for u in updates:  # (one line per update: a space or line break in a value would add a command)
+            for value in (u.ref, u.new, u.old):
+                if value is not None and (not value or any(c.isspace() for c in value)):
+                    raise GitError(f"refusing the ref update {u.ref!r}: a ref or object name holds a space or line "
+                                   "break", "nothing was changed by skillgit")
             if u.op == "update":
                 lines.append(f"update {u.ref} {u.new} {u.old or self.zero}")
             elif u.op == "delete":
@@ -786,7 +825,7 @@ class GitRepo:
         self._run("update-ref", "-m", reason, "--stdin", input="\n".join(lines) + "\n")
 
     def delete_ref(self, ref: str) -> None:
-        self._call("update-ref", "-d", ref)
+        self._call("update-ref", "-d", EOO, _operand(ref, "ref"))
 
     # ------------------------------------------------------------------------------------------ notes
     def notes_map(self, ref: str = R.NOTES_REF) -> dict[str, str]:
@@ -799,7 +838,7 @@ class GitRepo:
 
     def note_text(self, commit: str, ref: str = R.NOTES_REF) -> str | None:
         """The note on `commit` under `ref`, or None when it has none."""
-        status, out, _ = self._call("notes", "--ref", ref, "show", commit)
+        status, out, _ = self._call("notes", "--ref", ref, "show", EOO, _operand(commit))
         return out.decode("utf-8", "replace") if status == 0 else None
 
     def _scratch_notes(self, start: str | None, action) -> str | None:
@@ -890,7 +929,7 @@ class GitRepo:
             return old, other if old is None else old
 
         def merge(tmp: str, quiet) -> None:
-            self._run(*quiet, "notes", "--ref", tmp, "merge", "-q", "-s", "cat_sort_uniq", other)
+            self._run(*quiet, "notes", "--ref", tmp, "merge", "-q", "-s", "cat_sort_uniq", EOO, _operand(other))
 
         return old, self._scratch_notes(old, merge)
 
@@ -930,42 +969,43 @@ class GitRepo:
     def checkout_path(self, wt: Path, commit: str, path: str) -> None:
         """Set `path`'s index entry and file in worktree `wt` to their state in `commit`, in ONE git command (git
         writes the file, then the index): a kill can leave the file new and the index old, never the reverse."""
-        self._in_worktree(wt, "checkout", "--no-overlay", commit, "--", path)
+        self._in_worktree(wt, "checkout", "--no-overlay", _operand(commit), "--", path)  # (no --end-of-options)
 
     def index_is(self, wt: Path, commit: str, path: str) -> bool:
         """True when worktree `wt`'s index holds exactly `commit`'s version of `path` (a file or a folder)."""
         return self._call("--literal-pathspecs", "-C", str(wt), "diff", "--cached", "--quiet", "--no-ext-diff",
-                          commit, "--", path)[0] == 0
+                          EOO, _operand(commit), "--", path)[0] == 0
 
     def worktree_is(self, wt: Path, commit: str, path: str) -> bool:
         """True when the files of `path` in worktree `wt` are exactly `commit`'s (no change, no untracked file)."""
-        if self._call("--literal-pathspecs", "-C", str(wt), "diff", "--quiet", "--no-ext-diff", commit, "--",
-                      path)[0] != 0:
+        if self._call("--literal-pathspecs", "-C", str(wt), "diff", "--quiet", "--no-ext-diff", EOO,
+                      _operand(commit), "--", path)[0] != 0:
             return False
         return not self._in_worktree(wt, "ls-files", "--others", "--exclude-standard", "--", path).strip()
 
     def same_path(self, a: str, b: str, path: str) -> bool:
         """True when `path` is identical in commits `a` and `b`."""
-        return self._call("--literal-pathspecs", "diff", "--quiet", "--no-ext-diff", a, b, "--", path)[0] == 0
+        return self._call("--literal-pathspecs", "diff", "--quiet", "--no-ext-diff", EOO, _operand(a), _operand(b),
+                          "--", path)[0] == 0
 
     def ff_merge(self, wt: Path, commit: str) -> None:
         """`git merge --ff-only` in worktree `wt` (its checked-out branch, index and files move to `commit`)."""
-        self._in_worktree(wt, "merge", "--ff-only", "--quiet", commit)
+        self._in_worktree(wt, "merge", "--ff-only", "--quiet", EOO, _operand(commit))
 
     # ------------------------------------------------------------------------------------------ config
     def config_get_all(self, key: str) -> list[str]:
-        status, out, _ = self._call("config", "--get-all", key)
+        status, out, _ = self._call("config", "--get-all", "--", key)
         return out.decode().splitlines() if status == 0 else []
 
     def config_add(self, key: str, value: str) -> None:
-        self._run("config", "--add", key, value)
+        self._run("config", "--add", "--", key, value)  # (git config reads what follows the key as values)
 
     def config_unset_value(self, key: str, value: str) -> None:
         """Remove every `key` entry whose value is exactly `value` (no error when there is none)."""
-        self._call("config", "--unset-all", "--fixed-value", key, value)
+        self._call("config", "--unset-all", "--fixed-value", "--", key, value)
 
     def config_set(self, key: str, value: str) -> None:
-        self._run("config", key, value)
+        self._run("config", "--", key, value)
 
     def git_path(self, name: str) -> Path:
         """`git rev-parse --git-path` (honours core.hooksPath for "hooks")."""
@@ -979,7 +1019,7 @@ class GitRepo:
         regular expressions matched on bytes. One `git grep` (threaded, in git) instead of reading every blob:
         only the matching lines travel. Blobs are searched as text; the user's grep/color settings do not apply."""
         args = ["-c", "grep.fullName=false", "grep", "-a", "-z", "-G", "--no-color", "--no-line-number",
-                "--no-column", "--no-textconv", *expression, tree, "--"]
+                "--no-column", "--no-textconv", *expression, _operand(tree, "tree"), "--"]
         status, out, err = self._call(*args)
         if status == 1 and not err:
             return {}  # nothing matched

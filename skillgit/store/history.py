@@ -154,9 +154,15 @@ def archived_docs(store: "Store") -> list[dict[str, Any]]:
         except ValueError:
             doc = None
         key = R.parse_archive_key(e.name)  # never None: `entries` holds only archive keys
-        if isinstance(doc, dict) and "commit" in doc and key is not None:
+        # (the archive arrives through `pull` too: a record whose commit is not a commit id is skipped, other
+        # fields of the wrong type read as missing)
+        if isinstance(doc, dict) and N.is_commit_id(doc.get("commit")) and key is not None:
             run, step = key
-            docs.append({**doc, "run": run, "step": step})
+            texts = {k: doc[k] if isinstance(doc.get(k), str) else "" for k in
+                     ("parent", "tag_message", "commit_message")}
+            date = doc.get("date") if isinstance(doc.get("date"), int) and not isinstance(doc.get("date"), bool) \
+                else 0
+            docs.append({**doc, **texts, "date": date, "run": run, "step": step})
     return docs
 
 
@@ -299,7 +305,23 @@ def _selected_note_texts(store: "Store", kinds: tuple[str, ...]) -> dict[str, st
 
 
 def _decode(text: str | None, kinds: tuple[str, ...]) -> tuple[list[dict[str, Any]], int]:
-    return N.decode_selected(text, kinds) if text is not None else ([], 1)
+    """(the records of `kinds`; the number of corrupt lines plus candidate records with a malformed field). A
+    collaborator's note may hold anything: candidate records (whose nested edits become `Edit`s) are conformed
+    (`"edits": 5` is dropped, not a crash); decision and revert records are read here only through `N.to_float`
+    and `str`, which take any JSON, so the log does not pay for conforming every step's decision."""
+    if text is None:
+        return [], 1
+    records, bad = N.decode_selected(text, kinds)
+    kept = []
+    for record in records:
+        if record.get("kind") == "candidate":
+            out, problems = N.conform(record)
+            bad += bool(problems)
+            if out is None:
+                continue
+            record = out
+        kept.append(record)
+    return kept, bad
 
 
 def with_notes(store: "Store", entries: list[LogEntry], notes=None) -> list[LogEntry]:

@@ -16,7 +16,7 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from skillgit.errors import ExitCode, SkillgitError
 
@@ -37,14 +37,37 @@ def held(folder: Path, name: str) -> bool | None:
     return alive(holder.get("pid"))
 
 
+WAIT_POLL_S = 0.2  # how often a waiting process looks at a live lock again
+
+
 @contextmanager
-def hold(folder: Path, name: str) -> Iterator[Path]:
-    """Hold the lock `name` (any text; unsafe characters are replaced) in `folder` for the block."""
+def hold(folder: Path, name: str, wait: float = 0.0, on_wait: Callable[[str], None] | None = None
+         ) -> Iterator[Path]:
+    """Hold the lock `name` (any text; unsafe characters are replaced) in `folder` for the block. A live holder
+    raises SkillgitError(LOCKED) at once, or — with `wait` > 0 seconds (`math.inf`: no limit) — once it still holds
+    the lock after that long; `on_wait(message)` is called once when the wait begins. Ctrl-C ends a wait."""
     path = _path(folder, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex
-    _acquire(path, {"pid": os.getpid(), "host": socket.gethostname(),
-                    "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": token})
+    deadline = time.monotonic() + max(0.0, wait)
+    waited = False
+    while True:
+        try:
+            _acquire(path, {"pid": os.getpid(), "host": socket.gethostname(),
+                            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": token})
+            break
+        except SkillgitError as exc:
+            left = deadline - time.monotonic()
+            if exc.code != ExitCode.LOCKED or left <= 0:
+                if waited:
+                    raise SkillgitError(f"{exc.message}; still held after waiting {wait:g} s",
+                                        "wait longer (--wait with more seconds, or --wait alone: no limit)",
+                                        ExitCode.LOCKED) from None
+                raise
+            if not waited and on_wait is not None:
+                on_wait(exc.message)
+            waited = True
+            time.sleep(min(WAIT_POLL_S, left))
     try:
         yield path
     finally:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
 from skillgit import textsafe
 from skillgit.errors import GitStateError
+from skillgit.store import refs as R
 
 VERSION = 1
 CORRUPT = "(corrupt note)"  # what history/log shows for a note it cannot parse
@@ -125,6 +127,172 @@ def decode_selected(text: str, kinds: Iterable[str]) -> tuple[list[dict[str, Any
 
 def of_kind(records: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [r for r in records if r.get("kind") == kind]
+
+
+# ---------------------------------------------------------------------------------------------- untrusted records
+# Notes arrive from collaborators through `skillgit pull`: any line may hold any JSON. Typed readers (`show`, the
+# log, `pr`, `report`, the negative buffer) read records through `conform`, which checks the fields they use
+# against `SHAPES` and drops those of the wrong type, saying what it dropped: a field `"apply": 5` is skipped
+# with a message, never a TypeError. A record whose required field is wrong is skipped whole. `null` counts as a
+# missing field (silently); unknown kinds and fields are kept untouched for `--json` and `--full`.
+Check = Callable[[Any, str, list[str]], Any]
+_DROP = object()
+
+
+def _what(value: Any) -> str:
+    """A short description of a JSON value for a message: its type and, for a scalar, the value (cut)."""
+    kind = {bool: "true/false", int: "a number", float: "a number", str: "text", list: "a list", dict: "an object"}
+    text = kind.get(type(value), type(value).__name__)
+    if isinstance(value, (bool, int, float, str)):
+        shown = json.dumps(value, ensure_ascii=True) if not isinstance(value, float) or math.isfinite(value) \
+            else str(value)
+        text += f" {shown[:40]}{'…' if len(shown) > 40 else ''}"
+    return text
+
+
+def _scalar(name: str, test: Callable[[Any], bool]) -> Check:
+    def check(value: Any, path: str, skipped: list[str]) -> Any:
+        if test(value):
+            return value
+        skipped.append(f"{path}: {_what(value)}, not {name}")
+        return _DROP
+    return check
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+TEXT = _scalar("text", lambda v: isinstance(v, str))
+INT = _scalar("a whole number", _is_int)
+NUMBER = _scalar("a finite number", lambda v: (_is_int(v) or isinstance(v, float)) and math.isfinite(v))
+RUN = _scalar("a run id", lambda v: isinstance(v, str) and R.parse_run_ref(R.RUNS_PREFIX + v) is not None)
+STEP = _scalar("a step (a number or a step name)",
+               lambda v: (_is_int(v) and v >= 0) or (isinstance(v, str) and R.parse_step(v) is not None))
+def is_commit_id(value: Any) -> bool:
+    """A full object id (40 or 64 lowercase hex digits): never an option, a revision expression or a path."""
+    return isinstance(value, str) and len(value) in (40, 64) and all(c in "0123456789abcdef" for c in value)
+
+
+COMMIT = _scalar("a commit id", is_commit_id)
+
+
+def one_of(*choices: str) -> Check:
+    return _scalar(" | ".join(choices), lambda v: v in choices)
+
+
+def list_of(item: Check) -> Check:
+    """A list whose items pass `item` (the others are dropped and reported)."""
+    def check(value: Any, path: str, skipped: list[str]) -> Any:
+        if not isinstance(value, list):
+            skipped.append(f"{path}: {_what(value)}, not a list")
+            return _DROP
+        out = [item(v, f"{path}[{i}]", skipped) for i, v in enumerate(value)]
+        return [v for v in out if v is not _DROP]
+    return check
+
+
+def map_of(value_check: Check) -> Check:
+    """An object whose values all pass `value_check` (any keys)."""
+    def check(value: Any, path: str, skipped: list[str]) -> Any:
+        if not isinstance(value, dict):
+            skipped.append(f"{path}: {_what(value)}, not an object")
+            return _DROP
+        out = {k: value_check(v, f"{path}.{k}", skipped) for k, v in value.items() if v is not None}
+        return {k: v for k, v in out.items() if v is not _DROP}
+    return check
+
+
+def record_of(fields: dict[str, Check], required: tuple[str, ...] = ()) -> Check:
+    """An object whose known `fields` pass their checks (unknown keys kept); dropped whole when a `required` field
+    is missing or wrong."""
+    def check(value: Any, path: str, skipped: list[str]) -> Any:
+        if not isinstance(value, dict):
+            skipped.append(f"{path}: {_what(value)}, not an object")
+            return _DROP
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if item is None:
+                continue
+            if key in fields:
+                item = fields[key](item, f"{path}.{key}", skipped)
+                if item is _DROP:
+                    continue
+            out[key] = item
+        missing = [key for key in required if key not in out]
+        if missing:
+            skipped.append(f"{path}: skipped whole (no valid {', '.join(missing)})")
+            return _DROP
+        return out
+    return check
+
+
+USAGE = record_of({**dict.fromkeys(("calls", "prompt_tokens", "completion_tokens", "cached_tokens",
+                                    "reasoning_tokens"), INT), "cost_usd": NUMBER, "timings_s": map_of(NUMBER)})
+COVERAGE = record_of({"scored": INT, "total": INT, "unscored": list_of(TEXT)})
+EDIT = record_of({**dict.fromkeys(("op", "content", "target", "rationale", "source_type", "id", "file"), TEXT),
+                  "support_count": INT, "merge_level": INT}, required=("op",))
+EDIT_RESULT = record_of({"edit": EDIT, "status": TEXT, "reason": TEXT}, required=("edit", "status"))
+SCORES = record_of({"per_item": map_of(list_of(_scalar("a number or null", lambda v: v is None or (
+    (_is_int(v) or isinstance(v, float)) and math.isfinite(v))))), "errors": map_of(lambda v, p, s: v)})
+_STEP_FIELDS = {"run": RUN, "step": STEP}
+# The fields typed readers use, per record kind (what `Store.decide`, `loop.decide` and `review.branch` write).
+SHAPES: dict[str, Check] = {
+    "decision": record_of({**_STEP_FIELDS, "verdict": one_of("accepted", "rejected"), "step_kind": TEXT,
+                           "epoch": INT, "seq": INT, **dict.fromkeys(("score_before", "score_after", "delta",
+                                                                       "p_value"), NUMBER),
+                           "reason": TEXT, "edits": list_of(TEXT), "coverage": COVERAGE, "parent": COMMIT,
+                           "branch": TEXT, "usage": USAGE}, required=("verdict",)),
+    "candidate": record_of({**_STEP_FIELDS, "epoch": INT, "type": TEXT, "mode": TEXT, "reasoning": TEXT,
+                            "apply": list_of(EDIT_RESULT), "edits": list_of(EDIT), "usage": USAGE,
+                            "train": record_of({"hard_mean": NUMBER, "soft_mean": NUMBER})}),
+    "gate": record_of({**_STEP_FIELDS, "metric": one_of("hard", "soft", "mixed"), "reason": TEXT,
+                       **dict.fromkeys(("score_before", "score_after", "p_value"), NUMBER),
+                       "coverage": COVERAGE, "val": SCORES, "base": SCORES}),
+    "revert": record_of({"mode": TEXT, "target": TEXT, "reason": TEXT, "from": TEXT}),
+    "review": record_of({"run": RUN, "base": TEXT, "head": TEXT}),
+}
+
+
+def conform(record: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+    """(`record` with every known field of the wrong type dropped — None when the record cannot be used at all —,
+    what was dropped, as `kind.field: what it was, not what it should be` lines)."""
+    skipped: list[str] = []
+    check = SHAPES.get(str(record.get("kind")))
+    if check is None:
+        return record, skipped
+    out = check(record, str(record.get("kind")), skipped)
+    return (None if out is _DROP else out), skipped
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A note read for typed readers: its usable records (`conform`ed), its raw parsable records (for `--json`
+    and `--full`), the lines that do not parse, and what `conform` skipped."""
+
+    records: list[dict[str, Any]]
+    raw: list[dict[str, Any]]
+    corrupt_lines: int = 0
+    skipped: tuple[str, ...] = ()
+
+
+def conform_all(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """`conform` over records: (the usable ones, everything skipped)."""
+    kept: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for record in records:
+        out, problems = conform(record)
+        skipped += problems
+        if out is not None:
+            kept.append(out)
+    return kept, skipped
+
+
+def decode_checked(text: str) -> Checked:
+    """Note text → `Checked`: never raises, whatever the text holds."""
+    raw, bad = decode_lenient(text)
+    records, skipped = conform_all(raw)
+    return Checked(records, raw, bad, tuple(skipped))
 
 
 # ---------------------------------------------------------------------------------------------- commit messages

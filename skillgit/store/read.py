@@ -1,8 +1,8 @@
 """The read API over a skill's history: what `skillgit log/show/status`, reports and servers call.
 
 Nothing here writes, and nothing here fails on a malformed note: bad lines are counted and skipped (`corrupt`),
-numbers that are not numbers read as None. Records come back typed (`StepOutcome`, `UpdateRecord`,
-`RunProgress`); the raw note records stay available for `--full` views.
+fields of the wrong type are left out of the typed records and listed (`skipped`, `notes.conform`). Records come
+back typed (`StepOutcome`, `UpdateRecord`, `RunProgress`); the raw note records stay available for `--full` views.
 """
 
 from __future__ import annotations
@@ -37,15 +37,17 @@ class StepDetail:
     update: UpdateRecord | None = None  # how the candidate was built
     gate: Mapping[str, Any] | None = None  # the gate's record (per-item val scores, coverage)
     revert: Mapping[str, Any] | None = None
-    notes: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)  # every parsable note record
+    notes: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)  # every parsable note record, as written
     corrupt_lines: int = 0
+    skipped: tuple[str, ...] = ()  # note fields of the wrong type the typed views left out (`notes.conform`)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rev": self.rev, "sha": self.sha, "parent": self.parent, "subject": self.subject,
                 "trailers": dict(self.trailers), "message": self.message, "diff": self.diff,
                 "outcome": self.outcome.to_dict() if self.outcome else None,
                 "update": self.update.to_dict() if self.update else None, "gate": self.gate, "revert": self.revert,
-                "notes": [dict(n) for n in self.notes], "corrupt_lines": self.corrupt_lines}
+                "notes": [dict(n) for n in self.notes], "corrupt_lines": self.corrupt_lines,
+                "skipped": list(self.skipped)}
 
 
 def _first(records: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
@@ -62,17 +64,21 @@ def show(store: Store, rev: str) -> StepDetail:
     message = store.repo.commit_message(sha)
     subject, body, trailers = N.parse_message(message)
     diff = store.diff(parent or store.repo.empty_tree(), sha)
-    records, corrupt = N.decode_lenient(store.repo.note_text(sha) or "")
+    note = N.decode_checked(store.repo.note_text(sha) or "")  # (a collaborator's note: any JSON at all)
+    records, skipped = note.records, list(note.skipped)
     decision, candidate = _first(records, "decision"), _first(records, "candidate")
-    outcome = None
-    if decision is not None:
-        try:
-            outcome = StepOutcome.from_dict({**decision, "sha": sha})
-        except (ValueError, TypeError):
-            corrupt += 1
-    return StepDetail(rev, sha, parent, subject, body, trailers, message, diff, outcome,
-                      UpdateRecord.from_dict(candidate) if candidate else None, _first(records, "gate"),
-                      _first(records, "revert"), tuple(records), corrupt)
+    outcome = update = None
+    try:
+        outcome = StepOutcome.from_dict({**decision, "sha": sha}) if decision is not None else None
+    except (ValueError, TypeError, OverflowError) as exc:
+        skipped.append(f"decision: skipped whole ({exc})")
+    try:
+        update = UpdateRecord.from_dict(candidate) if candidate is not None else None
+    except (ValueError, TypeError, OverflowError) as exc:
+        skipped.append(f"candidate: skipped whole ({exc})")
+    return StepDetail(rev, sha, parent, subject, body, trailers, message, diff, outcome, update,
+                      _first(records, "gate"), _first(records, "revert"), tuple(note.raw), note.corrupt_lines,
+                      tuple(skipped))
 
 
 def history(store: Store, run: str | None = None, edits: bool = True) -> list[LogEntry]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 
 from skillgit.errors import SkillgitError
 
@@ -170,6 +171,85 @@ def parse_archive_key(name: str) -> tuple[str, int | str] | None:
     if step is not None and _RUN_RE.fullmatch(run):
         return run, step
     return None
+
+
+# ---------------------------------------------------------------------------------------------- names from outside
+# Branch and remote names come from the command line, the config, notes written by collaborators and agent
+# transcripts. Each is checked here before it can reach a git argv (where git.py also puts it after `--` /
+# `--end-of-options` or refuses it), a ref transaction's stdin, a refspec or a pull-request body.
+_REF_FORBIDDEN = set("~^:?*[\\")
+NAME_HINT = "use a name git accepts that does not begin with '-', e.g. review/better-dates"
+
+
+def _invisible(char: str) -> bool:
+    """Control, format (bidi overrides, zero-width), unassigned or separator characters: never in a name."""
+    return unicodedata.category(char)[0] in "CZ"
+
+
+def branch_problem(name: object) -> str | None:
+    """Why `name` cannot be a branch name skillgit passes to git, or None. git's `check-ref-format --branch` rules
+    (no `..`, `@{`, `~^:?*[\\`, space or control character; no component that begins with `.` or ends with
+    `.lock`; no leading, trailing or double `/`; no trailing `.`), plus skillgit's: no leading `-` (git would read
+    an option), no `@` (`@` alone means HEAD to git, `@{…}` a reflog), no invisible or bidi character
+    (U+202E can make a name read as another)."""
+    if not isinstance(name, str) or not name:
+        return "it is empty"
+    short = name.removeprefix("refs/heads/")
+    if not short:
+        return "it is empty"
+    if name.startswith("-") or short.startswith("-"):
+        return "it begins with '-' (git would read it as an option)"
+    if len(short) > 200:
+        return "it is longer than 200 characters"
+    bad = next((c for c in short if _invisible(c)), None)
+    if bad is not None:
+        return f"it contains a space, control or invisible character (U+{ord(bad):04X})"
+    if "@" in short:
+        return "it contains '@' (git reads '@' as HEAD and '@{' as a reflog entry)"
+    bad = next((c for c in short if c in _REF_FORBIDDEN), None)
+    if bad is not None:
+        return f"it contains {bad!r}, which git does not allow in a ref name"
+    if ".." in short or "//" in short or short.startswith("/") or short.endswith(("/", ".")):
+        return "it has '..', '//', a leading or trailing '/' or a trailing '.', which git does not allow"
+    if any(part.startswith(".") or part.endswith(".lock") for part in short.split("/")):
+        return "a part of it begins with '.' or ends with '.lock', which git does not allow"
+    return None
+
+
+def check_branch(name: str, what: str = "branch") -> str:
+    """`name` when `branch_problem` finds nothing, else SkillgitError (USAGE, exit 2) that says why."""
+    problem = branch_problem(name)
+    if problem is not None:
+        raise SkillgitError(f"invalid {what} name {name!r}: {problem}", NAME_HINT)
+    return name
+
+
+_HELPER_TRANSPORTS = ("ext::", "fd::")  # git remote helpers that run commands or use inherited file descriptors
+
+
+def remote_problem(remote: object) -> str | None:
+    """Why `remote` (a remote's name, a path or a URL) cannot be passed to git, or None: empty, a leading `-`
+    (`--upload-pack=…` would run a command), a control, bidi or invisible character (a plain space may appear in
+    a path), or git's `ext::`/`fd::` transports."""
+    if not isinstance(remote, str) or not remote.strip():
+        return "it is empty"
+    if remote.startswith("-"):
+        return "it begins with '-' (git would read it as an option such as --upload-pack)"
+    bad = next((c for c in remote if c != " " and _invisible(c)), None)
+    if bad is not None:
+        return f"it contains a control or invisible character (U+{ord(bad):04X})"
+    if remote.lower().startswith(_HELPER_TRANSPORTS):
+        return "git's ext:: and fd:: transports run commands; use a remote name, a path or a URL"
+    return None
+
+
+def check_remote(remote: str) -> str:
+    """`remote` when `remote_problem` finds nothing, else SkillgitError (USAGE, exit 2) that says why."""
+    problem = remote_problem(remote)
+    if problem is not None:
+        raise SkillgitError(f"invalid remote {remote!r}: {problem}",
+                            "pass a remote's name (see `git remote -v`), a path or a URL")
+    return remote
 
 
 def remote_component(remote: str) -> str:

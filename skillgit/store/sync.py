@@ -138,7 +138,9 @@ def _archived_keys(store: "Store", archive: str | None) -> set[str]:
 def pull(store: "Store", remote: str = "origin") -> SyncReport:
     """Fetch the remote's skill branch, tags, notes, runs and archive and integrate them: the branch only by
     fast-forward (GitStateError when it diverged; then nothing local changes), notes merged, tags and runs
-    added or fast-forwarded (a run changed on both sides is kept local and reported as a conflict)."""
+    added or fast-forwarded (a run changed on both sides is kept local and reported as a conflict). A remote
+    that git could read as an option (`--upload-pack=…`) is refused before anything runs (SkillgitError, exit 2)."""
+    R.check_remote(remote)
     repo, report = store.repo, SyncReport(remote)
     remote_refs = _remote_refs(store, remote)
     from skillgit.store.initialize import configure_notes
@@ -213,7 +215,9 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
 
 def push(store: "Store", remote: str = "origin") -> SyncReport:
     """Merge the remote's notes (and archive) into ours first, then push branch, tags, notes, runs and archive in
-    one atomic push without force: a remote that moved on is never overwritten (pull first)."""
+    one atomic push without force: a remote that moved on is never overwritten (pull first). A remote git could
+    read as an option is refused before anything runs (SkillgitError, exit 2)."""
+    R.check_remote(remote)
     repo, report = store.repo, SyncReport(remote, branch="pushed")
     remote_refs = _remote_refs(store, remote)
     notes_ref, prefix = _tracking(remote)

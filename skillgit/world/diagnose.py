@@ -2,8 +2,8 @@
 
 This is an observer's heuristic, the kind of diff a careful human would do. It knows what dates, weights,
 codes, prices and names *look like*; it does not know the house rules, which items they affect, or how the
-student reads a skill. Everything it returns is derived from the two strings (and, as a fallback for the
-expected text, from the scorer's feedback line `expected '…', got '…'`).
+student reads a skill. Everything it returns is derived from the two strings (the scorer's feedback never quotes
+the expected text: judge isolation).
 
 A `Symptom(topic, want, detail)` says what differs and what the expected text shows, e.g.
 `("date", "iso", "2024-03-05")`, `("separator", "pipe", " | ")`, `("preamble", "none", "Answer")`,
@@ -12,7 +12,6 @@ A `Symptom(topic, want, detail)` says what differs and what the expected text sh
 
 from __future__ import annotations
 
-import ast
 import difflib
 import re
 from dataclasses import dataclass
@@ -26,7 +25,6 @@ _PRICE_CODE = re.compile(r"(-?\d+(?:\.\d+)?)\s*([A-Z]{3})")
 _CODE = re.compile(r"[A-Za-z]{1,4}-\d{1,4}")
 _NAME = re.compile(r"[A-Za-z][A-Za-z'\-]*(?:,? [A-Za-z][A-Za-z'\-]*)*")
 _SINGLE_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
-_FEEDBACK_EXPECTED = re.compile(r"expected\s+(?:answer\s+)?[:=]?\s*('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")", re.I)
 
 
 @dataclass(frozen=True)
@@ -34,17 +32,6 @@ class Symptom:
     topic: str  # preamble | extra_text | separator | date | weight | code | decimals | currency | name | fields | other
     want: str  # what the expected text shows (see module docstring)
     detail: str = ""
-
-
-def expected_from_feedback(feedback: str | None) -> str | None:
-    """The expected text quoted in an `expected '…', got '…'` feedback line, if any."""
-    m = _FEEDBACK_EXPECTED.search(feedback or "")
-    if not m:
-        return None
-    try:
-        return str(ast.literal_eval(m.group(1)))
-    except (ValueError, SyntaxError):
-        return m.group(1)[1:-1]
 
 
 def kind_of(part: str) -> str:

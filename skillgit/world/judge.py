@@ -1,12 +1,12 @@
 """The simulated judge: scores one output against a rubric from the judge prompt's text alone.
 
-It answers the `judge` requests of `skillgit.scorers.RubricScorer` (blocks `<task>`, `<rubric>`, optional
+It answers the `judge` requests of `skillgit.rubric.RubricScorer` (blocks `<task>`, `<rubric>`, optional
 `<reference>`, `<output>`, optional `<trace>`) the way an honest judge without the world's hidden rules can:
 
 - with a `<reference>` (the answer a person accepted): pass when the output says exactly what the reference says
-  (stripped; hard 1), else fail; soft is the token F1 against the reference; the feedback quotes both
-  (`expected '…', got '…'`, the form the simulated teacher's eyes read) and names the differences it sees
-  (`diagnose`);
+  (stripped; hard 1), else fail; soft is the token F1 against the reference; the feedback names, in its own
+  words, the differences it sees (`diagnose`: "date should be iso") and never quotes the reference or the rubric
+  (judge isolation: the teacher reads a train item's reference as its `<expected>`, never through the judge);
 - without one, it cannot tell a right answer from a wrong one: it says so in prose — not the JSON asked for —
   which the scorer turns into an *unknown* trajectory, never a failure;
 - with probability `malformed_rate` its reply is malformed (prose), like the simulated teacher's.
@@ -23,7 +23,7 @@ from typing import Any
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.world import tags
 from skillgit.world.common import digest, param, seeded_rng, usage
-from skillgit.world.diagnose import diagnose
+from skillgit.world.diagnose import Symptom, diagnose
 
 STAGE = "judge"
 
@@ -50,7 +50,7 @@ class SimulatedJudge:
         text = users[-1] if users else ""
         if tags.stage_of(text) != STAGE:
             raise LLMError(f"simulated judge: expected a <stage>{STAGE}</stage> prompt (got {text[:40]!r})",
-                           "build judge prompts with skillgit.scorers.judge_request", kind="bad_request")
+                           "build judge prompts with skillgit.rubric.judge_request", kind="bad_request")
         rng = seeded_rng(self.seed, "judge", request.cache_key_material())
         out = self.answer(text) if rng.random() >= self.malformed_rate else "Looks mostly fine to me, I think."
         return Reply(out, usage("".join(m.content for m in request.messages), out), model=self.model)
@@ -64,9 +64,18 @@ class SimulatedJudge:
                     "tell whether this output meets it.")
         if output == reference:
             return json.dumps({"hard": 1, "soft": 1.0, "feedback": "correct: says what the accepted answer says"})
-        symptoms = "; ".join(f"{s.topic} should be {s.want}" for s in diagnose(output, reference)[:4])
-        feedback = f"expected {reference[:200]!r}, got {output[:200]!r}" + (f" ({symptoms})" if symptoms else "")
+        symptoms = "; ".join(dict.fromkeys(_said(s) for s in diagnose(output, reference)[:4]))
+        feedback = "the output does not say what the accepted answer says" + (f": {symptoms}" if symptoms else "")
         return json.dumps({"hard": 0, "soft": round(_f1(output, reference), 4), "feedback": feedback})
+
+
+def _said(symptom: Symptom) -> str:
+    """A difference in a reviewer's words, without the reference's text ("date should be iso")."""
+    if symptom.topic == "fields":
+        return "a field is missing"
+    if symptom.topic == "other":
+        return "a field differs" if symptom.want == "other" else f"the {symptom.want} differs"
+    return f"{symptom.topic} should be {symptom.want.replace('_', ' ')}"
 
 
 def _f1(a: str, b: str) -> float:

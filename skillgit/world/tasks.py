@@ -7,7 +7,8 @@ Contracts:
 - `default_skill()` conveys none of the rules (a weak, generic starter with Claude-Code-style front matter).
 - `describe(cfg)` is for humans and docs; it is the only place that lists the hidden rules in prose.
 - `reference_score(item, output)` mirrors the project's `exact` scorer (hard 0/1 after stripping, soft = token
-  F1, feedback "expected '…', got '…'") so the world can be exercised without the rest of skillgit.
+  F1, its neutral feedback: where the output departs from the expected answer, never the answer) so the world can
+  be exercised without the rest of skillgit's loop.
 """
 
 from __future__ import annotations
@@ -158,14 +159,16 @@ def all_rules_skill(cfg: Any) -> str:
 
 
 def reference_score(item: Item, output: str) -> Score:
-    """Exact match (hard), token F1 (soft) and an 'expected …, got …' feedback, like the project's exact scorer."""
+    """Exact match (hard), token F1 (soft) and the neutral feedback of the project's exact scorer."""
+    from skillgit.scorers import diff_feedback
+
     want, got = str(item.expected).strip(), (output or "").strip()
     if want == got:
         return Score(1.0, 1.0, "correct: matches the expected answer exactly")
     a, b = re.findall(r"\w+", got.lower()), re.findall(r"\w+", want.lower())
     overlap = sum((Counter(a) & Counter(b)).values())
     soft = 0.0 if not overlap else 2 * overlap / (len(a) + len(b))
-    return Score(0.0, round(soft, 4), f"expected {want!r}, got {got!r}"[:300])
+    return Score(0.0, round(soft, 4), diff_feedback(want, got))
 
 
 def describe(cfg: Any) -> str:
@@ -178,7 +181,7 @@ def describe(cfg: Any) -> str:
         "  Each task is a short record (date, weight, code, price, name; "
         f"{_field_bounds(cfg)[0]}-{_field_bounds(cfg)[1]} fields, fewer likelier) to rewrite in a hidden house style.",
         "  The student labels answers to imperative requests ('Normalise ...') with 'Answer: '.",
-        "  Hidden house rules (the teacher never sees these; it only sees outputs, expected answers and feedback):",
+        "  Hidden house rules (the teacher never sees these; it sees outputs, train answers and neutral feedback):",
     ]
     lines += [f"    - {r.summary}: {r.natural!r} -> {r.house!r}" for r in rules]
     kept = [r.topic for r in RULES if r.topic not in picked]

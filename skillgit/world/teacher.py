@@ -37,7 +37,7 @@ from typing import Any, Callable
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.world import agentic_teacher, tags
 from skillgit.world.common import digest, param, seeded_rng, usage
-from skillgit.world.diagnose import diagnose, expected_from_feedback, kind_of, split_fields
+from skillgit.world.diagnose import diagnose, kind_of, split_fields
 from skillgit.world.lexicon import OFF_TARGET, REINFORCE, ideas_for, norm, topic_of_text
 from skillgit.world.textedit import apply_edit, editable_lines
 
@@ -147,9 +147,7 @@ class SimulatedTeacher:
         counts: Counter = Counter()
         examples: dict[tuple[str, str], str] = {}
         for t in trajectories:
-            expected = t.first("expected")
-            if expected is None or not expected.strip():
-                expected = expected_from_feedback(t.first("feedback"))
+            expected = t.first("expected")  # a train item's answer; the feedback never quotes it (judge isolation)
             seen = set()
             for s in diagnose(t.first("output") or "", expected):
                 key = (s.topic, s.want)

@@ -1,0 +1,296 @@
+"""The engine that runs `skillgit.redact`'s detector table over a text. It decides nothing about what a secret is
+(that is the table's and `redact`'s post-check's business); it decides where each detector is worth running.
+
+Contract
+- `Detector` is one row: an id, a pattern (a vendored one compiles on first use), a `gate` saying where it runs,
+  the `keywords` that gate it, which group is the secret, a minimum Shannon entropy, how many leading characters
+  stay readable, allowlists. Gates: "word" — anchored at a keyword of it followed by a space (`Bearer X`);
+  "name" — anchored at the start of the name just before an assignment operator within reach of a secret word
+  (`DB_PASSWORD=…`, `"api_key": "…"`), or at a `--flag` holding a secret word (`--token …`); "context" —
+  anchored at one of its keywords in or just before such a name (gitleaks' `vendor … = value` rules and its
+  generic rule); "run" — inside a run of token characters that holds one of its keywords (`AKIA…`, `ghp_…`);
+  "text" — the whole text, when one of its keywords occurs (`-----BEGIN`, `://`).
+- `vendored(rules, global_allow)` turns `skillgit.secret_rules`' rows (gitleaks' maintained set) into detectors,
+  choosing each rule's gate from its pattern.
+- `Scanner(detectors, words, accept).spans(text)` returns (start, end, characters kept) for every match `accept`
+  takes. A few cheap passes over the lower-cased ASCII bytes find the candidates: a trie of `words` followed by an
+  assignment operator; the word rules' keywords followed by a space; `--` flags holding a word; runs of at least
+  `MIN_RUN` token characters (a byte translation and a literal search), then a trie of the run keywords over those
+  runs only (keywords of ≤ 3 characters only where a token starts); and a substring test per text keyword. A
+  detector runs only where a pass put it, once per place.
+- `mask(text, spans, token)` merges overlapping spans and replaces each with `token`, after its kept prefix.
+Every pattern is Python `re`; nothing here raises on any input text (a pattern error is a bug in the table).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+MIN_RUN = 16
+_RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~+/=%|"
+_RUN_MAP = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
+_RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a literal prefix: the engine skips to it at C speed
+# after a secret word: within a name's length an assignment operator (gitleaks' set, plus JSON-escaped quotes)
+_WORD_TAIL = rb"""(?P<nm>[ \t\w.\-]{0,30}?)[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)"""
+# name characters → "a", the rest → " ": a name's start is found with bytes.rfind, not a backtracking regex
+_NAME_MAP = bytes(ord("a") if c in b"abcdefghijklmnopqrstuvwxyz0123456789_.-" else ord(" ") for c in range(256))
+_MAX_NAME = 80
+_ASSIGNMENT_OP = "(?:=|>|:{1,3}=|"  # how gitleaks' keyword rules spell the operator before the value
+_GITLEAKS_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""  # how they spell the end of a secret
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy of `text` in bits per character."""
+    if not text:
+        return 0.0
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+
+
+@dataclass(frozen=True)
+class Detector:
+    id: str
+    source: re.Pattern[str] | str  # a vendored rule's pattern is compiled the first time a gate sends text to it
+    gate: str  # "word" | "name" | "context" | "run" | "text"
+    keywords: tuple[str, ...] = ()  # lower case
+    group: int | str | tuple[str, ...] = 0  # 0: the first group that matched, else the whole match; -1: the
+    # whole match; a name or a tuple of names: the first of them that matched
+    min_entropy: float = 0.0
+    keep: int = 0  # leading characters kept readable (a public prefix: `sk-`); -1: as long as group 1
+    allow_secret: re.Pattern[str] | str | None = None  # an allowlist tested on the secret
+    allow_match: re.Pattern[str] | str | None = None  # an allowlist tested on the whole match
+    check: str = ""  # a post-check the accepting function knows by name ("assign", "scheme")
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return self._compiled("source")  # type: ignore[return-value]
+
+    def _compiled(self, name: str) -> re.Pattern[str] | None:
+        value = getattr(self, name)
+        if isinstance(value, str):
+            value = re.compile(value)
+            object.__setattr__(self, name, value)  # a cache: the same pattern, compiled once
+        return value
+
+    def span(self, match: re.Match[str]) -> tuple[int, int] | None:
+        if self.group == -1:
+            return match.span()
+        if self.group:
+            names = self.group if isinstance(self.group, tuple) else (self.group,)
+            return next((match.span(g) for g in names if match.group(g)), None)
+        for index in range(1, (match.re.groups or 0) + 1):
+            if match.group(index):
+                return match.span(index)
+        return match.span()
+
+    def allowed(self, secret: str, whole: str) -> bool:
+        """True when an allowlist of the rule lets this finding through (a placeholder, a key *name*, …)."""
+        allow_secret, allow_match = self._compiled("allow_secret"), self._compiled("allow_match")
+        return bool((allow_secret is not None and allow_secret.search(secret))
+                    or (allow_match is not None and allow_match.search(whole)))
+
+
+def either(patterns: Iterable[str]) -> str:
+    """One pattern matching any of `patterns` (a leading global flag group becomes a scoped one)."""
+    return "|".join(re.sub(r"^\(\?([a-z]+)\)(.*)$", r"(?\1:\2)", rx, flags=re.S) if re.match(r"\(\?[a-z]+\)", rx)
+                    else f"(?:{rx})" for rx in patterns if rx)
+
+
+def vendored(rules: Iterable[tuple[Any, ...]], global_allow: Iterable[str]) -> list[Detector]:
+    """Detectors for rows (id, pattern, group, entropy, keywords, allow-secret, allow-match) of a vendored set."""
+    common = either(global_allow)
+    out = []
+    for rid, regex, group, min_entropy, keywords, allow_secret, allow_match in rules:
+        head = _secret_source(regex)
+        if _ASSIGNMENT_OP in regex:  # a keyword, then an assignment, then the value
+            gates = {"context": keywords}
+        elif re.search(r"\\s|\\S|\[\^|[ .]\*|\(\?s|\\n", head):  # the secret may hold a space: no run holds it
+            gates = {"text": keywords}
+        else:  # a token: gated by the keywords inside it (run); by a vendor's name (text) only when none is
+            # inside it. It ends where any token ends (`….env`, `…_old`), not only at gitleaks' code delimiters.
+            regex = regex.replace(_GITLEAKS_END, r"(?![A-Za-z0-9])")
+            inside = tuple(k for k in keywords if k in head or _in_order(k, head))
+            gates = {"run": inside} if inside else {"text": keywords}
+        secret_allow = "|".join(rx for rx in (either(allow_secret), common) if rx)
+        match_allow = either(allow_match)
+        for gate, words in gates.items():
+            if words:
+                out.append(Detector(rid, regex, gate, tuple(words), group, min_entropy,
+                                    allow_secret=secret_allow or None, allow_match=match_allow or None))
+    return out
+
+
+def _in_order(keyword: str, head: str) -> bool:
+    """True when the pattern spells `keyword` with alternatives (`(?:ghu|ghs)_`, `xox[os]-`, `(?:sk|rk)_(?:test`):
+    its characters appear in order near the start of the pattern's source."""
+    it = iter(head[:80])
+    return all(ch in it for ch in keyword)
+
+
+def _secret_source(regex: str) -> str:
+    """The lower-cased source of a pattern's first capturing group (or the whole pattern), escapes removed."""
+    i, n, start, in_class = 0, len(regex), None, False
+    while i < n and start is None:
+        c = regex[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(" and not regex.startswith("(?", i):
+            start = i
+        i += 1
+    if start is None:
+        return regex.replace("\\", "").lower()
+    depth, i = 0, start
+    while i < n:
+        if regex[i] == "\\":
+            i += 2
+            continue
+        depth += {"(": 1, ")": -1}.get(regex[i], 0)
+        if depth == 0:
+            break
+        i += 1
+    return regex[start:i + 1].replace("\\", "").lower()
+
+
+def trie(words: Iterable[str]) -> str:
+    """A regex matching any of `words`, factored as a trie (Python's engine tries alternatives one by one)."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = "(?:" + "|".join(alts) + ")" if len(alts) > 1 or "" in node else alts[0]
+        return body + "?" if "" in node else body
+
+    return emit(root) or "(?!)"
+
+
+Accept = Callable[[Detector, str, "re.Match[str]", tuple[int, int]], bool]
+
+
+class Scanner:
+    """A detector table compiled into its gates (see the module contract)."""
+
+    def __init__(self, detectors: Iterable[Detector], words: Iterable[str], accept: Accept) -> None:
+        self.detectors = tuple(detectors)
+        self.accept = accept
+        self.by_id = {d.id: d for d in self.detectors}
+        self.word_rules = tuple(d for d in self.detectors if d.gate == "word")
+        self.name_rules = tuple(d for d in self.detectors if d.gate == "name")
+        context: dict[str, list[Detector]] = {}
+        run: dict[str, list[Detector]] = {}
+        self.text_rules: tuple[tuple[bytes, Detector], ...] = tuple(
+            (k.encode(), d) for d in self.detectors if d.gate == "text" for k in d.keywords)
+        for det in self.detectors:
+            for k in det.keywords if det.gate in ("context", "run") else ():
+                (context if det.gate == "context" else run).setdefault(k, []).append(det)
+        self.context_rules = {k: tuple(v) for k, v in context.items()}
+        # a keyword also runs the rules of every keyword it starts with (`xoxb-` and `xoxb`)
+        self.run_rules = {k: tuple(dict.fromkeys(d for p, ds in run.items() if k.startswith(p) for d in ds))
+                          for k in run}
+        words = tuple(words)
+        self.word_re = re.compile(b"(?P<w>" + trie(words).encode() + b")" + _WORD_TAIL)
+        # a word rule's keyword then a space (`Bearer X`); a flag holding a secret word then a space (`--token X`)
+        spaced = {k for d in self.word_rules for k in d.keywords}
+        self.scheme_re = re.compile(b"(?P<w>" + trie(spaced).encode() + rb")[ \t]+(?=[^\s])")
+        self.flag_re = re.compile(b"--[a-z0-9_.\\-]{0,40}?(?:" + trie(words).encode() + b")[a-z0-9_.\\-]{0,20}[ \t]+"
+                                  b"(?=[^\\s-])")
+        self.context_re = re.compile(trie(context).encode())
+        # a keyword of three characters or fewer (`sk`, `s.`, `ey`) is inside many words: only where a token starts
+        short, long = [k for k in run if len(k) <= 3], [k for k in run if len(k) > 3]
+        self.run_re = re.compile(b"(?<![a-z0-9])(?:" + trie(short).encode() + b")|" + trie(long).encode())
+
+    def spans(self, text: str) -> list[tuple[int, int, int]]:
+        raw = text.encode("ascii", "replace")  # one byte per character: byte offsets are text offsets
+        low = raw.lower()
+        names = low.translate(_NAME_MAP)
+        found: list[tuple[int, int, int]] = []
+        tried: set[tuple[str, int]] = set()
+        accept = self.accept
+
+        def run(det: Detector, at: int, matches: Iterable[re.Match[str] | None]) -> None:
+            if (det.id, at) in tried:
+                return
+            tried.add((det.id, at))
+            for match in matches:
+                span = det.span(match) if match is not None else None
+                if span is not None and span[1] > span[0] and accept(det, text, match, span):  # type: ignore[arg-type]
+                    keep = len(match.group(1)) if det.keep < 0 else det.keep  # type: ignore[union-attr]
+                    found.append((span[0], span[1], max(0, min(keep, span[1] - span[0] - 1))))
+
+        for scheme in self.scheme_re.finditer(low):
+            at = scheme.start()
+            if at and _NAME_MAP[low[at - 1]] == 97:  # inside a longer word ("mytoken x")
+                continue
+            for det in self.word_rules:
+                if scheme.group("w").decode() in det.keywords:
+                    run(det, at, (det.pattern.match(text, at),))
+        for flag in self.flag_re.finditer(low):
+            for det in self.name_rules:
+                run(det, flag.start(), (det.pattern.match(text, flag.start()),))
+        hit = self.word_re.search(low)
+        while hit is not None:
+            p, word = hit.start(), hit.group("w").decode()
+            # the assigned name is the one just before the operator; when the secret word begins it, it begins
+            # earlier still (`OPENAI_API_KEY` holds `api`)
+            end = hit.end("nm")
+            while end > p and low[end - 1:end] in b" \t":
+                end -= 1
+            start = names.rfind(b" ", max(0, end - _MAX_NAME), end) + 1 or max(0, end - _MAX_NAME)
+            while start < p and low[start:start + 1] in b".-":
+                start += 1
+            for det in self.name_rules:
+                run(det, start, (det.pattern.match(text, start),))
+            for det in self.context_rules.get(word, ()):  # gitleaks' generic rule is keyed by the secret words
+                run(det, p, (det.pattern.match(text, p),))
+            for kw in self.context_re.finditer(low, max(0, start - 24), end):  # a vendor's name (ADAFRUIT_KEY)
+                if kw.start() != p:
+                    for det in self.context_rules.get(kw.group().decode(), ()):
+                        run(det, kw.start(), (det.pattern.match(text, kw.start()),))
+            hit = self.word_re.search(low, hit.end("w"))  # after the word, not its tail: no word is skipped
+        n = len(text)
+        for token in _RUN.finditer(raw.translate(_RUN_MAP)):
+            lo, hi = token.span()
+            for kw in self.run_re.finditer(low, lo, hi):
+                for det in self.run_rules.get(kw.group().decode(), ()):
+                    run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
+        for keyword, det in self.text_rules:
+            if keyword in low:
+                run(det, -1, det.pattern.finditer(text))
+        return found
+
+
+def mask(text: str, spans: list[tuple[int, int, int]], token: str) -> tuple[str, int]:
+    """`text` with every span replaced by `token` after its kept prefix (overlapping spans merged), and how many.
+    Where spans start together the longest kept prefix wins (`ghp_***`), except a span that keeps -1 characters
+    (a known secret value), which keeps none."""
+    if not spans:
+        return text, 0
+    spans.sort(key=lambda s: (s[0], s[2] != -1, -s[2], -s[1]))
+    merged: list[list[int]] = []
+    for start, end, keep in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end, keep])
+    out, pos = [], 0
+    for start, end, keep in merged:
+        out += [text[pos:start + max(keep, 0)], token]
+        pos = end
+    out.append(text[pos:])
+    return "".join(out), len(merged)
