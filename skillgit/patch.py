@@ -6,6 +6,14 @@ Contracts (see docs/ARCHITECTURE.md, "Edits and protected regions"):
 - Every edit gets exactly one `EditResult`, in input order; each edit applies to the result of the previous one.
 - Target matching: exact first, then whitespace-normalised (`applied_fuzzy`, mapped back to the exact original
   span). A missing target is `skipped_target_not_found`, never a silent append.
+- The prompt's own frame: a target that is not in the skill as given is tried again with the prompt's escaping
+  undone, then without the prompt's wrapper (`strip_wrapper`: protocol tags such as `<skill>` and
+  `<file path="…">`, a heading turned into a tag like `<# Skill>`…`</#Skill>`, a Markdown fence around the whole
+  target); a content that opens with that frame (`<skill>`, `<file path>`, `<# …>`, a ```` ```markdown ```` fence)
+  loses it before it is written. Either way the reason says what was stripped (`applied_fuzzy` for the target).
+- Files: an edit naming a file the package lacks is `skipped_file_not_found` (an `append` under
+  `skill.new_files` creates it); in a single-file skill it applies to the one file and the reason says so. A
+  target framed as `<file path="P">` names P when the edit named no file.
 - Ambiguity: when a target occurs several times in the editable text, the edit applies to the FIRST occurrence and
   the reason says how many there were (the teacher reads the skill top-down and the gate judges the result;
   skipping would throw away most edits whose target is a short heading).
@@ -17,6 +25,7 @@ Contracts (see docs/ARCHITECTURE.md, "Edits and protected regions"):
 from __future__ import annotations
 
 import difflib
+import html
 import re
 from typing import Any
 
@@ -24,7 +33,7 @@ from unidiff import PatchSet
 
 from skillgit import package, textsafe
 from skillgit.errors import SkillgitError
-from skillgit.prompts import unescape_all
+from skillgit.prompts import TAGS, unescape_all
 from skillgit.skilldoc import (
     MARKER_RE,
     Doc,
@@ -36,8 +45,8 @@ from skillgit.skilldoc import (
 )
 from skillgit.types import EDIT_OPS, OP_ALIASES, Edit, EditResult
 
-__all__ = ["parse_edits", "normalize_op", "apply_edits", "check_invariants", "restore_protected", "set_region",
-           "get_region", "unified_diff", "diff_stats", "split_document", "Doc"]
+__all__ = ["parse_edits", "normalize_op", "apply_edits", "apply_to_skill", "strip_wrapper", "check_invariants",
+           "restore_protected", "set_region", "get_region", "unified_diff", "diff_stats", "split_document", "Doc"]
 
 NEEDS_CONTENT = ("append", "insert_after", "replace")
 NEEDS_TARGET = ("insert_after", "replace", "delete")
@@ -155,11 +164,62 @@ def parse_edits(obj: Any, *, source_type: str = "failure", max_edits: int = MAX_
 
 
 def _package_file(file: str) -> str:
-    """"" for the main file (also when the teacher names it), else the checked path inside the package."""
+    """"" for the main file (also when the teacher names it), else the checked path inside the package. A file
+    given as the prompt's frame (`<file path="references/x.md">`) is its path."""
     file = textsafe.clean(file, multiline=False).strip()
+    framed = _FILE_FRAME_RE.search(file)
+    file = html.unescape(framed.group(1)).strip() if framed else file
     if not file or file.lower() in ("skill.md", "./skill.md", "(main)", "main"):
         return ""
     return package.check_path(file)
+
+
+# ---------------------------------------------------------------------------------------------- the prompt's frame
+# What `prompts.block_skill` wraps a skill in, and what weak teachers copy back into their edits with it.
+_TAG_RE = re.compile(r"</?(?:" + "|".join(sorted(TAGS, key=len, reverse=True)) + r")(?:\s+[\w-]+=\"[^\"]*\")*\s*/?>")
+_FRAME_TAG_RE = re.compile(r"</?(?:skill|file)(?:\s+[\w-]+=\"[^\"]*\")*\s*/?>")
+_FILE_FRAME_RE = re.compile(r"<file\s+path=\"([^\"]*)\"[^>]*>")
+# a Markdown heading imitated as a tag: `<# Skill>` … `</#Skill>`
+_HEADING_OPEN_RE = re.compile(r"<(#{1,6})[ \t]*([^<>\n]*?)[ \t]*>")
+_HEADING_CLOSE_RE = re.compile(r"</[ \t]*#{1,6}[^<>\n]*>")
+_FENCE_RE = re.compile(r"\A(`{3,}|~{3,})[ \t]*([\w+-]*)[ \t]*\n(.*?)\n?[ \t]*\1[ \t]*\Z", re.S)
+_CONTENT_FRAME_RE = re.compile(r"\A\s*(?:<(?:skill|file)[\s>]|<#|(?:`{3,}|~{3,})[ \t]*(?:markdown|md)?[ \t]*\n)",
+                               re.IGNORECASE)
+
+
+def strip_wrapper(text: str, *, frame_only: bool = False) -> tuple[str, list[str]]:
+    """`text` without the prompt's own wrapper, and the pieces removed (in order; [] when there were none).
+
+    Removed: protocol tags (every tag of `prompts.TAGS`, with or without attributes, open or close; only `<skill>`
+    and `<file …>` when `frame_only`), headings imitated as tags (`<# Skill>` becomes `# Skill`, `</#Skill>` goes),
+    then a Markdown fence around the whole rest (only a `markdown`/`md` or unlabelled one when `frame_only`).
+    Each removed tag leaves a line break, so words it separated stay apart; the result is stripped."""
+    removed: list[str] = []
+    tags = _FRAME_TAG_RE if frame_only else _TAG_RE
+    pattern = re.compile("|".join(f"(?P<{name}>{r.pattern})" for name, r in
+                                  (("tag", tags), ("close", _HEADING_CLOSE_RE), ("open", _HEADING_OPEN_RE))))
+
+    def cut(match: re.Match[str]) -> str:
+        removed.append(match.group(0))
+        if match.lastgroup != "open":
+            return "\n"
+        heading = _HEADING_OPEN_RE.fullmatch(match.group(0))
+        assert heading is not None  # the "open" alternative is that very pattern
+        return f"\n{heading.group(1)} {heading.group(2)}\n"
+
+    out = pattern.sub(cut, text).strip()
+    fence = _FENCE_RE.match(out)
+    if fence and (not frame_only or fence.group(2).lower() in ("", "markdown", "md")):
+        removed.append(f"{fence.group(1)}{fence.group(2)} fence")
+        out = fence.group(3).strip("\n")
+    return (out.strip() if removed else text), removed
+
+
+def _shown(pieces: list[str]) -> str:
+    """The removed pieces for a reason: distinct, in order, at most five."""
+    distinct = list(dict.fromkeys(pieces))
+    more = f", +{len(distinct) - 5} more" if len(distinct) > 5 else ""
+    return ", ".join(distinct[:5]) + more
 
 
 def apply_to_skill(skill: str, edits: list[Edit], *, allow_front_matter: bool = False,
@@ -169,25 +229,45 @@ def apply_to_skill(skill: str, edits: list[Edit], *, allow_front_matter: bool = 
     creates it when its path matches `new_files`, else the edit is skipped as invalid). One result per edit, in the
     edits' order; front matter and protected regions keep their rules in every file."""
     if not package.is_bundle(skill):
-        return apply_edits(skill, [e.with_(file="") if e.file else e for e in edits],
-                           allow_front_matter=allow_front_matter)
+        text, results = apply_edits(skill, [e.with_(file="") if e.file else e for e in edits],
+                                    allow_front_matter=allow_front_matter)
+        return text, [_noted(EditResult(e, r.status, r.reason), f"names {e.file}, which a single-file skill lacks: "
+                             "it went to the skill's one file") if e.file else r for e, r in zip(edits, results)]
     pkg = package.parse(skill)
-    results: list[EditResult] = []
+    results = []
     for edit in edits:
-        path = edit.file or pkg.main
+        path, framed = edit.file or pkg.main, ""
+        if not edit.file:  # a target quoted inside its `<file path="P">` frame names P
+            match = _FILE_FRAME_RE.search(edit.target)
+            named = _framed_path(match.group(1)) if match else ""
+            if named and named != pkg.main and pkg.get(named) is not None:
+                path, framed = named, f"routed to {named}, the file its target's <file> frame names"
         current = pkg.get(path)
         if current is None:
             if edit.op != "append" or not package.may_create(path, new_files):
                 allowed = ", ".join(new_files) or "nowhere"
-                results.append(EditResult(edit, "skipped_invalid", f"{path} is not in the package (new files may be "
-                                                                  f"created by append under: {allowed})"))
+                have = ", ".join(p for p, _ in pkg.files)
+                results.append(EditResult(edit, "skipped_file_not_found",
+                                          f"the skill has no file {path} (its files: {have}; an append may create "
+                                          f"files under: {allowed})"))
                 continue
             current = ""
         text, (result,) = apply_edits(current, [edit], allow_front_matter=allow_front_matter)
         if result.applied:
             pkg = pkg.with_file(path, text if text.endswith("\n") else text + "\n")
-        results.append(result)
+        results.append(_noted(result, framed) if framed else result)
     return pkg.bundle(), results
+
+
+def _framed_path(raw: str) -> str:
+    try:
+        return package.check_path(html.unescape(raw))
+    except SkillgitError:
+        return ""
+
+
+def _noted(result: EditResult, note: str) -> EditResult:
+    return EditResult(result.edit, result.status, f"{result.reason}; {note}" if result.reason else note)
 
 
 # ---------------------------------------------------------------------------------------------- matching
@@ -289,6 +369,12 @@ def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, st
     # A teacher quoting a skill line that starts with a protocol tag saw it escaped (`&lt;output>`); undo that.
     content = unescape_all(_clean_content(edit.content.replace("\r\n", "\n")))
     target = edit.target.replace("\r\n", "\n").strip()
+    reasons: list[str] = []
+    if _CONTENT_FRAME_RE.match(content):
+        # A content framed as the prompt framed the skill would write the frame into it.
+        content, removed = strip_wrapper(content, frame_only=True)
+        if removed:
+            reasons.append(f"stripped the prompt's wrapper from the content ({_shown(removed)})")
     if op in NEEDS_CONTENT and not content:
         return text, "skipped_invalid", f"{op} needs content"
     if op in NEEDS_TARGET and not target:
@@ -299,7 +385,7 @@ def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, st
         return text, "skipped_duplicate", "content already appears in the skill"
     doc = split_document(text)
     if op == "append":
-        return _append(doc, content), "applied", ""
+        return _append(doc, content), "applied", "; ".join(reasons)
 
     kind, start, end, note = _locate(doc, target, allow_front_matter)
     how = "whitespace normalisation"
@@ -309,11 +395,21 @@ def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, st
         how = "undoing prompt escaping" + (" and whitespace normalisation" if kind == "fuzzy" else "")
         kind = "fuzzy" if kind == "exact" else kind
     if kind == "missing":
-        return text, "skipped_target_not_found", "target not found (exact or whitespace-normalised)"
+        # The teacher copied the prompt's frame along (`<skill><# Skill>Be helpful.</#Skill>`): match what is inside.
+        # Stripped before unescaping, so a skill line the prompt showed escaped (`&lt;output>`) keeps its tag.
+        bare, removed = strip_wrapper(target)
+        if removed and bare:
+            kind, start, end, note = _locate(doc, unescape_all(bare), allow_front_matter)
+            how = f"stripping the prompt's wrapper ({_shown(removed)})" + (
+                " and whitespace normalisation" if kind == "fuzzy" else "")
+            kind = "fuzzy" if kind == "exact" else kind
+    if kind == "missing":
+        return text, "skipped_target_not_found", "target not found (exact, whitespace-normalised, or without the " \
+                                                 "prompt's escaping and wrapper)"
     if kind == "protected":
         return text, "skipped_protected_region", f"target lies in {note}"
     status = "applied_fuzzy" if kind == "fuzzy" else "applied"
-    reasons = [f"target matched after {how}"] if kind == "fuzzy" else []
+    reasons = ([f"target matched after {how}"] if kind == "fuzzy" else []) + reasons
     if note:
         reasons.append(note)
     if op == "replace":

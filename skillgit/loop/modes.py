@@ -70,13 +70,17 @@ def propose_update(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs:
         agg = stages.aggregate(teacher, skill, patches, merge_batch_size=cfg.gradient.merge_batch_size)
     ctx.stage(step, "select")
     with ctx.ledger.timed("select"):
-        sel = stages.select(teacher, skill, agg.edits, budget)
+        # patch mode applies the edits as they are: the budget goes to edits that apply (a rewrite reads them
+        # as suggestions, so an anchor that misses still says something there)
+        sel = stages.select(teacher, skill, agg.edits, budget, allow_front_matter=allow_fm,
+                            new_files=cfg.skill.new_files, dry_apply=mode == "patch")
     details: dict[str, Any] = {"budget": budget, "patches": [p.to_dict() for p in patches], "merge": agg.rounds,
                                "aggregated": [e.to_dict() for e in agg.edits], "select": sel.record}
     ctx.stage(step, "update")
     if mode == "patch":
         with ctx.ledger.timed("update"):
-            new_text, results = stages.update(skill, sel.selected, allow_front_matter=allow_fm)
+            new_text, results = stages.update(skill, sel.selected, allow_front_matter=allow_fm,
+                                              new_files=cfg.skill.new_files)
         return new_text, UpdateRecord(mode, tuple([*sel.dropped, *results]), details=details)
 
     # rewrite_from_suggestions
