@@ -322,3 +322,24 @@ def test_a_teacher_timeout_is_recorded_with_the_setting_to_raise():
     t = stages.Teacher(ScriptedTeacher({"reflect": [error]}), workers=1)
     [p] = stages.reflect(t, SKILL, [traj(0, 0.0)], minibatch_size=4, budget=2, rng=random.Random(0))
     assert p.error is not None and p.error.startswith("teacher call failed") and "model.teacher.timeout_s" in p.error
+
+
+def test_propose_update_creates_files_where_skill_new_files_allows():
+    # skill.new_files was read by nobody: update always used the default (references/**, scripts/**)
+    from skillgit import package
+    from skillgit.config import config_from_dict
+    from skillgit.loop import modes
+    from skillgit.loop.context import StepContext
+    from skillgit.loop.ledger import Ledger
+
+    skill = package.bundle({"SKILL.md": "# Dates\nUse ISO dates.\n"})
+    reply = {"reasoning": "", "edits": [{"op": "append", "file": "docs/weeks.md", "content": "- ISO weeks."},
+                                        {"op": "append", "file": "references/x.md", "content": "- Not here."}]}
+    teacher = stages.Teacher(ScriptedTeacher(default={"reflect": reply}), workers=1)
+    cfg = config_from_dict({"skill": {"new_files": ["docs/**"]}, "gradient": {"minibatch_size": 4}})
+    ctx = StepContext(cfg, KeywordStudent(), lambda item, out: Score(0.0, 0.0), None, Ledger(), lambda event: None,
+                      ())  # type: ignore[arg-type]
+    text, record = modes.propose_update(ctx, teacher, skill, [traj(0, 0.0)], budget=4, step=1)
+    assert package.parse(text).get("docs/weeks.md") == "- ISO weeks.\n"
+    fates = {r.edit.file: r.status for r in record.apply}
+    assert fates == {"docs/weeks.md": "applied", "references/x.md": "skipped_file_not_found"}
