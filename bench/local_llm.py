@@ -18,7 +18,7 @@ What `--run` does:
 - Per task and seed (`--tasks`, `--seeds`; seed-major order, so a cut-short bench has every task at seed 0): the
   example copied into a throwaway git repository, its own train:val:test split cut to `--train/--val/--test`
   items, both roles on the `openai` backend at the local servers, one call at a time (a llama.cpp server answers
-  one request at a time). The teacher gets what a CPU teacher needs: `timeout_s` 900, `max_tokens` capped, JSON
+  one request at a time). The teacher gets what a CPU teacher needs: `timeout_s` 3600, `max_tokens` capped, JSON
   through llama.cpp's schema grammar (`json_mode: json_object_schema`), a sampling seed per run. The student
   answers at temperature 0, so the gate samples each val item once (repeats would be copies).
 - Training in-process (`open_project` / `open_session` / `build_trainer`), then an **ungated rewrite**: the
@@ -41,6 +41,7 @@ import json
 import math
 import random
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -411,7 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--student-max-tokens", type=int, default=160)
     parser.add_argument("--teacher-max-tokens", type=int, default=1024)
     parser.add_argument("--teacher-temperature", type=float, default=0.5)
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per model call")
+    # a reflect call of the 1.5B teacher took 3 min on a quiet core and over 9 min with the machine's other work
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per model call")
     parser.add_argument("--epoch-stages", action="store_true", help="also slow update, meta skill, meta reflect")
     parser.add_argument("--resume", action="store_true", help="keep the finished runs in --out, do the rest")
     parser.add_argument("--out", type=Path, help="JSON path (default bench/results/local_llm.json)")
@@ -434,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.run:
         print("(nothing done: add --run to install or reuse the runtime and models, train and score)")
         return 0
+    # a TERM (kill, a scheduler) unwinds like Ctrl-C, so the servers are stopped and finished runs stay written
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     out = args.out or RESULTS / "local_llm.json"
     runs, scored = load_previous(out, plan) if args.resume else ([], {})
     done = {(r["task"], r["seed"]) for r in runs}

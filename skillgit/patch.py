@@ -183,8 +183,16 @@ _FILE_FRAME_RE = re.compile(r"<file\s+path=\"([^\"]*)\"[^>]*>")
 _HEADING_OPEN_RE = re.compile(r"<(#{1,6})[ \t]*([^<>\n]*?)[ \t]*>")
 _HEADING_CLOSE_RE = re.compile(r"</[ \t]*#{1,6}[^<>\n]*>")
 _FENCE_RE = re.compile(r"\A(`{3,}|~{3,})[ \t]*([\w+-]*)[ \t]*\n(.*?)\n?[ \t]*\1[ \t]*\Z", re.S)
-_CONTENT_FRAME_RE = re.compile(r"\A\s*(?:<(?:skill|file)[\s>]|<#|(?:`{3,}|~{3,})[ \t]*(?:markdown|md)?[ \t]*\n)",
+_CONTENT_FRAME_RE = re.compile(r"\A\s*(?:<(?:skill|file)[\s>]|<#|(?:`{3,}|~{3,})[ \t]*(?:markdown|md)[ \t]*\n)",
                                re.IGNORECASE)
+
+
+def _wrapper_re(tags: re.Pattern[str]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?P<{name}>{r.pattern})" for name, r in
+                               (("tag", tags), ("close", _HEADING_CLOSE_RE), ("open", _HEADING_OPEN_RE))))
+
+
+_WRAPPER_RE, _FRAME_RE = _wrapper_re(_TAG_RE), _wrapper_re(_FRAME_TAG_RE)
 
 
 def strip_wrapper(text: str, *, frame_only: bool = False) -> tuple[str, list[str]]:
@@ -192,12 +200,11 @@ def strip_wrapper(text: str, *, frame_only: bool = False) -> tuple[str, list[str
 
     Removed: protocol tags (every tag of `prompts.TAGS`, with or without attributes, open or close; only `<skill>`
     and `<file …>` when `frame_only`), headings imitated as tags (`<# Skill>` becomes `# Skill`, `</#Skill>` goes),
-    then a Markdown fence around the whole rest (only a `markdown`/`md` or unlabelled one when `frame_only`).
-    Each removed tag leaves a line break, so words it separated stay apart; the result is stripped."""
+    then a Markdown fence around the whole rest (only a `markdown`/`md` one when `frame_only`: a content that is
+    one unlabelled code block is meant as one). Each removed tag leaves a line break, so words it separated stay
+    apart; the result is stripped."""
     removed: list[str] = []
-    tags = _FRAME_TAG_RE if frame_only else _TAG_RE
-    pattern = re.compile("|".join(f"(?P<{name}>{r.pattern})" for name, r in
-                                  (("tag", tags), ("close", _HEADING_CLOSE_RE), ("open", _HEADING_OPEN_RE))))
+    pattern = _FRAME_RE if frame_only else _WRAPPER_RE
 
     def cut(match: re.Match[str]) -> str:
         removed.append(match.group(0))
@@ -209,7 +216,7 @@ def strip_wrapper(text: str, *, frame_only: bool = False) -> tuple[str, list[str
 
     out = pattern.sub(cut, text).strip()
     fence = _FENCE_RE.match(out)
-    if fence and (not frame_only or fence.group(2).lower() in ("", "markdown", "md")):
+    if fence and (not frame_only or fence.group(2).lower() in ("markdown", "md")):
         removed.append(f"{fence.group(1)}{fence.group(2)} fence")
         out = fence.group(3).strip("\n")
     return (out.strip() if removed else text), removed
@@ -225,9 +232,10 @@ def _shown(pieces: list[str]) -> str:
 def apply_to_skill(skill: str, edits: list[Edit], *, allow_front_matter: bool = False,
                    new_files: tuple[str, ...] = package.DEFAULT_NEW_FILES) -> tuple[str, list[EditResult]]:
     """`apply_edits` for a skill of any shape: a single-file skill (every edit applies to it, whatever file it
-    names), or a package bundle (each edit to the file it names; an `append` to a file that does not exist yet
-    creates it when its path matches `new_files`, else the edit is skipped as invalid). One result per edit, in the
-    edits' order; front matter and protected regions keep their rules in every file."""
+    names; the reason says when it named another), or a package bundle (each edit to the file it names, or to the
+    file its target's `<file path>` frame names; an `append` to a file that does not exist yet creates it when its
+    path matches `new_files`, else the edit is `skipped_file_not_found`). One result per edit, in the edits'
+    order; front matter and protected regions keep their rules in every file."""
     if not package.is_bundle(skill):
         text, results = apply_edits(skill, [e.with_(file="") if e.file else e for e in edits],
                                     allow_front_matter=allow_front_matter)

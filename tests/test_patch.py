@@ -553,3 +553,8 @@ def test_a_single_file_skill_applies_an_edit_naming_another_file_and_says_so():
     new, (r,) = P.apply_to_skill(WRAPPED_SKILL, [Edit("append", "- Be brief.", file="references/style.md")])
     assert r.applied and "names references/style.md, which a single-file skill lacks" in r.reason
     assert r.edit.file == "references/style.md" and new.endswith("- Be brief.\n")
+
+
+def test_a_content_that_is_one_code_block_keeps_its_fence():
+    new, r = apply1(WRAPPED_SKILL, Edit("append", "```\n$ sort -rn numbers.txt\n```"))
+    assert (r.status, r.reason) == ("applied", "") and new.endswith("```\n$ sort -rn numbers.txt\n```\n")
