@@ -19,8 +19,8 @@ What `--run` does:
   example copied into a throwaway git repository, its own train:val:test split cut to `--train/--val/--test`
   items, both roles on the `openai` backend at the local servers, one call at a time (a llama.cpp server answers
   one request at a time). The teacher gets what a CPU teacher needs: `timeout_s` 3600, `max_tokens` capped, JSON
-  through llama.cpp's schema grammar (`json_mode: json_object_schema`), a sampling seed per run. The student
-  answers at temperature 0, so the gate samples each val item once (repeats would be copies).
+  through llama.cpp's JSON grammar with the schema in the prompt (`json_mode: json_object`), a sampling seed.
+  The student answers at temperature 0, so the gate samples each val item once (repeats would be copies).
 - Training in-process (`open_project` / `open_session` / `build_trainer`), then an **ungated rewrite**: the
   teacher rewrites the seed once from a minibatch of the seed's train failures (`full_rewrite`, the same prompt
   the loop uses) and that text is scored as it is — what asking a model to improve the prompt gives without a gate.
@@ -161,6 +161,7 @@ class Tally:
     malformed: int = 0  # no JSON object could be extracted (what JSON strictness would cause)
     wrong_shape: int = 0  # an object, but without the stage's required keys or types
     cut_off: int = 0  # finish_reason=length: the reply hit the token limit
+    edits: int = 0  # edits in reflect replies (what the teacher proposed, before any parsing)
     repairs: int = 0  # replies to a repair turn (the loop's second try after a bad first reply)
     by_stage: dict[str, int] = field(default_factory=dict)
     seconds_by_stage: dict[str, float] = field(default_factory=dict)
@@ -203,6 +204,8 @@ class TallyLLM:
             t.cut_off += "finish_reason=length" in reply.trace
             t.malformed += obj is None
             t.wrong_shape += bool(problems)
+            if request.stage == "reflect" and isinstance(obj, dict) and isinstance(obj.get("edits"), list):
+                t.edits += len(obj["edits"])
             if (obj is None or problems) and len(t.examples) < 5:
                 t.examples.append({"stage": request.stage, "error": error or "; ".join(problems),
                                    "trace": reply.trace, "reply": reply.text[:600]})
@@ -404,8 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--minibatch", type=int, default=8)
     parser.add_argument("--gate-metric", choices=("hard", "soft", "mixed"), default="hard")
-    parser.add_argument("--json-mode", default="json_object_schema",
-                        help="model.*.json_mode (json_object_schema: llama.cpp's schema grammar)")
+    # json_object: llama.cpp's JSON grammar, the schema in the prompt. Not json_object_schema: its grammar puts the
+    # schema's required keys first, so the teacher had to write `edits` before its reasoning, and the 1.5B teacher
+    # answered `"edits": []` to every reflect call (2 of 2, first-letters seed 0)
+    parser.add_argument("--json-mode", default="json_object",
+                        help="model.*.json_mode (json_object: llama.cpp's JSON grammar, the schema in the prompt)")
     parser.add_argument("--n-ctx", type=int, default=8192)
     # 1 thread: on the shared 2-core VM, 2 threads generated 18 tokens/s against 43 with 1 (OpenMP threads spin)
     parser.add_argument("--threads", type=int, default=1)
