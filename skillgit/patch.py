@@ -11,6 +11,8 @@ Contracts (see docs/ARCHITECTURE.md, "Edits and protected regions"):
   `<file path="…">`, a heading turned into a tag like `<# Skill>`…`</#Skill>`, a Markdown fence around the whole
   target); a content that opens with that frame (`<skill>`, `<file path>`, `<# …>`, a ```` ```markdown ```` fence)
   loses it before it is written. Either way the reason says what was stripped (`applied_fuzzy` for the target).
+  An `insert_after` whose target is only the frame inserts at the top of the body (`<skill>`) or appends
+  (`</skill>`).
 - Files: an edit naming a file the package lacks is `skipped_file_not_found` (an `append` under
   `skill.new_files` creates it); in a single-file skill it applies to the one file and the reason says so. A
   target framed as `<file path="P">` names P when the edit named no file.
@@ -332,6 +334,13 @@ def _append(doc: Doc, content: str) -> str:
     return text[:start] + new
 
 
+def _prepend(doc: Doc, content: str) -> str:
+    """`content` as the first lines of the body (below the front matter), one blank line before the rest."""
+    text, start = doc.text, doc.body_start
+    rest = text[start:].lstrip("\n")
+    return text[:start] + content + "\n" + ("\n" + rest if rest.strip() else "")
+
+
 def _insert_after(doc: Doc, end: int, content: str, spans: list[tuple[int, int, str]]) -> tuple[str, str | None]:
     text = doc.text
     newline = text.find("\n", end)
@@ -411,6 +420,14 @@ def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, st
             how = f"stripping the prompt's wrapper ({_shown(removed)})" + (
                 " and whitespace normalisation" if kind == "fuzzy" else "")
             kind = "fuzzy" if kind == "exact" else kind
+        elif removed and op == "insert_after":
+            # "insert after <skill>" (the frame's opening): at the top of the body; after `</skill>`: at the end
+            reasons.insert(0, f"the target was only the prompt's wrapper ({_shown(removed)}): ")
+            if removed[-1].startswith("</"):
+                reasons[0] += "appended"
+                return _append(doc, content), "applied_fuzzy", "; ".join(reasons)
+            reasons[0] += "inserted at the top of the skill's body"
+            return _prepend(doc, content), "applied_fuzzy", "; ".join(reasons)
     if kind == "missing":
         return text, "skipped_target_not_found", "target not found (exact, whitespace-normalised, or without the " \
                                                  "prompt's escaping and wrapper)"

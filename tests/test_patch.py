@@ -558,3 +558,15 @@ def test_a_single_file_skill_applies_an_edit_naming_another_file_and_says_so():
 def test_a_content_that_is_one_code_block_keeps_its_fence():
     new, r = apply1(WRAPPED_SKILL, Edit("append", "```\n$ sort -rn numbers.txt\n```"))
     assert (r.status, r.reason) == ("applied", "") and new.endswith("```\n$ sort -rn numbers.txt\n```\n")
+
+
+def test_insert_after_the_frame_alone_goes_to_the_top_or_the_end_of_the_body():
+    # the 1.5B teacher's reflect reply on first-letters: {"op": "insert_after", "target": "<skill>", ...}
+    new, r = apply1(WRAPPED_SKILL, Edit("insert_after", "Read every word of the sentence.", target="<skill>"))
+    assert r.status == "applied_fuzzy" and "only the prompt's wrapper (<skill>)" in r.reason and "top" in r.reason
+    assert new == "---\nname: s\ndescription: d\n---\nRead every word of the sentence.\n\n# Skill\n\nBe helpful.\n"
+    new, r = apply1(WRAPPED_SKILL, Edit("insert_after", "Answer in lowercase.", target="</skill>"))
+    assert r.status == "applied_fuzzy" and "appended" in r.reason and new.endswith("Be helpful.\n\nAnswer in "
+                                                                                   "lowercase.\n")
+    new, r = apply1(WRAPPED_SKILL, Edit("replace", "Everything new.", target="<skill>"))
+    assert r.status == "skipped_target_not_found" and new == WRAPPED_SKILL  # never a whole-skill replace
