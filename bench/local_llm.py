@@ -269,9 +269,10 @@ def ungated_rewrite(session: Any, seed_text: str, plan: Plan, seed: int) -> tupl
     obj, error = teacher.ask("full_rewrite", {"skill": prompts.block_skill(seed_text), "outcome": outcome,
                                               "trajectories": prompts.block_trajectories(group[:plan.minibatch],
                                                                                          outcome)})
-    text, problem = modes._checked_rewrite(seed_text, obj, error, session.project.config.skill.allow_front_matter_edits)
+    text, problem, stripped = modes.checked_rewrite(seed_text, obj, error,
+                                                    session.project.config.skill.allow_front_matter_edits)
     return text, {"error": problem, "changed": text != seed_text, "from": f"{len(group[:plan.minibatch])} {outcome}s",
-                  "seconds": round(time.monotonic() - started, 1)}
+                  "stripped": stripped, "seconds": round(time.monotonic() - started, 1)}
 
 
 def train_and_score(folder: Path, task: str, plan: Plan, seed: int, scored: dict[str, dict]) -> dict[str, Any]:

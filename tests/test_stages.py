@@ -343,3 +343,26 @@ def test_propose_update_creates_files_where_skill_new_files_allows():
     assert package.parse(text).get("docs/weeks.md") == "- ISO weeks.\n"
     fates = {r.edit.file: r.status for r in record.apply}
     assert fates == {"docs/weeks.md": "applied", "references/x.md": "skipped_file_not_found"}
+
+
+def test_a_rewrite_wrapped_in_the_prompts_skill_frame_is_unwrapped_and_says_so():
+    # the 1.5B teacher's full rewrite of first-letters came back as "<skill>\n---\n…\n</skill>"; the front matter
+    # was then "restored" above it and the frame and a second front matter stayed in the skill
+    from skillgit.loop import modes
+
+    seed = "---\nname: x\ndescription: d\n---\n# X\n\nBe helpful.\n"
+    framed = "<skill>\n---\nname: x\ndescription: d\n---\n# X\n\nBe precise.\n</skill>"
+    text, problem, stripped = modes.checked_rewrite(seed, {"skill": framed}, None, False)
+    assert problem is None and text == "---\nname: x\ndescription: d\n---\n# X\n\nBe precise.\n"
+    assert stripped == "prompt's <skill> frame stripped"
+    fenced = "```markdown\n<skill>\n# X\n\nBe exact.\n</skill>\n```"
+    text, problem, stripped = modes.checked_rewrite(seed, {"skill": fenced}, None, False)
+    assert problem is None and text == "---\nname: x\ndescription: d\n---\n# X\n\nBe exact.\n"
+    assert stripped == "prompt's ```markdown fence and <skill> frame stripped"
+    # a package keeps its <file path> blocks: they are its format
+    from skillgit import package
+
+    pkg = package.bundle({"SKILL.md": "# X\n\nBe helpful.\n", "references/a.md": "# A\n"})
+    new = package.bundle({"SKILL.md": "# X\n\nBe kind.\n", "references/a.md": "# A\n"})
+    text, problem, stripped = modes.checked_rewrite(pkg, {"skill": "<skill>\n" + new + "</skill>"}, None, False)
+    assert problem is None and text == new and stripped

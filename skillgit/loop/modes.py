@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 from skillgit import patch, prompts
@@ -87,30 +88,53 @@ def propose_update(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs:
     with ctx.ledger.timed("update"):
         obj, error = teacher.ask("rewrite", {"skill": prompts.block_skill(skill),
                                              "edits": prompts.block_edits(sel.selected)})
-    text, problem = _checked_rewrite(skill, obj, error, allow_fm)
+    text, problem, stripped = checked_rewrite(skill, obj, error, allow_fm)
     status = "applied" if problem is None else "error"
-    reason = "folded into the rewrite" if problem is None else problem
+    reason = ("folded into the rewrite" + (f" (its {stripped})" if stripped else "")) if problem is None else problem
     apply = tuple([*sel.dropped, *(EditResult(e, status, reason) for e in sel.selected)])
     if problem is not None:
         return skill, UpdateRecord(mode, apply, invalid=problem, details=details)
     return text, UpdateRecord(mode, apply, reasoning=str((obj or {}).get("reasoning", "")), details=details)
 
 
-def _checked_rewrite(before: str, obj: dict | None, error: str | None, allow_fm: bool) -> tuple[str, str | None]:
+_REWRITE_FRAME = re.compile(r"\A\s*<skill>[ \t]*\n(.*?)\n?[ \t]*</skill>\s*\Z", re.S)
+_REWRITE_FENCE = re.compile(r"\A\s*(`{3,}|~{3,})[ \t]*(?:markdown|md)[ \t]*\n(.*?)\n?[ \t]*\1\s*\Z", re.S | re.I)
+
+
+def unframe_rewrite(text: str) -> tuple[str, str]:
+    """A rewritten skill without the frame the prompt showed the skill in (`<skill>`…`</skill>`) or a Markdown fence
+    around all of it, and a note of what was stripped ("" when nothing was). A package's `<file path>` blocks are
+    its format and stay."""
+    removed: list[str] = []
+    for _ in range(2):  # a fence inside the frame, or the frame inside a fence
+        frame, fence = _REWRITE_FRAME.match(text), _REWRITE_FENCE.match(text)
+        if frame:
+            text = frame.group(1)
+            removed.append("<skill> frame")
+        elif fence:
+            text = fence.group(2)
+            removed.append(f"{fence.group(1)}markdown fence")
+    return text, ("prompt's " + " and ".join(removed) + " stripped") if removed else ""
+
+
+def checked_rewrite(before: str, obj: dict | None, error: str | None, allow_fm: bool) -> tuple[str, str | None, str]:
+    """(the rewritten skill, None, note) or (before, why it is unusable, ""). What a rewrite merely dropped of
+    the protected parts is put back; a change to them makes it unusable. The note says what `unframe_rewrite`
+    stripped."""
     if obj is None:
-        return before, error or "no rewrite"
-    after = str(obj.get("skill", ""))
+        return before, error or "no rewrite", ""
+    after, stripped = unframe_rewrite(str(obj.get("skill", "")))
     if not after.strip():
-        return before, "the rewrite is empty"
+        return before, "the rewrite is empty", ""
     if not after.endswith("\n"):
         after += "\n"
     problems = patch.check_invariants(before, after, allow_front_matter=allow_fm)
     if problems:
         restored = patch.restore_protected(before, after)
         if restored is not None and not patch.check_invariants(before, restored, allow_front_matter=allow_fm):
-            return restored, None
-        return before, "rewrite broke a protected part: " + "; ".join(problems)
-    return after, None
+            return restored, None, stripped
+        return before, "rewrite broke a protected part: " + "; ".join(problems), ""
+    return after, None, stripped
 
 
 def _full_rewrite(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: list[Trajectory],
@@ -125,9 +149,10 @@ def _full_rewrite(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: 
         outcome, group = batch
         obj, error = teacher.ask("full_rewrite", {"skill": prompts.block_skill(skill), "outcome": outcome,
                                                   "trajectories": prompts.block_trajectories(group, outcome)})
-        text, problem = _checked_rewrite(skill, obj, error, allow_fm)
+        text, problem, stripped = checked_rewrite(skill, obj, error, allow_fm)
         return {"outcome": outcome, "item_ids": [t.item_id for t in group], "error": problem,
-                "reasoning": str((obj or {}).get("reasoning", "")), "text": text if problem is None else None}
+                "reasoning": str((obj or {}).get("reasoning", "")), "text": text if problem is None else None,
+                **({"stripped": stripped} if stripped else {})}
 
     with ctx.ledger.timed("reflect"):
         drafts = teacher.map(one, batches)
