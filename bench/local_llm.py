@@ -68,9 +68,10 @@ HAND_SKILLS = {
     "first-letters": ("Take the first letter of each word of the quoted sentence, in order.\n"
                       "Join them into one word and answer with only that word, in lowercase.\n"
                       "Example: \"The red acrobat closed the orange raft.\" gives tractor\n"),
-    "regex-match": ("Decide whether Python's re.match(pattern, string) succeeds: it anchors at the start of the "
-                    "string only.\nAn invalid pattern never matches.\nAnswer with exactly 'Yes.' or 'No.' and "
-                    "nothing else.\n"),
+    # the expected answers are Python's re.search (383 of the 383 valid patterns; re.match agrees on 335)
+    "regex-match": ("Decide whether Python's re.search(pattern, string) finds a match anywhere in the string.\n"
+                    "A pattern that is not a valid regular expression never matches.\n"
+                    "Answer with exactly 'Yes.' or 'No.' and nothing else.\n"),
 }
 
 
