@@ -35,7 +35,7 @@ from unidiff import PatchSet
 
 from skillgit import package, textsafe
 from skillgit.errors import SkillgitError
-from skillgit.prompts import TAGS, unescape_all
+from skillgit.prompts import unescape_all
 from skillgit.skilldoc import (
     MARKER_RE,
     Doc,
@@ -46,6 +46,7 @@ from skillgit.skilldoc import (
     strip_trailing_blank_lines,
 )
 from skillgit.types import EDIT_OPS, OP_ALIASES, Edit, EditResult
+from skillgit.unwrap import CONTENT_FRAME_RE, FILE_FRAME_RE, shown, strip_wrapper
 
 __all__ = ["parse_edits", "normalize_op", "apply_edits", "apply_to_skill", "strip_wrapper", "check_invariants",
            "restore_protected", "set_region", "get_region", "unified_diff", "diff_stats", "split_document", "Doc"]
@@ -169,66 +170,11 @@ def _package_file(file: str) -> str:
     """"" for the main file (also when the teacher names it), else the checked path inside the package. A file
     given as the prompt's frame (`<file path="references/x.md">`) is its path."""
     file = textsafe.clean(file, multiline=False).strip()
-    framed = _FILE_FRAME_RE.search(file)
+    framed = FILE_FRAME_RE.search(file)
     file = html.unescape(framed.group(1)).strip() if framed else file
     if not file or file.lower() in ("skill.md", "./skill.md", "(main)", "main"):
         return ""
     return package.check_path(file)
-
-
-# ---------------------------------------------------------------------------------------------- the prompt's frame
-# What `prompts.block_skill` wraps a skill in, and what weak teachers copy back into their edits with it.
-_TAG_RE = re.compile(r"</?(?:" + "|".join(sorted(TAGS, key=len, reverse=True)) + r")(?:\s+[\w-]+=\"[^\"]*\")*\s*/?>")
-_FRAME_TAG_RE = re.compile(r"</?(?:skill|file)(?:\s+[\w-]+=\"[^\"]*\")*\s*/?>")
-_FILE_FRAME_RE = re.compile(r"<file\s+path=\"([^\"]*)\"[^>]*>")
-# a Markdown heading imitated as a tag: `<# Skill>` … `</#Skill>`
-_HEADING_OPEN_RE = re.compile(r"<(#{1,6})[ \t]*([^<>\n]*?)[ \t]*>")
-_HEADING_CLOSE_RE = re.compile(r"</[ \t]*#{1,6}[^<>\n]*>")
-_FENCE_RE = re.compile(r"\A(`{3,}|~{3,})[ \t]*([\w+-]*)[ \t]*\n(.*?)\n?[ \t]*\1[ \t]*\Z", re.S)
-_CONTENT_FRAME_RE = re.compile(r"\A\s*(?:<(?:skill|file)[\s>]|<#|(?:`{3,}|~{3,})[ \t]*(?:markdown|md)[ \t]*\n)",
-                               re.IGNORECASE)
-
-
-def _wrapper_re(tags: re.Pattern[str]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?P<{name}>{r.pattern})" for name, r in
-                               (("tag", tags), ("close", _HEADING_CLOSE_RE), ("open", _HEADING_OPEN_RE))))
-
-
-_WRAPPER_RE, _FRAME_RE = _wrapper_re(_TAG_RE), _wrapper_re(_FRAME_TAG_RE)
-
-
-def strip_wrapper(text: str, *, frame_only: bool = False) -> tuple[str, list[str]]:
-    """`text` without the prompt's own wrapper, and the pieces removed (in order; [] when there were none).
-
-    Removed: protocol tags (every tag of `prompts.TAGS`, with or without attributes, open or close; only `<skill>`
-    and `<file …>` when `frame_only`), headings imitated as tags (`<# Skill>` becomes `# Skill`, `</#Skill>` goes),
-    then a Markdown fence around the whole rest (only a `markdown`/`md` one when `frame_only`: a content that is
-    one unlabelled code block is meant as one). Each removed tag leaves a line break, so words it separated stay
-    apart; the result is stripped."""
-    removed: list[str] = []
-    pattern = _FRAME_RE if frame_only else _WRAPPER_RE
-
-    def cut(match: re.Match[str]) -> str:
-        removed.append(match.group(0))
-        if match.lastgroup != "open":
-            return "\n"
-        heading = _HEADING_OPEN_RE.fullmatch(match.group(0))
-        assert heading is not None  # the "open" alternative is that very pattern
-        return f"\n{heading.group(1)} {heading.group(2)}\n"
-
-    out = pattern.sub(cut, text).strip()
-    fence = _FENCE_RE.match(out)
-    if fence and (not frame_only or fence.group(2).lower() in ("markdown", "md")):
-        removed.append(f"{fence.group(1)}{fence.group(2)} fence")
-        out = fence.group(3).strip("\n")
-    return (out.strip() if removed else text), removed
-
-
-def _shown(pieces: list[str]) -> str:
-    """The removed pieces for a reason: distinct, in order, at most five."""
-    distinct = list(dict.fromkeys(pieces))
-    more = f", +{len(distinct) - 5} more" if len(distinct) > 5 else ""
-    return ", ".join(distinct[:5]) + more
 
 
 def apply_to_skill(skill: str, edits: list[Edit], *, allow_front_matter: bool = False,
@@ -248,7 +194,7 @@ def apply_to_skill(skill: str, edits: list[Edit], *, allow_front_matter: bool = 
     for edit in edits:
         path, framed = edit.file or pkg.main, ""
         if not edit.file:  # a target quoted inside its `<file path="P">` frame names P
-            match = _FILE_FRAME_RE.search(edit.target)
+            match = FILE_FRAME_RE.search(edit.target)
             named = _framed_path(match.group(1)) if match else ""
             if named and named != pkg.main and pkg.get(named) is not None:
                 path, framed = named, f"routed to {named}, the file its target's <file> frame names"
@@ -387,11 +333,11 @@ def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, st
     content = unescape_all(_clean_content(edit.content.replace("\r\n", "\n")))
     target = edit.target.replace("\r\n", "\n").strip()
     reasons: list[str] = []
-    if _CONTENT_FRAME_RE.match(content):
+    if CONTENT_FRAME_RE.match(content):
         # A content framed as the prompt framed the skill would write the frame into it.
         content, removed = strip_wrapper(content, frame_only=True)
         if removed:
-            reasons.append(f"stripped the prompt's wrapper from the content ({_shown(removed)})")
+            reasons.append(f"stripped the prompt's wrapper from the content ({shown(removed)})")
     if op in NEEDS_CONTENT and not content:
         return text, "skipped_invalid", f"{op} needs content"
     if op in NEEDS_TARGET and not target:
@@ -417,12 +363,12 @@ def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, st
         bare, removed = strip_wrapper(target)
         if removed and bare:
             kind, start, end, note = _locate(doc, unescape_all(bare), allow_front_matter)
-            how = f"stripping the prompt's wrapper ({_shown(removed)})" + (
+            how = f"stripping the prompt's wrapper ({shown(removed)})" + (
                 " and whitespace normalisation" if kind == "fuzzy" else "")
             kind = "fuzzy" if kind == "exact" else kind
         elif removed and op == "insert_after":
             # "insert after <skill>" (the frame's opening): at the top of the body; after `</skill>`: at the end
-            reasons.insert(0, f"the target was only the prompt's wrapper ({_shown(removed)}): ")
+            reasons.insert(0, f"the target was only the prompt's wrapper ({shown(removed)}): ")
             if removed[-1].startswith("</"):
                 reasons[0] += "appended"
                 return _append(doc, content), "applied_fuzzy", "; ".join(reasons)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from typing import Any
 
 from skillgit import patch, prompts
@@ -22,6 +21,7 @@ from skillgit.loop import stages
 from skillgit.loop.context import StepContext
 from skillgit.records import UpdateRecord
 from skillgit.types import Edit, EditResult, Trajectory, is_failure
+from skillgit.unwrap import unframe_rewrite
 
 
 def choose_budget(teacher: stages.Teacher, skill: str, trajs: list[Trajectory], cfg: OptimizerCfg,
@@ -95,26 +95,6 @@ def propose_update(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs:
     if problem is not None:
         return skill, UpdateRecord(mode, apply, invalid=problem, details=details)
     return text, UpdateRecord(mode, apply, reasoning=str((obj or {}).get("reasoning", "")), details=details)
-
-
-_REWRITE_FRAME = re.compile(r"\A\s*<skill>[ \t]*\n(.*?)\n?[ \t]*</skill>\s*\Z", re.S)
-_REWRITE_FENCE = re.compile(r"\A\s*(`{3,}|~{3,})[ \t]*(?:markdown|md)[ \t]*\n(.*?)\n?[ \t]*\1\s*\Z", re.S | re.I)
-
-
-def unframe_rewrite(text: str) -> tuple[str, str]:
-    """A rewritten skill without the frame the prompt showed the skill in (`<skill>`…`</skill>`) or a Markdown fence
-    around all of it, and a note of what was stripped ("" when nothing was). A package's `<file path>` blocks are
-    its format and stay."""
-    removed: list[str] = []
-    for _ in range(2):  # a fence inside the frame, or the frame inside a fence
-        frame, fence = _REWRITE_FRAME.match(text), _REWRITE_FENCE.match(text)
-        if frame:
-            text = frame.group(1)
-            removed.append("<skill> frame")
-        elif fence:
-            text = fence.group(2)
-            removed.append(f"{fence.group(1)}markdown fence")
-    return text, ("prompt's " + " and ".join(removed) + " stripped") if removed else ""
 
 
 def checked_rewrite(before: str, obj: dict | None, error: str | None, allow_fm: bool) -> tuple[str, str | None, str]:
