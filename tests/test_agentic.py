@@ -71,7 +71,7 @@ def test_a_bundle_round_trips_and_edits_name_their_file():
         {"op": "append", "file": "SKILL.md", "content": "See references/new.md.", "target": "", "rationale": "r"}]})
     assert [e.file for e in edits] == ["references/new.md", ""] and "invalid file path" in problems[0]
     new, results = patch.apply_to_skill(package.bundle(files), edits + [Edit("append", "z", file="src/x.py")])
-    assert [r.status for r in results] == ["applied", "applied", "skipped_invalid"]
+    assert [r.status for r in results] == ["applied", "applied", "skipped_file_not_found"]
     assert package.parse(new).get("references/new.md") == "New rule.\n"
     assert "See references/new.md." in (package.parse(new).get("SKILL.md") or "")
 
