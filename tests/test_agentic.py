@@ -240,6 +240,17 @@ def test_demo_agentic_trains_a_package_offline_and_leaves_nothing_behind(tmp_pat
     assert len(_worktrees(tmp_path / "d")) == 1 and git(tmp_path / "d", "status", "--porcelain") == ""
     status = json.loads(run_cli("status", "--json", cwd=tmp_path / "d").stdout)
     assert set(status["rollout_seconds"]) == {"setup", "agent", "verify"}  # time accounting per phase
+    # Every gate note names the student it measured: the agent CLI's version (a change between the incumbent's
+    # scoring and the candidate's is drift, refused by the gate).
+    fingerprints = []
+    for line in git(tmp_path / "d", "notes", "--ref=refs/notes/skillgit", "list").splitlines():
+        for record in git(tmp_path / "d", "notes", "--ref=refs/notes/skillgit", "show", line.split()[1]).splitlines():
+            data = json.loads(record)
+            if data.get("kind") == "gate":
+                fingerprints += [(data.get(k) or {}).get("fingerprint") for k in ("val", "base")]
+                fingerprints += [c.get("fingerprint") for c in data.get("controls") or ()]
+    versions = {f.get("version") for f in fingerprints if isinstance(f, dict)}
+    assert versions and all(v for v in versions), fingerprints[:3]
 
 
 @pytest.mark.slow
