@@ -267,7 +267,8 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
          sleep: bool = typer.Option(False, "--sleep", help="Run one night of `skillgit sleep` on shipped Claude "
                                                            "Code sessions in a fixture agent home: harvest, mine, "
                                                            "replay, gated commits on sleep/<date> (never reads your "
-                                                           "HOME).")) -> None:
+                                                           "HOME; --seed seeds the run, the world is the sessions'"
+                                                           ").")) -> None:
     """Train a skill offline on the simulated world (no API key): shows log, diff and test before → after."""
     from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
 
