@@ -241,6 +241,49 @@ def test_a_job_follows_its_event_file_line_by_line(tmp_path):
     assert jobs._read(job) == []  # nothing new, nothing read again
 
 
+def _fake_python(tmp_path: Path, then: str) -> Path:
+    """A stand-in for `python -m skillgit train` (the seam: `Jobs(python=…)`) that starts a process which leaves
+    its process group (setsid), writes that process's pid next to itself, then runs `then`."""
+    script = tmp_path / "fake-python"
+    script.write_text(f"#!/bin/sh\nsetsid sleep 300 &\necho $! > \"$0.child\"\n{then}\n")
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="the scope-id net needs /proc")
+@pytest.mark.parametrize("how", ["force stop", "exit"])
+def test_nothing_a_job_started_outlives_it_even_outside_its_process_group(tmp_path, how):
+    script = _fake_python(tmp_path, "exec sleep 300" if how == "force stop" else "exit 0")
+    jobs = Jobs(tmp_path, tmp_path / "jobs", python=str(script))
+    job = jobs.start(StartRequest())
+    child_file = Path(f"{script}.child")
+    deadline = time.monotonic() + 30
+    while not (child_file.exists() and child_file.read_text().strip()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    child = int(child_file.read_text())
+    while os.getpgid(child) == job.pid:  # (until setsid has run in it)
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert _alive(child)  # and it has left the job's process group
+    try:
+        if how == "force stop":
+            jobs.stop(job.id, force=True)
+        while job.state != "exited":
+            assert time.monotonic() < deadline
+            jobs.poll()
+            time.sleep(0.05)
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child) and not _alive(job.pid)
+    finally:  # (when it fails: leave nothing behind)
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)
+        if job.proc is not None:
+            job.proc.kill()  # (a no-op once it was reaped: never another process)
+
+
 def test_without_the_extra_skillgit_ui_says_which_packages_to_add(monkeypatch, cli_inproc, tmp_path):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "aiohttp" else real(name, *a))

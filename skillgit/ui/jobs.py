@@ -7,14 +7,18 @@ Contract:
   `--set` takes them. `argv()` spells every user-given value as one `--option=value` word after fixed options, so
   no value can be read as another option, and runs this same installation (`sys.executable -m skillgit`), never
   a `skillgit` found on PATH.
-- `Jobs.start` spawns the child in its own session (process group = its pid, as `skillgit.process` does for every
-  command), stdin closed, its stdout (`--json`: the result) and stderr (`--events`: one JSON event per line, plus
-  any error/hint lines) appended to files in the job's folder `<git-dir>/skillgit/ui/jobs/<job>/`, and records
-  the job (`job.json`: request, argv, pid and the pid's start time). The child never writes to the dashboard's
+- `Jobs.start` spawns the child in its own session (process group = its pid) with a scope id of its own in
+  `SKILLGIT_PROC_SCOPES`, recorded in the job's folder, as `skillgit.process` does for every command (so
+  `process.kill_recorded` finds everything the run started, agents in their own sessions included), stdin
+  closed, its stdout (`--json`: the result) and stderr (`--events`: one JSON event per line, plus any error/hint
+  lines) appended to files in the job's folder `<git-dir>/skillgit/ui/jobs/<job>/`, and records the job
+  (`job.json`: request, argv, pid and the pid's start time). The child never writes to the dashboard's
   own streams, so it outlives a dashboard that dies and a dashboard that restarts reads its record back.
 - `Jobs.stop` is Ctrl-C: SIGINT to the child's process group, so the run stops at its next safe point, saves its
   progress as interrupted and exits 130; `train` on the same run (`Jobs.start` with `run=`) resumes it.
-  `force=True` is SIGKILL to the group (a killed run also resumes: every decided step is already in git).
+  `force=True` kills the group and everything carrying the job's scope id (`process.kill_recorded`; a killed run
+  also resumes: every decided step is already in git). When a job exits, whatever it left carrying its scope id
+  is killed the same way.
   A child of an earlier dashboard is signalled only after checking, through a pidfd opened first, that the pid
   still has the start time recorded for it (a reused pid is never signalled).
 - `Jobs.poll` (called a few times a second by the server) reads what each job's files gained since the last call
@@ -40,7 +44,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from skillgit.errors import SkillgitError
-from skillgit.process import kill_group
+from skillgit.process import RECORD_FILE, SCOPES_ENV, kill_group, kill_recorded
 
 EVENTS_FILE = "events.jsonl"  # the child's stderr
 RESULT_FILE = "result.json"  # the child's stdout
@@ -229,7 +233,11 @@ class Jobs:
         folder = self.folder / job_id
         folder.mkdir(mode=0o700)
         argv = request.argv(self.root, self.python)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "TERM": "dumb"}
+        scope = secrets.token_hex(16)
+        with open(folder / RECORD_FILE, "a", encoding="utf-8") as record:
+            record.write(json.dumps({"id": scope, "cgroup": None, "owner": os.getpid()}) + "\n")
+        scopes = [i for i in os.environ.get(SCOPES_ENV, "").split(",") if i] + [scope]
+        env = {**os.environ, SCOPES_ENV: ",".join(scopes), "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "TERM": "dumb"}
         with open(folder / EVENTS_FILE, "ab") as err, open(folder / RESULT_FILE, "ab") as out:
             proc = subprocess.Popen(argv, cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                     start_new_session=True)
@@ -243,16 +251,25 @@ class Jobs:
         job = self.get(job_id)
         if job.state == "exited":
             raise SkillgitError(f"job {job_id} has already exited", "resume its run instead")
-        sig = signal.SIGKILL if force else signal.SIGINT
-        if job.proc is not None:
+        if force:
+            self._kill(job)
+        elif job.proc is not None:
             if job.proc.poll() is None:
-                kill_group(job.pid, sig)  # (not reaped yet: the pid, and so the group id, is still ours)
-        elif not self._signal_adopted(job, sig):
+                kill_group(job.pid, signal.SIGINT)  # (not reaped yet: the pid, and so the group id, is still ours)
+        elif not self._signal_adopted(job, signal.SIGINT):
             raise SkillgitError(f"job {job_id} cannot be signalled (its process is gone or not the one recorded)",
                                 "reload the page")
         job.state, job.stop_asked = "stopping", job.stop_asked or time.time()
         self._save(job)
         return job
+
+    def _kill(self, job: Job) -> None:
+        """SIGKILL the job's group (while its pid is provably the job's) and everything carrying its scope id."""
+        if job.proc is not None and job.proc.poll() is None:
+            kill_group(job.pid, signal.SIGKILL)
+        elif job.proc is None:
+            self._signal_adopted(job, signal.SIGKILL)
+        kill_recorded(job.folder)
 
     def _signal_adopted(self, job: Job, sig: int) -> bool:
         if job.pid_start is None or job.pid <= 1:
@@ -300,6 +317,7 @@ class Jobs:
             alive = self._alive(job)
             updates += self._read(job)  # (after the exit check: what it wrote before exiting is read now)
             if not alive:
+                kill_recorded(job.folder)  # whatever it left running (nothing, normally)
                 job.state, job.ended = "exited", time.time()
                 job.exit_code = job.proc.returncode if job.proc is not None else None
                 if job.partial:
@@ -374,10 +392,7 @@ class Jobs:
             time.sleep(0.1)
         for job in stopped:
             if self._alive(job):
-                if job.proc is not None:
-                    kill_group(job.pid, signal.SIGKILL)
-                else:
-                    self._signal_adopted(job, signal.SIGKILL)
+                self._kill(job)
             if job.proc is not None:
                 try:
                     job.proc.wait(timeout=10)

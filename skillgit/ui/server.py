@@ -87,6 +87,7 @@ class Dashboard:
         self.hub = Hub()
         self.page = _page()
         self.watch = RefWatch(views.store.git_dir)
+        self.closing = False  # set when the dashboard stops: no new run may start then
 
     # ------------------------------------------------------------------------------------------ the app
     def app(self) -> web.Application:
@@ -176,6 +177,8 @@ class Dashboard:
             body = await self._body(request)
             configs = await asyncio.to_thread(self.views.configs)
             start = StartRequest.from_dict(body, configs)
+            if self.closing:
+                return _error(SkillgitError("the dashboard is stopping", "start the run after restarting it"), 409)
             if start.run is not None and any(j.run == start.run for j in self.jobs.running()):
                 return _error(SkillgitError(f"run {start.run} is already running here", "stop it first"), 409)
             job = self.jobs.start(start)
@@ -268,6 +271,7 @@ async def serve(dashboard: Dashboard, sock: socket.socket, ready: Callable[[], N
     try:
         await stop.wait()
     finally:
+        dashboard.closing = True
         ticker.cancel()
         dashboard.hub.close()
         stopped = await asyncio.to_thread(dashboard.jobs.shutdown, grace_s, hurry)
