@@ -354,6 +354,7 @@ def test_the_page_state_and_report_are_served_self_contained(demo_template):
 
 
 @needs_server
+@pytest.mark.slow
 def test_stopping_the_dashboard_stops_its_run_which_saves_and_resumes(demo):
     with ui_server(demo) as server:
         stream = EventStream(server)
@@ -375,6 +376,7 @@ def test_stopping_the_dashboard_stops_its_run_which_saves_and_resumes(demo):
 
 
 @needs_server
+@pytest.mark.slow
 def test_a_restarted_dashboard_adopts_the_run_an_earlier_one_started_and_stops_it(demo):
     with ui_server(demo) as first:
         stream = EventStream(first)

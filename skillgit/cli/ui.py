@@ -19,10 +19,8 @@ def ui(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
        open_: bool = typer.Option(False, "--open", help="Open the page in the default web browser."),
        grace: float = typer.Option(30.0, "--grace", min=0,
                                    help="Seconds the runs it started get to save when it stops.")) -> None:
-    """Serve a live dashboard on 127.0.0.1: runs and branches, a run as it trains, reports; start, stop, resume.
-
-    Prints the page's URL (with its access token) on stdout; Ctrl-C stops it and the runs it started (each saves
-    and can be resumed)."""
+    """Serve a live dashboard on 127.0.0.1 (its URL, with an access token, on stdout): runs, branches, a run as it
+    trains, reports; start, stop and resume runs. Ctrl-C stops it and the runs it started (each saves)."""
     from rich.markup import escape
 
     from skillgit.textsafe import shown

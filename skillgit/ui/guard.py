@@ -2,7 +2,7 @@
 
 Contract (a request is answered only when all of these hold; otherwise 403 with a one-line reason, and no route,
 no file and no git is touched):
-- **Host**: the `Host` header names `127.0.0.1`, `localhost` or `[::1]`, with the server's own port (or no port).
+- **Host**: the `Host` header names `127.0.0.1` or `localhost`, with the server's own port (or no port).
   A page on another site that re-points its own name at 127.0.0.1 (DNS rebinding) sends its own name as Host and
   is refused, token or not.
 - **Token**: the request carries the server's token, compared in constant time, in the `X-Skillgit-Token`
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 TOKEN_HEADER = "X-Skillgit-Token"
 TOKEN_QUERY = "token"
-LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]")
+LOCAL_NAMES = ("127.0.0.1", "localhost")
 READ_METHODS = ("GET", "HEAD")
 
 SECURITY_HEADERS = {

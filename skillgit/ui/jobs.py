@@ -238,9 +238,13 @@ class Jobs:
             record.write(json.dumps({"id": scope, "cgroup": None, "owner": os.getpid()}) + "\n")
         scopes = [i for i in os.environ.get(SCOPES_ENV, "").split(",") if i] + [scope]
         env = {**os.environ, SCOPES_ENV: ",".join(scopes), "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "TERM": "dumb"}
-        with open(folder / EVENTS_FILE, "ab") as err, open(folder / RESULT_FILE, "ab") as out:
-            proc = subprocess.Popen(argv, cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    start_new_session=True)
+        try:
+            with open(folder / EVENTS_FILE, "ab") as err, open(folder / RESULT_FILE, "ab") as out:
+                proc = subprocess.Popen(argv, cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=err, start_new_session=True)
+        except OSError as exc:
+            raise SkillgitError(f"could not start {argv[0]} ({exc.strerror})",
+                                "check that the Python running skillgit still exists") from None
         job = Job(job_id, folder, request, argv, time.time(), proc.pid, _start_ticks(proc.pid), request.run,
                   proc=proc)
         self.jobs[job_id] = job

@@ -9,7 +9,8 @@ Routes (every one behind `guard.Guard`: Host, token, and for writes header token
   POST /api/jobs/{job}/stop     Ctrl-C the job (`{"force": true}`: kill it)
   GET  /api/events              Server-Sent Events: `job` (an event or log line of a job, with its seq),
                                 `jobstate` (a job started, stopped, exited, or learned its run), `repo` (refs moved:
-                                read again); a comment every 15 s keeps the connection open
+                                read again), `notice` (a problem of the dashboard itself); a comment every 15 s
+                                keeps the connection open
   GET  /runs/{run}/report       `skillgit report`'s HTML for the run (no script may run in it)
 Errors are JSON `{"error", "hint"}` with 400 (bad request), 404 (unknown run or job) or 409 (a job in the wrong
 state); a refused request is 403 with a one-line reason.
@@ -214,7 +215,7 @@ class Dashboard:
                 if message is None:
                     break
                 await response.write(message)
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:  # (the page went away)
             pass
         finally:
             self.hub.queues.discard(queue)
@@ -232,7 +233,10 @@ class Dashboard:
     async def ticker(self) -> None:
         n = 0
         while True:
-            self.publish(self.jobs.poll())
+            try:
+                self.publish(self.jobs.poll())
+            except OSError as exc:  # (a job's folder unwritable, the disk full: the page shows it; try again)
+                self.hub.publish("notice", {"message": f"the dashboard could not follow its jobs: {exc}"})
             n += 1
             if n % REFS_EVERY == 0 and await asyncio.to_thread(self.watch.changed):
                 self.hub.publish("repo", {})
