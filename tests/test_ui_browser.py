@@ -19,7 +19,8 @@ from tests.test_ui import SLOW, demo, demo_template, ui_server  # noqa: F401  (f
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary installed"),
-              pytest.mark.skipif(importlib.util.find_spec("aiohttp") is None, reason="the `ui` extra is not installed")]
+              pytest.mark.skipif(importlib.util.find_spec("aiohttp") is None,
+                                 reason="the `ui` extra (aiohttp) is not installed")]
 LOCAL = ("data:", "about:")
 
 
