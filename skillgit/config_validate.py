@@ -23,9 +23,8 @@ SCORER_TYPES = ("exact", "normalized", "contains", "regex", "numeric", "f1", "js
 REWRITE_MODES = ("rewrite_from_suggestions", "full_rewrite_minibatch")
 # evaluation.gate: one or more of these, joined with '+' or as a list (checked by EvaluationCfg.parse_gate)
 GATE_MODES = ("strict", "paired", "significance", "per_item", "two_split")
-# model.*.auth_mode (Azure OpenAI): the ones after api_key sign in with Entra ID through azure-identity
+# model.*.auth_mode (Azure OpenAI): auto, api_key, then the Entra ID modes (azure-identity, the azure extra)
 AUTH_MODES = ("auto", "api_key", "azure_ad", "managed_identity", "azure_cli")
-ENTRA_AUTH_MODES = AUTH_MODES[2:]
 
 # Keys are "generic" dotted paths: model.teacher.X and model.student.X are both written model.*.X.
 ENUMS: dict[str, tuple[str, ...]] = {
