@@ -99,7 +99,8 @@ def slow_update(ctx: StepContext, teacher: stages.Teacher, epoch: int, skill: st
                 rationale="longitudinal guidance")
     result = EditResult(edit, "applied", "written into the protected slow-update region") if new_text != skill \
         else EditResult(edit, "skipped_invalid", invalid or "unchanged")
-    details = {"comparison": counts(pairs), "forced": not ctx.cfg.optimizer.slow_update_gate_with_selection}
+    details: dict[str, Any] = {"comparison": counts(pairs),
+                               "forced": not ctx.cfg.optimizer.slow_update_gate_with_selection}
     return new_text, UpdateRecord("slow_update", (result,), invalid=invalid,
                                   reasoning=str((obj or {}).get("reasoning", "")), details=details)
 
