@@ -18,6 +18,7 @@ without `checks`, `controls` or `samples` reads with none.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -361,6 +362,7 @@ class StepNotes:
                      skipped: Iterable[str] = ()) -> "StepNotes":
         """`records`: a note's records (conformed: see `store.notes.conform`); `skipped`: what conforming said."""
         found: dict[str, Any] = {}
+        kinds: dict[str, bool] = {}  # the record names its step's kind itself
         reviews: list[ReviewNote] = []
         said = list(skipped)
         readers = {"decision": lambda r: StepOutcome.from_note(r, sha), "candidate": CandidateNote.from_note,
@@ -374,7 +376,10 @@ class StepNotes:
                 continue
             try:
                 found[str(kind)] = readers[str(kind)](record)
+                kinds[str(kind)] = isinstance(record.get("step_kind"), str)
             except (ValueError, TypeError, OverflowError) as exc:
                 said.append(f"{kind}: skipped whole ({exc})")
-        return cls(found.get("decision"), found.get("candidate"), found.get("gate"), found.get("revert"),
-                   tuple(reviews), tuple(said))
+        decision, candidate = found.get("decision"), found.get("candidate")
+        if decision is not None and candidate is not None and not kinds.get("decision"):
+            decision = dataclasses.replace(decision, kind=candidate.step_kind)  # older decisions had no step_kind
+        return cls(decision, candidate, found.get("gate"), found.get("revert"), tuple(reviews), tuple(said))

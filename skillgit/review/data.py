@@ -159,8 +159,9 @@ class NoteIndex:
         return StepNotes.from_records(checked.records, sha, run, checked.skipped)
 
     def decided_in(self, run: str) -> list[str]:
-        """Commits carrying a decision record of `run` (a cheap text filter first: most notes are other runs')."""
-        return [sha for sha, text in self._texts.items() if '"kind":"decision"' in text and run in text
+        """Commits carrying a decision record of `run` (a cheap text filter first: most notes are other runs'; it
+        allows any JSON spacing, as a note written by hand or another tool may have)."""
+        return [sha for sha, text in self._texts.items() if '"decision"' in text and run in text
                 and any(r.get("kind") == "decision" and r.get("run") == run for r in self._checked(sha).records)]
 
 

@@ -287,7 +287,8 @@ class NightRecord:
         text = {k: data[k] for k in ("date", "status", "reason", "branch", "run", "skill_branch", "base", "tip",
                                      "started", "ended", "adopted") if isinstance(data.get(k), str)}
         run = text.get("run", "")
-        edits = (_decision(e, run) for e in data.get("edits") or () if isinstance(data.get("edits"), list))
+        raw = data.get("edits")
+        edits = [_decision(e, run) for e in raw] if isinstance(raw, list) else []
         return cls(**{"date": "", "status": "", **text},
                    harvest=HarvestCounts.from_dict(data.get("harvest")), mined=MinedCounts.from_dict(data.get("mined")),
                    tasks=NightTasks.from_dict(data.get("tasks")),
