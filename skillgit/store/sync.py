@@ -10,7 +10,7 @@ fetched lands first in skillgit's own namespace (`refs/notes/skillgit-remote/<re
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol, Sequence
 
@@ -50,7 +50,7 @@ class SyncReport:
     conflicts: list[str] = field(default_factory=list)  # refs left alone because both sides changed them
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
 @dataclass(frozen=True)
