@@ -709,3 +709,11 @@ def test_the_step_kind_has_one_spelling_in_notes_trailers_and_json(project):
     assert "Skillgit-Step-Kind: step" in trailers and "Skillgit-Kind:" not in trailers
     status = json.loads(run_cli_inproc("status", "--json", cwd=project).stdout)
     assert status["last"]["kind"] == "step"  # a StepOutcome's JSON (docs/JSON.md): `kind`
+
+
+def test_the_slow_update_orders_pairs_as_the_prompt_shows_them():
+    """loop/epoch kept its own order (persistent failures before improvements), contradicting prompts.KIND_ORDER."""
+    from skillgit import prompts
+    from skillgit.loop import epoch
+
+    assert tuple(epoch.counts([])) == prompts.KIND_ORDER

@@ -24,7 +24,8 @@ from skillgit.records import EpochStep, UpdateRecord
 from skillgit.types import Edit, EditResult, Trajectory, is_failure
 
 REGION = "slow-update"
-ORDER = {"regressed": 0, "persistent_failure": 1, "improved": 2, "stable_success": 3}
+# the order pairs are shown to the teacher in (regressions first): prompts.KIND_ORDER, defined once
+ORDER = {kind: rank for rank, kind in enumerate(prompts.KIND_ORDER)}
 
 
 def slow_update_step(epoch: int) -> str:
