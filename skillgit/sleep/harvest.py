@@ -194,10 +194,10 @@ def _remote_matches(remote: str, keys: set[str]) -> bool:
 def git_remotes(path: str) -> list[str]:
     """The remote URLs of the git repository at `path` ([] when it is none or git fails)."""
     from skillgit.errors import SkillgitError
-    from skillgit.store.git import GitRepo
+    from skillgit.store.repository import open_repository
 
     try:
-        return GitRepo.open(Path(path)).remote_urls()
+        return open_repository(Path(path)).remote_urls()
     except (SkillgitError, OSError):
         return []
 

@@ -19,11 +19,12 @@ Contracts:
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from skillgit.agentic.spec import REPLAY_ENV as REPLAY_ENV
 from skillgit.agentic.spec import WORKSPACE_PREFIX
+from skillgit.types import known_fields
 
 Role = Literal["user", "assistant"]
 SkipReason = Literal["headless", "sidechain", "replay", "other-project", "empty"]
@@ -35,11 +36,6 @@ SKIP_REASONS: tuple[str, ...] = ("other-project", "replay", "sidechain", "headle
 REPLAY_MARKER = "[skillgit-replay]"
 REPLAY_WORKSPACE = re.compile(r"(^|[/\\])" + re.escape(WORKSPACE_PREFIX) + r"[0-9a-f]+([/\\]|$)")
 MALFORMED = "<malformed>"  # the unknown-record key for lines that are not JSON objects
-
-
-def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
 
 
 @dataclass(frozen=True)
@@ -59,7 +55,7 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        d = _known(cls, data)
+        d = known_fields(cls, data)
         d["paths"] = tuple(d.get("paths") or ())
         return cls(**d)
 
@@ -79,7 +75,7 @@ class ToolResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:
-        return cls(**_known(cls, data))
+        return cls(**known_fields(cls, data))
 
 
 @dataclass(frozen=True)
@@ -159,7 +155,7 @@ class Session:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Session:
-        d = _known(cls, data)
+        d = known_fields(cls, data)
         d["turns"] = tuple(Turn.from_dict(t) for t in data.get("turns") or ())
         d["unknown_records"] = dict(data.get("unknown_records") or {})
         return cls(**d)
