@@ -7,8 +7,9 @@ A reader is a loop over records that hands each one to the function for its type
 Invariants:
 - `TurnBuilder` never lets a tool result become a user turn: results attach to the agent turn in progress (a new,
   empty agent turn is opened when a result arrives first), and consecutive agent events merge into one turn. A skill
-  attaches to the agent turn in progress, or to the next one when none is open (a skill loaded before the agent
-  answered belongs to that answer); one `SkillUse` per (kind, name) per turn, a later one only fills a missing path.
+  attaches to the agent turn in progress, or to the next one when none is open or the person invoked it by a
+  command (a skill loaded before the agent answered belongs to that answer); one `SkillUse` per (kind, name) per
+  turn, a later one only fills a missing path.
 - `excerpt` keeps the head and the tail of long outputs, because test runners print their verdict last.
 - Nothing here raises on odd input: wrong types become empty strings, unparsable lines are counted by the caller.
 """
@@ -267,8 +268,10 @@ class TurnBuilder:
         self._open_agent(ts).results.append(result)
 
     def skill(self, use: SkillUse | None) -> None:
-        if use is not None:
-            _merge_skill(self._agent.skills if self._agent is not None else self._pending, use)
+        if use is None:
+            return
+        current = self._agent if use.how != "command" else None  # a command's skill serves the answer to it
+        _merge_skill(current.skills if current is not None else self._pending, use)
 
     def build(self) -> tuple[Turn, ...]:
         self._flush()

@@ -17,12 +17,15 @@ Contracts: a session with a `parentID` is a sub-agent (`sidechain`); ids sort in
 ordered by id; part types outside `KNOWN_PARTS` are counted as `part/<type>`; the database is opened read-only and
 columns newer than the reader's minimum are read only when present. Headless: `opencode run` creates its session
 with rules that deny `question` and `plan_enter` (nobody is there to answer; the TUI's sessions carry no rules),
-so such a session is `headless`, entrypoint `opencode run`.
+so such a session is `headless`, entrypoint `opencode run`. Skills (`Turn.skills`): OpenCode's `skill` tool
+(`{"name"}`; its output says `Base directory for this skill: <dir>`) and SKILL.md / AGENTS.md reads. OpenCode's
+own TUI commands (`/help`, `/models` …) never reach the database (seen with 1.18.33 in tmux).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -40,6 +43,7 @@ from skillgit.sleep.readers._common import (
 )
 
 SOURCE = "opencode"
+_SKILL_BASE = re.compile(r"^Base directory for this skill:\s*(\S[^\n]*)", re.MULTILINE)
 HEADLESS_DENIED = frozenset({"question", "plan_enter"})  # what `opencode run` denies up front
 KNOWN_PARTS = frozenset({
     "text", "tool", "reasoning", "step-start", "step-finish", "file", "patch", "snapshot", "agent", "subtask",
@@ -94,8 +98,10 @@ def _tool_part(draft: Draft, part: dict[str, Any], ts: str | None) -> None:
     state = as_dict(part.get("state"))
     call_id, name = str(part.get("callID") or ""), str(part.get("tool") or "")
     draft.turns.call(tool_call(name, state.get("input"), call_id), ts)
-    if name == "skill":  # OpenCode's skill tool: {"name": <skill>}
-        draft.turns.skill(skill_named(as_dict(state.get("input")).get("name"), "tool"))
+    if name == "skill":  # OpenCode's skill tool: {"name": <skill>}; its output names the folder
+        folder = _SKILL_BASE.search(str(state.get("output") or ""))
+        path = f"{folder.group(1).strip()}/SKILL.md" if folder else None
+        draft.turns.skill(skill_named(as_dict(state.get("input")).get("name"), "tool", path))
     if state.get("status") in ("completed", "error"):
         code = as_dict(state.get("metadata")).get("exit")
         output = state.get("output") if state.get("status") == "completed" else state.get("error")
