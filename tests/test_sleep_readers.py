@@ -93,6 +93,20 @@ def test_copilot_clis_own_commands_and_interrupts_are_not_requests():
     assert "moved to background" not in " ".join(said(session))
 
 
+
+def test_a_codex_interrupt_is_not_a_request(tmp_path):
+    """Esc in the Codex TUI writes a `<turn_aborted>` user item and a `turn_aborted` event (codex-rs
+    `core/src/tasks/mod.rs`); neither is the person's."""
+    source = next((FIXTURES / "codex").glob("rollout-*.jsonl"))
+    before = said(read("codex", source))
+    aborted = [{"timestamp": "2025-10-01T09:09:00.000Z", "type": "response_item", "payload": {
+                   "type": "message", "role": "user", "content": [{"type": "input_text", "text":
+                   "<turn_aborted>\n  <turn_id>1</turn_id>\n  <reason>interrupted</reason>\n</turn_aborted>"}]}},
+               {"timestamp": "2025-10-01T09:09:00.001Z", "type": "event_msg",
+                "payload": {"type": "turn_aborted", "reason": "interrupted"}}]
+    path = _write(tmp_path / source.name, [*map(json.loads, source.read_text().splitlines()), *aborted])
+    assert said(read("codex", path)) == before and before
+
 # ------------------------------------------------------------------------------------------------ item 4
 def _cursor_home(home: Path, workspace: Path) -> Path:
     """The fixture project's transcripts under `home/.cursor/projects/<slug of workspace>/`, naming `workspace`."""
