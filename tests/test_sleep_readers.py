@@ -86,6 +86,35 @@ def test_slash_commands_in_older_and_newer_claude_files_are_dropped_and_a_custom
     assert said(alone) == ["Hi."]
 
 
+
+def test_seven_interactive_sessions_ending_in_exit_mine_no_exit_task_and_mcp_makes_no_correction(tmp_path):
+    """The issue's night: `/exit` in 7 sessions was mined as a recurring task; `/mcp` before a request made the
+    request a "correction" of the work before it; an interrupt inflated the turn count and failed the work."""
+    from skillgit.sleep import HarvestState, mine, split_units
+    from tests.test_sleep_harvest import ClaudeSession
+
+    repo = make_repo(tmp_path / "repo")
+    home = tmp_path / "home"
+    exit_ = "<command-name>/exit</command-name>\n<command-message>exit</command-message>\n<command-args></command-args>"
+    bye = "<local-command-stdout>Bye!</local-command-stdout>"
+    for n in range(7):
+        session = ClaudeSession(f"s{n}", repo, start_minute=n, day=f"2025-10-{n + 1:02d}")
+        session.user(f"Rename helper{n} to util{n} in src/app.py").edit("src/app.py").say("Renamed.")
+        if n == 0:
+            session.user("<command-name>/mcp</command-name>").user(bye.replace("Bye!", "No MCP servers"))
+            session.user("Now add a docstring to util0").say("Added.")
+            session.user("[Request interrupted by user for tool use]")
+        session.user(exit_).user(bye).write(home)
+    result = harvest(["claude"], home, repo, [], HarvestState(), remote_lookup=None, inbox=False)
+    assert len(result.sessions) == 7
+    units = [u for s in result.sessions for u in split_units(s)]
+    assert not [u for u in units if "exit" in u.request or "interrupted" in u.request]
+    assert len(units) == 8 and all(u.corrections == 0 for u in units)
+    first = next(s for s in result.sessions if s.session_id == "s0")
+    assert first.user_turn_count == 2
+    tasks = mine(result.sessions, min_sessions=2).tasks
+    assert not [t for t in tasks if "/exit" in t.prompt or "exit" == t.prompt.strip()]
+
 def test_copilot_clis_own_commands_and_interrupts_are_not_requests():
     log = next((FIXTURES / "copilot-cli" / "commands").rglob("events.jsonl"))
     session = read("copilot-cli", log)
