@@ -229,23 +229,6 @@ def test_the_session_end_hook_skips_a_session_that_left_no_transcript(make_repo,
     assert [e.session_id for e in read_inbox(repo)[0]] == ["s-r"]
 
 
-def test_the_inbox_reader_and_writer_keep_one_entry_per_session_and_transcript(make_repo):
-    from skillgit.integrations.inbox import record
-
-    repo = make_repo()
-    first = record(repo, "s-1", "/t/a.jsonl", str(repo), ended="2026-01-01T00:00:00Z")
-    assert record(repo, "s-1", "/t/a.jsonl", str(repo), ended="2026-01-02T00:00:00Z") == first  # nothing appended
-    record(repo, "s-2", "/t/b.jsonl", str(repo))
-    assert len(inbox_path(repo).read_text().splitlines()) == 2
-    # lines two hooks of an older install wrote: one entry each, in first place, with the latest `ended`
-    with inbox_path(repo).open("a") as fh:
-        fh.write(json.dumps({"session_id": "s-1", "transcript_path": "/t/a.jsonl", "cwd": str(repo),
-                             "ended": "2026-01-03T00:00:00Z"}) + "\n")
-    entries, bad = read_inbox(repo)
-    assert bad == 0 and [(e.session_id, e.ended) for e in entries][0] == ("s-1", "2026-01-03T00:00:00Z")
-    assert [e.session_id for e in entries] == ["s-1", "s-2"]
-
-
 def test_the_session_end_hook_never_fails_blocks_or_writes_outside_a_repository(tmp_path):
     outside = tmp_path / "plain"
     outside.mkdir()

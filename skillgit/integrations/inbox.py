@@ -4,11 +4,6 @@ The Claude Code SessionEnd hook (`assets.SESSION_END_HOOK`) appends one JSON lin
 `<git-common-dir>/skillgit/sleep/inbox.jsonl`: `{"session_id", "transcript_path", "cwd", "ended"}` (`ended` is
 UTC ISO-8601). This module reads it (tolerantly: a bad line is counted and skipped, never fatal) and can append to
 it from Python with the same shape (`record`), for agents whose hooks call skillgit instead of bash.
-
-One entry per (session_id, transcript_path): the hook installed in two scopes records a session twice, and a
-session resumed and ended again before the next harvest adds nothing new (its transcript is read whole), so
-`read_inbox` keeps one entry per key (the latest `ended`, at its first place) and `record` does not append a key
-already waiting.
 """
 
 from __future__ import annotations
@@ -34,11 +29,6 @@ class InboxEntry:
         return {"session_id": self.session_id, "transcript_path": self.transcript_path, "cwd": self.cwd,
                 "ended": self.ended}
 
-    @property
-    def key(self) -> tuple[str, str]:
-        """What makes two lines the same entry: the session and its transcript."""
-        return self.session_id, self.transcript_path
-
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> InboxEntry:
         values = {k: data.get(k) for k in ("session_id", "transcript_path", "cwd", "ended")}
@@ -52,28 +42,21 @@ def read_inbox(root: Path) -> tuple[list[InboxEntry], int]:
     path = inbox_path(root)
     if not path.is_file():
         return [], 0
-    entries: dict[tuple[str, str], InboxEntry] = {}
-    bad = 0
+    entries, bad = [], 0
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if not line.strip():
             continue
         try:
-            entry = InboxEntry.from_dict(json.loads(line))
+            entries.append(InboxEntry.from_dict(json.loads(line)))
         except (ValueError, TypeError, AttributeError):
             bad += 1
-            continue
-        entries[entry.key] = entry  # a repeated key keeps its first place and the latest line
-    return list(entries.values()), bad
+    return entries, bad
 
 
 def record(root: Path, session_id: str, transcript_path: str, cwd: str, ended: str | None = None) -> InboxEntry:
-    """Append one entry (what the bash hook does) and return it; an entry of the same key already waiting is
-    returned instead, and nothing is appended."""
+    """Append one entry (what the bash hook does) and return it."""
     entry = InboxEntry(session_id, transcript_path, cwd,
                        ended or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    waiting = next((e for e in read_inbox(root)[0] if e.key == entry.key), None)
-    if waiting is not None:
-        return waiting
     path = inbox_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as fh:  # one short write in append mode: lines never interleave

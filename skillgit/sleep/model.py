@@ -15,9 +15,9 @@ Contracts:
 - `unknown_records` counts record types the reader did not recognise (and `<malformed>` for unparsable lines);
   `total_records` is the number of records read, so a caller can tell a format change from noise.
 - `Turn.skills` are the skills (`SKILL.md` packages) and instruction files (`AGENTS.md`, …) the agent used in that
-  assistant turn, as the source recorded them (`SkillUse`); `Session.skills` lists them once each, in order. Mining
-  routes a task to the skills its answer used. A turn without skills serialises without the key, so digests of
-  older sessions do not change.
+  assistant turn, as the source recorded them (`SkillUse`); `Session.skills` lists them once each, in order (what
+  a skill library needs to route a mined task to the skills its answer used). A turn without skills serialises
+  without the key, so digests of older sessions do not change.
 """
 
 from __future__ import annotations

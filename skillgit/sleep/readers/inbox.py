@@ -1,6 +1,6 @@
 """The sleep inbox, harvest's side: read the transcript paths agents recorded, then trim what was harvested.
 
-Not a session reader (not one of `readers()`): the second place harvest finds session files, next to each reader's
+Not a session reader (it is not in `READERS`): the second place harvest finds session files, next to each reader's
 `discover` under a home folder. The SessionEnd hook (`skillgit.integrations.assets.SESSION_END_HOOK`) and
 `skillgit.integrations.inbox.record` append `{"session_id", "transcript_path", "cwd", "ended"}` lines to
 `<git-common-dir>/skillgit/sleep/inbox.jsonl`; a path listed there is harvested even when it lies outside the
