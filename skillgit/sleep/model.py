@@ -184,6 +184,12 @@ class Session:
     def user_turn_count(self) -> int:
         return self.user_turns_seen if self.user_turns_seen is not None else len(self.user_turns)
 
+    def first_user_text(self) -> str:
+        return next((t.text for t in self.turns if t.role == "user" and t.text.strip()), "")
+
+    def with_(self, **changes: Any) -> Session:
+        return replace(self, **changes)
+
     @property
     def skills(self) -> tuple[SkillUse, ...]:
         """Every skill the session's turns used, once per (kind, name), in the order first used."""
@@ -192,12 +198,6 @@ class Session:
             for use in turn.skills:
                 seen.setdefault((use.kind, use.name), use)
         return tuple(seen.values())
-
-    def first_user_text(self) -> str:
-        return next((t.text for t in self.turns if t.role == "user" and t.text.strip()), "")
-
-    def with_(self, **changes: Any) -> Session:
-        return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
