@@ -25,7 +25,7 @@ CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillg
 SET = typer.Option(None, "--set", "-s", help="Override a config key: --set train.batch_size=20 (repeatable).")
 HOME = typer.Option(None, "--home", help="Whose agent sessions to read (default: sleep.home, else ~).")
 SOURCES = typer.Option(None, "--sources", help="Session sources, comma-separated or repeated: claude, codex, "
-                                               "copilot-vscode, copilot-cli, cursor, opencode (default: all).")
+                                               "copilot-cli, opencode, copilot-vscode, cursor (default: all).")
 DATE = typer.Option(None, "--date", help="The night, YYYY-MM-DD (default: today).")
 JSON = typer.Option(False, "--json", help="Print JSON on stdout.")
 TASKS = typer.Option(None, "--tasks", help="The mined task file (default: sleep.tasks_file, "
