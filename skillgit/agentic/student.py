@@ -271,8 +271,7 @@ class AgentStudent:
                 raise
             agent_trace, seconds, stopped = self._agent(spec, skill, ws, env, sample)
             timings["agent"] = seconds
-            diff = GitRepo.open(ws).workspace_diff(exclude=[rel_install.split("/")[0],
-                                                            *self.workspaces.hidden(spec)])
+            diff = self.workspaces.diff(ws, exclude=[rel_install.split("/")[0], *self.workspaces.hidden(spec)])
             started = time.monotonic()
             try:
                 score = verify.verify(spec.verify, ws, env, wrap=lambda c: str(tracked(ws.parent, c)), record=ws.parent)
