@@ -74,6 +74,7 @@ from skillgit import package, process
 from skillgit.agentic.spec import WORKSPACE_PREFIX, AgenticSpec
 from skillgit.errors import ConfigError
 from skillgit.llm import command
+from skillgit.llm.base import LLMError
 from skillgit.store.git import GitError, GitRepo
 from skillgit.store.lock import alive
 
@@ -583,4 +584,7 @@ class Workspaces:
             slot = self._open.get(ws)
         if slot is None or slot.repo is None:
             raise ValueError(f"{ws} is not a workspace open in this pool")
+        if ws.is_symlink() or not ws.is_dir():  # nothing of skillgit's may run where such a link points
+            raise LLMError(f"the agent removed or replaced its workspace folder {ws}", "the rollout is not "
+                           "verified; see what the skill tells the agent to delete", kind="agent")
         return slot.repo.changes_since(slot.pristine, slot.base, exclude)
