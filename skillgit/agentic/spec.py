@@ -9,9 +9,9 @@ A task row (JSONL/YAML) is agentic when it has `workspace` or `verify`:
             "result": "pytest" | "exit_code" | "junit:<path>" | "json", "feedback": "summary" | "full" | "none"}}
 ```
 `fixture` is a folder relative to the task file that resolves (links followed) inside the task file's folder or the
-project (the links inside it are checked when it is copied: `workspace.copy_fixture`); `repo` a git repository
-(relative to the project root) checked out at `rev` in a throwaway `git worktree`. A leading `python` in a command
-means the interpreter running skillgit.
+project (the links inside it are checked when it is copied: `workspace.check_fixture`); `repo` a git repository
+(relative to the project root) whose `rev` a pooled workspace is reset to (`workspace.Workspaces`). A leading
+`python` in a command means the interpreter running skillgit.
 `workspace.paths` (optional) names the files and folders, relative to the repository's (or fixture's) root, that the
 task needs: the workspace then holds only those (a sparse checkout: a big repository costs what the task reads).
 Each is a plain path (no glob, no `..`, no leading `/`) that must exist at the task's revision.

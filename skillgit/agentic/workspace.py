@@ -462,6 +462,11 @@ class Workspaces:
         """Remove this pool (module docstring); the workspaces are closed for good."""
         self._finalizer()
 
+    @property
+    def pool_folder(self) -> Path | None:
+        """This pool's folder (`<root>/<pid>-<random>`), None before its first rollout."""
+        return self._pool.folder
+
     def _source_repo(self, folder: Path) -> GitRepo:
         key = str(folder.resolve())
         with self._lock:
