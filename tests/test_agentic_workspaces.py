@@ -77,11 +77,18 @@ if action == "dirty":
     open("lib/more.py", "a").write("# hidden by skip-worktree\\n")
     g("update-index", "--skip-worktree", "lib/more.py")
     open(".skill/demo/agent-note.md", "w").write("left by the agent\\n")
+    open(os.path.join(os.environ["HOME"], "agent-memory.md"), "w").write("remember\\n")
+    os.makedirs(os.path.join(os.environ["CLAUDE_CONFIG_DIR"], "projects"), exist_ok=True)
+    open(os.path.join(os.environ["CLAUDE_CONFIG_DIR"], "projects", "session.jsonl"), "w").write("{}\\n")
+    open("../prompt-left.txt", "w").write("next to the workspace\\n")
 elif action == "look":
     skill = sorted(os.path.relpath(os.path.join(d, f), ".skill/demo")
                    for d, _, fs in os.walk(".skill/demo") for f in fs)
     inodes = {p: [os.lstat(p).st_ino, os.lstat(p).st_mtime_ns] for p in files() if not p.endswith("/")}
-    report = {"slot": slot, "files": files(), "inodes": inodes, "head": g("rev-parse", "HEAD").strip(),
+    home = sorted(os.path.relpath(os.path.join(d, f), os.environ["HOME"])
+                  for d, _, fs in os.walk(os.environ["HOME"]) for f in fs)
+    report = {"slot": slot, "files": files(), "home": home, "beside": sorted(os.listdir("..")), "inodes": inodes,
+              "head": g("rev-parse", "HEAD").strip(),
               "refs": g("for-each-ref", "--format=%(refname)").split(), "stash": g("stash", "list"),
               "leak": g("config", "--get", "user.leak", check=False), "skill": skill,
               "hooks": sorted(os.listdir(".git/hooks")) if os.path.isdir(".git/hooks") else [],
@@ -202,6 +209,8 @@ def test_nothing_a_rollout_leaves_reaches_the_next_rollout_in_the_same_pooled_wo
     assert seen["stash"] == "" and seen["leak"] == "" and seen["hooks"] == [] and seen["flags"] == []
     assert seen["status"] == ""
     assert seen["skill"] == ["SKILL.md"]  # skill B only: nothing of A's package nor what the agent added to it
+    assert seen["home"] == [".gitconfig"]  # a fresh hermetic home: no memory, no session of the last rollout
+    assert "prompt-left.txt" not in seen["beside"]  # nor anything it left beside the workspace
     assert _untouched(project) == before  # and the user's repository saw none of it
     student.workspaces.close()
     assert not student.workspaces.root.exists()

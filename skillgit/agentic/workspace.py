@@ -6,7 +6,9 @@ Contract:
   rollout on, one pool folder `<pid>-<random>/` holding
     `store/`     fixture snapshots: a fixture folder is copied once per content (`copy_fixture`, file by file a
                  copy-on-write clone where the file system offers one: `cow_copy`) and committed byte for byte;
-    `<n>/ws`     workspace n; `<n>/pgid` and `<n>/proc-scopes.jsonl` record the commands run in it (below);
+    `<n>/ws`     workspace n; beside it the rollout's own files: `<n>/pgid` and `<n>/proc-scopes.jsonl` record
+                 the commands run in it (below), `<n>/home` is the agent's hermetic home (`agents.profile`), and
+                 the prompt file;
     `<n>.base/`  workspace n's pristine git metadata and index (out of reach of a command's `..`).
 - A workspace is a repository of its own that borrows its source's objects (the task's `repo`, or `store/`)
   through git's alternates (`GitRepo.init_workspace`): its refs, stash, tags, config, hooks, reflogs and objects
@@ -37,7 +39,8 @@ Contract:
   group id to `<folder>/pgid` before it executes (a shell `exec`: the group leader is the command itself), and runs
   with `process.run(…, record=folder)`, which appends its scope id and cgroup to `<folder>/proc-scopes.jsonl`
   before it starts (`process` module docstring: the nets that also find children that left the group by `setsid`).
-  A reset clears both files: `process.run` left nothing of the previous rollout running.
+  A reset removes everything in `<n>/` but `ws` (records, home, prompt: the next rollout's agent starts from a
+  fresh home): `process.run` left nothing of the previous rollout running.
 - The pool is removed by `close()`, when the object is collected, or when the interpreter exits; `keep`
   (`--keep-workspaces`, for debugging) gives every rollout a new workspace that is never reset nor removed. A
   process killed mid-rollout (kill -9) leaves its pool behind, and what its commands started running in it.
@@ -529,8 +532,9 @@ class Workspaces:
 
     def _reset(self, slot: _Slot, source: _Source, spec: AgenticSpec) -> None:
         assert slot.repo is not None
-        for name in (PGID_FILE, process.RECORD_FILE):  # the last rollout's commands were all ended by process.run
-            (slot.folder / name).unlink(missing_ok=True)
+        for entry in slot.folder.iterdir():  # records, the agent's home, the prompt: all the last rollout's
+            if entry.name != "ws":  # (its commands were all ended by process.run)
+                _rmtree(entry)
         slot.repo.reset_workspace(slot.pristine, source.commit)
         slot.base = source.commit
         for rel in source.empty:
