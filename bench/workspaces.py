@@ -52,6 +52,7 @@ from skillgit.agentic.spec import AgenticSpec  # noqa: E402
 from skillgit.agentic.student import AgentStudent  # noqa: E402
 from skillgit.config import CommandCfg  # noqa: E402
 from skillgit.store.git import GitRepo  # noqa: E402
+from skillgit.store.lock import alive  # noqa: E402
 from skillgit.tasks import load_items  # noqa: E402
 from skillgit.types import Item  # noqa: E402
 
@@ -122,6 +123,10 @@ class WorktreeWorkspaces:
     def __init__(self, repo: GitRepo, skill_path: str):
         self.repo, self.skill_path = repo, skill_path
         self.root = Path(tempfile.gettempdir()) / f"skillgit-bench-wt-{os.getpid()}"
+        for stale in self.root.parent.glob("skillgit-bench-wt-*"):  # what a killed run of this bench left
+            pid = stale.name.rsplit("-", 1)[1]
+            if pid.isdigit() and not alive(int(pid)):
+                shutil.rmtree(stale, ignore_errors=True)
 
     def hidden(self, spec: AgenticSpec) -> list[str]:
         return [self.skill_path]
