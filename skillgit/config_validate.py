@@ -15,8 +15,8 @@ import types
 import typing
 from typing import Any, Callable, Iterable, Union
 
+from skillgit.backend_table import names_for
 from skillgit.errors import ConfigError
-from skillgit.llm.registry import names_for
 
 SCORER_TYPES = ("exact", "normalized", "contains", "regex", "numeric", "f1", "json_field", "python", "command")
 REWRITE_MODES = ("rewrite_from_suggestions", "full_rewrite_minibatch")
@@ -25,7 +25,7 @@ GATE_MODES = ("strict", "paired", "significance", "per_item", "two_split")
 
 # Keys are "generic" dotted paths: model.teacher.X and model.student.X are both written model.*.X.
 ENUMS: dict[str, tuple[str, ...]] = {
-    # the backend registry is the one list of backend names and the roles each may play
+    # the backend table (read by the registry, llm/registry.py) is the one list of backend names and their roles
     "model.teacher_backend": names_for("teacher"),
     "model.student_backend": names_for("student"),
     "model.*.api": ("chat", "responses"),

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from skillgit.cli.demo import create_project
 from skillgit.config import EvaluationCfg, SimulatedCfg
-from skillgit.demo import create_project
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.loop import gate
 from skillgit.project import open_project

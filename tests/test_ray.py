@@ -23,7 +23,7 @@ ray = pytest.importorskip("ray")
 
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from skillgit.demo import create_project  # noqa: E402
+from skillgit.cli.demo import create_project  # noqa: E402
 from skillgit.errors import SkillgitError  # noqa: E402
 from skillgit.executor import RayExecutor, RemoteStudent, ray_target, run_task  # noqa: E402
 from skillgit.project import open_project  # noqa: E402

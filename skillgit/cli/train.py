@@ -265,8 +265,8 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
                                                                "tasks in real repositories (simulated agent, real "
                                                                "pytest verifiers).")) -> None:
     """Train a skill offline on the simulated world (no API key): shows log, diff and test before → after."""
+    from skillgit.cli.demo import run_demo
     from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
-    from skillgit.demo import run_demo
 
     display = RunDisplay(console.err)
     run_demo(dir_, seed=seed, steps=steps or (6 if agentic else 8), display=display, agentic=agentic)
