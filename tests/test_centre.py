@@ -152,7 +152,8 @@ def test_the_git_layer_does_not_reach_the_model_layer():
 
 def test_modes_and_epoch_do_not_know_the_trainer():
     graph = import_graph()
-    for module in ("skillgit.loop.modes", "skillgit.loop.epoch", "skillgit.loop.decide", "skillgit.loop.stages"):
+    for module in ("skillgit.loop.modes", "skillgit.loop.epoch", "skillgit.loop.decide", "skillgit.loop.stages",
+                   "skillgit.loop.resume", "skillgit.loop.background", "skillgit.loop.field", "skillgit.loop.final"):
         assert "skillgit.loop.run" not in graph[module], module
 
 

@@ -60,7 +60,7 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         review = review_branch.prepare_project(_project(repo, config, overrides), branch, create=not dry_run)
         overrides += [f"skill.branch={review.head}"] if review.exists else []
     project = _project(repo, config, overrides)
-    session = open_session(project)
+    session = open_session(project, roles=() if dry_run else ("student", "teacher"))  # a dry run calls no model
     if dry_run:
         from skillgit.loop.plan import estimate
 
@@ -126,7 +126,7 @@ def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step 
     if split not in ("val", "test", "train"):
         raise SkillgitError(f"unknown split '{split}'", "use --split val, test or train")
     project = _project(repo, config, _overrides(set_, None))
-    session = open_session(project)
+    session = open_session(project, roles=("student",))
     cfg = project.config
     text = session.store.read_skill(None if rev == "HEAD" else rev)
     splits = {"train": list(session.splits.train), "val": list(session.splits.val), "test": list(session.splits.test)}
