@@ -17,11 +17,16 @@ from typing import Any, Callable, Iterable, Union
 
 from skillgit.backend_table import names_for
 from skillgit.errors import ConfigError
+from skillgit.scorers import SCORER_TYPES
 
-SCORER_TYPES = ("exact", "normalized", "contains", "regex", "numeric", "f1", "json_field", "python", "command")
-REWRITE_MODES = ("rewrite_from_suggestions", "full_rewrite_minibatch")
-# evaluation.gate: one or more of these, joined with '+' or as a list (checked by EvaluationCfg.parse_gate)
+# Vocabularies derived from their registries: backend names (`backend_table`, read by `llm/registry.py`) and scorer
+# types (`scorers._REGISTRY`). Two live above the config, in modules that read it (importing them here would be a
+# cycle), so their names are listed here once: the gate's checks (`loop/gate._CHECKS`, which tests/test_centre.py
+# checks against this list; `evaluation.gate` is one or more, joined with '+' or as a list: EvaluationCfg.parse_gate)
+# and the update modes (`loop/modes.propose_update`; tests/test_train.py trains in each).
 GATE_MODES = ("strict", "paired", "significance", "per_item", "two_split")
+REWRITE_MODES = ("rewrite_from_suggestions", "full_rewrite_minibatch")
+UPDATE_MODES = ("patch", *REWRITE_MODES)
 
 # Keys are "generic" dotted paths: model.teacher.X and model.student.X are both written model.*.X.
 ENUMS: dict[str, tuple[str, ...]] = {
@@ -37,7 +42,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "optimizer.lr_scheduler": ("constant", "linear", "cosine", "autonomous"),
     "env.executor": ("threads", "ray"),
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),
-    "optimizer.skill_update_mode": ("patch", *REWRITE_MODES),
+    "optimizer.skill_update_mode": UPDATE_MODES,
     "evaluation.gate_metric": ("hard", "soft", "mixed"),
     "evaluation.gate_test": ("stderr", "permutation"),
     "env.scorer.type": SCORER_TYPES,

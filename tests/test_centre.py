@@ -150,6 +150,20 @@ def test_the_git_layer_does_not_reach_the_model_layer():
     assert not {"skillgit.llm", "skillgit.prompts", "skillgit.loop", "skillgit.cli"} & seen, sorted(seen)
 
 
+def test_closed_vocabularies_come_from_their_registries():
+    """Config validation accepts exactly what the registries implement: backend names and scorer types are the
+    registries' own tuples; the gate's checks (whose registry reads the config) agree with the listed modes."""
+    from skillgit import backend_table, config_validate, scorers
+    from skillgit.llm import registry
+
+    assert config_validate.ENUMS["model.teacher_backend"] == registry.names_for("teacher")
+    assert config_validate.ENUMS["model.student_backend"] == registry.names_for("student")
+    assert registry.names_for is backend_table.names_for
+    assert config_validate.ENUMS["env.scorer.type"] is scorers.SCORER_TYPES == tuple(scorers._REGISTRY)
+    assert set(gate._CHECKS) == set(config_validate.GATE_MODES)
+    assert EvaluationCfg(gate="two_split+strict").gate == ("two_split", "strict")
+
+
 def test_modes_and_epoch_do_not_know_the_trainer():
     graph = import_graph()
     for module in ("skillgit.loop.modes", "skillgit.loop.epoch", "skillgit.loop.decide", "skillgit.loop.stages",
