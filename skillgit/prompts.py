@@ -167,6 +167,7 @@ def block_rejected(rejected: list[RejectedEdit]) -> str:
     return container("rejected_edits", children)
 
 
+# A before/after pair's kinds (`loop/epoch.compare`), in the order the teacher reads them and the epoch counts them.
 KIND_ORDER = ("regressed", "improved", "persistent_failure", "stable_success")
 
 
