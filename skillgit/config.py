@@ -63,6 +63,9 @@ class CommandCfg:
     sandbox: str = "workspace-write"  # codex exec -s
     output: str = ""  # how to read the agent's stdout (claude-stream | codex-json | copilot-json | opencode-json |
     #                   text); empty: the preset's
+    # hermetic: every rollout gets a fresh config home and the agent's isolation switches (no user skills, hooks,
+    # memory, plugins or MCP servers); user: the user's own profile (recorded in the agent's fingerprint)
+    profile: str = "hermetic"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import types
 import typing
 from typing import Any, Callable, Iterable, Union
 
+from skillgit.agents import registry as agents
 from skillgit.backend_table import names_for
 from skillgit.errors import ConfigError
 from skillgit.scorers import SCORER_TYPES
@@ -35,10 +36,9 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "model.student_backend": names_for("student"),
     "model.*.api": ("chat", "responses"),
     "model.*.json_mode": ("auto", "json_schema", "json_object_schema", "json_object", "prompt"),
-    "model.*.command.preset": ("claude", "codex", "copilot", "opencode", "simulated", "generic"),
     "model.*.command.permission_mode": ("acceptEdits", "auto", "default", "dontAsk", "plan"),
     "model.*.command.sandbox": ("read-only", "workspace-write"),
-    "model.*.command.output": ("", "claude-stream", "codex-json", "copilot-json", "opencode-json", "text"),
+    "model.*.command.profile": agents.PROFILES,
     "optimizer.lr_scheduler": ("constant", "linear", "cosine", "autonomous"),
     "env.executor": ("threads", "ray"),
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),
@@ -47,6 +47,18 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "evaluation.gate_test": ("stderr", "permutation"),
     "env.scorer.type": SCORER_TYPES,
 }
+# Lists owned by the agent registry, read when a value is checked (an agent registered at run time is allowed).
+DYNAMIC_ENUMS: dict[str, Callable[[], tuple[str, ...]]] = {
+    "model.*.command.preset": agents.student_names,
+    "model.*.command.output": lambda: ("", *agents.trace_formats()),
+}
+
+
+def allowed_values(generic: str) -> tuple[str, ...] | None:
+    """The allowed values of the generic dotted key, or None when any value goes."""
+    if generic in DYNAMIC_ENUMS:
+        return DYNAMIC_ENUMS[generic]()
+    return ENUMS.get(generic)
 
 
 def generic_key(dotted: str) -> str:
@@ -194,7 +206,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
 def check_field(key: str, value: Any, default: Any = None) -> None:
     """Allowed values and ranges of one already-typed field."""
     generic = generic_key(key)
-    allowed = ENUMS.get(generic)
+    allowed = allowed_values(generic)
     if allowed is not None and value not in allowed:
         close = difflib.get_close_matches(str(value), allowed, n=1, cutoff=0.6)
         raise ConfigError(f"{key}: {_short(value)} is not one of {', '.join(allowed)}",
@@ -295,14 +307,17 @@ def check_config(cfg: Any) -> None:
     _no_prompt_in_shell(model.student.command.argv)
     if model.student_backend == "command":
         command = model.student.command
+        answers = agents.answer_names()
         if command.preset == "generic" and not command.argv:
             raise ConfigError("model.student.command.argv: student_backend 'command' with preset 'generic' "
                               "needs the command to run",
-                              "set model.student.command.preset: claude|codex, or argv: [my-agent, '{prompt}']")
-        if command.preset not in ("claude", "codex", "generic"):
+                              f"set model.student.command.preset: {'|'.join(a for a in answers if a != 'generic')}, "
+                              "or argv: [my-agent, '{prompt}']")
+        if command.preset not in answers:
             raise ConfigError(f"model.student.command.preset: '{command.preset}' is an agent preset",
-                              "use student_backend: agent for coding agents on agentic tasks (claude, codex, copilot, "
-                              "opencode, simulated), or preset claude|codex|generic with student_backend: command")
+                              f"use student_backend: agent for coding agents on agentic tasks "
+                              f"({', '.join(agents.student_names())}), or preset {'|'.join(answers)} with "
+                              "student_backend: command")
     for side in ("teacher", "student"):
         backend = getattr(model, f"{side}_backend")
         name = getattr(model, f"{side}_model")

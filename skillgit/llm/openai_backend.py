@@ -6,7 +6,10 @@ Contracts (besides the `LLM` protocol of base.py):
   `azure_endpoint` (or `provider="azure"`) selects the Azure client: `api_version` is sent as `?api-version=`,
   `azure_deployment` goes into the path, and either `api_key` or `azure_ad_token_provider` authenticates.
 - The SDK's own retries are off (`max_retries=0`): `retry.RetryingLLM` is the only retry layer, so every attempt
-  is counted. `cfg.timeout_s` bounds each attempt.
+  is counted. `cfg.timeout_s` bounds each attempt; a server on this machine (`base_url` on 127.0.0.1, ::1 or
+  localhost: llama.cpp, Ollama, LM Studio on a CPU) left at the default 120 s gets `LOCAL_TIMEOUT_S` instead (a
+  1.5B teacher on 2 cores took 125-150 s for one reflect reply), and its timeout's hint says what to raise and
+  why a retry at the same limit queues behind the abandoned call.
 - Chat Completions by default; the Responses API when `cfg.api == "responses"`. temperature, max tokens, seed and
   `reasoning_effort` are sent only when set (request values override the config's). Max tokens go out as
   `max_completion_tokens` to OpenAI and Azure (reasoning models refuse `max_tokens`) and as `max_tokens` to other
@@ -57,6 +60,8 @@ RESPONSES_LADDER = ("json_schema", "json_object", "prompt")
 JSON_MODES = ("auto", *CHAT_LADDER)
 DEFAULT_AZURE_API_VERSION = "2024-10-21"  # GA; supports json_schema and max_completion_tokens
 AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
+LOCAL_TIMEOUT_S = 900.0  # seconds per attempt for a server on this machine when timeout_s is left at its default
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 _REFUSED = (400, 422)  # the server understood the request and refuses it: a form it does not support
 # An error naming the structured-output form is a refusal whatever its status (llama.cpp: 500 on json_schema).
 _NAMES_FORMAT = re.compile(r"response[_ ]?format|json[_ ]?(?:schema|object|mode)|\bschema\b|\bgrammar\b|"
@@ -116,6 +121,20 @@ def _refuses_format(exc: BaseException) -> bool:
     return exc.status_code not in (401, 403, 404, 408, 409, 429) and bool(_NAMES_FORMAT.search(_status_detail(exc)))
 
 
+def _is_loopback(base_url: str | None) -> bool:
+    host = (urlsplit(base_url).hostname or "").lower() if base_url else ""
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def effective_timeout(cfg: BackendCfg, base_url: str | None) -> float:
+    """Seconds per attempt: `cfg.timeout_s`, except that a server on this machine left at the default gets
+    `LOCAL_TIMEOUT_S` (see the module contract). Set `timeout_s` to any other value to have exactly that."""
+    default = BackendCfg.__dataclass_fields__["timeout_s"].default
+    if _is_loopback(base_url) and cfg.timeout_s == default:
+        return LOCAL_TIMEOUT_S
+    return cfg.timeout_s
+
+
 def _schema_name(stage: str) -> str:
     return (re.sub(r"[^A-Za-z0-9_-]", "_", stage)[:64] or "reply") if stage else "reply"
 
@@ -142,7 +161,9 @@ class OpenAIBackend:
         self.prices = prices
         self._secret = api_key
         self._uses_entra = self.azure and not api_key and azure_ad_token_provider is not None
-        common: dict[str, Any] = {"timeout": self.cfg.timeout_s, "max_retries": 0}
+        self.local = _is_loopback(base_url)
+        self.timeout_s = effective_timeout(self.cfg, base_url)
+        common: dict[str, Any] = {"timeout": self.timeout_s, "max_retries": 0}
         self.deployment: str | None = None
         self.api_version: str | None = None
         self.client: openai.OpenAI  # AzureOpenAI is one
@@ -385,6 +406,10 @@ class OpenAIBackend:
         if kind == "rate_limit":
             return f"retried automatically; lower {where}.concurrency if it persists"
         if kind == "timeout":
+            if self.local:
+                return (f"a model on this machine answered slower than {where}.timeout_s ({self.timeout_s:g} s): "
+                        f"raise {where}.timeout_s (or lower {where}.max_tokens); a retry queues behind the "
+                        "abandoned call on a one-request-at-a-time server such as llama.cpp")
             return f"retried automatically; raise {where}.timeout_s for slow models"
         if kind == "connection":
             return f"is the server at {self.endpoint} running and reachable? check {where}.base_url"
@@ -400,7 +425,7 @@ class OpenAIBackend:
         import openai
 
         if isinstance(exc, openai.APITimeoutError):
-            return self._error(f"no answer within {self.cfg.timeout_s:g}s", "timeout", retryable=True)
+            return self._error(f"no answer within {self.timeout_s:g}s", "timeout", retryable=True)
         if isinstance(exc, openai.APIConnectionError):
             return self._error(f"cannot reach {self.endpoint}: {exc.__cause__ or exc}", "connection",
                                retryable=True)
