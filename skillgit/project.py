@@ -1,7 +1,7 @@
 """Finding the project a command works on: the git repository around a folder and its skillgit.yaml.
 
-Path logic, one `git rev-parse` (through `skillgit.process`) and config loading; no git library here (the store
-opens the repository itself).
+Path logic, one `git rev-parse --show-toplevel` (spelled in the store's git module: `GitRepo.toplevel`, imported
+when a project is found) and config loading; the store opens the repository itself.
 """
 
 from __future__ import annotations

@@ -43,7 +43,8 @@ IDENTICAL_ITEMS = 30  # …over at least this many (text, item) pairs (4 items a
 
 
 def blob_id(text: str) -> str:
-    """The git blob id of `text` (what `git hash-object` prints), computed without touching git."""
+    """The SHA-1 git blob id of `text` (what `git hash-object` prints in a SHA-1 repository; a SHA-256 repository
+    names blobs otherwise), computed without touching git: a cache key for skill texts, never looked up in git."""
     data = text.encode("utf-8")
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
 
