@@ -72,6 +72,9 @@ def test_wheel_ships_every_template_and_hook(wheel):
                 "agentic/repos/textkit/textkit/strings.py"):
         assert f"skillgit/_examples/{rel}" in names, rel
     assert "skillgit/_templates/github/skillgit-check.yml" in names
+    # `skillgit demo --sleep` works from a wheel: its shipped Claude Code sessions
+    shipped = sorted(p.name for p in (ROOT / "examples" / "sleep-demo" / "sessions").glob("*.jsonl"))
+    assert shipped and all(f"skillgit/_examples/sleep-demo/sessions/{name}" in names for name in shipped)
     # every module of the source tree is in the wheel (a package left out of pyproject's list breaks the install)
     for module in sorted((ROOT / "skillgit").rglob("*.py")):
         rel = module.relative_to(ROOT).as_posix()
