@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillgit import envs
+from skillgit.envs.base import Env, EnvScorer, EnvStudent
 from skillgit.errors import SkillgitError
 from skillgit.executor import Executor, StudentSpec, build_executor
 from skillgit.llm import factory
@@ -35,6 +37,7 @@ class Session:
     raw_teacher: LLM | None = None  # injected backends (tests, embedding programs); None: built from the config
     raw_student: Student | None = None
     executor_: Executor | None = None  # where rollouts run (env.executor); built on first use
+    env: Env | None = None  # the environment adapter (env.name): it runs each item with the student
 
     @property
     def executor(self) -> Executor:
@@ -47,15 +50,17 @@ class Session:
         d = self.project.config.prompts.dir
         return (self.project.root / d) if d else None
 
-    def student(self) -> MeteredStudent:
+    def student(self) -> Student:
         """Journal and ledger stay here in the driver; the executor decides where the runs themselves execute
-        (an injected student always runs in this process)."""
+        (an injected student always runs in this process). With an environment, each of its calls (every turn of
+        an episode) is journaled and metered: the environment wraps the metered student."""
         def build() -> Student:
             return factory.build_student(self.project.config, self.project.root, on_retry=self.ledger.record_retry)
 
         inner = self.raw_student or self.executor.student(
             StudentSpec(self.project.config, str(self.project.root)), build)
-        return MeteredStudent(CachedStudent(inner, self.cache), self.ledger)
+        metered = MeteredStudent(CachedStudent(inner, self.cache), self.ledger)
+        return metered if self.env is None else EnvStudent(self.env, metered)
 
     def teacher(self) -> MeteredLLM:
         inner = self.raw_teacher or factory.build_teacher(self.project.config, self.project.root,
@@ -69,13 +74,16 @@ def open_session(project: Project, *, cache: bool = True, teacher: LLM | None = 
     still journaled and metered like built ones); the simulated student refuses tasks of the real world."""
     cfg = project.config
     store = Store.open(project.root, cfg.skill.path, cfg.skill.branch)
-    splits = splits if splits is not None else load_splits(cfg.env, project.root)
+    env = envs.get(cfg.env.name, cfg.env.options) if cfg.env.name else None  # the one seam of environments
+    if splits is None:
+        splits = load_splits(cfg.env, project.root, env.load) if env else load_splits(cfg.env, project.root)
     if cfg.model.student_backend == "simulated" and student is None:
         _check_simulated_tasks(splits)
-    scorer = scorer if scorer is not None else build_scorer(cfg.env.scorer, project.root)
+    if scorer is None:
+        scorer = EnvScorer(env) if env else build_scorer(cfg.env.scorer, project.root)
     return Session(project, store, splits, scorer, Ledger(),
                    CallCache(journal_path(store) if cache else None, max_reply_chars=cfg.env.max_reply_chars),
-                   teacher, student)
+                   teacher, student, env=env)
 
 
 def journal_path(store: Store) -> Path:

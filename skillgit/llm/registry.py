@@ -14,6 +14,11 @@ Contracts:
   text without building anything or checking credentials.
 - `resolve(role, name)` raises `ConfigError` naming the allowed backends for that role when `name` is unknown or
   may not play `role`.
+- Installed packages add backends through the `skillgit.backends` entry point group (name → "module:attribute"
+  of a `Backend`), as simonw's `llm` plugins add models: they join the table after the built-ins (a built-in name
+  wins), and since a plugin's roles are only known from its `Backend` object, listing names imports them. A
+  plugin that cannot be imported, or whose object is not a `Backend` of its entry point's name, is left out and
+  `plugin_errors()` says why (`skillgit doctor` shows it).
 """
 
 from __future__ import annotations
@@ -75,25 +80,66 @@ _TABLE: dict[str, _Entry] = {
 }
 _loaded: dict[str, Backend] = {}
 _lock = threading.Lock()
+ENTRY_POINT_GROUP = "skillgit.backends"
+_plugins: dict[str, _Entry] = {}
+_plugin_errors: dict[str, str] = {}
+_plugins_read: list[bool] = []
+
+
+def _read_plugins() -> None:
+    """Load the `skillgit.backends` entry points once per process (see the module contract)."""
+    if _plugins_read:
+        return
+    from importlib import metadata
+
+    seen: set[str] = set()
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in _TABLE or ep.name in seen:
+            continue
+        seen.add(ep.name)
+        try:
+            backend = ep.load()
+        except Exception as exc:  # a broken plugin must not break skillgit: recorded, shown by doctor
+            _plugin_errors[ep.name] = f"{ep.value} cannot be imported: {type(exc).__name__}: {exc}"[:300]
+            continue
+        if not isinstance(backend, Backend) or backend.name != ep.name or not backend.roles <= set(ROLES):
+            _plugin_errors[ep.name] = f"{ep.value} is not a skillgit Backend named '{ep.name}'"
+            continue
+        _plugins[ep.name] = _Entry(frozenset(backend.roles), ep.value)
+        with _lock:
+            _loaded[ep.name] = backend
+    _plugins_read.append(True)
+
+
+def _table() -> dict[str, _Entry]:
+    _read_plugins()
+    return {**_TABLE, **_plugins}
+
+
+def plugin_errors() -> dict[str, str]:
+    """Backend plugins that were left out, and why."""
+    _read_plugins()
+    return dict(_plugin_errors)
 
 
 def names() -> tuple[str, ...]:
-    """Every backend name."""
-    return tuple(_TABLE)
+    """Every backend name: the built-ins, then the installed plugins."""
+    return tuple(_table())
 
 
 def names_for(role: str) -> tuple[str, ...]:
     """The backends that may play `role` ("teacher" or "student"), in table order."""
     if role not in ROLES:
         raise ValueError(f"role must be teacher or student, not {role!r}")
-    return tuple(name for name, entry in _TABLE.items() if role in entry.roles)
+    return tuple(name for name, entry in _table().items() if role in entry.roles)
 
 
 def get(name: str) -> Backend:
     """The `Backend` called `name`, importing its module on first use; ConfigError for an unknown name."""
-    entry = _TABLE.get(name)
+    table = _table()
+    entry = table.get(name)
     if entry is None:
-        raise ConfigError(f"unknown backend '{name}'", f"known backends: {', '.join(_TABLE)}")
+        raise ConfigError(f"unknown backend '{name}'", f"known backends: {', '.join(table)}")
     with _lock:
         backend = _loaded.get(name)
     if backend is not None:
@@ -112,7 +158,7 @@ def resolve(role: str, name: str) -> Backend:
     """The backend `name` for `role`, or ConfigError naming the backends allowed for `role`."""
     allowed = names_for(role)
     if name not in allowed:
-        what = f"'{name}' cannot be used for the {role}" if name in _TABLE else f"unknown backend '{name}'"
+        what = f"'{name}' cannot be used for the {role}" if name in _table() else f"unknown backend '{name}'"
         raise ConfigError(f"model.{role}_backend: {what}", f"allowed for the {role}: {', '.join(allowed)}")
     return get(name)
 
