@@ -236,7 +236,8 @@ def test_one_training_step_on_each_adapters_sample_through_the_cli(tmp_path, env
                            env=key)
             assert proc.returncode == 0, proc.stderr[-2000:]
             scored.update({row["id"]: (row["hard"], row["soft"]) for row in json.loads(proc.stdout)["items"]})
-        teacher_prompts = [json.dumps(r.json, ensure_ascii=False) for r in server.requests if "teacher" in str(r.json.get("model"))]
+        teacher_prompts = [json.dumps(r.json, ensure_ascii=False) for r in server.requests
+                           if "teacher" in str(r.json.get("model"))]
     result = json.loads(trained.stdout)
     assert result["steps"] == 1
     if env == "searchqa":

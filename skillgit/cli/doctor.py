@@ -170,15 +170,19 @@ def check_agents(environ: Mapping[str, str] | None = None) -> list[dict[str, Any
 def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
            as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON on stdout.")) -> None:
     """Check the teacher's and the student's backend: config, credentials, one tiny (JSON) call each."""
-    from skillgit import console
+    from skillgit import console, envs
+    from skillgit.llm.registry import plugin_errors
     from skillgit.project import open_project
 
     project = open_project(repo, config, list(set_ or []))
     rows = [check_role(project.config, role, project.root) for role in ("teacher", "student")]
     agents = check_agents()
-    ok = all(r["status"] == "ok" for r in rows)
+    env_cfg = project.config.env
+    env = envs.check(env_cfg.name, env_cfg.options, env_cfg, project.root)  # the environment (env.name), if any
+    broken = [{"backend": name, "error": why} for name, why in plugin_errors().items()]  # plugins left out
+    ok = all(r["status"] == "ok" for r in rows) and (env is None or env["status"] == "ok")
     if as_json:
-        console.print_json({"ok": ok, "roles": rows, "agents": agents})
+        console.print_json({"ok": ok, "roles": rows, "agents": agents, "env": env, "backend_plugins": broken})
     else:
         from rich.table import Table
         from rich.text import Text
@@ -201,8 +205,14 @@ def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: O
             found.add_row(Text(a["agent"]), Text(a["program"]),
                           Text(a["version"]) if a["installed"] else Text("not installed", "yellow"), Text(a["fix"]))
         console.out.print(found)
+        if env is not None:
+            console.out.print(Text(f"environment {env['env']} ({env['origin']}; metric: {env['metric']}): "
+                                   f"{env['status']} {env['detail']}" + (f" — {env['fix']}" if env["fix"] else "")))
+        for b in broken:
+            console.out.print(Text(f"backend plugin {b['backend']} left out: {b['error']}", "yellow"))
     if not ok:
-        failed = ", ".join(r["role"] for r in rows if r["status"] != "ok")
+        failed = ", ".join([r["role"] for r in rows if r["status"] != "ok"] +
+                           (["environment"] if env is not None and env["status"] != "ok" else []))
         raise SkillgitError(f"doctor: {failed} backend not ready", "follow the 'fix' column above",
                             ExitCode.BACKEND)
 

@@ -125,3 +125,24 @@ def infos() -> list[EnvInfo]:
         except ConfigError as exc:
             out.append(EnvInfo(name, "broken", exc.message, "", ""))
     return out
+
+
+def check(name: str | None, options: Mapping[str, Any], env_cfg: Any, root: Any) -> dict[str, Any] | None:
+    """`skillgit doctor`'s row for the configured environment (None when `env.name` is unset): it loads and its
+    data splits, or the error with its fix."""
+    if not name:
+        return None
+    from skillgit.errors import SkillgitError
+    from skillgit.tasks import load_splits
+
+    row: dict[str, Any] = {"env": name, "origin": "", "metric": "", "items": 0, "status": "ok", "detail": "",
+                           "fix": ""}
+    try:
+        info = describe(name)
+        row.update(origin=info.origin, metric=info.metric)
+        splits = load_splits(env_cfg, root, get(name, options).load)
+        row["items"] = sum(splits.counts.values())
+        row["detail"] = ", ".join(f"{k} {v}" for k, v in splits.counts.items())
+    except SkillgitError as exc:
+        row.update(status="error", detail=exc.message, fix=exc.hint)
+    return row
