@@ -235,6 +235,7 @@ def test_one_training_step_on_each_adapters_sample_through_the_cli(tmp_path, env
             proc = run_cli("eval", "--split", split, "--json", "--set", "env.options.max_turns=6", cwd=folder,
                            env=key)
             assert proc.returncode == 0, proc.stderr[-2000:]
+            assert json.loads(proc.stdout)["env_metric"] == envs.get(env).metric
             scored.update({row["id"]: (row["hard"], row["soft"]) for row in json.loads(proc.stdout)["items"]})
         teacher_prompts = [json.dumps(r.json, ensure_ascii=False) for r in server.requests
                            if "teacher" in str(r.json.get("model"))]
