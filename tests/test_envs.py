@@ -4,6 +4,7 @@ real CLI and the real openai SDK against a scripted server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -13,12 +14,13 @@ import yaml
 
 from skillgit import envs
 from skillgit.agents.trace import RESULT_CHARS
-from skillgit.config import SimulatedCfg
+from skillgit.config import SimulatedCfg, config_from_dict
 from skillgit.envs import math as mathenv
+from skillgit.envs.docvqa import anls
 from skillgit.envs.episode import EpisodeEnv, Transition
 from skillgit.envs.searchqa import exact_match, f1
 from skillgit.errors import ConfigError
-from skillgit.llm import registry
+from skillgit.llm import factory, registry
 from skillgit.llm.base import Reply
 from skillgit.resources import example_dir
 from skillgit.types import Item, Usage
@@ -31,10 +33,10 @@ SAMPLES = example_dir("envs")
 
 # ---------------------------------------------------------------------------------------------- registry
 def test_registry_lists_the_builtins_and_an_unknown_name_lists_the_choices():
-    assert envs.names()[:3] == ("searchqa", "math", "textgame")
+    assert envs.names()[:4] == ("searchqa", "math", "docvqa", "textgame")
     with pytest.raises(ConfigError) as caught:
         envs.get("alfworld-nope")
-    assert "searchqa, math, textgame" in caught.value.hint and "skillgit.envs" in caught.value.hint
+    assert "searchqa, math, docvqa, textgame" in caught.value.hint and "skillgit.envs" in caught.value.hint
     with pytest.raises(ConfigError) as caught:
         registry.resolve("student", "nope")
     assert "openai" in caught.value.hint and "simulated" in caught.value.hint
@@ -44,7 +46,7 @@ def test_env_list_prints_every_builtin_with_its_metric(tmp_path):
     proc = run_cli("env", "list", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     rows = {r["name"]: r for r in json.loads(proc.stdout)}
-    assert {"searchqa", "math", "textgame"} <= set(rows)
+    assert {"searchqa", "math", "docvqa", "textgame"} <= set(rows)
     assert rows["searchqa"]["metric"].startswith("exact match") and rows["searchqa"]["origin"] == "built-in"
 
 
@@ -104,6 +106,43 @@ def test_math_never_hands_the_students_text_to_an_evaluating_parser(tmp_path):
     assert not mathenv.equivalent(attack, "0")
     assert not mathenv.equivalent("9^{9^{9^{9}}}", "1")  # refused before sympy: would run for hours
     assert not marker.exists()
+
+
+# ---------------------------------------------------------------------------------------------- DocVQA
+def test_docvqa_reads_the_published_annotations_and_scores_anls():
+    env = envs.get("docvqa")
+    items = {i.id: i for i in env.load(SAMPLES / "docvqa" / "val_v1.0.json")}
+    assert len(items) == 6
+    first = items["49153"]
+    assert first.input.endswith("[page image: documents/pybv0228_81.png]") and first.expected == ["0.28"]
+    assert Path(first.metadata["images"][0]) == (SAMPLES / "docvqa" / "documents" / "pybv0228_81.png").resolve()
+    # hand-checked ANLS: 1 - Levenshtein / longer length, 0 from NL 0.5 on
+    assert anls("0.29", ["0.28"]) == pytest.approx(0.75)  # 1 edit over 4
+    assert anls("ITC Ltd", ["ITC Limited"]) == pytest.approx(1 - 4 / 11)  # 4 insertions over 11
+    assert anls("Peter", ["Paul"]) == 0.0  # 4 edits over 5: NL 0.8
+    assert (env.score(items["24580"], "itc limited").hard, env.score(items["24580"], "ITC Ltd").hard) == (1.0, 0.0)
+    assert "Paul" not in env.score(items["57349"], "Peter").feedback
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_an_items_page_image_reaches_the_server_as_an_image_content_part(backend):
+    item = next(i for i in envs.get("docvqa").load(SAMPLES / "docvqa" / "val_v1.0.json") if i.id == "49153")
+    png = base64.b64encode(Path(item.metadata["images"][0]).read_bytes()).decode()
+    with FakeLLMServer(lambda body: "0.28") as server:
+        url = server.openai_base_url if backend == "openai" else server.anthropic_base_url
+        cfg = config_from_dict({"model": {"student_backend": backend, "student_model": "vision",
+                                          "student": {"base_url": url, "max_retries": 0}}})
+        student = factory.build_student(cfg, None, environ={"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"})
+        reply = student.run("SKILL", item)
+        body = server.requests[-1].json
+    assert reply.text == "0.28"
+    user = next(m for m in body["messages"] if m["role"] == "user")["content"]
+    if backend == "openai":
+        assert user == [{"type": "text", "text": item.input},
+                        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}}]
+    else:
+        assert user == [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+                        {"type": "text", "text": item.input}]
 
 
 # ---------------------------------------------------------------------------------------------- multi-turn
@@ -184,12 +223,16 @@ MATH_ANSWERS = {"first 10 positive": "\\boxed{55}", "frac{6}{8}": "\\boxed{0.75}
                 "(x+1)^2": "Final answer: (x+1)^2", "divisors": "\\boxed{8}", "2^{10}": "1024"}
 MATH_EXPECTED = {"m1": 1.0, "m2": 1.0, "m3": 0.0, "m4": 1.0, "m5": 0.0, "m6": 1.0}
 TEXTGAME_EXPECTED = {"g1": 1.0, "g2": 0.0, "g3": 1.0, "g4": 1.0}
+DOCVQA_ANSWERS = {"'actual' value": "0.28", "name of the company": "ITC Ltd", "sent?": "Paul",
+                  "date mentioned": "January 10, 1979", "title of the report": "Annual Report", "'target'": "0.31"}
+DOCVQA_EXPECTED = {"49153": (1.0, 1.0), "24580": (0.0, 1 - 4 / 11), "57349": (1.0, 1.0), "57350": (1.0, 1.0),
+                   "24581": (0.0, 0.0), "49154": (0.0, 0.75)}
 
 
 def student_answer(env: str, user: str) -> str:
     if env == "textgame":
         return scripted_action(user)
-    table = SEARCHQA_ANSWERS if env == "searchqa" else MATH_ANSWERS
+    table = {"searchqa": SEARCHQA_ANSWERS, "math": MATH_ANSWERS, "docvqa": DOCVQA_ANSWERS}[env]
     return next((answer for key, answer in table.items() if key in user), "no idea")
 
 
@@ -199,6 +242,9 @@ def scripted_server(env: str) -> FakeLLMServer:
     def handle(body: dict) -> str:
         if "teacher" in str(body.get("model")):
             return teacher(body)
+        if env == "docvqa":  # the page travelled as an image part next to the question
+            parts = body["messages"][-1]["content"]
+            assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,"), parts
         user = [text for role, text in request_messages(body) if role == "user"][-1]
         return student_answer(env, user)
 
@@ -216,7 +262,7 @@ def point_at(folder: Path, server: FakeLLMServer) -> None:
     path.write_text(yaml.safe_dump(cfg))
 
 
-@pytest.mark.parametrize("env", ["searchqa", "math", "textgame"])
+@pytest.mark.parametrize("env", ["searchqa", "math", "textgame", "docvqa"])
 def test_one_training_step_on_each_adapters_sample_through_the_cli(tmp_path, env):
     folder, key = tmp_path / "proj", {"OPENAI_API_KEY": "sk-test-envs"}
     proc = run_cli("init", str(folder), "--env", env, cwd=tmp_path)
@@ -241,13 +287,16 @@ def test_one_training_step_on_each_adapters_sample_through_the_cli(tmp_path, env
                            if "teacher" in str(r.json.get("model"))]
     result = json.loads(trained.stdout)
     assert result["steps"] == 1
-    if env == "searchqa":
-        assert scored.keys() == SEARCHQA_EXPECTED.keys()
-        for item, (hard, soft) in SEARCHQA_EXPECTED.items():
+    if env in ("searchqa", "docvqa"):
+        table = SEARCHQA_EXPECTED if env == "searchqa" else DOCVQA_EXPECTED
+        assert scored.keys() == table.keys()
+        for item, (hard, soft) in table.items():
             assert scored[item][0] == hard and scored[item][1] == pytest.approx(soft, abs=1e-4), item
     else:
         expected = MATH_EXPECTED if env == "math" else TEXTGAME_EXPECTED
         assert {item: hard for item, (hard, _) in scored.items()} == expected
+    read = "\n".join(teacher_prompts)
+    if env == "docvqa":  # the teacher reads the question and the page's name, never the image's bytes
+        assert "[page image: documents/" in read and "iVBORw0KGgo" not in read and "base64" not in read
     if env == "textgame":  # the teacher read whole episodes: observations, actions and the reward
-        read = "\n".join(teacher_prompts)
         assert "→ action:" in read and "← You are in the" in read and re.search(r"episode \w+ after \d+ action", read)

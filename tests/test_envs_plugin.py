@@ -157,4 +157,4 @@ def test_a_package_adds_an_environment_and_a_backend_by_entry_point(tmp_path, pl
     # without the package, the same project names what is missing and what exists
     assert without.returncode == 2 and "'reverser' is not one of simulated, openai" in without.stderr
     assert no_env.returncode == 2 and "unknown environment 'reverse'" in no_env.stderr
-    assert "searchqa, math, textgame" in no_env.stderr
+    assert "searchqa, math, docvqa, textgame" in no_env.stderr

@@ -40,6 +40,7 @@ ENTRY_POINT_GROUP = "skillgit.envs"
 _BUILTIN: dict[str, str] = {
     "searchqa": "skillgit.envs.searchqa:SearchQA",
     "math": "skillgit.envs.math:MathEnv",
+    "docvqa": "skillgit.envs.docvqa:DocVQA",
     "textgame": "skillgit.envs.textgame:TextGame",
 }
 

@@ -3,8 +3,8 @@
 Decisions (on top of `skillgit.store.initialize.init_project`, whose rules all hold):
 - Everything is checked before anything is written: the environment exists (the error lists the known ones) and
   its loader reads the data (the error names the file, the row and the fix).
-- Without `--data`, the environment's shipped sample (`examples/envs/<name>/`) is copied to `data/<name>/` in the
-  repository, so a newcomer trains on it at once; with `--data`, `env.tasks` names that path (relative to the
+- Without `--data`, the environment's shipped sample folder (`examples/envs/<name>/`) is copied to `data/<name>/`
+  in the repository, so a newcomer trains on it at once; with `--data`, `env.tasks` names that path (relative to the
   repository when it lies inside, absolute otherwise) and nothing is copied.
 - The skill: `--skill` as given; else an existing SKILL.md is adopted; else the environment's seed skill is
   written as SKILL.md.
@@ -86,13 +86,12 @@ def prepare(folder: Path, name: str, data: Path | None, skill: str | None) -> tu
         raise SkillgitError(f"--data: not found: {source}", "pass the path of the benchmark's data file or folder")
     env.load(source)  # TaskFileError (a ConfigError) naming the file and row when the format is wrong
     setup = EnvSetup(name, "")
-    if data is None:
-        target = folder / "data" / name / source.name
-        target.parent.mkdir(parents=True, exist_ok=True)
+    if data is None:  # the sample's whole folder: its data file and what it names (DocVQA's documents/)
+        target = folder / "data" / name
         if not target.exists():
-            shutil.copyfile(source, target)
+            shutil.copytree(source.parent, target, ignore=shutil.ignore_patterns("__pycache__", ".*"))
             setup.copied_sample = True
-        source = target
+        source = target / source.name
     try:
         setup.tasks = source.relative_to(folder).as_posix()
     except ValueError:

@@ -304,8 +304,8 @@ class OpenAIBackend:
             self._json_level = max(self._json_level, self._ladder.index(mode))
 
     # -- request shapes
-    def _messages(self, request: Request, mode: str | None) -> list[dict[str, str]]:
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+    def _messages(self, request: Request, mode: str | None, api: str = "chat") -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in request.messages]
         if mode is not None and mode != "json_schema" and request.json_schema is not None:
             instruction = schema_instruction(request.json_schema)
             for msg in reversed(messages):
@@ -314,6 +314,12 @@ class OpenAIBackend:
                     break
             else:
                 messages.append({"role": "user", "content": instruction.strip()})
+        for msg, source in zip(messages, request.messages):  # images: the text, then one part per image
+            if source.images:
+                text_type, image_part = ("input_text", lambda i: {"type": "input_image", "image_url": i.data_url}) \
+                    if api == "responses" else \
+                    ("text", lambda i: {"type": "image_url", "image_url": {"url": i.data_url}})
+                msg["content"] = [{"type": text_type, "text": msg["content"]}, *map(image_part, source.images)]
         return messages
 
     def _common(self, request: Request) -> dict[str, Any]:
@@ -346,7 +352,7 @@ class OpenAIBackend:
 
     def _responses_kwargs(self, request: Request, mode: str | None) -> dict[str, Any]:
         common = self._common(request)
-        messages = self._messages(request, mode)
+        messages = self._messages(request, mode, "responses")
         system = "\n\n".join(m["content"] for m in messages if m["role"] in ("system", "developer"))
         kwargs: dict[str, Any] = {
             "model": self.deployment if self.azure else self.model,
