@@ -20,58 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, runtime_checkable
 
 from skillgit.errors import ExitCode, SkillgitError
-from skillgit.types import Item, Score, Usage
-
-
-@dataclass(frozen=True)
-class Image:
-    """An image sent with a message (a task's page image): its bytes, base64-encoded, and media type. `name` is
-    what the text around it calls it; `digest` (sha256 of the bytes) is what the call journal keys on."""
-
-    name: str
-    media_type: str
-    data_b64: str
-    digest: str
-
-    @property
-    def data_url(self) -> str:
-        return f"data:{self.media_type};base64,{self.data_b64}"
-
+from skillgit.types import Image, Item, Message, Score, Usage
 
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
                ".webp": "image/webp"}
 MAX_IMAGE_BYTES = 20_000_000  # the providers' own per-image limit is about this
-
-
-def load_image(path: str, name: str = "") -> Image:
-    """The image file at `path`; LLMError(kind="bad_request") when it is missing, too large or not an image type
-    the backends send (so the run is an unknown trajectory, never a failure)."""
-    import base64
-    import hashlib
-    from pathlib import Path
-
-    file = Path(path)
-    media_type = IMAGE_TYPES.get(file.suffix.lower())
-    if media_type is None:
-        raise LLMError(f"image {name or file.name}: not one of {', '.join(IMAGE_TYPES)}",
-                       "convert the image to PNG or JPEG", kind="bad_request")
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise LLMError(f"image {name or file.name} cannot be read: {exc.strerror or exc}",
-                       "check the path the task names", kind="bad_request") from None
-    if len(data) > MAX_IMAGE_BYTES:
-        raise LLMError(f"image {name or file.name} is {len(data):,} bytes, over {MAX_IMAGE_BYTES:,}",
-                       "downscale the image", kind="bad_request")
-    return Image(name or file.name, media_type, base64.b64encode(data).decode("ascii"),
-                 hashlib.sha256(data).hexdigest())
-
-
-@dataclass(frozen=True)
-class Message:
-    role: str  # "system" | "user" | "assistant"
-    content: str
-    images: tuple[Image, ...] = ()  # sent as image content parts by the openai, azure and anthropic backends
 
 
 @dataclass(frozen=True)
@@ -180,3 +133,27 @@ class ChatStudent:
         seed = None if self.seed is None and sample == 0 else (self.seed or 0) + sample
         return self.llm.complete(Request(messages, stage="rollout", temperature=self.temperature,
                                          max_tokens=self.max_tokens, seed=seed))
+
+
+def load_image(path: str, name: str = "") -> Image:
+    """The image file at `path`; LLMError(kind="bad_request") when it is missing, too large or not an image type
+    the backends send (so the run is an unknown trajectory, never a failure)."""
+    import base64
+    import hashlib
+    from pathlib import Path
+
+    file = Path(path)
+    media_type = IMAGE_TYPES.get(file.suffix.lower())
+    if media_type is None:
+        raise LLMError(f"image {name or file.name}: not one of {', '.join(IMAGE_TYPES)}",
+                       "convert the image to PNG or JPEG", kind="bad_request")
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise LLMError(f"image {name or file.name} cannot be read: {exc.strerror or exc}",
+                       "check the path the task names", kind="bad_request") from None
+    if len(data) > MAX_IMAGE_BYTES:
+        raise LLMError(f"image {name or file.name} is {len(data):,} bytes, over {MAX_IMAGE_BYTES:,}",
+                       "downscale the image", kind="bad_request")
+    return Image(name or file.name, media_type, base64.b64encode(data).decode("ascii"),
+                 hashlib.sha256(data).hexdigest())

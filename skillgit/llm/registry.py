@@ -1,9 +1,9 @@
-"""The backend registry: the one table of model backends a config may name, and what each can be used for.
+"""The backend registry: the model backends a config may name, what each can be used for, loaded on use.
 
 Contracts:
-- `_TABLE` lists every backend name ONCE, with the roles it may play and where its `Backend` object lives
-  ("module:attribute"). Config validation (`names_for`), the factory (`resolve`) and the error for an unknown or
-  forbidden backend all read this table; nothing else spells out backend names.
+- The table (`skillgit/backend_table.py`, a leaf) lists every backend name ONCE, with the roles it may play and
+  where its `Backend` object lives ("module:attribute"). Config validation (`names_for`), the factory (`resolve`)
+  and the error for an unknown or forbidden backend all read that table; nothing else spells out backend names.
 - A backend module is imported only when its backend is resolved (`get`), so importing the registry imports no
   SDK, and `llm/` never imports `world/` at import time: the simulated world registers itself from
   `skillgit.world.backend`, which owns its builder. A loaded `Backend` must agree with its table entry (name and
@@ -14,11 +14,6 @@ Contracts:
   text without building anything or checking credentials.
 - `resolve(role, name)` raises `ConfigError` naming the allowed backends for that role when `name` is unknown or
   may not play `role`.
-- Installed packages add backends through the `skillgit.backends` entry point group (name → "module:attribute"
-  of a `Backend`), as simonw's `llm` plugins add models: they join the table after the built-ins (a built-in name
-  wins), and since a plugin's roles are only known from its `Backend` object, listing names imports them. A
-  plugin that cannot be imported, or whose object is not a `Backend` of its entry point's name, is left out and
-  `plugin_errors()` says why (`skillgit doctor` shows it).
 """
 
 from __future__ import annotations
@@ -28,13 +23,17 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
+from skillgit.backend_table import ROLES as ROLES
+from skillgit.backend_table import plugin_errors as plugin_errors
+from skillgit.backend_table import table as _table
+from skillgit.backend_table import names as names
+from skillgit.backend_table import names_for as names_for
 from skillgit.errors import ConfigError
 
 if TYPE_CHECKING:
     from skillgit.llm.base import LLMError
     from skillgit.redact import SecretSet
 
-ROLES = ("teacher", "student")
 DUMMY_KEY = "no-key-needed"  # OpenAI-compatible servers without auth still want some Authorization header
 
 
@@ -62,81 +61,13 @@ class Backend:
         return {"name": self.name, "roles": sorted(self.roles), "summary": self.summary, "agent": self.agent}
 
 
-@dataclass(frozen=True)
-class _Entry:
-    roles: frozenset[str]
-    target: str  # "module:attribute" of the Backend object
-
-
-_BOTH = frozenset(ROLES)
-# The one list of backend names. Order is the order users see in messages.
-_TABLE: dict[str, _Entry] = {
-    "simulated": _Entry(_BOTH, "skillgit.world.backend:BACKEND"),
-    "openai": _Entry(_BOTH, "skillgit.llm.openai_backend:OPENAI"),
-    "azure": _Entry(_BOTH, "skillgit.llm.openai_backend:AZURE"),
-    "anthropic": _Entry(_BOTH, "skillgit.llm.anthropic_backend:BACKEND"),
-    "command": _Entry(frozenset({"student"}), "skillgit.llm.command:BACKEND"),
-    "agent": _Entry(frozenset({"student"}), "skillgit.agentic.student:BACKEND"),
-}
 _loaded: dict[str, Backend] = {}
 _lock = threading.Lock()
-ENTRY_POINT_GROUP = "skillgit.backends"
-_plugins: dict[str, _Entry] = {}
-_plugin_errors: dict[str, str] = {}
-_plugins_read: list[bool] = []
-
-
-def _read_plugins() -> None:
-    """Load the `skillgit.backends` entry points once per process (see the module contract)."""
-    if _plugins_read:
-        return
-    from importlib import metadata
-
-    seen: set[str] = set()
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in _TABLE or ep.name in seen:
-            continue
-        seen.add(ep.name)
-        try:
-            backend = ep.load()
-        except Exception as exc:  # a broken plugin must not break skillgit: recorded, shown by doctor
-            _plugin_errors[ep.name] = f"{ep.value} cannot be imported: {type(exc).__name__}: {exc}"[:300]
-            continue
-        if not isinstance(backend, Backend) or backend.name != ep.name or not backend.roles <= set(ROLES):
-            _plugin_errors[ep.name] = f"{ep.value} is not a skillgit Backend named '{ep.name}'"
-            continue
-        _plugins[ep.name] = _Entry(frozenset(backend.roles), ep.value)
-        with _lock:
-            _loaded[ep.name] = backend
-    _plugins_read.append(True)
-
-
-def _table() -> dict[str, _Entry]:
-    _read_plugins()
-    return {**_TABLE, **_plugins}
-
-
-def plugin_errors() -> dict[str, str]:
-    """Backend plugins that were left out, and why."""
-    _read_plugins()
-    return dict(_plugin_errors)
-
-
-def names() -> tuple[str, ...]:
-    """Every backend name: the built-ins, then the installed plugins."""
-    return tuple(_table())
-
-
-def names_for(role: str) -> tuple[str, ...]:
-    """The backends that may play `role` ("teacher" or "student"), in table order."""
-    if role not in ROLES:
-        raise ValueError(f"role must be teacher or student, not {role!r}")
-    return tuple(name for name, entry in _table().items() if role in entry.roles)
 
 
 def get(name: str) -> Backend:
     """The `Backend` called `name`, importing its module on first use; ConfigError for an unknown name."""
-    table = _table()
+    table = _table()  # the built-ins and the installed `skillgit.backends` plugins (backend_table.py)
     entry = table.get(name)
     if entry is None:
         raise ConfigError(f"unknown backend '{name}'", f"known backends: {', '.join(table)}")
