@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 from skillgit.backend_table import ROLES as ROLES
-from skillgit.backend_table import plugin_errors as plugin_errors
-from skillgit.backend_table import table as _table
 from skillgit.backend_table import names as names
 from skillgit.backend_table import names_for as names_for
+from skillgit.backend_table import plugin_errors as plugin_errors
+from skillgit.backend_table import table as _table
 from skillgit.errors import ConfigError
 
 if TYPE_CHECKING:
