@@ -177,8 +177,7 @@ def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: O
     project = open_project(repo, config, list(set_ or []))
     rows = [check_role(project.config, role, project.root) for role in ("teacher", "student")]
     agents = check_agents()
-    env_cfg = project.config.env
-    env = envs.check(env_cfg.name, env_cfg.options, env_cfg, project.root)  # the environment (env.name), if any
+    env = envs.check(project.config.env, project.root)  # the environment (env.name), if any
     broken = [{"backend": name, "error": why} for name, why in plugin_errors().items()]  # plugins left out
     ok = all(r["status"] == "ok" for r in rows) and (env is None or env["status"] == "ok")
     if as_json:

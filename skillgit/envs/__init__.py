@@ -128,9 +128,10 @@ def infos() -> list[EnvInfo]:
     return out
 
 
-def check(name: str | None, options: Mapping[str, Any], env_cfg: Any, root: Any) -> dict[str, Any] | None:
-    """`skillgit doctor`'s row for the configured environment (None when `env.name` is unset): it loads and its
-    data splits, or the error with its fix."""
+def check(env_cfg: Any, root: Any) -> dict[str, Any] | None:
+    """`skillgit doctor`'s row for the configured environment (`env_cfg`: the config's `env` section; None when
+    `env.name` is unset): it loads and its data splits, or the error with its fix."""
+    name, options = env_cfg.name, env_cfg.options
     if not name:
         return None
     from skillgit.errors import SkillgitError

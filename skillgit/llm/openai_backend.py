@@ -316,10 +316,7 @@ class OpenAIBackend:
                 messages.append({"role": "user", "content": instruction.strip()})
         for msg, source in zip(messages, request.messages):  # images: the text, then one part per image
             if source.images:
-                text_type, image_part = ("input_text", lambda i: {"type": "input_image", "image_url": i.data_url}) \
-                    if api == "responses" else \
-                    ("text", lambda i: {"type": "image_url", "image_url": {"url": i.data_url}})
-                msg["content"] = [{"type": text_type, "text": msg["content"]}, *map(image_part, source.images)]
+                msg["content"] = _with_images(msg["content"], source.images, api)
         return messages
 
     def _common(self, request: Request) -> dict[str, Any]:
@@ -551,3 +548,13 @@ OPENAI = Backend("openai", frozenset({"teacher", "student"}), _builder("openai")
                  "OpenAI or any OpenAI-compatible server (vLLM, llama.cpp, Ollama, LM Studio) via the openai SDK")
 AZURE = Backend("azure", frozenset({"teacher", "student"}), _builder("azure"), _describer("azure"),
                 "Azure OpenAI (API key or Entra ID) via the openai SDK")
+
+
+def _with_images(text: str, images: Any, api: str) -> list[dict[str, Any]]:
+    """A message's content as parts: its text, then each image as a data URL (Chat Completions: `image_url`,
+    Responses: `input_image`)."""
+    if api == "responses":
+        return [{"type": "input_text", "text": text},
+                *({"type": "input_image", "image_url": image.data_url} for image in images)]
+    return [{"type": "text", "text": text}, *({"type": "image_url", "image_url": {"url": image.data_url}}
+                                              for image in images)]
