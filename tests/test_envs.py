@@ -124,20 +124,24 @@ def test_docvqa_reads_the_published_annotations_and_scores_anls():
     assert "Paul" not in env.score(items["57349"], "Peter").feedback
 
 
-@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+@pytest.mark.parametrize("backend", ["openai", "openai-responses", "anthropic"])
 def test_an_items_page_image_reaches_the_server_as_an_image_content_part(backend):
     item = next(i for i in envs.get("docvqa").load(SAMPLES / "docvqa" / "val_v1.0.json") if i.id == "49153")
     png = base64.b64encode(Path(item.metadata["images"][0]).read_bytes()).decode()
     with FakeLLMServer(lambda body: "0.28") as server:
-        url = server.openai_base_url if backend == "openai" else server.anthropic_base_url
-        cfg = config_from_dict({"model": {"student_backend": backend, "student_model": "vision",
-                                          "student": {"base_url": url, "max_retries": 0}}})
+        url = server.anthropic_base_url if backend == "anthropic" else server.openai_base_url
+        api = "responses" if backend == "openai-responses" else "chat"
+        cfg = config_from_dict({"model": {"student_backend": backend.split("-")[0], "student_model": "vision",
+                                          "student": {"base_url": url, "max_retries": 0, "api": api}}})
         student = factory.build_student(cfg, None, environ={"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"})
         reply = student.run("SKILL", item)
         body = server.requests[-1].json
     assert reply.text == "0.28"
-    user = next(m for m in body["messages"] if m["role"] == "user")["content"]
-    if backend == "openai":
+    user = next(m for m in body.get("messages") or body["input"] if m["role"] == "user")["content"]
+    if backend == "openai-responses":
+        assert user == [{"type": "input_text", "text": item.input},
+                        {"type": "input_image", "image_url": f"data:image/png;base64,{png}"}]
+    elif backend == "openai":
         assert user == [{"type": "text", "text": item.input},
                         {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}}]
     else:
