@@ -98,6 +98,17 @@ def test_scale_script(tmp_path):
     assert data["refs"]["after_gc"]["refs"] <= data["refs"]["before_gc"]["refs"]
 
 
+def test_sleep_scale_script(tmp_path):
+    data = run_script("sleep_scale", tmp_path)
+    rows = {(r["algo"], r["requests"]): r for r in data["rows"]}
+    assert {algo for algo, _ in rows} == {"cluster", "miner", "reference"}
+    for n in data["sizes"]:
+        new = rows[("cluster", n)]
+        assert new["agree"] is True and new["exact"] is True  # the validity check: same clusters as before
+        assert {"cpu_s", "wall_s", "peak_mb", "grew_mb", "cpu_ratio", "mem_ratio"} <= set(new)
+        assert rows[("miner", n)]["units"] == new["units"]
+
+
 def test_ablations_script(tmp_path):
     data = run_script("ablations", tmp_path)
     text = data["worlds"]["text"]

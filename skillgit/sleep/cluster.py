@@ -169,6 +169,7 @@ def similar_pairs(vectors: Sequence[Vector], threshold: float, vocabulary: int, 
     postings: list[list[tuple[int, float]]] = [[] for _ in range(vocabulary)]
     prefixes: list[Vector] = []
     slack: list[float] = []  # a bound on what a vector's unindexed prefix can add to any cosine
+    mass: list[float] = []  # the sum of a vector's unindexed weights: times another's largest weight, a bound too
     adjacency: list[dict[int, float]] = [{} for _ in vectors]
     limit = threshold - _EPS
     for x, vec in enumerate(vectors):
@@ -183,8 +184,9 @@ def similar_pairs(vectors: Sequence[Vector], threshold: float, vocabulary: int, 
             for y, wy in posting:
                 partial[y] = get(y, 0.0) + w * wy
         found = []
+        top = max(vec.values(), default=0.0)
         for y, part in partial.items():
-            if part + slack[y] >= limit:
+            if part + min(slack[y], mass[y] * top) >= limit:
                 prefix = prefixes[y]
                 cos = part + _dot(vec, prefix) if prefix else part
                 if cos >= limit:
@@ -206,6 +208,7 @@ def similar_pairs(vectors: Sequence[Vector], threshold: float, vocabulary: int, 
                 unindexed = bound
         prefixes.append(prefix)
         slack.append(min(unindexed, math.sqrt(sum(w * w for w in prefix.values()))))
+        mass.append(sum(prefix.values()))
     stats.pairs = sum(map(len, adjacency)) // 2
     stats.exact = stats.exact and not stats.capped_pairs
     return adjacency

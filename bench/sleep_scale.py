@@ -1,0 +1,135 @@
+"""Mining at the size of a heavy user's history: `skillgit.sleep.cluster` (candidate pairs from a prefix-filtered
+inverted index, best-neighbour average linkage) against the pairwise grouping mining used before
+(tests/sleep_reference.py: the full cosine matrix, every pair in a dict), measured in the same run on the same
+requests.
+
+    python bench/sleep_scale.py [--quick] [--sizes 1000,2000,4000] [--reference-max 4000] [--timeout 900]
+
+The requests come from tests/sleep_synthetic.py (recurring task families in a few phrasings with Zipf popularity,
+follow-ups, one-off requests in the project's vocabulary), cut into units and featurised by `skillgit.sleep.mine`
+as a night does. Each measurement runs in its own child process, so its peak RSS is its own: reported are CPU
+seconds and wall seconds of the grouping alone, the child's peak RSS and its growth over the RSS it had once the
+features were built (what the grouping itself took), and for the new grouping the whole `Miner` (add every session,
+group, build the tasks). Validity: where both groupings ran, the clusters must be the same (`agree`); the new
+grouping says when one of its caps bound (`exact` false), and then agreement is not promised. A reference run over
+`--timeout` seconds is reported as not finished. Writes bench/results/sleep_scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import ROOT, say, table, write_result  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(algo: str, n: int, seed: int) -> dict[str, Any]:
+    """One measurement (run in a fresh process by `measure`)."""
+    from skillgit.sleep.cluster import Stats, cluster
+    from skillgit.sleep.mine import DEFAULT_THRESHOLD, Miner, split_units, unit_features
+    from tests import sleep_reference
+    from tests.sleep_synthetic import History
+
+    sessions = list(History(seed).units(n))
+    if algo == "miner":
+        base = _rss_mb()
+        cpu, wall = time.process_time(), time.perf_counter()
+        miner = Miner()
+        for s in sessions:
+            miner.add(s)
+        result = miner.result()
+        out: dict[str, Any] = {"units": len(result.units), "groups": len(result.groups), "tasks": len(result.tasks),
+                               "exact": result.capped == 0}
+    else:
+        docs = [unit_features(u) for s in sessions for u in split_units(s) if u.request]
+        del sessions
+        base = _rss_mb()
+        cpu, wall = time.process_time(), time.perf_counter()
+        if algo == "reference":
+            members = [m for m, _ in sleep_reference.group(docs, DEFAULT_THRESHOLD)]
+            out = {"exact": True}
+        else:
+            stats = Stats()
+            members = [list(c.members) for c in cluster(docs, DEFAULT_THRESHOLD, stats=stats)]
+            out = {"exact": stats.exact, "nodes": stats.nodes, "pairs": stats.pairs}
+        out.update(units=len(docs), groups=len(members),
+                   digest=hashlib.sha256(json.dumps(members).encode()).hexdigest()[:16])
+    out.update(cpu_s=round(time.process_time() - cpu, 3), wall_s=round(time.perf_counter() - wall, 3),
+               peak_mb=round(_peak_mb(), 1), grew_mb=round(max(0.0, _peak_mb() - base), 1))
+    return out
+
+
+def measure(algo: str, n: int, seed: int, timeout: float) -> dict[str, Any]:
+    row: dict[str, Any] = {"algo": algo, "requests": n}
+    try:
+        proc = subprocess.run([sys.executable, __file__, "--child", algo, str(n), str(seed)], capture_output=True,
+                              text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        row["note"] = f"not finished in {timeout:.0f} s"
+        return row
+    if proc.returncode != 0:
+        row["note"] = f"failed: {proc.stderr.strip().splitlines()[-1:]}"
+        return row
+    row.update(json.loads(proc.stdout))
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="150 and 300 requests: seconds")
+    ap.add_argument("--sizes", default="1000,2000,4000", help="request counts, comma-separated")
+    ap.add_argument("--reference-max", type=int, default=4000, help="largest size the pairwise reference runs at")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds a reference run may take")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        algo, n, seed = args.child
+        print(json.dumps(child(algo, int(n), int(seed))))
+        return
+    sizes = [150, 300] if args.quick else [int(s) for s in args.sizes.split(",")]
+    rows = []
+    for n in sizes:
+        for algo in ("cluster", "miner", "reference"):
+            if algo == "reference" and n > args.reference_max:
+                continue
+            say(f"{algo} at {n} requests …")
+            rows.append(measure(algo, n, args.seed, args.timeout))
+    by = {(r["algo"], r["requests"]): r for r in rows}
+    for n in sizes:
+        new, ref = by.get(("cluster", n)), by.get(("reference", n))
+        if new and ref and "cpu_s" in new and "cpu_s" in ref:
+            new["agree"] = new["digest"] == ref["digest"]
+            new["cpu_ratio"] = round(ref["cpu_s"] / max(new["cpu_s"], 1e-3), 1)
+            new["mem_ratio"] = round(ref["grew_mb"] / max(new["grew_mb"], 0.1), 1)
+    print(table(rows, [("algo", "grouping", ""), ("requests", "requests", "d"), ("units", "units", "d"),
+                       ("groups", "groups", "d"), ("cpu_s", "CPU s", ".2f"), ("wall_s", "wall s", ".2f"),
+                       ("peak_mb", "peak RSS MB", ".0f"), ("grew_mb", "grew MB", ".0f"), ("exact", "exact", ""),
+                       ("agree", "same as ref", ""), ("cpu_ratio", "ref/new CPU", ".1f"),
+                       ("mem_ratio", "ref/new MB", ".1f"), ("note", "note", "")]))
+    write_result("sleep_scale", {"sizes": sizes, "seed": args.seed, "rows": rows}, args.out)
+
+
+if __name__ == "__main__":
+    main()
