@@ -135,8 +135,10 @@ def mean_ci(values: Sequence[float]) -> Interval:
 
 
 def repeats(store, run: str) -> dict[str, int]:
-    """Walk the run's decisions in order and count edits that repeat one rejected in an earlier step. A step's
-    proposals (`N` and its losers `sN-pK`) are one step: an edit its winner shares with a loser is not a repeat."""
+    """Walk the run's decisions in order and count edits that repeat one rejected *without a gain* (Δ ≤ 0) in an
+    earlier step — what the negative buffer blocks; an edit rejected with a gain too small to trust may come back to
+    be measured again (`Trainer._blocked`). A step's proposals (`N` and its losers `sN-pK`) are one step: an edit
+    its winner shares with a loser is not a repeat."""
     rejected: set[tuple[str, str, str]] = set()
     pending: set[tuple[str, str, str]] = set()  # rejected within the current step, blocking from the next one on
     applied_again = proposed_again = 0
@@ -155,7 +157,7 @@ def repeats(store, run: str) -> dict[str, int]:
         proposed = [Edit.from_dict(e) for e in cand.get("aggregated", [])]
         applied_again += sum(e.key() in rejected for e in applied)
         proposed_again += sum(e.key() in rejected for e in proposed)
-        if entry.verdict == "rejected":
+        if entry.verdict == "rejected" and (entry.delta is None or entry.delta <= 0):
             pending.update(e.key() for e in applied)
     return {"repeated_applied": applied_again, "repeated_proposed": proposed_again}
 

@@ -63,6 +63,9 @@ class CommandCfg:
     sandbox: str = "workspace-write"  # codex exec -s
     output: str = ""  # how to read the agent's stdout (claude-stream | codex-json | copilot-json | opencode-json |
     #                   text); empty: the preset's
+    # hermetic: every rollout gets a fresh config home and the agent's isolation switches (no user skills, hooks,
+    # memory, plugins or MCP servers); user: the user's own profile (recorded in the agent's fingerprint)
+    profile: str = "hermetic"
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,11 @@ class BackendCfg:
     azure_endpoint: str | None = None
     azure_deployment: str | None = None
     api_version: str | None = None
+    # Azure OpenAI sign-in: auto (the key when set, else Entra ID when azure-identity is installed) | api_key |
+    # azure_ad (DefaultAzureCredential) | managed_identity | azure_cli; the last three need the `azure` extra
+    auth_mode: str = "auto"
+    managed_identity_client_id: str | None = None  # a user-assigned identity (managed_identity, azure_ad)
+    azure_ad_scope: str | None = None  # the token's scope; None: https://cognitiveservices.azure.com/.default
     temperature: float | None = None
     max_tokens: int | None = None
     reasoning_effort: str | None = None

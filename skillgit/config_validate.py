@@ -15,6 +15,7 @@ import types
 import typing
 from typing import Any, Callable, Iterable, Union
 
+from skillgit.agents import registry as agents
 from skillgit.errors import ConfigError
 from skillgit.llm.registry import names_for
 
@@ -22,6 +23,8 @@ SCORER_TYPES = ("exact", "normalized", "contains", "regex", "numeric", "f1", "js
 REWRITE_MODES = ("rewrite_from_suggestions", "full_rewrite_minibatch")
 # evaluation.gate: one or more of these, joined with '+' or as a list (checked by EvaluationCfg.parse_gate)
 GATE_MODES = ("strict", "paired", "significance", "per_item", "two_split")
+# model.*.auth_mode (Azure OpenAI): auto, api_key, then the Entra ID modes (azure-identity, the azure extra)
+AUTH_MODES = ("auto", "api_key", "azure_ad", "managed_identity", "azure_cli")
 
 # Keys are "generic" dotted paths: model.teacher.X and model.student.X are both written model.*.X.
 ENUMS: dict[str, tuple[str, ...]] = {
@@ -30,10 +33,10 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "model.student_backend": names_for("student"),
     "model.*.api": ("chat", "responses"),
     "model.*.json_mode": ("auto", "json_schema", "json_object_schema", "json_object", "prompt"),
-    "model.*.command.preset": ("claude", "codex", "copilot", "opencode", "simulated", "generic"),
+    "model.*.auth_mode": AUTH_MODES,
     "model.*.command.permission_mode": ("acceptEdits", "auto", "default", "dontAsk", "plan"),
     "model.*.command.sandbox": ("read-only", "workspace-write"),
-    "model.*.command.output": ("", "claude-stream", "codex-json", "copilot-json", "opencode-json", "text"),
+    "model.*.command.profile": agents.PROFILES,
     "optimizer.lr_scheduler": ("constant", "linear", "cosine", "autonomous"),
     "env.executor": ("threads", "ray"),
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),
@@ -42,6 +45,18 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "evaluation.gate_test": ("stderr", "permutation"),
     "env.scorer.type": SCORER_TYPES,
 }
+# Lists owned by the agent registry, read when a value is checked (an agent registered at run time is allowed).
+DYNAMIC_ENUMS: dict[str, Callable[[], tuple[str, ...]]] = {
+    "model.*.command.preset": agents.student_names,
+    "model.*.command.output": lambda: ("", *agents.trace_formats()),
+}
+
+
+def allowed_values(generic: str) -> tuple[str, ...] | None:
+    """The allowed values of the generic dotted key, or None when any value goes."""
+    if generic in DYNAMIC_ENUMS:
+        return DYNAMIC_ENUMS[generic]()
+    return ENUMS.get(generic)
 
 
 def generic_key(dotted: str) -> str:
@@ -189,7 +204,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
 def check_field(key: str, value: Any, default: Any = None) -> None:
     """Allowed values and ranges of one already-typed field."""
     generic = generic_key(key)
-    allowed = ENUMS.get(generic)
+    allowed = allowed_values(generic)
     if allowed is not None and value not in allowed:
         close = difflib.get_close_matches(str(value), allowed, n=1, cutoff=0.6)
         raise ConfigError(f"{key}: {_short(value)} is not one of {', '.join(allowed)}",
@@ -290,14 +305,19 @@ def check_config(cfg: Any) -> None:
     _no_prompt_in_shell(model.student.command.argv)
     if model.student_backend == "command":
         command = model.student.command
+        answers = agents.answer_names()
         if command.preset == "generic" and not command.argv:
             raise ConfigError("model.student.command.argv: student_backend 'command' with preset 'generic' "
                               "needs the command to run",
-                              "set model.student.command.preset: claude|codex, or argv: [my-agent, '{prompt}']")
-        if command.preset not in ("claude", "codex", "generic"):
+                              f"set model.student.command.preset: {'|'.join(a for a in answers if a != 'generic')}, "
+                              "or argv: [my-agent, '{prompt}']")
+        if command.preset not in answers:
             raise ConfigError(f"model.student.command.preset: '{command.preset}' is an agent preset",
-                              "use student_backend: agent for coding agents on agentic tasks (claude, codex, copilot, "
-                              "opencode, simulated), or preset claude|codex|generic with student_backend: command")
+                              f"use student_backend: agent for coding agents on agentic tasks "
+                              f"({', '.join(agents.student_names())}), or preset {'|'.join(answers)} with "
+                              "student_backend: command")
+    for side in ("teacher", "student"):
+        _check_azure_auth(side, getattr(model, f"{side}_backend"), getattr(model, side))
     for side in ("teacher", "student"):
         backend = getattr(model, f"{side}_backend")
         name = getattr(model, f"{side}_model")
@@ -310,6 +330,23 @@ def check_config(cfg: Any) -> None:
             if usd < 0:
                 raise ConfigError(f"prices.{model_name}.{kind}: must be >= 0, got {usd!r}",
                                   "prices are USD per 1M tokens")
+
+
+def _check_azure_auth(side: str, backend: str, bcfg: Any) -> None:
+    """auth_mode and its companions only mean something where Azure OpenAI is called."""
+    azure = backend == "azure" or (backend == "openai" and bool(bcfg.azure_endpoint))
+    if bcfg.auth_mode not in ("auto", "api_key") and not azure:
+        raise ConfigError(f"model.{side}.auth_mode: {bcfg.auth_mode!r} signs in to Azure OpenAI, but "
+                          f"model.{side}_backend is {backend!r}",
+                          f"set model.{side}_backend: azure (with model.{side}.azure_endpoint), "
+                          f"or remove model.{side}.auth_mode")
+    if bcfg.managed_identity_client_id and bcfg.auth_mode not in ("managed_identity", "azure_ad"):
+        raise ConfigError(f"model.{side}.managed_identity_client_id: only used with auth_mode managed_identity "
+                          f"or azure_ad, but auth_mode is {bcfg.auth_mode!r}",
+                          f"set model.{side}.auth_mode: managed_identity, or remove managed_identity_client_id")
+    if bcfg.azure_ad_scope is not None and not re.fullmatch(r"(https?|api)://\S+", bcfg.azure_ad_scope):
+        raise ConfigError(f"model.{side}.azure_ad_scope: expected a scope URI, got {_short(bcfg.azure_ad_scope)}",
+                          "e.g. https://cognitiveservices.azure.com/.default (the default)")
 
 
 # ---------------------------------------------------------------------------------------------- unknown keys

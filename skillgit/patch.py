@@ -6,6 +6,16 @@ Contracts (see docs/ARCHITECTURE.md, "Edits and protected regions"):
 - Every edit gets exactly one `EditResult`, in input order; each edit applies to the result of the previous one.
 - Target matching: exact first, then whitespace-normalised (`applied_fuzzy`, mapped back to the exact original
   span). A missing target is `skipped_target_not_found`, never a silent append.
+- The prompt's own frame: a target that is not in the skill as given is tried again with the prompt's escaping
+  undone, then without the prompt's wrapper (`strip_wrapper`: protocol tags such as `<skill>` and
+  `<file path="…">`, a heading turned into a tag like `<# Skill>`…`</#Skill>`, a Markdown fence around the whole
+  target); a content that opens with that frame (`<skill>`, `<file path>`, `<# …>`, a ```` ```markdown ```` fence)
+  loses it before it is written. Either way the reason says what was stripped (`applied_fuzzy` for the target).
+  An `insert_after` whose target is only the frame inserts at the top of the body (`<skill>`) or appends
+  (`</skill>`).
+- Files: an edit naming a file the package lacks is `skipped_file_not_found` (an `append` under
+  `skill.new_files` creates it); in a single-file skill it applies to the one file and the reason says so. A
+  target framed as `<file path="P">` names P when the edit named no file.
 - Ambiguity: when a target occurs several times in the editable text, the edit applies to the FIRST occurrence and
   the reason says how many there were (the teacher reads the skill top-down and the gate judges the result;
   skipping would throw away most edits whose target is a short heading).
@@ -17,6 +27,7 @@ Contracts (see docs/ARCHITECTURE.md, "Edits and protected regions"):
 from __future__ import annotations
 
 import difflib
+import html
 import re
 from typing import Any
 
@@ -35,9 +46,10 @@ from skillgit.skilldoc import (
     strip_trailing_blank_lines,
 )
 from skillgit.types import EDIT_OPS, OP_ALIASES, Edit, EditResult
+from skillgit.unwrap import CONTENT_FRAME_RE, FILE_FRAME_RE, shown, strip_wrapper
 
-__all__ = ["parse_edits", "normalize_op", "apply_edits", "check_invariants", "restore_protected", "set_region",
-           "get_region", "unified_diff", "diff_stats", "split_document", "Doc"]
+__all__ = ["parse_edits", "normalize_op", "apply_edits", "apply_to_skill", "strip_wrapper", "check_invariants",
+           "restore_protected", "set_region", "get_region", "unified_diff", "diff_stats", "split_document", "Doc"]
 
 NEEDS_CONTENT = ("append", "insert_after", "replace")
 NEEDS_TARGET = ("insert_after", "replace", "delete")
@@ -155,8 +167,11 @@ def parse_edits(obj: Any, *, source_type: str = "failure", max_edits: int = MAX_
 
 
 def _package_file(file: str) -> str:
-    """"" for the main file (also when the teacher names it), else the checked path inside the package."""
+    """"" for the main file (also when the teacher names it), else the checked path inside the package. A file
+    given as the prompt's frame (`<file path="references/x.md">`) is its path."""
     file = textsafe.clean(file, multiline=False).strip()
+    framed = FILE_FRAME_RE.search(file)
+    file = html.unescape(framed.group(1)).strip() if framed else file
     if not file or file.lower() in ("skill.md", "./skill.md", "(main)", "main"):
         return ""
     return package.check_path(file)
@@ -165,29 +180,50 @@ def _package_file(file: str) -> str:
 def apply_to_skill(skill: str, edits: list[Edit], *, allow_front_matter: bool = False,
                    new_files: tuple[str, ...] = package.DEFAULT_NEW_FILES) -> tuple[str, list[EditResult]]:
     """`apply_edits` for a skill of any shape: a single-file skill (every edit applies to it, whatever file it
-    names), or a package bundle (each edit to the file it names; an `append` to a file that does not exist yet
-    creates it when its path matches `new_files`, else the edit is skipped as invalid). One result per edit, in the
-    edits' order; front matter and protected regions keep their rules in every file."""
+    names; the reason says when it named another), or a package bundle (each edit to the file it names, or to the
+    file its target's `<file path>` frame names; an `append` to a file that does not exist yet creates it when its
+    path matches `new_files`, else the edit is `skipped_file_not_found`). One result per edit, in the edits'
+    order; front matter and protected regions keep their rules in every file."""
     if not package.is_bundle(skill):
-        return apply_edits(skill, [e.with_(file="") if e.file else e for e in edits],
-                           allow_front_matter=allow_front_matter)
+        text, results = apply_edits(skill, [e.with_(file="") if e.file else e for e in edits],
+                                    allow_front_matter=allow_front_matter)
+        return text, [_noted(EditResult(e, r.status, r.reason), f"names {e.file}, which a single-file skill lacks: "
+                             "it went to the skill's one file") if e.file else r for e, r in zip(edits, results)]
     pkg = package.parse(skill)
-    results: list[EditResult] = []
+    results = []
     for edit in edits:
-        path = edit.file or pkg.main
+        path, framed = edit.file or pkg.main, ""
+        if not edit.file:  # a target quoted inside its `<file path="P">` frame names P
+            match = FILE_FRAME_RE.search(edit.target)
+            named = _framed_path(match.group(1)) if match else ""
+            if named and named != pkg.main and pkg.get(named) is not None:
+                path, framed = named, f"routed to {named}, the file its target's <file> frame names"
         current = pkg.get(path)
         if current is None:
             if edit.op != "append" or not package.may_create(path, new_files):
                 allowed = ", ".join(new_files) or "nowhere"
-                results.append(EditResult(edit, "skipped_invalid", f"{path} is not in the package (new files may be "
-                                                                  f"created by append under: {allowed})"))
+                have = ", ".join(p for p, _ in pkg.files)
+                results.append(EditResult(edit, "skipped_file_not_found",
+                                          f"the skill has no file {path} (its files: {have}; an append may create "
+                                          f"files under: {allowed})"))
                 continue
             current = ""
         text, (result,) = apply_edits(current, [edit], allow_front_matter=allow_front_matter)
         if result.applied:
             pkg = pkg.with_file(path, text if text.endswith("\n") else text + "\n")
-        results.append(result)
+        results.append(_noted(result, framed) if framed else result)
     return pkg.bundle(), results
+
+
+def _framed_path(raw: str) -> str:
+    try:
+        return package.check_path(html.unescape(raw))
+    except SkillgitError:
+        return ""
+
+
+def _noted(result: EditResult, note: str) -> EditResult:
+    return EditResult(result.edit, result.status, f"{result.reason}; {note}" if result.reason else note)
 
 
 # ---------------------------------------------------------------------------------------------- matching
@@ -244,6 +280,13 @@ def _append(doc: Doc, content: str) -> str:
     return text[:start] + new
 
 
+def _prepend(doc: Doc, content: str) -> str:
+    """`content` as the first lines of the body (below the front matter), one blank line before the rest."""
+    text, start = doc.text, doc.body_start
+    rest = text[start:].lstrip("\n")
+    return text[:start] + content + "\n" + ("\n" + rest if rest.strip() else "")
+
+
 def _insert_after(doc: Doc, end: int, content: str, spans: list[tuple[int, int, str]]) -> tuple[str, str | None]:
     text = doc.text
     newline = text.find("\n", end)
@@ -289,6 +332,12 @@ def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, st
     # A teacher quoting a skill line that starts with a protocol tag saw it escaped (`&lt;output>`); undo that.
     content = unescape_all(_clean_content(edit.content.replace("\r\n", "\n")))
     target = edit.target.replace("\r\n", "\n").strip()
+    reasons: list[str] = []
+    if CONTENT_FRAME_RE.match(content):
+        # A content framed as the prompt framed the skill would write the frame into it.
+        content, removed = strip_wrapper(content, frame_only=True)
+        if removed:
+            reasons.append(f"stripped the prompt's wrapper from the content ({shown(removed)})")
     if op in NEEDS_CONTENT and not content:
         return text, "skipped_invalid", f"{op} needs content"
     if op in NEEDS_TARGET and not target:
@@ -299,7 +348,7 @@ def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, st
         return text, "skipped_duplicate", "content already appears in the skill"
     doc = split_document(text)
     if op == "append":
-        return _append(doc, content), "applied", ""
+        return _append(doc, content), "applied", "; ".join(reasons)
 
     kind, start, end, note = _locate(doc, target, allow_front_matter)
     how = "whitespace normalisation"
@@ -309,11 +358,29 @@ def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, st
         how = "undoing prompt escaping" + (" and whitespace normalisation" if kind == "fuzzy" else "")
         kind = "fuzzy" if kind == "exact" else kind
     if kind == "missing":
-        return text, "skipped_target_not_found", "target not found (exact or whitespace-normalised)"
+        # The teacher copied the prompt's frame along (`<skill><# Skill>Be helpful.</#Skill>`): match what is inside.
+        # Stripped before unescaping, so a skill line the prompt showed escaped (`&lt;output>`) keeps its tag.
+        bare, removed = strip_wrapper(target)
+        if removed and bare:
+            kind, start, end, note = _locate(doc, unescape_all(bare), allow_front_matter)
+            how = f"stripping the prompt's wrapper ({shown(removed)})" + (
+                " and whitespace normalisation" if kind == "fuzzy" else "")
+            kind = "fuzzy" if kind == "exact" else kind
+        elif removed and op == "insert_after":
+            # "insert after <skill>" (the frame's opening): at the top of the body; after `</skill>`: at the end
+            reasons.insert(0, f"the target was only the prompt's wrapper ({shown(removed)}): ")
+            if removed[-1].startswith("</"):
+                reasons[0] += "appended"
+                return _append(doc, content), "applied_fuzzy", "; ".join(reasons)
+            reasons[0] += "inserted at the top of the skill's body"
+            return _prepend(doc, content), "applied_fuzzy", "; ".join(reasons)
+    if kind == "missing":
+        return text, "skipped_target_not_found", "target not found (exact, whitespace-normalised, or without the " \
+                                                 "prompt's escaping and wrapper)"
     if kind == "protected":
         return text, "skipped_protected_region", f"target lies in {note}"
     status = "applied_fuzzy" if kind == "fuzzy" else "applied"
-    reasons = [f"target matched after {how}"] if kind == "fuzzy" else []
+    reasons = ([f"target matched after {how}"] if kind == "fuzzy" else []) + reasons
     if note:
         reasons.append(note)
     if op == "replace":

@@ -59,6 +59,7 @@ KILL_GRACE_S = 1.0
 POLL_S = 0.1  # how often a waiting `run` checks for a stop requested by a signal
 SCOPES_ENV = "SKILLGIT_PROC_SCOPES"
 CGROUP_ENV = "SKILLGIT_PROC_CGROUP"  # "0": never use a cgroup
+STALE_CGROUP_S = 600.0  # an empty skillgit cgroup this old was left by a killed skillgit (_sweep_stale_cgroups)
 RECORD_FILE = "proc-scopes.jsonl"  # in a `record` folder: one JSON line per command ({"id", "cgroup", "owner"})
 NET_GROUP = "process group"
 NET_ENV = f"{SCOPES_ENV} in /proc"
@@ -394,7 +395,7 @@ def _carries(pid: int, needle: bytes) -> bool:
 
 # ---------------------------------------------------------------------------------------------- cgroup v2
 _cgroup_lock = threading.Lock()
-_cgroup_state: dict[str, str] = {}  # "refused": why this process gave up on cgroups
+_cgroup_state: dict[str, str] = {}  # "refused": why this process gave up on cgroups; "swept": stale ones removed
 
 
 @functools.lru_cache(maxsize=1)
@@ -444,6 +445,11 @@ def _make_cgroup(scope_id: str) -> Path | None:
     base, _ = _cgroup_base()
     if base is None:
         return None
+    with _cgroup_lock:
+        sweep = "swept" not in _cgroup_state
+        _cgroup_state["swept"] = "yes"
+    if sweep:  # once a process: what earlier killed runs left
+        _sweep_stale_cgroups(base)
     cgroup = base / f"skillgit-{scope_id}"
     try:
         cgroup.mkdir()
@@ -451,6 +457,28 @@ def _make_cgroup(scope_id: str) -> Path | None:
         _cgroup_refused(f"creating {cgroup} failed: {exc.strerror}")
         return None
     return cgroup
+
+
+def _sweep_stale_cgroups(base: Path, now: float | None = None) -> int:
+    """Remove the empty `skillgit-<id>` cgroups under `base` older than STALE_CGROUP_S: what a skillgit killed with
+    kill -9 left behind and no record names any more. A live command's cgroup is never empty after its first
+    milliseconds, and rmdir refuses a populated cgroup, so a sweep cannot take one from a running command.
+    Returns how many were removed."""
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        candidates = [c for c in base.iterdir() if c.name.startswith("skillgit-") and _ID.fullmatch(c.name[9:])]
+    except OSError:
+        return 0
+    for cgroup in candidates:
+        try:
+            if now - cgroup.stat().st_mtime < STALE_CGROUP_S or (cgroup / "cgroup.procs").read_text().strip():
+                continue
+            cgroup.rmdir()
+            removed += 1
+        except OSError:  # gone meanwhile, populated meanwhile, or not ours to remove
+            continue
+    return removed
 
 
 def _checked_cgroup(path: object, scope_id: str) -> Path | None:

@@ -42,7 +42,8 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 NAME = "skillgit"
 KINDS = ("vcs", "archive", "local", "unknown")
 # the packages each optional extra adds (= pyproject.toml's [project.optional-dependencies]; tests check)
-EXTRAS = {"mcp": "mcp>=1.25,<3", "ray": "ray[default]>=2.9", "report": "matplotlib>=3.7"}
+EXTRAS = {"mcp": "mcp>=1.25,<3", "ray": "ray[default]>=2.9", "report": "matplotlib>=3.7", "ui": "aiohttp>=3.9",
+          "azure": "azure-identity>=1.15"}
 _SAFE_URL = re.compile(r"[A-Za-z0-9._~:/?#\[\]@!&()*+,;=%-]+")
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _HASH = re.compile(r"(sha256|sha384|sha512)=([0-9a-f]{64,128})")

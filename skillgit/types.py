@@ -22,6 +22,7 @@ ApplyStatus = Literal[
     "skipped_target_not_found",
     "skipped_protected_region",  # the target lies in front matter or a <!-- skillgit:NAME --> region
     "skipped_duplicate",  # the content is already in the skill word for word
+    "skipped_file_not_found",  # the edit names a file the skill package does not have (and may not create)
     "skipped_invalid",  # op lacks a field it needs (no target for replace, empty content for append, ...)
     "skipped_rejected_before",  # select: the same edit was rejected earlier (negative buffer)
     "skipped_over_budget",  # select: ranked below the step's edit budget

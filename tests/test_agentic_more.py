@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from skillgit import package
-from skillgit.agentic.student import PRESETS, AgentStudent
+from skillgit.agentic.student import AgentStudent
 from skillgit.agentic.workspace import PGID_FILE, Workspaces
+from skillgit.agents import registry
 from skillgit.config import CommandCfg
 from skillgit.llm.base import LLMError
 from skillgit.llm.cache import CachedStudent, CallCache
@@ -349,10 +350,10 @@ def _flags(help_text: str) -> set[str]:
                                           ("opencode", ["opencode-help.txt", "opencode-run-help.txt"])])
 def test_every_preset_flag_is_in_the_captured_help_of_its_cli(preset, helps):
     known = set().union(*(_flags((FIXTURES / h).read_text()) for h in helps)) | HIDDEN_FLAGS.get(preset, set())
-    from skillgit.agentic.student import _MODEL_ARGS
-
-    argv = [*PRESETS[preset].argv, *_MODEL_ARGS.get(preset, ()), "--max-turns"] if preset == "claude" else \
-        [*PRESETS[preset].argv, *_MODEL_ARGS.get(preset, ())]
+    agent = registry.get(preset)
+    assert agent.student is not None
+    argv = [*agent.student.argv, *agent.student.model_args, *agent.profile.args,
+            *(("--max-turns",) if preset == "claude" else ())]
     used = {a.split("=", 1)[0] for a in argv if a.startswith("-") and a != "--"}
     assert used and used <= known, used - known
 

@@ -39,13 +39,26 @@ def test_doctor_ok_for_both_roles(make_repo, cli, fake_server):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "teacher" in out and "student" in out and "local-teacher" in out and "claude-haiku-4-5" in out
-    assert "ok (JSON via json_schema" in out and "ok (JSON via tool" in out
-    # exactly one tiny structured call per role, no retries
+    assert "ok (JSON via json_schema" in out and "ok (answered" in out
+    # exactly one tiny call per role, no retries: a structured one for the teacher, a plain one for the student
     assert [r.api for r in fake_server.requests] == ["chat", "anthropic"]
     chat, messages = (r.json for r in fake_server.requests)
     assert chat["max_tokens"] == 256 and chat["response_format"]["type"] == "json_schema"
-    assert messages["tool_choice"]["type"] == "tool"
+    assert "tool_choice" not in messages and "tools" not in messages and messages["max_tokens"] == 256
     assert KEY not in out + proc.stderr
+
+
+def test_a_plain_text_student_is_ok(fake_server, tmp_path):
+    """Students are never asked for JSON (issue 23 item 16): a model that only ever answers "OK" is a fine
+    student, while as a teacher it is not."""
+    cfg = config_from_dict({"model": {"student_backend": "openai", "student_model": "tiny",
+                                      "student": {"base_url": fake_server.openai_base_url},
+                                      "teacher_backend": "openai", "teacher_model": "tiny",
+                                      "teacher": {"base_url": fake_server.openai_base_url}}})
+    row = check_role(cfg, "student", tmp_path, environ={})
+    assert row["status"] == "ok" and row["detail"].startswith("answered 'OK'") and "json_mode" not in row
+    assert "response_format" not in fake_server.requests[-1].json
+    assert check_role(cfg, "teacher", tmp_path, environ={})["status"] == "error"  # the teacher still needs JSON
 
 
 def test_doctor_missing_key_fails_with_hint_and_json(make_repo, cli, fake_server):

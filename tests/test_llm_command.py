@@ -179,9 +179,13 @@ def test_generic_without_argv_and_unknown_preset_are_config_errors():
     with pytest.raises(LLMError, match="needs a command") as info:
         CommandStudent(CommandCfg(preset="generic"))
     assert "model.student.command.argv" in info.value.hint
-    with pytest.raises(LLMError, match="unknown command preset 'cursor'") as info:
-        CommandStudent(CommandCfg(preset="cursor"))
-    assert "claude" in info.value.hint and "codex" in info.value.hint
+    with pytest.raises(LLMError, match="unknown agent preset 'nope'") as info:
+        CommandStudent(CommandCfg(preset="nope"))
+    assert "claude" in info.value.hint and "codex" in info.value.hint and info.value.kind == "config"
+    # an agent skillgit knows but cannot run for one answer: the choices, and where it belongs
+    with pytest.raises(LLMError, match="'copilot' cannot be used with student_backend: command") as info:
+        CommandStudent(CommandCfg(preset="copilot"))
+    assert "claude, codex, generic" in info.value.hint and "student_backend: agent" in info.value.hint
 
 
 def test_factory_builds_a_wrapped_command_student_and_checks_the_binary(bin_dir, tmp_path):

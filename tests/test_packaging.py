@@ -72,6 +72,22 @@ def test_wheel_ships_every_template_and_hook(wheel):
                 "agentic/repos/textkit/textkit/strings.py"):
         assert f"skillgit/_examples/{rel}" in names, rel
     assert "skillgit/_templates/github/skillgit-check.yml" in names
+    # `skillgit demo --sleep` works from a wheel: its shipped Claude Code sessions
+    shipped = sorted(p.name for p in (ROOT / "examples" / "sleep-demo" / "sessions").glob("*.jsonl"))
+    assert shipped and all(f"skillgit/_examples/sleep-demo/sessions/{name}" in names for name in shipped)
+    # every module of the source tree is in the wheel (a package left out of pyproject's list breaks the install)
+    for module in sorted((ROOT / "skillgit").rglob("*.py")):
+        rel = module.relative_to(ROOT).as_posix()
+        assert "__pycache__" in rel or rel in names, f"{rel} is missing from the wheel (pyproject packages)"
+
+
+def test_every_package_of_the_source_tree_is_listed_for_the_wheel():
+    """Fast half of the check above: setuptools ships only the packages pyproject lists."""
+    tomllib = pytest.importorskip("tomllib")  # Python ≥ 3.11
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "skillgit").rglob("__init__.py")
+             if "__pycache__" not in p.parts}
+    assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
 
 
 @pytest.mark.slow

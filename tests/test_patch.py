@@ -465,3 +465,108 @@ def test_a_package_rewrite_keeps_each_files_front_matter_and_regions():
     fixed = dict(package.parse(repaired).files)
     assert fixed["references/formats.md"] == files["references/formats.md"] and "More." in fixed["SKILL.md"]
     assert P.get_region(repaired, "slow-update") == "Keep me."
+
+
+# ---------------------------------------------------------------------------------------------- the prompt's frame
+# What a 1.5B teacher (Qwen2.5-Coder-1.5B-Instruct on llama.cpp) wrote as targets: the prompt's `<skill>` frame and
+# the heading turned into a tag, around the skill's real text.
+WRAPPED_SKILL = "---\nname: s\ndescription: d\n---\n# Skill\n\nBe helpful.\n"
+
+
+def test_a_target_wrapped_in_the_prompts_frame_matches_what_is_inside_and_says_so():
+    new, r = apply1(WRAPPED_SKILL, Edit("replace", "Be helpful and answer with the list only.",
+                                        target="<skill><# Skill>Be helpful.</#Skill>"))
+    assert r.status == "applied_fuzzy"
+    assert "stripping the prompt's wrapper (<skill>, <# Skill>, </#Skill>)" in r.reason
+    assert new == "---\nname: s\ndescription: d\n---\nBe helpful and answer with the list only.\n"
+    new, r = apply1(WRAPPED_SKILL, Edit("insert_after", "Answer with the list only.", target="<skill>\nBe helpful."))
+    assert r.status == "applied_fuzzy" and "<skill>" in r.reason and new.endswith("Be helpful.\nAnswer with the "
+                                                                                   "list only.\n")
+
+
+def test_the_file_frame_and_a_fence_around_a_target_are_stripped():
+    frame = '<file path="SKILL.md">\n# Skill\n\nBe helpful.\n</file>'
+    new, r = apply1(WRAPPED_SKILL, Edit("replace", "# Skill\n\nBe precise.", target=frame))
+    assert r.status == "applied_fuzzy" and '<file path="SKILL.md">' in r.reason and "</file>" in r.reason
+    assert new.endswith("# Skill\n\nBe precise.\n")
+    new, r = apply1(WRAPPED_SKILL, Edit("delete", target="```markdown\nBe helpful.\n```"))
+    assert r.status == "applied_fuzzy" and "```markdown fence" in r.reason and "Be helpful" not in new
+
+
+def test_a_content_framed_like_the_skill_loses_the_frame_and_the_reason_says_so():
+    new, r = apply1(WRAPPED_SKILL, Edit("replace", "<skill><# Skill>Be helpful. Sort largest first.</#Skill>",
+                                        target="<skill><# Skill>Be helpful.</#Skill>"))
+    assert r.applied and "from the content (<skill>, <# Skill>, </#Skill>)" in r.reason
+    assert "<skill>" not in new and "</#Skill>" not in new and "# Skill\nBe helpful. Sort largest first." in new
+    new, r = apply1(WRAPPED_SKILL, Edit("append", "```md\n- Check the order twice.\n```"))
+    assert r.status == "applied" and "```md fence" in r.reason and new.endswith("Be helpful.\n\n- Check the order "
+                                                                                 "twice.\n")
+
+
+def test_real_tags_in_a_skill_are_matched_as_they_are_and_kept_in_content():
+    skill = "# T\n\nWrap the answer in <output> tags.\n"
+    new, r = apply1(skill, Edit("replace", "Wrap the final answer in <output></output> tags.",
+                                target="Wrap the answer in <output> tags."))
+    assert (r.status, r.reason) == ("applied", "") and "<output></output>" in new  # exact: nothing stripped
+    new, r = apply1(skill, Edit("append", "Put code in ```python fences``` and keep <skill> literal."))
+    assert r.status == "applied" and "<skill> literal" in new  # not a frame: the content is written as given
+
+
+def test_a_wrapped_target_that_is_still_not_in_the_skill_is_not_found():
+    new, r = apply1(WRAPPED_SKILL, Edit("replace", "x", target="<skill><# Skill>Be kind.</#Skill>"))
+    assert r.status == "skipped_target_not_found" and "wrapper" in r.reason and new == WRAPPED_SKILL
+
+
+def test_strip_wrapper_lists_what_it_removed_in_order():
+    assert P.strip_wrapper("<skill><# Skill>Be helpful.</#Skill>") == ("# Skill\nBe helpful.",
+                                                                        ["<skill>", "<# Skill>", "</#Skill>"])
+    assert P.strip_wrapper("Be helpful.") == ("Be helpful.", [])
+    assert P.strip_wrapper("<output>x</output>", frame_only=True) == ("<output>x</output>", [])
+
+
+def test_an_edit_naming_a_file_the_package_lacks_is_recorded_as_such():
+    from skillgit import package
+
+    edits = [Edit("replace", "ISO 8601 dates.", target="ISO dates.", file="references/missing.md"),
+             Edit("append", "- Week numbers.", file="references/weeks.md"),  # may be created (skill.new_files)
+             Edit("append", "x = 1", file="src/x.py")]
+    new, results = P.apply_to_skill(_pkg(), edits)
+    assert [r.status for r in results] == ["skipped_file_not_found", "applied", "skipped_file_not_found"]
+    assert "no file references/missing.md" in results[0].reason
+    assert "SKILL.md, references/formats.md" in results[0].reason  # the files it does have
+    assert package.parse(new).get("references/weeks.md") == "- Week numbers.\n"
+
+
+def test_a_target_in_its_file_frame_goes_to_that_file():
+    from skillgit import package
+
+    framed = '<file path="references/formats.md">\nYYYY-MM-DD\n</file>'
+    new, (r,) = P.apply_to_skill(_pkg(), [Edit("replace", "YYYY-MM-DD (ISO 8601)", target=framed)])
+    assert r.status == "applied_fuzzy" and "routed to references/formats.md" in r.reason
+    assert package.parse(new).get("references/formats.md") == "# Formats\nYYYY-MM-DD (ISO 8601)\n"
+    edits, problems = P.parse_edits({"edits": [{"op": "append", "content": "- More.",
+                                                "file": '<file path="references/formats.md">'}]})
+    assert [e.file for e in edits] == ["references/formats.md"] and not problems
+
+
+def test_a_single_file_skill_applies_an_edit_naming_another_file_and_says_so():
+    new, (r,) = P.apply_to_skill(WRAPPED_SKILL, [Edit("append", "- Be brief.", file="references/style.md")])
+    assert r.applied and "names references/style.md, which a single-file skill lacks" in r.reason
+    assert r.edit.file == "references/style.md" and new.endswith("- Be brief.\n")
+
+
+def test_a_content_that_is_one_code_block_keeps_its_fence():
+    new, r = apply1(WRAPPED_SKILL, Edit("append", "```\n$ sort -rn numbers.txt\n```"))
+    assert (r.status, r.reason) == ("applied", "") and new.endswith("```\n$ sort -rn numbers.txt\n```\n")
+
+
+def test_insert_after_the_frame_alone_goes_to_the_top_or_the_end_of_the_body():
+    # the 1.5B teacher's reflect reply on first-letters: {"op": "insert_after", "target": "<skill>", ...}
+    new, r = apply1(WRAPPED_SKILL, Edit("insert_after", "Read every word of the sentence.", target="<skill>"))
+    assert r.status == "applied_fuzzy" and "only the prompt's wrapper (<skill>)" in r.reason and "top" in r.reason
+    assert new == "---\nname: s\ndescription: d\n---\nRead every word of the sentence.\n\n# Skill\n\nBe helpful.\n"
+    new, r = apply1(WRAPPED_SKILL, Edit("insert_after", "Answer in lowercase.", target="</skill>"))
+    assert r.status == "applied_fuzzy" and "appended" in r.reason and new.endswith("Be helpful.\n\nAnswer in "
+                                                                                   "lowercase.\n")
+    new, r = apply1(WRAPPED_SKILL, Edit("replace", "Everything new.", target="<skill>"))
+    assert r.status == "skipped_target_not_found" and new == WRAPPED_SKILL  # never a whole-skill replace

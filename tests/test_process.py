@@ -120,14 +120,23 @@ def _daemonize(pid_dir: Path, *extra: str) -> list[str]:
 
 
 @linux_only
+def _recorded_cgroups(record: Path) -> list[Path]:
+    """The cgroups the commands run with `record=record` were given (other tests' cgroups are not this test's)."""
+    lines = (record / process.RECORD_FILE).read_text().splitlines()
+    return [Path(entry["cgroup"]) for entry in map(json.loads, lines) if entry["cgroup"]]
+
+
 def test_a_daemon_that_left_the_process_group_is_killed_when_the_command_exits(tmp_path, pid_dir, net):
-    done = process.run(_daemonize(pid_dir), cwd=tmp_path, env=os.environ, timeout_s=30)
+    record = tmp_path / "record"
+    record.mkdir()
+    done = process.run(_daemonize(pid_dir), cwd=tmp_path, env=os.environ, timeout_s=30, record=record)
     assert (done.returncode, done.stdout.strip(), done.timed_out) == (0, "done", False)
     [daemon] = _pids(pid_dir, "daemon")
     assert _gone(daemon)
     assert (done.cleanup.killed, done.cleanup.escaped) == (1, 1)
     assert (process.NET_CGROUP in done.cleanup.nets) == (net == "cgroup")
-    assert not list(Path(process._cgroup_base()[0] or tmp_path).glob("skillgit-*"))  # its cgroup was removed
+    assert len(_recorded_cgroups(record)) == (net == "cgroup")
+    assert not any(c.exists() for c in _recorded_cgroups(record))  # its cgroup was removed
 
 
 @linux_only
@@ -221,7 +230,8 @@ def test_kill_recorded_finds_a_daemon_after_its_skillgit_was_killed_and_spares_e
         assert all(_gone(pid) for pid in _pids(pid_dir))
         assert (found.killed, found.escaped) == (2, 2)  # both outside any group kill_recorded could know
         assert bystander.poll() is None
-        assert not list(Path(process._cgroup_base()[0] or tmp_path).glob("skillgit-*"))
+        assert len(_recorded_cgroups(record)) == (net == "cgroup")
+        assert not any(c.exists() for c in _recorded_cgroups(record))
     finally:
         bystander.kill()
         bystander.wait()
@@ -249,3 +259,30 @@ def test_without_proc_it_degrades_to_the_process_group_and_says_so(tmp_path, mon
     assert done.cleanup.nets == (process.NET_GROUP,)
     assert done.cleanup.describe("the agent") == ("killed the agent (its process group only: a child that left it "
                                                   f"with setsid is not tracked on {sys.platform})")
+
+
+@needs_cgroup
+def test_an_empty_cgroup_a_killed_skillgit_left_is_removed_once_stale_and_a_populated_one_never(tmp_path):
+    base = process._cgroup_base()[0]
+    left = process._make_cgroup("a" * 32)  # what a skillgit killed with kill -9 leaves: an empty skillgit-<id>
+    busy = process._make_cgroup("b" * 32)
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        (busy / "cgroup.procs").write_text(str(sleeper.pid))
+        process._sweep_stale_cgroups(base)
+        assert left.exists()  # fresh: a command may be about to move in
+        process._sweep_stale_cgroups(base, now=time.time() + process.STALE_CGROUP_S + 1)
+        assert not left.exists()
+        assert busy.exists() and sleeper.poll() is None  # populated: never removed, its process untouched
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for cgroup in (left, busy):
+            for _ in range(100):
+                try:
+                    cgroup.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)

@@ -69,9 +69,10 @@ def test_reflect_records_malformed_output_and_unknown_ops_without_raising():
 def test_negative_buffer_reaches_reflect_merge_and_rank_prompts():
     rejected = [RejectedEdit(edit("Explain your reasoning first."), -0.12, "worse on val", "r1", 3)]
     teacher = ScriptedTeacher(default={
-        "reflect": {"reasoning": "", "edits": [{"op": "append", "content": "A"}, {"op": "append", "content": "B"}]},
-        "merge": {"reasoning": "", "edits": [{"op": "append", "content": "A", "merged_from": ["e1", "e3"]},
-                                             {"op": "append", "content": "B", "merged_from": ["e2", "e4"]}]},
+        "reflect": {"reasoning": "", "edits": [{"op": "append", "content": "Rule A."},
+                                               {"op": "append", "content": "Rule B."}]},
+        "merge": {"reasoning": "", "edits": [{"op": "append", "content": "Rule A.", "merged_from": ["e1", "e3"]},
+                                             {"op": "append", "content": "Rule B.", "merged_from": ["e2", "e4"]}]},
         "rank": {"reasoning": "", "ranking": ["e2", "e1"]},
     })
     t = stages.Teacher(teacher, negative=rejected, workers=1)
@@ -83,7 +84,7 @@ def test_negative_buffer_reaches_reflect_merge_and_rank_prompts():
         prompts = teacher.prompts(stage)
         assert prompts, stage
         assert all("Explain your reasoning first." in p and "-0.120" in p for p in prompts), stage
-    assert [e.content for e in sel.selected] == ["B"]
+    assert [e.content for e in sel.selected] == ["Rule B."]
 
 
 def test_aggregate_merges_hierarchically_and_carries_support():
@@ -125,18 +126,18 @@ def test_single_patch_needs_no_merge_call():
 def test_select_clips_to_budget_by_ranking_and_records_every_fate():
     teacher = ScriptedTeacher({"rank": [{"reasoning": "c is best", "ranking": ["e3", "e1"]}]})
     t = stages.Teacher(teacher, workers=1)
-    edits = [edit("A", eid="e1"), edit("B", support=5, eid="e2"), edit("C", eid="e3")]
+    edits = [edit("Rule A.", eid="e1"), edit("Rule B.", support=5, eid="e2"), edit("Rule C.", eid="e3")]
     sel = stages.select(t, SKILL, edits, budget=2)
-    assert [e.content for e in sel.selected] == ["C", "A"]
-    assert [(r.edit.content, r.status) for r in sel.dropped] == [("B", "skipped_over_budget")]
+    assert [e.content for e in sel.selected] == ["Rule C.", "Rule A."]
+    assert [(r.edit.content, r.status) for r in sel.dropped] == [("Rule B.", "skipped_over_budget")]
 
 
 def test_select_falls_back_to_support_when_ranking_fails():
     teacher = ScriptedTeacher({"rank": [LLMError("overloaded", kind="server", retryable=True)]})
     t = stages.Teacher(teacher, workers=1)
-    edits = [edit("A", 1, eid="e1"), edit("B", 5, eid="e2"), edit("C", 3, eid="e3")]
+    edits = [edit("Rule A.", 1, eid="e1"), edit("Rule B.", 5, eid="e2"), edit("Rule C.", 3, eid="e3")]
     sel = stages.select(t, SKILL, edits, budget=2)
-    assert [e.content for e in sel.selected] == ["B", "C"]
+    assert [e.content for e in sel.selected] == ["Rule B.", "Rule C."]
     assert sel.record["fallback"] is True and "overloaded" in sel.record["reason"]
 
 
@@ -152,7 +153,7 @@ def test_non_retryable_teacher_errors_stop_instead_of_being_skipped():
     teacher = ScriptedTeacher({"rank": [LLMError("bad key", kind="auth", retryable=False)]})
     t = stages.Teacher(teacher, workers=1)
     try:
-        stages.select(t, SKILL, [edit("A", eid="e1"), edit("B", eid="e2")], budget=1)
+        stages.select(t, SKILL, [edit("Rule A.", eid="e1"), edit("Rule B.", eid="e2")], budget=1)
     except LLMError as exc:
         assert exc.kind == "auth"
     else:
@@ -263,3 +264,105 @@ def test_a_merge_that_empties_the_suggestions_falls_back_to_them_and_says_so():
     out, record = stages._merge_call(teacher, "# Skill\n\nBe brief.\n", edits, 1)
     assert [e.content for e in out] == ["Dates are ISO.", "Codes are upper case."]
     assert record["fallback"] is True and "change nothing" in record["reason"]
+
+
+# ---------------------------------------------------------------------------------------- select: edits that apply
+def test_select_fills_the_budget_with_edits_that_apply_not_with_missed_anchors():
+    # ranked first: an anchor the skill does not have (a weak teacher's); today it took a place in the budget
+    teacher = ScriptedTeacher({"rank": [{"reasoning": "", "ranking": ["e1", "e2", "e3", "e4"]}]})
+    t = stages.Teacher(teacher, workers=1)
+    edits = [Edit("replace", "Be concise.", target="Be helpful.", id="e1"),
+             Edit("replace", "- Be brief and exact.", target="<skill><# Skill>- Be brief.</#Skill>", id="e2"),
+             Edit("append", "Check units.", id="e3"), Edit("append", "Show the formula.", id="e4")]
+    sel = stages.select(t, SKILL, edits, budget=2)
+    assert [e.id for e in sel.selected] == ["e2", "e3"]
+    fates = {r.edit.id: (r.status, r.reason) for r in sel.dropped}
+    assert fates["e1"][0] == "skipped_target_not_found" and fates["e1"][1].startswith("select: does not apply")
+    assert fates["e4"][0] == "skipped_over_budget"
+    assert sel.record["inapplicable"] == 1 and sel.record["candidates"] == 3
+    assert "Be concise." not in teacher.prompts("rank")[0]  # the ranking never saw the missed anchor
+    new, results = stages.update(SKILL, sel.selected, allow_front_matter=False)
+    assert all(r.applied for r in results) and "- Be brief and exact." in new and "Check units." in new
+
+
+def test_select_skips_an_edit_that_no_longer_applies_after_the_ones_ranked_above_it():
+    teacher = ScriptedTeacher({"rank": [{"reasoning": "", "ranking": ["e1", "e2", "e3"]}]})
+    t = stages.Teacher(teacher, workers=1)
+    edits = [Edit("replace", "- Be short.", target="- Be brief.", id="e1"),
+             Edit("replace", "- Be concise.", target="- Be brief.", id="e2"),  # its anchor is gone after e1
+             Edit("append", "Check units.", id="e3")]
+    sel = stages.select(t, SKILL, edits, budget=2)
+    assert [e.id for e in sel.selected] == ["e1", "e3"]
+    [second] = [r for r in sel.dropped if r.edit.id == "e2"]
+    assert second.status == "skipped_target_not_found" and "ranked 2" in second.reason
+
+
+def test_select_without_dry_apply_keeps_suggestions_as_ranked():
+    teacher = ScriptedTeacher({"rank": [{"reasoning": "", "ranking": ["e1", "e2"]}]})
+    edits = [Edit("replace", "Be concise.", target="Be helpful.", id="e1"), Edit("append", "Check units.", id="e2"),
+             Edit("append", "Show the formula.", id="e3")]
+    sel = stages.select(stages.Teacher(teacher, workers=1), SKILL, edits, budget=2, dry_apply=False)
+    assert [e.id for e in sel.selected] == ["e1", "e2"]  # a rewrite reads a missed anchor as a suggestion
+
+
+def test_an_edit_naming_a_file_the_package_lacks_never_takes_the_budget():
+    from skillgit import package
+
+    skill = package.bundle({"SKILL.md": "# Dates\nUse ISO dates.\n", "references/formats.md": "# Formats\n"})
+    edits = [Edit("replace", "x", target="# Formats", file="references/nope.md", id="e1"),
+             Edit("append", "- Week numbers.", file="references/formats.md", id="e2")]
+    sel = stages.select(stages.Teacher(ScriptedTeacher(), workers=1), skill, edits, budget=1)
+    assert [e.id for e in sel.selected] == ["e2"]
+    assert [(r.edit.id, r.status) for r in sel.dropped] == [("e1", "skipped_file_not_found")]
+
+
+def test_a_teacher_timeout_is_recorded_with_the_setting_to_raise():
+    error = LLMError("openai:local@127.0.0.1:8080: no answer within 120s", "raise model.teacher.timeout_s (or lower "
+                     "model.teacher.max_tokens)", kind="timeout", retryable=True)
+    t = stages.Teacher(ScriptedTeacher({"reflect": [error]}), workers=1)
+    [p] = stages.reflect(t, SKILL, [traj(0, 0.0)], minibatch_size=4, budget=2, rng=random.Random(0))
+    assert p.error is not None and p.error.startswith("teacher call failed") and "model.teacher.timeout_s" in p.error
+
+
+def test_propose_update_creates_files_where_skill_new_files_allows():
+    # skill.new_files was read by nobody: update always used the default (references/**, scripts/**)
+    from skillgit import package
+    from skillgit.config import config_from_dict
+    from skillgit.loop import modes
+    from skillgit.loop.context import StepContext
+    from skillgit.loop.ledger import Ledger
+
+    skill = package.bundle({"SKILL.md": "# Dates\nUse ISO dates.\n"})
+    reply = {"reasoning": "", "edits": [{"op": "append", "file": "docs/weeks.md", "content": "- ISO weeks."},
+                                        {"op": "append", "file": "references/x.md", "content": "- Not here."}]}
+    teacher = stages.Teacher(ScriptedTeacher(default={"reflect": reply}), workers=1)
+    cfg = config_from_dict({"skill": {"new_files": ["docs/**"]}, "gradient": {"minibatch_size": 4}})
+    ctx = StepContext(cfg, KeywordStudent(), lambda item, out: Score(0.0, 0.0), None, Ledger(), lambda event: None,
+                      ())  # type: ignore[arg-type]
+    text, record = modes.propose_update(ctx, teacher, skill, [traj(0, 0.0)], budget=4, step=1)
+    assert package.parse(text).get("docs/weeks.md") == "- ISO weeks.\n"
+    fates = {r.edit.file: r.status for r in record.apply}
+    assert fates == {"docs/weeks.md": "applied", "references/x.md": "skipped_file_not_found"}
+
+
+def test_a_rewrite_wrapped_in_the_prompts_skill_frame_is_unwrapped_and_says_so():
+    # the 1.5B teacher's full rewrite of first-letters came back as "<skill>\n---\n…\n</skill>"; the front matter
+    # was then "restored" above it and the frame and a second front matter stayed in the skill
+    from skillgit.loop import modes
+
+    seed = "---\nname: x\ndescription: d\n---\n# X\n\nBe helpful.\n"
+    framed = "<skill>\n---\nname: x\ndescription: d\n---\n# X\n\nBe precise.\n</skill>"
+    text, problem, stripped = modes.checked_rewrite(seed, {"skill": framed}, None, False)
+    assert problem is None and text == "---\nname: x\ndescription: d\n---\n# X\n\nBe precise.\n"
+    assert stripped == "prompt's <skill> frame stripped"
+    fenced = "```markdown\n<skill>\n# X\n\nBe exact.\n</skill>\n```"
+    text, problem, stripped = modes.checked_rewrite(seed, {"skill": fenced}, None, False)
+    assert problem is None and text == "---\nname: x\ndescription: d\n---\n# X\n\nBe exact.\n"
+    assert stripped == "prompt's ```markdown fence and <skill> frame stripped"
+    # a package keeps its <file path> blocks: they are its format
+    from skillgit import package
+
+    pkg = package.bundle({"SKILL.md": "# X\n\nBe helpful.\n", "references/a.md": "# A\n"})
+    new = package.bundle({"SKILL.md": "# X\n\nBe kind.\n", "references/a.md": "# A\n"})
+    text, problem, stripped = modes.checked_rewrite(pkg, {"skill": "<skill>\n" + new + "</skill>"}, None, False)
+    assert problem is None and text == new and stripped

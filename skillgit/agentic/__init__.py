@@ -9,8 +9,8 @@ verifier that scores the workspace *after the agent worked*.
                the agent loads skills, removed afterwards — also after a kill (the next run sweeps leftovers).
 - `verify.py`  the verifier: exit code, pytest counts, JUnit XML or JSON → `Score`; a setup failure, a verifier
                crash or a timeout is `Unknown` (never a task failure).
-- `trace.py`   what the agent did, from its event stream (Claude Code stream-json, Codex `--json`, Copilot and
-               OpenCode JSON lines), shortened for the teacher.
-- `student.py` `AgentStudent`: the `agent` student backend (presets for claude, codex, copilot, opencode, the
-               simulated coding agent, and a generic template).
+- `trace.py`   what the agent did, from its event stream, shortened for the teacher (each format's parser lives
+               with its agent in `skillgit/agents/`).
+- `student.py` `AgentStudent`: the `agent` student backend (the presets of `skillgit.agents.registry`: claude,
+               codex, copilot, opencode, the simulated coding agent, a generic template), hermetic rollouts.
 """

@@ -27,8 +27,18 @@ has the same key, so a resumed run replays its finished rollouts.
 Every command runs with `PWD` set to the workspace (agents such as OpenCode follow an inherited `PWD`), through
 `workspace.tracked` (its process group id is recorded for `Workspaces.sweep`).
 
-Presets (`model.student.command.preset`; the argv of each is in README "Train a skill for Claude Code / Codex /
-Copilot", checked against the real CLIs' `--help` in docs/AGENT_CLIS.md):
+Hermetic rollouts (`command.profile`, default hermetic; `skillgit.agents.profile`): the agent runs with a fresh
+config home in its rollout folder (`<folder>/home`, removed with the workspace) holding only what authentication
+needs, and its own isolation switches; setup and verify commands keep the user's environment. `fingerprint()`
+names the agent, its CLI version, a hash of its effective config and the profile.
+
+A rollout whose trace shows the agent tried to load the skill and failed (its skill tool errored), while no rollout
+of this student has loaded it yet, stops the run (`LLMError(kind="config")`, naming the agent's fix, e.g. ripgrep
+for OpenCode): every later rollout would measure an agent without the skill, and the gate would see only ties.
+
+Presets (`model.student.command.preset`): the agents of `skillgit.agents.registry` that have a student preset; the
+argv of each is in README "Train a skill for Claude Code / Codex / Copilot", checked against the real CLIs' `--help`
+in docs/AGENT_CLIS.md.
 """
 
 from __future__ import annotations
@@ -39,10 +49,8 @@ import os
 import re
 import shutil
 import stat
-import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -50,7 +58,10 @@ from skillgit import package, process
 from skillgit.agentic import trace, verify
 from skillgit.agentic.spec import REPLAY_ENV, TASK_DIR_KEY, AgenticSpec
 from skillgit.agentic.workspace import _IGNORE, Workspaces, install, skill_name, tracked
+from skillgit.agents import launch, registry
+from skillgit.agents.profile import Plan, Settings, plan
 from skillgit.config import BackendCfg, CommandCfg, Config
+from skillgit.errors import SkillgitError
 from skillgit.llm.base import LLMError, Reply
 from skillgit.llm.command import TRANSIENT, agent_env
 from skillgit.llm.registry import Backend
@@ -63,60 +74,28 @@ DIFF_CHARS = 6000
 _AUTH = re.compile(r"\b401\b|\b403\b|unauthori[sz]ed|invalid (?:api|x-api)[ -]?key|authentication|"
                    r"credit balance|not logged in|please (?:log ?in|run /login)", re.IGNORECASE)
 
-@dataclass(frozen=True)
-class AgentPreset:
-    argv: tuple[str, ...]
-    install_dir: str
-    output: str  # a trace format
-    keep_env: tuple[str, ...] = ()
-
-
-PRESETS: dict[str, AgentPreset] = {
-    # prompt right after -p: --allowedTools takes several values and would swallow a prompt placed after it
-    "claude": AgentPreset(("claude", "-p", "{prompt}", "--output-format", "stream-json", "--verbose",
-                           "--permission-mode", "{permission_mode}", "{model_args}", "{max_turns_args}",
-                           "--allowedTools", "{allowed_tools}"),
-                          ".claude/skills/{name}", "claude-stream",
-                          ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL",
-                           "ANTHROPIC_MODEL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER")),
-    "codex": AgentPreset(("codex", "exec", "--json", "-s", "{sandbox}", "{model_args}", "--skip-git-repo-check",
-                          "--", "{prompt}"),
-                         ".agents/skills/{name}", "codex-json", ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL",
-                                                                 "CODEX_HOME")),
-    "copilot": AgentPreset(("copilot", "-p", "{prompt}", "--output-format", "json", "--no-auto-update",
-                            "--allow-tool=shell", "--allow-tool=write", "{model_args}"),
-                           ".github/skills/{name}", "copilot-json",
-                           ("GH_TOKEN", "GITHUB_TOKEN", "COPILOT_GITHUB_TOKEN", "COPILOT_PROVIDER_BASE_URL",
-                            "COPILOT_PROVIDER_TYPE", "COPILOT_PROVIDER_API_KEY", "COPILOT_MODEL", "COPILOT_OFFLINE")),
-    "opencode": AgentPreset(("opencode", "run", "--format", "json", "{model_args}", "{prompt}"),
-                            ".opencode/skills/{name}", "opencode-json",
-                            ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENCODE_CONFIG_CONTENT")),
-    # the offline simulated coding agent (skillgit/world/agent.py): reads the skill, edits files, never the verifier
-    "simulated": AgentPreset((sys.executable, "-m", "skillgit.world.agent", "--output-format", "stream-json",
-                              "--prompt-file", "{prompt_file}", "--seed", "{seed}", "--sample", "{sample}"),
-                             ".claude/skills/{name}", "claude-stream"),
-    "generic": AgentPreset((), ".skill/{name}", "text"),
-}
-_MODEL_ARGS = {"claude": ("--model", "{model}"), "codex": ("-m", "{model}"), "copilot": ("--model", "{model}"),
-               "opencode": ("-m", "{model}")}
-_PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|workspace|model|name|seed|sample|permission_mode|sandbox)\}")
-
 
 class AgentStudent:
     """See the module docstring. Thread-safe: each run has its own workspace and process."""
 
     def __init__(self, cfg: CommandCfg, *, project_root: Path, model: str | None, env: Mapping[str, str],
                  secrets: SecretSet | None = None, withhold: tuple[str, ...] = (), keep_workspaces: bool = False,
-                 seed: int = 0, cache_identity: str | None = None, skill_path: str = "", skill_branch: str = ""):
-        if cfg.preset not in PRESETS:
-            raise LLMError(f"unknown agent preset '{cfg.preset}'", f"use one of {', '.join(PRESETS)}", kind="config")
+                 seed: int = 0, cache_identity: str | None = None, skill_path: str = "", skill_branch: str = "",
+                 base_url: str | None = None, api_key_env: str | None = None):
+        try:
+            self.agent, self.preset = registry.student(cfg.preset)
+        except SkillgitError as exc:
+            raise LLMError(exc.message, exc.hint, kind="config") from None
         self.cfg = cfg
-        self.preset = PRESETS[cfg.preset]
         self.root = project_root
         self.model = model
         self.seed = seed
+        self.base_url = base_url or None
         secrets = secrets or SecretSet()
-        self.env = agent_env(env, (*self.preset.keep_env, *cfg.env_passthrough), (*secrets.names, *withhold))
+        own_key = (api_key_env or "",) if self.base_url else ()  # the key of model.student.base_url's server
+        self.env = agent_env(env, (*self.preset.keep_env, *cfg.env_passthrough, *own_key),
+                             (*secrets.names, *withhold))
+        self.plan: Plan = plan(self.agent.profile, Settings(cfg.profile, self.base_url, api_key_env, model, self.env))
         # every value the agent could echo: conventional and registered secrets of `env`, and `secrets`
         self._secrets = tuple(sorted(set(secret_values(env)) | secrets.values, key=len, reverse=True))
         self.repo = GitRepo.open(project_root)
@@ -128,6 +107,7 @@ class AgentStudent:
         self._trees: dict[str, tuple[package.TreeFile, ...]] = {}  # skill branch commit → committed package files
         self._contents: dict[tuple[str, ...], str] = {}  # memo of workspace content digests
         self._broken_setup: dict[str, LLMError] = {}  # cache material → the setup failure (never retried)
+        self._skill_loaded = False  # some rollout of this student loaded the skill
 
     @property
     def id(self) -> str:
@@ -137,12 +117,26 @@ class AgentStudent:
     def cache_identity(self) -> str:
         return self._identity or self.id
 
+    @property
+    def output(self) -> str:
+        """The trace format the agent's stdout is read as."""
+        return self.cfg.output or self.agent.trace_format
+
+    def fingerprint(self) -> dict[str, str]:
+        """The agent's identity for drift checks: name, CLI version, effective-config hash, profile
+        (`agents.launch.fingerprint`)."""
+        template = list(self.cfg.argv) or list(self.preset.argv)
+        return launch.fingerprint(self.agent, self.plan, template[0] if template else "", self.env,
+                                  {k: v for k, v in self.settings().items() if k != "seed"})
+
     # -- the call journal's key
     def settings(self) -> dict[str, object]:
         """The agent settings that decide what a rollout does (see the module docstring)."""
         template = list(self.cfg.argv) or list(self.preset.argv)
-        return {"preset": self.cfg.preset, "argv": template, "output": self.cfg.output or self.preset.output,
+        extra = {"base_url": self.base_url} if self.base_url else {}
+        return {"preset": self.cfg.preset, "argv": template, "output": self.output,
                 "install": self.cfg.install_path or self.preset.install_dir, "model": self.model or "",
+                "profile": self.cfg.profile, **extra,
                 "permission_mode": self.cfg.permission_mode, "allowed_tools": list(self.cfg.allowed_tools),
                 "max_turns": self.cfg.max_turns, "sandbox": self.cfg.sandbox,
                 "env_passthrough": sorted(self.cfg.env_passthrough), "skill_path": self.skill_path,
@@ -229,18 +223,11 @@ class AgentStudent:
         if not template:
             raise LLMError("the generic agent preset needs model.student.command.argv",
                            'e.g. argv: ["my-agent", "--prompt-file", "{prompt_file}"]', kind="config")
-        out: list[str] = []
-        for part in template:
-            if part == "{model_args}":
-                out += [a.replace("{model}", self.model) for a in _MODEL_ARGS.get(self.cfg.preset, ())] \
-                    if self.model else []
-            elif part == "{max_turns_args}":
-                out += ["--max-turns", str(self.cfg.max_turns)] if self.cfg.max_turns else []
-            elif part == "{allowed_tools}":
-                out.append(",".join(self.cfg.allowed_tools))
-            else:
-                out.append(_PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), "")), part))
-        return out
+        lists = {"{model_args}": self.preset.model_args if self.model else (),
+                 "{profile_args}": self.plan.args,
+                 "{max_turns_args}": ("--max-turns", str(self.cfg.max_turns)) if self.cfg.max_turns else (),
+                 "{allowed_tools}": (",".join(self.cfg.allowed_tools),)}
+        return launch.expand(template, values, lists)
 
     def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
         try:
@@ -262,15 +249,17 @@ class AgentStudent:
             # PWD: agents (OpenCode) and shells follow an inherited PWD rather than their real cwd.
             # SKILLGIT_REPLAY: the agent's own hooks (our SessionEnd hook) know this session is no person's work.
             env = {**{k: v for k, v in self.env.items() if k != "OLDPWD"}, "SKILLGIT_SAMPLE": str(sample),
-                   "PWD": str(ws), REPLAY_ENV: "1"}
+                   "PWD": str(ws), REPLAY_ENV: "1"}  # setup and verify: the user's environment
             try:
                 timings["setup"] = self._setup(spec, ws, env)
             except LLMError as exc:
                 with self._lock:
                     self._broken_setup[material] = exc
                 raise
-            agent_trace, seconds, stopped = self._agent(spec, skill, ws, env, sample)
+            agent_trace, seconds, stopped = self._agent(spec, skill, ws, self.plan.apply(env, ws.parent / "home"),
+                                                        sample)
             timings["agent"] = seconds
+            self._check_skill_loaded(agent_trace, skill, rel_install)
             diff = GitRepo.open(ws).workspace_diff(exclude=[rel_install.split("/")[0],
                                                             *self.workspaces.hidden(spec)])
             started = time.monotonic()
@@ -326,7 +315,10 @@ class AgentStudent:
             raise LLMError(f"{self.id}: no answer within {self.cfg.timeout_s:g}s; {done.cleanup.describe('the agent')}",
                            "raise model.student.command.timeout_s if the agent needs longer", kind="timeout")
         # paths made relative before anything is cut to size: the same work must read the same in every workspace
-        result = trace.parse(_relative(done.stdout, ws), self.cfg.output or self.preset.output)
+        try:
+            result = trace.parse(_relative(done.stdout, ws), self.output)
+        except SkillgitError as exc:
+            raise LLMError(exc.message, exc.hint, kind="config") from None
         if done.returncode == 0 and not result.error:
             return result, round(done.seconds, 3), ""
         tail = redact(_relative(process.tail(done.stderr or done.stdout, 400), ws), self._secrets).strip()
@@ -357,16 +349,23 @@ class AgentStudent:
                      self.model or self.cfg.preset, sum(timings.values()), trace=clean("\n".join(parts)),
                      score=Score(score.hard, score.soft, clean(score.feedback)), timings=timings)
 
+    def _check_skill_loaded(self, agent: trace.AgentTrace, skill: str, rel_install: str) -> None:
+        """Stop the run when the agent tried to load the skill and failed before any rollout loaded it (see the
+        module docstring)."""
+        load = trace.skill_load(agent, skill_name(skill), rel_install, self.preset.skill_tool)
+        if load.state == "loaded":
+            self._skill_loaded = True
+        elif load.state == "failed" and not self._skill_loaded:
+            why = redact(" ".join(load.why.split())[:300], self._secrets)
+            raise LLMError(f"{self.id}: the agent could not load the skill: {why}", self.agent.fix_for(load.why),
+                           kind="config")
+
     def check(self) -> None:
         """A missing agent program fails the build (with what to install), not every rollout."""
         argv = list(self.cfg.argv) or list(self.preset.argv)
         if argv and not os.path.isabs(argv[0]) and not _which(argv[0], self.env):
-            raise LLMError(f"agent program '{argv[0]}' not found", _INSTALL.get(self.cfg.preset, "install it or set "
-                           "model.student.command.argv"), kind="config")
-
-
-_INSTALL = {"claude": "npm install -g @anthropic-ai/claude-code", "codex": "npm install -g @openai/codex",
-            "copilot": "npm install -g @github/copilot", "opencode": "npm install -g opencode-ai"}
+            raise LLMError(f"agent program '{argv[0]}' not found",
+                           self.agent.install_hint or "install it or set model.student.command.argv", kind="config")
 
 
 def _relative(text: str, ws: Path) -> str:
@@ -389,7 +388,7 @@ def _build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[st
                          model=None if model.strip() in ("", "default", "sim-student") else model, env=env,
                          secrets=secrets, withhold=tuple(dotenv_keys), keep_workspaces=cfg.env.keep_workspaces,
                          seed=cfg.train.seed, cache_identity=bcfg.cache_identity, skill_path=cfg.skill.path,
-                         skill_branch=cfg.skill.branch)
+                         skill_branch=cfg.skill.branch, base_url=bcfg.base_url, api_key_env=bcfg.api_key_env)
     agent.check()
     return agent
 

@@ -21,14 +21,14 @@ from skillgit import __version__
 from skillgit.cli import coerce
 from skillgit.errors import ExitCode, Interrupted, SkillgitError, clear_stop, request_stop, stop_requested
 
-MODULES = ("history", "train", "doctor", "review", "sleep", "integrations")
+MODULES = ("history", "train", "doctor", "review", "sleep", "integrations", "ui")
 # The module that registers each top-level command. Only a shortcut for `main()`: a command missing here (or moved
 # to another module) still runs, through the app with every command.
 COMMANDS = {**dict.fromkeys(("init", "log", "show", "diff", "rejected", "revert", "export", "push", "pull", "gc"),
                             "history"),
             **dict.fromkeys(("train", "eval", "status", "demo", "config"), "train"), "doctor": "doctor",
             **dict.fromkeys(("report", "pr", "check"), "review"), "sleep": "sleep",
-            **dict.fromkeys(("mcp", "install", "uninstall"), "integrations")}
+            **dict.fromkeys(("mcp", "install", "uninstall"), "integrations"), "ui": "ui"}
 
 coerce.install()
 

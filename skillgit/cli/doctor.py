@@ -1,14 +1,19 @@
-"""CLI: `skillgit doctor` — is each role's backend configured, credentialed, reachable and able to give JSON?
+"""CLI: `skillgit doctor` — is each role's backend configured, credentialed, reachable (and the teacher able to
+give JSON)? Which agent CLIs are installed?
 
 Contract: for the teacher and the student, build the backend from the resolved config (no retries) and make ONE
-tiny call (the simulated world is reported as the offline simulation and not called). For a chat model (the
-teacher always; a chat student) that call is a structured one — a tiny JSON schema, sent the way the backend
-sends every structured request (its json_mode ladder) — and the role is ok only when a JSON object comes back:
-the detail says "JSON via <mode>", a failure says what came back and how to fix it, so doctor never calls a
-server ok that cannot give the teacher's JSON. A CLI-agent student makes one plain run. Prints a table (role,
-backend, model, endpoint, status, fix) on stdout, or with `--json` a document `{"ok": bool, "roles": [...]}`
-(rows carry `json_mode` for chat models). Exits with ExitCode.BACKEND when any role fails. Nothing is written.
-Every text shown goes through `redact`.
+tiny call (the simulated world is reported as the offline simulation and not called). For the teacher that call
+is a structured one — a tiny JSON schema, sent the way the backend sends every structured request (its json_mode
+ladder) — and the role is ok only when a JSON object comes back: the detail says "JSON via <mode>", a failure
+says what came back and how to fix it, so doctor never calls a server ok that cannot give the teacher's JSON.
+A student is never asked for JSON (rollouts are free text): a chat student gets one plain call, a CLI-agent
+student one plain run (an agent student: one run in a scratch fixture workspace, its fingerprint in the row as
+`agent`). Then every agent of the agent registry that skillgit can run (`skillgit.agents.registry`) is looked up
+on PATH and its version probed. Prints the roles table (role, backend, model, endpoint, status, fix) and the
+agents table (agent, program, version, fix) on stdout, or with `--json` a document
+`{"ok": bool, "roles": [...], "agents": [...]}` (teacher rows carry `json_mode`). Exits with ExitCode.BACKEND when
+any role fails (a missing agent CLI the config does not use is not a failure). Nothing is written. Every text
+shown goes through `redact`.
 """
 
 from __future__ import annotations
@@ -65,8 +70,38 @@ def _structured_probe(llm: Any, role: str, row: dict[str, Any]) -> None:
     row["detail"] = f"JSON via {mode} in {reply.latency_s:.1f}s"
 
 
+def _plain_probe(llm: Any, row: dict[str, Any]) -> None:
+    """One plain call through a chat student's model; fills row's detail (LLMError propagates)."""
+    from skillgit.llm.base import Message, Request
+    from skillgit.redact import redact
+
+    reply = llm.complete(Request((Message("system", "You are being health-checked."), Message("user", PROBE)),
+                                 stage="doctor", max_tokens=PROBE_MAX_TOKENS))
+    answer = redact(" ".join(reply.text.split()))
+    row["detail"] = f"answered {answer[:40]!r} in {reply.latency_s:.1f}s" if answer else \
+        f"answered (empty text) in {reply.latency_s:.1f}s"
+
+
+def _agent_probe(student: Any, row: dict[str, Any]) -> None:
+    """One run of an agent student in a scratch fixture workspace (its verifier always passes)."""
+    import tempfile
+
+    from skillgit.redact import redact
+    from skillgit.types import Item
+
+    with tempfile.TemporaryDirectory(prefix="skillgit-doctor-") as tmp:
+        (Path(tmp) / "README.md").write_text("A scratch workspace for `skillgit doctor`.\n", encoding="utf-8")
+        item = Item("doctor", PROBE, metadata={"workspace": {"fixture": tmp}, "task_dir": tmp,
+                                               "verify": {"command": "true", "timeout_s": 30}})
+        reply = student.run("---\nname: doctor\ndescription: A health check.\n---\nAnswer briefly.\n", item)
+    answer = redact(" ".join(reply.text.split()))
+    row["detail"] = f"answered {answer[:40]!r} in {reply.latency_s:.1f}s" if answer else \
+        f"answered (empty text) in {reply.latency_s:.1f}s"
+
+
 def check_role(cfg: Any, role: str, root: Path | None, *, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """One row of the doctor's table: what `role` is, and whether one tiny (structured) call through it works."""
+    """One row of the doctor's table: what `role` is, and whether one tiny call through it works (a structured
+    one for the teacher)."""
     from skillgit.llm import factory
     from skillgit.llm.base import ChatStudent
     from skillgit.llm.pricing import price_known
@@ -83,18 +118,24 @@ def check_role(cfg: Any, role: str, root: Path | None, *, environ: Mapping[str, 
     try:
         if role == "teacher":
             built = factory.build_teacher(cfg, root, environ=environ, max_retries=0)
+            row["endpoint"] = redact(str(getattr(built, "endpoint", row["endpoint"])))
+            _structured_probe(built, role, row)
         else:
             student = factory.build_student(cfg, root, environ=environ, max_retries=0)
-            # a chat model gets the structured probe, not a whole rollout
+            # students are never asked for JSON: one plain call (a chat model) or one plain run (an agent)
             built = student.llm if isinstance(student, ChatStudent) else student
-        row["endpoint"] = redact(str(getattr(built, "endpoint", row["endpoint"])))
-        if hasattr(built, "complete"):
-            _structured_probe(built, role, row)
-        else:  # a CLI agent: rollouts are free text, one plain run shows it works
-            reply = built.run("You are being health-checked. Answer briefly.", Item("doctor", PROBE))
-            answer = redact(" ".join(reply.text.split()))
-            row["detail"] = f"answered {answer[:40]!r} in {reply.latency_s:.1f}s" if answer else \
-                f"answered (empty text) in {reply.latency_s:.1f}s"
+            row["endpoint"] = redact(str(getattr(built, "endpoint", row["endpoint"])))
+            if hasattr(built, "fingerprint"):
+                row["agent"] = {k: redact(str(v)) for k, v in built.fingerprint().items()}
+            if hasattr(built, "complete"):
+                _plain_probe(built, row)
+            elif row["backend"] == "agent":
+                _agent_probe(built, row)
+            else:  # a CLI agent answering one text per item
+                reply = built.run("You are being health-checked. Answer briefly.", Item("doctor", PROBE))
+                answer = redact(" ".join(reply.text.split()))
+                row["detail"] = f"answered {answer[:40]!r} in {reply.latency_s:.1f}s" if answer else \
+                    f"answered (empty text) in {reply.latency_s:.1f}s"
     except SkillgitError as exc:
         row.update(status="error", detail=redact(exc.message), fix=redact(exc.hint))
         return row
@@ -102,6 +143,28 @@ def check_role(cfg: Any, role: str, root: Path | None, *, environ: Mapping[str, 
             and not getattr(built, "price_known", False):
         row["fix"] = f"price unknown: add prices.{row['model']} (USD per 1M tokens) to count cost"
     return row
+
+
+def check_agents(environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """One row per agent of the registry that skillgit can run: its program on PATH, its version, how to install
+    it when it is missing."""
+    import os
+
+    from skillgit.agents import registry, version
+    from skillgit.redact import redact
+
+    env = dict(os.environ if environ is None else environ)
+    rows = []
+    for agent in registry.agents():
+        if agent.student is None or not agent.binary:
+            continue
+        path = version.resolve(agent.binary, env)
+        found = version.probe(agent.binary, agent.version_args, env) if path and agent.version_args else \
+            ("" if path else "not installed")
+        rows.append({"agent": agent.name, "title": agent.title, "program": redact(path or agent.binary),
+                     "installed": path is not None, "version": redact(found),
+                     "fix": "" if path else agent.install_hint})
+    return rows
 
 
 def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
@@ -112,9 +175,10 @@ def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: O
 
     project = open_project(repo, config, list(set_ or []))
     rows = [check_role(project.config, role, project.root) for role in ("teacher", "student")]
+    agents = check_agents()
     ok = all(r["status"] == "ok" for r in rows)
     if as_json:
-        console.print_json({"ok": ok, "roles": rows})
+        console.print_json({"ok": ok, "roles": rows, "agents": agents})
     else:
         from rich.table import Table
         from rich.text import Text
@@ -130,6 +194,13 @@ def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: O
             table.add_row(*(Text(str(r[k])) for k in ("role", "backend", "model", "endpoint")), status,
                           Text(r["fix"]))
         console.out.print(table)
+        found = Table(title="agent CLIs", title_justify="left")
+        for column in ("agent", "program", "version", "fix"):
+            found.add_column(column, overflow="fold")
+        for a in agents:
+            found.add_row(Text(a["agent"]), Text(a["program"]),
+                          Text(a["version"]) if a["installed"] else Text("not installed", "yellow"), Text(a["fix"]))
+        console.out.print(found)
     if not ok:
         failed = ", ".join(r["role"] for r in rows if r["status"] != "ok")
         raise SkillgitError(f"doctor: {failed} backend not ready", "follow the 'fix' column above",

@@ -118,6 +118,11 @@ def mine_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, home:
     if as_json:
         console.print_json(info)
         return
+    if not g.pool:
+        typer.echo(shown(f"0 new task(s): no request recurred in {sp.settings.min_sessions} or more sessions or "
+                         f"failed ({info['mined'].get('units', 0)} request(s) from {info['sessions']} session(s)); "
+                         f"no task file yet"))
+        return
     typer.echo(shown(f"{len(g.new)} new task(s), {len(g.pool)} in {g.path} "
                      f"({'reviewed' if g.reviewed else 'not reviewed'})"))
     if g.pool and not g.reviewed:
@@ -143,7 +148,10 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
     sp = _project(repo, config)
     path = _tasks_path(sp, tasks)
     if not path.is_file():
-        raise SkillgitError(f"no mined task file at {path}", "run `skillgit sleep mine` first")
+        if approve or revoke:
+            raise SkillgitError(f"no mined task file at {path} to mark", "there is nothing to review yet")
+        _review_nothing_mined(sp, path, as_json)
+        return
     loaded = read_tasks(path)
     if approve or revoke:
         _set_reviewed(path, approve)
@@ -159,6 +167,33 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
         typer.echo(shown(f"{r['id']}  {r['kind']:<7} {r['sessions']} session(s)  {r['prompt'][:70]!r}{expected}",
                          multiline=False))
     _say(f"{len(rows)} task(s) in {path}: {'reviewed' if loaded.reviewed else 'NOT reviewed'}")
+
+
+def _review_nothing_mined(sp: Any, path: Path, as_json: bool) -> None:
+    """No task file: say what the harvests since the last night found (`sleep mine` writes the file only when it
+    mined a task); before any harvest, ask for one."""
+    from skillgit.sleep import state as S
+    from skillgit.sleep.night import read_totals
+    from skillgit.store.git import GitRepo
+
+    git = GitRepo.open(sp.root)
+    try:
+        seen, totals = len(S.load(git).harvest.files), read_totals(git)
+    finally:
+        git.close()
+    if not seen and not totals:
+        raise SkillgitError(f"no mined task file at {path}", "run `skillgit sleep mine` first")
+    if as_json:
+        console.print_json({"file": str(path), "exists": False, "reviewed": False, "tasks": [],
+                            "since_last_night": totals, "session_files_seen": seen})
+        return
+    harvest, mined = totals.get("harvest") or {}, totals.get("mined") or {}
+    skipped = ", ".join(f"{k} {v}" for k, v in (harvest.get("skipped") or {}).items()) or "none"
+    found = (f"since the last night, `sleep mine` harvested {harvest.get('sessions', 0)} session(s) (skipped: "
+             f"{skipped}) and found {mined.get('units', 0)} request(s) in {mined.get('groups', 0)} group(s): "
+             if totals else "nothing was harvested since the last night: ")
+    _say(f"0 task(s) to review: {found}no task recurred in {sp.settings.min_sessions} or more sessions or failed, "
+         f"so there is no task file yet ({path}); {seen} session file(s) seen so far")
 
 
 def _set_reviewed(path: Path, value: bool) -> None:

@@ -1,4 +1,5 @@
-"""CLI: `train`, `eval`, `demo`, `config show`, `status` — the commands that run the loop."""
+"""CLI: `train`, `eval`, `demo`, `config show`, `status` — the commands that run the loop (`config import`:
+cli/config_import.py)."""
 
 from __future__ import annotations
 
@@ -260,15 +261,28 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
                                                                 "skillgit project; `skillgit train` continues it)."),
          seed: int = typer.Option(0, "--seed", help="Seed of the simulated world and the run."),
          steps: Optional[int] = typer.Option(None, "--steps", help="How many training steps (default 8; 6 with "
-                                                                   "--agentic)."),
+                                                                   "--agentic; 4 with --sleep)."),
          agentic: bool = typer.Option(False, "--agentic", help="Train a skill PACKAGE for a coding agent on coding "
                                                                "tasks in real repositories (simulated agent, real "
-                                                               "pytest verifiers).")) -> None:
+                                                               "pytest verifiers)."),
+         sleep: bool = typer.Option(False, "--sleep", help="Run one night of `skillgit sleep` on shipped Claude "
+                                                           "Code sessions in a fixture agent home: harvest, mine, "
+                                                           "replay, gated commits on sleep/<date> (never reads your "
+                                                           "HOME; --seed seeds the run, the world is the sessions'"
+                                                           ").")) -> None:
     """Train a skill offline on the simulated world (no API key): shows log, diff and test before → after."""
     from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
-    from skillgit.demo import run_demo
 
     display = RunDisplay(console.err)
+    if sleep:
+        from skillgit.sleep.demo import run_sleep_demo
+
+        if agentic:
+            raise SkillgitError("--sleep and --agentic exclude each other", "give one of them")
+        run_sleep_demo(dir_, seed=seed, steps=steps or 4, display=display)
+        return
+    from skillgit.demo import run_demo
+
     run_demo(dir_, seed=seed, steps=steps or (6 if agentic else 8), display=display, agentic=agentic)
 
 
@@ -277,6 +291,9 @@ def register(app: typer.Typer) -> None:
     app.command("eval")(eval_)
     app.command("status")(status)
     app.command("demo")(demo)
-    config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
+    from skillgit.cli.config_import import config_import
+
+    config_app = typer.Typer(help="Inspect the configuration; import a SkillOpt config.", no_args_is_help=True)
     config_app.command("show")(config_show)
+    config_app.command("import")(config_import)
     app.add_typer(config_app, name="config")

@@ -5,14 +5,20 @@ Contracts:
 - `CommandStudent(cfg, ...)` implements `Student`. Each `run` gets a fresh temporary folder: `workspace/` (the
   agent's working directory, where the skill is installed) and, beside it, `prompt.txt` and `answer.txt`. The
   folder is removed afterwards, whatever happened.
-- Presets: `claude` runs `claude [--model M] -p {prompt} --output-format json` with the skill at
-  `.claude/skills/<name>/SKILL.md` (name from the skill's front matter, else "skill"; a skill without front matter
-  is installed with a minimal one, because Claude Code ignores skills without `name`/`description`), and reads the
-  JSON result (answer, usage, cost, turns) or plain text. `codex` runs `codex exec [-m M] --skip-git-repo-check
-  --output-last-message {answer_file} {prompt}` with the skill as `AGENTS.md`. `generic` runs `cfg.argv`.
-  A non-empty `cfg.argv` replaces any preset's command; `cfg.install_path` replaces its install path.
-  Placeholders, filled in each argv element: `{prompt}`, `{prompt_file}`, `{skill_file}`, `{workspace}`,
-  `{answer_file}`, `{model}` (and `{name}` in install_path). The prompt is one argv element: no shell, no quoting.
+- Presets: the agents of `skillgit.agents.registry` that have a one-answer preset (`Agent.answer`; the one
+  table of agent presets, shared with the `agent` backend). `claude` runs `claude [--model M] -p {prompt}
+  --output-format json {profile_args}` with the skill at `.claude/skills/<name>/SKILL.md` (name from the skill's
+  front matter, else "skill"; a skill without front matter is installed with a minimal one, because Claude Code
+  ignores skills without `name`/`description`), and reads the JSON result (answer, usage, cost, turns) or plain
+  text. `codex` runs `codex exec [-m M] {profile_args} --skip-git-repo-check --output-last-message {answer_file}
+  {prompt}` with the skill as `AGENTS.md`. `generic` runs `cfg.argv`. A non-empty `cfg.argv` replaces any
+  preset's command; `cfg.install_path` replaces its install path. Placeholders, filled in each argv element:
+  `{prompt}`, `{prompt_file}`, `{skill_file}`, `{workspace}`, `{answer_file}`, `{model}` (and `{name}` in
+  install_path); `{model_args}` and `{profile_args}` expand to zero or more elements. The prompt is one argv
+  element: no shell, no quoting.
+- Hermetic (`cfg.profile`, default hermetic; `skillgit.agents.profile`): the agent runs with a fresh config home
+  (`home/` beside `workspace/`) holding only what authentication needs, plus its isolation switches
+  (`{profile_args}`); `profile: user` keeps the user's. `fingerprint()` names agent, version, config hash, profile.
 - The answer is `answer.txt` when the agent wrote it, else the preset's parse of stdout.
 - The agent runs in its own session; at `cfg.timeout_s` its whole process group is killed (TERM, then KILL), so
   children it spawned die too, and `LLMError(kind="timeout")` is raised (not retryable: a hung agent would hang
@@ -41,12 +47,14 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from skillgit import process
+from skillgit.agents import launch, registry
+from skillgit.agents.profile import Settings, plan
 from skillgit.config import BackendCfg, CommandCfg, Config
+from skillgit.errors import SkillgitError
 from skillgit.llm import pricing
 from skillgit.llm.base import LLMError, Reply
 from skillgit.llm.registry import Backend
@@ -56,33 +64,9 @@ from skillgit.types import Item, Usage
 TAIL_LINES = 40
 TAIL_CHARS = 4000
 KILL_GRACE_S = process.KILL_GRACE_S
-_PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|skill_file|workspace|answer_file|model|name)\}")
 TRANSIENT = re.compile(r"rate.?limit|\b429\b|overloaded|\b529\b|\b50[234]\b|temporarily unavailable|"
                         r"ECONNRESET|ETIMEDOUT|connection (?:reset|refused)|timed out", re.IGNORECASE)
 
-
-@dataclass(frozen=True)
-class Preset:
-    argv: tuple[str, ...]  # "{model_args}" expands to model_args when a model is set, else to nothing
-    install_path: str
-    keep_env: tuple[str, ...]
-    model_args: tuple[str, ...] = ()
-    output: str = "text"  # "claude_json" | "text"
-
-
-PRESETS: dict[str, Preset] = {
-    "claude": Preset(("claude", "{model_args}", "-p", "{prompt}", "--output-format", "json"),
-                     ".claude/skills/{name}/SKILL.md",
-                     ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL",
-                      # Claude Code on Bedrock / Vertex AI
-                      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
-                      "GOOGLE_APPLICATION_CREDENTIALS"),
-                     ("--model", "{model}"), "claude_json"),
-    "codex": Preset(("codex", "exec", "{model_args}", "--skip-git-repo-check", "--output-last-message",
-                     "{answer_file}", "{prompt}"),
-                    "AGENTS.md", ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"), ("-m", "{model}")),
-    "generic": Preset((), "SKILL.md", ()),
-}
 
 # For a CLI agent these model names mean "the agent's own default" (no --model flag); "sim-student" is ModelCfg's
 # default, left in place by a config that only switched the backend.
@@ -116,26 +100,27 @@ def _tail(text: str) -> str:
     return out if len(out) <= TAIL_CHARS else "…" + out[-TAIL_CHARS:]
 
 
-def _fill(element: str, values: Mapping[str, str]) -> str:
-    # one pass, so a prompt that itself contains "{workspace}" is not substituted again
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], element)
-
-
 class CommandStudent:
     """A CLI agent run once per item in a scratch workspace (see the module contract). Thread-safe."""
 
     def __init__(self, cfg: CommandCfg, *, model: str | None = None, env: Mapping[str, str] | None = None,
                  prices: Mapping[str, Any] | None = None, kill_grace_s: float = KILL_GRACE_S,
-                 secrets: SecretSet | None = None, withhold: Iterable[str] = (), cache_identity: str | None = None):
-        if cfg.preset not in PRESETS:
-            raise LLMError(f"unknown command preset '{cfg.preset}'",
-                           f"set model.student.command.preset to one of: {', '.join(PRESETS)}", kind="config")
+                 secrets: SecretSet | None = None, withhold: Iterable[str] = (), cache_identity: str | None = None,
+                 base_url: str | None = None, api_key_env: str | None = None):
+        try:
+            self.agent, self.preset = registry.answer(cfg.preset)
+        except SkillgitError as exc:
+            raise LLMError(exc.message, exc.hint, kind="config") from None
         self.cfg = cfg
-        self.preset = PRESETS[cfg.preset]
         self.model = model or None
         base = dict(os.environ if env is None else env)
         secrets = secrets or SecretSet()
-        self.env = agent_env(base, (*self.preset.keep_env, *cfg.env_passthrough), (*secrets.names, *withhold))
+        student = self.agent.student
+        own_key = (api_key_env or "",) if base_url else ()  # the key of model.student.base_url's server
+        keep = (*(student.keep_env if student else ()), *cfg.env_passthrough, *own_key)
+        self.env = agent_env(base, keep, (*secrets.names, *withhold))
+        self.plan = plan(self.agent.profile, Settings(cfg.profile, base_url or None, api_key_env, self.model, self.env))
+        self._model_args = student.model_args if student and self.model else ()
         # every value the agent could echo: conventional and registered secrets of `base`, and `secrets`
         self._secrets = tuple(sorted(set(secret_values(base)) | secrets.values, key=len, reverse=True))
         self._cache_identity = cache_identity
@@ -146,13 +131,7 @@ class CommandStudent:
             raise LLMError("the generic command backend needs a command",
                            "set model.student.command.argv, e.g. [my-agent, --prompt-file, '{prompt_file}']",
                            kind="config")
-        argv: list[str] = []
-        for element in template:
-            if element == "{model_args}":
-                argv.extend(self.preset.model_args if self.model else ())
-            else:
-                argv.append(element)
-        self.argv_template = tuple(argv)
+        self.argv_template = template
         self.install_path = cfg.install_path or self.preset.install_path
 
     # -- identity
@@ -181,6 +160,13 @@ class CommandStudent:
 
     def __repr__(self) -> str:
         return f"CommandStudent({self.id!r})"
+
+    def fingerprint(self) -> dict[str, str]:
+        """The agent's identity for drift checks: name, CLI version, effective-config hash, profile
+        (`agents.launch.fingerprint`)."""
+        return launch.fingerprint(self.agent, self.plan, self.binary, self.env,
+                                  {"argv": list(self.argv_template), "install": self.install_path,
+                                   "model": self.model or "", "env_passthrough": sorted(self.cfg.env_passthrough)})
 
     def resolve_binary(self) -> str | None:
         """The agent executable's full path, or None when it cannot be found."""
@@ -221,7 +207,7 @@ class CommandStudent:
         text = skill
         # Claude Code loads a SKILL.md only with name/description front matter (other install paths, e.g.
         # CLAUDE.md, are read as they are)
-        if self.cfg.preset == "claude" and target.name == "SKILL.md" and not skill.startswith("---"):
+        if self.agent.name == "claude" and target.name == "SKILL.md" and not skill.startswith("---"):
             text = STUB_FRONT_MATTER.format(name=name) + skill
         target.write_text(text, encoding="utf-8")
         return target
@@ -235,10 +221,11 @@ class CommandStudent:
         values = {"prompt": item.input, "prompt_file": str(prompt_file), "skill_file": str(skill_file),
                   "workspace": str(workspace), "answer_file": str(answer_file), "model": self.model or "",
                   "name": skill_name(skill)}
-        argv = [executable] + [_fill(e, values) for e in self.argv_template[1:]]
+        argv = [executable] + launch.expand(self.argv_template[1:], values, {"{model_args}": self._model_args,
+                                                                             "{profile_args}": self.plan.args})
         # PWD: agents (OpenCode) and shells follow an inherited PWD rather than their real cwd
-        env = {**{k: v for k, v in self.env.items() if k != "OLDPWD"}, "SKILLGIT_SAMPLE": str(sample),
-               "PWD": str(workspace)}
+        env = self.plan.apply({**{k: v for k, v in self.env.items() if k != "OLDPWD"}, "SKILLGIT_SAMPLE": str(sample),
+                               "PWD": str(workspace)}, root / "home")
         try:
             done = process.run(argv, cwd=workspace, env=env, timeout_s=self.cfg.timeout_s,
                                kill_grace_s=self.kill_grace_s)  # nothing the agent started outlives the rollout
@@ -319,7 +306,7 @@ def _build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[st
     """The CLI agent student; a missing agent binary fails the build, not every rollout."""
     agent = CommandStudent(bcfg.command, model=None if model.strip() in AGENT_DEFAULT_MODELS else model, env=env,
                            prices=cfg.prices, secrets=secrets, withhold=dotenv_keys,
-                           cache_identity=bcfg.cache_identity)
+                           cache_identity=bcfg.cache_identity, base_url=bcfg.base_url, api_key_env=bcfg.api_key_env)
     agent.check()
     return agent
 

@@ -6,7 +6,10 @@ Contracts (besides the `LLM` protocol of base.py):
   `azure_endpoint` (or `provider="azure"`) selects the Azure client: `api_version` is sent as `?api-version=`,
   `azure_deployment` goes into the path, and either `api_key` or `azure_ad_token_provider` authenticates.
 - The SDK's own retries are off (`max_retries=0`): `retry.RetryingLLM` is the only retry layer, so every attempt
-  is counted. `cfg.timeout_s` bounds each attempt.
+  is counted. `cfg.timeout_s` bounds each attempt; a server on this machine (`base_url` on 127.0.0.1, ::1 or
+  localhost: llama.cpp, Ollama, LM Studio on a CPU) left at the default 120 s gets `LOCAL_TIMEOUT_S` instead (a
+  1.5B teacher on 2 cores took 125-150 s for one reflect reply), and its timeout's hint says what to raise and
+  why a retry at the same limit queues behind the abandoned call.
 - Chat Completions by default; the Responses API when `cfg.api == "responses"`. temperature, max tokens, seed and
   `reasoning_effort` are sent only when set (request values override the config's). Max tokens go out as
   `max_completion_tokens` to OpenAI and Azure (reasoning models refuse `max_tokens`) and as `max_tokens` to other
@@ -31,8 +34,10 @@ Contracts (besides the `LLM` protocol of base.py):
   `.env`: openai: `api_key_env` or OPENAI_API_KEY, `base_url` or OPENAI_BASE_URL; a server at `base_url` that
   needs no key gets a dummy one (only then). azure (or openai with `azure_endpoint` set): `azure_endpoint` or
   AZURE_OPENAI_ENDPOINT, `azure_deployment` or the model name, `api_version` or OPENAI_API_VERSION (default
-  2024-10-21), `api_key_env` or AZURE_OPENAI_API_KEY, else an Entra ID token provider when `azure-identity` is
-  installed.
+  2024-10-21). Sign-in by `auth_mode`: auto → `api_key_env` or AZURE_OPENAI_API_KEY, else an Entra ID token
+  (DefaultAzureCredential) when `azure-identity` is installed; api_key → that key only; azure_ad /
+  managed_identity / azure_cli → an Entra ID bearer token from that credential (`azure_token_provider`) for
+  `azure_ad_scope`, never the key, and a clear error naming the `azure` extra when azure-identity is missing.
 """
 
 from __future__ import annotations
@@ -57,19 +62,43 @@ RESPONSES_LADDER = ("json_schema", "json_object", "prompt")
 JSON_MODES = ("auto", *CHAT_LADDER)
 DEFAULT_AZURE_API_VERSION = "2024-10-21"  # GA; supports json_schema and max_completion_tokens
 AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
+LOCAL_TIMEOUT_S = 900.0  # seconds per attempt for a server on this machine when timeout_s is left at its default
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 _REFUSED = (400, 422)  # the server understood the request and refuses it: a form it does not support
 # An error naming the structured-output form is a refusal whatever its status (llama.cpp: 500 on json_schema).
 _NAMES_FORMAT = re.compile(r"response[_ ]?format|json[_ ]?(?:schema|object|mode)|\bschema\b|\bgrammar\b|"
                            r"structured output", re.IGNORECASE)
 
 
-def azure_token_provider() -> Callable[[], str] | None:
-    """An Entra ID bearer-token provider from `azure-identity`, or None when that package is not installed."""
+def azure_token_provider(mode: str = "azure_ad", client_id: str | None = None,
+                         scope: str | None = None) -> Callable[[], str] | None:
+    """An Entra ID bearer-token provider from `azure-identity`, or None when that package is not installed.
+
+    `mode` picks the credential: azure_ad → DefaultAzureCredential (environment, workload identity, managed
+    identity, Azure CLI, … in its documented order), managed_identity → ManagedIdentityCredential (IMDS, or App
+    Service / Functions / Arc / Cloud Shell through IDENTITY_ENDPOINT/IDENTITY_HEADER or MSI_ENDPOINT),
+    azure_cli → AzureCliCredential (`az login`). `client_id` selects a user-assigned identity. The provider is
+    called by the openai SDK before every request; azure-identity's policy returns the cached token and fetches a
+    new one once the cached one is within five minutes of its expiry (or past its refresh time).
+    """
     try:
-        from azure.identity import DefaultAzureCredential, get_bearer_token_provider
+        from azure.identity import (
+            AzureCliCredential,
+            DefaultAzureCredential,
+            ManagedIdentityCredential,
+            get_bearer_token_provider,
+        )
     except ImportError:
         return None
-    return get_bearer_token_provider(DefaultAzureCredential(), AZURE_SCOPE)
+    credential: Any
+    if mode == "managed_identity":
+        credential = ManagedIdentityCredential(client_id=client_id) if client_id else ManagedIdentityCredential()
+    elif mode == "azure_cli":
+        credential = AzureCliCredential()
+    else:
+        credential = DefaultAzureCredential(managed_identity_client_id=client_id) if client_id \
+            else DefaultAzureCredential()
+    return get_bearer_token_provider(credential, scope or AZURE_SCOPE)
 
 
 def schema_instruction(schema: Mapping[str, Any]) -> str:
@@ -116,6 +145,20 @@ def _refuses_format(exc: BaseException) -> bool:
     return exc.status_code not in (401, 403, 404, 408, 409, 429) and bool(_NAMES_FORMAT.search(_status_detail(exc)))
 
 
+def _is_loopback(base_url: str | None) -> bool:
+    host = (urlsplit(base_url).hostname or "").lower() if base_url else ""
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def effective_timeout(cfg: BackendCfg, base_url: str | None) -> float:
+    """Seconds per attempt: `cfg.timeout_s`, except that a server on this machine left at the default gets
+    `LOCAL_TIMEOUT_S` (see the module contract). Set `timeout_s` to any other value to have exactly that."""
+    default = BackendCfg.__dataclass_fields__["timeout_s"].default
+    if _is_loopback(base_url) and cfg.timeout_s == default:
+        return LOCAL_TIMEOUT_S
+    return cfg.timeout_s
+
+
 def _schema_name(stage: str) -> str:
     return (re.sub(r"[^A-Za-z0-9_-]", "_", stage)[:64] or "reply") if stage else "reply"
 
@@ -142,7 +185,9 @@ class OpenAIBackend:
         self.prices = prices
         self._secret = api_key
         self._uses_entra = self.azure and not api_key and azure_ad_token_provider is not None
-        common: dict[str, Any] = {"timeout": self.cfg.timeout_s, "max_retries": 0}
+        self.local = _is_loopback(base_url)
+        self.timeout_s = effective_timeout(self.cfg, base_url)
+        common: dict[str, Any] = {"timeout": self.timeout_s, "max_retries": 0}
         self.deployment: str | None = None
         self.api_version: str | None = None
         self.client: openai.OpenAI  # AzureOpenAI is one
@@ -385,6 +430,10 @@ class OpenAIBackend:
         if kind == "rate_limit":
             return f"retried automatically; lower {where}.concurrency if it persists"
         if kind == "timeout":
+            if self.local:
+                return (f"a model on this machine answered slower than {where}.timeout_s ({self.timeout_s:g} s): "
+                        f"raise {where}.timeout_s (or lower {where}.max_tokens); a retry queues behind the "
+                        "abandoned call on a one-request-at-a-time server such as llama.cpp")
             return f"retried automatically; raise {where}.timeout_s for slow models"
         if kind == "connection":
             return f"is the server at {self.endpoint} running and reachable? check {where}.base_url"
@@ -400,7 +449,7 @@ class OpenAIBackend:
         import openai
 
         if isinstance(exc, openai.APITimeoutError):
-            return self._error(f"no answer within {self.cfg.timeout_s:g}s", "timeout", retryable=True)
+            return self._error(f"no answer within {self.timeout_s:g}s", "timeout", retryable=True)
         if isinstance(exc, openai.APIConnectionError):
             return self._error(f"cannot reach {self.endpoint}: {exc.__cause__ or exc}", "connection",
                                retryable=True)
@@ -430,6 +479,28 @@ def _is_azure(backend_name: str, bcfg: BackendCfg) -> bool:
     return backend_name == "azure" or (backend_name == "openai" and bool(bcfg.azure_endpoint))
 
 
+def _azure_credentials(role: str, bcfg: BackendCfg, key: str | None,
+                       var: str) -> tuple[str | None, Callable[[], str] | None]:
+    """(api key, token provider) for `bcfg.auth_mode`: exactly one of the two is set, or an LLMError says why."""
+    from skillgit.provenance import extra_hint
+
+    mode = bcfg.auth_mode
+    if mode == "api_key" or (mode == "auto" and key):
+        if not key:
+            raise missing_key(role, var, f" (model.{role}.auth_mode is api_key)")
+        return key, None
+    provider = azure_token_provider("azure_ad" if mode == "auto" else mode, bcfg.managed_identity_client_id,
+                                    bcfg.azure_ad_scope)
+    if provider is not None:
+        return None, provider
+    install = f"install the azure extra's packages: {extra_hint('azure')}"
+    if mode == "auto":
+        raise missing_key(role, var, f", or {install} to sign in with Entra ID")
+    raise LLMError(f"{role}: model.{role}.auth_mode is {mode!r}, which signs in through azure-identity, "
+                   "and that package is not installed", f"{install}, or set model.{role}.auth_mode: api_key",
+                   kind="config")
+
+
 def _builder(backend_name: str):
     def build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[str, str], *,
               secrets: SecretSet, dotenv_keys: frozenset[str]) -> OpenAIBackend:
@@ -441,12 +512,7 @@ def _builder(backend_name: str):
                 raise LLMError(f"{role}: no Azure OpenAI endpoint",
                                f"set model.{role}.azure_endpoint or AZURE_OPENAI_ENDPOINT (environment or .env), "
                                f"e.g. https://my-resource.openai.azure.com", kind="config")
-            key = env.get(var) or None
-            provider = None
-            if not key:
-                provider = azure_token_provider()
-                if provider is None:
-                    raise missing_key(role, var, ", or install azure-identity to sign in with Entra ID")
+            key, provider = _azure_credentials(role, bcfg, env.get(var) or None, var)
             return OpenAIBackend(model, bcfg, api_key=key, azure_endpoint=endpoint,
                                  base_url=None if endpoint else bcfg.base_url,
                                  azure_deployment=bcfg.azure_deployment or model,

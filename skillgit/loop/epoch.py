@@ -119,7 +119,10 @@ def meta_reflect(ctx: StepContext, teacher: stages.Teacher, epoch: int, skill: s
         return skill, UpdateRecord("meta_reflect", (), invalid=error)
     edits, problems = patch.parse_edits(obj, source_type="meta", max_edits=teacher.max_edits,
                                         max_chars=teacher.max_edit_chars)
-    sel = stages.select(teacher, skill, edits, budget)
-    new_text, results = stages.update(skill, sel.selected, allow_front_matter=ctx.cfg.skill.allow_front_matter_edits)
+    skill_cfg = ctx.cfg.skill
+    sel = stages.select(teacher, skill, edits, budget, allow_front_matter=skill_cfg.allow_front_matter_edits,
+                        new_files=skill_cfg.new_files)
+    new_text, results = stages.update(skill, sel.selected, allow_front_matter=skill_cfg.allow_front_matter_edits,
+                                      new_files=skill_cfg.new_files)
     return new_text, UpdateRecord("meta_reflect", tuple([*sel.dropped, *results]),
                                   reasoning=str(obj.get("reasoning", "")), details={"problems": problems})

@@ -21,6 +21,7 @@ from skillgit.loop import stages
 from skillgit.loop.context import StepContext
 from skillgit.records import UpdateRecord
 from skillgit.types import Edit, EditResult, Trajectory, is_failure
+from skillgit.unwrap import unframe_rewrite
 
 
 def choose_budget(teacher: stages.Teacher, skill: str, trajs: list[Trajectory], cfg: OptimizerCfg,
@@ -70,43 +71,50 @@ def propose_update(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs:
         agg = stages.aggregate(teacher, skill, patches, merge_batch_size=cfg.gradient.merge_batch_size)
     ctx.stage(step, "select")
     with ctx.ledger.timed("select"):
-        sel = stages.select(teacher, skill, agg.edits, budget)
+        # patch mode applies the edits as they are: the budget goes to edits that apply (a rewrite reads them
+        # as suggestions, so an anchor that misses still says something there)
+        sel = stages.select(teacher, skill, agg.edits, budget, allow_front_matter=allow_fm,
+                            new_files=cfg.skill.new_files, dry_apply=mode == "patch")
     details: dict[str, Any] = {"budget": budget, "patches": [p.to_dict() for p in patches], "merge": agg.rounds,
                                "aggregated": [e.to_dict() for e in agg.edits], "select": sel.record}
     ctx.stage(step, "update")
     if mode == "patch":
         with ctx.ledger.timed("update"):
-            new_text, results = stages.update(skill, sel.selected, allow_front_matter=allow_fm)
+            new_text, results = stages.update(skill, sel.selected, allow_front_matter=allow_fm,
+                                              new_files=cfg.skill.new_files)
         return new_text, UpdateRecord(mode, tuple([*sel.dropped, *results]), details=details)
 
     # rewrite_from_suggestions
     with ctx.ledger.timed("update"):
         obj, error = teacher.ask("rewrite", {"skill": prompts.block_skill(skill),
                                              "edits": prompts.block_edits(sel.selected)})
-    text, problem = _checked_rewrite(skill, obj, error, allow_fm)
+    text, problem, stripped = checked_rewrite(skill, obj, error, allow_fm)
     status = "applied" if problem is None else "error"
-    reason = "folded into the rewrite" if problem is None else problem
+    reason = ("folded into the rewrite" + (f" (its {stripped})" if stripped else "")) if problem is None else problem
     apply = tuple([*sel.dropped, *(EditResult(e, status, reason) for e in sel.selected)])
     if problem is not None:
         return skill, UpdateRecord(mode, apply, invalid=problem, details=details)
     return text, UpdateRecord(mode, apply, reasoning=str((obj or {}).get("reasoning", "")), details=details)
 
 
-def _checked_rewrite(before: str, obj: dict | None, error: str | None, allow_fm: bool) -> tuple[str, str | None]:
+def checked_rewrite(before: str, obj: dict | None, error: str | None, allow_fm: bool) -> tuple[str, str | None, str]:
+    """(the rewritten skill, None, note) or (before, why it is unusable, ""). What a rewrite merely dropped of
+    the protected parts is put back; a change to them makes it unusable. The note says what `unframe_rewrite`
+    stripped."""
     if obj is None:
-        return before, error or "no rewrite"
-    after = str(obj.get("skill", ""))
+        return before, error or "no rewrite", ""
+    after, stripped = unframe_rewrite(str(obj.get("skill", "")))
     if not after.strip():
-        return before, "the rewrite is empty"
+        return before, "the rewrite is empty", ""
     if not after.endswith("\n"):
         after += "\n"
     problems = patch.check_invariants(before, after, allow_front_matter=allow_fm)
     if problems:
         restored = patch.restore_protected(before, after)
         if restored is not None and not patch.check_invariants(before, restored, allow_front_matter=allow_fm):
-            return restored, None
-        return before, "rewrite broke a protected part: " + "; ".join(problems)
-    return after, None
+            return restored, None, stripped
+        return before, "rewrite broke a protected part: " + "; ".join(problems), ""
+    return after, None, stripped
 
 
 def _full_rewrite(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: list[Trajectory],
@@ -121,9 +129,10 @@ def _full_rewrite(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: 
         outcome, group = batch
         obj, error = teacher.ask("full_rewrite", {"skill": prompts.block_skill(skill), "outcome": outcome,
                                                   "trajectories": prompts.block_trajectories(group, outcome)})
-        text, problem = _checked_rewrite(skill, obj, error, allow_fm)
+        text, problem, stripped = checked_rewrite(skill, obj, error, allow_fm)
         return {"outcome": outcome, "item_ids": [t.item_id for t in group], "error": problem,
-                "reasoning": str((obj or {}).get("reasoning", "")), "text": text if problem is None else None}
+                "reasoning": str((obj or {}).get("reasoning", "")), "text": text if problem is None else None,
+                **({"stripped": stripped} if stripped else {})}
 
     with ctx.ledger.timed("reflect"):
         drafts = teacher.map(one, batches)

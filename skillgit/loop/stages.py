@@ -68,7 +68,9 @@ class Teacher:
                 raise
             if not exc.retryable:
                 return None, f"teacher call refused: {exc.message}"
-            return None, f"teacher call failed: {exc.message}"
+            # a timeout's hint names the setting to raise (model.teacher.timeout_s): it must reach the note
+            hint = f" ({exc.hint})" if exc.kind == "timeout" and exc.hint else ""
+            return None, f"teacher call failed: {exc.message}{hint}"
         if result.obj is None:
             return None, f"malformed teacher output: {result.error}"
         problems = prompts.validate(stage, result.obj)
@@ -337,9 +339,18 @@ class Selection:
     record: dict[str, Any]
 
 
-def select(teacher: Teacher, skill: str, edits: list[Edit], budget: int) -> Selection:
-    """Drop edits that repeat a rejected one (the negative buffer), then keep the best `budget`: the teacher
-    ranks when there are more; if ranking fails, by support count (and says so)."""
+def select(teacher: Teacher, skill: str, edits: list[Edit], budget: int, *, allow_front_matter: bool = False,
+           new_files: tuple[str, ...] = package.DEFAULT_NEW_FILES, dry_apply: bool = True) -> Selection:
+    """Drop edits that repeat a rejected one (the negative buffer), then keep the best `budget` that apply.
+
+    With `dry_apply` (patch mode: the edits will be applied as they are) every edit is first tried alone on the
+    current `skill`: one that cannot apply there (its target is not in the skill, it names a file the package
+    lacks, it would touch a protected part, its content is already there) is dropped with that fate and never
+    takes a place in the budget or a line in the ranking prompt. The teacher ranks when more edits remain than
+    the budget; if ranking fails, support count orders them (and the record says so). The budget is then filled
+    in rank order with the edits that still apply after the ones above them (each tried on the text the earlier
+    picks made, as `update` will apply them), so an edit that cannot apply never crowds out one that can.
+    Without `dry_apply` (a rewrite takes the edits as suggestions) the best `budget` are kept as ranked."""
     # the hard filter: edits rejected without a gain (the prompt still shows every rejected edit with its Δ)
     rejected = {**teacher.blocked, **{r.edit.key(): r for r in teacher.negative if r.delta <= 0}}
     dropped: list[EditResult] = []
@@ -351,7 +362,25 @@ def select(teacher: Teacher, skill: str, edits: list[Edit], budget: int) -> Sele
                                       f"same as an edit rejected at {hit.run}/{hit.step} (delta {hit.delta:+.3f})"))
         else:
             fresh.append(edit)
-    record: dict[str, Any] = {"budget": budget, "candidates": len(fresh)}
+
+    def trial(text: str, edit: Edit) -> tuple[str, EditResult]:
+        new, (result,) = patch.apply_to_skill(text, [edit], allow_front_matter=allow_front_matter,
+                                              new_files=new_files)
+        return new, result
+
+    record: dict[str, Any] = {"budget": budget}
+    if dry_apply:
+        applicable = []
+        for edit in fresh:
+            result = trial(skill, edit)[1]
+            if result.applied:
+                applicable.append(edit)
+            else:
+                dropped.append(EditResult(edit, result.status, f"select: does not apply to the current skill: "
+                                                               f"{result.reason}"))
+        record["inapplicable"] = len(fresh) - len(applicable)
+        fresh = applicable
+    record["candidates"] = len(fresh)
     if len(fresh) <= budget:
         record["ranked"] = False
         return Selection(fresh, dropped, record)
@@ -369,9 +398,25 @@ def select(teacher: Teacher, skill: str, edits: list[Edit], budget: int) -> Sele
         record.update(ranked=False, fallback=True, reason=error)
     # Edits the ranking left out (or all, on fallback) follow by support, keeping their original order on ties.
     order.extend(sorted(by_id.values(), key=lambda e: -e.support_count))
-    selected, clipped = order[:budget], order[budget:]
-    dropped.extend(EditResult(e, "skipped_over_budget", f"ranked {i} of {len(order)}; budget {budget}")
-                   for i, e in enumerate(clipped, budget + 1))
+    selected: list[Edit] = []
+    clipped: list[tuple[int, Edit]] = []
+    text = skill
+    for rank, edit in enumerate(order, 1):
+        if len(selected) >= budget:
+            clipped.append((rank, edit))
+            continue
+        if not dry_apply:
+            selected.append(edit)
+            continue
+        new, result = trial(text, edit)
+        if result.applied:
+            selected.append(edit)
+            text = new
+        else:
+            dropped.append(EditResult(edit, result.status, f"select: ranked {rank}, does not apply after the edits "
+                                                           f"ranked above it: {result.reason}"))
+    dropped.extend(EditResult(e, "skipped_over_budget", f"ranked {rank} of {len(order)}; budget {budget}")
+                   for rank, e in clipped)
     return Selection(selected, dropped, record)
 
 

@@ -461,7 +461,8 @@ def to_task(group: TaskGroup, *, label: Callable[[TaskGroup], str] | None = None
         verify = {"rubric": clean(_rubric(prompt, group))}
     rev, rev_from = _rev(rep, rev_for, fallback_rev)
     sessions = tuple({"source": u.source, "session_id": u.session_id, "unit": u.index, "started": u.timestamp,
-                      "outcome": u.outcome} for u in group.units)
+                      "outcome": u.outcome, **({"branch": u.git_branch} if u.git_branch else {})}
+                     for u in group.units)
     return MinedTask(id=_task_id(group, test.command if test else None), kind="agentic" if agentic else "text",
                      prompt=prompt, rev=rev, verify=verify, sessions=sessions,
                      signals={**_signals(group, test), "rev_from": rev_from})

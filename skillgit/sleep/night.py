@@ -48,6 +48,7 @@ from skillgit.sleep import state as S
 from skillgit.sleep.handoff import Deferring, HandoffDeferred, HandoffLLM, HandoffPending, answered, pending_prompts
 from skillgit.sleep.harvest import HarvestResult, consume_inbox, git_remotes, harvest
 from skillgit.sleep.mine import MinedTask, MineResult, mine, read_tasks, rev_before, write_tasks
+from skillgit.sleep.pins import Pins
 from skillgit.sleep.report import render
 from skillgit.sleep.scrub import Scrubber, build_scrubber
 from skillgit.sleep.settings import SleepProject, check_date
@@ -254,14 +255,15 @@ def night_overrides(sp: SleepProject, branch: str) -> list[str]:
     return extra
 
 
-def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], simulated: bool
-                   ) -> tuple[R.Replay, dict[str, Any]]:
+def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], simulated: bool,
+                   pins: Pins | None = None) -> tuple[R.Replay, dict[str, Any]]:
     """The night's replay: the splits written the first time, or read back when the night resumes."""
     meta_path = folder / "replay.json"
     if R.has_splits(folder) and meta_path.is_file():
         return R.Replay(simulated=simulated), json.loads(meta_path.read_text(encoding="utf-8"))
-    chosen = R.choose(pool, sp.settings, simulated=simulated, agentic=R.agentic_supported())
+    chosen = R.choose(pool, sp.settings, simulated=simulated, agentic=R.agentic_supported(), pins=pins)
     meta = {**chosen.counts(), "used": chosen.used, "judged": chosen.judged, "excluded": chosen.excluded,
+            "repinned": chosen.repinned,
             "simulated": simulated,
             "reason": chosen.reason, "in_file": len(pool)}
     if chosen.usable:
@@ -323,7 +325,7 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
                            path=gathered.path)
         folder = night_folder(repo, date)
         simulated = cfg.model.student_backend == "simulated"
-        chosen, meta = _frozen_replay(sp, folder, gathered.pool, simulated)
+        chosen, meta = _frozen_replay(sp, folder, gathered.pool, simulated, Pins(repo, store.tip()))
         record = replace(record, tasks={**meta, "file": shown_path(gathered.path, sp.root),
                                         "reviewed": gathered.reviewed, "approval": approval})
         if not R.has_splits(folder):

@@ -11,8 +11,10 @@ Contracts:
   agentic tasks join as soon as the loader reads them); with the simulated student (`simulated=True`) only
   simulated-world records can be scored — the student refuses anything else — so other tasks are left out, and
   the kept ones are marked `metadata.world = "simulated"`. **That path is a simulation of the pipeline** (tests,
-  demos), not learning from real work. At most `settings.max_tasks` are kept: the most recurring and most failed
-  first, then by id.
+  demos), not learning from real work. With `pins` (the night passes the repository and the skill branch's tip),
+  an agentic task pinned to a commit the repository does not have is moved to the session's branch or the skill
+  branch's tip, or left out with its reason (`pins.pin`; `Replay.repinned`: how → count). At most
+  `settings.max_tasks` are kept: the most recurring and most failed first, then by id.
 - Splits are stable across nights: a task's place is a pure function of its id (`share(id)` in [0, 1)): val when
   below `val_share`, test when below `val_share + test_share` and at least `test_min_tasks` tasks are kept, else
   train. If train or val would be empty, the task nearest to the boundary moves (deterministic). Fewer than two
@@ -39,6 +41,7 @@ from typing import Any, Iterable, Sequence
 from skillgit.config import EnvCfg
 from skillgit.errors import SkillgitError
 from skillgit.sleep.mine import MinedTask
+from skillgit.sleep.pins import Pins, pin
 from skillgit.sleep.settings import SleepSettings
 from skillgit.tasks import Splits, TaskFileError, load_items
 from skillgit.tasks import load_splits as load_task_splits
@@ -61,6 +64,7 @@ class Replay:
     simulated: bool = False
     judge_over_chars: int = 400  # a longer accepted answer is the judge's reference, not an exact expected
     reason: str = ""  # why the night cannot train, when it cannot
+    repinned: dict[str, int] = field(default_factory=dict)  # agentic tasks moved off a missing commit: how → count
 
     @property
     def usable(self) -> bool:
@@ -153,9 +157,11 @@ def _priority(task: MinedTask) -> tuple[int, int, str]:
     return (-int(signals.get("sessions", 0) or 0), -int(signals.get("failed_units", 0) or 0), task.id)
 
 
-def choose(tasks: Iterable[MinedTask], settings: SleepSettings, *, simulated: bool, agentic: bool) -> Replay:
+def choose(tasks: Iterable[MinedTask], settings: SleepSettings, *, simulated: bool, agentic: bool,
+           pins: Pins | None = None) -> Replay:
     """See the module contract."""
     excluded: Counter[str] = Counter()
+    repinned: Counter[str] = Counter()
     usable: list[MinedTask] = []
     seen: set[str] = set()
     for task in tasks:
@@ -164,6 +170,14 @@ def choose(tasks: Iterable[MinedTask], settings: SleepSettings, *, simulated: bo
             continue
         seen.add(task.id)
         why = _why_not(task, simulated, agentic)
+        if not why and pins is not None and task.kind == "agentic":
+            pinned = pin(task, pins.commits, pins.base)
+            if pinned.task is None:
+                why = pinned.reason
+            else:
+                task = pinned.task
+                if pinned.reason:
+                    repinned[pinned.reason] += 1
         if why:
             excluded[why] += 1
         else:
@@ -178,7 +192,7 @@ def choose(tasks: Iterable[MinedTask], settings: SleepSettings, *, simulated: bo
     if len(usable) < 2:
         reason = (f"{len(usable)} usable task(s): a night needs at least 2 (one to learn from, one to judge with)")
     return Replay(*splits, excluded=dict(sorted(excluded.items())), simulated=simulated, reason=reason,
-                  judge_over_chars=settings.judge_over_chars)
+                  judge_over_chars=settings.judge_over_chars, repinned=dict(sorted(repinned.items())))
 
 
 def split(tasks: Sequence[MinedTask], settings: SleepSettings

@@ -64,6 +64,9 @@ def render(record: NightRecord) -> str:
     if t.get("excluded"):
         lines += ["", "Left out: " + "; ".join(inert_markdown(f"{n} × {why}") for why, n in t["excluded"].items())
                   + "."]
+    if t.get("repinned"):
+        lines += ["", "Pinned to a commit this repository does not have: "
+                  + "; ".join(inert_markdown(f"{n} × {how}") for how, n in t["repinned"].items()) + "."]
     approval = {"header": "Transcript-derived tasks went to the models because the task file's header says "
                           "`reviewed: true`.",
                 "--yes": "Transcript-derived tasks went to the models unreviewed: `--yes` was given.",

@@ -26,6 +26,9 @@ It stands in for a CLI coding agent (Claude Code, Codex, Copilot) offline. Contr
   is not understood: the final message says so).
 - Parameters beyond the argv contract: env `SKILLGIT_AGENT_NOISE` (default 0.06), `SKILLGIT_AGENT_SEED`
   (default seed).
+- Like Claude Code it loads the user's profile (user skills, memory, MCP servers, SessionStart hooks:
+  `agent_profile`), runs the hooks at start, and names what it loaded at the end of its final message; a fresh
+  config home (skillgit's hermetic rollouts) loads nothing. `--version` prints `sim-coder <skillgit version>`.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillgit import __version__
+from skillgit.world import agent_profile
 from skillgit.world.coding import (
     CodingReading,
     Recipe,
@@ -618,7 +623,9 @@ def run_agent(workspace: Path, prompt: str, *, seed: int = 0, sample: int = 0, n
               env: Mapping[str, str] | None = None) -> AgentRun:
     """Carry out `prompt` in `workspace` (see the module docstring)."""
     root = workspace.resolve()
-    package = find_package(root, os.environ if env is None else env)
+    env = os.environ if env is None else env
+    profile = agent_profile.describe(agent_profile.load(env))
+    package = find_package(root, env)
     package_text = "\x1e".join(f"{p}\x1f{t}" for p, t in sorted(package.files.items()))
     sid = "sim-" + digest(seed, sample, prompt, package_text)
     session = Session(root, sid)
@@ -632,6 +639,7 @@ def run_agent(workspace: Path, prompt: str, *, seed: int = 0, sample: int = 0, n
     decisions = None
 
     def done(final: str) -> AgentRun:
+        final = f"{final} {profile}" if profile else final
         session.say(final)
         return AgentRun(final, tuple(session.events), tuple(session.changed), tuple(opened), decisions, sid,
                         session.out_tokens, tokens_of(prompt) + tokens_of(package_text), session.turns)
@@ -722,6 +730,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--sample", type=int, default=0)
     parser.add_argument("--output-format", choices=("text", "stream-json"), default="text")
+    parser.add_argument("--version", action="version", version=f"sim-coder {__version__}")
     args = parser.parse_args(argv)
     if args.prompt_file:
         prompt = Path(args.prompt_file).read_text(encoding="utf-8")
@@ -732,6 +741,7 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else int(os.environ.get("SKILLGIT_AGENT_SEED", "0") or 0)
     noise = float(os.environ.get("SKILLGIT_AGENT_NOISE", str(NOISE)))
     started = time.monotonic()
+    agent_profile.run_session_start(agent_profile.load(os.environ), Path.cwd(), os.environ)
     try:
         run = run_agent(Path.cwd(), prompt, seed=seed, sample=args.sample, noise=noise)
     except AgentError as exc:

@@ -1,8 +1,10 @@
-"""Stands in for `claude -p PROMPT --output-format json|text [--model M]` in tests.
+"""Stands in for `claude -p PROMPT --output-format json|text [--model M] [--strict-mcp-config]
+[--setting-sources S]` in tests.
 
 Checks that the skill was installed at .claude/skills/<name>/SKILL.md in its working directory and answers with
 the prompt and the skill's RULE line, so a test can see that the agent read the installed skill. Reports the
-credentials it can see on stderr (to test environment filtering and trace redaction). FAKE_CLAUDE_ERROR=1 makes
+credentials it can see on stderr (to test environment filtering and trace redaction), and its isolation switches
+and config home. FAKE_CLAUDE_ERROR=1 makes
 it print an error result (is_error: true) instead.
 """
 
@@ -16,6 +18,8 @@ parser = argparse.ArgumentParser()
 parser.add_argument("-p", dest="prompt", required=True)
 parser.add_argument("--output-format", default="text")
 parser.add_argument("--model", default="")
+parser.add_argument("--strict-mcp-config", action="store_true")
+parser.add_argument("--setting-sources", default="")
 args = parser.parse_args()
 
 skills = sorted(glob.glob(".claude/skills/*/SKILL.md"))
@@ -29,6 +33,8 @@ for name in ("ANTHROPIC_API_KEY", "GITHUB_TOKEN", "MY_PASSTHROUGH_SECRET"):
         print(f"saw {name}={os.environ[name]}", file=sys.stderr)
 print(f"skill file: {skills[0]}", file=sys.stderr)
 print(f"front matter: {text.startswith('---')}", file=sys.stderr)
+print(f"strict mcp: {args.strict_mcp_config}; setting sources: {args.setting_sources or 'all'}", file=sys.stderr)
+print(f"config home: {os.environ.get('CLAUDE_CONFIG_DIR', '~/.claude')}", file=sys.stderr)
 answer = f"{args.prompt} -> {rule} (model={args.model or 'default'})"
 if args.output_format == "json":
     if os.environ.get("FAKE_CLAUDE_ERROR"):

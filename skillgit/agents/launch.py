@@ -1,0 +1,53 @@
+"""What the two agent students (`agentic.student.AgentStudent`, `llm.command.CommandStudent`) share.
+
+- `expand(template, values, lists)`: an argv template filled in. Each element's `{placeholder}`s are replaced in
+  one pass (a prompt that itself contains `{workspace}` is not filled again) from `values` (a placeholder it does
+  not hold becomes ""); an element that is exactly a key of `lists` (`{model_args}`, `{profile_args}`, …) is
+  replaced by that list's elements (none when empty). The prompt stays one argv element: no shell, no quoting.
+- `fingerprint(agent, plan, argv0, env, extra)`: `{"agent", "version", "config", "profile"}` — the agent's name,
+  its CLI's version line (`version.probe`, cached; a program without a version flag: a hash of its bytes), a hash
+  of its effective config (`Plan.digest` plus `extra`: the argv template, install path and settings; under profile
+  user the user's config files as they are at the call) and the profile (hermetic | user). Gate notes record
+  it; a change between the incumbent's scoring and a candidate's is drift.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+
+from skillgit.agents import version
+from skillgit.agents.base import Agent
+from skillgit.agents.profile import Plan, user_digest
+
+PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|skill_file|workspace|answer_file|model|name|seed|sample|"
+                         r"permission_mode|sandbox)\}")
+
+
+def fill(element: str, values: Mapping[str, str]) -> str:
+    return PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), "")), element)
+
+
+def expand(template: Sequence[str], values: Mapping[str, str], lists: Mapping[str, Sequence[str]]) -> list[str]:
+    """`template` filled in (see the module docstring)."""
+    out: list[str] = []
+    for element in template:
+        if element in lists:
+            out.extend(fill(e, values) for e in lists[element])
+        else:
+            out.append(fill(element, values))
+    return out
+
+
+def fingerprint(agent: Agent, plan: Plan, argv0: str, env: Mapping[str, str],
+                extra: Mapping[str, object]) -> dict[str, str]:
+    """The agent's identity for drift checks (see the module docstring)."""
+    if agent.version_args and agent.binary:
+        caches = {var: path for var, path in plan.caches().items() if path}  # Copilot unpacks its runtime once
+        found = version.probe(argv0, agent.version_args, {**env, **caches})
+    else:
+        found = version.file_identity(argv0, env) if argv0 else "unknown"
+    if plan.profile == "user":  # the user's files as they are now: an edit during a run is drift
+        plan = dataclasses.replace(plan, user_digest=user_digest(agent.profile, env))
+    return {"agent": agent.name, "version": found, "config": plan.digest(dict(extra)), "profile": plan.profile}

@@ -1,0 +1,45 @@
+"""CLI: `skillgit ui` — the live dashboard (skillgit/ui) on 127.0.0.1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from skillgit import console
+
+REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
+CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
+
+
+def ui(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+       port: int = typer.Option(0, "--port", "-p", min=0, max=65535,
+                                help="Port on 127.0.0.1 (default: a free one)."),
+       open_: bool = typer.Option(False, "--open", help="Open the page in the default web browser."),
+       grace: float = typer.Option(30.0, "--grace", min=0,
+                                   help="Seconds the runs it started get to save when it stops.")) -> None:
+    """Serve a live dashboard on 127.0.0.1 (its URL, with an access token, on stdout): runs, branches, a run as it
+    trains, reports; start, stop and resume runs. Ctrl-C stops it and the runs it started (each saves)."""
+    from rich.markup import escape
+
+    from skillgit.textsafe import shown
+    from skillgit.ui import Served, serve
+
+    def ready(served: Served) -> None:
+        typer.echo(served.url)  # data: the one line a script reads
+        console.info(escape(f"skillgit ui: serving {shown(str(served.root))} at {served.url} — keep the token "
+                            "private; Ctrl-C stops it (runs it started are stopped and saved)"))
+        if open_:
+            import webbrowser
+
+            webbrowser.open(served.url)
+
+    stopped = serve(repo, config, port=port, ready=ready, grace_s=grace)
+    if stopped:
+        console.info(f"stopped {len(stopped)} run{'s' if len(stopped) != 1 else ''} it had started; resume them "
+                     "from the dashboard or with `skillgit train --run RUN`")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ui")(ui)
