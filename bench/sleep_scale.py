@@ -12,7 +12,12 @@ seconds and wall seconds of the grouping alone, the child's peak RSS and its gro
 features were built (what the grouping itself took), and for the new grouping the whole `Miner` (add every session,
 group, build the tasks). Validity: where both groupings ran, the clusters must be the same (`agree`); the new
 grouping says when one of its caps bound (`exact` false), and then agreement is not promised. A reference run over
-`--timeout` seconds is reported as not finished. Writes bench/results/sleep_scale.json.
+`--timeout` seconds is reported as not finished.
+
+Harvest (`--harvest N`, default 200 sessions of ~540 KB, real-sized Claude Code 2.1 files with planted secrets):
+the first pass over every file (the baseline) and the incremental pass after one more session was written (what
+`sleep harvest`'s cache and a night's saved state make the next run read), CPU seconds and the peak RSS of the
+child. Writes bench/results/sleep_scale.json.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ def child(algo: str, n: int, seed: int) -> dict[str, Any]:
     from tests import sleep_reference
     from tests.sleep_synthetic import History
 
+    if algo == "harvest":
+        return harvest_child(n, seed)
     sessions = list(History(seed).units(n))
     if algo == "miner":
         base = _rss_mb()
@@ -79,6 +86,40 @@ def child(algo: str, n: int, seed: int) -> dict[str, Any]:
     return out
 
 
+def harvest_child(n: int, seed: int, kb: int = 540) -> dict[str, Any]:
+    import shutil
+    import tempfile
+
+    from skillgit.sleep.harvest import HarvestState, harvest
+    from skillgit.sleep.scrub import build_scrubber
+    from tests.sleep_synthetic import History
+
+    folder = Path(tempfile.mkdtemp(prefix="skillgit-bench-harvest-"))
+    try:
+        home, repo = folder / "home", folder / "repo"
+        repo.mkdir()
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        history = History(seed)
+        paths = history.write_claude(home, str(repo), n, kb)
+        size = sum(p.stat().st_size for p in paths)
+        base = _rss_mb()
+        scrubber = build_scrubber(repo)
+        cpu = time.process_time()
+        first = harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None)
+        first_cpu = time.process_time() - cpu
+        first_peak = _peak_mb()
+        kept, state = len(first.sessions), first.state
+        del first
+        history.write_claude(home, str(repo), 1, kb)
+        cpu = time.process_time()
+        again = harvest(["claude"], home, repo, [], state, scrubber=scrubber, remote_lookup=None)
+        return {"units": n, "mb": round(size / 1e6, 1), "kept": kept, "cpu_s": round(first_cpu, 3),
+                "incremental_cpu_s": round(time.process_time() - cpu, 3), "incremental_read": again.files_read,
+                "peak_mb": round(first_peak, 1), "grew_mb": round(max(0.0, first_peak - base), 1)}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def measure(algo: str, n: int, seed: int, timeout: float) -> dict[str, Any]:
     row: dict[str, Any] = {"algo": algo, "requests": n}
     try:
@@ -100,6 +141,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,2000,4000", help="request counts, comma-separated")
     ap.add_argument("--reference-max", type=int, default=4000, help="largest size the pairwise reference runs at")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds a reference run may take")
+    ap.add_argument("--harvest", type=int, default=200, help="session files for the harvest measurement (0: none)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -116,6 +158,11 @@ def main() -> None:
                 continue
             say(f"{algo} at {n} requests …")
             rows.append(measure(algo, n, args.seed, args.timeout))
+    harvest_n = 4 if args.quick else args.harvest
+    harvest_row = None
+    if harvest_n:
+        say(f"harvest of {harvest_n} session files …")
+        harvest_row = measure("harvest", harvest_n, args.seed, args.timeout)
     by = {(r["algo"], r["requests"]): r for r in rows}
     for n in sizes:
         new, ref = by.get(("cluster", n)), by.get(("reference", n))
@@ -128,7 +175,14 @@ def main() -> None:
                        ("peak_mb", "peak RSS MB", ".0f"), ("grew_mb", "grew MB", ".0f"), ("exact", "exact", ""),
                        ("agree", "same as ref", ""), ("cpu_ratio", "ref/new CPU", ".1f"),
                        ("mem_ratio", "ref/new MB", ".1f"), ("note", "note", "")]))
-    write_result("sleep_scale", {"sizes": sizes, "seed": args.seed, "rows": rows}, args.out)
+    if harvest_row:
+        print()
+        print(table([harvest_row], [("requests", "sessions", "d"), ("mb", "MB", ".1f"), ("kept", "kept", "d"),
+                                    ("cpu_s", "first CPU s", ".2f"), ("incremental_cpu_s", "incremental CPU s", ".3f"),
+                                    ("incremental_read", "files read", "d"), ("peak_mb", "peak RSS MB", ".0f"),
+                                    ("grew_mb", "grew MB", ".0f"), ("note", "note", "")]))
+    write_result("sleep_scale", {"sizes": sizes, "seed": args.seed, "rows": rows, "harvest": harvest_row},
+                 args.out)
 
 
 if __name__ == "__main__":

@@ -107,6 +107,9 @@ def test_sleep_scale_script(tmp_path):
         assert new["agree"] is True and new["exact"] is True  # the validity check: same clusters as before
         assert {"cpu_s", "wall_s", "peak_mb", "grew_mb", "cpu_ratio", "mem_ratio"} <= set(new)
         assert rows[("miner", n)]["units"] == new["units"]
+    harvest = data["harvest"]
+    assert harvest["kept"] == harvest["units"] and harvest["incremental_read"] == 1  # only the new file read again
+    assert {"cpu_s", "incremental_cpu_s", "peak_mb", "mb"} <= set(harvest)
 
 
 def test_ablations_script(tmp_path):
