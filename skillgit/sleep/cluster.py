@@ -49,9 +49,9 @@ _WRAPPER = re.compile(r"^(?:\w+=\S*\s+)*(?:(?:uv|poetry|pdm|hatch|pipenv)\s+run\
 _NOISE_FLAG = re.compile(r"-[qxsv]+|--tb=\w+|--color=\w+")
 _EPS = 1e-9  # slack on the threshold when looking for pairs: a pair found in excess costs one exact check
 _DIGITS = 12  # linkages compare rounded: the same mean computed two ways is the same number
-WALK = 400  # a lookup walks at most this many of a posting's latest entries
-KEEP = 48  # a unit keeps at most this many similar earlier units
-NEIGHBOURS = 96  # a cluster keeps at most this many neighbours it may merge with
+WALK = 2000  # a lookup walks at most this many of a posting's latest entries
+KEEP = 256  # a unit keeps at most this many similar earlier units
+NEIGHBOURS = 512  # a cluster keeps at most this many neighbours it may merge with
 
 
 def _stem(word: str) -> str:
