@@ -10,7 +10,9 @@ Contracts:
   while their linkage is at least `threshold` (> 0). Each `Cluster` has its members (ascending) and, per member,
   its mean cosine to the other members (1.0 alone); clusters come ordered by their first member. The result is
   the one the full pairwise algorithm gives (see `tests/sleep_reference.py` and tests/test_sleep_mine_scale.py),
-  up to floating-point rounding in the last digits.
+  up to floating-point rounding in the last digits, as long as no cap bound: `walk`, `keep` and `neighbours`
+  bound the work on huge histories (a word in thousands of requests, a family of hundreds of variants), and
+  `stats` says when one did (`exact` False, `capped_*` counts; `MineResult.capped`).
 
 Why it is the same result without the matrix:
 1. Units with identical (non-empty) features have cosine 1 to each other: they are one weighted node from the
