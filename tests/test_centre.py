@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from skillgit.cli.demo import create_project
 from skillgit.config import EvaluationCfg, SimulatedCfg
-from skillgit.demo import create_project
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.loop import gate
 from skillgit.project import open_project
@@ -72,9 +72,102 @@ def test_the_package_has_no_import_cycle():
     assert cycles == []
 
 
+# ---------------------------------------------------------------------------------------------- package level
+# A unit is a sub-package (`skillgit.store`) or a top-level module (`skillgit.config`). Units form a layering only
+# if no two of them import each other, however indirectly: module-level acyclicity is not enough (store/core →
+# package → prompts → llm.base once made the git layer depend on the model layer without any module cycle).
+def _unit(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph() -> dict[str, dict[str, list[str]]]:
+    """unit → the units it imports → the module imports that make each edge ("a → b")."""
+    units: dict[str, dict[str, list[str]]] = {}
+    for module, deps in import_graph().items():
+        edges = units.setdefault(_unit(module), {})
+        for dep in sorted(deps):
+            if _unit(dep) != _unit(module):
+                edges.setdefault(_unit(dep), []).append(f"{module} → {dep}")
+    return units
+
+
+def _strongly_connected(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
+    """Tarjan's components with more than one unit (each is a cycle or several)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for dep in sorted(graph.get(node, {})):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_package_level_cycle():
+    graph = package_graph()
+    assert {"skillgit.store", "skillgit.llm", "skillgit.config", "skillgit.cli"} <= set(graph)
+    assert "skillgit.store" in graph["skillgit.cli"]  # the graph sees real edges
+    report = [(component, [edge for a in component for b in component for edge in graph[a].get(b, [])])
+              for component in _strongly_connected(graph)]
+    assert report == []
+
+
+def test_the_check_finds_a_package_level_cycle_that_no_module_cycle_shows():
+    graph = {"a": {"b": ["a.x → b.y"]}, "b": {"c": ["b.z → c.w"]}, "c": {"a": ["c.v → a.u"]}, "d": {"a": []}}
+    assert _strongly_connected(graph) == [["a", "b", "c"]]
+    assert _strongly_connected({"a": {"b": []}, "b": {}}) == []
+
+
+def test_the_git_layer_does_not_reach_the_model_layer():
+    """The measured chain store/core → package → prompts → llm.base is gone, and no other path replaced it."""
+    graph = package_graph()
+    seen, todo = set(), ["skillgit.store"]
+    while todo:
+        unit = todo.pop()
+        if unit not in seen:
+            seen.add(unit)
+            todo.extend(graph.get(unit, {}))
+    assert not {"skillgit.llm", "skillgit.prompts", "skillgit.loop", "skillgit.cli"} & seen, sorted(seen)
+
+
+def test_closed_vocabularies_come_from_their_registries():
+    """Config validation accepts exactly what the registries implement: backend names and scorer types are the
+    registries' own tuples; the gate's checks (whose registry reads the config) agree with the listed modes."""
+    from skillgit import backend_table, config_validate, scorers
+    from skillgit.llm import registry
+
+    assert config_validate.ENUMS["model.teacher_backend"] == registry.names_for("teacher")
+    assert config_validate.ENUMS["model.student_backend"] == registry.names_for("student")
+    assert registry.names_for is backend_table.names_for
+    assert config_validate.ENUMS["env.scorer.type"] is scorers.SCORER_TYPES == tuple(scorers._REGISTRY)
+    assert set(gate._CHECKS) == set(config_validate.GATE_MODES)
+    assert EvaluationCfg(gate="two_split+strict").gate == ("two_split", "strict")
+
+
 def test_modes_and_epoch_do_not_know_the_trainer():
     graph = import_graph()
-    for module in ("skillgit.loop.modes", "skillgit.loop.epoch", "skillgit.loop.decide", "skillgit.loop.stages"):
+    for module in ("skillgit.loop.modes", "skillgit.loop.epoch", "skillgit.loop.decide", "skillgit.loop.stages",
+                   "skillgit.loop.resume", "skillgit.loop.background", "skillgit.loop.field", "skillgit.loop.final"):
         assert "skillgit.loop.run" not in graph[module], module
 
 
@@ -614,3 +707,106 @@ def test_what_a_stop_signal_leaves_in_other_threads_is_not_reported_as_an_error(
         assert is_stop_noise(types.SimpleNamespace(exc_value=Interrupted(), object=None))
     finally:
         clear_stop()
+
+
+# ---------------------------------------------------------------------------------------------- one shape, one owner
+# (issue 21: typed notes everywhere, one of each helper, `Store` owns every ref it writes)
+def _sources(folder: str = "") -> dict[str, ast.Module]:
+    return {p.relative_to(PACKAGE).as_posix(): ast.parse(p.read_text(encoding="utf-8"))
+            for p in (PACKAGE / folder).rglob("*.py")}
+
+
+def test_store_git_is_imported_only_inside_the_store():
+    """Outside `store/`, git is reached through `Store`, `store.read` and the documented repository API
+    (`store.repository`), never by importing `store.git` (GitRepo, RefUpdate, …) itself."""
+    offenders = []
+    for name, tree in _sources().items():
+        if name.startswith("store/"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in ("skillgit.store.git", "skillgit.store.gitwork",
+                                                                     "skillgit.store.gitproc"):
+                offenders.append(f"{name}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module == "skillgit.store" \
+                    and any(a.name in ("git", "gitwork", "gitproc") for a in node.names):
+                offenders.append(f"{name}:{node.lineno}")
+    assert offenders == []
+    documented = (PACKAGE / "store" / "repository.py").read_text(encoding="utf-8")
+    assert "class Repository(Protocol)" in documented and "no ref transaction" in documented
+
+
+def test_only_the_store_writes_refs():
+    """No ref transaction, ref deletion or worktree fast-forward outside `store/`: the sleep ref, review and
+    night branches and adoption go through `Store` (and `store.fileref`)."""
+    writes = {"transaction", "delete_ref", "ff_merge", "build_notes", "checkout_path"}
+    offenders = [f"{name}:{node.lineno} .{node.func.attr}" for name, tree in _sources().items()
+                 if not name.startswith("store/") for node in ast.walk(tree)
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in writes]
+    assert offenders == []
+    sync = (PACKAGE / "store" / "sync.py").read_text(encoding="utf-8")
+    assert "store._" not in sync  # public Store methods only
+    private = [f"{name}:{node.lineno}" for name, tree in _sources("store").items() for node in ast.walk(tree)
+               if isinstance(node, ast.Attribute) and node.attr == "__dict__"]
+    assert private == []  # no cache hidden in an object's __dict__
+
+
+def _field_types(module: str) -> dict[str, str]:
+    import dataclasses
+    import importlib
+
+    mod = importlib.import_module(module)
+    return {f"{cls.__name__}.{f.name}": str(f.type) for cls in vars(mod).values()
+            if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == module
+            for f in dataclasses.fields(cls)}
+
+
+def test_note_and_night_records_have_no_untyped_fields():
+    fields = {**_field_types("skillgit.records.notes"), **_field_types("skillgit.records.core"),
+              **_field_types("skillgit.sleep.state")}
+    assert {"CandidateNote.update", "GateNote.controls", "GateNote.noise_floor", "NightRecord.usage",
+            "NightRecord.scores", "NightRecord.edits"} <= set(fields)
+    untyped = {name: kind for name, kind in fields.items() if "Any" in kind or kind.startswith("dict")}
+    assert untyped == {}
+    assert fields["NightRecord.edits"] == "tuple[StepOutcome, ...]" and fields["NightRecord.usage"] == "Usage"
+
+
+def test_one_of_each_helper_and_one_vocabulary():
+    defs: dict[str, list[str]] = {}
+    for name, tree in _sources().items():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                defs.setdefault(node.name, []).append(name)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript) \
+                    and ast.unparse(node.value.value) == "Literal":
+                for target in node.targets:  # the vocabularies are records' enums, never re-declared as Literals
+                    assert ast.unparse(target) not in ("StepKind", "Verdict"), name
+    assert len(defs["Decision"]) == 1 and len(defs["StepKind"]) == 1 and len(defs["Verdict"]) == 1
+    # one of each helper (there were two `_first`, three `_known` and three float parsers)
+    assert len(defs.get("_first", [])) <= 1 and len(defs.get("_known", [])) <= 1
+    assert defs["known_fields"] == ["types.py"]
+    assert defs["to_float"] == ["records/core.py"] and "_float" not in defs
+    from skillgit.report.model import STEP_KINDS, VERDICTS
+
+    assert STEP_KINDS == ("step", "slow_update", "meta_reflect") and VERDICTS == ("accepted", "rejected")
+
+
+def test_the_step_kind_has_one_spelling_in_notes_trailers_and_json(project):
+    trainer, session = _trainer(project, "train.max_steps=1")
+    trainer.train()
+    store = session.store
+    step = next(e for e in store.history("r1") if e.verdict in ("accepted", "rejected"))
+    records = {r["kind"]: r for r in store.read_notes(step.sha)}
+    assert records["candidate"]["step_kind"] == records["decision"]["step_kind"] == "step"
+    assert "type" not in records["candidate"]
+    trailers = git(project, "log", "-1", "--format=%(trailers:only)", step.sha)
+    assert "Skillgit-Step-Kind: step" in trailers and "Skillgit-Kind:" not in trailers
+    status = json.loads(run_cli_inproc("status", "--json", cwd=project).stdout)
+    assert status["last"]["kind"] == "step"  # a StepOutcome's JSON (docs/JSON.md): `kind`
+
+
+def test_the_slow_update_orders_pairs_as_the_prompt_shows_them():
+    """loop/epoch kept its own order (persistent failures before improvements), contradicting prompts.KIND_ORDER."""
+    from skillgit import prompts
+    from skillgit.loop import epoch
+
+    assert tuple(epoch.counts([])) == prompts.KIND_ORDER

@@ -131,7 +131,8 @@ def show(ws: Workspace, rev: str, full: bool = False) -> str:
         out.append(f"update: mode {detail.update.mode}, {len(detail.update.applied)} edit(s) applied, "
                    f"{len(skipped)} skipped" + (f" ({detail.update.invalid})" if detail.update.invalid else ""))
     if detail.revert is not None:
-        out.append(f"revert: {json.dumps(detail.revert, default=str)}")
+        r = detail.revert
+        out.append(f"revert: mode {r.mode or '?'}, restored {r.target[:12] or '?'}, reason: {r.reason or 'none given'}")
     out += ["", _cap(detail.diff, MAX_DIFF, "diff") or "(no change to the skill)"]
     if full:
         out += ["notes (every record, JSON):", to_json([dict(n) for n in detail.notes])]
@@ -228,7 +229,7 @@ class FoundReport:
 
 def repository_roots(root: Path) -> tuple[Path, ...]:
     """The real paths an MCP tool may touch: the working tree and the repository's git dir."""
-    from skillgit.integrations.locations import git_common_dir
+    from skillgit.inbox import git_common_dir
 
     roots = [Path(os.path.realpath(root))]
     try:
@@ -277,7 +278,7 @@ def _outside(key: str, path: Path) -> str:
 def find_reports(ws: Workspace) -> tuple[list[FoundReport], list[Path], list[str]]:
     """Every HTML training report and sleep night report found inside the repository, newest first; the folders
     looked in; and what was refused (a folder or a linked file outside the repository), each said plainly."""
-    from skillgit.integrations.locations import git_common_dir
+    from skillgit.inbox import git_common_dir
 
     root = ws.project().root
     roots = repository_roots(root)

@@ -33,6 +33,7 @@ from skillgit.executor import Executor
 from skillgit.llm.base import Student
 from skillgit.llm.metering import bind_stage
 from skillgit.loop.stages import Scorer, rollout_samples
+from skillgit.records import ScoreRecord
 from skillgit.types import Item, Trajectory
 
 SAMPLE_STRIDE = 1000  # sample numbers per round: the repeats, then (from half-way) a copy control's
@@ -43,7 +44,8 @@ IDENTICAL_ITEMS = 30  # …over at least this many (text, item) pairs (4 items a
 
 
 def blob_id(text: str) -> str:
-    """The git blob id of `text` (what `git hash-object` prints), computed without touching git."""
+    """The SHA-1 git blob id of `text` (what `git hash-object` prints in a SHA-1 repository; a SHA-256 repository
+    names blobs otherwise), computed without touching git: a cache key for skill texts, never looked up in git."""
     data = text.encode("utf-8")
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
 
@@ -129,24 +131,18 @@ class SplitScore:
             return 0.0
         return sum(self.item_metric(k, metric, mixed_weight) for k in keys) / len(keys)
 
-    def to_record(self) -> dict:
-        record: dict[str, Any] = {
-            "split": self.split, "blob": self.blob,
-            "per_item": {k: [round(h, 4), round(s, 4)] for k, (h, s) in sorted(self.per_item.items())},
-            "errors": dict(sorted(self.errors.items())), "repeats": self.repeats,
-            "samples_scored": self.sample_count()}
-        if self.identical:
-            record["identical_repeats"] = True
-        if self.round:
-            record["round"] = self.round
-        if self.fingerprint:
-            record["fingerprint"] = dict(self.fingerprint)
-        if self.seconds:
-            record["seconds"] = dict(sorted(self.seconds.items()))
-        if self.samples:
-            record["samples"] = {k: [[round(h, 4), round(s, 4)] for h, s in rows]
-                                 for k, rows in sorted(self.samples.items())}
-        return record
+    def record(self) -> ScoreRecord:
+        """This scoring as a gate note keeps it (scores rounded to 4 places)."""
+        def pair(h: float, s: float) -> tuple[float, float]:
+            return round(h, 4), round(s, 4)
+
+        return ScoreRecord(self.split, self.blob, {k: pair(*v) for k, v in self.per_item.items()},
+                           dict(self.errors), self.repeats, self.sample_count(), self.identical, self.round,
+                           dict(self.fingerprint), dict(self.seconds),
+                           {k: tuple(pair(*v) for v in rows) for k, rows in self.samples.items()})
+
+    def to_record(self) -> dict[str, Any]:
+        return self.record().to_dict()
 
     @classmethod
     def from_trajectories(cls, split: str, blob: str, trajectories: list[Trajectory]) -> SplitScore:
