@@ -11,9 +11,10 @@ from collections import Counter
 
 import pytest
 
-from skillgit.sleep import READERS, mine, split_units
+from skillgit.sleep import mine, split_units
 from skillgit.sleep.cluster import Stats, cluster
 from skillgit.sleep.mine import DEFAULT_THRESHOLD, Miner, unit_features
+from skillgit.sleep.readers import get_reader
 from tests.sleep_reference import assert_same
 from tests.sleep_synthetic import History
 from tests.test_sleep_harvest import FIXTURES
@@ -46,7 +47,7 @@ def test_clusters_are_the_pairwise_ones_on_the_shipped_transcripts():
     sessions = []
     for source, pattern in (("claude", "claude/*.jsonl"), ("codex", "codex/*.jsonl")):
         for path in sorted(FIXTURES.glob(pattern)):
-            sessions.extend(READERS[source].read(path))
+            sessions.extend(get_reader(source).read(path))
     # each session twice under another key and a day later: the same requests recur across sessions
     docs = [unit_features(u) for s in sessions for u in split_units(s) if u.request]
     assert len(docs) >= 5
