@@ -158,3 +158,19 @@ def test_a_package_adds_an_environment_and_a_backend_by_entry_point(tmp_path, pl
     assert without.returncode == 2 and "'reverser' is not one of simulated, openai" in without.stderr
     assert no_env.returncode == 2 and "unknown environment 'reverse'" in no_env.stderr
     assert "searchqa, math, docvqa, textgame" in no_env.stderr
+
+
+def test_env_new_scaffolds_a_package_whose_own_test_passes(tmp_path):
+    made = run_cli("env", "new", "my-bench", "--dir", str(tmp_path), cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    root = Path(made.stdout.strip())
+    assert root == tmp_path / "skillgit-env-my-bench"
+    assert 'my-bench = "skillgit_env_my_bench:Environment"' in (root / "pyproject.toml").read_text()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "tests"],
+                          cwd=root, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
+    again = run_cli("env", "new", "my-bench", "--dir", str(tmp_path), cwd=tmp_path)
+    assert again.returncode != 0 and "exists already" in again.stderr  # never written over
+    taken = run_cli("env", "new", "searchqa", "--dir", str(tmp_path), cwd=tmp_path)
+    assert taken.returncode != 0 and "exists already" in taken.stderr

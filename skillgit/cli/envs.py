@@ -1,6 +1,9 @@
-"""CLI: `skillgit env list` — the environments (benchmark adapters) built in and added by installed packages."""
+"""CLI: `skillgit env list` — the environments (benchmark adapters) built in and added by installed packages;
+`skillgit env new NAME` — a package that adds one."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
@@ -25,6 +28,18 @@ def list_envs(as_json: bool = typer.Option(False, "--json", help="Print JSON on 
         typer.echo(shown(f"{r.name.ljust(width)}  {r.origin}: {r.summary}"))
         if r.metric:
             typer.echo(shown(f"{''.ljust(width)}  metric: {r.metric}; data: {r.source}"))
+
+
+@env_app.command("new")
+def new_env(name: str = typer.Argument(..., help="The environment's name (lower case, e.g. my-bench)."),
+            folder: Path = typer.Option(Path("."), "--dir", help="Where to create skillgit-env-NAME/.")) -> None:
+    """Scaffold a package that adds an environment (entry point, Env subclass, sample, test)."""
+    from skillgit.envs.scaffold import new_package
+
+    root = new_package(name, folder)
+    console.info(f"wrote {root}: fill in load() and score() in its module, then `pip install -e {root}`; "
+                 "`skillgit env list` shows it")
+    typer.echo(str(root))
 
 
 def register(app: typer.Typer) -> None:
