@@ -187,28 +187,31 @@ def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: O
                             ExitCode.BACKEND)
 
 
-def _print_rows(out: Any, rows: list[dict[str, Any]], agents: list[dict[str, Any]]) -> None:
+def _print_rows(stdout: Any, rows: list[dict[str, Any]], agents: list[dict[str, Any]]) -> None:
     """One line per role (role, backend, model, endpoint) with its status and fix indented under it, then one
     line per agent CLI: readable at 80 columns (a boxed table of six columns wrapped into ~30 lines there)."""
+    from functools import partial
+
     from rich.text import Text
 
+    say = partial(stdout.print, soft_wrap=False)  # wrapped at the terminal's width (80 when it is unknown)
     width = max(len(r["role"]) for r in rows)
-    out.print(Text("skillgit doctor", style="bold"))
+    say(Text("skillgit doctor", style="bold"))
     for r in rows:  # Text, not markup: details and hints may contain [brackets]
-        out.print(Text(f"{r['role']:<{width}}  {r['backend']}  {r['model']}  {r['endpoint']}"))
+        say(Text(f"{r['role']:<{width}}  {r['backend']}  {r['model']}  {r['endpoint']}"))
         if r["status"] == "ok":
-            out.print(Text.assemble("  ", ("ok", "green"), f" ({r['detail']})" if r["detail"] else ""))
+            say(Text.assemble("  ", ("ok", "green"), f" ({r['detail']})" if r["detail"] else ""))
         else:
-            out.print(Text.assemble("  ", ("error", "red"), f": {r['detail']}"))
+            say(Text.assemble("  ", ("error", "red"), f": {r['detail']}"))
         if r["fix"]:
-            out.print(Text(f"  fix: {r['fix']}"))
-    out.print(Text("agent CLIs", style="bold"))
+            say(Text(f"  fix: {r['fix']}"))
+    say(Text("agent CLIs", style="bold"))
     width = max((len(a["agent"]) for a in agents), default=0)
     for a in agents:
         if a["installed"]:
-            out.print(Text(f"  {a['agent']:<{width}}  {a['version'] or 'installed'}  {a['program']}"))
+            say(Text(f"  {a['agent']:<{width}}  {a['version'] or 'installed'}  {a['program']}"))
         else:
-            out.print(Text.assemble(f"  {a['agent']:<{width}}  ", ("not installed", "yellow"),
+            say(Text.assemble(f"  {a['agent']:<{width}}  ", ("not installed", "yellow"),
                                     f"  fix: {a['fix']}" if a["fix"] else ""))
 
 

@@ -21,10 +21,14 @@ def usage_error(exc: Any, command: str | None = None) -> tuple[str, str]:
     """(message, hint) for a click `UsageError` (see the module docstring); `command` names the command that
     was being parsed when click's error does not (`train --set` with no value)."""
     message = " ".join(str(exc.format_message()).split()).rstrip(".")
+    names: list[str] = []
     ctx = getattr(exc, "ctx", None)
-    path = getattr(ctx, "command_path", "") or "skillgit"
-    if path == "skillgit" and command:
-        path = f"skillgit {command}"
+    while ctx is not None and ctx.parent is not None:  # the root's name may be `python -m skillgit`
+        names.insert(0, ctx.info_name)
+        ctx = ctx.parent
+    if not names and command:
+        names = [command]
+    path = " ".join(["skillgit", *names])
     return message[:1].lower() + message[1:], f"see `{path} --help`"
 
 
