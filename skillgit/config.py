@@ -77,6 +77,11 @@ class BackendCfg:
     azure_endpoint: str | None = None
     azure_deployment: str | None = None
     api_version: str | None = None
+    # Azure OpenAI sign-in: auto (the key when set, else Entra ID when azure-identity is installed) | api_key |
+    # azure_ad (DefaultAzureCredential) | managed_identity | azure_cli; the last three need the `azure` extra
+    auth_mode: str = "auto"
+    managed_identity_client_id: str | None = None  # a user-assigned identity (managed_identity, azure_ad)
+    azure_ad_scope: str | None = None  # the token's scope; None: https://cognitiveservices.azure.com/.default
     temperature: float | None = None
     max_tokens: int | None = None
     reasoning_effort: str | None = None

@@ -23,6 +23,8 @@ SCORER_TYPES = ("exact", "normalized", "contains", "regex", "numeric", "f1", "js
 REWRITE_MODES = ("rewrite_from_suggestions", "full_rewrite_minibatch")
 # evaluation.gate: one or more of these, joined with '+' or as a list (checked by EvaluationCfg.parse_gate)
 GATE_MODES = ("strict", "paired", "significance", "per_item", "two_split")
+# model.*.auth_mode (Azure OpenAI): auto, api_key, then the Entra ID modes (azure-identity, the azure extra)
+AUTH_MODES = ("auto", "api_key", "azure_ad", "managed_identity", "azure_cli")
 
 # Keys are "generic" dotted paths: model.teacher.X and model.student.X are both written model.*.X.
 ENUMS: dict[str, tuple[str, ...]] = {
@@ -31,6 +33,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "model.student_backend": names_for("student"),
     "model.*.api": ("chat", "responses"),
     "model.*.json_mode": ("auto", "json_schema", "json_object_schema", "json_object", "prompt"),
+    "model.*.auth_mode": AUTH_MODES,
     "model.*.command.permission_mode": ("acceptEdits", "auto", "default", "dontAsk", "plan"),
     "model.*.command.sandbox": ("read-only", "workspace-write"),
     "model.*.command.profile": agents.PROFILES,
@@ -314,6 +317,8 @@ def check_config(cfg: Any) -> None:
                               f"({', '.join(agents.student_names())}), or preset {'|'.join(answers)} with "
                               "student_backend: command")
     for side in ("teacher", "student"):
+        _check_azure_auth(side, getattr(model, f"{side}_backend"), getattr(model, side))
+    for side in ("teacher", "student"):
         backend = getattr(model, f"{side}_backend")
         name = getattr(model, f"{side}_model")
         if backend != "simulated" and not str(name).strip():
@@ -325,6 +330,23 @@ def check_config(cfg: Any) -> None:
             if usd < 0:
                 raise ConfigError(f"prices.{model_name}.{kind}: must be >= 0, got {usd!r}",
                                   "prices are USD per 1M tokens")
+
+
+def _check_azure_auth(side: str, backend: str, bcfg: Any) -> None:
+    """auth_mode and its companions only mean something where Azure OpenAI is called."""
+    azure = backend == "azure" or (backend == "openai" and bool(bcfg.azure_endpoint))
+    if bcfg.auth_mode not in ("auto", "api_key") and not azure:
+        raise ConfigError(f"model.{side}.auth_mode: {bcfg.auth_mode!r} signs in to Azure OpenAI, but "
+                          f"model.{side}_backend is {backend!r}",
+                          f"set model.{side}_backend: azure (with model.{side}.azure_endpoint), "
+                          f"or remove model.{side}.auth_mode")
+    if bcfg.managed_identity_client_id and bcfg.auth_mode not in ("managed_identity", "azure_ad"):
+        raise ConfigError(f"model.{side}.managed_identity_client_id: only used with auth_mode managed_identity "
+                          f"or azure_ad, but auth_mode is {bcfg.auth_mode!r}",
+                          f"set model.{side}.auth_mode: managed_identity, or remove managed_identity_client_id")
+    if bcfg.azure_ad_scope is not None and not re.fullmatch(r"(https?|api)://\S+", bcfg.azure_ad_scope):
+        raise ConfigError(f"model.{side}.azure_ad_scope: expected a scope URI, got {_short(bcfg.azure_ad_scope)}",
+                          "e.g. https://cognitiveservices.azure.com/.default (the default)")
 
 
 # ---------------------------------------------------------------------------------------------- unknown keys

@@ -277,7 +277,7 @@ def test_azure_entra_id_token_provider_when_no_key(fake_server, monkeypatch):
     import skillgit.llm.openai_backend as backend_module
 
     tokens = iter(["entra-token-1", "entra-token-2"])
-    monkeypatch.setattr(backend_module, "azure_token_provider", lambda: lambda: next(tokens))
+    monkeypatch.setattr(backend_module, "azure_token_provider", lambda *a: lambda: next(tokens))
     cfg = config_from_dict({"model": {"teacher_backend": "azure", "teacher_model": "dep",
                                       "teacher": {"azure_endpoint": fake_server.azure_endpoint}}})
     llm = build_teacher(cfg, None, environ={}, max_retries=0)

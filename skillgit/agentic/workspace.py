@@ -47,8 +47,8 @@ from skillgit import package, process
 from skillgit.agentic.spec import WORKSPACE_PREFIX, AgenticSpec
 from skillgit.errors import ConfigError
 from skillgit.llm import command
-from skillgit.store.git import GitRepo
 from skillgit.store.lock import alive
+from skillgit.store.repository import Repository, init_repository, open_repository
 
 _IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", "*.pyc")
 PGID_FILE = "pgid"
@@ -185,7 +185,7 @@ def kill_leftover_group(folder: Path) -> bool:
 
 
 class Workspaces:
-    def __init__(self, repo: GitRepo, *, keep: bool = False, skill_path: str = ""):
+    def __init__(self, repo: Repository, *, keep: bool = False, skill_path: str = ""):
         self.repo = repo
         digest = hashlib.sha1(str(repo.common_dir.resolve()).encode()).hexdigest()[:12]
         self.root = Path(tempfile.gettempdir()) / f"{WORKSPACE_PREFIX}{digest}"
@@ -229,7 +229,7 @@ class Workspaces:
         if spec.fixture is not None or not self.skill_path:
             return []
         try:
-            own = GitRepo.open(spec.repo or self.repo.root).common_dir.resolve() == self.repo.common_dir.resolve()
+            own = open_repository(spec.repo or self.repo.root).common_dir.resolve() == self.repo.common_dir.resolve()
         except Exception:
             return []
         return [self.skill_path] if own else []
@@ -253,9 +253,9 @@ class Workspaces:
         try:
             if spec.fixture is not None:
                 copy_fixture(spec.fixture, ws)
-                GitRepo.init(ws, "main").snapshot_all("fixture")
+                init_repository(ws, "main").snapshot_all("fixture")
             else:
-                repo = GitRepo.open(spec.repo or self.repo.root)
+                repo = open_repository(spec.repo or self.repo.root)
                 repo.worktree_add(ws, spec.rev)
                 for rel in self.hidden(spec):
                     committed = ws / rel

@@ -1,4 +1,5 @@
-"""CLI: `train`, `eval`, `demo`, `config show`, `status` — the commands that run the loop."""
+"""CLI: `train`, `eval`, `demo`, `config show`, `status` — the commands that run the loop (`config import`:
+cli/config_import.py)."""
 
 from __future__ import annotations
 
@@ -328,6 +329,9 @@ def register(app: typer.Typer) -> None:
     app.command("eval")(eval_)
     app.command("status")(status)
     app.command("demo")(demo)
-    config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
+    from skillgit.cli.config_import import config_import
+
+    config_app = typer.Typer(help="Inspect the configuration; import a SkillOpt config.", no_args_is_help=True)
     config_app.command("show")(config_show)
+    config_app.command("import")(config_import)
     app.add_typer(config_app, name="config")

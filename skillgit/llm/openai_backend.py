@@ -34,8 +34,10 @@ Contracts (besides the `LLM` protocol of base.py):
   `.env`: openai: `api_key_env` or OPENAI_API_KEY, `base_url` or OPENAI_BASE_URL; a server at `base_url` that
   needs no key gets a dummy one (only then). azure (or openai with `azure_endpoint` set): `azure_endpoint` or
   AZURE_OPENAI_ENDPOINT, `azure_deployment` or the model name, `api_version` or OPENAI_API_VERSION (default
-  2024-10-21), `api_key_env` or AZURE_OPENAI_API_KEY, else an Entra ID token provider when `azure-identity` is
-  installed.
+  2024-10-21). Sign-in by `auth_mode`: auto → `api_key_env` or AZURE_OPENAI_API_KEY, else an Entra ID token
+  (DefaultAzureCredential) when `azure-identity` is installed; api_key → that key only; azure_ad /
+  managed_identity / azure_cli → an Entra ID bearer token from that credential (`azure_token_provider`) for
+  `azure_ad_scope`, never the key, and a clear error naming the `azure` extra when azure-identity is missing.
 """
 
 from __future__ import annotations
@@ -68,13 +70,35 @@ _NAMES_FORMAT = re.compile(r"response[_ ]?format|json[_ ]?(?:schema|object|mode)
                            r"structured output", re.IGNORECASE)
 
 
-def azure_token_provider() -> Callable[[], str] | None:
-    """An Entra ID bearer-token provider from `azure-identity`, or None when that package is not installed."""
+def azure_token_provider(mode: str = "azure_ad", client_id: str | None = None,
+                         scope: str | None = None) -> Callable[[], str] | None:
+    """An Entra ID bearer-token provider from `azure-identity`, or None when that package is not installed.
+
+    `mode` picks the credential: azure_ad → DefaultAzureCredential (environment, workload identity, managed
+    identity, Azure CLI, … in its documented order), managed_identity → ManagedIdentityCredential (IMDS, or App
+    Service / Functions / Arc / Cloud Shell through IDENTITY_ENDPOINT/IDENTITY_HEADER or MSI_ENDPOINT),
+    azure_cli → AzureCliCredential (`az login`). `client_id` selects a user-assigned identity. The provider is
+    called by the openai SDK before every request; azure-identity's policy returns the cached token and fetches a
+    new one once the cached one is within five minutes of its expiry (or past its refresh time).
+    """
     try:
-        from azure.identity import DefaultAzureCredential, get_bearer_token_provider
+        from azure.identity import (
+            AzureCliCredential,
+            DefaultAzureCredential,
+            ManagedIdentityCredential,
+            get_bearer_token_provider,
+        )
     except ImportError:
         return None
-    return get_bearer_token_provider(DefaultAzureCredential(), AZURE_SCOPE)
+    credential: Any
+    if mode == "managed_identity":
+        credential = ManagedIdentityCredential(client_id=client_id) if client_id else ManagedIdentityCredential()
+    elif mode == "azure_cli":
+        credential = AzureCliCredential()
+    else:
+        credential = DefaultAzureCredential(managed_identity_client_id=client_id) if client_id \
+            else DefaultAzureCredential()
+    return get_bearer_token_provider(credential, scope or AZURE_SCOPE)
 
 
 def schema_instruction(schema: Mapping[str, Any]) -> str:
@@ -455,6 +479,28 @@ def _is_azure(backend_name: str, bcfg: BackendCfg) -> bool:
     return backend_name == "azure" or (backend_name == "openai" and bool(bcfg.azure_endpoint))
 
 
+def _azure_credentials(role: str, bcfg: BackendCfg, key: str | None,
+                       var: str) -> tuple[str | None, Callable[[], str] | None]:
+    """(api key, token provider) for `bcfg.auth_mode`: exactly one of the two is set, or an LLMError says why."""
+    from skillgit.provenance import extra_hint
+
+    mode = bcfg.auth_mode
+    if mode == "api_key" or (mode == "auto" and key):
+        if not key:
+            raise missing_key(role, var, f" (model.{role}.auth_mode is api_key)")
+        return key, None
+    provider = azure_token_provider("azure_ad" if mode == "auto" else mode, bcfg.managed_identity_client_id,
+                                    bcfg.azure_ad_scope)
+    if provider is not None:
+        return None, provider
+    install = f"install the azure extra's packages: {extra_hint('azure')}"
+    if mode == "auto":
+        raise missing_key(role, var, f", or {install} to sign in with Entra ID")
+    raise LLMError(f"{role}: model.{role}.auth_mode is {mode!r}, which signs in through azure-identity, "
+                   "and that package is not installed", f"{install}, or set model.{role}.auth_mode: api_key",
+                   kind="config")
+
+
 def _builder(backend_name: str):
     def build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[str, str], *,
               secrets: SecretSet, dotenv_keys: frozenset[str]) -> OpenAIBackend:
@@ -466,12 +512,7 @@ def _builder(backend_name: str):
                 raise LLMError(f"{role}: no Azure OpenAI endpoint",
                                f"set model.{role}.azure_endpoint or AZURE_OPENAI_ENDPOINT (environment or .env), "
                                f"e.g. https://my-resource.openai.azure.com", kind="config")
-            key = env.get(var) or None
-            provider = None
-            if not key:
-                provider = azure_token_provider()
-                if provider is None:
-                    raise missing_key(role, var, ", or install azure-identity to sign in with Entra ID")
+            key, provider = _azure_credentials(role, bcfg, env.get(var) or None, var)
             return OpenAIBackend(model, bcfg, api_key=key, azure_endpoint=endpoint,
                                  base_url=None if endpoint else bcfg.base_url,
                                  azure_deployment=bcfg.azure_deployment or model,

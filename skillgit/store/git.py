@@ -15,7 +15,6 @@ passes the crash-test fault seam (`phase`) like a git command.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import subprocess
@@ -429,8 +428,7 @@ class GitRepo:
     # ------------------------------------------------------------------------------------------ objects
     def blob_id(self, data: bytes) -> str:
         """The id git would give `data` as a blob, computed without writing anything."""
-        algo = hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1
-        return algo(b"blob %d\0" % len(data) + data).hexdigest()
+        return R.blob_id(data, self.object_format)
 
     def write_blob(self, data: bytes) -> str:
         # A run saves the same config and meta skill with every step: skip the subprocess for a blob this
