@@ -28,9 +28,10 @@ Every command runs with `PWD` set to the workspace (agents such as OpenCode foll
 `workspace.tracked` (its process group id is recorded for `Workspaces.sweep`).
 
 Hermetic rollouts (`command.profile`, default hermetic; `skillgit.agents.profile`): the agent runs with a fresh
-config home in its rollout folder (`<folder>/home`, removed with the workspace) holding only what authentication
-needs, and its own isolation switches; setup and verify commands keep the user's environment. `fingerprint()`
-names the agent, its CLI version, a hash of its effective config and the profile.
+config home in its rollout folder (`<folder>/home`, removed when the pooled workspace is reset for the next
+rollout) holding only what authentication needs, and its own isolation switches; setup and verify commands keep
+the user's environment. `fingerprint()` names the agent, its CLI version, a hash of its effective config and the
+profile.
 
 A rollout whose trace shows the agent tried to load the skill and failed (its skill tool errored), while no rollout
 of this student has loaded it yet, stops the run (`LLMError(kind="config")`, naming the agent's fix, e.g. ripgrep
@@ -260,8 +261,7 @@ class AgentStudent:
                                                         sample)
             timings["agent"] = seconds
             self._check_skill_loaded(agent_trace, skill, rel_install)
-            diff = open_repository(ws).workspace_diff(exclude=[rel_install.split("/")[0],
-                                                            *self.workspaces.hidden(spec)])
+            diff = self.workspaces.diff(ws, exclude=[rel_install.split("/")[0], *self.workspaces.hidden(spec)])
             started = time.monotonic()
             try:
                 score = verify.verify(spec.verify, ws, env, wrap=lambda c: str(tracked(ws.parent, c)), record=ws.parent)

@@ -104,7 +104,7 @@ class SkillUse:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SkillUse:
-        d = _known(cls, data)
+        d = known_fields(cls, data)
         if d.get("kind") not in SKILL_KINDS:
             d.pop("kind", None)
         if d.get("how") not in SKILL_HOWS:

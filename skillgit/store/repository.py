@@ -34,6 +34,9 @@ class Repository(Protocol):
     @property
     def common_dir(self) -> Path: ...
 
+    @property
+    def object_format(self) -> str: ...
+
     def close(self) -> None: ...
 
     # reads
@@ -76,11 +79,16 @@ class Repository(Protocol):
 
     def worktree_prune(self) -> None: ...
 
-    def snapshot_all(self, message: str) -> str: ...
-
     def workspace_diff(self, exclude: Sequence[str] = ()) -> str: ...
 
     def create_branch(self, name: str, at: str) -> bool: ...
+
+    # pooled agent workspaces (agentic/workspace.py): a workspace's own repository and the fixture snapshots
+    def reset_workspace(self, pristine: Path, commit: str) -> None: ...
+
+    def changes_since(self, pristine: Path, base: str, exclude: Sequence[str] = ()) -> str: ...
+
+    def snapshot_folder(self, folder: Path) -> str: ...
 
 
 def open_repository(path: Path | str) -> Repository:
@@ -93,6 +101,18 @@ def init_repository(path: Path, branch: str) -> Repository:
     return GitRepo.init(path, branch)
 
 
+def init_workspace(path: Path, pristine: Path, *, objects: Path, object_format: str, sparse: Sequence[str] = (),
+                   verbatim: bool = False) -> Repository:
+    """A pooled agent workspace at `path` borrowing the objects of `objects` (`GitRepo.init_workspace`)."""
+    return GitRepo.init_workspace(path, pristine, objects=objects, object_format=object_format, sparse=sparse,
+                                  verbatim=verbatim)
+
+
+def init_snapshot_store(path: Path) -> Repository:
+    """A repository holding fixture snapshots byte for byte (`GitRepo.init_store`)."""
+    return GitRepo.init_store(path)
+
+
 def toplevel(cwd: Path, env: dict[str, str] | None = None) -> tuple[str | None, str]:
     """(the working tree's top folder as git sees it from `cwd`, or None; git's complaint)."""
     return GitRepo.toplevel(cwd, env)
@@ -103,4 +123,5 @@ def file_ref(repository: Repository, ref: str) -> FileRef:
     return FileRef(cast(GitRepo, repository), ref)
 
 
-__all__ = ["Repository", "TreeEntry", "open_repository", "init_repository", "toplevel", "file_ref"]
+__all__ = ["Repository", "TreeEntry", "open_repository", "init_repository", "init_workspace", "init_snapshot_store",
+           "toplevel", "file_ref"]
