@@ -25,7 +25,7 @@ RULES = ("\nSeparate fields with ' | ' (space, pipe, space).\n\nWrite codes in u
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    from skillgit.demo import create_project
+    from skillgit.cli.demo import create_project
 
     root = tmp_path / "p"
     create_project(root, 0)
