@@ -1,7 +1,9 @@
 """The command line (typer). The only layer that prints for humans, reads argv and exits.
 
 Each command module registers its commands on an app (`register(app)`); `main()` turns a SkillgitError into a
-one-line error with its hint on stderr and the error's fixed exit code, and anything else into exit code 1 (a bug).
+one-line error with its hint on stderr and the error's fixed exit code, a usage mistake (unknown option, missing
+argument) into the same pair and exit 2 (`usage.py`, instead of typer's boxed panel), and anything else into exit
+code 1 (a bug).
 
 Start-up cost: `main()` builds an app with only the command that runs (`skillgit log …` imports the history
 module and nothing of training); `--help`, completion and unknown names get the app with every command, which is

@@ -183,7 +183,7 @@ def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: O
         _print_rows(console.out, rows, agents)
     if not ok:
         failed = ", ".join(r["role"] for r in rows if r["status"] != "ok")
-        raise SkillgitError(f"doctor: {failed} backend not ready", "follow the 'fix' column above",
+        raise SkillgitError(f"doctor: {failed} backend not ready", "follow the 'fix:' lines above",
                             ExitCode.BACKEND)
 
 
@@ -212,7 +212,7 @@ def _print_rows(stdout: Any, rows: list[dict[str, Any]], agents: list[dict[str, 
             say(Text(f"  {a['agent']:<{width}}  {a['version'] or 'installed'}  {a['program']}"))
         else:
             say(Text.assemble(f"  {a['agent']:<{width}}  ", ("not installed", "yellow"),
-                                    f"  fix: {a['fix']}" if a["fix"] else ""))
+                              f"  fix: {a['fix']}" if a["fix"] else ""))
 
 
 def register(app: typer.Typer) -> None:
