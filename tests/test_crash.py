@@ -1,7 +1,8 @@
 """kill -9 at git commands of an accept (a seeded sample by default, every one with SKILLGIT_FULL_KILL_MATRIX=1),
 then `skillgit train`: the accepted step ends up in the skill, the checked-out worktree is clean, and nothing is
-decided twice. (The fault seam is `SKILLGIT_FAULT_KILL_AT_GIT` in skillgit/store/git.py.) Before the centre was rebuilt, a kill between the ref move and the worktree update left the
-skill file one version behind and `train` refused with a hint to commit it — which silently reverted the step."""
+decided twice. (The fault seam is `SKILLGIT_FAULT_KILL_AT_GIT` in skillgit/store/git.py.) Before the centre was
+rebuilt, a kill between the ref move and the worktree update left the skill file one version behind and `train`
+refused with a hint to commit it — which silently reverted the step."""
 
 from __future__ import annotations
 
