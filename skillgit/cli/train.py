@@ -261,7 +261,7 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
                                                                 "skillgit project; `skillgit train` continues it)."),
          seed: int = typer.Option(0, "--seed", help="Seed of the simulated world and the run."),
          steps: Optional[int] = typer.Option(None, "--steps", help="How many training steps (default 8; 6 with "
-                                                                   "--agentic; 4 with --sleep)."),
+                                                                   "--agentic; 4 with --sleep or --library)."),
          agentic: bool = typer.Option(False, "--agentic", help="Train a skill PACKAGE for a coding agent on coding "
                                                                "tasks in real repositories (simulated agent, real "
                                                                "pytest verifiers)."),
@@ -269,10 +269,22 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
                                                            "Code sessions in a fixture agent home: harvest, mine, "
                                                            "replay, gated commits on sleep/<date> (never reads your "
                                                            "HOME; --seed seeds the run, the world is the sessions'"
-                                                           ").")) -> None:
+                                                           ")."),
+         library: bool = typer.Option(False, "--library", help="Train which skill fires: the activation track on "
+                                                               "a library of three skills with overlapping "
+                                                               "descriptions (simulated router, held-out trigger "
+                                                               "cases, interference and listing-budget checks).")
+         ) -> None:
     """Train a skill offline on the simulated world (no API key): shows log, diff and test before → after."""
     from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
 
+    if library:
+        from skillgit.library.demo import run_library_demo
+
+        if agentic or sleep:
+            raise SkillgitError("--library excludes --agentic and --sleep", "give one of them")
+        run_library_demo(dir_, seed=seed, steps=steps or 4)
+        return
     display = RunDisplay(console.err)
     if sleep:
         from skillgit.sleep.demo import run_sleep_demo
