@@ -22,6 +22,7 @@ from skillgit.library.activation import (
     score_cases,
     split_score,
 )
+from skillgit.library.agent import AgentRunner
 from skillgit.library.model import (
     DESCRIPTION_LIMIT,
     Library,
@@ -35,6 +36,8 @@ from skillgit.library.model import (
 )
 from skillgit.library.teacher import SimulatedDescriptionTeacher
 from skillgit.library.track import TrackCfg, check_edit, judge, train
+from tests import agent_clis as ac  # (imported early: it reads $SKILLGIT_AGENT_CLIS at import)
+from tests.agent_server import AgentServer, text, tool
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "library"
 
@@ -54,9 +57,9 @@ class CountingRouter:
     inner: OverlapRouter = field(default_factory=OverlapRouter)
     calls: int = 0
 
-    def route(self, prompt, listings, sample=0):
+    def route(self, prompt, library, sample=0):
         self.calls += 1
-        return self.inner.route(prompt, listings, sample)
+        return self.inner.route(prompt, library, sample)
 
 
 # ---------------------------------------------------------------------------------------------- the library
@@ -70,9 +73,9 @@ def test_with_listing_changes_only_name_and_description():
 
 
 def test_library_errors_name_the_file_and_the_fix(tmp_path):
-    for name, text in (("a", skill_text("same", "one")), ("b", skill_text("same", "two"))):
+    for name, doc in (("a", skill_text("same", "one")), ("b", skill_text("same", "two"))):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "SKILL.md").write_text(text)
+        (tmp_path / name / "SKILL.md").write_text(doc)
     with pytest.raises(SkillgitError, match="two skills are named 'same': a/SKILL.md and b/SKILL.md"):
         Library.load(tmp_path)
     with pytest.raises(SkillgitError, match="over the host's limit of 1024"):
@@ -87,8 +90,9 @@ def test_library_errors_name_the_file_and_the_fix(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- routers, F1
 def test_overlap_router_picks_the_best_covering_skill_above_its_threshold():
-    listings = [Listing("deploy", "Deploy services to production and staging."),
-                Listing("release-notes", "Write release notes and a changelog.")]
+    listings = Library.of([
+        LibrarySkill("d/SKILL.md", skill_text("deploy", "Deploy services to production and staging.")),
+        LibrarySkill("r/SKILL.md", skill_text("release-notes", "Write release notes and a changelog."))])
     router = OverlapRouter(threshold=0.25)
     assert router.route("Deploying the billing service to production", listings) == ("deploy",)
     assert router.route("Write the release notes for 4.1", listings) == ("release-notes",)
@@ -145,7 +149,7 @@ def test_the_real_path_reads_the_loaded_skill_from_claude_codes_trace():
 
     seen: list[tuple[str, int]] = []
 
-    def run(prompt: str, listings, sample: int) -> str:  # what an agent runner returns: the agent's stdout
+    def run(prompt: str, library, sample: int) -> str:  # what an agent runner returns: the agent's stdout
         seen.append((prompt, sample))
         return claude_stream("deploy" if "production" in prompt else "release-notes")
 
@@ -268,3 +272,64 @@ def test_demo_library_refuses_other_demo_modes(cli, tmp_path):
 def test_library_skill_records_are_plain():
     s = LibrarySkill("a/SKILL.md", skill_text("a", "Alpha things."))
     assert s.name == "a" and s.listing.chars == len("a") + len("Alpha things.")
+
+
+# ---------------------------------------------------------------------------------------------- the real path
+FAKE_AGENT = r"""
+import json, pathlib, sys
+prompt = sys.argv[1]
+installed = sorted(p.parent.name for p in pathlib.Path(".claude/skills").glob("*/SKILL.md"))
+if "fail" in prompt:
+    sys.exit("provider error 529")
+pick = next((n for n in installed if n in prompt), None)
+events = [{"type": "system", "subtype": "init", "tools": ["Skill"], "installed": installed}]
+if pick:
+    events += [{"type": "assistant", "message": {"content": [
+                   {"type": "tool_use", "id": "t1", "name": "Skill", "input": {"skill": pick}}]}},
+               {"type": "user", "message": {"content": [
+                   {"type": "tool_result", "tool_use_id": "t1", "content": "Launching skill"}]}}]
+events.append({"type": "result", "subtype": "success", "result": ",".join(installed)})
+print("\n".join(json.dumps(e) for e in events))
+"""
+
+
+def test_agent_runner_installs_the_whole_library_and_leaves_failed_runs_unknown(tmp_path):
+    import sys
+
+    library, _ = example()
+    runner = AgentRunner([sys.executable, "-c", FAKE_AGENT, "{prompt}"], {"PATH": "/usr/bin:/bin"},
+                         workdir=tmp_path)
+    stdout = runner("use db-migrate please", library)
+    assert parse(stdout, "claude-stream").final == "db-migrate,deploy,release-notes"  # all three installed
+    cases = [TriggerCase("a", "db-migrate", "use db-migrate please", True),
+             TriggerCase("b", "deploy", "this will fail", True), TriggerCase("c", "deploy", "nothing here", True)]
+    errors: dict[str, str] = {}
+    results = score_cases(TraceRouter(runner), library, cases, errors=errors)
+    assert [(r.case.id, r.loaded) for r in results] == [("a", ("db-migrate",)), ("c", ())]
+    assert list(errors) == ["b"] and "provider error 529" in errors["b"]  # unknown, not "did not fire"
+    assert not any(p.exists() for p in runner.runs)  # every workspace removed
+    with pytest.raises(SkillgitError, match="starts with '-'"):
+        runner("--dangerously-skip-permissions", library)
+
+
+@pytest.mark.agent_cli
+def test_real_claude_the_activation_scorer_reads_the_skill_claude_loaded(tmp_path):
+    claude = ac.find_cli("claude")
+    if claude is None:
+        pytest.skip("claude is not installed (.venv/bin/python -m tests.agent_clis install)")
+    home = tmp_path / "agent-home"
+    home.mkdir()
+    library, cases = example()
+    case = next(c for c in cases if c.id == "release-notes-07")
+    with AgentServer([tool("Skill", skill="release-notes"), text("Here are the notes.")]) as server:
+        env = ac.claude_env(home, server.base_url)
+        runner = AgentRunner(ac.claude_print_argv(claude, "{prompt}", allowed_tools=["Read", "Skill"]), env,
+                             workdir=tmp_path)
+        results = score_cases(TraceRouter(runner), library, [case])
+        first, second = server.agent_requests()
+    assert [r.loaded for r in results] == [("release-notes",)] and results[0].correct
+    for listing in library.listings():  # the whole library was listed to the agent, by description
+        assert f"- {listing.name}: {listing.description}" in first.context_text()
+    assert case.prompt in json.dumps(first.body)
+    assert "Group merged pull requests by label" in second.messages_text()  # Claude Code injected the body
+    assert not any(p.exists() for p in runner.runs)

@@ -1,7 +1,10 @@
 """Does a skill fire? Routers that pick skills for a prompt, and the scoring of trigger cases.
 
 Contract:
-- A router maps (prompt, the library's listings) to the names of the skills loaded for it (`Router.route`).
+- A router maps (prompt, the library) to the names of the skills loaded for it (`Router.route`). A router that
+  could not find out (the agent failed, timed out) raises `RouteError`: the case is then unknown, left out of the
+  scoring with its reason (`score_cases(errors=…)`), never counted as "did not fire"; the gate's coverage check
+  sees it missing.
 - `OverlapRouter` is the simulated agent's router: it picks the skills whose name and description cover at least
   `threshold` of the prompt's content words, the best `max_skills` of them; ties are broken by an order drawn from
   `seed`, and `noise` drops or swaps a pick with that chance, drawn from (seed, sample, prompt), so a scoring is
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol, Sequence
 
 from skillgit.agentic.trace import AgentTrace, parse, skill_load
+from skillgit.errors import SkillgitError
 from skillgit.library.model import Library, Listing, TriggerCase
 from skillgit.loop.evaluate import SplitScore, blob_id
 
@@ -51,8 +55,12 @@ def words(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+class RouteError(SkillgitError):
+    """The router could not say which skills an agent loaded (its run failed): the case is unknown."""
+
+
 class Router(Protocol):
-    def route(self, prompt: str, listings: Sequence[Listing], sample: int = 0) -> tuple[str, ...]: ...
+    def route(self, prompt: str, library: Library, sample: int = 0) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,9 @@ class OverlapRouter:
         p = words(prompt)
         return len(p & words(f"{listing.name.replace('-', ' ')} {listing.description}")) / len(p) if p else 0.0
 
-    def route(self, prompt: str, listings: Sequence[Listing], sample: int = 0) -> tuple[str, ...]:
+    def route(self, prompt: str, library: Library, sample: int = 0) -> tuple[str, ...]:
+        listings = library.listings()
+
         def tie(name: str) -> str:
             return hashlib.sha256(f"{self.seed}:{name}".encode()).hexdigest()
 
@@ -95,16 +105,19 @@ def loaded_from_trace(trace: AgentTrace, names: Iterable[str], agent: str = "cla
 
 @dataclass(frozen=True)
 class TraceRouter:
-    """The real path: `run(prompt, listings, sample)` runs an agent with the library installed and returns its
-    stdout in trace format `fmt` (the agent registry's: `claude-stream`, …); the loaded skills are read from it."""
+    """The real path: `run(prompt, library, sample)` runs an agent with the library installed and returns its
+    stdout in trace format `fmt` (the agent registry's: `claude-stream`, …); the loaded skills are read from it
+    (`library.agent.AgentRunner` runs a real CLI)."""
 
-    run: Callable[[str, Sequence[Listing], int], str]
+    run: Callable[[str, Library, int], str]
     fmt: str = "claude-stream"
     agent: str = "claude"
 
-    def route(self, prompt: str, listings: Sequence[Listing], sample: int = 0) -> tuple[str, ...]:
-        trace = parse(self.run(prompt, listings, sample), self.fmt)
-        return loaded_from_trace(trace, [x.name for x in listings], self.agent)
+    def route(self, prompt: str, library: Library, sample: int = 0) -> tuple[str, ...]:
+        trace = parse(self.run(prompt, library, sample), self.fmt)
+        if trace.error:
+            raise RouteError(f"the agent reported an error: {trace.error[:200]}", "the case is left out as unknown")
+        return loaded_from_trace(trace, library.names, self.agent)
 
 
 # ---------------------------------------------------------------------------------------------- scoring
@@ -122,16 +135,24 @@ class CaseResult:
         return self.fired == self.case.should_trigger
 
 
-def score_cases(router: Router, library: Library, cases: Sequence[TriggerCase], sample: int = 0
-                ) -> list[CaseResult]:
-    """Route every case's prompt once against the whole library (a prompt shared by cases is routed once)."""
-    listings = library.listings()
-    routed: dict[str, tuple[str, ...]] = {}
+def score_cases(router: Router, library: Library, cases: Sequence[TriggerCase], sample: int = 0,
+                errors: dict[str, str] | None = None) -> list[CaseResult]:
+    """Route every case's prompt once against the whole library (a prompt shared by cases is routed once). A
+    case whose routing raised `RouteError` is left out; its reason goes to `errors` (case id → reason)."""
+    routed: dict[str, tuple[str, ...] | str] = {}
     out = []
     for case in cases:
         if case.prompt not in routed:
-            routed[case.prompt] = router.route(case.prompt, listings, sample)
-        out.append(CaseResult(case, routed[case.prompt]))
+            try:
+                routed[case.prompt] = router.route(case.prompt, library, sample)
+            except RouteError as exc:
+                routed[case.prompt] = exc.message
+        got = routed[case.prompt]
+        if isinstance(got, str):
+            if errors is not None:
+                errors[case.id] = got
+            continue
+        out.append(CaseResult(case, got))
     return out
 
 
@@ -173,8 +194,9 @@ def metrics(results: Sequence[CaseResult]) -> dict[str, SkillMetrics]:
     return {s: SkillMetrics(s, *row) for s, row in sorted(counts.items())}
 
 
-def split_score(results: Sequence[CaseResult], text: str, split: str = "val", round_: str = "") -> SplitScore:
+def split_score(results: Sequence[CaseResult], text: str, split: str = "val", round_: str = "",
+                errors: dict[str, str] | None = None) -> SplitScore:
     """The results as the gate reads them: one item per case, 1.0 when it fired as it should (one sample: the
-    router is deterministic for a sample number)."""
+    router is deterministic for a sample number); `errors`: the unknown cases (the gate's coverage counts them)."""
     per_item = {r.case.id: (1.0, 1.0) if r.correct else (0.0, 0.0) for r in results}
-    return SplitScore(split, blob_id(text), per_item, identical=True, round=round_)
+    return SplitScore(split, blob_id(text), per_item, dict(errors or {}), identical=True, round=round_)

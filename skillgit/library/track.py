@@ -7,7 +7,8 @@ Contract (`judge`), in order, each stage able to reject:
    `listing_budget` characters; else rejected *before any scoring call*.
 3. **The gate**: the skill's held-out (val) trigger cases are scored with the incumbent and with the candidate,
    each with the whole library listed, one item per case (1 when it fired as it should), and `gate.decide` judges
-   with the run's `evaluation` settings (the item is the unit of evidence).
+   with the run's `evaluation` settings (the item is the unit of evidence; a case the router could not score is
+   unknown, and too many unknowns make the gate refuse: `min_val_coverage`).
 4. **Interference**: every other skill's val cases are scored with both libraries; a skill any of whose cases
    went from right to wrong beyond what noise explains (the gate's `per_item` bar: `stats.chance_of_drop`,
    `item_tolerance`, `paired_alpha`) rejects the candidate with that reason, naming the skill and the cases.
@@ -135,11 +136,15 @@ def judge(library: Library, skill: str, candidate: str, cases: Sequence[TriggerC
     own = [c for c in held if c.skill == skill]
     if not own:
         raise SkillgitError(f"skill {skill!r} has no {split} trigger cases", "give it held-out cases to gate on")
-    before_r = score_cases(router, library, held)
-    after_r = score_cases(router, cand_lib, held)
+    unknown_b: dict[str, str] = {}
+    unknown_a: dict[str, str] = {}
+    before_r = score_cases(router, library, held, errors=unknown_b)
+    after_r = score_cases(router, cand_lib, held, errors=unknown_a)
     own_ids = [c.id for c in own]
-    b = split_score([r for r in before_r if r.case.skill == skill], old, split)
-    a = split_score([r for r in after_r if r.case.skill == skill], candidate, split)
+    b = split_score([r for r in before_r if r.case.skill == skill], old, split,
+                    errors={k: v for k, v in unknown_b.items() if k in own_ids})
+    a = split_score([r for r in after_r if r.case.skill == skill], candidate, split,
+                    errors={k: v for k, v in unknown_a.items() if k in own_ids})
     result = gate.decide(cfg, b, a, seed=seed, items=own_ids)
     mb, ma = metrics(before_r), metrics(after_r)
     hurt = tuple(_interference(cfg, other, before_r, after_r, mb, ma)
