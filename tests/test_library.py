@@ -333,3 +333,25 @@ def test_real_claude_the_activation_scorer_reads_the_skill_claude_loaded(tmp_pat
     assert case.prompt in json.dumps(first.body)
     assert "Group merged pull requests by label" in second.messages_text()  # Claude Code injected the body
     assert not any(p.exists() for p in runner.runs)
+
+
+def test_llm_description_teacher_asks_a_real_sdk_with_the_misses_and_the_other_skills(tmp_path):
+    from skillgit.library.teacher import LLMDescriptionTeacher
+    from skillgit.llm.anthropic_backend import AnthropicBackend
+
+    library, cases = example()
+    results = [r for r in score_cases(OverlapRouter(), library, cases_of(cases, split="train"))
+               if r.case.skill == "deploy"]
+    rejected = [(STEALING, "interference: skill 'release-notes' lost 2 val trigger case(s)")]
+    reply = json.dumps({"description": CAREFUL, "why": "names the environments users mention"})
+    with AgentServer([text(reply), text("not json at all"), text("still not json")]) as server:
+        llm = AnthropicBackend("scripted-model", api_key=ac.TEST_API_KEY, base_url=server.base_url)
+        skipped: list[str] = []
+        teacher = LLMDescriptionTeacher(llm, skipped=skipped)
+        assert teacher.propose("deploy", "Deploy services.", results, library.listings(), rejected) == CAREFUL
+        assert teacher.propose("deploy", "Deploy services.", results, library.listings(), rejected) is None
+        asked = json.dumps(server.requests[0].body)
+    assert skipped and skipped[0].startswith("malformed teacher reply")
+    assert "Push the payments service to production tonight" in asked  # a train miss
+    assert "Push the billing service" not in asked  # never a val prompt
+    assert "release-notes: Write release notes" in asked and "rejected because: interference" in asked
