@@ -355,3 +355,74 @@ def test_llm_description_teacher_asks_a_real_sdk_with_the_misses_and_the_other_s
     assert "Push the payments service to production tonight" in asked  # a train miss
     assert "Push the billing service" not in asked  # never a val prompt
     assert "release-notes: Write release notes" in asked and "rejected because: interference" in asked
+
+
+# ---------------------------------------------------------------------------------------------- skills: config
+LIBRARY_CONFIG = """\
+skills:
+  deploy: {path: skills/deploy/SKILL.md, tasks: tasks.jsonl, triggers: triggers.jsonl}
+  release-notes: {path: skills/release-notes/SKILL.md, triggers: triggers.jsonl}
+  db-migrate: {path: skills/db-migrate/SKILL.md, triggers: triggers.jsonl}
+model:
+  teacher_backend: simulated
+  teacher_model: sim-teacher
+  student_backend: simulated
+  student_model: sim-student
+train:
+  seed: 0
+env:
+  tasks: tasks.jsonl
+"""
+
+
+def library_project(tmp_path: Path, config: str = LIBRARY_CONFIG) -> Path:
+    from skillgit.config import SimulatedCfg
+    from skillgit.library.demo import create_library_project
+    from skillgit.world import generate_tasks
+
+    root = tmp_path / "lib"
+    create_library_project(root)
+    (root / "skillgit.yaml").write_text(config)
+    tasks = generate_tasks(SimulatedCfg(seed=0), 40)
+    (root / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks))
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "config and tasks")
+    return root
+
+
+def test_train_skill_activation_through_the_cli_commits_on_the_library_branch(cli, tmp_path):
+    root = library_project(tmp_path)
+    result = cli("train", "--skill", "deploy", "--activation", cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert "deploy: val F1 0.00 → 1.00 after 2 step(s): 1 accepted, 1 rejected" in result.stdout
+    assert "rejected (interference)" in result.stderr
+    assert listing_of((root / "skills/deploy/SKILL.md").read_text()).description == CAREFUL  # worktree synced
+    assert len(git(root, "tag", "-l", "rejected/activation-deploy-*").split()) == 1
+    again = cli("train", "--skill", "deploy", "--activation", cwd=root)  # nothing left to learn on train
+    assert again.returncode == 0 and "nothing to learn" in again.stdout, again.stderr
+
+
+def test_train_skill_errors_name_the_key_and_the_choices(cli, tmp_path):
+    root = library_project(tmp_path)
+    missing = cli("train", "--skill", "nope", "--activation", cwd=root)
+    assert missing.returncode != 0 and "choose one of deploy, release-notes, db-migrate" in missing.stderr
+    bad = library_project(tmp_path / "b", LIBRARY_CONFIG.replace("triggers: triggers.jsonl}", "trigger: t}", 1))
+    typo = cli("train", "--skill", "deploy", "--activation", cwd=bad)
+    assert "unknown config key 'skills.deploy.trigger'" in typo.stderr and "skills.deploy.triggers" in typo.stderr
+    outside = library_project(tmp_path / "c", LIBRARY_CONFIG.replace("skills/deploy/SKILL.md", "../x/SKILL.md"))
+    assert "is outside the repository" in cli("train", "--skill", "deploy", cwd=outside).stderr
+    assert "--activation needs --skill" in cli("train", "--activation", cwd=root).stderr
+
+
+def test_train_skill_runs_the_body_track_on_that_skills_file_and_tasks(cli, tmp_path):
+    root = library_project(tmp_path)
+    before = {p: (root / p).read_text() for p in ("skills/release-notes/SKILL.md", "skills/db-migrate/SKILL.md")}
+    base = git(root, "rev-parse", "HEAD").strip()
+    result = cli("train", "--skill", "deploy", "--set", "train.max_steps=1", "--set", "train.batch_size=8",
+                 "--json", cwd=root)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["steps"] >= 1 and out["accepted"] + out["rejected"] >= 1
+    changed = git(root, "log", "--format=", "--name-only", "--branches", "--tags", f"^{base}").split()
+    assert changed and set(changed) == {"skills/deploy/SKILL.md"}, changed  # its step touched deploy's file only
+    assert {p: (root / p).read_text() for p in before} == before

@@ -49,11 +49,26 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                                                       "skill branch stays where it is."),
           keep_workspaces: bool = typer.Option(False, "--keep-workspaces",
                                                help="Agentic tasks: keep each rollout's throwaway workspace for "
-                                                    "debugging (= --set env.keep_workspaces=true).")) -> None:
+                                                    "debugging (= --set env.keep_workspaces=true)."),
+          skill: Optional[str] = typer.Option(None, "--skill", help="Train this skill of the `skills:` library "
+                                                                    "(its path, tasks and branch)."),
+          activation: bool = typer.Option(False, "--activation", help="With --skill: train its description "
+                                                                      "against its trigger cases (the activation "
+                                                                      "track) instead of its body.")) -> None:
     """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
     from skillgit.session import build_trainer, open_session
 
     overrides = _overrides(set_, cfg_options) + (["env.keep_workspaces=true"] if keep_workspaces else [])
+    if activation and not skill:
+        raise SkillgitError("--activation needs --skill NAME", "name the library skill whose description to train")
+    if skill:
+        from skillgit.library import config as lib_config
+
+        base = _project(repo, config, overrides)
+        if activation:
+            _train_activation(base, skill)
+            return
+        overrides = lib_config.overrides(lib_config.entry(base.config, skill)) + overrides
     review = None
     if branch:  # a review branch: the run's skill branch becomes it (skillgit pr proposes it back)
         from skillgit.review import branch as review_branch
@@ -94,6 +109,28 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                           f"{result.accepted} accepted, {result.rejected} rejected")
     if result.status == "stopped":
         raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _train_activation(project: Any, skill: str) -> None:
+    from skillgit.library.run import run_activation
+
+    def say(rec: Any) -> None:
+        v = rec.verdict
+        console.err.print(f"step {rec.step}: {'accepted' if v.accept else f'rejected ({v.stage})'} "
+                          f"{rec.commit[:12]}: {shown(v.reason)}", markup=False, highlight=False)
+
+    result = run_activation(project.root, project.config, skill, steps=project.config.train.max_steps or 4,
+                            on_step=say)
+    if not result.steps:
+        console.out.print(f"{skill}: nothing to learn from its train trigger cases (no step taken)")
+        return
+    first, last = result.steps[0].verdict, result.steps[-1].verdict
+    before = first.before.f1 if first.before else 0.0
+    after = next((s.verdict.after.f1 for s in reversed(result.steps) if s.verdict.accept and s.verdict.after),
+                 before)
+    console.out.print(f"{skill}: val F1 {before:.2f} → {after:.2f} after {len(result.steps)} step(s): "
+                      f"{result.accepted} accepted, {len(result.steps) - result.accepted} rejected"
+                      f" (last: {last.stage})")
 
 
 def _say_what_val_can_detect(cfg: Any, items: int, sink: Any, events: bool) -> None:
