@@ -142,13 +142,16 @@ def _train_activation(project: Any, skill: str) -> None:
     if not result.steps:
         console.out.print(f"{skill}: nothing to learn from its train trigger cases (no step taken)")
         return
-    first, last = result.steps[0].verdict, result.steps[-1].verdict
-    before = first.before.f1 if first.before else 0.0
-    after = next((s.verdict.after.f1 for s in reversed(result.steps) if s.verdict.accept and s.verdict.after),
-                 before)
-    console.out.print(f"{skill}: val F1 {before:.2f} → {after:.2f} after {len(result.steps)} step(s): "
-                      f"{result.accepted} accepted, {len(result.steps) - result.accepted} rejected"
-                      f" (last: {last.stage})")
+    scored = [s.verdict for s in result.steps if s.verdict.scored and s.verdict.before is not None]
+    last = result.steps[-1].verdict
+    tally = (f"{len(result.steps)} step(s): {result.accepted} accepted, {len(result.steps) - result.accepted} "
+             f"rejected (last: {last.stage})")
+    if not scored:
+        console.out.print(f"{skill}: no candidate was scored; {tally}")
+        return
+    before = scored[0].before.f1 if scored[0].before else 0.0
+    after = next((v.after.f1 for v in reversed(scored) if v.accept and v.after), before)
+    console.out.print(f"{skill}: val F1 {before:.2f} → {after:.2f} after {tally}")
 
 
 def resume_command(run_id: str, repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]],

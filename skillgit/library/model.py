@@ -107,7 +107,8 @@ class Library:
         return Library.of(LibrarySkill(s.path, text) if s is old else s for s in self.skills)
 
 
-def _front(text: str, where: str) -> tuple[dict[str, Any], str]:
+def front_matter(text: str, where: str = "SKILL.md") -> tuple[dict[str, Any], str]:
+    """(the front matter's YAML mapping, its exact text): SkillgitError naming `where` when there is none."""
     match = FRONT_MATTER_RE.match(text)
     if not match:
         raise SkillgitError(f"{where}: no front matter", "start SKILL.md with ---, `name:` and `description:`, ---")
@@ -124,7 +125,7 @@ def _front(text: str, where: str) -> tuple[dict[str, Any], str]:
 
 
 def listing_of(text: str, where: str = "SKILL.md") -> Listing:
-    data, _ = _front(text, where)
+    data, _ = front_matter(text, where)
     name, description = data.get("name"), data.get("description")
     if not isinstance(name, str) or not isinstance(description, str) or not description.strip():
         raise SkillgitError(f"{where}: front matter needs a `name` and a non-empty `description`",
@@ -145,7 +146,7 @@ def check_listing(name: str, description: str, where: str = "SKILL.md") -> None:
 
 def with_listing(text: str, *, name: str | None = None, description: str | None = None) -> str:
     """`text` with its front matter's `name` / `description` replaced; everything else kept byte for byte."""
-    data, block = _front(text, "SKILL.md")
+    data, block = front_matter(text, "SKILL.md")
     lines = block.splitlines(keepends=True)
     head, body_lines, tail = lines[0], lines[1:-1], lines[-1]
     new = {"name": name, "description": description}

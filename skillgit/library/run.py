@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from skillgit.config import Config
 from skillgit.errors import ConfigError
 from skillgit.library import config as lib_config
 from skillgit.library.model import TriggerCase, load_cases
-from skillgit.library.track import StepRecord, TrackCfg, TrackRun, train
+from skillgit.library.track import DescriptionTeacher, StepRecord, TrackCfg, TrackRun, train
+from skillgit.store.core import Store
 
 
 def run_activation(root: Path, cfg: Config, name: str, *, steps: int, run: str | None = None,
                    on_step: Callable[[StepRecord], None] | None = None) -> TrackRun:
     from skillgit.library.activation import OverlapRouter
     from skillgit.library.teacher import LLMDescriptionTeacher, SimulatedDescriptionTeacher
-    from skillgit.store.core import Store
 
     found = lib_config.entries(cfg)
     lib_config.entry(cfg, name)  # the named skill is in the library (ConfigError listing the choices)
@@ -35,7 +35,7 @@ def run_activation(root: Path, cfg: Config, name: str, *, steps: int, run: str |
         raise ConfigError(f"skills: the library's skills are on different branches ({', '.join(sorted(branches))})",
                           "the activation track commits every step on one branch: give them one `branch`")
     branch = branches.pop()
-    stores: dict[str, Any] = {}
+    stores: dict[str, Store] = {}
     for e in found.values():
         path = e.path if e.path.endswith("SKILL.md") else f"{e.path.rstrip('/')}/SKILL.md"
         stores[e.name] = Store.open(root, path, branch)
@@ -51,7 +51,7 @@ def run_activation(root: Path, cfg: Config, name: str, *, steps: int, run: str |
                           "use model.student_backend: simulated for the offline router, or "
                           "skillgit.library.agent.AgentRunner with skillgit.library.track.train")
     router = OverlapRouter(seed=cfg.train.seed)
-    teacher: Any
+    teacher: DescriptionTeacher
     if cfg.model.teacher_backend == "simulated":
         teacher = SimulatedDescriptionTeacher()
     else:

@@ -20,7 +20,7 @@ fast-forward the branch, rejected ones become `rejected/*` tags, with a gate not
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from skillgit.config import EvaluationCfg
 from skillgit.errors import SkillgitError
@@ -30,14 +30,25 @@ from skillgit.library.model import (
     LISTING_BUDGET,
     Library,
     TriggerCase,
-    _front,
     cases_of,
     check_listing,
+    front_matter,
 )
 from skillgit.loop import gate, stats
 from skillgit.loop.gate import GateResult
 
+if TYPE_CHECKING:
+    from skillgit.library.model import Listing
+    from skillgit.store.core import Store
+
 STAGES = ("edit", "budget", "gate", "interference", "accepted")
+
+
+class DescriptionTeacher(Protocol):
+    """Proposes a new description from the skill's train results (see `library.teacher`); None: nothing to try."""
+
+    def propose(self, skill: str, description: str, results: Sequence[CaseResult], listings: Sequence[Listing],
+                rejected: Sequence[tuple[str, str]]) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -93,8 +104,8 @@ class ActivationVerdict:
 def check_edit(old: str, new: str, cfg: TrackCfg = TrackCfg()) -> str | None:
     """Why `new` is not a listing-only edit of `old` within the limits (None when it is)."""
     try:
-        old_data, old_block = _front(old, "incumbent")
-        new_data, new_block = _front(new, "candidate")
+        old_data, old_block = front_matter(old, "incumbent")
+        new_data, new_block = front_matter(new, "candidate")
     except SkillgitError as exc:
         return exc.message
     if old[len(old_block):] != new[len(new_block):]:
@@ -149,7 +160,10 @@ def judge(library: Library, skill: str, candidate: str, cases: Sequence[TriggerC
     mb, ma = metrics(before_r), metrics(after_r)
     hurt = tuple(_interference(cfg, other, before_r, after_r, mb, ma)
                  for other in library.names if other != skill and any(c.skill == other for c in held))
-    common = dict(before=mb.get(skill), after=ma.get(skill), interference=hurt, scored=True, gate=result)
+    def verdict(accept: bool, stage: str, reason: str) -> ActivationVerdict:
+        return ActivationVerdict(skill, accept, stage, reason, chars, result, mb.get(skill), ma.get(skill), hurt,
+                                 scored=True)
+
     harmed = [i for i in hurt if i.harmed]
     if harmed:
         worst = harmed[0]
@@ -159,10 +173,10 @@ def judge(library: Library, skill: str, candidate: str, cases: Sequence[TriggerC
         reason = (f"interference: skill {worst.skill!r} lost {len(worst.broke)} {split} trigger case(s) ({shown}; "
                   f"F1 {_shown(worst.before)} → {_shown(worst.after)}, beyond noise p{p}){more}; "
                   f"own gate: {result.reason}")
-        return ActivationVerdict(skill, False, "interference", reason, chars, **common)  # type: ignore[arg-type]
+        return verdict(False, "interference", reason)
     if not result.accept:
-        return ActivationVerdict(skill, False, "gate", result.reason, chars, **common)  # type: ignore[arg-type]
-    return ActivationVerdict(skill, True, "accepted", result.reason, chars, **common)  # type: ignore[arg-type]
+        return verdict(False, "gate", result.reason)
+    return verdict(True, "accepted", result.reason)
 
 
 def _interference(cfg: EvaluationCfg, other: str, before: Sequence[CaseResult], after: Sequence[CaseResult],
@@ -195,7 +209,8 @@ class TrackRun:
         return sum(1 for s in self.steps if s.verdict.accept)
 
 
-def train(stores: dict[str, Any], skill: str, cases: Sequence[TriggerCase], router: Router, teacher: Any,
+def train(stores: Mapping[str, Store], skill: str, cases: Sequence[TriggerCase], router: Router,
+          teacher: DescriptionTeacher,
           cfg: EvaluationCfg, track: TrackCfg = TrackCfg(), *, run: str, steps: int, seed: int = 0,
           on_step: Callable[[StepRecord], None] | None = None) -> TrackRun:
     """`steps` activation steps for `skill`. `stores` maps each skill's name to its `store.core.Store` (all on
