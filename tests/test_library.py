@@ -426,3 +426,24 @@ def test_train_skill_runs_the_body_track_on_that_skills_file_and_tasks(cli, tmp_
     changed = git(root, "log", "--format=", "--name-only", "--branches", "--tags", f"^{base}").split()
     assert changed and set(changed) == {"skills/deploy/SKILL.md"}, changed  # its step touched deploy's file only
     assert {p: (root / p).read_text() for p in before} == before
+
+
+def test_a_new_activation_run_does_not_propose_an_earlier_rejected_description(tmp_path):
+    from skillgit.library.demo import create_library_project
+    from skillgit.library.track import earlier_rejections
+    from skillgit.store.core import Store
+
+    root = tmp_path / "repo"
+    create_library_project(root)
+    stores = {p.parent.name: Store.open(root, p.relative_to(root).as_posix(), "main")
+              for p in sorted(root.glob("skills/*/SKILL.md"))}
+    cases = load_cases(root / "triggers.jsonl")
+    first = train(stores, "deploy", cases, OverlapRouter(), SimulatedDescriptionTeacher(), EvaluationCfg(),
+                  run="first", steps=1)
+    assert [s.verdict.stage for s in first.steps] == ["interference"]
+    buffer = earlier_rejections(stores["deploy"], "deploy")
+    assert buffer == [(STEALING, first.steps[0].verdict.reason)]
+    assert earlier_rejections(stores["release-notes"], "release-notes") == []
+    second = train(stores, "deploy", cases, OverlapRouter(), SimulatedDescriptionTeacher(), EvaluationCfg(),
+                   run="second", steps=1)
+    assert [(s.verdict.stage, s.description) for s in second.steps] == [("accepted", CAREFUL)]

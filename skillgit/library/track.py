@@ -191,6 +191,30 @@ def _interference(cfg: EvaluationCfg, other: str, before: Sequence[CaseResult], 
 
 
 # ---------------------------------------------------------------------------------------------- the loop
+def earlier_rejections(store: Store, skill: str, limit: int = 20) -> list[tuple[str, str]]:
+    """The negative buffer of the activation track: (description, reason) of `skill`'s rejected candidates of
+    earlier runs, oldest first, from the `rejected/*` tags and their activation notes (a collaborator's tag that
+    is not one is skipped), so a new run does not propose them again."""
+    from skillgit.library.model import listing_of
+
+    found: list[tuple[str, str, str]] = []
+    for row in store.repo.for_each_ref(["refname", "*objectname", "objectname", "creatordate:unix"],
+                                       "refs/tags/rejected/"):
+        if len(row) < 4:
+            continue
+        commit = row[1] or row[2]
+        note = next((r for r in store.read_notes(commit) if r.get("kind") == "activation"
+                     and r.get("skill") == skill), None)
+        if note is None:
+            continue
+        try:
+            description = listing_of(store.read_skill(commit)).description
+        except SkillgitError:
+            continue
+        found.append((row[3], description, str(note.get("reason") or "")))
+    return [(d, why) for _, d, why in sorted(found)][-limit:]
+
+
 @dataclass
 class StepRecord:
     step: int
@@ -220,7 +244,7 @@ def train(stores: Mapping[str, Store], skill: str, cases: Sequence[TriggerCase],
     from skillgit.records import GateNote
 
     out = TrackRun(skill)
-    rejected: list[tuple[str, str]] = []
+    rejected = earlier_rejections(stores[skill], skill)
     for step in range(1, steps + 1):
         library = Library.of(LibrarySkill(s.skill_path, s.read_skill()) for s in stores.values())
         incumbent = library.skill(skill)
