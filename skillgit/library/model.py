@@ -134,14 +134,15 @@ def listing_of(text: str, where: str = "SKILL.md") -> Listing:
     return Listing(name, " ".join(description.split()))
 
 
-def check_listing(name: str, description: str, where: str = "SKILL.md") -> None:
-    """The host's limits on a listing (Claude Code's): SkillgitError naming the limit otherwise."""
+def check_listing(name: str, description: str, where: str = "SKILL.md", limit: int = DESCRIPTION_LIMIT) -> None:
+    """The host's limits on a listing (Claude Code's; `limit`: skill.max_description_chars): SkillgitError naming
+    the limit otherwise."""
     if not NAME_RE.match(name) or len(name) > NAME_LIMIT:
         raise SkillgitError(f"{where}: skill name {name!r} is not valid",
                             f"use lowercase letters, digits and hyphens, at most {NAME_LIMIT} characters")
-    if len(description) > DESCRIPTION_LIMIT:
+    if len(description) > limit:
         raise SkillgitError(f"{where}: description is {len(description)} characters, over the host's limit of "
-                            f"{DESCRIPTION_LIMIT}", "shorten it")
+                            f"{limit}", "shorten it")
 
 
 def with_listing(text: str, *, name: str | None = None, description: str | None = None) -> str:

@@ -120,7 +120,7 @@ def check_edit(old: str, new: str, cfg: TrackCfg = TrackCfg()) -> str | None:
     if len(desc) > cfg.description_limit:
         return f"description is {len(desc)} characters, over the limit of {cfg.description_limit}"
     try:
-        check_listing(name, desc, "candidate")
+        check_listing(name, desc, "candidate", cfg.description_limit)
     except SkillgitError as exc:
         return exc.message
     return None
