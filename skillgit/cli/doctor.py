@@ -170,19 +170,24 @@ def check_agents(environ: Mapping[str, str] | None = None) -> list[dict[str, Any
 def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
            as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON on stdout.")) -> None:
     """Check the teacher's and the student's backend: config, credentials, one tiny (JSON) call each."""
-    from skillgit import console
+    from skillgit import console, envs
+    from skillgit.llm.registry import plugin_errors
     from skillgit.project import open_project
 
     project = open_project(repo, config, list(set_ or []))
     rows = [check_role(project.config, role, project.root) for role in ("teacher", "student")]
     agents = check_agents()
-    ok = all(r["status"] == "ok" for r in rows)
+    env = envs.check(project.config.env, project.root)  # the environment (env.name), if any
+    broken = [{"backend": name, "error": why} for name, why in plugin_errors().items()]  # plugins left out
+    ok = all(r["status"] == "ok" for r in rows) and (env is None or env["status"] == "ok")
     if as_json:
-        console.print_json({"ok": ok, "roles": rows, "agents": agents})
+        console.print_json({"ok": ok, "roles": rows, "agents": agents, "env": env, "backend_plugins": broken})
     else:
         _print_rows(console.out, rows, agents)
+        _print_env(console.out, env, broken)
     if not ok:
-        failed = ", ".join(r["role"] for r in rows if r["status"] != "ok")
+        failed = ", ".join([r["role"] for r in rows if r["status"] != "ok"] +
+                           (["environment"] if env is not None and env["status"] != "ok" else []))
         raise SkillgitError(f"doctor: {failed} backend not ready", "follow the 'fix:' lines above",
                             ExitCode.BACKEND)
 
@@ -213,6 +218,18 @@ def _print_rows(stdout: Any, rows: list[dict[str, Any]], agents: list[dict[str, 
         else:
             say(Text.assemble(f"  {a['agent']:<{width}}  ", ("not installed", "yellow"),
                               f"  fix: {a['fix']}" if a["fix"] else ""))
+
+
+def _print_env(stdout: Any, env: dict[str, Any] | None, broken: list[dict[str, str]]) -> None:
+    """The configured environment's line (it loads and splits its data, or the error and its fix), then one line
+    per backend plugin left out."""
+    from rich.text import Text
+
+    if env is not None:
+        stdout.print(Text(f"environment {env['env']} ({env['origin']}; metric: {env['metric']}): {env['status']} "
+                          f"{env['detail']}" + (f"\n  fix: {env['fix']}" if env["fix"] else "")))
+    for b in broken:
+        stdout.print(Text(f"backend plugin {b['backend']} left out: {b['error']}", "yellow"))
 
 
 def register(app: typer.Typer) -> None:

@@ -228,7 +228,10 @@ def eval_(rev: Optional[str] = typer.Argument(None, show_default=False,
     summary = {"rev": rev, "commit": commit, "split": split, "metric": metric,
                "mean": round(result.mean(metric, weight), 4),
                "hard": round(result.mean("hard"), 4), "soft": round(result.mean("soft"), 4),
-               "n": len(result.per_item), "errors": len(result.errors), "blob": result.blob, "items": rows}
+               "n": len(result.per_item), "errors": len(result.errors), "blob": result.blob, "items": rows,
+               # the benchmark's own metric when an environment scores (hard is its headline number)
+               "env": session.env.name if session.env else None,
+               "env_metric": session.env.metric if session.env else None}
     if as_json:
         console.print_json(summary)
         _fail_if_unscored(summary)
@@ -244,6 +247,9 @@ def eval_(rev: Optional[str] = typer.Argument(None, show_default=False,
     console.out.print(table)
     console.out.print(f"{split} {metric}: {summary['mean']:.4f} over {summary['n']} items "
                       f"({summary['errors']} errors)")
+    if session.env is not None:
+        console.out.print(f"{session.env.name} ({session.env.metric}): {summary['hard']:.4f} on {split}, "
+                          f"soft {summary['soft']:.4f}")
     _fail_if_unscored(summary)
 
 
