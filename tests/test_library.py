@@ -257,11 +257,22 @@ def test_demo_library_raises_one_skills_f1_without_lowering_the_others(cli, tmp_
     assert "deploy: val F1 0.00 → 1.00 after 2 step(s): 1 accepted, 1 rejected" in result.stdout
     assert "other skills' val F1: not lowered" in result.stdout
     assert "rejected (interference)" in result.stderr and "SIMULATED router" in result.stderr
-    assert git(folder, "tag", "-l", "rejected/*").split() == ["rejected/activation-deploy-seed0/0001"]
-    assert "activation: deploy description (step 2)" in git(folder, "log", "--format=%s", "-1", "main")
+    assert git(folder, "tag", "-l", "rejected/activation-*").split() == ["rejected/activation-deploy-seed0/0001"]
+    accepted = git(folder, "log", "--format=%H", "--fixed-strings", "--grep",
+                   "activation: deploy description (step 2)", "main").split()
+    assert len(accepted) == 1
     library = Library.load(folder, "skills/*/SKILL.md")
-    assert library.skill("deploy").listing.description == CAREFUL
-    assert library.skill("release-notes").text == (EXAMPLE / "skills/release-notes/SKILL.md").read_text()
+    assert library.skill("deploy").listing.description == CAREFUL  # the body track kept the trained description
+    for name in ("release-notes", "db-migrate"):
+        assert library.skill(name).text == (EXAMPLE / f"skills/{name}/SKILL.md").read_text()
+    # the body track (train --skill deploy) ran on deploy's file only, and its accepted steps are on main
+    body = [line for line in result.stdout.splitlines() if line.startswith("body track (deploy")]
+    assert body and "trained description kept" in body[0], result.stdout
+    assert " 0 accepted" not in body[0]  # (deterministic: seed 0 accepts body steps)
+    assert library.skill("deploy").text.split("---\n", 2)[2] != \
+        (EXAMPLE / "skills/deploy/SKILL.md").read_text().split("---\n", 2)[2]
+    changed = git(folder, "log", "--format=", "--name-only", "--branches", "--tags", f"^{accepted[0]}").split()
+    assert changed and set(changed) == {"skills/deploy/SKILL.md"}, changed
 
 
 def test_demo_library_refuses_other_demo_modes(cli, tmp_path):
