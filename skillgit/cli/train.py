@@ -366,14 +366,14 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
     """Train a skill offline on the simulated world (no API key): shows log, diff and test before → after."""
     from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
 
+    display = RunDisplay(console.err)
     if library:
         from skillgit.library.demo import run_library_demo
 
         if agentic or sleep:
             raise SkillgitError("--library excludes --agentic and --sleep", "give one of them")
-        run_library_demo(dir_, seed=seed, steps=steps or 4)
+        run_library_demo(dir_, seed=seed, steps=steps or 4, display=display)
         return
-    display = RunDisplay(console.err)
     if sleep:
         from skillgit.sleep.demo import run_sleep_demo
 

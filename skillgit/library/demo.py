@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from skillgit import console
 from skillgit.errors import SkillgitError
@@ -76,7 +77,9 @@ def create_library_project(folder: Path, seed: int = 0) -> None:
     repo.commit_paths(["."], "demo: a library of three skills, their trigger cases, deploy's simulated tasks")
 
 
-def run_library_demo(folder: Path | None, *, seed: int, steps: int) -> None:
+def run_library_demo(folder: Path | None, *, seed: int, steps: int, display: Any) -> None:
+    """Run the demo; `display` is the CLI's progress display of the body-track run (a `cli.progress.RunDisplay`:
+    a context manager with `handle(event)`)."""
     from rich.table import Table
 
     from skillgit.config import EvaluationCfg
@@ -131,7 +134,7 @@ def run_library_demo(folder: Path | None, *, seed: int, steps: int) -> None:
                   f"step(s): {run.accepted} accepted, {len(run.steps) - run.accepted} rejected")
         lowered = [n for n in before if n != TARGET and after[n].f1 < before[n].f1 - 1e-9]
         out.print("other skills' val F1: " + ("lowered for " + ", ".join(lowered) if lowered else "not lowered"))
-        _body_track(folder, seed)
+        _body_track(folder, seed, display)
         if keep:
             out.print(f"kept {folder}: try `git log --oneline main`, `git tag -l 'rejected/*'`, "
                       f"`git notes --ref=skillgit show main`, `skillgit train --skill deploy [--activation]`")
@@ -140,9 +143,8 @@ def run_library_demo(folder: Path | None, *, seed: int, steps: int) -> None:
             shutil.rmtree(folder.parent, ignore_errors=True)
 
 
-def _body_track(folder: Path, seed: int) -> None:
+def _body_track(folder: Path, seed: int, display: Any) -> None:
     """A few body-track steps on `deploy` through the `skills:` configuration (`train --skill deploy`)."""
-    from skillgit.cli.progress import RunDisplay
     from skillgit.library import config as lib_config
     from skillgit.library.model import listing_of
     from skillgit.project import open_project
@@ -153,7 +155,6 @@ def _body_track(folder: Path, seed: int) -> None:
                                           f"train.max_steps={BODY_STEPS}"])
     session = open_session(project)
     description = listing_of(session.store.read_skill()).description
-    display = RunDisplay(console.err)
     trainer = build_trainer(session, run_id=f"demo-library-body-seed{seed}", resume=False, on_event=display.handle)
     with display:
         result = trainer.train()
