@@ -52,7 +52,7 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from skillgit import package, process
 from skillgit.agentic import trace, verify
@@ -382,7 +382,11 @@ def _which(name: str, env: Mapping[str, str]) -> bool:
 
 
 def _build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[str, str], *, secrets: SecretSet,
-           dotenv_keys: frozenset[str]) -> AgentStudent:
+           dotenv_keys: frozenset[str]) -> Any:
+    if role == "teacher":  # the agent as teacher: skillgit/teacher/agent.py
+        from skillgit.teacher.agent import build
+
+        return build(model, bcfg, cfg, env, secrets=secrets, dotenv_keys=dotenv_keys)
     root = Path(env.get("SKILLGIT_PROJECT_ROOT") or os.getcwd())
     agent = AgentStudent(bcfg.command, project_root=root,
                          model=None if model.strip() in ("", "default", "sim-student") else model, env=env,
@@ -394,9 +398,11 @@ def _build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[st
 
 
 def _describe(role: str, model: str, bcfg: BackendCfg, env: Mapping[str, str]) -> str:
-    return " ".join(bcfg.command.argv) if bcfg.command.argv else f"agent preset {bcfg.command.preset}"
+    what = " ".join(bcfg.command.argv) if bcfg.command.argv else f"agent preset {bcfg.command.preset}"
+    return f"{what} (agent teacher: edits the skill package per step)" if role == "teacher" else what
 
 
-BACKEND = Backend("agent", frozenset({"student"}), _build, _describe,
-                  "a coding agent (claude, codex, copilot, opencode, the simulated agent) run per task in a throwaway "
-                  "workspace and verified", agent=True)
+BACKEND = Backend("agent", frozenset({"teacher", "student"}), _build, _describe,
+                  "a coding agent (claude, codex, copilot, opencode, the simulated agent): as the student run per "
+                  "task in a throwaway workspace and verified; as the teacher it edits a copy of the skill package "
+                  "from the step's evidence (skillgit/teacher)", agent=True)

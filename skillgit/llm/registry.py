@@ -44,7 +44,8 @@ class Describer(Protocol):
 
 @dataclass(frozen=True)
 class Backend:
-    """One kind of model backend. `agent`: `build` returns a `Student` (a CLI agent), not a chat `LLM`."""
+    """One kind of model backend. `agent`: for the student `build` returns a `Student` (a CLI agent), not a chat
+    `LLM` (as the teacher, an agent backend is an `LLM` whose `agent` stage edits a package: skillgit/teacher)."""
 
     name: str
     roles: frozenset[str]
@@ -71,7 +72,7 @@ _TABLE: dict[str, _Entry] = {
     "azure": _Entry(_BOTH, "skillgit.llm.openai_backend:AZURE"),
     "anthropic": _Entry(_BOTH, "skillgit.llm.anthropic_backend:BACKEND"),
     "command": _Entry(frozenset({"student"}), "skillgit.llm.command:BACKEND"),
-    "agent": _Entry(frozenset({"student"}), "skillgit.agentic.student:BACKEND"),
+    "agent": _Entry(_BOTH, "skillgit.agentic.student:BACKEND"),
 }
 _loaded: dict[str, Backend] = {}
 _lock = threading.Lock()
