@@ -1,4 +1,5 @@
-"""The agent teacher's package diff becomes edits per file that reproduce what the agent wrote (skillgit/teacher/diff.py)."""
+"""The agent teacher's package diff becomes edits per file that reproduce what the agent wrote
+(skillgit/teacher/diff.py)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def _lines(text: str) -> list[str]:
 
 
 def test_hunks_become_anchored_edits_that_reproduce_the_file() -> None:
-    after = SKILL.replace("Give new functions docstrings.\n", "Give new functions docstrings.\nExport them in __all__.\n")
+    after = SKILL.replace("Give new functions docstrings.\n",
+                          "Give new functions docstrings.\nExport them in __all__.\n")
     after = after.replace("Keep the code readable.", "Keep the code short and readable.")
     after = after.replace("- Run the tests.\n", "- Run the tests.\n- Never skip a test.\n")
     edits, refused = package_edits(SKILL, after)

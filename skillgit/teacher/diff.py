@@ -7,11 +7,12 @@ Contract of `package_edits(before, after, *, source_type)`:
 - A new file is one `append` naming it (it creates the file when `skill.new_files` allows it; otherwise `update`
   records `skipped_file_not_found`, as for any teacher). A removed file is refused (edits never delete files).
 - A changed file gives one edit per hunk of a line diff (`difflib`), each anchored on lines of the old file that
-  occur there exactly once: an insertion is an `insert_after` its preceding lines (an `append` at the end of the
-  file that ends there), a removal a `delete`, a change a `replace`; a hunk whose own lines are not unique takes as
-  many lines of context as it needs. The hunks are checked by applying them to the old file: when they do not give
-  back the new file's lines (blank lines aside: an edit spaces what it adds) (an anchor inside an earlier hunk, a change in front matter), the whole file is one `replace` of
-  its body, which the guards then judge as they would any edit.
+  occur there exactly once: an insertion is an `insert_after` its preceding lines (an `append` when no line before
+  it is unique and only blank lines follow), a removal a `delete`, a change a `replace`; a hunk whose own lines are
+  not unique takes as many lines of context as it needs. The hunks are checked by applying them to the old file:
+  when they do not give back the new file's lines (blank lines aside: an edit spaces what it adds), say an anchor
+  fell inside an earlier hunk or the front matter changed, the whole file is one `replace` of its body, which the
+  guards then judge as they would any edit.
 - Pure and deterministic: the same two packages give the same edits (the call journal and resume rely on it).
 """
 

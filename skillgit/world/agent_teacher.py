@@ -120,13 +120,13 @@ def teach(work: Path, seed: int, transcript: _Transcript) -> str:
 
 
 def _to_references(edits: list[Edit], seen: agentic_teacher._Prompt, budget: int) -> list[Edit]:
-    """An agent with the package in front of it keeps SKILL.md short: a good idea appended to SKILL.md whose
+    """An agent with the package in front of it keeps SKILL.md short: a good idea added to SKILL.md whose
     repertoire has a reference-file wording goes to that file (created with its heading when missing), with a
     SKILL.md line pointing at it unless one does already. Ideas it was told to avoid stay where they were; the
     result keeps within `budget` edits (a swap that would not fit is not made)."""
     out: list[Edit] = []
     for i, edit in enumerate(edits):
-        idea = _reference_idea(edit, seen) if edit.op == "append" and not edit.file else None
+        idea = _reference_idea(edit, seen) if edit.op in ("append", "insert_after") and not edit.file else None
         if idea is None:
             out.append(edit)
             continue
@@ -136,8 +136,9 @@ def _to_references(edits: list[Edit], seen: agentic_teacher._Prompt, budget: int
         if len(out) + 1 + mention + (len(edits) - i - 1) > budget:
             out.append(edit)
             continue
-        out.append(edit.with_(file=idea.file, content=idea.text if exists else f"{idea.heading}\n\n{idea.text}",
-                              rationale=f"{edit.rationale}; the details belong in {idea.file}"))
+        out.append(Edit("append", idea.text if exists else f"{idea.heading}\n\n{idea.text}",
+                        rationale=f"{edit.rationale}; the details belong in {idea.file}", source_type="agent",
+                        file=idea.file))
         if mention:
             out.append(Edit("append", idea.mention, rationale=f"point the agent at {idea.file}", source_type="agent"))
     return out
