@@ -8,8 +8,9 @@ Run in a teaching step's working folder, it does what a coding agent asked to te
    simulated chat teacher (`agentic_teacher` for coding trajectories, `teacher` for the text world): symptoms read
    from the feedback and the diffs it is shown, never the hidden rules, the verifiers or any val or test item. Like
    that teacher it can be wrong (vague and harmful ideas, wordings that do not land), and it keeps within
-   `max_edits`, skips ideas listed in `rejected_edits.md` or noted "avoid:" in the meta skill, and puts details in
-   reference files (`references/…`) with a line in SKILL.md pointing at them;
+   `max_edits` and skips ideas listed in `rejected_edits.md` or noted "avoid:" in the meta skill. Unlike the chat
+   teacher it keeps SKILL.md short: what it adds goes to reference files (the repertoire's `references/<topic>.md`,
+   else `references/conventions.md`) with a line in SKILL.md pointing at each;
 3. edits the files under `skill/` (an append to a missing file under `new_files` creates it);
 4. when `skillgit-try` is on its PATH, tries its package on the first failed training task and reports the verdict;
 5. prints Claude Code's stream-json (tool calls and results, a final message, a `result` event with usage), so
@@ -119,24 +120,32 @@ def teach(work: Path, seed: int, transcript: _Transcript) -> str:
             + "; ".join(r.edit.summary(60) for r in results if r.applied) + "." + (f" {tried}" if tried else ""))
 
 
+CONVENTIONS = agentic_teacher.Idea("", "references/conventions.md",
+                                   "Follow the conventions in references/conventions.md.", "# Conventions")
+
+
 def _to_references(edits: list[Edit], seen: agentic_teacher._Prompt, budget: int) -> list[Edit]:
-    """An agent with the package in front of it keeps SKILL.md short: a good idea added to SKILL.md whose
-    repertoire has a reference-file wording goes to that file (created with its heading when missing), with a
-    SKILL.md line pointing at it unless one does already. Ideas it was told to avoid stay where they were; the
-    result keeps within `budget` edits (a swap that would not fit is not made)."""
+    """An agent with the package in front of it keeps SKILL.md short: an idea it adds to SKILL.md goes to a
+    reference file instead — the repertoire's own file for that convention when it has one it was not told to
+    avoid, else `references/conventions.md` — created with its heading when missing, with a SKILL.md line pointing
+    at it unless one does already. Deletions and replacements stay where they are; the result keeps within
+    `budget` edits (a move that would not fit is not made)."""
     out: list[Edit] = []
+    created: set[str] = set()
     for i, edit in enumerate(edits):
-        idea = _reference_idea(edit, seen) if edit.op in ("append", "insert_after") and not edit.file else None
-        if idea is None:
+        if edit.op not in ("append", "insert_after") or edit.file:
             out.append(edit)
             continue
-        exists = idea.file in seen.files
+        idea = _reference_idea(edit, seen) or CONVENTIONS
+        text = idea.text or edit.content
         mention = idea.file not in seen.files.get(agentic_teacher.MAIN, "") and not any(
-            idea.file in e.content for e in out)
+            idea.file in e.content for e in out if not e.file)
         if len(out) + 1 + mention + (len(edits) - i - 1) > budget:
             out.append(edit)
             continue
-        out.append(Edit("append", idea.text if exists else f"{idea.heading}\n\n{idea.text}",
+        new = idea.file not in seen.files and idea.file not in created
+        created.add(idea.file)
+        out.append(Edit("append", f"{idea.heading}\n\n{text}" if new else text,
                         rationale=f"{edit.rationale}; the details belong in {idea.file}", source_type="agent",
                         file=idea.file))
         if mention:
