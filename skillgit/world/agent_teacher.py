@@ -128,28 +128,30 @@ def _to_references(edits: list[Edit], seen: agentic_teacher._Prompt, budget: int
     """An agent with the package in front of it keeps SKILL.md short: an idea it adds to SKILL.md goes to a
     reference file instead — the repertoire's own file for that convention when it has one it was not told to
     avoid, else `references/conventions.md` — created with its heading when missing, with a SKILL.md line pointing
-    at it unless one does already. Deletions and replacements stay where they are; the result keeps within
-    `budget` edits (a move that would not fit is not made)."""
-    out: list[Edit] = []
+    at it unless one does already. Deletions and replacements stay where they are. A move and its pointer count as
+    two edits: ideas are kept in the teacher's order while they fit `budget`."""
+    groups: list[list[Edit]] = []
     created: set[str] = set()
-    for i, edit in enumerate(edits):
+    pointed: set[str] = set()
+    for edit in edits:
         if edit.op not in ("append", "insert_after") or edit.file:
-            out.append(edit)
+            groups.append([edit])
             continue
         idea = _reference_idea(edit, seen) or CONVENTIONS
         text = idea.text or edit.content
-        mention = idea.file not in seen.files.get(agentic_teacher.MAIN, "") and not any(
-            idea.file in e.content for e in out if not e.file)
-        if len(out) + 1 + mention + (len(edits) - i - 1) > budget:
-            out.append(edit)
-            continue
         new = idea.file not in seen.files and idea.file not in created
         created.add(idea.file)
-        out.append(Edit("append", f"{idea.heading}\n\n{text}" if new else text,
-                        rationale=f"{edit.rationale}; the details belong in {idea.file}", source_type="agent",
-                        file=idea.file))
-        if mention:
-            out.append(Edit("append", idea.mention, rationale=f"point the agent at {idea.file}", source_type="agent"))
+        group = [Edit("append", f"{idea.heading}\n\n{text}" if new else text, rationale=f"{edit.rationale}; the "
+                      f"details belong in {idea.file}", source_type="agent", file=idea.file)]
+        if idea.file not in seen.files.get(agentic_teacher.MAIN, "") and idea.file not in pointed:
+            pointed.add(idea.file)
+            group.append(Edit("append", idea.mention, rationale=f"point the agent at {idea.file}",
+                              source_type="agent"))
+        groups.append(group)
+    out: list[Edit] = []
+    for group in groups:
+        if len(out) + len(group) <= budget:
+            out.extend(group)
     return out
 
 
