@@ -60,8 +60,8 @@ N_TASKS = 150
 def create_project(folder: Path, seed: int) -> None:
     """Write the demo project into `folder` (created or empty) and commit it on `main`."""
     from skillgit.config import SimulatedCfg
-    from skillgit.store.git import GitRepo
     from skillgit.store.initialize import init_project
+    from skillgit.store.repository import init_repository
     from skillgit.world import default_skill, generate_tasks
 
     if folder.exists() and any(folder.iterdir()):
@@ -69,7 +69,7 @@ def create_project(folder: Path, seed: int) -> None:
                             "pass --dir with a new or empty folder (or cd into an existing demo and run "
                             "`skillgit train`)")
     folder.mkdir(parents=True, exist_ok=True)
-    repo = GitRepo.init(folder, "main")
+    repo = init_repository(folder, "main")
     for key, value in (("user.name", "skillgit demo"), ("user.email", "demo@skillgit.invalid")):
         if not repo.config_get_all(key):  # a fresh machine may have no git identity at all
             repo.config_set(key, value)
@@ -99,7 +99,7 @@ def create_agentic_project(folder: Path, seed: int, teacher: str = "chat") -> No
     verifiers, the simulated coding agent as student) into `folder` and commit it on `main`. `teacher` "agent":
     the simulated agent teacher edits the package instead of the simulated chat teacher."""
     from skillgit.resources import example_dir
-    from skillgit.store.git import GitRepo
+    from skillgit.store.repository import init_repository
 
     if folder.exists() and any(folder.iterdir()):
         raise SkillgitError(f"{folder} is not empty", "pass --dir with a new or empty folder")
@@ -114,7 +114,7 @@ def create_agentic_project(folder: Path, seed: int, teacher: str = "chat") -> No
                                 "reinstall skillgit")
         config = config.replace(chat, AGENT_TEACHER)
     (folder / "skillgit.yaml").write_text(config, encoding="utf-8")
-    repo = GitRepo.init(folder, "main")
+    repo = init_repository(folder, "main")
     for key, value in (("user.name", "skillgit demo"), ("user.email", "demo@skillgit.invalid")):
         if not repo.config_get_all(key):
             repo.config_set(key, value)

@@ -163,12 +163,12 @@ def _worker_root(spec: StudentSpec) -> Path:
     root = Path(spec.root)
     if (root / ".git").exists():
         return root  # same machine or a shared file system: the real project
-    from skillgit.store.git import GitRepo  # git is spelled in the store; only a worker without the project needs it
+    from skillgit.store.repository import init_repository  # (a worker without the project needs a repository)
 
     stand_in = Path(tempfile.gettempdir()) / "skillgit-ray-root" / spec.key[:16]
     if not (stand_in / ".git").exists():
         stand_in.mkdir(parents=True, exist_ok=True)
-        GitRepo.init(stand_in, "main")
+        init_repository(stand_in, "main")
     return stand_in
 
 

@@ -37,7 +37,7 @@ from skillgit import prompts
 from skillgit.errors import SkillgitError
 
 if TYPE_CHECKING:
-    from skillgit.store.git import GitRepo
+    from skillgit.store.repository import Repository
 
 MAIN = "SKILL.md"
 _HEAD = '<file path="'
@@ -114,7 +114,7 @@ class TreeFile:
     data: bytes
 
 
-def tree_files(repo: "GitRepo", rev: str, folder: str) -> list[TreeFile]:
+def tree_files(repo: "Repository", rev: str, folder: str) -> list[TreeFile]:
     """The package's committed files at `rev` (a commit or branch; `folder` = skill.path), [] when it has none.
     Symbolic links and submodules are left out (a package is regular files)."""
     try:

@@ -1,7 +1,7 @@
 """Finding the project a command works on: the git repository around a folder and its skillgit.yaml.
 
-Path logic, one `git rev-parse` (through `skillgit.process`) and config loading; no git library here (the store
-opens the repository itself).
+Path logic, one `git rev-parse --show-toplevel` (through the store's repository API, `store.repository.toplevel`)
+and config loading; no git is spelled here (the store opens the repository itself).
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ def find_root(start: Path | None = None) -> Path:
     if not any((folder / ".git").exists() for folder in (here, *here.parents)):
         raise GitStateError(f"not a git repository: {here}", hint)
     cwd = next(folder for folder in (here, *here.parents) if folder.is_dir())
-    from skillgit.store.git import GitRepo
+    from skillgit.store.repository import toplevel
 
     env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-    top, err = GitRepo.toplevel(cwd, env)
+    top, err = toplevel(cwd, env)
     if top is None:
         said = err.strip().splitlines()
         raise GitStateError(f"not a git repository: {here}" + (f" (git: {said[-1]})" if said else ""), hint)

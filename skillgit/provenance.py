@@ -24,7 +24,7 @@ Contract
   folder, else how to install from a clone of skillgit's repository. It never names a bare `skillgit`.
 - `extra_hint(extra)` is the command that adds an optional extra to the installation that is running (its
   packages, not skillgit again).
-- Git is read through `store.git.GitRepo` (read-only commands) and only for a `local` source.
+- Git is read through `store.repository` (read-only commands) and only for a `local` source.
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ def _pin_checkout(src: Source, dist: Any) -> Source:
     from dataclasses import replace
 
     from skillgit.errors import SkillgitError
-    from skillgit.store.git import GitRepo
+    from skillgit.store.repository import open_repository
 
     folder = Path(src.folder)
     if not folder.is_dir():
@@ -225,7 +225,7 @@ def _pin_checkout(src: Source, dist: Any) -> Source:
     if not src.editable and not _installed_is_checkout(dist, folder):
         return replace(src, detail="the installed files differ from that folder now")
     try:
-        repo = GitRepo.open(folder)
+        repo = open_repository(folder)
     except SkillgitError:
         return replace(src, detail="that folder is not a git checkout")
     try:

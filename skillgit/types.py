@@ -30,10 +30,16 @@ ApplyStatus = Literal[
 ]
 
 
+def known_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of `data` that name a field of dataclass `cls` (forward compatibility: keys a later version
+    added are ignored). The one such helper: every tolerant `from_dict` starts here."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
 def _from_dict(cls, data: Mapping[str, Any]):
     """Build dataclass `cls` from `data`, ignoring keys this version does not know (forward compatibility)."""
-    known = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in known})
+    return cls(**known_fields(cls, data))
 
 
 @dataclass(frozen=True)

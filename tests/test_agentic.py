@@ -104,10 +104,11 @@ def test_the_simulated_agent_works_in_a_throwaway_workspace_and_is_verified(proj
     assert ".claude/skills" not in strong.trace.split("workspace diff:")[1]  # the installed skill is not in the diff
     assert "→ Edit" in strong.trace or "→ Write" in strong.trace
     assert set(strong.timings) == {"setup", "agent", "verify"}
-    # nothing of the user's checkout changed, nothing left behind
+    # nothing of the user's checkout changed; the pool is gone once closed
     assert git(project, "status", "--porcelain") == before_status
-    assert not any(student.workspaces.root.iterdir()) if student.workspaces.root.exists() else True
     assert len(_worktrees(project)) == 1
+    student.workspaces.close()
+    assert not student.workspaces.root.exists()
 
 
 def test_a_repo_workspace_is_a_git_worktree_at_the_revision_and_is_removed(project):

@@ -199,7 +199,8 @@ def test_kill_9_of_skillgit_then_the_next_sweep_leaves_no_daemon(project, pid_di
         skillgit.wait()
     assert all(_alive(p) for p in _pids(pid_dir, f"{hangs}-*"))  # left behind, until the next run
     workspaces = Workspaces(GitRepo.open(project), skill_path="skill")
-    [folder] = workspaces.root.iterdir()
+    [pool] = workspaces.root.iterdir()
+    folder = pool / "1"  # the killed run's pool: its first workspace's records
     cgroups = [json.loads(line)["cgroup"] for line in (folder / "proc-scopes.jsonl").read_text().splitlines()]
     assert workspaces.sweep() == 1
     assert _none_left(pid_dir) == []

@@ -130,3 +130,15 @@ def test_local_llm_script_is_opt_in():
     proc = subprocess.run([sys.executable, str(BENCH / "local_llm.py")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "nothing done" in proc.stdout + proc.stderr and "SmolLM2" in proc.stdout + proc.stderr
+
+
+def test_workspaces_script(tmp_path):
+    data = run_script("workspaces", tmp_path)
+    assert data["valid"] is True and all(data["checks"].values())  # same verdicts and diffs in every mode, etc.
+    assert [r["mode"] for r in data["summary"]] == data["config"]["modes"] == ["worktree", "pooled", "pooled+paths"]
+    for row in data["summary"]:
+        for key in ("first_s", "wall_s", "open_s", "close_s", "diff_s", "agent_verify_s", "share", "ratio"):
+            assert key in row, key
+        assert row["share"]["lo"] <= row["share"]["mean"] <= row["share"]["hi"]
+    assert data["repository"]["files"] >= data["config"]["files"] and data["slots"]["pooled"] == 1
+    assert {"cow_copy_mb_s", "copy2_mb_s", "reflink"} <= set(data["cow"])

@@ -614,3 +614,106 @@ def test_what_a_stop_signal_leaves_in_other_threads_is_not_reported_as_an_error(
         assert is_stop_noise(types.SimpleNamespace(exc_value=Interrupted(), object=None))
     finally:
         clear_stop()
+
+
+# ---------------------------------------------------------------------------------------------- one shape, one owner
+# (issue 21: typed notes everywhere, one of each helper, `Store` owns every ref it writes)
+def _sources(folder: str = "") -> dict[str, ast.Module]:
+    return {p.relative_to(PACKAGE).as_posix(): ast.parse(p.read_text(encoding="utf-8"))
+            for p in (PACKAGE / folder).rglob("*.py")}
+
+
+def test_store_git_is_imported_only_inside_the_store():
+    """Outside `store/`, git is reached through `Store`, `store.read` and the documented repository API
+    (`store.repository`), never by importing `store.git` (GitRepo, RefUpdate, …) itself."""
+    offenders = []
+    for name, tree in _sources().items():
+        if name.startswith("store/"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in ("skillgit.store.git", "skillgit.store.gitwork",
+                                                                     "skillgit.store.gitproc"):
+                offenders.append(f"{name}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module == "skillgit.store" \
+                    and any(a.name in ("git", "gitwork", "gitproc") for a in node.names):
+                offenders.append(f"{name}:{node.lineno}")
+    assert offenders == []
+    documented = (PACKAGE / "store" / "repository.py").read_text(encoding="utf-8")
+    assert "class Repository(Protocol)" in documented and "no ref transaction" in documented
+
+
+def test_only_the_store_writes_refs():
+    """No ref transaction, ref deletion or worktree fast-forward outside `store/`: the sleep ref, review and
+    night branches and adoption go through `Store` (and `store.fileref`)."""
+    writes = {"transaction", "delete_ref", "ff_merge", "build_notes", "checkout_path"}
+    offenders = [f"{name}:{node.lineno} .{node.func.attr}" for name, tree in _sources().items()
+                 if not name.startswith("store/") for node in ast.walk(tree)
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in writes]
+    assert offenders == []
+    sync = (PACKAGE / "store" / "sync.py").read_text(encoding="utf-8")
+    assert "store._" not in sync  # public Store methods only
+    private = [f"{name}:{node.lineno}" for name, tree in _sources("store").items() for node in ast.walk(tree)
+               if isinstance(node, ast.Attribute) and node.attr == "__dict__"]
+    assert private == []  # no cache hidden in an object's __dict__
+
+
+def _field_types(module: str) -> dict[str, str]:
+    import dataclasses
+    import importlib
+
+    mod = importlib.import_module(module)
+    return {f"{cls.__name__}.{f.name}": str(f.type) for cls in vars(mod).values()
+            if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == module
+            for f in dataclasses.fields(cls)}
+
+
+def test_note_and_night_records_have_no_untyped_fields():
+    fields = {**_field_types("skillgit.records.notes"), **_field_types("skillgit.records.core"),
+              **_field_types("skillgit.sleep.state")}
+    assert {"CandidateNote.update", "GateNote.controls", "GateNote.noise_floor", "NightRecord.usage",
+            "NightRecord.scores", "NightRecord.edits"} <= set(fields)
+    untyped = {name: kind for name, kind in fields.items() if "Any" in kind or kind.startswith("dict")}
+    assert untyped == {}
+    assert fields["NightRecord.edits"] == "tuple[StepOutcome, ...]" and fields["NightRecord.usage"] == "Usage"
+
+
+def test_one_of_each_helper_and_one_vocabulary():
+    defs: dict[str, list[str]] = {}
+    for name, tree in _sources().items():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                defs.setdefault(node.name, []).append(name)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript) \
+                    and ast.unparse(node.value.value) == "Literal":
+                for target in node.targets:  # the vocabularies are records' enums, never re-declared as Literals
+                    assert ast.unparse(target) not in ("StepKind", "Verdict"), name
+    assert len(defs["Decision"]) == 1 and len(defs["StepKind"]) == 1 and len(defs["Verdict"]) == 1
+    # one of each helper (there were two `_first`, three `_known` and three float parsers)
+    assert len(defs.get("_first", [])) <= 1 and len(defs.get("_known", [])) <= 1
+    assert defs["known_fields"] == ["types.py"]
+    assert defs["to_float"] == ["records/core.py"] and "_float" not in defs
+    from skillgit.report.model import STEP_KINDS, VERDICTS
+
+    assert STEP_KINDS == ("step", "slow_update", "meta_reflect") and VERDICTS == ("accepted", "rejected")
+
+
+def test_the_step_kind_has_one_spelling_in_notes_trailers_and_json(project):
+    trainer, session = _trainer(project, "train.max_steps=1")
+    trainer.train()
+    store = session.store
+    step = next(e for e in store.history("r1") if e.verdict in ("accepted", "rejected"))
+    records = {r["kind"]: r for r in store.read_notes(step.sha)}
+    assert records["candidate"]["step_kind"] == records["decision"]["step_kind"] == "step"
+    assert "type" not in records["candidate"]
+    trailers = git(project, "log", "-1", "--format=%(trailers:only)", step.sha)
+    assert "Skillgit-Step-Kind: step" in trailers and "Skillgit-Kind:" not in trailers
+    status = json.loads(run_cli_inproc("status", "--json", cwd=project).stdout)
+    assert status["last"]["kind"] == "step"  # a StepOutcome's JSON (docs/JSON.md): `kind`
+
+
+def test_the_slow_update_orders_pairs_as_the_prompt_shows_them():
+    """loop/epoch kept its own order (persistent failures before improvements), contradicting prompts.KIND_ORDER."""
+    from skillgit import prompts
+    from skillgit.loop import epoch
+
+    assert tuple(epoch.counts([])) == prompts.KIND_ORDER

@@ -166,7 +166,10 @@ def test_the_session_end_hook_appends_one_json_line_in_the_repositorys_common_gi
     git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
     odd = 'C:\\Users\\me\\"quoted" é\u00e9 \t.jsonl'
     raw = json.dumps(odd)[1:-1]  # as Claude Code sends it: escapes, which the hook copies verbatim
-    first = json.dumps({"session_id": "s-1", "transcript_path": "/t/s-1.jsonl", "cwd": str(repo / "sub" / "deep"),
+    transcript = tmp_path / "t" / "s-1.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_text("{}\n")
+    first = json.dumps({"session_id": "s-1", "transcript_path": str(transcript), "cwd": str(repo / "sub" / "deep"),
                         "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
     second = ('{"session_id": "s-2", "transcript_path": "' + raw + '", "cwd": ' + json.dumps(str(tmp_path / "wt"))
               + ', "hook_event_name": "SessionEnd"}')
@@ -176,7 +179,7 @@ def test_the_session_end_hook_appends_one_json_line_in_the_repositorys_common_gi
     assert _hook(second, cwd=tmp_path)[0].returncode == 0
     entries, bad = read_inbox(repo)
     assert bad == 0 and [e.session_id for e in entries] == ["s-1", "s-2"]
-    assert entries[0].cwd == str(repo / "sub" / "deep") and entries[0].transcript_path == "/t/s-1.jsonl"
+    assert entries[0].cwd == str(repo / "sub" / "deep") and entries[0].transcript_path == str(transcript)
     assert entries[1].transcript_path == odd and entries[1].ended.endswith("Z")
     assert inbox_path(repo) == repo / ".git" / "skillgit" / "sleep" / "inbox.jsonl"
     line = inbox_path(repo).read_text().splitlines()[0]
@@ -185,6 +188,45 @@ def test_the_session_end_hook_appends_one_json_line_in_the_repositorys_common_gi
     replay = first.replace("s-1", "s-3")
     assert _hook(replay, cwd=tmp_path, env={"SKILLGIT_REPLAY": "1"})[0].returncode == 0
     assert [e.session_id for e in read_inbox(repo)[0]] == ["s-1", "s-2"]
+
+
+
+def test_the_session_end_hook_installed_twice_records_a_session_once(make_repo, tmp_path):
+    """Issue 23 item 13: both copies of the hook (user and project settings) run at once for every session."""
+    repo = make_repo()
+    transcript = tmp_path / "s-1.jsonl"
+    transcript.write_text("{}\n")
+    payload = json.dumps({"session_id": "s-1", "transcript_path": str(transcript), "cwd": str(repo)})
+    for _round in range(2):  # at once, then again (a resumed session ended a second time)
+        procs = [subprocess.Popen(["bash", str(HOOK)], stdin=subprocess.PIPE, cwd=repo) for _ in range(4)]
+        for proc in procs:
+            proc.communicate(payload.encode(), timeout=30)
+            assert proc.returncode == 0
+    lines = inbox_path(repo).read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["session_id"] == "s-1"
+    assert not (inbox_path(repo).parent / "inbox.jsonl.lock").exists()
+    # another transcript of the same session is another entry; a lock a killed hook left is given up on
+    other = tmp_path / "s-1b.jsonl"
+    other.write_text("{}\n")
+    (inbox_path(repo).parent / "inbox.jsonl.lock").mkdir()
+    proc, _ = _hook(payload.replace(str(transcript), str(other)), cwd=repo)
+    assert proc.returncode == 0
+    assert [e.transcript_path for e in read_inbox(repo)[0]] == [str(transcript), str(other)]
+    assert not (inbox_path(repo).parent / "inbox.jsonl.lock").exists()
+
+
+def test_the_session_end_hook_skips_a_session_that_left_no_transcript(make_repo, tmp_path):
+    """Issue 23 item 13: `claude mcp list` ends a "session" whose transcript is never written."""
+    repo = make_repo()
+    for path in (str(tmp_path / "never.jsonl"), "", "rel/never.jsonl", "~/never-skillgit-test.jsonl"):
+        payload = json.dumps({"session_id": "s-x", "transcript_path": path, "cwd": str(repo)})
+        assert _hook(payload, cwd=repo)[0].returncode == 0
+    assert not inbox_path(repo).exists()
+    (repo / "rel").mkdir()
+    (repo / "rel" / "here.jsonl").write_text("{}\n")
+    assert _hook(json.dumps({"session_id": "s-r", "transcript_path": "rel/here.jsonl", "cwd": str(repo)}),
+                 cwd=repo)[0].returncode == 0
+    assert [e.session_id for e in read_inbox(repo)[0]] == ["s-r"]
 
 
 def test_the_session_end_hook_never_fails_blocks_or_writes_outside_a_repository(tmp_path):

@@ -391,6 +391,36 @@ def test_claude_connects_to_the_installed_mcp_server(scratch):
     assert "User config" in got.stdout
 
 
+
+@pytest.mark.agent_cli
+def test_claude_with_both_scopes_records_a_session_once_and_mcp_list_records_nothing(scratch, tmp_path):
+    """Issue 23 item 13: the SessionEnd hook installed in the user and the project settings runs twice per session
+    (it wrote two lines), and `claude mcp list` fires SessionEnd for a transcript it never writes."""
+    from skillgit.integrations.inbox import read_inbox
+    from skillgit.integrations.locations import inbox_path
+
+    repo, _ = scratch
+    claude = _cli("claude")
+    home = tmp_path / "agent-home"
+    home.mkdir()
+    install("claude", "project", repo=repo, home=home)
+    install("claude", "user", repo=repo, home=home)
+    with AgentServer([reply("ok")]) as server:
+        proc = ac.run_cli(ac.claude_print_argv(claude, "Say ok.", allowed_tools=["Read"]), cwd=repo,
+                          env=ac.claude_env(home, server.base_url, extra=_skillgit_env()))
+    assert proc.returncode == 0, proc.stderr
+    session_id = next(e for e in ac.parse_jsonl(proc.stdout) if e.get("subtype") == "init")["session_id"]
+    lines = inbox_path(repo).read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["session_id"] == session_id, lines
+    assert Path(json.loads(lines[0])["transcript_path"]).is_file()
+    with AgentServer([reply("ok")]) as server:
+        listed = ac.run_cli([str(claude), "mcp", "list"], cwd=repo,
+                            env=ac.claude_env(home, server.base_url, extra=_skillgit_env()))
+    assert listed.returncode == 0, listed.stderr
+    assert inbox_path(repo).read_text().splitlines() == lines
+    assert [e.session_id for e in read_inbox(repo)[0]] == [session_id]
+
+
 def test_the_codex_block_gives_a_long_train_call_an_hour():
     block = assets.toml_block("skillgit", ["mcp"])
     assert "startup_timeout_sec = 30\n" in block and "tool_timeout_sec = 3600\n" in block

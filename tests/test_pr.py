@@ -234,7 +234,7 @@ def synthetic_review(accepted: int, diff_lines: int, text_chars: int, rejected: 
                               verdict=Verdict.ACCEPTED if n < accepted else Verdict.REJECTED, score_before=0.1,
                               score_after=0.2, reason="better " * 40, sha=f"{n + 1:040x}", parent=f"{n:040x}")
         diff = "".join(f"+line {i} of step {n + 1}: {'x' * 50}\n" for i in range(diff_lines))
-        decisions.append(data.Decision(outcome, UpdateRecord("patch", (EditResult(edit, "applied"),)),
+        decisions.append(data.StepReview(outcome, UpdateRecord("patch", (EditResult(edit, "applied"),)),
                                        f"--- a/SKILL.md\n+++ b/SKILL.md\n@@ -1 +1,{diff_lines} @@\n{diff}"))
     progress = RunProgress(run="big", config_digest="d", branch="review/big", status="stopped",
                            stop_reason=stop_reason)

@@ -94,7 +94,7 @@ def _decide(store: Store, text: str, step: int, seq: int, accept: bool, before: 
     cand = store.propose(text, run=run, step=step, subject=f"skill: step {step}", body=f"- append: {edit}",
                          trailers={"Skillgit-Seq": str(seq)}, note=[candidate], defer_note=True)
     store.decide(cand, accept=accept, reason=outcome.reason, score_before=before, score_after=after, note=[gate],
-                 decision=outcome.to_note(store.branch))
+                 decision=outcome)
     return cand.sha
 
 

@@ -66,8 +66,7 @@ def test_handoff_inside_the_repository_is_ignored_counts_every_waiting_prompt_an
     assert f"waiting for {len(waiting)} teacher answer(s)" in stopped.value.message
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""  # prompts quote mined tasks
     record = S.night(GitRepo.open(repo), DATE)
-    assert record is not None and record.handoff == {"folder": ".skillgit/handoff", "pending": len(waiting),
-                                                      "answered": 0}
+    assert record is not None and record.handoff == S.NightHandoff(".skillgit/handoff", len(waiting), 0)
     report = S.read(GitRepo.open(repo), S.night_md(DATE)) or ""
     assert "`.skillgit/handoff`" in report and str(tmp_path) not in report
-    assert record.tasks["file"] == ".skillgit/sleep/tasks.jsonl"
+    assert record.tasks.file == ".skillgit/sleep/tasks.jsonl"

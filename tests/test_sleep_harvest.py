@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from skillgit.sleep import REPLAY_MARKER, HarvestState, Session, harvest, normalize_remote
-from skillgit.sleep.readers import READERS, SOURCES, get_reader
+from skillgit.sleep.readers import get_reader, readers, sources
 from skillgit.sleep.readers.copilot_vscode import _replay
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
@@ -190,7 +190,7 @@ def calls(session: Session) -> list[tuple[str, str | None, tuple[str, ...], bool
 
 # ------------------------------------------------------------------------------------------------ readers on fixtures
 def test_registry_lists_every_source_and_rejects_unknown_ones():
-    assert SOURCES == ("claude", "codex", "copilot-vscode", "copilot-cli", "cursor", "opencode")
+    assert sources() == ("claude", "codex", "copilot-cli", "opencode", "copilot-vscode", "cursor")
     with pytest.raises(Exception) as err:
         get_reader("windsurf")
     assert "claude" in str(err.value)
@@ -200,7 +200,7 @@ def test_claude_reader_on_real_cli_files():
     folder = FIXTURES / "claude"
     files = sorted(folder.glob("*.jsonl"))
     assert files, "the real Claude Code fixtures are missing"
-    by_name = {f.name: one(READERS["claude"].read(f)) for f in files}
+    by_name = {f.name: one(readers()["claude"].read(f)) for f in files}
 
     tui = by_name["interactive-tui.jsonl"]
     assert (tui.entrypoint, tui.headless, tui.sidechain, tui.git_branch) == ("cli", False, False, "main")
@@ -229,7 +229,7 @@ def test_claude_reader_on_real_cli_files():
 
 
 def test_codex_reader_on_hand_built_and_real_rollouts():
-    hand = one(READERS["codex"].read(next((FIXTURES / "codex").glob("rollout-*.jsonl"))))
+    hand = one(readers()["codex"].read(next((FIXTURES / "codex").glob("rollout-*.jsonl"))))
     assert (hand.cwd, hand.headless, hand.entrypoint) == ("/srv/demo/dateparse", False, "codex_cli_rs")
     assert (hand.git_branch, hand.git_commit, hand.git_remote) == ("main", "1" * 40, REMOTE)
     assert hand.unknown_records == {"future_record_kind": 1}
@@ -241,7 +241,7 @@ def test_codex_reader_on_hand_built_and_real_rollouts():
     exit_codes = [r.exit_code for r in hand.turns[1].tool_results]
     assert exit_codes == [1, 0, 0]
 
-    real = one(READERS["codex"].read(FIXTURES / "codex" / "exec-pytest-patch.jsonl"))
+    real = one(readers()["codex"].read(FIXTURES / "codex" / "exec-pytest-patch.jsonl"))
     assert real.headless and real.entrypoint == "codex_exec" and real.client_version
     assert real.turns[0].text == "The tests fail. Fix the bug."  # AGENTS.md / environment blocks are not the person
     assert real.unknown_records == {}
@@ -250,7 +250,7 @@ def test_codex_reader_on_hand_built_and_real_rollouts():
 
 def test_copilot_vscode_reader_json_and_mutation_log():
     chat = FIXTURES / "copilot-vscode" / "User" / "workspaceStorage" / "ab12cd34ef56" / "chatSessions"
-    whole = one(READERS["copilot-vscode"].read(next(chat.glob("*.json"))))
+    whole = one(readers()["copilot-vscode"].read(next(chat.glob("*.json"))))
     assert whole.cwd == "/srv/demo/dateparse" and whole.started == "2025-10-01T09:00:00Z"
     assert [t.role for t in whole.turns] == ["user", "assistant", "user", "assistant"]
     assert whole.unknown_records == {"part/holographicPreview": 1}
@@ -258,7 +258,7 @@ def test_copilot_vscode_reader_json_and_mutation_log():
     assert calls(whole)[1][3] and calls(whole)[1][2] == ("/srv/demo/dateparse/src/dateparse/core.py",)
     assert [r.exit_code for r in whole.turns[1].tool_results] == [1, 0]
 
-    log = one(READERS["copilot-vscode"].read(next(chat.glob("*.jsonl"))))
+    log = one(readers()["copilot-vscode"].read(next(chat.glob("*.jsonl"))))
     assert [t.text for t in log.turns if t.role == "user"] == ["Add a --utc flag to the dateparse CLI"]
     assert calls(log)[0][2] == ("/srv/demo/dateparse/src/dateparse/cli.py",)
     state = _replay(next(chat.glob("*.jsonl")), __import__("collections").Counter())
@@ -267,7 +267,7 @@ def test_copilot_vscode_reader_json_and_mutation_log():
 
 def test_copilot_cli_reader_on_real_cli_logs_tells_headless_from_interactive(tmp_path):
     logs = copilot_logs()
-    headless, tui = (one(READERS["copilot-cli"].read(logs[k])) for k in ("headless", "tui"))
+    headless, tui = (one(readers()["copilot-cli"].read(logs[k])) for k in ("headless", "tui"))
     assert (headless.headless, headless.entrypoint, tui.headless, tui.entrypoint) == (True, "copilot -p", False,
                                                                                         "copilot-cli")
     assert (tui.cwd, tui.git_branch, tui.client_version) == ("/home/user/project", "main", "1.0.102")
@@ -287,12 +287,12 @@ def test_copilot_cli_reader_on_real_cli_logs_tells_headless_from_interactive(tmp
                "data": {"messageId": "m", "content": "(sub-agent) internal chatter", "parentToolCallId": "t1"}}
     copy = tmp_path / "events.jsonl"
     copy.write_text("\n".join([*lines[:-1], json.dumps(planted), lines[-1]]) + "\n")
-    assert "(sub-agent)" not in " ".join(t.text for t in one(READERS["copilot-cli"].read(copy)).turns)
+    assert "(sub-agent)" not in " ".join(t.text for t in one(readers()["copilot-cli"].read(copy)).turns)
 
 
 def test_cursor_reader_on_built_databases(tmp_path):
     db = build_cursor_home(tmp_path)
-    sessions = {s.session_id: s for s in READERS["cursor"].read(db)}
+    sessions = {s.session_id: s for s in readers()["cursor"].read(db)}
     assert set(sessions) == {"c0ffee00-1111-4222-8333-444455556666", "c0ffee00-aaaa-4bbb-8ccc-ddddeeeeffff", "tab-1"}
     agent = sessions["c0ffee00-1111-4222-8333-444455556666"]
     assert agent.cwd == "/srv/demo/dateparse" and agent.git_branch == "main"
@@ -301,12 +301,12 @@ def test_cursor_reader_on_built_databases(tmp_path):
                                             ("edit_file", None)]
     assert calls(agent)[1][2:] == (("src/dateparse/core.py",), True)
     assert [t.role for t in sessions["tab-1"].turns] == ["user", "assistant"]
-    assert READERS["cursor"].discover(tmp_path) == [db]
+    assert readers()["cursor"].discover(tmp_path) == [db]
 
 
 def test_opencode_reader_on_a_real_database_and_the_json_layout(tmp_path):
     db = build_opencode_db(tmp_path / "opencode.db")
-    sessions = list(READERS["opencode"].read(db))
+    sessions = list(readers()["opencode"].read(db))
     run, tui = sorted(sessions, key=lambda x: not x.headless)
     assert (run.headless, run.entrypoint, tui.headless, tui.entrypoint) == (True, "opencode run", False, "opencode")
     assert not run.sidechain and not tui.sidechain and run.client_version == "1.18.33"
@@ -317,13 +317,13 @@ def test_opencode_reader_on_a_real_database_and_the_json_layout(tmp_path):
     assert [t.text for t in tui.turns] == ["Append a line to notes.md.", "Appended a line to notes.md."]
 
     files = build_opencode_storage(tmp_path / "storage")  # the older layout, same records
-    from_json = {x.session_id: x for f in files for x in READERS["opencode"].read(f)}
+    from_json = {x.session_id: x for f in files for x in readers()["opencode"].read(f)}
     assert {k: (v.turns, v.headless) for k, v in from_json.items()} == {x.session_id: (x.turns, x.headless)
                                                                         for x in sessions}
 
     dump = opencode_dump()  # a child session (parent_id set) is a sub-agent
     dump["rows"]["session"][1]["parent_id"] = dump["rows"]["session"][0]["id"]
-    child = [x for x in READERS["opencode"].read(build_opencode_db(tmp_path / "child.db", dump)) if x.sidechain]
+    child = [x for x in readers()["opencode"].read(build_opencode_db(tmp_path / "child.db", dump)) if x.sidechain]
     assert [x.session_id for x in child] == [dump["rows"]["session"][1]["id"]]
 
 
@@ -340,15 +340,15 @@ def test_discover_finds_each_source_under_a_home(tmp_path):
     build_opencode_storage(home / ".local" / "share" / "opencode" / "storage")
     build_opencode_db(home / ".local" / "share" / "opencode" / "opencode.db")
     build_cursor_home(home)
-    counts = {source: len(READERS[source].discover(home)) for source in SOURCES}
+    counts = {source: len(readers()[source].discover(home)) for source in sources()}
     assert counts == {"claude": 1, "codex": 2, "copilot-vscode": 2, "copilot-cli": 2, "cursor": 1, "opencode": 3}
-    assert all(not READERS[source].discover(tmp_path / "empty") for source in SOURCES)
+    assert all(not readers()[source].discover(tmp_path / "empty") for source in sources())
     moved = tmp_path / "elsewhere"
     shutil.copytree(home / ".codex", moved)
-    assert len(READERS["codex"].discover(tmp_path / "empty", {"CODEX_HOME": str(moved)})) == 2
+    assert len(readers()["codex"].discover(tmp_path / "empty", {"CODEX_HOME": str(moved)})) == 2
     shutil.copytree(home / ".copilot", tmp_path / "copilot-home")
     env = {"COPILOT_HOME": str(tmp_path / "copilot-home")}
-    assert len(READERS["copilot-cli"].discover(tmp_path / "empty", env)) == 2
+    assert len(readers()["copilot-cli"].discover(tmp_path / "empty", env)) == 2
 
 
 # ------------------------------------------------------------------------------------------------ harvest
@@ -496,7 +496,7 @@ def test_harvest_over_every_source_at_once(tmp_path):
 def test_harvest_of_real_claude_code_files_laid_out_as_on_disk(tmp_path):
     home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
     project = home / ".claude" / "projects" / str(repo).replace("/", "-")
-    parent = one(READERS["claude"].read(FIXTURES / "claude" / "subagent.jsonl")).session_id
+    parent = one(readers()["claude"].read(FIXTURES / "claude" / "subagent.jsonl")).session_id
     layout = {name: project / name for name in ("interactive-tui.jsonl", "headless-pytest-edit.jsonl",
                                                  "headless-skill.jsonl", "subagent.jsonl")}
     layout["subagent.sidechain.jsonl"] = project / parent / "subagents" / "agent-a0e5df3de00c6ee15.jsonl"

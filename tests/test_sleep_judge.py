@@ -112,9 +112,9 @@ def test_an_offline_night_scored_by_the_judge_lands_a_gated_improvement(tmp_path
     sp = open_sleep_project(repo, None, [])
     sp = sp.__class__(sp.project, sp.settings.with_options(home=str(home)), sp.data, sp.overrides)
     record = run_night(sp, NightOptions(DATE))
-    assert record.status == "finished" and record.tasks["judged"] == record.tasks["used"] == 36
+    assert record.status == "finished" and record.tasks.judged == record.tasks.used == 36
     rows = [json.loads(line) for line in (night_folder(GitRepo.open(repo), DATE) / "val.jsonl").read_text()
             .splitlines()]
     assert rows and all("expected" not in r and r["metadata"]["judge_reference"] for r in rows)
-    assert record.accepted >= 1 and record.scores["final"]["val"] > record.scores["seed"]["val"]
+    assert record.accepted >= 1 and record.score("final", "val") > record.score("seed", "val")
     assert "judged by the teacher" in (repo / ".skillgit" / "sleep" / f"{DATE}.md").read_text()

@@ -183,9 +183,9 @@ def test_label_hook_and_rev_resolution(tmp_path):
 
 
 def test_a_codex_session_with_a_recorded_commit_pins_the_task_to_it(tmp_path):
-    from skillgit.sleep.readers import READERS
+    from skillgit.sleep.readers import readers
 
-    (codex,) = READERS["codex"].read(next((FIXTURES / "codex").glob("rollout-*.jsonl")))
+    (codex,) = readers()["codex"].read(next((FIXTURES / "codex").glob("rollout-*.jsonl")))
     twin = codex.with_(session_id="twin", started="2025-10-02T09:00:00Z",
                        turns=tuple(t if t.role == "assistant" else Turn("user", "date test broken again, fix it",
                                                                          timestamp="2025-10-02T09:00:01Z")

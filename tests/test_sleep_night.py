@@ -143,10 +143,10 @@ def test_a_night_lands_a_gated_improvement_on_its_branch_and_touches_nothing_els
     record = run_night(sp, NightOptions(DATE))
 
     assert record.status == "finished" and record.branch == f"sleep/{DATE}" and record.run == f"sleep-{DATE}"
-    assert record.harvest["sessions"] == 9 and record.tasks["approval"] == "offline"  # 5 Claude Code, 4 Codex
-    assert record.tasks["used"] == 36 and record.tasks["test"] > 0  # ≥ 10 tasks: a test split too
+    assert record.harvest.sessions == 9 and record.tasks.approval == "offline"  # 5 Claude Code, 4 Codex
+    assert record.tasks.used == 36 and record.tasks.test > 0  # ≥ 10 tasks: a test split too
     assert record.accepted >= 1
-    assert record.scores["final"]["val"] > record.scores["seed"]["val"]
+    assert record.score("final", "val") > record.score("seed", "val")
     # the skill branch, the checked-out file and the user's status are exactly as before
     assert branch_tip(repo, "main") == main_before
     assert (repo / "SKILL.md").read_text() == skill_before
@@ -165,7 +165,7 @@ def test_a_night_lands_a_gated_improvement_on_its_branch_and_touches_nothing_els
     assert S.read(repo_, S.night_md(DATE)) == report
     saved = S.night(repo_, DATE)
     assert saved is not None and saved.accepted == record.accepted and saved.edits == record.edits
-    assert any(e["verdict"] == "accepted" and e["edits"] for e in saved.edits)
+    assert any(e.accepted and e.edits for e in saved.edits)
     # the harvest state is on the ref, not in the home folder: a second night finds nothing new
     assert S.load(repo_).harvest.files
     assert not any(p.name.startswith(".skillgit") for p in home.iterdir())
@@ -284,7 +284,7 @@ def test_a_budget_stops_the_night_and_the_same_command_resumes_it(night):
     resumed = run_night(sp.__class__(sp.project, sp.settings.with_options(home=str(home)), sp.data, sp.overrides),
                         NightOptions(DATE))
     assert resumed.status == "finished" and (folder / "val.jsonl").read_text() == frozen
-    assert resumed.harvest["sessions"] == 9  # what the first run of the night harvested still counts
+    assert resumed.harvest.sessions == 9  # what the first run of the night harvested still counts
 
 
 # ---------------------------------------------------------------------------------------------- handoff
@@ -311,7 +311,8 @@ def test_handoff_writes_prompts_stops_and_resumes_from_the_answers(night, tmp_pa
             rounds += 1
             assert exc.code == 5 and exc.pending and rounds < 20
             waiting = S.night(GitRepo.open(repo), DATE)
-            assert waiting is not None and waiting.status == "waiting" and waiting.handoff["pending"] >= 1
+            assert waiting is not None and waiting.status == "waiting"
+            assert waiting.handoff is not None and waiting.handoff.pending >= 1
             # the answers of earlier rounds were read by now: the journal keeps them, so their files can go, and
             # a prompt that was answered once is never asked again (its file would come back)
             for number in consumed:
@@ -328,7 +329,8 @@ def test_handoff_writes_prompts_stops_and_resumes_from_the_answers(night, tmp_pa
                 answer.write_text(agent.complete(request).text)
             consumed |= numbers
     assert rounds >= 2  # reflect, then merge/rank: each round asked only what was new
-    assert record.status == "finished" and record.handoff["pending"] == 0 and record.usage["cost_usd"] == 0
+    assert record.status == "finished" and record.handoff is not None and record.handoff.pending == 0
+    assert record.usage.cost_usd == 0
     assert record.accepted + record.rejected == 1 and not pending_prompts(folder)
 
 

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from skillgit.errors import ExitCode, GitStateError, SkillgitError
+from skillgit.records import StepKind, Verdict
 from skillgit.store import Store
 from skillgit.store import notes as N
 from skillgit.store import refs as R
+from skillgit.types import Edit
 from tests.conftest import git
 
 SEED = "# Skill\n\nBe helpful.\n"
@@ -176,9 +178,11 @@ def test_step_record_and_discard(repo, store):
     accept(store, SEED + "A\n", 1)
     reject(store, SEED + "A\nB\n", 2)
     rec = store.step_record("r1", 1)
-    assert rec["verdict"] == "accepted" and rec["edits"] == [{"op": "append", "content": "A"}]
-    assert rec["delta"] == pytest.approx(0.1)
-    assert store.step_record("r1", 2)["verdict"] == "rejected"
+    assert rec is not None and rec.verdict is Verdict.ACCEPTED and rec.kind is StepKind.STEP
+    candidate = store.step_notes(rec.sha).candidate
+    assert candidate is not None and candidate.edits == (Edit("append", "A"),)
+    assert rec.delta == pytest.approx(0.1) and rec.sha == git(repo, "rev-parse", "main")
+    assert store.step_record("r1", 2).verdict is Verdict.REJECTED
     assert store.step_record("r1", 12) is None  # "Step: 1" must not match step 12 or vice versa
     named = propose(store, SEED + "A\nslow\n", "e1-slow-update")
     assert store.discard_candidate("r1", "e1-slow-update") is True
@@ -448,7 +452,7 @@ def test_gc_folds_tags_and_keeps_commits_and_notes_after_prune(repo, store):
     listed = [(e.step, e.archived) for e in store.history() if e.verdict == "rejected"]
     assert listed == [(2, True), (3, True), (4, True), (5, False), (6, False)]
     assert store.resolve("rejected/r1/3") == rejected[1].commit
-    assert store.step_record("r1", 2)["verdict"] == "rejected"
+    assert store.step_record("r1", 2).verdict is Verdict.REJECTED
     assert git(repo, "status", "--porcelain") == ""
     assert store.gc(keep=0).folded == 2 and git(repo, "tag", "-l") == ""
     assert len(store.negative_buffer(10)) == 5

@@ -14,8 +14,8 @@ import pytest
 
 from skillgit.demo import AGENT_TEACHER, create_project
 from skillgit.project import open_project
-from skillgit.store.git import GitRepo
 from skillgit.tasks import load_splits
+from tests.conftest import git
 
 MARKER = "ZZQVALMARKERQZZ"
 
@@ -41,7 +41,7 @@ def _project(root: Path) -> list[str]:
             task["input"] = f"{task['input']}; note {MARKER}"
         lines.append(json.dumps(task))
     (root / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    GitRepo.open(root).commit_paths(["skillgit.yaml", "tasks.jsonl"], "agent teacher; val marker")
+    git(root, "commit", "-qm", "agent teacher; val marker", "--", "skillgit.yaml", "tasks.jsonl")
     assert val == {i.id for i in load_splits(open_project(root, None, []).config.env, root).val}  # same split
     return sorted(val)
 
@@ -93,12 +93,11 @@ def test_demo_agentic_with_the_agent_teacher_lands_a_reference_file(tmp_path: Pa
     done = _cli(["demo", "--agentic", "--teacher", "agent", "--dir", str(tmp_path / "d"), "--steps", "4"],
                 tmp_path, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    repo = GitRepo.open(tmp_path / "d")
     log = _cli(["log", "--json"], tmp_path / "d", tmp_path)
     entries = json.loads(log.stdout)
     accepted = [e for e in entries if e.get("verdict") == "accepted"]
     assert accepted
     touched = set()
     for entry in accepted:
-        touched |= set(repo.run("diff", "--name-only", f"{entry['sha']}^", entry["sha"], "--").split())
+        touched |= set(git(tmp_path / "d", "diff", "--name-only", f"{entry['sha']}^", entry["sha"], "--").split())
     assert any(path.startswith("skill/") and path != "skill/SKILL.md" for path in touched), touched

@@ -3,15 +3,18 @@
 A task row (JSONL/YAML) is agentic when it has `workspace` or `verify`:
 ```
 {"id": "textkit-slugify", "prompt": "Add a function …",
- "workspace": {"fixture": "repos/textkit"} | {"repo": ".", "rev": "HEAD"},
+ "workspace": {"fixture": "repos/textkit"} | {"repo": ".", "rev": "HEAD"},   (+ optional "paths": ["src/app", "tests"])
  "setup": ["pip install -e ."],
  "verify": {"command": "python -m pytest -q tests/verify/test_x.py", "timeout_s": 60,
             "result": "pytest" | "exit_code" | "junit:<path>" | "json", "feedback": "summary" | "full" | "none"}}
 ```
 `fixture` is a folder relative to the task file that resolves (links followed) inside the task file's folder or the
-project (the links inside it are checked when it is copied: `workspace.copy_fixture`); `repo` a git repository
-(relative to the project root) checked out at `rev` in a throwaway `git worktree`. A leading `python` in a command
-means the interpreter running skillgit.
+project (the links inside it are checked when it is copied: `workspace.check_fixture`); `repo` a git repository
+(relative to the project root) whose `rev` a pooled workspace is reset to (`workspace.Workspaces`). A leading
+`python` in a command means the interpreter running skillgit.
+`workspace.paths` (optional) names the files and folders, relative to the repository's (or fixture's) root, that the
+task needs: the workspace then holds only those (a sparse checkout: a big repository costs what the task reads).
+Each is a plain path (no glob, no `..`, no leading `/`) that must exist at the task's revision.
 `verify.feedback` is what the teacher reads of the verifier's output (`skillgit.agentic.verify`): `summary` (the
 default: the verdict, the counts, the failing tests and the messages the verifier's author wrote; never its source
 or the values its assertions compare), `full` (the output's tail as printed) or `none` (the verdict only).
@@ -59,6 +62,7 @@ class AgenticSpec:
     setup: tuple[str, ...]
     verify: Verify
     setup_timeout_s: float = 600.0
+    paths: tuple[str, ...] = ()  # workspace.paths: the only files and folders checked out; () = the whole tree
 
     @staticmethod
     def is_agentic(item: Item) -> bool:
@@ -106,4 +110,33 @@ class AgenticSpec:
                               "summary (the default): failing tests and the verifier's messages, never its source "
                               "or compared values; full: the output as printed; none: the verdict only")
         return cls(item.id, item.input, fixture, repo, str(ws.get("rev", "HEAD")), tuple(setup),
-                   Verify(str(raw["command"]), timeout, result, str(feedback)))
+                   Verify(str(raw["command"]), timeout, result, str(feedback)), paths=_paths(ws.get("paths"), where))
+
+
+_GLOB = set("*?[]\\")
+_PATHS_FIX = 'e.g. "paths": ["src/app", "tests/test_app.py"] (files and folders relative to the repository\'s root)'
+
+
+def _paths(raw: Any, where: str) -> tuple[str, ...]:
+    """`workspace.paths` checked: a list of plain relative paths (a single string is a list of one), normalised
+    without a trailing '/', duplicates dropped; () when absent."""
+    if raw is None:
+        return ()
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not items or not all(isinstance(p, str) for p in items):
+        raise ConfigError(f"{where}: workspace.paths must be a non-empty list of paths", _PATHS_FIX)
+    out: list[str] = []
+    for path in items:
+        clean = path.rstrip("/")
+        parts = clean.split("/")
+        why = ("is empty" if not clean else "is absolute" if path.startswith("/") else
+               "holds '.' or '..' or an empty part" if any(p in ("", ".", "..") for p in parts) else
+               "holds a glob character (*?[]\\)" if _GLOB & set(clean) else
+               "holds a control character" if any(ord(c) < 32 or ord(c) == 127 for c in clean) else
+               "begins or ends with a space" if clean != clean.strip() else
+               "names the repository's .git" if parts[0] == ".git" else None)
+        if why:
+            raise ConfigError(f"{where}: workspace.paths entry {path!r} {why}", _PATHS_FIX)
+        if clean not in out:
+            out.append(clean)
+    return tuple(out)

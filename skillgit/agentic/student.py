@@ -28,9 +28,10 @@ Every command runs with `PWD` set to the workspace (agents such as OpenCode foll
 `workspace.tracked` (its process group id is recorded for `Workspaces.sweep`).
 
 Hermetic rollouts (`command.profile`, default hermetic; `skillgit.agents.profile`): the agent runs with a fresh
-config home in its rollout folder (`<folder>/home`, removed with the workspace) holding only what authentication
-needs, and its own isolation switches; setup and verify commands keep the user's environment. `fingerprint()`
-names the agent, its CLI version, a hash of its effective config and the profile.
+config home in its rollout folder (`<folder>/home`, removed when the pooled workspace is reset for the next
+rollout) holding only what authentication needs, and its own isolation switches; setup and verify commands keep
+the user's environment. `fingerprint()` names the agent, its CLI version, a hash of its effective config and the
+profile.
 
 A rollout whose trace shows the agent tried to load the skill and failed (its skill tool errored), while no rollout
 of this student has loaded it yet, stops the run (`LLMError(kind="config")`, naming the agent's fix, e.g. ripgrep
@@ -66,7 +67,7 @@ from skillgit.llm.base import LLMError, Reply
 from skillgit.llm.command import TRANSIENT, agent_env
 from skillgit.llm.registry import Backend
 from skillgit.redact import SecretSet, redact, secret_values
-from skillgit.store.git import GitRepo
+from skillgit.store.repository import open_repository
 from skillgit.types import Item, Score
 
 DIFF_CHARS = 6000
@@ -98,7 +99,7 @@ class AgentStudent:
         self.plan: Plan = plan(self.agent.profile, Settings(cfg.profile, self.base_url, api_key_env, model, self.env))
         # every value the agent could echo: conventional and registered secrets of `env`, and `secrets`
         self._secrets = tuple(sorted(set(secret_values(env)) | secrets.values, key=len, reverse=True))
-        self.repo = GitRepo.open(project_root)
+        self.repo = open_repository(project_root)
         self.workspaces = Workspaces(self.repo, keep=keep_workspaces, skill_path=skill_path)
         self.workspaces.sweep()  # leftovers of a killed run
         self._identity = cache_identity
@@ -162,7 +163,7 @@ class AgentStudent:
         without the committed skill (so a commit of the skill alone keeps the key)."""
         if spec.fixture is not None:
             return "fixture:" + self._fixture_digest(spec.fixture)
-        repo = GitRepo.open(spec.repo or self.root)
+        repo = open_repository(spec.repo or self.root)
         commit = repo.rev_parse(f"{spec.rev}^{{commit}}")
         hidden = tuple(self.workspaces.hidden(spec))
         key = ("repo", str(repo.common_dir), commit, *hidden)
@@ -260,8 +261,7 @@ class AgentStudent:
                                                         sample)
             timings["agent"] = seconds
             self._check_skill_loaded(agent_trace, skill, rel_install)
-            diff = GitRepo.open(ws).workspace_diff(exclude=[rel_install.split("/")[0],
-                                                            *self.workspaces.hidden(spec)])
+            diff = self.workspaces.diff(ws, exclude=[rel_install.split("/")[0], *self.workspaces.hidden(spec)])
             started = time.monotonic()
             try:
                 score = verify.verify(spec.verify, ws, env, wrap=lambda c: str(tracked(ws.parent, c)), record=ws.parent)

@@ -25,7 +25,7 @@ CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillg
 SET = typer.Option(None, "--set", "-s", help="Override a config key: --set train.batch_size=20 (repeatable).")
 HOME = typer.Option(None, "--home", help="Whose agent sessions to read (default: sleep.home, else ~).")
 SOURCES = typer.Option(None, "--sources", help="Session sources, comma-separated or repeated: claude, codex, "
-                                               "copilot-vscode, copilot-cli, cursor, opencode (default: all).")
+                                               "copilot-cli, opencode, copilot-vscode, cursor (default: all).")
 DATE = typer.Option(None, "--date", help="The night, YYYY-MM-DD (default: today).")
 JSON = typer.Option(False, "--json", help="Print JSON on stdout.")
 TASKS = typer.Option(None, "--tasks", help="The mined task file (default: sleep.tasks_file, "
@@ -77,10 +77,10 @@ def harvest_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, ho
     from skillgit.sleep import state
     from skillgit.sleep.harvest import HarvestState, git_remotes, harvest
     from skillgit.sleep.night import home_of, scrubber_for
-    from skillgit.store.git import GitRepo
+    from skillgit.store.repository import open_repository
 
     sp = _project(repo, config, home=home, sources=_sources(sources))
-    since = HarvestState() if all_ else state.load(GitRepo.open(sp.root)).harvest
+    since = HarvestState() if all_ else state.load(open_repository(sp.root)).harvest
     result = harvest(sp.settings.sources or None, home_of(sp), sp.root, git_remotes(str(sp.root)), since,
                      scrubber=scrubber_for(sp))
     rows = [_session_row(s, result.first_new_turn) for s in (*result.sessions, *result.skipped)]
@@ -105,11 +105,11 @@ def mine_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, home:
              sources: Optional[list[str]] = SOURCES, tasks: Optional[str] = TASKS, as_json: bool = JSON) -> None:
     """Harvest new sessions and add the recurring or failed tasks to the reviewable task file."""
     from skillgit.sleep.night import LOCK, gather
-    from skillgit.store.git import GitRepo
     from skillgit.store.lock import hold
+    from skillgit.store.repository import open_repository
 
     sp = _project(repo, config, home=home, sources=_sources(sources), tasks_file=tasks)
-    git = GitRepo.open(sp.root)
+    git = open_repository(sp.root)
     with hold(git.common_dir / "skillgit" / "locks", LOCK):
         g = gather(sp, git, write=True)
     info = {"file": str(g.path), "sessions": len(g.harvest.sessions), "skipped": g.harvest.summary()["skipped"],
@@ -173,25 +173,26 @@ def _review_nothing_mined(sp: Any, path: Path, as_json: bool) -> None:
     """No task file: say what the harvests since the last night found (`sleep mine` writes the file only when it
     mined a task); before any harvest, ask for one."""
     from skillgit.sleep import state as S
-    from skillgit.sleep.night import read_totals
-    from skillgit.store.git import GitRepo
+    from skillgit.store.repository import open_repository
 
-    git = GitRepo.open(sp.root)
+    git = open_repository(sp.root)
     try:
-        seen, totals = len(S.load(git).harvest.files), read_totals(git)
+        seen, totals = len(S.load(git).harvest.files), S.totals(git)
     finally:
         git.close()
-    if not seen and not totals:
+    harvested = totals != S.NightTotals()
+    if not seen and not harvested:
         raise SkillgitError(f"no mined task file at {path}", "run `skillgit sleep mine` first")
     if as_json:
         console.print_json({"file": str(path), "exists": False, "reviewed": False, "tasks": [],
-                            "since_last_night": totals, "session_files_seen": seen})
+                            "since_last_night": totals.to_dict() if harvested else {},
+                            "session_files_seen": seen})
         return
-    harvest, mined = totals.get("harvest") or {}, totals.get("mined") or {}
-    skipped = ", ".join(f"{k} {v}" for k, v in (harvest.get("skipped") or {}).items()) or "none"
-    found = (f"since the last night, `sleep mine` harvested {harvest.get('sessions', 0)} session(s) (skipped: "
-             f"{skipped}) and found {mined.get('units', 0)} request(s) in {mined.get('groups', 0)} group(s): "
-             if totals else "nothing was harvested since the last night: ")
+    harvest, mined = totals.harvest, totals.mined
+    skipped = ", ".join(f"{k} {v}" for k, v in harvest.skipped.items()) or "none"
+    found = (f"since the last night, `sleep mine` harvested {harvest.sessions} session(s) (skipped: "
+             f"{skipped}) and found {mined.units} request(s) in {mined.groups} group(s): "
+             if harvested else "nothing was harvested since the last night: ")
     _say(f"0 task(s) to review: {found}no task recurred in {sp.settings.min_sessions} or more sessions or failed, "
          f"so there is no task file yet ({path}); {seen} session file(s) seen so far")
 
@@ -252,10 +253,8 @@ def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: 
     if as_json:
         console.print_json({**record.to_dict(), "report": str(report)})
     else:
-        seed, final = record.scores.get("seed") or {}, record.scores.get("final") or {}
-        scores = ""
-        if seed.get("val") is not None and final.get("val") is not None:
-            scores = f"; val {seed['val']:.3f} → {final['val']:.3f}"
+        seed, final = record.score("seed", "val"), record.score("final", "val")
+        scores = f"; val {seed:.3f} → {final:.3f}" if seed is not None and final is not None else ""
         typer.echo(shown(f"night {record.date}: {record.status}"
                          + (f" ({record.reason})" if record.reason else "")
                          + (f" on {record.branch}: {record.accepted} accepted, {record.rejected} rejected"
@@ -375,9 +374,7 @@ def adopt_cmd(date: Optional[str] = typer.Argument(None, help="The night (defaul
     tip = A.adopt(store, plan, merge=merge)
     if night is not None and not plan.up_to_date:
         with store.lock(LOCK):
-            head = S.load(store.repo).head
-            updated = dataclasses.replace(night, adopted=tip)
-            S.save(store.repo, {S.night_json(night.date): updated.to_json()}, f"adopt {night.date}", head)
+            S.mark_adopted(store.repo, night, tip)
     if as_json:
         console.print_json({**plan.to_dict(), "tip": tip, "merged": not plan.fast_forward and not plan.up_to_date})
         return
@@ -444,9 +441,9 @@ def _job(sp: Any, at: Optional[str], yes: bool, max_cost: Optional[float]) -> An
     budget.max_cost_usd): nobody watches an unattended night's bill."""
     from skillgit.sleep.night import leaves_machine
     from skillgit.sleep.schedule import Job
-    from skillgit.store.git import GitRepo
+    from skillgit.store.repository import open_repository
 
-    git = GitRepo.open(sp.root)
+    git = open_repository(sp.root)
     settings = sp.settings.with_options(schedule_at=at, max_cost_usd=max_cost)
     who = leaves_machine(sp.config, handoff=False)
     if who and settings.max_cost_usd is None and sp.config.budget.max_cost_usd is None:
@@ -504,9 +501,9 @@ def unschedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
     import shlex
 
     from skillgit.sleep import schedule as K
-    from skillgit.store.git import GitRepo
+    from skillgit.store.repository import open_repository
 
-    root = GitRepo.open(_project(repo, config).root).root.resolve()
+    root = open_repository(_project(repo, config).root).root.resolve()
     if systemd:
         removed = K.remove_systemd(root, shlex.split(systemctl))
         typer.echo(shown("removed " + ", ".join(str(p) for p in removed)) if removed

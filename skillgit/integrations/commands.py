@@ -128,12 +128,13 @@ def cli_has(*names: str) -> bool:
 
 def prepare_review_branch(root: Path, branch: str, start: str) -> bool:
     """Create `branch` at `start` unless it exists; True when it was created. Never moves an existing branch."""
-    from skillgit.store.git import GitError, GitRepo
+    from skillgit.errors import GitStateError
+    from skillgit.store.repository import open_repository
 
     branch = review_branch_name(branch)
     try:
-        return GitRepo.open(root).create_branch(branch, start)
-    except GitError as exc:
+        return open_repository(root).create_branch(branch, start)
+    except GitStateError as exc:
         raise SkillgitError(f"could not create the review branch '{branch}': {exc.message}",
                             "pick another review_branch name", ExitCode.GIT) from None
 

@@ -131,7 +131,8 @@ def show(ws: Workspace, rev: str, full: bool = False) -> str:
         out.append(f"update: mode {detail.update.mode}, {len(detail.update.applied)} edit(s) applied, "
                    f"{len(skipped)} skipped" + (f" ({detail.update.invalid})" if detail.update.invalid else ""))
     if detail.revert is not None:
-        out.append(f"revert: {json.dumps(detail.revert, default=str)}")
+        r = detail.revert
+        out.append(f"revert: mode {r.mode or '?'}, restored {r.target[:12] or '?'}, reason: {r.reason or 'none given'}")
     out += ["", _cap(detail.diff, MAX_DIFF, "diff") or "(no change to the skill)"]
     if full:
         out += ["notes (every record, JSON):", to_json([dict(n) for n in detail.notes])]

@@ -31,10 +31,21 @@ from skillgit import redact, textsafe
 from skillgit.loop import gate as gate_mod
 from skillgit.loop import guards
 from skillgit.loop.context import StepContext
-from skillgit.records import StepKind, StepOutcome, UpdateRecord, Verdict
+from skillgit.records import (
+    CandidateNote,
+    ControlSummary,
+    GateNote,
+    StageUsage,
+    StepKind,
+    StepOutcome,
+    UpdateRecord,
+    Verdict,
+    to_float,
+)
 from skillgit.store import Store
+from skillgit.store import refs as R
 from skillgit.store.core import BranchMoved
-from skillgit.types import Edit, Item, Usage
+from skillgit.types import Edit, Item
 
 __all__ = ["Proposal", "Judgement", "judge", "commit", "gated_commit", "best_of", "outranked", "rival_step",
            "BranchMoved", "subject_of"]
@@ -63,13 +74,6 @@ def subject_of(kind: StepKind, applied: list[Edit], delta: float) -> str:
         if len(applied) > 1:
             head += f" (+{len(applied) - 1} more)"
     return textsafe.clean(f"{kind.subject_prefix}: {head} ({delta * 100:+.1f} val)", multiline=False)
-
-
-def _usage_of(diff: Mapping[str, Any]) -> Usage:
-    total = Usage()
-    for usage in diff.get("by_stage", {}).values():
-        total = total + Usage.from_dict(usage)
-    return total
 
 
 def _guard(ctx: StepContext, p: Proposal) -> str | None:
@@ -150,13 +154,10 @@ def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: P
     return outcome, (judgement.score if judgement.result.accept else judgement.incumbent(current))
 
 
-def _control_summary(score: gate_mod.SplitScore, metric: str, weight: float) -> dict[str, Any]:
+def _control_summary(score: gate_mod.SplitScore, metric: str, weight: float) -> ControlSummary:
     """A null control in the gate note: where and how it was scored (its items are in its own round's note)."""
-    out: dict[str, Any] = {"round": score.round, "blob": score.blob, "mean": round(score.mean(metric, weight), 6),
-                           "items": len(score.per_item), "samples_scored": score.sample_count()}
-    if score.fingerprint:
-        out["fingerprint"] = dict(score.fingerprint)
-    return out
+    return ControlSummary(score.round, score.blob, round(score.mean(metric, weight), 6), len(score.per_item),
+                          score.sample_count(), dict(score.fingerprint))
 
 
 def rival_step(step: int, number: int) -> str:
@@ -193,39 +194,33 @@ def commit(ctx: StepContext, store: Store, run: str, seq: int, p: Proposal, judg
     applied = [r.edit for r in p.record.applied]
     reason = textsafe.clean(redact.redact(verdict.reason), multiline=False)
     summaries = tuple(textsafe.clean(redact.redact(e.summary(100)), multiline=False) for e in applied)
+    cost = StageUsage.from_dict(usage)
     outcome = StepOutcome(run=run, step=str(p.step), kind=p.kind, epoch=p.epoch + 1, seq=seq,
                           verdict=Verdict.ACCEPTED if verdict.accept else Verdict.REJECTED,
                           score_before=round(verdict.before, 6), score_after=round(verdict.after, 6), reason=reason,
-                          edits=summaries, coverage=verdict.coverage, p_value=verdict.p_value, usage=_usage_of(usage))
-    trailers = {"Skillgit-Run": run, "Skillgit-Step": str(p.step), "Skillgit-Seq": str(seq),
-                "Skillgit-Epoch": str(p.epoch + 1), "Skillgit-Kind": p.kind.value, "Skillgit-Metric": f"val.{metric}",
-                "Skillgit-Score": f"{verdict.after:.4f}", "Skillgit-Delta": f"{verdict.delta:+.4f}",
-                "Skillgit-Tokens": str(guards.estimate_tokens(p.after))}
+                          edits=summaries, coverage=verdict.coverage, p_value=verdict.p_value, usage=cost.total)
+    trailers = {R.TRAILER_RUN: run, R.TRAILER_STEP: str(p.step), R.TRAILER_SEQ: str(seq),
+                R.TRAILER_EPOCH: str(p.epoch + 1), R.TRAILER_STEP_KIND: p.kind.value,
+                R.TRAILER_METRIC: f"val.{metric}", R.TRAILER_SCORE: f"{verdict.after:.4f}",
+                R.TRAILER_DELTA: f"{verdict.delta:+.4f}", R.TRAILER_TOKENS: str(guards.estimate_tokens(p.after))}
     body = "\n".join(f"- {s}" for s in summaries) or "(no edit applied)"
-    candidate_note = redact.redact_mapping({"kind": "candidate", "run": run, "step": p.step, "epoch": p.epoch + 1,
-                                            "type": p.kind.value, **p.record.to_dict(), "usage": dict(usage),
-                                            "edits": [e.to_dict() for e in applied]})
-    gate_note = {"kind": "gate", "run": run, "step": p.step, "metric": metric,
-                 "score_before": round(verdict.before, 6), "score_after": round(verdict.after, 6),
-                 "p_value": verdict.p_value, "reason": reason,
-                 "coverage": verdict.coverage.to_dict() if verdict.coverage else None,
-                 "val": cand_score.to_record() if judgement.scored else None,
-                 # the parent's per-item val scores as compared (this round's): which items flipped
-                 "base": judgement.incumbent(current).to_record(),
-                 "checks": [c.to_dict() for c in verdict.checks],
-                 "fixed": list(verdict.fixed), "broke": list(verdict.broke)}
-    if judgement.scored:
-        controls = verdict.check("controls")
-        gate_note.update(
-            incumbent="reused its earlier score" if ecfg.reuse_incumbent_score else "scored again in this round",
-            controls=[_control_summary(c, metric, ecfg.mixed_weight) for c in judgement.controls],
-            noise_floor=controls.numbers.get("noise_floor") if controls is not None else None)
+    candidate = CandidateNote(run, str(p.step), p.epoch + 1, p.kind, p.record, cost, tuple(applied))
+    controls = verdict.check("controls")
+    gate = GateNote(run, str(p.step), metric, round(verdict.before, 6), round(verdict.after, 6), verdict.p_value,
+                    reason, verdict.coverage, cand_score.record() if judgement.scored else None,
+                    # the parent's per-item val scores as compared (this round's): which items flipped
+                    judgement.incumbent(current).record(), verdict.checks, verdict.fixed, verdict.broke,
+                    incumbent=("" if not judgement.scored else "reused its earlier score"
+                               if ecfg.reuse_incumbent_score else "scored again in this round"),
+                    controls=tuple(_control_summary(c, metric, ecfg.mixed_weight) for c in judgement.controls),
+                    noise_floor=to_float(controls.numbers.get("noise_floor")) if controls is not None else None)
     ctx.stage(p.step, "decide")
     cand = store.propose(p.after, base=p.base, run=run, step=p.step, subject=subject_of(p.kind, applied, verdict.delta),
-                         body=body, trailers=trailers, note=[candidate_note], defer_note=True)
+                         body=body, trailers=trailers, note=[redact.redact_mapping(candidate.to_note())],
+                         defer_note=True)
     try:
         store.decide(cand, accept=verdict.accept, reason=reason, score_before=verdict.before,
-                     score_after=verdict.after, note=[gate_note], decision=outcome.to_note(store.branch))
+                     score_after=verdict.after, note=[gate], decision=outcome)
     except BranchMoved:
         store.discard(cand)  # nothing was decided: leave no pending candidate behind
         raise

@@ -24,7 +24,8 @@ from skillgit.records import EpochStep, UpdateRecord
 from skillgit.types import Edit, EditResult, Trajectory, is_failure
 
 REGION = "slow-update"
-ORDER = {"regressed": 0, "persistent_failure": 1, "improved": 2, "stable_success": 3}
+# the order pairs are shown to the teacher in (regressions first): prompts.KIND_ORDER, defined once
+ORDER = {kind: rank for rank, kind in enumerate(prompts.KIND_ORDER)}
 
 
 def slow_update_step(epoch: int) -> str:
@@ -99,7 +100,8 @@ def slow_update(ctx: StepContext, teacher: stages.Teacher, epoch: int, skill: st
                 rationale="longitudinal guidance")
     result = EditResult(edit, "applied", "written into the protected slow-update region") if new_text != skill \
         else EditResult(edit, "skipped_invalid", invalid or "unchanged")
-    details = {"comparison": counts(pairs), "forced": not ctx.cfg.optimizer.slow_update_gate_with_selection}
+    details: dict[str, Any] = {"comparison": counts(pairs),
+                               "forced": not ctx.cfg.optimizer.slow_update_gate_with_selection}
     return new_text, UpdateRecord("slow_update", (result,), invalid=invalid,
                                   reasoning=str((obj or {}).get("reasoning", "")), details=details)
 

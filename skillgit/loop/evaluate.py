@@ -33,6 +33,8 @@ from skillgit.executor import Executor
 from skillgit.llm.base import Student
 from skillgit.llm.metering import bind_stage
 from skillgit.loop.stages import Scorer, rollout_samples
+from skillgit.records import ScoreRecord
+from skillgit.store import refs as R
 from skillgit.types import Item, Trajectory
 
 SAMPLE_STRIDE = 1000  # sample numbers per round: the repeats, then (from half-way) a copy control's
@@ -43,9 +45,11 @@ IDENTICAL_ITEMS = 30  # …over at least this many (text, item) pairs (4 items a
 
 
 def blob_id(text: str) -> str:
-    """The git blob id of `text` (what `git hash-object` prints), computed without touching git."""
-    data = text.encode("utf-8")
-    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+    """The SHA-1 git blob id of `text`: what `git hash-object` prints in a SHA-1 repository (git's default),
+    computed without touching git. The score cache, the journal's rounds and the gate notes key a skill's text by
+    it whatever the repository's object format, so in a SHA-256 repository it is a content key, not the blob's id
+    there (`Store.blob_id` gives that)."""
+    return R.blob_id(text.encode("utf-8"), "sha1")
 
 
 def metric_of(hard: float, soft: float, metric: str, mixed_weight: float = 0.5) -> float:
@@ -129,24 +133,18 @@ class SplitScore:
             return 0.0
         return sum(self.item_metric(k, metric, mixed_weight) for k in keys) / len(keys)
 
-    def to_record(self) -> dict:
-        record: dict[str, Any] = {
-            "split": self.split, "blob": self.blob,
-            "per_item": {k: [round(h, 4), round(s, 4)] for k, (h, s) in sorted(self.per_item.items())},
-            "errors": dict(sorted(self.errors.items())), "repeats": self.repeats,
-            "samples_scored": self.sample_count()}
-        if self.identical:
-            record["identical_repeats"] = True
-        if self.round:
-            record["round"] = self.round
-        if self.fingerprint:
-            record["fingerprint"] = dict(self.fingerprint)
-        if self.seconds:
-            record["seconds"] = dict(sorted(self.seconds.items()))
-        if self.samples:
-            record["samples"] = {k: [[round(h, 4), round(s, 4)] for h, s in rows]
-                                 for k, rows in sorted(self.samples.items())}
-        return record
+    def record(self) -> ScoreRecord:
+        """This scoring as a gate note keeps it (scores rounded to 4 places)."""
+        def pair(h: float, s: float) -> tuple[float, float]:
+            return round(h, 4), round(s, 4)
+
+        return ScoreRecord(self.split, self.blob, {k: pair(*v) for k, v in self.per_item.items()},
+                           dict(self.errors), self.repeats, self.sample_count(), self.identical, self.round,
+                           dict(self.fingerprint), dict(self.seconds),
+                           {k: tuple(pair(*v) for v in rows) for k, rows in self.samples.items()})
+
+    def to_record(self) -> dict[str, Any]:
+        return self.record().to_dict()
 
     @classmethod
     def from_trajectories(cls, split: str, blob: str, trajectories: list[Trajectory]) -> SplitScore:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from skillgit.config import EvaluationCfg
@@ -50,7 +50,7 @@ from skillgit.loop.evaluate import (  # noqa: F401
     student_fingerprint,
 )
 from skillgit.loop.stats import corrected_k, wilson  # noqa: F401 - part of the gate's vocabulary
-from skillgit.records import Coverage
+from skillgit.records import Coverage, GateCheck, to_float  # (GateCheck: a gate note's record)
 
 if TYPE_CHECKING:
     from skillgit.config import Config
@@ -67,24 +67,6 @@ def paired_p_value(diffs: list[float], seed: int, rounds: int = 4000) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- verdicts
-@dataclass(frozen=True)
-class GateCheck:
-    """One check's verdict: `detail` says it in words, `numbers` holds what it computed (JSON-ready)."""
-
-    name: str
-    passed: bool
-    detail: str
-    numbers: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "detail": self.detail, "numbers": dict(self.numbers)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> GateCheck:
-        return cls(str(data.get("name", "")), bool(data.get("passed")), str(data.get("detail", "")),
-                   dict(data.get("numbers") or {}))
-
-
 @dataclass(frozen=True)
 class GateResult:
     accept: bool
@@ -192,7 +174,7 @@ def decide(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, *, seed: i
                    tuple(controls))
     nulls = tuple(c for c in (_controls(ctx), _fingerprint(ctx)) if c is not None)
     checks = nulls + tuple(_CHECKS[name](ctx) for name in planned_checks(cfg.gate))
-    p_values = [c.numbers["p"] for c in checks if c.name not in NULL_CHECKS and c.numbers.get("p") is not None]
+    p_values = [p for c in checks if c.name not in NULL_CHECKS and (p := to_float(c.numbers.get("p"))) is not None]
     p_value = p_values[0] if p_values else None
     fixed, broke = flips(cfg, before, after, common)
     moved = "".join(f"; {_named(label, ids)}" for label, ids in (("fixed", fixed), ("broke", broke)) if ids)
@@ -375,7 +357,7 @@ def _per_item(ctx: _Context) -> GateCheck:
             lost.append(k)
     noise_p = stats.tail_at_least(chances, len(drops))
     noise = bool(drops) and noise_p >= cfg.paired_alpha  # as many drops as the items' own noise explains
-    numbers = {"regressed": 0 if noise else len(drops), "dropped": len(drops), "unknown_now": len(lost),
+    numbers: dict[str, Any] = {"regressed": 0 if noise else len(drops), "dropped": len(drops), "unknown_now": len(lost),
                "tolerance": tau, "noise_p": _r(noise_p), "expected_by_noise": _r(sum(chances)),
                "worst_drop": _r(max((w - n for _, w, n in drops), default=0.0)),
                "items": ([] if noise else [k for k, _, _ in drops]) + lost}

@@ -552,7 +552,7 @@ class Trainer:
                         outcome = _found_outcome(self.run_id, item.proposal.step, item.proposal.epoch, seq0 + n,
                                                  item.found)
                         # blocked as when this process decided it: the blocked set must not depend on a restart
-                        self._block([Edit.from_dict(e) for e in item.found["edits"]], outcome, item.proposal.step)
+                        self._block(self._found_edits(item.found), outcome, item.proposal.step)
                         done.append((item.proposal, outcome))
                         continue
                     outcome = commit(self.ctx, self.store, self.run_id, seq0 + n, item.proposal, item.judgement,
@@ -628,10 +628,15 @@ class Trainer:
         self._fresh_step = step
         return False
 
-    def _count_found(self, step: int | str, epoch: int, found: dict) -> None:
+    def _count_found(self, step: int | str, epoch: int, found: StepOutcome) -> None:
         """Count a decision git already holds (made before a restart) as if this process had made it."""
         outcome = _found_outcome(self.run_id, step, epoch, self.progress.seq + 1, found)
-        self._record(epoch, outcome, list(found["edits"]))
+        self._record(epoch, outcome, [e.to_dict() for e in self._found_edits(found)])
+
+    def _found_edits(self, found: StepOutcome) -> list[Edit]:
+        """The edits a decision git already holds applied (its candidate note's)."""
+        candidate = self.store.step_notes(found.sha).candidate
+        return list(candidate.edits) if candidate else []
 
     # ------------------------------------------------------------------------------------------ epochs
     def _end_epoch(self, epoch: int, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
@@ -741,7 +746,7 @@ class _Planned:
     proposal: Proposal
     judgement: Judgement
     usage: Mapping[str, Any]
-    found: dict | None = None
+    found: StepOutcome | None = None
 
 
 @dataclass(frozen=True)
@@ -765,9 +770,9 @@ def _round_in(records: list[dict], side: str) -> str | None:
     return None
 
 
-def _found_outcome(run: str, step: int | str, epoch: int, seq: int, found: dict) -> StepOutcome:
-    return StepOutcome(run, str(step), StepKind.parse(found["kind"]), epoch + 1, seq, Verdict(found["verdict"]), 0.0,
-                       float(found["delta"]), "(decided before a restart)", sha=found["sha"])
+def _found_outcome(run: str, step: int | str, epoch: int, seq: int, found: StepOutcome) -> StepOutcome:
+    return StepOutcome(run, str(step), found.kind, epoch + 1, seq, found.verdict, 0.0, found.delta,
+                       "(decided before a restart)", sha=found.sha)
 
 
 def _edit_dicts(proposal: Proposal) -> list[dict]:

@@ -15,24 +15,23 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any
 
-from skillgit.types import Usage
+from skillgit.records import DECIDED, StepKind, Verdict, to_float
+from skillgit.types import Usage, known_fields
 
-StepKind = Literal["step", "slow_update", "meta_reflect"]
-Verdict = Literal["accepted", "rejected"]
-STEP_KINDS: tuple[str, ...] = ("step", "slow_update", "meta_reflect")
-VERDICTS: tuple[str, ...] = ("accepted", "rejected")
-
-
-def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    """The entries of `data` that name a field of dataclass `cls` (forward compatibility: unknown keys go)."""
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
+STEP_KINDS: tuple[str, ...] = tuple(k.value for k in StepKind)
+VERDICTS: tuple[str, ...] = tuple(v.value for v in DECIDED)  # a report shows decided candidates only
 
 
 def _opt_float(value: Any) -> float | None:
-    return None if value is None else float(value)
+    """None stays None (unknown); anything else must be a number (a report's own JSON: an error otherwise)."""
+    if value is None:
+        return None
+    number = to_float(value)
+    if number is None:
+        raise ValueError(f"not a number: {value!r}")
+    return number
 
 
 def _scores(data: Mapping[str, Any] | None) -> dict[str, float | None]:
@@ -59,7 +58,7 @@ class ReportEdit:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReportEdit:
-        return cls(**_known(cls, data))
+        return cls(**known_fields(cls, data))
 
 
 @dataclass(frozen=True)
@@ -68,9 +67,9 @@ class ReportStep:
 
     seq: int
     step: str  # the step's name: "3", "e1-slow-update", "e1-meta-reflect"
-    kind: StepKind = "step"
+    kind: StepKind = StepKind.STEP
     epoch: int = 1
-    verdict: Verdict = "rejected"
+    verdict: Verdict = Verdict.REJECTED
     val_before: float | None = None  # the parent's val score the gate compared with
     val_after: float | None = None  # the candidate's val score
     delta: float | None = None  # val_after - val_before as the gate saw it
@@ -86,18 +85,22 @@ class ReportStep:
     coverage: float | None = None  # fraction of val items with a known score
 
     def __post_init__(self) -> None:
-        # Invariant: kind and verdict are from their closed vocabularies, so renderers can switch on them.
+        # Invariant: kind and verdict are members of their closed vocabularies (given as members or their strings),
+        # so renderers can switch on them.
         if self.kind not in STEP_KINDS:
             raise ValueError(f"ReportStep.kind must be one of {STEP_KINDS}, not {self.kind!r}")
         if self.verdict not in VERDICTS:
             raise ValueError(f"ReportStep.verdict must be one of {VERDICTS}, not {self.verdict!r}")
+        object.__setattr__(self, "kind", StepKind(self.kind))
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
 
     @property
     def accepted(self) -> bool:
-        return self.verdict == "accepted"
+        return self.verdict is Verdict.ACCEPTED
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["kind"], data["verdict"] = self.kind.value, self.verdict.value
         data["edits"] = [e.to_dict() for e in self.edits]
         data["seconds"] = dict(self.seconds)
         data["item_scores"] = dict(self.item_scores)
@@ -105,7 +108,7 @@ class ReportStep:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReportStep:
-        d = _known(cls, data)
+        d = known_fields(cls, data)
         d["edits"] = tuple(e if isinstance(e, ReportEdit) else ReportEdit.from_dict(e) for e in d.get("edits", ()))
         d["seconds"] = {str(k): float(v) for k, v in (d.get("seconds") or {}).items()}
         d["item_scores"] = _scores(d.get("item_scores"))
@@ -128,7 +131,7 @@ class SplitScores:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> SplitScores:
-        d = _known(cls, data or {})
+        d = known_fields(cls, data or {})
         return cls(**{k: _opt_float(v) for k, v in d.items()})
 
 
@@ -169,7 +172,7 @@ class RunReport:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunReport:
-        d = _known(cls, data)
+        d = known_fields(cls, data)
         d["val"] = SplitScores.from_dict(d.get("val"))
         d["test"] = SplitScores.from_dict(d.get("test"))
         d["val_items"] = tuple(str(i) for i in d.get("val_items", ()))

@@ -15,7 +15,7 @@ BLOCKS = "▁▂▃▄▅▆▇█"
 UNKNOWN = "·"
 
 
-def _known(value: float | None) -> bool:
+def _finite(value: float | None) -> bool:
     return value is not None and not math.isnan(value)
 
 
@@ -25,7 +25,7 @@ def _buckets(values: Sequence[float | None], width: int) -> list[float | None]:
     out: list[float | None] = []
     for i in range(width):
         chunk = values[i * len(values) // width:(i + 1) * len(values) // width]
-        known = [v for v in chunk if v is not None and _known(v)]
+        known = [v for v in chunk if v is not None and _finite(v)]
         out.append(sum(known) / len(known) if known else None)
     return out
 
@@ -36,14 +36,14 @@ def sparkline(values: Sequence[float | None], width: int = 24, lo: float | None 
     if width < 1:
         raise ValueError("sparkline width must be at least 1")
     points = _buckets(values, width)
-    known = [v for v in points if v is not None and _known(v)]
+    known = [v for v in points if v is not None and _finite(v)]
     if not known:
         return UNKNOWN * len(points)
     low = min(known) if lo is None else lo
     high = max(known) if hi is None else hi
     out = []
     for v in points:
-        if v is None or not _known(v):
+        if v is None or not _finite(v):
             out.append(UNKNOWN)
         elif high <= low:
             out.append(BLOCKS[3])

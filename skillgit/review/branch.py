@@ -6,9 +6,10 @@ Contract:
   and contains the skill branch's tip, refused with a hint when it does not (the skill branch moved on since: merge
   it in first), when `name` is the skill branch itself or a `candidates/` branch, or not a valid branch name.
   The skill branch is never moved, and neither is anything else.
-- `record(store, run, base, head, seed)` appends one `review` record `{run, base, head}` to the note of the commit
-  the run starts from (its seed), once per run; `recorded_base(records, run)` reads it back. Notes travel with
+- `record(store, run, base, head, seed)` appends one `ReviewNote` `{run, base, head}` to the note of the commit
+  the run starts from (its seed), once per run; `recorded_base(reviews, run)` reads it back. Notes travel with
   `skillgit push` / `pull` (merged, never overwritten), so `skillgit pr` finds the base in any clone.
+- Every ref write goes through `Store` (`Store.start_branch`, `Store.add_note`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,9 @@ from typing import Any, Iterable, Mapping
 
 from skillgit.errors import GitStateError, SkillgitError
 from skillgit.project import Project
+from skillgit.records import ReviewNote
 from skillgit.store import Store
-from skillgit.store import notes as N
 from skillgit.store import refs as R
-from skillgit.store.git import RefConflict, RefUpdate
-
-REVIEW_KIND = "review"
 
 
 @dataclass(frozen=True)
@@ -70,8 +68,7 @@ def prepare(store: Store, name: str, *, create: bool = True) -> ReviewBranch:
     With `create=False` (a dry run) nothing is written and a missing branch is reported as it would start."""
     short = _check_name(store, name)
     tip = store.tip()
-    ref = R.branch_ref(short)
-    head = store.repo.ref(ref)
+    head = store.branch_tip(short)
     if head is not None:
         if not store.repo.is_ancestor(tip, head):
             raise GitStateError(f"branch '{short}' does not contain the tip of '{store.branch}' ({tip[:12]}): "
@@ -80,13 +77,7 @@ def prepare(store: Store, name: str, *, create: bool = True) -> ReviewBranch:
                                 f"train onto a new branch name")
         return ReviewBranch(store.branch, short, head, created=False, existed=True)
     if create:
-        try:
-            store.repo.transaction([RefUpdate("update", ref, tip, None)],
-                                   f"skillgit: start review branch {short} at {store.branch}")
-        except RefConflict:
-            raise GitStateError(f"branch '{short}' appeared while skillgit was creating it",
-                                "run the same command again (it continues the branch if it starts at the "
-                                "skill branch)") from None
+        store.start_branch(short, tip, f"skillgit: start review branch {short} at {store.branch}")
     return ReviewBranch(store.branch, short, tip, created=create, existed=False)
 
 
@@ -99,16 +90,15 @@ def prepare_project(project: Project, name: str, *, create: bool = True) -> Revi
 def record(store: Store, run: str, branch: ReviewBranch, seed: str) -> bool:
     """Note on `seed` (the commit the run starts from) that `run` trains `branch.head` from `branch.base`.
     Written once per run; returns True when a record was added."""
-    records, _ = N.decode_lenient(store.repo.note_text(seed) or "")  # a bad line elsewhere must not stop a run
-    if recorded_base(records, run) == branch.base:
+    if recorded_base(store.step_notes(seed).reviews, run) == branch.base:  # (a bad line elsewhere: no stop)
         return False
-    store.add_note(seed, [{"kind": REVIEW_KIND, "run": run, "base": branch.base, "head": branch.head}])
+    store.add_note(seed, [ReviewNote(run, branch.base, branch.head)])
     return True
 
 
-def recorded_base(records: Iterable[Mapping[str, Any]], run: str) -> str | None:
-    """The base branch a `review` record names for `run`, or None."""
-    for rec in records:
-        if rec.get("kind") == REVIEW_KIND and rec.get("run") == run and R.branch_problem(rec.get("base")) is None:
-            return str(rec["base"])  # (a collaborator's note: a name git could read as an option is not taken)
+def recorded_base(reviews: Iterable[ReviewNote], run: str) -> str | None:
+    """The base branch a review record names for `run`, or None."""
+    for review in reviews:
+        if review.run == run and R.branch_problem(review.base) is None:
+            return review.base  # (a collaborator's note: a name git could read as an option is not taken)
     return None

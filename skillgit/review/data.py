@@ -3,7 +3,7 @@
 Contract:
 - Reads only (notes, commits, the run ref) and never fails on a malformed note (notes arrive from collaborators
   through `pull`): a line that does not parse is skipped, a field of the wrong type is left out and listed
-  (`Decision.skipped`, `notes.conform`), a parent commit that is not in the repository gives no diff.
+  (`StepReview.skipped`, `notes.conform`), a parent commit that is not in the repository gives no diff.
 - A run's decisions are the decision notes whose `run` is that run, in decision order (`seq`). They are found
   through the notes, not by walking a branch, so a run on a review branch — or on a branch deleted after merging —
   reads the same. Scores, deltas and reasons are the decision notes' own, exactly what `skillgit log --json`
@@ -25,11 +25,21 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 from skillgit.errors import GitStateError
 from skillgit.loop.gate import metric_of
-from skillgit.records import Coverage, RunProgress, SkillScores, StepOutcome, UpdateRecord, Verdict
+from skillgit.records import (
+    Coverage,
+    GateNote,
+    RunProgress,
+    ScoreRecord,
+    SkillScores,
+    StepNotes,
+    StepOutcome,
+    UpdateRecord,
+    to_float,
+)
 from skillgit.report import ReportEdit, ReportStep, RunReport, SplitScores
 from skillgit.review.branch import recorded_base
 from skillgit.store import Store, read
@@ -92,33 +102,22 @@ def compare_items(before: Mapping[str, float | None] | None, after: Mapping[str,
     return ItemFlips(True, tuple(fixed), tuple(broke), tuple(unknown))
 
 
-def item_scores(val: Any, metric: str, weight: float) -> dict[str, float | None]:
-    """A gate record's `val` (`per_item`: id → [hard, soft], `errors`: id → why) as item → score | None."""
-    if not isinstance(val, Mapping):
+def item_scores(val: ScoreRecord | None, metric: str, weight: float) -> dict[str, float | None]:
+    """A gate note's scoring (`val` or `base`) as item → score on the gate metric | None (unknown)."""
+    if val is None:
         return {}
-    out: dict[str, float | None] = {}
-    errors = val.get("errors")
-    for item in (errors if isinstance(errors, Mapping) else {}):
-        out[str(item)] = None
-    per_item = val.get("per_item")
-    for item, pair in (per_item.items() if isinstance(per_item, Mapping) else ()):
-        hard = N.to_float(pair[0]) if isinstance(pair, (list, tuple)) and len(pair) >= 2 else None
-        soft = N.to_float(pair[1]) if isinstance(pair, (list, tuple)) and len(pair) >= 2 else None
-        out[str(item)] = None if hard is None or soft is None else round(metric_of(hard, soft, metric, weight), 6)
+    out: dict[str, float | None] = dict.fromkeys(val.errors)
+    for item, (hard, soft) in val.per_item.items():
+        out[item] = round(metric_of(hard, soft, metric, weight), 6)
     return out
 
 
-def _first(records: Iterable[Mapping[str, Any]], kind: str, run: str | None = None) -> Mapping[str, Any] | None:
-    return next((r for r in records if r.get("kind") == kind and (run is None or r.get("run") in (None, run))), None)
-
-
-def _parent_items(gate: Mapping[str, Any] | None, parent_records: Iterable[Mapping[str, Any]], metric: str,
-                  weight: float) -> dict[str, float | None] | None:
+def _parent_items(gate: GateNote | None, parent: StepNotes, metric: str, weight: float
+                  ) -> dict[str, float | None] | None:
     """The parent's per-item val scores: the gate note's `base` record, else the parent's own gate note."""
-    if gate is not None and isinstance(gate.get("base"), Mapping):
-        return item_scores(gate["base"], metric, weight) or None
-    parent_gate = _first(parent_records, "gate")
-    return (item_scores(parent_gate.get("val"), metric, weight) or None) if parent_gate else None
+    if gate is not None and gate.base is not None:
+        return item_scores(gate.base, metric, weight) or None
+    return (item_scores(parent.gate.val, metric, weight) or None) if parent.gate else None
 
 
 def _iso(stamp: float | None) -> str:
@@ -134,7 +133,7 @@ def run_metric(store: Store, run: str, default: tuple[str, float] = ("hard", 0.5
         cfg = yaml.safe_load((files or {}).get("config.yaml", "")) or {}
         ev = cfg.get("evaluation") or {}
         metric = str(ev.get("gate_metric", default[0]))
-        weight = N.to_float(ev.get("mixed_weight"))
+        weight = to_float(ev.get("mixed_weight"))
         return (metric if metric in ("hard", "soft", "mixed") else default[0],
                 default[1] if weight is None else weight)
     except (yaml.YAMLError, AttributeError, TypeError):
@@ -143,14 +142,10 @@ def run_metric(store: Store, run: str, default: tuple[str, float] = ("hard", 0.5
 
 # ---------------------------------------------------------------------------------------------- notes
 class NoteIndex:
-    """Every skillgit note of a repository, read with two git calls and parsed on demand (leniently)."""
+    """Every skillgit note of a repository, read with two git calls and parsed on demand (leniently, typed)."""
 
     def __init__(self, store: Store):
-        self._store = store
-        self._blobs = store.repo.notes_map()
-        found = store.repo.cat_batch(self._blobs.values())
-        self._texts = {sha: obj[1].decode("utf-8", "replace") for sha, blob in self._blobs.items()
-                       if (obj := found.get(blob)) is not None}
+        self._texts = store.note_texts()
         self._parsed: dict[str, N.Checked] = {}
 
     def _checked(self, sha: str) -> N.Checked:
@@ -158,23 +153,21 @@ class NoteIndex:
             self._parsed[sha] = N.decode_checked(self._texts.get(sha, ""))
         return self._parsed[sha]
 
-    def records(self, sha: str) -> list[dict[str, Any]]:
-        """The usable records of `sha`'s note (fields of the wrong type dropped)."""
-        return self._checked(sha).records
-
-    def skipped(self, sha: str) -> tuple[str, ...]:
-        """What `records(sha)` left out as malformed."""
-        return self._checked(sha).skipped
+    def notes(self, sha: str, run: str | None = None) -> StepNotes:
+        """What `sha`'s note says (of `run`, when given), typed; fields of the wrong type dropped and listed."""
+        checked = self._checked(sha)
+        return StepNotes.from_records(checked.records, sha, run, checked.skipped)
 
     def decided_in(self, run: str) -> list[str]:
-        """Commits carrying a decision record of `run` (a cheap text filter first: most notes are other runs')."""
-        return [sha for sha, text in self._texts.items() if '"kind":"decision"' in text and run in text
-                and any(r.get("kind") == "decision" and r.get("run") == run for r in self.records(sha))]
+        """Commits carrying a decision record of `run` (a cheap text filter first: most notes are other runs'; it
+        allows any JSON spacing, as a note written by hand or another tool may have)."""
+        return [sha for sha, text in self._texts.items() if '"decision"' in text and run in text
+                and any(r.get("kind") == "decision" and r.get("run") == run for r in self._checked(sha).records)]
 
 
 # ---------------------------------------------------------------------------------------------- one decision
 @dataclass(frozen=True)
-class Decision:
+class StepReview:
     """One decided candidate with what a reviewer needs: the outcome (scores, reason, usage — the decision note's),
     how it was built, its diff, its per-item val scores and what flipped against its parent."""
 
@@ -218,54 +211,40 @@ class Decision:
                 "seconds": dict(self.seconds), "skipped": list(self.skipped)}
 
 
-def build_decision(sha: str, records: list[dict[str, Any]], parent_records: Iterable[Mapping[str, Any]], diff: str,
-                   metric: str, weight: float, run: str | None = None, skipped: tuple[str, ...] = ()
-                   ) -> Decision | None:
-    """A Decision from a commit's note records, `conform`ed (None when it holds no readable decision); `skipped`
-    says what conforming left out."""
-    decision = _first(records, "decision", run)
-    if decision is None:
+def build_review(sha: str, notes: StepNotes, parent: StepNotes, diff: str, metric: str, weight: float
+                 ) -> StepReview | None:
+    """A StepReview from a commit's typed notes (None when they hold no readable decision); `parent`: its parent
+    commit's notes (where its per-item scores are, when the gate note has no `base`)."""
+    if notes.decision is None:
         return None
-    try:
-        outcome = StepOutcome.from_dict({**decision, "sha": sha})
-    except (ValueError, TypeError, OverflowError):
-        return None
-    candidate = _first(records, "candidate", run)
-    try:
-        update = UpdateRecord.from_dict(candidate) if candidate else None
-    except (ValueError, TypeError, OverflowError) as exc:
-        update, skipped = None, (*skipped, f"candidate: skipped whole ({exc})")
-    gate = _first(records, "gate", run)
-    items = item_scores(gate.get("val"), metric, weight) if gate else {}
-    before = _parent_items(gate, parent_records, metric, weight)
-    train = (candidate or {}).get("train")
+    candidate, gate = notes.candidate, notes.gate
+    items = item_scores(gate.val, metric, weight) if gate else {}
+    before = _parent_items(gate, parent, metric, weight)
+    train = candidate.train if candidate else None
     train_score = None
-    if isinstance(train, Mapping):
-        hard, soft = N.to_float(train.get("hard_mean")), N.to_float(train.get("soft_mean"))
+    if train is not None:
         if metric == "hard":
-            train_score = hard
+            train_score = train.hard_mean
         elif metric == "soft":
-            train_score = soft
-        elif hard is not None and soft is not None:
-            train_score = metric_of(hard, soft, metric, weight)
-    usage = (candidate or {}).get("usage")
-    timings = usage.get("timings_s") if isinstance(usage, Mapping) else None
-    seconds = {str(k): float(v) for k, v in (timings or {}).items() if N.to_float(v) is not None}
-    return Decision(outcome, update, diff, items, compare_items(before, items) if items else NOT_RECORDED,
-                    train_score, seconds, str(gate.get("reason", "")) if gate else "", tuple(skipped))
+            train_score = train.soft_mean
+        elif train.hard_mean is not None and train.soft_mean is not None:
+            train_score = metric_of(train.hard_mean, train.soft_mean, metric, weight)
+    seconds = dict(candidate.usage.timings_s) if candidate else {}
+    return StepReview(notes.decision, candidate.update if candidate else None, diff, items,
+                      compare_items(before, items) if items else NOT_RECORDED, train_score, seconds,
+                      gate.reason if gate else "", notes.skipped)
 
 
-def step_decision(store: Store, detail: read.StepDetail) -> Decision | None:
-    """The Decision `skillgit show` summarises (None for a commit skillgit did not decide)."""
+def step_review(store: Store, detail: read.StepDetail) -> StepReview | None:
+    """The StepReview `skillgit show` summarises (None for a commit skillgit did not decide)."""
     if detail.outcome is None:
         return None
     metric, weight = run_metric(store, detail.outcome.run)
-    gate = detail.gate
-    if gate is not None and isinstance(gate.get("metric"), str):
-        metric = str(gate["metric"])
-    parent_records = N.decode_checked(store.repo.note_text(detail.parent) or "").records if detail.parent else []
-    records, _ = N.conform_all(dict(r) for r in detail.notes)  # (`detail.skipped` says what was left out)
-    return build_decision(detail.sha, records, parent_records, detail.diff, metric, weight, skipped=detail.skipped)
+    if detail.gate is not None and detail.gate.metric:
+        metric = detail.gate.metric
+    parent = store.step_notes(detail.parent) if detail.parent else StepNotes()
+    notes = StepNotes(detail.outcome, detail.candidate, detail.gate, detail.revert, skipped=detail.skipped)
+    return build_review(detail.sha, notes, parent, detail.diff, metric, weight)
 
 
 # ---------------------------------------------------------------------------------------------- one run
@@ -278,7 +257,7 @@ class RunReview:
     progress: RunProgress
     metric: str
     mixed_weight: float
-    decisions: tuple[Decision, ...]
+    decisions: tuple[StepReview, ...]
     head: str
     base: str | None
     scores: Mapping[str, SkillScores]
@@ -292,11 +271,11 @@ class RunReview:
         return self.progress.run
 
     @property
-    def accepted(self) -> tuple[Decision, ...]:
+    def accepted(self) -> tuple[StepReview, ...]:
         return tuple(d for d in self.decisions if d.accepted)
 
     @property
-    def rejected(self) -> tuple[Decision, ...]:
+    def rejected(self) -> tuple[StepReview, ...]:
         return tuple(d for d in self.decisions if not d.accepted)
 
     def reproduce(self) -> str:
@@ -316,7 +295,7 @@ class RunReview:
                 "reproduce": self.reproduce()}
 
 
-def _scores(progress: RunProgress, decisions: tuple[Decision, ...]) -> dict[str, SkillScores]:
+def _scores(progress: RunProgress, decisions: tuple[StepReview, ...]) -> dict[str, SkillScores]:
     if progress.final_scores:
         return dict(progress.final_scores)
     # An unfinished run: val only, from what the decisions recorded.
@@ -337,35 +316,33 @@ def _diff(store: Store, parent: str, sha: str) -> str:
 
 
 def load_run(store: Store, run: str | None = None, *, split_sizes: Mapping[str, int] | None = None,
-             diff_of: Callable[[Decision], bool] = lambda d: True) -> RunReview:
+             diff_of: Callable[[StepReview], bool] = lambda d: True) -> RunReview:
     """Everything git holds about `run` (default: the newest). `split_sizes` (split → number of items) gives the
     n of the uncertainty intervals when the notes do not; `diff_of` says which decisions need their diff."""
     progress = read.run_progress(store, run)
     run_id = progress.run
     notes = NoteIndex(store)
     metric, weight = run_metric(store, run_id)
-    found: list[Decision] = []
+    found: list[StepReview] = []
     for sha in notes.decided_in(run_id):
-        decision = _first(notes.records(sha), "decision", run_id) or {}
-        parent = str(decision.get("parent") or "")
-        built = build_decision(sha, notes.records(sha), notes.records(parent) if parent else [], "", metric, weight,
-                               run_id, notes.skipped(sha))
+        mine = notes.notes(sha, run_id)
+        parent = mine.decision.parent if mine.decision else ""
+        built = build_review(sha, mine, notes.notes(parent) if parent else StepNotes(), "", metric, weight)
         if built is not None:
             found.append(built)
     found.sort(key=lambda d: (d.outcome.seq, R.step_key(R.parse_step(d.outcome.step) or 0)))
     decisions = [dataclasses.replace(d, diff=_diff(store, d.outcome.parent, d.outcome.sha))
                  if d.outcome.parent and diff_of(d) else d for d in found]
     seed_rev = progress.seed_rev or ""
-    seed_records = notes.records(seed_rev) if seed_rev else []
-    seed_gate = _first(seed_records, "gate")
-    seed_items = item_scores(seed_gate.get("val"), metric, weight) if seed_gate else {}
+    seed = notes.notes(seed_rev) if seed_rev else StepNotes()
+    seed_items = item_scores(seed.gate.val, metric, weight) if seed.gate else {}
     if not seed_items and decisions:
         first_gate_base = None  # a gate note's `base` record of the run's first decision is the seed's scores
         for d in decisions:
             if d.outcome.parent == seed_rev:
-                gate = _first(notes.records(d.outcome.sha), "gate", run_id)
-                if gate is not None and isinstance(gate.get("base"), Mapping):
-                    first_gate_base = item_scores(gate["base"], metric, weight)
+                gate = notes.notes(d.outcome.sha, run_id).gate
+                if gate is not None and gate.base is not None:
+                    first_gate_base = item_scores(gate.base, metric, weight)
                     break
         seed_items = first_gate_base or {}
     sizes = dict(split_sizes or {})
@@ -373,12 +350,12 @@ def load_run(store: Store, run: str | None = None, *, split_sizes: Mapping[str, 
                  None) or sizes.get("val")
     files = store.load_run(run_id) or {}
     return RunReview(progress, metric, weight, tuple(decisions), progress.branch or store.branch,
-                     recorded_base(seed_records, run_id), _scores(progress, tuple(decisions)), val_n,
+                     recorded_base(seed.reviews, run_id), _scores(progress, tuple(decisions)), val_n,
                      sizes.get("test"), files.get("config.yaml", ""), seed_items)
 
 
 # ---------------------------------------------------------------------------------------------- HTML report
-def _report_edits(d: Decision) -> tuple[ReportEdit, ...]:
+def _report_edits(d: StepReview) -> tuple[ReportEdit, ...]:
     if d.update is None:
         return ()
     results = d.update.apply
@@ -388,11 +365,10 @@ def _report_edits(d: Decision) -> tuple[ReportEdit, ...]:
     return ()
 
 
-def report_step(d: Decision) -> ReportStep:
+def report_step(d: StepReview) -> ReportStep:
     o = d.outcome
     cov: Coverage | None = o.coverage
-    return ReportStep(seq=o.seq, step=o.step, kind=o.kind.value,
-                      epoch=o.epoch or 1, verdict="accepted" if o.verdict is Verdict.ACCEPTED else "rejected",
+    return ReportStep(seq=o.seq, step=o.step, kind=o.kind, epoch=o.epoch or 1, verdict=o.verdict,
                       val_before=o.score_before, val_after=o.score_after, delta=o.delta, train_score=d.train_score,
                       reason=o.reason, edits=_report_edits(d), diff=d.diff, cost_usd=o.usage.cost_usd,
                       calls=o.usage.calls, tokens=o.usage.total_tokens, seconds=dict(d.seconds),

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 from skillgit import textsafe
 from skillgit.errors import SkillgitError
-from skillgit.review.data import Decision, RunReview, total_usage, wilson
+from skillgit.review.data import RunReview, StepReview, total_usage, wilson
 from skillgit.review.show import flips_lines
 from skillgit.store import Store
 from skillgit.store import refs as R
@@ -107,7 +107,7 @@ def _scores(review: RunReview) -> list[str]:
     return rows
 
 
-def _edits(d: Decision, max_text: int | None) -> list[str]:
+def _edits(d: StepReview, max_text: int | None) -> list[str]:
     lines = []
     for r in (d.update.applied if d.update else ()):
         e = r.edit
@@ -119,7 +119,7 @@ def _edits(d: Decision, max_text: int | None) -> list[str]:
     return lines or ["- (no edit recorded)"]
 
 
-def _diff(d: Decision, max_lines: int) -> list[str]:
+def _diff(d: StepReview, max_lines: int) -> list[str]:
     if not d.diff:
         return ["(diff not available)"]
     lines = d.diff.splitlines()
@@ -155,7 +155,7 @@ def _accepted(review: RunReview, max_diff_lines: int, max_text: int | None, max_
     return out
 
 
-def _train_line(d: Decision) -> list[str]:
+def _train_line(d: StepReview) -> list[str]:
     """The step's train-batch rollout score (the skill before the edits), labelled; none when not recorded."""
     if d.train_score is None:
         return []

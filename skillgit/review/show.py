@@ -10,7 +10,7 @@ corrupt lines are counted, note fields of the wrong type listed (`skipped_text`)
 
 from __future__ import annotations
 
-from skillgit.review.data import Decision, ItemFlips, step_decision
+from skillgit.review.data import ItemFlips, StepReview, step_review
 from skillgit.store import Store
 from skillgit.store.read import StepDetail
 
@@ -42,7 +42,7 @@ def flips_lines(flips: ItemFlips, scored: bool = True) -> list[str]:
     return lines
 
 
-def _decision_text(detail: StepDetail, d: Decision) -> list[str]:
+def _decision_text(detail: StepDetail, d: StepReview) -> list[str]:
     o = d.outcome
     where = f"{o.kind.value}, epoch {o.epoch}" if o.epoch else o.kind.value
     tag = f" · tag {d.tag}" if d.tag else ""
@@ -87,13 +87,13 @@ def skipped_text(skipped: tuple[str, ...], sha: str) -> str:
 def summary(store: Store, detail: StepDetail, rev: str = "") -> str:
     """The human summary of one revision (see the module's contract)."""
     rev = rev or detail.rev
-    decision = step_decision(store, detail)
+    decision = step_review(store, detail)
     if decision is not None:
         lines = _decision_text(detail, decision)
     elif detail.revert is not None:
         r = detail.revert
-        lines = [f"revert ({r.get('mode', '?')}) · commit {detail.sha[:12]}",
-                 f"restored: {str(r.get('target', ''))[:12] or '?'} · reason: {r.get('reason') or 'none given'}"]
+        lines = [f"revert ({r.mode or '?'}) · commit {detail.sha[:12]}",
+                 f"restored: {r.target[:12] or '?'} · reason: {r.reason or 'none given'}"]
     else:
         lines = [f"commit {detail.sha[:12]} (not a skillgit decision): {detail.subject}"]
     lines += ["", "diff:" if detail.diff else "diff: (no change to the skill)"]

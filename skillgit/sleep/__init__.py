@@ -57,16 +57,14 @@ from skillgit.sleep.mine import (
     write_tasks,
 )
 from skillgit.sleep.model import REPLAY_MARKER, SKIP_REASONS, Session, ToolCall, ToolResult, Turn
-from skillgit.sleep.readers import READERS, SOURCES, Reader, get_reader
+from skillgit.sleep.readers import Reader, get_reader, readers, sources
 from skillgit.sleep.scrub import Redactions, Scrubber, build_scrubber
 from skillgit.sleep.settings import SleepSettings, open_sleep_project
 from skillgit.sleep.state import NightRecord
 
 __all__ = [
-    "READERS",
     "REPLAY_MARKER",
     "SKIP_REASONS",
-    "SOURCES",
     "FileState",
     "HandoffLLM",
     "HandoffPending",
@@ -99,8 +97,10 @@ __all__ = [
     "open_sleep_project",
     "parse_test_output",
     "read_tasks",
+    "readers",
     "rev_before",
     "skip_reason",
+    "sources",
     "split_units",
     "write_tasks",
 ]

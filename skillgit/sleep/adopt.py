@@ -17,7 +17,8 @@ Contracts:
   A worktree that has the skill branch checked out is moved with `git merge --ff-only <target>` there (branch,
   index and files together; git refuses if it would overwrite the person's uncommitted changes, and then nothing
   changes); otherwise the ref moves in one transaction.
-- Git is reached only through `GitRepo` methods.
+- Refs move only through `Store` (`Store.fast_forward`, the store's one checked-out-worktree routine;
+  `Store.merge_skill` builds the merge commit).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from dataclasses import dataclass
 
 from skillgit.errors import GitStateError, SkillgitError
 from skillgit.store import Store
-from skillgit.store.git import GitError, RefConflict, RefUpdate
+from skillgit.store.core import BranchMoved
+from skillgit.store.worktrees import WorktreeRefused
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class AdoptPlan:
 
 def plan(store: Store, branch: str, date: str, report: str | None = None) -> AdoptPlan:
     repo = store.repo
-    night_tip = repo.ref(f"refs/heads/{branch}")
+    night_tip = store.branch_tip(branch)
     if night_tip is None:
         raise SkillgitError(f"there is no branch '{branch}' for the night of {date}",
                             "see the nights with `skillgit sleep status`, or run one with `skillgit sleep run`")
@@ -74,59 +76,28 @@ def adopt(store: Store, p: AdoptPlan, *, merge: bool = False) -> str:
             f"({p.skill_tip[:12]} is not in {p.branch}); a fast-forward is not possible",
             f"`skillgit sleep adopt {p.date} --merge` makes a merge commit (refused on conflicts), `--pr` proposes "
             "it for review, or let the next night train on top of it (`skillgit sleep run`)")
-    repo = store.repo
     with store.lock(store.branch):
         store.prepare_worktrees()  # a skillgit step killed mid-update is finished; the person's skill edits refuse
         if store.tip() != p.skill_tip:
             raise GitStateError(f"skill branch '{p.skill_branch}' moved while adopting",
                                 "run `skillgit sleep adopt` again")
         target = p.night_tip if p.fast_forward else merge_commit(store, p)
-        checked_out = [w for w in repo.worktrees() if w.branch == store.branch_ref and not w.bare and w.path.is_dir()]
         try:
-            if checked_out:
-                repo.ff_merge(checked_out[0].path, target)
-            else:
-                repo.transaction([RefUpdate("update", store.branch_ref, target, p.skill_tip)],
-                                 f"skillgit sleep: adopt {p.branch}")
-        except RefConflict:
+            store.fast_forward(target, expected=p.skill_tip, reason=f"skillgit sleep: adopt {p.branch}")
+        except BranchMoved:
             raise GitStateError(f"skill branch '{p.skill_branch}' moved while adopting; nothing was changed",
                                 "run `skillgit sleep adopt` again") from None
-        except GitError as exc:
-            where = str(checked_out[0].path) if checked_out else "the repository"
+        except WorktreeRefused as exc:
             raise GitStateError(
-                f"git refused to move '{p.skill_branch}' in {where} to {target[:12]}: {exc.message}",
+                f"git refused to move '{p.skill_branch}' in {exc.path} to {target[:12]}: {exc.detail}",
                 f"nothing was changed; files there that the night also changes ({store.skill_path}) are in the way "
-                f"(see `git status` in {where}); once they are out of the way, run `skillgit sleep adopt {p.date}` "
-                "again") from None
+                f"(see `git status` in {exc.path}); once they are out of the way, run `skillgit sleep adopt "
+                f"{p.date}` again") from None
     return target
 
 
 def merge_commit(store: Store, p: AdoptPlan) -> str:
     """The merge commit of `--merge` (see the module contract); written as an object only, no ref moves."""
-    repo, path = store.repo, store.skill_path
-    base = repo.merge_base(p.skill_tip, p.night_tip)
-    if base is None:
-        raise GitStateError(f"'{p.branch}' and '{p.skill_branch}' share no history", "merge them by hand")
-    base_blob = repo.tree_entry(base, path)
-    night_only_skill = repo.replace_in_tree(p.night_tip, path, base_blob.sha, base_blob.mode) if base_blob else None
-    if night_only_skill != repo.mktree(repo.ls_tree(base)):
-        raise GitStateError(f"the night's branch '{p.branch}' changes more than {path}; adopt merges only the skill",
-                            f"merge it by hand after review: git switch {p.skill_branch} && git merge {p.branch}")
-
-    def text(rev: str) -> str:
-        data = repo.blob_at(rev, path)
-        return data.decode("utf-8") if data is not None else ""
-
-    merged, conflicts = repo.merge_file(text(p.skill_tip), text(base), text(p.night_tip))
-    if conflicts:
-        raise GitStateError(
-            f"{path} changed on '{p.skill_branch}' and on '{p.branch}' in the same places ({conflicts} conflict(s)); "
-            "nothing was changed",
-            f"let the next night train on top of '{p.skill_branch}' (`skillgit sleep run`), or merge by hand: "
-            f"git switch {p.skill_branch} && git merge {p.branch}")
-    mode = (repo.tree_entry(p.skill_tip, path) or base_blob)
-    tree = repo.replace_in_tree(p.skill_tip, path, repo.write_blob(merged.encode("utf-8")),
-                                mode.mode if mode else "100644")
     message = (f"skillgit sleep: merge {p.branch} into {p.skill_branch}\n\nThe night of {p.date}'s gated edits "
-               f"to {path}, merged after '{p.skill_branch}' moved on.\n")
-    return repo.commit_tree(tree, [p.skill_tip, p.night_tip], message)
+               f"to {store.skill_path}, merged after '{p.skill_branch}' moved on.\n")
+    return store.merge_skill(p.skill_tip, p.night_tip, message, names=(p.skill_branch, p.branch))

@@ -103,14 +103,14 @@ def write_home(home: Path, project: Path) -> int:
 
 def create_project(folder: Path, *, seed: int, steps: int) -> DemoProject:
     """Write the demo project and its fixture home into `folder` (new or empty); commit the project on `main`."""
-    from skillgit.store.git import GitRepo
     from skillgit.store.initialize import init_project
+    from skillgit.store.repository import init_repository
     from skillgit.world import default_skill
 
     if folder.exists() and any(folder.iterdir()):
         raise SkillgitError(f"{folder} is not empty", "pass --dir with a new or empty folder")
     folder.mkdir(parents=True, exist_ok=True)
-    repo = GitRepo.init(folder, "main")
+    repo = init_repository(folder, "main")
     for key, value in (("user.name", "skillgit demo"), ("user.email", "demo@skillgit.invalid")):
         if not repo.config_get_all(key):
             repo.config_set(key, value)
@@ -152,8 +152,8 @@ def run_sleep_demo(folder: Path | None, *, seed: int, steps: int, display: Any, 
     """See the module contract; returns the night's `NightRecord`."""
     from skillgit.sleep.night import LOCK, NightOptions, gather, run_night, today
     from skillgit.sleep.settings import open_sleep_project
-    from skillgit.store.git import GitRepo
     from skillgit.store.lock import hold
+    from skillgit.store.repository import open_repository
 
     if steps < 1:
         raise SkillgitError(f"--steps must be at least 1, got {steps}", "try --steps 4")
@@ -168,7 +168,7 @@ def run_sleep_demo(folder: Path | None, *, seed: int, steps: int, display: Any, 
                   "simulated world as teacher and student; your HOME and agent config are not read.")
         with readers_in(demo.home):
             sp = open_sleep_project(folder, None, [])
-            git = GitRepo.open(folder)
+            git = open_repository(folder)
             try:
                 with hold(git.common_dir / "skillgit" / "locks", LOCK):
                     g = gather(sp, git, write=True, date=night)
@@ -193,34 +193,23 @@ def run_sleep_demo(folder: Path | None, *, seed: int, steps: int, display: Any, 
 
 
 def _summary(folder: Path, record: Any, keep: bool) -> None:
-    from skillgit.store.git import GitRepo
-
     out = console.out
-    seed, final = record.scores.get("seed") or {}, record.scores.get("final") or {}
+    seed, final = record.scores.get("seed"), record.scores.get("final")
     line = f"night {record.date}: {record.status}" + (f" ({record.reason})" if record.reason else "")
     if record.branch:
         line += f" on {record.branch}: {record.accepted} accepted, {record.rejected} rejected"
-    if seed.get("val") is not None and final.get("val") is not None:
-        line += f"; val {seed['val']:.3f} → {final['val']:.3f}"
-    tasks = record.tasks or {}
+    if seed is not None and final is not None and seed.val is not None and final.val is not None:
+        line += f"; val {seed.val:.3f} → {final.val:.3f}"
+    tasks = record.tasks
     out.print(line, markup=False, highlight=False)
-    out.print(f"replayed {tasks.get('used', 0)} task(s): train {tasks.get('train', 0)}, val {tasks.get('val', 0)}, "
-              f"test {tasks.get('test', 0)}", markup=False, highlight=False)
-    if record.accepted and record.tip:
-        from skillgit.store import refs as R
-
-        git = GitRepo.open(folder)
-        try:
-            out.rule(f"git log main..{record.branch}")
-            for sha, _ in git.first_parent_chain(record.tip):
-                if sha == record.base:
-                    break
-                out.print(f"{sha[:12]} {git.commit_summary(sha)[0]}", markup=False, highlight=False)
-                note = (git.note_text(sha, R.DISPLAY_NOTES_REF) or "").strip()
-                if note:
-                    out.print("    " + note.replace("\n", "\n    "), markup=False, highlight=False)
-        finally:
-            git.close()
+    out.print(f"replayed {tasks.used} task(s): train {tasks.train}, val {tasks.val}, test {tasks.test}",
+              markup=False, highlight=False)
+    accepted = [o for o in record.edits if o.accepted]
+    if accepted and record.branch:
+        out.rule(f"accepted on {record.branch}")
+        for outcome in accepted:
+            out.print(f"{outcome.sha[:12]} step {outcome.step}: val {outcome.score_before:.3f} → "
+                      f"{outcome.score_after:.3f}\n    gate: {outcome.reason}", markup=False, highlight=False)
     where = f"cd {folder} && " if keep else "with --dir DIR, "
     out.print(f"look at it: {where}git log main..{record.branch or 'sleep/' + record.date}; "
               f"skillgit sleep review; skillgit sleep status; skillgit sleep adopt {record.date}",

@@ -43,8 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from skillgit.sleep.model import MALFORMED, REPLAY_ENV, REPLAY_MARKER, Session, is_replay
-from skillgit.sleep.readers import SOURCES, Reader, get_reader
+from skillgit.sleep.readers import Reader, get_reader
 from skillgit.sleep.readers import inbox as inbox_files
+from skillgit.sleep.readers import sources as reader_sources
 from skillgit.sleep.scrub import Redactions, Scrubber, build_scrubber
 
 UNKNOWN_WARN_RATIO = 0.2
@@ -194,10 +195,10 @@ def _remote_matches(remote: str, keys: set[str]) -> bool:
 def git_remotes(path: str) -> list[str]:
     """The remote URLs of the git repository at `path` ([] when it is none or git fails)."""
     from skillgit.errors import SkillgitError
-    from skillgit.store.git import GitRepo
+    from skillgit.store.repository import open_repository
 
     try:
-        return GitRepo.open(Path(path)).remote_urls()
+        return open_repository(Path(path)).remote_urls()
     except (SkillgitError, OSError):
         return []
 
@@ -400,7 +401,7 @@ def harvest(sources: Iterable[str] | None, home: Path | str, repo_root: Path | s
 
     run = _Harvest(home, os.path.realpath(str(repo_root)), {normalize_remote(r) for r in remotes if r.strip()},
                    scrub, lookup, since or HarvestState())
-    chosen = SOURCES if sources is None else tuple(sources)
+    chosen = reader_sources() if sources is None else tuple(sources)
     discovered: set[Path] = set()
     for source in chosen:
         reader = get_reader(source)

@@ -625,12 +625,12 @@ def rev_before(repo_root: Path | str, timestamp: str | None, branch: str | None 
     """The commit `branch` (default HEAD) pointed at just before `timestamp`, for `mine(rev_for=…)`; None when git
     cannot tell. Reads the repository only."""
     from skillgit.errors import SkillgitError
-    from skillgit.store.git import GitRepo
+    from skillgit.store.repository import open_repository
 
     if not timestamp:
         return None
     try:
-        repo = GitRepo.open(Path(repo_root))
+        repo = open_repository(Path(repo_root))
     except SkillgitError:
         return None
     for ref in ([branch] if branch else []) + ["HEAD"]:

@@ -14,18 +14,29 @@ Contracts:
 - `user_turn_count` is the number of user turns the session had, also for a skipped session (whose turns are gone).
 - `unknown_records` counts record types the reader did not recognise (and `<malformed>` for unparsable lines);
   `total_records` is the number of records read, so a caller can tell a format change from noise.
+- `Turn.skills` are the skills (`SKILL.md` packages) and instruction files (`AGENTS.md`, …) the agent used in that
+  assistant turn, as the source recorded them (`SkillUse`); `Session.skills` lists them once each, in order (what
+  a skill library needs to route a mined task to the skills its answer used). A turn without skills serialises
+  without the key, so digests of older sessions do not change.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from skillgit.agentic.spec import REPLAY_ENV as REPLAY_ENV
 from skillgit.agentic.spec import WORKSPACE_PREFIX
+from skillgit.types import known_fields
 
 Role = Literal["user", "assistant"]
+SkillKind = Literal["skill", "instructions"]
+# how a skill entered the turn: the agent's skill tool, the person's command (`/name`, `$name`), the agent reading
+# the file itself, or the agent putting it into the context on its own (AGENTS.md, a skill loaded by another one)
+SkillHow = Literal["tool", "command", "read", "injected"]
+SKILL_KINDS: tuple[str, ...] = ("skill", "instructions")
+SKILL_HOWS: tuple[str, ...] = ("tool", "command", "read", "injected")
 SkipReason = Literal["headless", "sidechain", "replay", "other-project", "empty"]
 SKIP_REASONS: tuple[str, ...] = ("other-project", "replay", "sidechain", "headless", "empty")
 # How harvest recognises the agent sessions skillgit starts itself (agent students, sleep replays), so it never
@@ -35,11 +46,6 @@ SKIP_REASONS: tuple[str, ...] = ("other-project", "replay", "sidechain", "headle
 REPLAY_MARKER = "[skillgit-replay]"
 REPLAY_WORKSPACE = re.compile(r"(^|[/\\])" + re.escape(WORKSPACE_PREFIX) + r"[0-9a-f]+([/\\]|$)")
 MALFORMED = "<malformed>"  # the unknown-record key for lines that are not JSON objects
-
-
-def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,7 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        d = _known(cls, data)
+        d = known_fields(cls, data)
         d["paths"] = tuple(d.get("paths") or ())
         return cls(**d)
 
@@ -79,7 +85,31 @@ class ToolResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:
-        return cls(**_known(cls, data))
+        return cls(**known_fields(cls, data))
+
+
+@dataclass(frozen=True)
+class SkillUse:
+    """A skill the agent used: `name` (the skill's name, or the instructions file's name such as `AGENTS.md`),
+    `kind`, `how` it came in, and `path` (its `SKILL.md` or instructions file, or folder) when the source records it.
+    Unknown `kind` / `how` values from a newer file read back as the defaults."""
+
+    name: str
+    kind: SkillKind = "skill"
+    how: SkillHow = "tool"
+    path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SkillUse:
+        d = known_fields(cls, data)
+        if d.get("kind") not in SKILL_KINDS:
+            d.pop("kind", None)
+        if d.get("how") not in SKILL_HOWS:
+            d.pop("how", None)
+        return cls(**{"name": "", **d})
 
 
 @dataclass(frozen=True)
@@ -89,15 +119,19 @@ class Turn:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_results: tuple[ToolResult, ...] = ()
     timestamp: str | None = None
+    skills: tuple[SkillUse, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "role": self.role,
             "text": self.text,
             "tool_calls": [c.to_dict() for c in self.tool_calls],
             "tool_results": [r.to_dict() for r in self.tool_results],
             "timestamp": self.timestamp,
         }
+        if self.skills:
+            d["skills"] = [s.to_dict() for s in self.skills]
+        return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Turn:
@@ -107,6 +141,7 @@ class Turn:
             tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls") or ()),
             tool_results=tuple(ToolResult.from_dict(r) for r in data.get("tool_results") or ()),
             timestamp=data.get("timestamp"),
+            skills=tuple(SkillUse.from_dict(s) for s in data.get("skills") or () if isinstance(s, dict)),
         )
 
 
@@ -151,6 +186,15 @@ class Session:
     def with_(self, **changes: Any) -> Session:
         return replace(self, **changes)
 
+    @property
+    def skills(self) -> tuple[SkillUse, ...]:
+        """Every skill the session's turns used, once per (kind, name), in the order first used."""
+        seen: dict[tuple[str, str], SkillUse] = {}
+        for turn in self.turns:
+            for use in turn.skills:
+                seen.setdefault((use.kind, use.name), use)
+        return tuple(seen.values())
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["turns"] = [t.to_dict() for t in self.turns]
@@ -159,7 +203,7 @@ class Session:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Session:
-        d = _known(cls, data)
+        d = known_fields(cls, data)
         d["turns"] = tuple(Turn.from_dict(t) for t in data.get("turns") or ())
         d["unknown_records"] = dict(data.get("unknown_records") or {})
         return cls(**d)

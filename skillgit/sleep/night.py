@@ -9,7 +9,7 @@ Contracts:
   lost); without, nothing is written anywhere (`dry-run`, `harvest`). Every saving gather also adds what it
   harvested, mined and redacted to the running totals since the last night (`totals.json` on the sleep ref), so
   a night after `skillgit sleep mine` still reports what that mine harvested; a night takes the totals into its
-  record and resets them.
+  record and resets them. The night's record is typed (`state.NightRecord`).
 - `release(cfg, handoff, reviewed, yes)` is the privacy gate, asked before any model call: when anything outside
   this machine would see transcript-derived text — a teacher or student backend other than `simulated`, or
   handoff prompts meant for an agent — the task file's header must say `reviewed: true`, or `--yes` must be
@@ -19,7 +19,8 @@ Contracts:
   on the night's branch — created at the skill branch's tip, never the skill branch itself — with the night's
   budgets as `budget.*` / `train.max_steps` overrides and the run id `sleep-<date>` (running the same night again
   resumes it; every finished call is in the journal). It writes the report to `<report_dir>/<date>.md` and saves
-  it with the `NightRecord` on the sleep ref. The user's checkout and the skill branch are never touched.
+  it with the `NightRecord` on the sleep ref. The user's checkout and the skill branch are never touched. Refs are
+  written by the store only: the night's branch by `Store.start_branch`, the sleep ref by `state.save`.
 - Handoff (`options.handoff`): the teacher (and the judge of rubric tasks) is a `HandoffLLM`; its folder gets a
   `.gitignore` of `*` when it lies inside the repository (prompts quote mined tasks). When answers are missing the
   night is recorded as `waiting` and `HandoffPending` propagates (exit 5) counting every prompt that waits once the
@@ -37,11 +38,12 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from skillgit.config import Config
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.loop.events import EventSink, ignore
+from skillgit.records import SkillScores, StepOutcome
 from skillgit.rubric import RubricScorer
 from skillgit.sleep import replay as R
 from skillgit.sleep import state as S
@@ -53,10 +55,10 @@ from skillgit.sleep.report import render
 from skillgit.sleep.scrub import Scrubber, build_scrubber
 from skillgit.sleep.settings import SleepProject, check_date
 from skillgit.store import Store
-from skillgit.store.git import GitRepo, RefUpdate
+from skillgit.store.repository import Repository, open_repository
 
 LOCK = "skillgit-sleep"  # one night (or mine) at a time per repository
-TOTALS_FILE = "totals.json"  # on the sleep ref: what was harvested, mined and redacted since the last night
+TOTALS_FILE = S.TOTALS_FILE  # on the sleep ref: what was harvested, mined and redacted since the last night
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ class Gathered:
     reviewed: bool
     path: Path
     head: str | None  # the sleep ref after saving (or as read, without `write`)
-    totals: dict[str, Any] = field(default_factory=dict)  # since the last night, this gather included (`write`)
+    totals: S.NightTotals = field(default_factory=S.NightTotals)  # since the last night (this one, with `write`)
 
 
 def today() -> str:
@@ -86,7 +88,7 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
-def night_folder(repo: GitRepo, date: str) -> Path:
+def night_folder(repo: Repository, date: str) -> Path:
     return repo.common_dir / "skillgit" / "sleep" / check_date(date)
 
 
@@ -122,7 +124,7 @@ def ensure_private(folder: Path, root: Path, *, existing: bool = False) -> None:
 
 def _ignored(root: Path, relative: Path) -> bool:
     try:
-        repo = GitRepo.open(root)
+        repo = open_repository(root)
     except SkillgitError:
         return False
     try:
@@ -156,7 +158,7 @@ def collect(sp: SleepProject, since: S.HarvestState) -> tuple[HarvestResult, Min
 def head_sha(root: Path) -> str | None:
     """HEAD's commit now (a mined task is pinned to a commit, never to the moving name "HEAD"); None without one."""
     try:
-        repo = GitRepo.open(root)
+        repo = open_repository(root)
     except SkillgitError:
         return None
     try:
@@ -165,7 +167,7 @@ def head_sha(root: Path) -> str | None:
         repo.close()
 
 
-def gather(sp: SleepProject, repo: GitRepo, *, write: bool, date: str | None = None) -> Gathered:
+def gather(sp: SleepProject, repo: Repository, *, write: bool, date: str | None = None) -> Gathered:
     """See the module contract."""
     state = S.load(repo)
     result, mined = collect(sp, state.harvest)
@@ -181,7 +183,7 @@ def gather(sp: SleepProject, repo: GitRepo, *, write: bool, date: str | None = N
     reviewed = bool(existing and existing.reviewed and not new)
     pool = (*old, *new)
     head = state.head
-    totals = read_totals(repo)
+    totals = S.totals(repo)
     if write:
         if new:
             ensure_private(path.parent, sp.root)
@@ -191,29 +193,19 @@ def gather(sp: SleepProject, repo: GitRepo, *, write: bool, date: str | None = N
             write_tasks(path, pool, reviewed=reviewed, meta=meta, scrubber=scrubber_for(sp))
         if result.state != state.harvest or head is None:
             summary = result.summary()
-            totals = add_counts(totals, counts_of(result, mined, len(new)))
-            head = S.save(repo, {S.STATE_FILE: result.state.to_json(), TOTALS_FILE: json.dumps(totals, sort_keys=True)},
+            totals = totals + counts_of(result, mined, len(new))
+            head = S.save(repo, {S.STATE_FILE: result.state.to_json(),
+                                 TOTALS_FILE: json.dumps(totals.to_dict(), sort_keys=True)},
                           f"harvest: {summary['sessions']} session(s), {len(new)} new task(s)", state.head)
         consume_inbox(result)  # only once the state that remembers those sessions is saved (or was already)
     return Gathered(result, mined, tuple(pool), tuple(new), reviewed, path, head, totals)
 
 
-def counts_of(result: HarvestResult, mined: MineResult, new_tasks: int) -> dict[str, Any]:
+def counts_of(result: HarvestResult, mined: MineResult, new_tasks: int) -> S.NightTotals:
     summary = result.summary()
-    return {"harvest": {"sessions": summary["sessions"], "skipped": summary["skipped"],
-                        "warnings": summary["warnings"], "files_read": summary["files_read"],
-                        "files_unchanged": summary["files_unchanged"]},
-            "mined": {**mined.summary(), "new_tasks": new_tasks},
-            "redactions": result.redactions.to_dict()}
-
-
-def read_totals(repo: GitRepo) -> dict[str, Any]:
-    text = S.read(repo, TOTALS_FILE)
-    try:
-        data = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+    return S.NightTotals(S.HarvestCounts.from_dict(summary), S.MinedCounts.from_dict({**mined.summary(),
+                                                                                        "new_tasks": new_tasks}),
+                         result.redactions)
 
 
 # ---------------------------------------------------------------------------------------------- privacy gate
@@ -272,26 +264,18 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
     return chosen, meta
 
 
-def add_counts(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """Counts of two harvests (or two partial runs of the same night), added (nested mappings too)."""
-    out: dict[str, Any] = dict(old)
-    for key, value in new.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
-            out[key] = value
-        elif isinstance(value, dict):
-            out[key] = add_counts(out.get(key) or {}, value)
-        else:
-            out[key] = (out.get(key) or 0) + value
-    return out
-
-
-def _decisions(store: Store, run: str) -> list[dict[str, Any]]:
+def _decisions(store: Store, run: str) -> tuple[StepOutcome, ...]:
+    """The run's decided steps in history order, as their decision notes say (a step without one: as the log
+    lists it)."""
     rows = []
     for e in store.history(run):
         if e.run == run and e.verdict in ("accepted", "rejected"):
-            rows.append({"step": str(e.step), "verdict": e.verdict, "delta": e.delta, "reason": e.reason,
-                         "edits": list(e.edits), "sha": e.sha})
-    return rows
+            found = store.step_notes(e.sha, run).decision
+            after = e.score or 0.0
+            rows.append(replace(found, sha=e.sha) if found is not None else StepOutcome.from_dict(
+                {"run": run, "step": str(e.step), "verdict": e.verdict, "score_before": after - (e.delta or 0.0),
+                 "score_after": after, "reason": e.reason, "edits": list(e.edits), "sha": e.sha}))
+    return tuple(rows)
 
 
 def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ignore) -> S.NightRecord:
@@ -309,14 +293,12 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
         totals = gathered.totals  # everything since the last night: `sleep mine` runs, and this gather
         record = S.NightRecord(
             date=date, status="nothing", branch=branch, run=run_id(date), skill_branch=cfg.skill.branch,
-            harvest=dict(totals.get("harvest") or {}), mined=dict(totals.get("mined") or {}),
-            redactions=dict(totals.get("redactions") or {}), started=started,
-            budget={"max_tasks": settings.max_tasks, "max_steps": settings.max_steps, "max_calls": settings.max_calls,
-                    "max_tokens": settings.max_tokens, "max_cost_usd": settings.max_cost_usd})
+            harvest=totals.harvest, mined=totals.mined, redactions=totals.redactions, started=started,
+            budget=S.NightBudget(settings.max_tasks, settings.max_steps, settings.max_calls, settings.max_tokens,
+                                 settings.max_cost_usd))
         if previous is not None:  # a resumed night: count what earlier runs of it harvested too
-            record = replace(record, harvest=add_counts(previous.harvest, record.harvest),
-                             mined=add_counts(previous.mined, record.mined),
-                             redactions=add_counts(previous.redactions, record.redactions), started=previous.started,
+            record = replace(record, harvest=previous.harvest + record.harvest, mined=previous.mined + record.mined,
+                             redactions=previous.redactions + record.redactions, started=previous.started,
                              adopted=previous.adopted)
         if not gathered.pool:
             return _finish(sp, repo, replace(record, reason="no recurring or failed task mined yet", branch=""),
@@ -326,8 +308,8 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
         folder = night_folder(repo, date)
         simulated = cfg.model.student_backend == "simulated"
         chosen, meta = _frozen_replay(sp, folder, gathered.pool, simulated, Pins(repo, store.tip()))
-        record = replace(record, tasks={**meta, "file": shown_path(gathered.path, sp.root),
-                                        "reviewed": gathered.reviewed, "approval": approval})
+        record = replace(record, tasks=S.NightTasks.from_dict({**meta, "file": shown_path(gathered.path, sp.root),
+                                                               "reviewed": gathered.reviewed, "approval": approval}))
         if not R.has_splits(folder):
             return _finish(sp, repo, replace(record, reason=meta.get("reason") or "no usable task", branch=""),
                            gathered.head)
@@ -348,28 +330,26 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
             stopped = exc.pending if isinstance(exc, HandoffDeferred) else exc
             pending = pending_prompts(stopped.folder)  # all of them: other calls kept writing until the run stopped
             waiting = replace(record, status="waiting", reason=f"{len(pending)} teacher prompt(s) wait for answers",
-                              handoff={"folder": shown_path(stopped.folder, sp.root), "pending": len(pending),
-                                       "answered": answered(stopped.folder)})
+                              handoff=S.NightHandoff(shown_path(stopped.folder, sp.root), len(pending),
+                                                     answered(stopped.folder)))
             _finish(sp, repo, _with_run(waiting, session.store, trainer), gathered.head)
             raise HandoffPending(stopped.folder, pending or list(stopped.pending)) from None
         status = "finished" if result.status == "finished" else "stopped"
         record = replace(record, status=status, reason=result.reason,
-                         scores={k: {"val": v.get("val"), "test": v.get("test")} for k, v in result.scores.items()
+                         scores={k: SkillScores.from_dict(v) for k, v in result.scores.items()
                                  if k in ("seed", "final")})
         if options.handoff is not None:
-            record = replace(record, handoff={"folder": shown_path(options.handoff, sp.root),
-                                              "answered": answered(options.handoff),
-                                              "pending": len(pending_prompts(options.handoff))})
+            record = replace(record, handoff=S.NightHandoff(shown_path(options.handoff, sp.root),
+                                                            len(pending_prompts(options.handoff)),
+                                                            answered(options.handoff)))
         return _finish(sp, repo, _with_run(record, session.store, trainer), gathered.head)
 
 
 def _with_run(record: S.NightRecord, store: Store, trainer: Any) -> S.NightRecord:
     decisions = _decisions(store, record.run)
-    usage = trainer.progress.usage
-    return replace(record, tip=store.repo.ref(f"refs/heads/{record.branch}") or "", edits=tuple(decisions),
-                   accepted=sum(d["verdict"] == "accepted" for d in decisions),
-                   rejected=sum(d["verdict"] == "rejected" for d in decisions),
-                   usage={"calls": usage.calls, "tokens": usage.total_tokens, "cost_usd": round(usage.cost_usd, 6)})
+    return replace(record, tip=store.branch_tip(record.branch) or "", edits=decisions,
+                   accepted=sum(d.accepted for d in decisions), rejected=sum(not d.accepted for d in decisions),
+                   usage=trainer.progress.usage)
 
 
 def _judge(session: Any, options: NightOptions) -> Any:
@@ -389,13 +369,11 @@ def _judge(session: Any, options: NightOptions) -> Any:
 def _start_branch(store: Store, branch: str, folder: Path) -> str:
     """Create the night's branch at the skill branch's tip (once, with compare-and-swap: never over an existing
     branch); return the commit it started from (remembered in the night's folder for a resumed night)."""
-    ref = f"refs/heads/{branch}"
-    repo = store.repo
     marker = folder / "branch.json"
-    existing = repo.ref(ref)
+    existing = store.branch_tip(branch)
     if existing is None:
         tip = store.tip()
-        repo.transaction([RefUpdate("update", ref, tip, None)], f"skillgit sleep: start {branch} at {tip[:12]}")
+        store.start_branch(branch, tip, f"skillgit sleep: start {branch} at {tip[:12]}")
         marker.write_text(json.dumps({"branch": branch, "base": tip}) + "\n", encoding="utf-8")
         return tip
     if marker.is_file():
@@ -403,7 +381,7 @@ def _start_branch(store: Store, branch: str, folder: Path) -> str:
     return existing
 
 
-def _finish(sp: SleepProject, repo: GitRepo, record: S.NightRecord, head: str | None) -> S.NightRecord:
+def _finish(sp: SleepProject, repo: Repository, record: S.NightRecord, head: str | None) -> S.NightRecord:
     record = replace(record, ended=_now())
     text = render(record)
     folder = sp.path(sp.settings.report_dir)

@@ -23,7 +23,7 @@ from skillgit.sleep.mine import read_tasks
 from skillgit.sleep.night import gather, leaves_machine, night_overrides, run_id
 from skillgit.sleep.settings import SleepProject, check_date
 from skillgit.store import Store
-from skillgit.store.git import GitRepo
+from skillgit.store.repository import open_repository
 
 
 def plan_night(sp: SleepProject, date: str, *, handoff: bool = False) -> dict[str, Any]:
@@ -82,17 +82,17 @@ def _text(plan: dict[str, Any]) -> str:
 
 
 def status_info(sp: SleepProject, limit: int = 10, *, crontab: str = "crontab") -> dict[str, Any]:
-    repo = GitRepo.open(sp.root)
+    repo = open_repository(sp.root)
     state = S.load(repo)
     nights = []
     for date in list(state.nights)[-limit:][::-1]:
         record = S.night(repo, date)
         if record is None:
             continue
-        seed, final = record.scores.get("seed") or {}, record.scores.get("final") or {}
         nights.append({"date": record.date, "status": record.status, "reason": record.reason,
                        "branch": record.branch, "accepted": record.accepted, "rejected": record.rejected,
-                       "val": [seed.get("val"), final.get("val")], "cost_usd": record.usage.get("cost_usd", 0.0),
+                       "val": [record.score("seed", "val"), record.score("final", "val")],
+                       "cost_usd": record.usage.cost_usd,
                        "adopted": record.adopted,
                        "branch_exists": bool(record.branch and repo.ref(f"refs/heads/{record.branch}"))})
     path = sp.path(sp.settings.tasks_file)

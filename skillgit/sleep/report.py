@@ -51,58 +51,50 @@ def render(record: NightRecord) -> str:
     h, m, t = r.harvest, r.mined, r.tasks
     lines += ["## Harvest and mining", ""]
     lines += _table(["", "count"], [
-        ["sessions harvested (new or grown)", str(h.get("sessions", 0))],
-        ["sessions skipped", f"{sum((h.get('skipped') or {}).values())} ({_pairs(h.get('skipped') or {})})"],
-        ["format warnings", str(h.get("warnings", 0))],
-        ["task units / groups", f"{m.get('units', 0)} / {m.get('groups', 0)}"],
-        ["tasks mined tonight (new)", f"{m.get('tasks', 0)} ({m.get('new_tasks', 0)})"],
-        ["tasks in the task file", str(t.get("in_file", 0))],
-        ["tasks replayed (train / val / test)",
-         f"{t.get('used', 0)} ({t.get('train', 0)} / {t.get('val', 0)} / {t.get('test', 0)})"],
-        ["of them judged by the teacher against a rubric", str(t.get("judged", 0))],
+        ["sessions harvested (new or grown)", str(h.sessions)],
+        ["sessions skipped", f"{sum(h.skipped.values())} ({_pairs(h.skipped)})"],
+        ["format warnings", str(h.warnings)],
+        ["task units / groups", f"{m.units} / {m.groups}"],
+        ["tasks mined tonight (new)", f"{m.tasks} ({m.new_tasks})"],
+        ["tasks in the task file", str(t.in_file)],
+        ["tasks replayed (train / val / test)", f"{t.used} ({t.train} / {t.val} / {t.test})"],
+        ["of them judged by the teacher against a rubric", str(t.judged)],
     ])
-    if t.get("excluded"):
-        lines += ["", "Left out: " + "; ".join(inert_markdown(f"{n} × {why}") for why, n in t["excluded"].items())
-                  + "."]
-    if t.get("repinned"):
+    if t.excluded:
+        lines += ["", "Left out: " + "; ".join(inert_markdown(f"{n} × {why}") for why, n in t.excluded.items()) + "."]
+    if t.repinned:
         lines += ["", "Pinned to a commit this repository does not have: "
-                  + "; ".join(inert_markdown(f"{n} × {how}") for how, n in t["repinned"].items()) + "."]
+                  + "; ".join(inert_markdown(f"{n} × {how}") for how, n in t.repinned.items()) + "."]
     approval = {"header": "Transcript-derived tasks went to the models because the task file's header says "
                           "`reviewed: true`.",
                 "--yes": "Transcript-derived tasks went to the models unreviewed: `--yes` was given.",
                 "offline": "No transcript-derived text left this machine: only the offline simulated world was used."
-                }.get(str(t.get("approval", "")), "")
+                }.get(t.approval, "")
     if approval:
         lines += ["", approval]
-    if r.tasks.get("simulated"):
+    if t.simulated:
         lines += ["", "_This night ran on the offline simulated world: a simulation of the pipeline, not learning "
                       "from real work._"]
     lines += ["", "## Scores", ""]
-    seed, final = r.scores.get("seed") or {}, r.scores.get("final") or {}
-    lines += _table(["", "before", "after"], [["val", _num(seed.get("val")), _num(final.get("val"))],
-                                              ["test", _num(seed.get("test")), _num(final.get("test"))]])
+    lines += _table(["", "before", "after"], [[split, _num(r.score("seed", split)), _num(r.score("final", split))]
+                                              for split in ("val", "test")])
     lines += ["", f"{r.accepted} step(s) accepted, {r.rejected} rejected by the gate.", ""]
     if r.edits:
         lines += ["## Decisions", ""]
         rows = []
         for e in r.edits:
-            edits = "<br>".join(inert_markdown(str(x)) for x in e.get("edits") or []) or "–"
-            delta = e.get("delta")
-            rows.append([inert_markdown(str(e.get("step", ""))), inert_markdown(str(e.get("verdict", ""))),
-                         "–" if delta is None else f"{float(delta):+.3f}", edits,
-                         inert_markdown(str(e.get("reason", "")))])
+            edits = "<br>".join(inert_markdown(x) for x in e.edits) or "–"
+            rows.append([inert_markdown(e.step), inert_markdown(e.verdict.value), f"{e.delta:+.3f}", edits,
+                         inert_markdown(e.reason)])
         lines += _table(["step", "verdict", "Δ val", "edits", "gate"], rows)
         lines.append("")
     u, b = r.usage, r.budget
     lines += ["## Cost and privacy", ""]
-    lines.append(f"- model calls {u.get('calls', 0)}, tokens {u.get('tokens', 0):,}, "
-                 f"cost ${float(u.get('cost_usd', 0.0)):.4f}")
-    if b:
-        lines.append("- budgets: " + _pairs({k: v for k, v in b.items() if v is not None}))
-    lines.append("- redactions in harvested text: " + _pairs(r.redactions or {}))
-    if r.handoff:
-        folder = code_span(r.handoff.get("folder", ""))
-        lines.append(f"- handoff folder {folder}: {r.handoff.get('answered', 0)} answered, "
-                     f"{r.handoff.get('pending', 0)} pending")
+    lines.append(f"- model calls {u.calls}, tokens {u.total_tokens:,}, cost ${u.cost_usd:.4f}")
+    lines.append("- budgets: " + _pairs({k: v for k, v in b.to_dict().items() if v is not None}))
+    lines.append("- redactions in harvested text: " + _pairs(r.redactions.to_dict()))
+    if r.handoff is not None:
+        lines.append(f"- handoff folder {code_span(r.handoff.folder)}: {r.handoff.answered} answered, "
+                     f"{r.handoff.pending} pending")
     lines.append("")
     return "\n".join(lines)

@@ -30,7 +30,7 @@ from typing import Any
 from skillgit.dotenv import read_dotenv
 from skillgit.errors import ConfigError
 from skillgit.redact import MIN_SECRET_LEN, redact_count
-from skillgit.sleep.model import Session, ToolCall, ToolResult, Turn
+from skillgit.sleep.model import Session, ToolCall, ToolResult
 
 EMAIL_MASK = "<email>"
 CUSTOM_MASK = "<redacted>"
@@ -176,8 +176,9 @@ class Scrubber:
             return replace(result, output=clean(result.output) or "")
 
         turns = tuple(
-            Turn(t.role, clean(t.text) or "", tuple(map(clean_call, t.tool_calls)),
-                 tuple(map(clean_result, t.tool_results)), t.timestamp)
+            replace(t, text=clean(t.text) or "", tool_calls=tuple(map(clean_call, t.tool_calls)),
+                    tool_results=tuple(map(clean_result, t.tool_results)),
+                    skills=tuple(replace(s, name=clean(s.name) or "", path=clean(s.path)) for s in t.skills))
             for t in session.turns
         )
         scrubbed = replace(session, turns=turns, cwd=clean(session.cwd), path=clean(session.path),

@@ -118,13 +118,14 @@ class SleepSettings:
         for key in ("tasks_file", "report_dir", "home"):
             if not str(getattr(self, key)).strip():
                 raise bad(key, getattr(self, key), "a path")
-        from skillgit.sleep.readers import SOURCES
+        from skillgit.sleep.readers import sources
 
+        known = sources()
         for source in self.sources:
-            if source not in SOURCES:
-                close = difflib.get_close_matches(source, SOURCES, n=1, cutoff=0.6)
+            if source not in known:
+                close = difflib.get_close_matches(source, known, n=1, cutoff=0.6)
                 raise bad("sources", source, (f"did you mean '{close[0]}'? " if close else "")
-                          + f"known sources: {', '.join(SOURCES)}")
+                          + f"known sources: {', '.join(known)}")
         try:
             for pattern in self.scrub_patterns:
                 re.compile(pattern)

@@ -8,12 +8,15 @@ Contracts the training loop relies on:
   with compare-and-swap on it: if anything else moved the branch meanwhile, `BranchMoved` is raised and nothing
   is decided — a user's commit, revert or pull is never built over.
 - Accepting (and reverting) keeps a worktree that has the skill branch checked out consistent, as
-  `git merge --ff-only` would: the skill file and its index entry are updated by one `git checkout <commit> --
-  <path>` (so a kill can never leave the index ahead of the file, which would look like a staged revert), and
-  `prepare_worktrees` finishes an update that a kill interrupted (it can tell: the file and index hold exactly the
-  version before a skillgit step). A skill file with the user's own uncommitted changes is refused up front.
-- History, the negative buffer and step lookup live in `store_history`; push/pull/gc in `store_sync`;
-  `skillgit init` in `store_init`. Only `repo` talks to git.
+  `git merge --ff-only` would (`worktrees.py`: the one checked-out-worktree routine; `prepare_worktrees` finishes
+  an update that a kill interrupted). A skill file with the user's own uncommitted changes is refused up front.
+- Notes are typed records (`skillgit.records`): `propose` and `decide` take `CandidateNote`, `GateNote` and the
+  decision's `StepOutcome`; `step_notes` and `step_record` read them back (a collaborator's note of any shape is
+  read, never crashed on: `notes.conform` says what it skipped).
+- Every ref skillgit writes is written here or by the store modules: the skill branch, candidates, rejected tags,
+  notes, runs (`fileref.py`), review and night branches and adopting them (`branches.py`), reverts (`revert.py`),
+  push/pull/gc (`sync.py`), `skillgit init` (`initialize.py`). History, the negative buffer and step lookup live
+  in `history.py`. Only `git.py` talks to git.
 """
 
 from __future__ import annotations
@@ -22,13 +25,18 @@ import json
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, Union
 
 from skillgit import package, textsafe
 from skillgit.errors import GitStateError, SkillgitError
+from skillgit.records import StepKind, StepNotes, StepOutcome, Verdict, to_float
+from skillgit.store import branches as store_branches
 from skillgit.store import history as store_history
 from skillgit.store import notes as N
 from skillgit.store import refs as R
+from skillgit.store import revert as store_revert
+from skillgit.store import worktrees as W
+from skillgit.store.fileref import FileRef
 from skillgit.store.git import GitRepo, RefConflict, RefUpdate, Worktree
 from skillgit.store.git import phase as git_phase
 from skillgit.store.history import LogEntry
@@ -36,6 +44,19 @@ from skillgit.store.lock import held, hold
 from skillgit.types import RejectedEdit
 
 __all__ = ["Store", "Candidate", "Decision", "LogEntry"]
+
+
+class NoteRecord(Protocol):
+    """A typed note record (`CandidateNote`, `GateNote`, `RevertNote`, `ReviewNote`): what it writes."""
+
+    def to_note(self) -> dict[str, Any]: ...
+
+
+Note = Union[NoteRecord, Mapping[str, Any]]  # a typed record, or an already encoded one (tests, older callers)
+
+
+def note_dicts(records: Sequence[Note]) -> list[dict[str, Any]]:
+    return [dict(r) if isinstance(r, Mapping) else r.to_note() for r in records]
 
 
 @dataclass(frozen=True)
@@ -104,6 +125,7 @@ class Store:
         self.is_package = False
         self.branch = branch
         self.branch_ref = R.branch_ref(branch)
+        self.rejected_cache = store_history.RejectedCache()  # the negative buffer's parsed tags (read every step)
 
     @property
     def git_dir(self) -> Path:
@@ -252,20 +274,36 @@ class Store:
         return entry
 
     # ------------------------------------------------------------------------------------------ notes
-    def add_note(self, sha: str, records: list[dict[str, Any]]) -> None:
+    def add_note(self, sha: str, records: Sequence[Note]) -> None:
         """Append `records` to the note of commit `sha` (CAS on the notes ref)."""
-        old, new = self.repo.build_notes({sha: N.encode(records)})
+        old, new = self.repo.build_notes({sha: N.encode(note_dicts(records))})
         if new != old:
-            self._commit_refs([RefUpdate("update", R.NOTES_REF, new, old)], f"skillgit: note on {sha[:12]}")
+            self.update_refs([RefUpdate("update", R.NOTES_REF, new, old)], f"skillgit: note on {sha[:12]}")
 
     def read_notes(self, sha: str) -> list[dict[str, Any]]:
-        """The records noted on commit `sha` ([] without a note); GitStateError on a corrupt line."""
+        """The records noted on commit `sha` as written ([] without a note); GitStateError on a corrupt line."""
         text = self.repo.note_text(sha)
         return [] if text is None else N.decode(text, sha)
 
+    def note(self, sha: str) -> N.Checked:
+        """Commit `sha`'s note for typed readers: never raises (corrupt lines counted, wrong fields dropped)."""
+        return N.decode_checked(self.repo.note_text(sha) or "")
+
+    def step_notes(self, sha: str, run: str | None = None) -> StepNotes:
+        """What commit `sha`'s note says, typed (`StepNotes`; of `run` only, when given)."""
+        checked = self.note(sha)
+        return StepNotes.from_records(checked.records, sha, run, checked.skipped)
+
+    def note_texts(self) -> dict[str, str]:
+        """Every commit that has a skillgit note → the note's text (two git calls, whatever their number)."""
+        blobs = self.repo.notes_map()
+        found = self.repo.cat_batch(blobs.values())
+        return {sha: obj[1].decode("utf-8", "replace") for sha, blob in blobs.items()
+                if (obj := found.get(blob)) is not None}
+
     # ------------------------------------------------------------------------------------------ candidates
     def propose(self, text: str, *, run: str, step: int | str, subject: str, body: str, trailers: dict[str, str],
-                note: list[dict[str, Any]], defer_note: bool = False, base: str | None = None) -> Candidate:
+                note: Sequence[Note], defer_note: bool = False, base: str | None = None) -> Candidate:
         """Build the candidate commit (`base`'s tree with the skill replaced by `text`, parent = `base`; default
         the tip) and create `refs/heads/candidates/<run>/<step:04d>` plus its note in one transaction. `base` must
         be the commit whose skill `text` was derived from: `decide` then refuses if the branch left it.
@@ -278,6 +316,7 @@ class Store:
         process), that candidate is returned unchanged."""
         R.validate_run(run)
         step = R.validate_step(step)
+        records = note_dicts(note)
         if step == 0:
             raise SkillgitError("invalid step 0", "numbered steps start at 1 (0 names the run's seed)")
         tip = base or self.tip()
@@ -287,8 +326,8 @@ class Store:
         if existing is not None:
             left = self.candidate(run, step)
             if left is not None and left.parent == tip and left.blob == blob:
-                if defer_note and note and self.repo.note_text(left.sha) is None:
-                    return replace(left, note=tuple(note))
+                if defer_note and records and self.repo.note_text(left.sha) is None:
+                    return replace(left, note=tuple(records))
                 return left
             raise GitStateError(f"candidate {R.label(run, step)} already exists ({existing[:12]})",
                                 f"decide or drop it first (git update-ref -d {ref}), or use another step number")
@@ -296,11 +335,11 @@ class Store:
         # format_message drops control characters from every message (notes.one_line / textsafe.clean)
         sha = self.repo.commit_tree(tree, [tip], N.format_message(subject, body, all_trailers))
         updates = [RefUpdate("update", ref, sha, None)]
-        if note and not defer_note:
-            old, new = self.repo.build_notes({sha: N.encode(note)})
+        if records and not defer_note:
+            old, new = self.repo.build_notes({sha: N.encode(records)})
             updates.append(RefUpdate("update", R.NOTES_REF, new, old))
-        self._commit_refs(updates, f"skillgit: propose {R.label(run, step)}")
-        return Candidate(sha, ref, tip, blob, run, step, tuple(note) if defer_note else ())
+        self.update_refs(updates, f"skillgit: propose {R.label(run, step)}")
+        return Candidate(sha, ref, tip, blob, run, step, tuple(records) if defer_note else ())
 
     def candidate(self, run: str, step: int | str) -> Candidate | None:
         """The undecided candidate of a step, if its ref exists (e.g. left behind by a killed process)."""
@@ -321,7 +360,7 @@ class Store:
 
     def discard(self, cand: Candidate) -> None:
         """Delete an undecided candidate's ref without a verdict (for stale leftovers built on an old tip)."""
-        self._commit_refs([RefUpdate("delete", cand.ref, old=cand.sha)],
+        self.update_refs([RefUpdate("delete", cand.ref, old=cand.sha)],
                           f"skillgit: discard {R.label(cand.run, cand.step)}")
 
     def discard_candidate(self, run: str, step: int | str) -> bool:
@@ -331,19 +370,20 @@ class Store:
             self.discard(cand)
         return cand is not None
 
-    def step_record(self, run: str, step: int | str) -> dict[str, Any] | None:
-        """What git holds about a decided step, or None when it was not decided: {"verdict", "kind" (the step's
-        type, e.g. step | slow_update | meta_reflect), "delta", "edits" (applied Edit dicts), "sha", "reason"}. Cheap (a
-        few git calls whatever the history's length): the loop asks it before every step to resume safely."""
+    def step_record(self, run: str, step: int | str) -> StepOutcome | None:
+        """The decided step `run`/`step` as git holds it, or None when it was not decided: its verdict (from the
+        rejected tag, the archive or the skill branch), kind, scores and reason (its decision note; the commit's
+        trailers when the note has none) and `sha`. Cheap (a few git calls whatever the history's length): the
+        loop asks it before every step to resume safely; the applied edits are in `step_notes(sha).candidate`."""
         step = R.validate_step(step)
-        verdict, sha = "rejected", None
+        verdict, sha = Verdict.REJECTED, None
         known = self.repo.refs([R.rejected_ref(run, step), R.ARCHIVE_REF, self.branch_ref])
         tag, tip = known[R.rejected_ref(run, step)], known[self.branch_ref] or self.tip()
         if tag is not None:
             sha = self.repo.commit_of(tag)
         if sha is None:
             sha = self.repo.find_by_trailers(tip, {R.TRAILER_RUN: run, R.TRAILER_STEP: str(step)})
-            verdict = "accepted"
+            verdict = Verdict.ACCEPTED
         if sha is None and known[R.ARCHIVE_REF]:
             entry = self.repo.tree_entry(R.ARCHIVE_REF, R.archive_key(run, step))
             if entry is not None:
@@ -352,32 +392,33 @@ class Store:
                 except ValueError:
                     doc = None
                 commit = doc.get("commit") if isinstance(doc, dict) else None
-                verdict, sha = "rejected", commit if isinstance(commit, str) and commit else None
+                verdict, sha = Verdict.REJECTED, commit if N.is_commit_id(commit) else None
         if sha is None:
             return None
-        records = N.decode_checked(self.repo.note_text(sha) or "").records  # fields of the wrong type dropped
-        cand = next(iter(N.of_kind(records, "candidate")), {})
-        decision = next(iter(N.of_kind(records, "decision")), {})
+        checked = self.note(sha)  # fields of the wrong type dropped
+        notes = StepNotes.from_records(checked.records, sha)
         _, _, trailers = N.parse_message(self.repo.commit_message(sha))
-        delta = N.to_float(decision.get("delta"))
-        if delta is None:
-            delta = N.to_float(trailers.get(R.TRAILER_DELTA)) or 0.0
-        return {"verdict": verdict, "kind": str(cand.get("type") or trailers.get("Skillgit-Kind") or "step"),
-                "delta": delta, "edits": [e for e in cand.get("edits", []) if isinstance(e, dict)], "sha": sha,
-                "reason": str(decision.get("reason") or "")}
+        written = next((r.get("step_kind") or r.get("type") for r in N.of_kind(checked.records, "candidate")), None)
+        kind = StepKind.parse(written or trailers.get(R.TRAILER_STEP_KIND) or trailers.get(R.TRAILER_KIND_BEFORE))
+        found = notes.decision
+        if found is None:  # no decision note (a tag pulled without notes): the trailer's delta
+            delta = to_float(trailers.get(R.TRAILER_DELTA)) or 0.0
+            found = StepOutcome(run, str(step), kind, 0, 0, verdict, 0.0, delta, "")
+        return replace(found, run=run, step=str(step), kind=kind, verdict=verdict, sha=sha)
 
     def decide(self, cand: Candidate, *, accept: bool, reason: str, score_before: float, score_after: float,
-               note: Sequence[dict[str, Any]] = (), decision: dict[str, Any] | None = None) -> Decision:
+               note: Sequence[Note] = (), decision: StepOutcome | None = None) -> Decision:
         """Decide a candidate (see `_decide`)."""
         with git_phase("accept" if accept else "reject"):
-            return self._decide(cand, accept, reason, score_before, score_after, note, decision)
+            return self._decide(cand, accept, reason, score_before, score_after, note_dicts(note), decision)
 
     def _decide(self, cand: Candidate, accept: bool, reason: str, score_before: float, score_after: float,
-                note: Sequence[dict[str, Any]], decision: dict[str, Any] | None) -> Decision:
+                note: list[dict[str, Any]], decision: StepOutcome | None) -> Decision:
         """Accept (fast-forward the skill branch to the candidate) or reject (tag it `rejected/<run>/<step>`);
-        either way delete the candidate ref and append the decision note (`decision`, the loop's full record, or a
-        minimal one), all in one CAS transaction. `BranchMoved` when the branch left the candidate's parent,
-        GitStateError when the candidate or the notes moved meanwhile; either way no change at all."""
+        either way delete the candidate ref and append the decision note (`decision`, the loop's full outcome, or
+        a minimal one, with this verdict, reason, scores, run, step and parent), all in one CAS transaction.
+        `BranchMoved` when the branch left the candidate's parent, GitStateError when the candidate or the notes
+        moved meanwhile; either way no change at all."""
         label = R.label(cand.run, cand.step)
         if self.repo.ref(cand.ref) != cand.sha:
             raise GitStateError(f"candidate {label} is not pending any more",
@@ -386,18 +427,17 @@ class Store:
         if tip != cand.parent:
             raise self._moved(cand.parent, tip)
         delta = score_after - score_before
-        decision = {**(decision or {}), "kind": "decision", "verdict": "accepted" if accept else "rejected",
-                    "reason": N.one_line(reason), "score_before": score_before, "score_after": score_after,
-                    "delta": round(delta, 10), "run": cand.run, "step": cand.step, "branch": self.branch,
-                    "parent": cand.parent}
-        worktrees = self._checked_out()
+        outcome = replace(decision or StepOutcome(cand.run, str(cand.step), StepKind.STEP, 0, 0, Verdict.REJECTED,
+                                                  0.0, 0.0, ""),
+                          run=cand.run, step=str(cand.step), verdict=Verdict.ACCEPTED if accept else Verdict.REJECTED,
+                          reason=N.one_line(reason), score_before=score_before, score_after=score_after,
+                          parent=cand.parent, sha="")
+        worktrees = self.checked_out()
         if accept:
-            self._require_clean(worktrees, tip)
-        old_notes, new_notes = self.repo.build_notes({cand.sha: N.encode([*cand.note, decision, *note])})
-        usage: dict[str, Any] = decision["usage"] if isinstance(decision.get("usage"), dict) else {}
-        edits = len(decision["edits"]) if isinstance(decision.get("edits"), list) else 0
-        old_show, new_show = self.repo.build_notes({cand.sha: N.display_lines(decision, edits, usage.get("cost_usd"))},
-                                                   R.DISPLAY_NOTES_REF)
+            W.require_clean(self.repo, worktrees, tip, self.skill_path, self.branch)
+        notes = [*cand.note, outcome.to_note(self.branch), *note]
+        old_notes, new_notes = self.repo.build_notes({cand.sha: N.encode(notes)})
+        old_show, new_show = self.repo.build_notes({cand.sha: N.display_lines(outcome)}, R.DISPLAY_NOTES_REF)
         updates = [RefUpdate("delete", cand.ref, old=cand.sha)]
         tag = None
         if accept:
@@ -412,10 +452,10 @@ class Store:
         updates += [RefUpdate("update", R.NOTES_REF, new_notes, old_notes),
                     RefUpdate("update", R.DISPLAY_NOTES_REF, new_show, old_show)]
         verdict = "accept" if accept else "reject"
-        self._commit_refs(updates, f"skillgit: {verdict} {label} ({N.fmt_delta(delta)}): {N.one_line(reason)}",
-                          expected_tip=tip)
+        self.update_refs(updates, f"skillgit: {verdict} {label} ({N.fmt_delta(delta)}): {N.one_line(reason)}",
+                         expected_tip=tip)
         if accept:
-            self._sync_worktrees(worktrees, tip, cand.sha)
+            W.sync(self.repo, worktrees, tip, cand.sha, self.skill_path)
         return Decision("accepted" if accept else "rejected", cand.run, cand.step, cand.sha,
                         cand.sha if accept else tip, tag, score_before, score_after, delta, reason)
 
@@ -427,19 +467,51 @@ class Store:
             what = f"commit {now[:12]} '{N.one_line(subject)[:60]}' ({author})"
         return BranchMoved(self.branch, expected, now, textsafe.shown(what, multiline=False))
 
-    def _commit_refs(self, updates: list[RefUpdate], reason: str, expected_tip: str | None = None) -> None:
+    def update_refs(self, updates: list[RefUpdate], reason: str, expected_tip: str | None = None) -> None:
+        """Apply `updates` to skillgit's refs in one compare-and-swap transaction (the store modules' one write
+        path). `BranchMoved` when the skill branch left `expected_tip`; GitStateError when another ref moved; then
+        nothing changed."""
         try:
             self.repo.transaction(updates, reason)
         except RefConflict as exc:
-            now = self.repo.ref(self.branch_ref)
-            if expected_tip is not None and now != expected_tip:
-                raise self._moved(expected_tip, now) from None
-            why = exc.message.removeprefix("git update-ref failed: ")
-            raise GitStateError(f"a ref changed underneath skillgit: {why}",
-                                "another skillgit or git process is writing to this repository; nothing was "
-                                "changed — run again") from None
+            raise self._conflict(exc, expected_tip) from None
+
+    def _conflict(self, exc: RefConflict, expected_tip: str | None) -> GitStateError:
+        now = self.repo.ref(self.branch_ref)
+        if expected_tip is not None and now != expected_tip:
+            return self._moved(expected_tip, now)
+        why = exc.message.removeprefix("git update-ref failed: ")
+        return GitStateError(f"a ref changed underneath skillgit: {why}", "another skillgit or git process is "
+                             "writing to this repository; nothing was changed — run again")
+
+    # ------------------------------------------------------------------------------------------ branches
+    def start_branch(self, name: str, at: str, reason: str) -> bool:
+        """Create branch `name` at `at` unless it exists (True when created; `branches.start`)."""
+        return store_branches.start(self.repo, name, at, reason)
+
+    def branch_tip(self, name: str) -> str | None:
+        """The commit branch `name` points to, or None when it does not exist."""
+        return self.repo.ref(R.branch_ref(name))
+
+    def merge_skill(self, ours: str, theirs: str, message: str, *, names: tuple[str, str]) -> str:
+        """The commit merging `theirs`' skill into `ours` (`branches.merge_skill`); no ref moves."""
+        return store_branches.merge_skill(self.repo, self.skill_path, ours, theirs, message, names=names)
+
+    def fast_forward(self, target: str, *, expected: str, reason: str, also: Sequence[RefUpdate] = ()) -> None:
+        """Move the skill branch from `expected` to its descendant `target` (a commit that is not skillgit's step:
+        a pull, an adopted night), and apply `also` (`worktrees.fast_forward`: `git merge --ff-only` in a worktree
+        that has the branch checked out). `worktrees.WorktreeRefused` when git refuses there, `BranchMoved` when
+        the branch left `expected`; then nothing changed."""
+        try:
+            W.fast_forward(self.repo, self.branch_ref, target, expected, reason, also)
+        except RefConflict as exc:
+            raise self._conflict(exc, expected) from None
 
     # ------------------------------------------------------------------------------------------ worktrees
+    def checked_out(self) -> list[Worktree]:
+        """The worktrees that have the skill branch checked out (`worktrees.checked_out`)."""
+        return W.checked_out(self.repo, self.branch_ref)
+
     def check_clean(self) -> None:
         """Refuse now (GitStateError with a hint) if an accept could not keep a checked-out worktree consistent
         because its skill file has uncommitted changes of the user's: a run checks this before spending anything.
@@ -449,52 +521,7 @@ class Store:
     def prepare_worktrees(self) -> list[Path]:
         """Finish interrupted worktree updates, then refuse (GitStateError) if the skill file differs from the tip
         in a worktree that has the branch checked out. Returns the worktrees that were brought up to date."""
-        tip = self.tip()
-        worktrees = self._checked_out()
-        finished = [wt for wt in worktrees if self._interrupted_update(wt, tip)]
-        for wt in finished:
-            self.repo.checkout_path(wt.path, tip, self.skill_path)
-        self._require_clean(worktrees, tip)
-        return [wt.path for wt in finished]
-
-    def _interrupted_update(self, wt: Worktree, tip: str) -> bool:
-        """True when `wt` shows exactly the state a kill between a skillgit step's branch move and its worktree
-        update leaves: the tip is a skillgit commit, and the skill's index entries hold its parent's version while
-        the files hold the parent's or the tip's version (nothing of the user's is there to lose)."""
-        _, _, trailers = N.parse_message(self.repo.commit_message(tip))
-        if R.TRAILER_RUN not in trailers and R.TRAILER_REVERT not in trailers:
-            return False
-        parents = self.repo.parents(tip)
-        if not parents or self.repo.same_path(parents[0], tip, self.skill_path):
-            return False
-        if not self.repo.index_is(wt.path, parents[0], self.skill_path):
-            return False
-        return any(self.repo.worktree_is(wt.path, c, self.skill_path) for c in (parents[0], tip))
-
-    def _checked_out(self) -> list[Worktree]:
-        return [w for w in self.repo.worktrees()
-                if w.branch == self.branch_ref and not w.bare and w.path.is_dir()]
-
-    def _require_clean(self, worktrees: list[Worktree], tip: str) -> None:
-        """Refuse (changing nothing) when the skill differs from `tip` in a worktree's index or files.
-        The hint never suggests committing: a commit made from a stale file would silently undo a skillgit step."""
-        for wt in worktrees:
-            if self.repo.index_is(wt.path, tip, self.skill_path) and self.repo.worktree_is(wt.path, tip,
-                                                                                           self.skill_path):
-                continue
-            raise GitStateError(
-                f"{self.skill_path} has uncommitted changes in {wt.path}",
-                f"keep them with `git -C {wt.path} stash`, run again, then `git stash pop` to re-apply them on the "
-                f"trained skill (or discard them: git -C {wt.path} checkout {self.branch} -- {self.skill_path})")
-
-    def _sync_worktrees(self, worktrees: list[Worktree], old: str, new: str) -> None:
-        """After the branch moved old → new, bring each checked-out worktree's skill (files and index entries)
-        along with one command per worktree (only the skill differs between the two commits)."""
-        for wt in worktrees:
-            # Re-check: if the skill was edited in the moment since the check, keep the user's text (the next
-            # `prepare_worktrees` reports it).
-            if self.repo.worktree_is(wt.path, old, self.skill_path):
-                self.repo.checkout_path(wt.path, new, self.skill_path)
+        return W.prepare(self.repo, self.branch_ref, self.tip(), self.skill_path, self.branch)
 
     # ------------------------------------------------------------------------------------------ history
     def history(self, run: str | None = None) -> list[LogEntry]:
@@ -517,83 +544,34 @@ class Store:
                                 "e.g. `skillgit revert --steps 1` undoes the last accepted step")
         # never while a run works on the branch: its next step would build over it
         with self.lock(self.branch, wait=wait, on_wait=on_wait):
-            return self._revert(rev, to, steps, reason)
+            return store_revert.revert(self, rev, to, steps, reason)
 
-    def _revert(self, rev: str | None, to: str | None, steps: int | None, reason: str) -> str:
-        tip = self.tip()
-        current = self.read_skill(tip)
-        if to is not None:
-            target = self.resolve(to)
-            mode, text, subject = "to", self.read_skill(target), f"revert to {to} ({target[:12]})"
-        elif rev is not None:
-            target = self.resolve(rev)
-            if not self.repo.is_ancestor(target, tip):
-                raise GitStateError(f"'{rev}' is not on branch '{self.branch}'",
-                                    f"only accepted steps can be undone; restore any version with --to {rev}")
-            parents = self.repo.parents(target)
-            if not parents:
-                raise GitStateError(f"'{rev}' is the first commit; there is nothing before it", "use --to REV")
-            before = self.read_skill(parents[0])
-            mode, subject = "rev", f"revert {rev} ({target[:12]})"
-            if target == tip:
-                text = before
-            else:
-                text, conflicts = self.repo.merge_file(current, self.read_skill(target), before)
-                if conflicts:
-                    raise GitStateError(f"undoing '{rev}' conflicts with the steps accepted after it",
-                                        f"restore a whole version instead: skillgit revert --to {parents[0][:12]}")
-        else:
-            if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-                raise SkillgitError(f"invalid --steps {steps!r}", "give a whole number of steps, 1 or more")
-            accepted = [e for e in store_history.scan(self) if e.verdict == "accepted"]
-            if len(accepted) < steps:
-                raise GitStateError(f"only {len(accepted)} accepted steps on '{self.branch}', cannot go back {steps}",
-                                    "see `skillgit log`, or use --to REV")
-            target = accepted[-steps].parent or ""
-            mode, text, subject = "steps", self.read_skill(target), f"revert {steps} step(s) (to {target[:12]})"
-        if text == current:
-            raise SkillgitError("nothing to revert: that version equals the current skill",
-                                "see `skillgit log` and `skillgit diff` to pick another revision")
-        record = {"kind": "revert", "mode": mode, "target": target, "reason": N.one_line(reason), "from": tip}
-        trailers = {R.TRAILER_REVERT: mode, (R.TRAILER_REVERT_TO if mode != "rev" else R.TRAILER_REVERT_OF): target}
-        return self._commit_on_branch(text, subject, f"Reason: {N.one_line(reason) or 'none given'}", trailers,
-                                      [record], f"skillgit: {subject}")
-
-    def _commit_on_branch(self, text: str, subject: str, body: str, trailers: dict[str, str],
-                          records: list[dict[str, Any]], reflog: str) -> str:
+    def commit_on_branch(self, text: str, subject: str, body: str, trailers: dict[str, str],
+                         records: Sequence[Note], reflog: str) -> str:
         """Commit `text` as the skill on top of the tip and move the branch (CAS), keeping worktrees consistent."""
         self.prepare_worktrees()
         tip = self.tip()
-        worktrees = self._checked_out()
+        worktrees = self.checked_out()
         tree, _ = self._skill_tree(tip, text)
         sha = self.repo.commit_tree(tree, [tip], N.format_message(subject, body, trailers))
-        old_notes, new_notes = self.repo.build_notes({sha: N.encode(records)})
+        old_notes, new_notes = self.repo.build_notes({sha: N.encode(note_dicts(records))})
         old_show, new_show = self.repo.build_notes({sha: f"skillgit: {N.one_line(subject)}\n"}, R.DISPLAY_NOTES_REF)
-        self._commit_refs([RefUpdate("update", self.branch_ref, sha, tip),
-                           RefUpdate("update", R.NOTES_REF, new_notes, old_notes),
-                           RefUpdate("update", R.DISPLAY_NOTES_REF, new_show, old_show)], reflog, expected_tip=tip)
-        self._sync_worktrees(worktrees, tip, sha)
+        self.update_refs([RefUpdate("update", self.branch_ref, sha, tip),
+                          RefUpdate("update", R.NOTES_REF, new_notes, old_notes),
+                          RefUpdate("update", R.DISPLAY_NOTES_REF, new_show, old_show)], reflog, expected_tip=tip)
+        W.sync(self.repo, worktrees, tip, sha, self.skill_path)
         return sha
 
     # ------------------------------------------------------------------------------------------ runs
     def save_run(self, run: str, files: dict[str, str], message: str) -> str:
         """Commit `files` (path → text) as the new state of `refs/skillgit/runs/<run>` (parent = its previous
         state, CAS). Returns the commit."""
-        ref = R.run_ref(run)
-        old = self.repo.ref(ref)
-        tree = self.repo.build_tree({p: self.repo.write_blob(t.encode("utf-8")) for p, t in files.items()})
-        sha = self.repo.commit_tree(tree, [old] if old else [], N.format_message(message, "", {R.TRAILER_RUN: run}))
-        self._commit_refs([RefUpdate("update", ref, sha, old)], f"skillgit: run {run}: {N.one_line(message)}")
-        return sha
+        return FileRef(self.repo, R.run_ref(run)).save(files, message, keep=False, trailers={R.TRAILER_RUN: run},
+                                                       reflog=f"skillgit: run {run}: {N.one_line(message)}")
 
     def load_run(self, run: str) -> dict[str, str] | None:
         """The files of a run's latest state, or None when the run does not exist."""
-        ref = R.run_ref(run)
-        if self.repo.ref(ref) is None:
-            return None
-        entries = [e for e in self.repo.ls_tree(ref, recursive=True) if e.type == "blob"]
-        blobs = self.repo.cat_batch(e.sha for e in entries)
-        return {e.name: found[1].decode("utf-8", "replace") for e in entries if (found := blobs.get(e.sha))}
+        return FileRef(self.repo, R.run_ref(run)).files()
 
     def list_runs(self) -> list[str]:
         """Run ids, most recently saved first (ties: reverse name order)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from skillgit.store import notes as N
@@ -23,12 +23,22 @@ from skillgit.store.git import GitError, GitRepo
 from skillgit.types import Edit, RejectedEdit
 
 
+@dataclass
+class RejectedCache:
+    """What `rejected_entries` parsed so far, kept by each `Store` (`Store.rejected_cache`): an entry per (tag ref,
+    tag object) — tag objects never change — and the archive's entries with the archive commit they came from."""
+
+    tags: dict[tuple[str, str], "LogEntry | None"] = field(default_factory=dict)
+    archive: tuple[str | None, list["LogEntry"]] = (None, [])
+
+
 class Store(Protocol):
     """What history needs of a store (`skillgit.store.core.Store` is one; a protocol keeps the import graph
     acyclic: core imports history, never the reverse)."""
 
     repo: GitRepo
     branch: str
+    rejected_cache: RejectedCache
 
     def tip(self) -> str: ...
 
@@ -110,8 +120,8 @@ def rejected_entries(store: "Store") -> list[LogEntry]:
     its ref name and the (immutable) tag object, and the archive's entries only on the archive commit. Each call
     lists the tags (names and ids) and parses only those it has not seen."""
     repo = store.repo
-    cache = store.__dict__.setdefault("_rejected_cache", {"tags": {}, "archive": (None, [])})
-    seen: dict[tuple[str, str], LogEntry | None] = cache["tags"]
+    cache = store.rejected_cache
+    seen = cache.tags
     listing: list[tuple[str, str]] | None
     if seen:
         listing = [(ref, obj) for ref, obj in repo.for_each_ref(["refname", "objectname"], R.REJECTED_PREFIX)]
@@ -131,12 +141,12 @@ def rejected_entries(store: "Store") -> list[LogEntry]:
         listing = list(seen)
     out = [entry for key in listing if (entry := seen.get(key)) is not None]
     archive = repo.ref(R.ARCHIVE_REF)
-    if cache["archive"][0] != archive:
-        cache["archive"] = (archive, [_rejected_entry(doc["run"], doc["step"], doc["commit"], doc.get("parent") or "",
+    if cache.archive[0] != archive:
+        cache.archive = (archive, [_rejected_entry(doc["run"], doc["step"], doc["commit"], doc.get("parent") or "",
                                                       str(doc.get("date", 0)), doc.get("tag_message", ""),
                                                       doc.get("commit_message", ""), archived=True)
                                       for doc in archived_docs(store)])
-    return out + cache["archive"][1]
+    return out + cache.archive[1]
 
 
 def archived_docs(store: "Store") -> list[dict[str, Any]]:

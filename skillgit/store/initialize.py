@@ -25,7 +25,7 @@ import json
 import os
 import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from string import Template
 
@@ -82,7 +82,7 @@ class InitReport:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {**self.__dict__, "root": str(self.root)}
+        return {**asdict(self), "root": str(self.root)}
 
 
 def _find_skill(folder: Path) -> list[Path]:

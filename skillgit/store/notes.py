@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 
 from skillgit import textsafe
 from skillgit.errors import GitStateError
+from skillgit.records import StepOutcome, to_float
 from skillgit.store import refs as R
 
 VERSION = 1
@@ -234,7 +235,12 @@ EDIT = record_of({**dict.fromkeys(("op", "content", "target", "rationale", "sour
                   "support_count": INT, "merge_level": INT}, required=("op",))
 EDIT_RESULT = record_of({"edit": EDIT, "status": TEXT, "reason": TEXT}, required=("edit", "status"))
 SCORES = record_of({"per_item": map_of(list_of(_scalar("a number or null", lambda v: v is None or (
-    (_is_int(v) or isinstance(v, float)) and math.isfinite(v))))), "errors": map_of(lambda v, p, s: v)})
+    (_is_int(v) or isinstance(v, float)) and math.isfinite(v))))), "errors": map_of(lambda v, p, s: v),
+    "repeats": INT, "samples_scored": INT, "round": TEXT, "fingerprint": map_of(TEXT), "seconds": map_of(NUMBER)})
+CHECK = record_of({"name": TEXT, "detail": TEXT, "passed": _scalar("true/false", lambda v: isinstance(v, bool))},
+                  required=("name",))
+CONTROL = record_of({"round": TEXT, "blob": TEXT, "mean": NUMBER, "items": INT, "samples_scored": INT,
+                     "fingerprint": map_of(TEXT)})
 _STEP_FIELDS = {"run": RUN, "step": STEP}
 # The fields typed readers use, per record kind (what `Store.decide`, `loop.decide` and `review.branch` write).
 SHAPES: dict[str, Check] = {
@@ -243,12 +249,14 @@ SHAPES: dict[str, Check] = {
                                                                        "p_value"), NUMBER),
                            "reason": TEXT, "edits": list_of(TEXT), "coverage": COVERAGE, "parent": COMMIT,
                            "branch": TEXT, "usage": USAGE}, required=("verdict",)),
-    "candidate": record_of({**_STEP_FIELDS, "epoch": INT, "type": TEXT, "mode": TEXT, "reasoning": TEXT,
-                            "apply": list_of(EDIT_RESULT), "edits": list_of(EDIT), "usage": USAGE,
-                            "train": record_of({"hard_mean": NUMBER, "soft_mean": NUMBER})}),
+    "candidate": record_of({**_STEP_FIELDS, "epoch": INT, "step_kind": TEXT, "type": TEXT, "mode": TEXT,
+                            "reasoning": TEXT, "apply": list_of(EDIT_RESULT), "edits": list_of(EDIT),
+                            "usage": USAGE, "train": record_of({"hard_mean": NUMBER, "soft_mean": NUMBER})}),
     "gate": record_of({**_STEP_FIELDS, "metric": one_of("hard", "soft", "mixed"), "reason": TEXT,
-                       **dict.fromkeys(("score_before", "score_after", "p_value"), NUMBER),
-                       "coverage": COVERAGE, "val": SCORES, "base": SCORES}),
+                       **dict.fromkeys(("score_before", "score_after", "p_value", "noise_floor"), NUMBER),
+                       "coverage": COVERAGE, "val": SCORES, "base": SCORES, "checks": list_of(CHECK),
+                       "fixed": list_of(TEXT), "broke": list_of(TEXT), "incumbent": TEXT,
+                       "controls": list_of(CONTROL)}),
     "revert": record_of({"mode": TEXT, "target": TEXT, "reason": TEXT, "from": TEXT}),
     "review": record_of({"run": RUN, "base": TEXT, "head": TEXT}),
 }
@@ -351,12 +359,6 @@ def fmt_delta(value: float | None) -> str:
     return "?" if value is None else f"{value:+.4f}"
 
 
-def to_float(text: Any) -> float | None:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
 
 
 # ---------------------------------------------------------------------------------------------- rejected tags
@@ -386,15 +388,14 @@ def parse_rejected_tag(message: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- display notes
-def display_lines(decision: dict[str, Any], edits: int, cost_usd: float | None = None) -> str:
+def display_lines(decision: StepOutcome) -> str:
     """The human note `git log` shows under a decided commit: verdict, val change, edits, cost, the gate's reason.
     One or two lines, never JSON."""
-    before, after = to_float(decision.get("score_before")), to_float(decision.get("score_after"))
-    delta = None if before is None or after is None else after - before
-    parts = [f"skillgit: {decision.get('verdict', '?')} {decision.get('run', '')}/{decision.get('step', '')}",
-             f"val {fmt_score(before)} → {fmt_score(after)}" + (f" ({delta * 100:+.1f})" if delta is not None else ""),
-             f"{edits} edit(s)"]
-    if cost_usd:
-        parts.append(f"${cost_usd:.4f}")
-    reason = one_line(str(decision.get("reason", "")))
+    before, after = decision.score_before, decision.score_after
+    parts = [f"skillgit: {decision.verdict} {decision.run}/{decision.step}",
+             f"val {fmt_score(before)} → {fmt_score(after)} ({(after - before) * 100:+.1f})",
+             f"{len(decision.edits)} edit(s)"]
+    if decision.usage.cost_usd:
+        parts.append(f"${decision.usage.cost_usd:.4f}")
+    reason = one_line(decision.reason)
     return " · ".join(parts) + "\n" + (f"  gate: {reason[:160]}\n" if reason else "")

@@ -42,6 +42,11 @@ TRAILER_RUN = "Skillgit-Run"
 TRAILER_STEP = "Skillgit-Step"
 TRAILER_SCORE = "Skillgit-Score"
 TRAILER_DELTA = "Skillgit-Delta"
+TRAILER_STEP_KIND = "Skillgit-Step-Kind"  # the step's `StepKind` (`step_kind` in notes)
+TRAILER_KIND_BEFORE = "Skillgit-Kind"  # what commits before the step kind had one spelling carry (read, not written)
+TRAILER_EPOCH = "Skillgit-Epoch"
+TRAILER_METRIC = "Skillgit-Metric"
+TRAILER_TOKENS = "Skillgit-Tokens"
 TRAILER_SEQ = "Skillgit-Seq"  # the decision's position in its run (orders named epoch-level steps among numbered ones)
 TRAILER_REVERT = "Skillgit-Revert"  # the revert mode: rev | to | steps
 TRAILER_REVERT_OF = "Skillgit-Revert-Of"
@@ -53,6 +58,13 @@ _NAMED_STEP_RE = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}")
 _STEP_SPEC_RE = re.compile(r"(?:(rejected)/)?(?:([^/\s]+)/)?([^/\s]+)")
 # the names skillgit gives steps (epoch-end candidates; a step's other parallel proposals): typed bare like numbers
 _OWN_STEP_NAME_RE = re.compile(r"e[0-9]+-(?:slow-update|meta-reflect)|s[0-9]+-p[0-9]+")
+
+def blob_id(data: bytes, object_format: str = "sha1") -> str:
+    """The id git gives `data` as a blob in a repository of `object_format` (`sha1` or `sha256`): what
+    `git hash-object` prints there."""
+    algo = hashlib.sha256 if object_format == "sha256" else hashlib.sha1
+    return algo(b"blob %d\0" % len(data) + data).hexdigest()
+
 
 def _component_ok(text: str) -> bool:
     return ".." not in text and not text.endswith((".", ".lock"))

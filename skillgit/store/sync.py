@@ -10,22 +10,21 @@ fetched lands first in skillgit's own namespace (`refs/notes/skillgit-remote/<re
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Sequence
 
 from skillgit.errors import GitStateError, SkillgitError
 from skillgit.store import history as store_history
 from skillgit.store import refs as R
-from skillgit.store.git import GitError, GitRepo, RefUpdate, TreeEntry, Worktree
+from skillgit.store.git import GitError, RefUpdate, TreeEntry
 from skillgit.store.lock import alive
+from skillgit.store.worktrees import WorktreeRefused
 
 
-class Store(Protocol):
+class Store(store_history.Store, Protocol):
     """What push, pull and gc need of a store (`skillgit.store.core.Store` is one; see history.Store)."""
 
-    repo: GitRepo
-    branch: str
     branch_ref: str
 
     def tip(self) -> str: ...
@@ -34,9 +33,9 @@ class Store(Protocol):
 
     def prepare_worktrees(self) -> list[Path]: ...
 
-    def _checked_out(self) -> list[Worktree]: ...
+    def fast_forward(self, target: str, *, expected: str, reason: str, also: Sequence[RefUpdate] = ()) -> None: ...
 
-    def _commit_refs(self, updates: list[RefUpdate], reason: str, expected_tip: str | None = None) -> None: ...
+    def update_refs(self, updates: list[RefUpdate], reason: str, expected_tip: str | None = None) -> None: ...
 
     def maintain(self, *, pack_now: bool = False) -> None: ...
 
@@ -51,7 +50,7 @@ class SyncReport:
     conflicts: list[str] = field(default_factory=list)  # refs left alone because both sides changed them
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -190,26 +189,19 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
         report.runs.append(run)
 
     if fast_forward:
+        assert theirs is not None  # fast_forward implies it
         # A kill between an accepted step's branch move and its worktree update leaves the checked-out skill one
         # version behind; fast-forwarding over that (or stashing it, as git would advise) reverts the step.
         store.prepare_worktrees()
-    worktrees = store._checked_out() if fast_forward else []
-    if fast_forward and worktrees:
-        assert theirs is not None  # fast_forward implies it
-        # Checked out: let git do exactly what `git merge --ff-only` does there (it refuses on local changes).
-        try:
-            repo.ff_merge(worktrees[0].path, theirs)
-        except GitError as exc:
-            raise GitStateError(f"cannot fast-forward '{store.branch}' in {worktrees[0].path}: "
-                                f"{exc.message.split(': ', 1)[-1]}",
+        try:  # checked out: git does exactly what `git merge --ff-only` does there (it refuses on local changes)
+            store.fast_forward(theirs, expected=local, reason=f"skillgit: pull from {remote}", also=updates)
+        except WorktreeRefused as exc:
+            raise GitStateError(f"cannot fast-forward '{store.branch}' in {exc.path}: {exc.detail}",
                                 "stash your local changes (git stash), run `skillgit pull` again, "
                                 "then `git stash pop`") from None
-    elif fast_forward:
-        updates.insert(0, RefUpdate("update", store.branch_ref, theirs, local))
-    if fast_forward:
         report.branch = "fast-forwarded"
-    if updates:
-        store._commit_refs(updates, f"skillgit: pull from {remote}")
+    elif updates:
+        store.update_refs(updates, f"skillgit: pull from {remote}")
     return report
 
 
@@ -227,7 +219,7 @@ def push(store: "Store", remote: str = "origin") -> SyncReport:
     _fetch(store, remote, specs)
     updates, archive = _merge_fetched(store, remote, remote_refs, notes_ref, prefix, report)
     if updates:
-        store._commit_refs(updates, f"skillgit: merge from {remote} before push")
+        store.update_refs(updates, f"skillgit: merge from {remote} before push")
 
     refspecs = [f"{store.branch_ref}:{store.branch_ref}", f"{R.REJECTED_PREFIX}*:{R.REJECTED_PREFIX}*",
                 f"{R.RUNS_PREFIX}*:{R.RUNS_PREFIX}*"]
@@ -299,8 +291,8 @@ def gc(store: "Store", keep: int = 20) -> GcReport:
         tree = repo.mktree(entries.values())
         parents = ([archive] if archive else []) + list(dict.fromkeys(e.sha for e in fold))
         new = repo.commit_tree(tree, parents, f"skillgit gc: fold {len(fold)} rejected step(s)\n")
-        store._commit_refs([RefUpdate("update", R.ARCHIVE_REF, new, archive), *updates],
-                           f"skillgit gc: fold {len(fold)} rejected tags")
+        store.update_refs([RefUpdate("update", R.ARCHIVE_REF, new, archive), *updates],
+                          f"skillgit gc: fold {len(fold)} rejected tags")
         archive = new
     _drop_stale_scratch_refs(store)
     repo.pack_refs()

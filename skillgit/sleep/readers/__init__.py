@@ -1,10 +1,14 @@
-"""The registry of session readers, one module per agent.
+"""Sleep's session readers, one module per agent, listed by the agent registry (`skillgit.agents.registry`: an
+agent's `reader` names its module; this package keeps no table of its own).
 
 Contract of every reader module: `SOURCE` (its name), `discover(home, environ=None) -> list[Path]` (the session
 files that exist under a home folder; nothing is read) and `read(path) -> Iterable[Session]` (never raises on odd
 content: unknown record types and malformed lines are counted in `Session.unknown_records`). A module may define
 `fingerprint(path) -> str` when a session's content lives outside the discovered file; the default is the file's
-size and modification time. `READERS` maps source names to `Reader`s in a stable order.
+size and modification time. Shared parsing lives in `_common.py` (`Draft`, `dispatch`, `TurnBuilder`).
+
+`readers()` maps source names to `Reader`s in the registry's order, asked at each call, so an agent registered at
+run time (`registry.register`) with a `reader` is harvested like a built-in one; `sources()` are their names.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from types import ModuleType
 
 from skillgit.errors import ConfigError
 from skillgit.sleep.model import Session
-from skillgit.sleep.readers import claude, codex, copilot_cli, copilot_vscode, cursor, opencode
 
 
 def default_fingerprint(path: Path) -> str:
@@ -36,16 +39,24 @@ def _reader(module: ModuleType) -> Reader:
     return Reader(module.SOURCE, module.read, module.discover, getattr(module, "fingerprint", default_fingerprint))
 
 
-READERS: dict[str, Reader] = {
-    r.source: r for r in map(_reader, (claude, codex, copilot_vscode, copilot_cli, cursor, opencode))
-}
-SOURCES: tuple[str, ...] = tuple(READERS)
+def readers() -> dict[str, Reader]:
+    """Source name → `Reader` of every agent that has one, in the agent registry's order."""
+    from skillgit.agents import registry
+
+    found = (_reader(registry.resolve_pointer(pointer)) for pointer in registry.readers().values())
+    return {r.source: r for r in found}
+
+
+def sources() -> tuple[str, ...]:
+    """The session source names (`sleep.sources`, `--sources`), in the agent registry's order."""
+    return tuple(readers())
 
 
 def get_reader(source: str) -> Reader:
-    if source not in READERS:
-        raise ConfigError(f"unknown session source {source!r}", f"use one of: {', '.join(SOURCES)}")
-    return READERS[source]
+    known = readers()
+    if source not in known:
+        raise ConfigError(f"unknown session source {source!r}", f"use one of: {', '.join(known)}")
+    return known[source]
 
 
-__all__ = ["READERS", "SOURCES", "Reader", "default_fingerprint", "get_reader"]
+__all__ = ["Reader", "default_fingerprint", "get_reader", "readers", "sources"]

@@ -1,8 +1,15 @@
-"""Helpers every reader shares: turn assembly, tool-input summaries, output excerpts, JSONL and time parsing.
+"""Helpers every reader shares: the session being read (`Draft`), turn assembly, tool-input summaries, output
+excerpts, JSONL and time parsing, the skills a tool call read.
+
+A reader is a loop over records that hands each one to the function for its type (`dispatch`), which adds to a
+`Draft` (or a reader's subclass of it, holding that reader's own state); `Draft.session` makes the `Session`.
 
 Invariants:
 - `TurnBuilder` never lets a tool result become a user turn: results attach to the agent turn in progress (a new,
-  empty agent turn is opened when a result arrives first), and consecutive agent events merge into one turn.
+  empty agent turn is opened when a result arrives first), and consecutive agent events merge into one turn. A skill
+  attaches to the agent turn in progress, or to the next one when none is open or the person invoked it by a
+  command (a skill loaded before the agent answered belongs to that answer); one `SkillUse` per (kind, name) per
+  turn, a later one only fills a missing path.
 - `excerpt` keeps the head and the tail of long outputs, because test runners print their verdict last.
 - Nothing here raises on odd input: wrong types become empty strings, unparsable lines are counted by the caller.
 """
@@ -11,13 +18,15 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from skillgit.sleep.model import MALFORMED, ToolCall, ToolResult, Turn
+from skillgit.sleep.model import MALFORMED, Session, SkillHow, SkillUse, ToolCall, ToolResult, Turn
 
 HEAD_CHARS = 600
 TAIL_CHARS = 1600
@@ -31,16 +40,25 @@ WRITE_TOOLS = {
     "edit", "write", "multiedit", "notebookedit", "apply_patch", "create", "str_replace_editor", "patch",
     "create_file", "replace_string_in_file", "insert_edit_into_file", "copilot_replacestring", "copilot_createfile",
     "copilot_insertedit", "edit_file", "search_replace", "write_file", "multi_replace_string_in_file", "texteditgroup",
+    "strreplace", "delete_file", "editnotebook",
 }
+_PATCH_TOOLS = ("apply_patch", "patch")
 _PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "target_file", "filename", "file")
 _COMMAND_KEYS = ("command", "cmd", "commandLine", "script")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _EXIT_CODE = re.compile(r"(?i)\b(?:exit(?:ed)?(?: with)? code|exit status|process exited with code)[:\s]+(-?\d+)")
 
+D = TypeVar("D", bound="Draft")
+
 
 def as_dict(value: Any) -> dict[str, Any]:
     """`value` when it is a dict, else an empty one (records from disk may hold anything)."""
     return value if isinstance(value, dict) else {}
+
+
+def as_str(value: Any) -> str | None:
+    """`value` when it is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 def excerpt(text: Any, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> str:
@@ -67,6 +85,7 @@ def patch_paths(patch: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m.strip() for m in _PATCH_FILE.findall(patch or "")))
 
 
+# ------------------------------------------------------------------------------------------------ tool calls
 def _as_command(value: Any) -> str | None:
     if isinstance(value, str):
         return value
@@ -80,48 +99,48 @@ def _as_command(value: Any) -> str | None:
     return None
 
 
-def tool_call(name: str, arguments: Any, call_id: str = "") -> ToolCall:
-    """A `ToolCall` from a tool name and its input (a dict, or a JSON string of one, or raw text)."""
-    args: Any = arguments
+def _parsed(arguments: Any) -> Any:
     if isinstance(arguments, str):
         try:
-            args = json.loads(arguments)
+            return json.loads(arguments)
         except ValueError:
-            args = arguments
+            return arguments
+    return arguments
+
+
+def _dict_command(lname: str, args: dict[str, Any]) -> str | None:
+    if lname not in SHELL_TOOLS and lname != "exec":
+        return None
+    key = next((k for k in _COMMAND_KEYS if k in args), None)
+    return _as_command(args[key]) if key else None
+
+
+def _dict_paths(lname: str, args: dict[str, Any]) -> list[str]:
+    paths = [v for v in (args.get(k) for k in _PATH_KEYS) if isinstance(v, str) and v]
+    edits = args.get("edits")
+    for edit in edits if isinstance(edits, list) else []:
+        if isinstance(edit, dict) and isinstance(edit.get("file_path"), str):
+            paths.append(edit["file_path"])
+    patch = args.get("input") or args.get("patch")
+    if lname in _PATCH_TOOLS and isinstance(patch, str):
+        paths.extend(patch_paths(patch))
+    return paths
+
+
+def tool_call(name: str, arguments: Any, call_id: str = "") -> ToolCall:
+    """A `ToolCall` from a tool name and its input (a dict, or a JSON string of one, or raw text)."""
+    args = _parsed(arguments)
     lname = (name or "").lower()
-    command: str | None = None
-    paths: list[str] = []
     if isinstance(args, dict):
-        for key in _COMMAND_KEYS:
-            if key in args and lname in SHELL_TOOLS | {"exec"}:
-                command = _as_command(args[key])
-                break
-        for key in _PATH_KEYS:
-            value = args.get(key)
-            if isinstance(value, str) and value:
-                paths.append(value)
-        for value in args.get("edits") or []:
-            if isinstance(value, dict) and isinstance(value.get("file_path"), str):
-                paths.append(value["file_path"])
-        patch = args.get("input") or args.get("patch")
-        if lname in ("apply_patch", "patch") and isinstance(patch, str):
-            paths.extend(patch_paths(patch))
+        command, paths = _dict_command(lname, args), _dict_paths(lname, args)
         summary = command or (paths[0] if paths else json.dumps(args, ensure_ascii=False, sort_keys=True))
     else:
         text = "" if args is None else str(args)
-        if lname in ("apply_patch", "patch"):
-            paths.extend(patch_paths(text))
-        elif lname in SHELL_TOOLS:
-            command = text
+        paths = list(patch_paths(text)) if lname in _PATCH_TOOLS else []
+        command = text if lname in SHELL_TOOLS and lname not in _PATCH_TOOLS else None
         summary = command or (", ".join(paths) if paths else text)
-    return ToolCall(
-        name=name or "?",
-        summary=short(summary or ""),
-        command=command,
-        paths=tuple(dict.fromkeys(paths)),
-        writes=lname in WRITE_TOOLS,
-        call_id=call_id or "",
-    )
+    return ToolCall(name=name or "?", summary=short(summary or ""), command=command,
+                    paths=tuple(dict.fromkeys(paths)), writes=lname in WRITE_TOOLS, call_id=call_id or "")
 
 
 def tool_result(output: Any, is_error: bool = False, call_id: str = "", exit_code: int | None = None) -> ToolResult:
@@ -132,24 +151,102 @@ def tool_result(output: Any, is_error: bool = False, call_id: str = "", exit_cod
                       exit_code=exit_code)
 
 
+# ------------------------------------------------------------------------------------------------ skills
+SKILL_FILE = "SKILL.md"
+INSTRUCTION_FILES = frozenset({"AGENTS.md", "CLAUDE.md", "GEMINI.md", "copilot-instructions.md"})
+# programs that only read the files they name (`sed` only without -i); a shell call of one of them on a SKILL.md
+# is the agent reading that skill (Codex, Copilot and OpenCode read skills this way, or with their read tool)
+_READ_PROGRAMS = frozenset({"cat", "head", "tail", "less", "more", "bat", "nl", "sed", "awk", "type", "get-content"})
+_SEGMENT = re.compile(r"&&|\|\||[;|\n]")
+
+
+def skill_at(path: str, how: SkillHow = "read") -> SkillUse | None:
+    """The skill (a `SKILL.md`: named after its folder) or instructions file a path names, if it names one."""
+    parts = [p for p in re.split(r"[/\\]", path.strip().strip("'\"")) if p]
+    if not parts:
+        return None
+    if parts[-1] == SKILL_FILE and len(parts) >= 2:
+        return SkillUse(parts[-2], "skill", how, path)
+    if parts[-1] in INSTRUCTION_FILES:
+        return SkillUse(parts[-1], "instructions", how, path)
+    return None
+
+
+def skill_named(name: Any, how: SkillHow, path: Any = None) -> SkillUse | None:
+    """A `SkillUse` for a skill a source names directly (its skill tool, its own event), if the name is usable."""
+    name = as_str(name)
+    return SkillUse(name.strip(), "skill", how, as_str(path)) if name and name.strip() else None
+
+
+def _read_targets(command: str) -> list[str]:
+    targets: list[str] = []
+    for segment in _SEGMENT.split(command):
+        try:
+            words = shlex.split(segment)
+        except ValueError:
+            words = segment.split()
+        if not words or words[0].rsplit("/", 1)[-1].lower() not in _READ_PROGRAMS:
+            continue
+        if words[0].endswith("sed") and any(w.startswith("-i") or w == "--in-place" for w in words):
+            continue
+        targets.extend(w for w in words[1:] if not w.startswith("-"))
+    return targets
+
+
+def skills_read(call: ToolCall) -> tuple[SkillUse, ...]:
+    """The skills and instruction files a tool call read: a non-writing tool naming a `SKILL.md` / `AGENTS.md`
+    path, or a shell command that only reads one (`cat …/SKILL.md`, `sed -n 1,80p …`)."""
+    if call.writes:
+        return ()
+    named = [*call.paths, *(_read_targets(call.command) if call.command else ())]
+    found = (skill_at(p) for p in named)
+    return tuple(dict.fromkeys(u for u in found if u is not None))
+
+
+# ------------------------------------------------------------------------------------------------ turns
+@dataclass
+class _AgentTurn:
+    ts: str | None
+    text: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+    skills: list[SkillUse] = field(default_factory=list)
+
+    def turn(self) -> Turn | None:
+        if not (self.text or self.calls or self.results or self.skills):
+            return None
+        return Turn("assistant", "\n\n".join(self.text), tuple(self.calls), tuple(self.results), self.ts,
+                    tuple(self.skills))
+
+
+def _merge_skill(skills: list[SkillUse], use: SkillUse) -> None:
+    for i, known in enumerate(skills):
+        if (known.kind, known.name) == (use.kind, use.name):
+            if known.path is None and use.path:
+                skills[i] = replace(known, path=use.path)
+            return
+    skills.append(use)
+
+
 class TurnBuilder:
     """Collects events in order and yields alternating user / assistant turns (see the module invariants)."""
 
     def __init__(self) -> None:
         self._turns: list[Turn] = []
-        self._agent: dict[str, Any] | None = None
+        self._agent: _AgentTurn | None = None
+        self._pending: list[SkillUse] = []
 
     def _flush(self) -> None:
         if self._agent is not None:
-            a = self._agent
-            if a["text"] or a["calls"] or a["results"]:
-                self._turns.append(Turn("assistant", "\n\n".join(a["text"]), tuple(a["calls"]), tuple(a["results"]),
-                                        a["ts"]))
+            turn = self._agent.turn()
+            if turn is not None:
+                self._turns.append(turn)
             self._agent = None
 
-    def _open_agent(self, ts: str | None) -> dict[str, Any]:
+    def _open_agent(self, ts: str | None) -> _AgentTurn:
         if self._agent is None:
-            self._agent = {"text": [], "calls": [], "results": [], "ts": ts}
+            self._agent = _AgentTurn(ts, skills=self._pending)
+            self._pending = []
         return self._agent
 
     def user(self, text: str, ts: str | None = None) -> None:
@@ -160,19 +257,87 @@ class TurnBuilder:
 
     def agent_text(self, text: str, ts: str | None = None) -> None:
         if (text or "").strip():
-            self._open_agent(ts)["text"].append(text.strip())
+            self._open_agent(ts).text.append(text.strip())
 
     def call(self, call: ToolCall, ts: str | None = None) -> None:
-        self._open_agent(ts)["calls"].append(call)
+        self._open_agent(ts).calls.append(call)
+        for use in skills_read(call):
+            self.skill(use)
 
     def result(self, result: ToolResult, ts: str | None = None) -> None:
-        self._open_agent(ts)["results"].append(result)
+        self._open_agent(ts).results.append(result)
+
+    def skill(self, use: SkillUse | None) -> None:
+        if use is None:
+            return
+        current = self._agent if use.how != "command" else None  # a command's skill serves the answer to it
+        _merge_skill(current.skills if current is not None else self._pending, use)
 
     def build(self) -> tuple[Turn, ...]:
         self._flush()
+        if self._pending and self._turns:  # loaded, then nothing answered: the last answer (or a turn of its own)
+            last = self._turns[-1]
+            if last.role == "assistant":
+                self._turns[-1] = replace(last, skills=last.skills + tuple(self._pending))
+            else:
+                self._turns.append(Turn("assistant", skills=tuple(self._pending)))
+            self._pending = []
         return tuple(self._turns)
 
 
+# ------------------------------------------------------------------------------------------------ the session
+class Draft:
+    """One session being read: its turns, metadata (`keep`), record counts and time span. Readers subclass it for
+    state of their own and hand it to the function of each record type (`dispatch`)."""
+
+    def __init__(self, source: str, path: Path) -> None:
+        self.source, self.path = source, path
+        self.turns = TurnBuilder()
+        self.counts: Counter[str] = Counter()
+        self.meta: dict[str, str] = {}
+        self.total = 0
+        self.started: str | None = None
+        self.ended: str | None = None
+
+    def unknown(self, kind: object) -> None:
+        self.counts[str(kind)] += 1
+
+    def stamp(self, value: Any) -> str | None:
+        """Note a record's timestamp (the first and last make the session's span); returns it when it is one."""
+        ts = as_str(value)
+        if ts:
+            self.started = self.started or ts
+            self.ended = ts
+        return ts
+
+    def keep(self, **values: Any) -> None:
+        """Remember each non-empty string value under its key, unless the key already has one (the first wins)."""
+        for key, value in values.items():
+            if as_str(value) and key not in self.meta:
+                self.meta[key] = value
+
+    def session(self, session_id: str, **fields: Any) -> Session:
+        fields.setdefault("started", self.started)
+        fields.setdefault("ended", self.ended)
+        return Session(source=self.source, session_id=session_id, turns=self.turns.build(), path=str(self.path),
+                       unknown_records=dict(self.counts), total_records=self.total, **fields)
+
+
+def ignore(draft: Draft, record: dict[str, Any]) -> None:
+    """The handler of a known record type that carries nothing a session needs."""
+
+
+def dispatch(handlers: Mapping[Any, Callable[[D, dict[str, Any]], None]], kind: Any, draft: D,
+             record: dict[str, Any]) -> None:
+    """Hand `record` to the function for its type; an unknown type is counted, never an error."""
+    handler = handlers.get(kind) if isinstance(kind, str) else None
+    if handler is None:
+        draft.unknown(kind)
+    else:
+        handler(draft, record)
+
+
+# ------------------------------------------------------------------------------------------------ files and values
 def read_jsonl(path: Path, counts: Counter[str]) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSONL file; a line that is not a JSON object is counted under `<malformed>`."""
     try:
@@ -182,18 +347,22 @@ def read_jsonl(path: Path, counts: Counter[str]) -> Iterator[dict[str, Any]]:
         return
     with handle:
         for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                counts[MALFORMED] += 1
-                continue
-            if isinstance(obj, dict):
+            obj = _json_line(line.strip(), counts)
+            if obj is not None:
                 yield obj
-            else:
-                counts[MALFORMED] += 1
+
+
+def _json_line(line: str, counts: Counter[str]) -> dict[str, Any] | None:
+    if not line:
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict):
+        counts[MALFORMED] += 1
+        return None
+    return obj
 
 
 def read_json(path: Path) -> Any:
@@ -220,13 +389,31 @@ def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, dict):
-        for key in ("text", "value", "content"):
-            if isinstance(content.get(key), str):
-                return content[key]
-        return ""
+        key = next((k for k in ("text", "value", "content") if isinstance(content.get(k), str)), None)
+        return content[key] if key else ""
     if isinstance(content, list):
         return "\n".join(t for t in (text_of(c) for c in content) if t)
     return str(content)
+
+
+def blocks_of(content: Any) -> list[dict[str, Any]]:
+    """Content as a list of blocks: a string is one `text` block; non-dict items are dropped."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def tag_body(text: str, tag: str) -> str | None:
+    """The text inside the first `<tag>…</tag>` of `text`, stripped; None when there is no such element."""
+    match = re.search(rf"<{tag}>(.*?)</{tag}>", text, re.DOTALL)
+    return match.group(1).strip() if match else None
+
+
+def without_tags(text: str, tags: tuple[str, ...]) -> str:
+    """`text` without the `<tag>…</tag>` elements of the given tags (context an agent injected), stripped."""
+    for tag in tags:
+        text = re.sub(rf"<{tag}(?:\s[^>]*)?>.*?</{tag}>", "", text, flags=re.DOTALL)
+    return text.strip()
 
 
 def file_uri_path(uri: Any) -> str | None:
@@ -240,8 +427,7 @@ def file_uri_path(uri: Any) -> str | None:
         return None
     if not uri.startswith("file:"):
         return uri if uri.startswith("/") else None
-    parsed = urlparse(uri)
-    path = unquote(parsed.path)
+    path = unquote(urlparse(uri).path)
     if re.match(r"^/[A-Za-z]:/", path):  # file:///c:/Users/x → c:/Users/x
         path = path[1:]
     return path or None

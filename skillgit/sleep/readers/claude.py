@@ -4,12 +4,22 @@ Format (one JSON object per line): `type` is user | assistant | system | summary
 file-history-snapshot | attachment | progress | custom-title …; conversation records carry `message` (`role`,
 `content` as a string or a list of `text` / `tool_use` / `tool_result` / `thinking` / `image` blocks), `uuid`,
 `parentUuid`, `sessionId`, `cwd`, `gitBranch`, `timestamp`, `isSidechain`, `entrypoint` (`cli` interactive,
-`sdk-*` for `claude -p` and the SDKs), `version`, `userType`.
+`sdk-*` for `claude -p` and the SDKs), `promptSource` / `turnOrigin` (`typed` / `human` or `sdk`), `version`.
 
 Contracts:
 - Tool results arrive as `user` records whose content holds `tool_result` blocks: they attach to the agent turn.
-- `isMeta` / `isCompactSummary` / tool-injected (`sourceToolUseID`) user records and `<local-command-stdout>`
-  echoes are not a person's words; a `<command-name>/x</command-name>` record becomes the text `/x args`.
+- Not a person's request, so never a user turn: `isMeta` / `isCompactSummary` / tool-injected (`sourceToolUseID`)
+  records; the person's own commands to Claude Code — built-in slash commands (`BUILTIN_COMMANDS`: `/exit`,
+  `/mcp`, …), any `<command-name>` record answered by `<local-command-stdout>` (a local command Claude never saw),
+  `!` shell input (`<bash-input>`) and `#` memory notes — and their echoes; interrupt markers
+  (`[Request interrupted by user…]`). Another `<command-name>/x</command-name>` record (a custom command or a
+  skill, which Claude then works on) becomes the text `/x args`.
+- Skills (`Turn.skills`): a `Skill` tool call (`{"skill": name}`), and the skill body Claude Code injects after it
+  or after `/name` (`Base directory for this skill: <dir>`), which gives the path; SKILL.md / AGENTS.md reads.
+- Headless: `entrypoint` decides when a record has it (`sdk-*`). Older files without it are decided by the other
+  signals, in order: `promptSource` / `turnOrigin` (`sdk` headless; `typed` / `human` interactive), a
+  interactive-only records (file-history-snapshot, mode, permission-mode, turn_duration, slash commands), a
+  `queue-operation` enqueue before the first prompt (how `claude -p` delivers it); with none of them, interactive.
 - Sidechain (sub-agent) records never enter the main turns; a file made only of them is a `sidechain` session
   whose turns are the sub-agent's and whose id is `<parent sessionId>/agent-<agentId>` (sub-agent files repeat
   the parent's `sessionId`).
@@ -19,13 +29,25 @@ Contracts:
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from skillgit.sleep.model import Session
-from skillgit.sleep.readers._common import TurnBuilder, as_dict, read_jsonl, text_of, tool_call, tool_result
+from skillgit.sleep.model import Session, SkillHow, SkillUse
+from skillgit.sleep.readers._common import (
+    Draft,
+    TurnBuilder,
+    as_dict,
+    as_str,
+    blocks_of,
+    dispatch,
+    ignore,
+    read_jsonl,
+    skill_named,
+    text_of,
+    tool_call,
+    tool_result,
+)
 
 SOURCE = "claude"
 # the documented types plus those real Claude Code 2.1 files hold (tests/fixtures/transcripts/claude/)
@@ -34,8 +56,22 @@ KNOWN_TYPES = frozenset({
     "custom-title", "agent-name", "last-prompt", "tag", "pr-link", "mode", "permission-mode", "atis-latch",
     "api-request", "api-request-shape", "api-request-blob", "tools-used", "cost-state",
 })
+# Claude Code's built-in commands that act on the CLI itself (docs.claude.com "Slash commands"); the prompt-type
+# built-ins (/init, /review, /security-review, /pr-comments) are requests Claude works on and stay
+BUILTIN_COMMANDS = frozenset({
+    "add-dir", "agents", "bashes", "bug", "clear", "compact", "config", "context", "cost", "doctor", "exit",
+    "export", "extra-usage", "fast", "feedback", "help", "hooks", "ide", "install-github-app", "keybindings",
+    "login", "logout", "mcp", "memory", "migrate-installer", "model", "output-style", "permissions", "plugin",
+    "plugins", "privacy-settings", "quit", "release-notes", "remote-env", "rename", "resume", "rewind", "sandbox",
+    "stats", "status", "statusline", "tasks", "terminal-setup", "theme", "todos", "upgrade", "usage", "vim",
+})
+INTERACTIVE_TYPES = frozenset({"file-history-snapshot", "mode", "permission-mode"})
 _COMMAND = re.compile(r"<command-name>\s*(/?[^<]*?)\s*</command-name>(?:.*?<command-args>(.*?)</command-args>)?",
                       re.DOTALL)
+_ECHOES = ("<local-command-stdout>", "<local-command-stderr>", "<bash-stdout>", "<bash-stderr>", "<bash-input>",
+           "<user-memory-input>", "<local-command-caveat>")
+_INTERRUPT = re.compile(r"^\[Request (?:interrupted|cancelled) by user[^\]]*\]$")
+_SKILL_BASE = re.compile(r"^Base directory for this skill:\s*(\S[^\n]*)")
 
 
 def root(home: Path, environ: Mapping[str, str] | None = None) -> Path:
@@ -50,93 +86,163 @@ def discover(home: Path, environ: Mapping[str, str] | None = None) -> list[Path]
     return sorted(p for p in projects.rglob("*.jsonl") if p.is_file())
 
 
-def _user_text(text: str) -> str | None:
-    """A person's text, or None for echoes that are not (command output, caveats)."""
-    stripped = text.strip()
-    if stripped.startswith(("<local-command-stdout>", "<local-command-stderr>", "<bash-stdout>", "<bash-stderr>")):
+class _Claude(Draft):
+    def __init__(self, path: Path) -> None:
+        super().__init__(SOURCE, path)
+        self.side = TurnBuilder()
+        self.main_records = self.side_records = 0
+        self.signs: dict[str, bool] = {}  # headless signals: "prompt", "queued", "interactive"
+        self.command: tuple[str, TurnBuilder, str | None] | None = None  # a /command waiting for its outcome
+
+    def target(self, rec: dict[str, Any]) -> TurnBuilder:
+        if rec.get("isSidechain"):
+            self.side_records += 1
+            return self.side
+        self.main_records += 1
+        return self.turns
+
+    def sign(self, name: str, value: bool | None) -> None:
+        if value is not None:
+            self.signs.setdefault(name, value)
+
+    def settle(self, ran_locally: bool = False) -> None:
+        """The waiting /command was a request unless Claude Code answered it locally."""
+        if self.command is not None and not ran_locally:
+            text, target, ts = self.command
+            target.user(text, ts)
+        self.command = None
+
+
+def _command(text: str) -> tuple[str, bool] | None:
+    """`/name args` of a `<command-name>` record and whether it is built in; None for other text."""
+    match = _COMMAND.search(text)
+    if not (match and text.startswith(("<command-name>", "<command-message>"))):
         return None
-    match = _COMMAND.search(stripped)
-    if match and stripped.startswith(("<command-name>", "<command-message>")):
-        name, args = match.group(1).strip(), (match.group(2) or "").strip()
-        return f"{name} {args}".strip()
-    return stripped
+    name, args = match.group(1).strip(), (match.group(2) or "").strip()
+    return f"{name} {args}".strip(), name.lstrip("/").split(":")[-1] in BUILTIN_COMMANDS
 
 
-def _blocks(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+def _said(draft: _Claude, target: TurnBuilder, text: str, ts: str | None) -> str | None:
+    """The person's words in one text block, or None (see the module contract for what is not)."""
+    stripped = text.strip()
+    if stripped.startswith(("<local-command-stdout>", "<local-command-stderr>")):
+        draft.settle(ran_locally=True)
+        return None
+    if stripped.startswith(_ECHOES) or _INTERRUPT.match(stripped):
+        return None
+    command = _command(stripped)
+    if command is None:
+        return stripped
+    draft.sign("interactive", True)
+    draft.settle()
+    if not command[1]:
+        draft.command = (command[0], target, ts)
+    return None
+
+
+def _injected(draft: _Claude, target: TurnBuilder, rec: dict[str, Any], blocks: list[dict[str, Any]]) -> None:
+    """A record Claude Code wrote into the conversation itself: only a skill body matters (it names the skill)."""
+    for block in blocks:
+        match = _SKILL_BASE.match(str(block.get("text") or "").strip())
+        if match:
+            folder = match.group(1).strip()
+            how: SkillHow = "tool" if rec.get("sourceToolUseID") else "command"
+            draft.settle()
+            target.skill(SkillUse(re.split(r"[/\\]", folder.rstrip("/\\"))[-1], "skill", how, f"{folder}/SKILL.md"))
+
+
+def _user(draft: _Claude, rec: dict[str, Any]) -> None:
+    target, ts = draft.target(rec), draft.stamp(rec.get("timestamp"))
+    blocks = blocks_of(as_dict(rec.get("message")).get("content"))
+    if rec.get("isMeta") or rec.get("isCompactSummary") or rec.get("sourceToolUseID"):
+        _injected(draft, target, rec, blocks)
+        return
+    draft.sign("prompt", _sdk_origin(rec))
+    texts = []
+    for block in blocks:
+        if block.get("type") == "tool_result":
+            target.result(tool_result(text_of(block.get("content")), bool(block.get("is_error")),
+                                      str(block.get("tool_use_id") or "")), ts)
+        elif block.get("type") == "text":
+            said = _said(draft, target, str(block.get("text") or ""), ts)
+            if said:
+                texts.append(said)
+    if texts:
+        draft.settle()
+        target.user("\n".join(texts), ts)
+
+
+def _sdk_origin(rec: dict[str, Any]) -> bool | None:
+    origin = as_str(rec.get("promptSource")) or as_str(rec.get("turnOrigin"))
+    return None if origin is None else origin == "sdk"
+
+
+def _assistant(draft: _Claude, rec: dict[str, Any]) -> None:
+    target, ts = draft.target(rec), draft.stamp(rec.get("timestamp"))
+    draft.settle()
+    for block in blocks_of(as_dict(rec.get("message")).get("content")):
+        if block.get("type") == "text":
+            target.agent_text(str(block.get("text") or ""), ts)
+        elif block.get("type") == "tool_use":
+            name, tool_input = str(block.get("name") or ""), block.get("input")
+            target.call(tool_call(name, tool_input, str(block.get("id") or "")), ts)
+            if name == "Skill":
+                args = as_dict(tool_input)
+                target.skill(skill_named(args.get("skill") or args.get("command"), "tool"))
+
+
+def _queue(draft: _Claude, rec: dict[str, Any]) -> None:
+    draft.stamp(rec.get("timestamp"))
+    if rec.get("operation") == "enqueue" and not draft.main_records:
+        draft.sign("queued", True)
+
+
+def _system(draft: _Claude, rec: dict[str, Any]) -> None:
+    draft.stamp(rec.get("timestamp"))
+    if rec.get("subtype") == "turn_duration":
+        draft.sign("interactive", True)
+
+
+def _interactive(draft: _Claude, rec: dict[str, Any]) -> None:
+    draft.stamp(rec.get("timestamp"))
+    draft.sign("interactive", True)
+
+
+def _other(draft: _Claude, rec: dict[str, Any]) -> None:
+    draft.stamp(rec.get("timestamp"))
+
+
+HANDLERS: dict[str, Callable[[_Claude, dict[str, Any]], None]] = {
+    **dict.fromkeys(KNOWN_TYPES, _other), **dict.fromkeys(INTERACTIVE_TYPES, _interactive),
+    "user": _user, "assistant": _assistant, "queue-operation": _queue, "system": _system, "summary": ignore,
+}
+
+
+def headless_of(entrypoint: str | None, signs: Mapping[str, bool]) -> bool:
+    """Headless or not, by the recorded entrypoint, else by the other signals (see the module contract)."""
+    if entrypoint:
+        return entrypoint.startswith("sdk")
+    if "prompt" in signs:
+        return bool(signs["prompt"])
+    return bool(signs.get("queued")) and not signs.get("interactive")
 
 
 def read(path: Path) -> Iterable[Session]:
-    counts: Counter[str] = Counter()
-    builder, side_builder = TurnBuilder(), TurnBuilder()
-    meta: dict[str, Any] = {}
-    total = main_records = side_records = 0
-    first_ts = last_ts = None
-    for rec in read_jsonl(path, counts):
-        total += 1
-        kind = rec.get("type")
-        if kind not in KNOWN_TYPES:
-            counts[str(kind)] += 1
-            continue
-        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
-        if ts:
-            first_ts = first_ts or ts
-            last_ts = ts
-        for key, field_name in (("sessionId", "session_id"), ("cwd", "cwd"), ("gitBranch", "git_branch"),
-                                ("version", "client_version"), ("entrypoint", "entrypoint"), ("agentId", "agent_id")):
-            if isinstance(rec.get(key), str) and rec[key] and field_name not in meta:
-                meta[field_name] = rec[key]
-        if kind not in ("user", "assistant"):
-            continue
-        if rec.get("isSidechain"):
-            side_records += 1
-            target = side_builder
-        else:
-            main_records += 1
-            target = builder
-        message = as_dict(rec.get("message"))
-        blocks = _blocks(message.get("content"))
-        if kind == "user":
-            if rec.get("isMeta") or rec.get("isCompactSummary") or rec.get("sourceToolUseID"):
-                continue
-            texts = []
-            for block in blocks:
-                if block.get("type") == "tool_result":
-                    target.result(tool_result(text_of(block.get("content")), bool(block.get("is_error")),
-                                              str(block.get("tool_use_id") or "")), ts)
-                elif block.get("type") == "text":
-                    said = _user_text(str(block.get("text") or ""))
-                    if said:
-                        texts.append(said)
-            if texts:
-                target.user("\n".join(texts), ts)
-        else:
-            for block in blocks:
-                if block.get("type") == "text":
-                    target.agent_text(str(block.get("text") or ""), ts)
-                elif block.get("type") == "tool_use":
-                    target.call(tool_call(str(block.get("name") or ""), block.get("input"), str(block.get("id") or "")),
-                                 ts)
-    entrypoint = meta.get("entrypoint")
-    sidechain = side_records > 0 and main_records == 0
+    draft = _Claude(path)
+    for rec in read_jsonl(path, draft.counts):
+        draft.total += 1
+        draft.keep(session_id=rec.get("sessionId"), cwd=rec.get("cwd"), git_branch=rec.get("gitBranch"),
+                   client_version=rec.get("version"), entrypoint=rec.get("entrypoint"), agent_id=rec.get("agentId"))
+        dispatch(HANDLERS, rec.get("type"), draft, rec)
+    draft.command = None  # a /command nothing answered did nothing Claude worked on
+    meta = draft.meta
+    sidechain = draft.side_records > 0 and draft.main_records == 0
     session_id = meta.get("session_id") or path.stem
     if sidechain and meta.get("agent_id"):  # a sub-agent file repeats its parent's sessionId
         session_id = f"{session_id}/agent-{meta['agent_id']}"
-    yield Session(
-        source=SOURCE,
-        session_id=session_id,
-        cwd=meta.get("cwd"),
-        git_branch=meta.get("git_branch"),
-        started=first_ts,
-        ended=last_ts,
-        entrypoint=entrypoint,
-        headless=bool(entrypoint and entrypoint.startswith("sdk")),
-        sidechain=sidechain,
-        client_version=meta.get("client_version"),
-        turns=(side_builder if sidechain else builder).build(),
-        path=str(path),
-        unknown_records=dict(counts),
-        total_records=total,
-    )
+    if sidechain:
+        draft.turns = draft.side
+    entrypoint = meta.get("entrypoint")
+    yield draft.session(session_id, cwd=meta.get("cwd"), git_branch=meta.get("git_branch"), entrypoint=entrypoint,
+                        headless=headless_of(entrypoint, draft.signs), sidechain=sidechain,
+                        client_version=meta.get("client_version"))

@@ -1,4 +1,6 @@
-"""Cursor composer / agent chats, read from Cursor's SQLite `state.vscdb` files (read-only, stdlib `sqlite3`).
+"""Cursor: composer / agent chats from Cursor's SQLite `state.vscdb` files (read-only, stdlib `sqlite3`), and the
+agent transcripts under `~/.cursor/projects/*/agent-transcripts/` (the IDE agent's and the `cursor-agent` CLI's;
+read by `_cursor_transcripts`, whose docstring has their layout).
 
 Cursor is closed source; its on-disk layout is established only by public reverse-engineered references
 (michaeldhood/chatrxiv `docs/cursor/storage-reference.md`, pppp606/cursor-efficiency `docs/vscdbRelation.md`):
@@ -11,23 +13,25 @@ Cursor is closed source; its on-disk layout is established only by public revers
   [{bubbleId, type}]}`, and `bubbleId:<composerId>:<bubbleId>` → a bubble `{type: 1 user | 2 assistant, text,
   createdAt, toolFormerData?: {name, rawArgs, result, status}}`.
 
-Contracts: `discover` returns workspace databases; `read` yields one session per composer (or old-style tab) of
-that workspace; the tool-call fields are the least certain part of the layout and are read only when present;
-bubble types other than 1 and 2 are counted as `bubble/<type>`; a missing table is a counted `schema/…` record.
+Contracts: `discover` returns workspace databases and every file under `agent-transcripts/`; `read` yields one
+session per composer (or old-style tab) of a workspace database, and one per transcript file (none when the
+database holds that conversation: the database has the tool results). The tool-call fields are the least certain
+part of the layout and are read only when present; bubble types other than 1 and 2 are counted as
+`bubble/<type>`; a missing table is a counted `schema/…` record; a transcript the reader cannot read is an
+unknown record, so harvest warns about it.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from skillgit.sleep.model import MALFORMED, Session
 from skillgit.sleep.readers._common import (
-    TurnBuilder,
+    Draft,
     as_dict,
     file_uri_path,
     iso_from_ms,
@@ -35,9 +39,10 @@ from skillgit.sleep.readers._common import (
     tool_call,
     tool_result,
 )
+from skillgit.sleep.readers._cursor_transcripts import SOURCE, read_transcript, transcript_files
 
-SOURCE = "cursor"
 _BASES = (Path(".config"), Path("Library") / "Application Support", Path("AppData") / "Roaming")
+_OLD_CHATS = "workbench.panel.aichat.view.aichat.chatdata"
 
 
 def user_dirs(home: Path) -> list[Path]:
@@ -48,7 +53,7 @@ def discover(home: Path, environ: Mapping[str, str] | None = None) -> list[Path]
     found: list[Path] = []
     for user in user_dirs(home):
         found.extend(p for p in (user / "workspaceStorage").glob("*/state.vscdb") if p.is_file())
-    return sorted(found)
+    return sorted(found) + transcript_files(home)
 
 
 def global_db(workspace_db: Path) -> Path:
@@ -56,7 +61,7 @@ def global_db(workspace_db: Path) -> Path:
 
 
 def fingerprint(path: Path) -> str:
-    files = [path, global_db(path)]
+    files = [path, global_db(path)] if path.suffix == ".vscdb" else [path]
     files += [f.with_name(f.name + "-wal") for f in files]
     return ";".join(f"{s.st_size}:{s.st_mtime_ns}" for s in (f.stat() for f in files if f.exists()))
 
@@ -76,83 +81,129 @@ def _value(db: sqlite3.Connection, table: str, key: str) -> Any:
         return None
 
 
-def _bubbles(builder: TurnBuilder, bubbles: list[Any], counts: Counter[str]) -> int:
+# ------------------------------------------------------------------------------------------------ bubbles
+def _user_bubble(draft: Draft, bubble: dict[str, Any], ts: str | None) -> None:
+    draft.turns.user(str(bubble.get("text") or bubble.get("rawText") or ""), ts)
+
+
+def _ai_bubble(draft: Draft, bubble: dict[str, Any], ts: str | None) -> None:
+    tool = as_dict(bubble.get("toolFormerData"))
+    if tool.get("name"):
+        call_id = str(tool.get("toolCallId") or "")
+        draft.turns.call(tool_call(str(tool["name"]), tool.get("rawArgs") or tool.get("params"), call_id), ts)
+        if tool.get("result") is not None:
+            draft.turns.result(tool_result(tool.get("result"), tool.get("status") == "error", call_id), ts)
+    draft.turns.agent_text(str(bubble.get("text") or bubble.get("rawText") or ""), ts)
+
+
+_BUBBLES = {1: _user_bubble, "user": _user_bubble, 2: _ai_bubble, "ai": _ai_bubble}
+
+
+def _bubbles(draft: Draft, bubbles: list[Any]) -> None:
+    draft.total += len(bubbles) + 1
     for bubble in bubbles:
         if not isinstance(bubble, dict):
-            counts[MALFORMED] += 1
+            draft.unknown(MALFORMED)
             continue
         kind = bubble.get("type")
-        ts = iso_from_ms(bubble.get("createdAt"))
-        text = str(bubble.get("text") or bubble.get("rawText") or "")
-        if kind in (1, "user"):
-            builder.user(text, ts)
-        elif kind in (2, "ai"):
-            tool = bubble.get("toolFormerData") if isinstance(bubble.get("toolFormerData"), dict) else None
-            if tool and tool.get("name"):
-                call_id = str(tool.get("toolCallId") or "")
-                builder.call(tool_call(str(tool["name"]), tool.get("rawArgs") or tool.get("params"), call_id), ts)
-                if tool.get("result") is not None:
-                    builder.result(tool_result(tool.get("result"), tool.get("status") == "error", call_id), ts)
-            builder.agent_text(text, ts)
+        handler = _BUBBLES.get(kind) if isinstance(kind, (int, str)) else None
+        if handler is None:
+            draft.unknown(f"bubble/{kind}")
         else:
-            counts[f"bubble/{kind}"] += 1
-    return len(bubbles)
+            handler(draft, bubble, iso_from_ms(bubble.get("createdAt")))
+
+
+def _composer_bubbles(gdb: sqlite3.Connection, composer_id: str, data: dict[str, Any]) -> list[Any]:
+    bubbles: list[Any] = list(data.get("conversation") or [])
+    if bubbles:
+        return bubbles
+    for header in data.get("fullConversationHeadersOnly") or []:
+        bubble_id = header.get("bubbleId") if isinstance(header, dict) else None
+        bubble = _value(gdb, "cursorDiskKV", f"bubbleId:{composer_id}:{bubble_id}") if bubble_id else None
+        bubbles.append(bubble if isinstance(bubble, dict) else None)
+    return bubbles
 
 
 def _composer(gdb: sqlite3.Connection, composer_id: str, cwd: str | None, path: Path) -> Session:
-    counts: Counter[str] = Counter()
+    draft = Draft(SOURCE, path)
     data = _value(gdb, "cursorDiskKV", f"composerData:{composer_id}")
     if not isinstance(data, dict):
-        counts[MALFORMED] += 1
+        draft.unknown(MALFORMED)
         data = {}
-    bubbles: list[Any] = list(data.get("conversation") or [])
-    if not bubbles:
-        for header in data.get("fullConversationHeadersOnly") or []:
-            bubble_id = header.get("bubbleId") if isinstance(header, dict) else None
-            bubble = _value(gdb, "cursorDiskKV", f"bubbleId:{composer_id}:{bubble_id}") if bubble_id else None
-            bubbles.append(bubble if isinstance(bubble, dict) else None)
-    builder = TurnBuilder()
-    total = _bubbles(builder, bubbles, counts) + 1
-    return Session(
-        source=SOURCE, session_id=composer_id, cwd=cwd, git_branch=data.get("createdOnBranch"),
-        started=iso_from_ms(data.get("createdAt")), ended=iso_from_ms(data.get("lastUpdatedAt")),
-        entrypoint="cursor", turns=builder.build(), path=str(path), unknown_records=dict(counts),
-        total_records=total,
-    )
+    _bubbles(draft, _composer_bubbles(gdb, composer_id, data))
+    return draft.session(composer_id, cwd=cwd, git_branch=data.get("createdOnBranch"),
+                         started=iso_from_ms(data.get("createdAt")), ended=iso_from_ms(data.get("lastUpdatedAt")),
+                         entrypoint="cursor")
 
 
-def read(path: Path) -> Iterable[Session]:
+def _tab(tab: dict[str, Any], cwd: str | None, path: Path) -> Session:
+    draft = Draft(SOURCE, path)
+    _bubbles(draft, list(tab.get("bubbles") or []))
+    return draft.session(str(tab.get("tabId") or path.parent.name), cwd=cwd, entrypoint="cursor")
+
+
+def _broken(path: Path, cwd: str | None, why: str) -> Session:
+    return Session(source=SOURCE, session_id=path.parent.name, cwd=cwd, path=str(path), unknown_records={why: 1},
+                   total_records=1)
+
+
+def _composers(wdb: sqlite3.Connection, path: Path, cwd: str | None) -> Iterator[Session]:
+    entries = as_dict(_value(wdb, "ItemTable", "composer.composerData")).get("allComposers") or []
+    ids = [str(c["composerId"]) for c in entries if isinstance(c, dict) and isinstance(c.get("composerId"), str)]
+    if not (ids and global_db(path).exists()):
+        return
+    gdb = _connect(global_db(path))
+    try:
+        for composer_id in ids:
+            yield _composer(gdb, composer_id, cwd, path)
+    finally:
+        gdb.close()
+
+
+def _read_database(path: Path) -> Iterator[Session]:
     meta = read_json(path.parent / "workspace.json")
     cwd = file_uri_path(meta.get("folder")) if isinstance(meta, dict) else None
     try:
         wdb = _connect(path)
     except sqlite3.Error:
-        yield Session(source=SOURCE, session_id=path.parent.name, cwd=cwd, path=str(path),
-                      unknown_records={MALFORMED: 1}, total_records=1)
+        yield _broken(path, cwd, MALFORMED)
         return
     try:
-        composers = _value(wdb, "ItemTable", "composer.composerData")
-        entries = as_dict(composers).get("allComposers") or []
-        ids = [str(c["composerId"]) for c in entries if isinstance(c, dict) and isinstance(c.get("composerId"), str)]
-        if ids and global_db(path).exists():
-            gdb = _connect(global_db(path))
-            try:
-                for composer_id in ids:
-                    yield _composer(gdb, composer_id, cwd, path)
-            finally:
-                gdb.close()
-        chat = _value(wdb, "ItemTable", "workbench.panel.aichat.view.aichat.chatdata")
-        for tab in as_dict(chat).get("tabs") or []:
-            if not isinstance(tab, dict):
-                continue
-            counts: Counter[str] = Counter()
-            builder = TurnBuilder()
-            total = _bubbles(builder, list(tab.get("bubbles") or []), counts) + 1
-            yield Session(source=SOURCE, session_id=str(tab.get("tabId") or path.parent.name), cwd=cwd,
-                          entrypoint="cursor", turns=builder.build(), path=str(path), unknown_records=dict(counts),
-                          total_records=total)
+        yield from _composers(wdb, path, cwd)
+        for tab in as_dict(_value(wdb, "ItemTable", _OLD_CHATS)).get("tabs") or []:
+            if isinstance(tab, dict):
+                yield _tab(tab, cwd, path)
     except sqlite3.Error as exc:
-        yield Session(source=SOURCE, session_id=path.parent.name, cwd=cwd, path=str(path),
-                      unknown_records={f"schema/{type(exc).__name__}": 1}, total_records=1)
+        yield _broken(path, cwd, f"schema/{type(exc).__name__}")
     finally:
         wdb.close()
+
+
+# ------------------------------------------------------------------------------------------------ both layouts
+def _cursor_home(transcript: Path) -> Path | None:
+    parts = transcript.parts
+    return Path(*parts[:parts.index(".cursor")]) if ".cursor" in parts else None
+
+
+def in_store(transcript: Path, composer_id: str) -> bool:
+    """Whether a Cursor database beside the transcript's home holds that conversation with its messages."""
+    home = _cursor_home(transcript)
+    for user in user_dirs(home) if home is not None else []:
+        store = user / "globalStorage" / "state.vscdb"
+        if not store.is_file():
+            continue
+        try:
+            db = _connect(store)
+            try:
+                data = as_dict(_value(db, "cursorDiskKV", f"composerData:{composer_id}"))
+            finally:
+                db.close()
+        except sqlite3.Error:
+            continue
+        if data.get("conversation") or data.get("fullConversationHeadersOnly"):
+            return True
+    return False
+
+
+def read(path: Path) -> Iterable[Session]:
+    return _read_database(path) if path.suffix == ".vscdb" else read_transcript(path, in_store)

@@ -17,22 +17,33 @@ Contracts: a session with a `parentID` is a sub-agent (`sidechain`); ids sort in
 ordered by id; part types outside `KNOWN_PARTS` are counted as `part/<type>`; the database is opened read-only and
 columns newer than the reader's minimum are read only when present. Headless: `opencode run` creates its session
 with rules that deny `question` and `plan_enter` (nobody is there to answer; the TUI's sessions carry no rules),
-so such a session is `headless`, entrypoint `opencode run`.
+so such a session is `headless`, entrypoint `opencode run`. Skills (`Turn.skills`): OpenCode's `skill` tool
+(`{"name"}`; its output says `Base directory for this skill: <dir>`) and SKILL.md / AGENTS.md reads. OpenCode's
+own TUI commands (`/help`, `/models` …) never reach the database (seen with 1.18.33 in tmux).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from skillgit.sleep.model import MALFORMED, Session
-from skillgit.sleep.readers._common import TurnBuilder, as_dict, iso_from_ms, read_json, tool_call, tool_result
+from skillgit.sleep.readers._common import (
+    Draft,
+    as_dict,
+    iso_from_ms,
+    read_json,
+    skill_named,
+    tool_call,
+    tool_result,
+)
 
 SOURCE = "opencode"
+_SKILL_BASE = re.compile(r"^Base directory for this skill:\s*(\S[^\n]*)", re.MULTILINE)
 HEADLESS_DENIED = frozenset({"question", "plan_enter"})  # what `opencode run` denies up front
 KNOWN_PARTS = frozenset({
     "text", "tool", "reasoning", "step-start", "step-finish", "file", "patch", "snapshot", "agent", "subtask",
@@ -80,101 +91,121 @@ def is_headless(permission: Any) -> bool:
     return HEADLESS_DENIED <= denied
 
 
-def _turns(messages: list[tuple[dict[str, Any], list[dict[str, Any]]]], counts: Counter[str]) -> tuple[Any, int]:
-    builder = TurnBuilder()
-    total = 0
-    for info, parts in messages:
-        total += 1
-        role = info.get("role")
-        ts = iso_from_ms((info.get("time") or {}).get("created") if isinstance(info.get("time"), dict) else None)
-        texts = []
-        for part in parts:
-            total += 1
-            kind = part.get("type")
-            if kind not in KNOWN_PARTS:
-                counts[f"part/{kind}"] += 1
-            elif kind == "text" and not part.get("synthetic"):
-                texts.append(str(part.get("text") or ""))
-            elif kind == "tool" and role == "assistant":
-                state = as_dict(part.get("state"))
-                call_id = str(part.get("callID") or "")
-                builder.call(tool_call(str(part.get("tool") or ""), state.get("input"), call_id), ts)
-                if state.get("status") in ("completed", "error"):
-                    meta = as_dict(state.get("metadata"))
-                    code = meta.get("exit") if isinstance(meta.get("exit"), int) else None
-                    output = state.get("output") if state.get("status") == "completed" else state.get("error")
-                    builder.result(tool_result(output, state.get("status") == "error", call_id, code), ts)
-        if role == "user":
-            builder.user("\n".join(texts), ts)
-        elif role == "assistant":
-            for text in texts:
-                builder.agent_text(text, ts)
-    return builder.build(), total
+Message = tuple[dict[str, Any], list[dict[str, Any]]]  # (message info, its parts)
 
 
-def _session(info: dict[str, Any], messages: list[tuple[dict[str, Any], list[dict[str, Any]]]], path: Path,
-             counts: Counter[str]) -> Session:
-    turns, total = _turns(messages, counts)
-    times = [iso_from_ms((m.get("time") or {}).get("created")) for m, _ in messages if isinstance(m.get("time"), dict)]
-    times = [t for t in times if t]
-    created = info.get("time", {}).get("created") if isinstance(info.get("time"), dict) else info.get("time_created")
+def _tool_part(draft: Draft, part: dict[str, Any], ts: str | None) -> None:
+    state = as_dict(part.get("state"))
+    call_id, name = str(part.get("callID") or ""), str(part.get("tool") or "")
+    draft.turns.call(tool_call(name, state.get("input"), call_id), ts)
+    if name == "skill":  # OpenCode's skill tool: {"name": <skill>}; its output names the folder
+        folder = _SKILL_BASE.search(str(state.get("output") or ""))
+        path = f"{folder.group(1).strip()}/SKILL.md" if folder else None
+        draft.turns.skill(skill_named(as_dict(state.get("input")).get("name"), "tool", path))
+    if state.get("status") in ("completed", "error"):
+        code = as_dict(state.get("metadata")).get("exit")
+        output = state.get("output") if state.get("status") == "completed" else state.get("error")
+        draft.turns.result(tool_result(output, state.get("status") == "error", call_id,
+                                       code if isinstance(code, int) else None), ts)
+
+
+def _message(draft: Draft, info: dict[str, Any], parts: list[dict[str, Any]]) -> None:
+    draft.total += 1 + len(parts)
+    role = info.get("role")
+    ts = iso_from_ms(as_dict(info.get("time")).get("created"))
+    texts = []
+    for part in parts:
+        kind = part.get("type")
+        if kind not in KNOWN_PARTS:
+            draft.unknown(f"part/{kind}")
+        elif kind == "text" and not part.get("synthetic"):
+            texts.append(str(part.get("text") or ""))
+        elif kind == "tool" and role == "assistant":
+            _tool_part(draft, part, ts)
+    if role == "user":
+        draft.turns.user("\n".join(texts), ts)
+    elif role == "assistant":
+        for text in texts:
+            draft.turns.agent_text(text, ts)
+
+
+def _times(messages: list[Message]) -> list[str]:
+    found = (iso_from_ms(as_dict(m.get("time")).get("created")) for m, _ in messages)
+    return [t for t in found if t]
+
+
+def _session(info: dict[str, Any], messages: list[Message], path: Path, draft: Draft) -> Session:
+    for message, parts in messages:
+        _message(draft, message, parts)
+    draft.total += 1
+    times = _times(messages)
+    created = info["time"].get("created") if isinstance(info.get("time"), dict) else info.get("time_created")
     headless = is_headless(info.get("permission"))
-    return Session(
-        source=SOURCE,
-        session_id=str(info.get("id") or path.stem),
-        cwd=info.get("directory") or None,
-        started=iso_from_ms(created) or (times[0] if times else None),
-        ended=times[-1] if times else None,
-        entrypoint="opencode run" if headless else "opencode",
-        headless=headless,
-        sidechain=bool(info.get("parentID") or info.get("parent_id")),
-        client_version=info.get("version") or None,
-        turns=turns,
-        path=str(path),
-        unknown_records=dict(counts),
-        total_records=total + 1,
-    )
+    return draft.session(
+        str(info.get("id") or path.stem), cwd=info.get("directory") or None,
+        started=iso_from_ms(created) or (times[0] if times else None), ended=times[-1] if times else None,
+        entrypoint="opencode run" if headless else "opencode", headless=headless,
+        sidechain=bool(info.get("parentID") or info.get("parent_id")), client_version=info.get("version") or None)
+
+
+def _message_files(storage: Path, session_id: str, draft: Draft) -> list[Message]:
+    messages = []
+    for file in sorted((storage / "message" / session_id).glob("*.json")):
+        message = read_json(file)
+        if not isinstance(message, dict):
+            draft.unknown(MALFORMED)
+            continue
+        parts = [read_json(p) for p in sorted((storage / "part" / file.stem).glob("*.json"))]
+        for _ in (p for p in parts if not isinstance(p, dict)):
+            draft.unknown(MALFORMED)
+        messages.append((message, [p for p in parts if isinstance(p, dict)]))
+    messages.sort(key=lambda m: (as_dict(m[0].get("time")).get("created") or 0, str(m[0].get("id") or "")))
+    return messages
 
 
 def _read_json_layout(path: Path) -> Iterable[Session]:
-    counts: Counter[str] = Counter()
+    draft = Draft(SOURCE, path)
     info = read_json(path)
     if not isinstance(info, dict):
-        counts[MALFORMED] += 1
+        draft.unknown(MALFORMED)
         info = {}
-    storage = path.parents[2]
-    messages = []
-    for file in sorted((storage / "message" / path.stem).glob("*.json")):
-        message = read_json(file)
-        if not isinstance(message, dict):
-            counts[MALFORMED] += 1
-            continue
-        parts = [read_json(p) for p in sorted((storage / "part" / file.stem).glob("*.json"))]
-        bad = sum(1 for p in parts if not isinstance(p, dict))
-        if bad:
-            counts[MALFORMED] += bad
-        messages.append((message, [p for p in parts if isinstance(p, dict)]))
-    messages.sort(key=lambda m: ((m[0].get("time") or {}).get("created") or 0, str(m[0].get("id") or "")))
-    yield _session(info, messages, path, counts)
+    yield _session(info, _message_files(path.parents[2], path.stem, draft), path, draft)
 
 
-def _loads(raw: Any, counts: Counter[str]) -> dict[str, Any] | None:
+def _loads(raw: Any, draft: Draft) -> dict[str, Any] | None:
     try:
         value = json.loads(raw) if isinstance(raw, (str, bytes)) else None
     except ValueError:
         value = None
     if not isinstance(value, dict):
-        counts[MALFORMED] += 1
+        draft.unknown(MALFORMED)
         return None
     return value
+
+
+def _message_rows(db: sqlite3.Connection, session_id: str, draft: Draft) -> list[Message]:
+    messages = []
+    for mid, created, data in db.execute(
+            "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)):
+        info = _loads(data, draft)
+        if info is None:
+            continue
+        info.setdefault("time", {"created": created})
+        parts = [_loads(p, draft) for (p,) in db.execute("SELECT data FROM part WHERE message_id = ? ORDER BY id",
+                                                          (mid,))]
+        messages.append((info, [p for p in parts if p]))
+    return messages
+
+
+def _broken(path: Path, why: str) -> Session:
+    return Session(source=SOURCE, session_id=path.stem, path=str(path), unknown_records={why: 1}, total_records=1)
 
 
 def _read_database(path: Path) -> Iterable[Session]:
     try:
         db = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
     except sqlite3.Error:
-        yield Session(source=SOURCE, session_id=path.stem, path=str(path), unknown_records={MALFORMED: 1},
-                      total_records=1)
+        yield _broken(path, MALFORMED)
         return
     try:
         columns = {row[1] for row in db.execute("PRAGMA table_info(session)")}
@@ -182,24 +213,12 @@ def _read_database(path: Path) -> Iterable[Session]:
         rows = db.execute(f"SELECT id, parent_id, directory, version, time_created, {permission} FROM session "
                           "ORDER BY time_created, id").fetchall()
         for sid, parent, directory, version, created, rules in rows:
-            counts: Counter[str] = Counter()
-            messages = []
-            for mid, mcreated, mdata in db.execute(
-                    "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id",
-                    (sid,)):
-                info = _loads(mdata, counts)
-                if info is None:
-                    continue
-                info.setdefault("time", {"created": mcreated})
-                parts = [_loads(p, counts) for (p,) in db.execute(
-                    "SELECT data FROM part WHERE message_id = ? ORDER BY id", (mid,))]
-                messages.append((info, [p for p in parts if p]))
+            draft = Draft(SOURCE, path)
             info = {"id": sid, "parent_id": parent, "directory": directory, "version": version,
                     "time_created": created, "permission": rules}
-            yield _session(info, messages, path, counts)
+            yield _session(info, _message_rows(db, sid, draft), path, draft)
     except sqlite3.Error as exc:  # a schema this reader does not know: say so through the counts
-        yield Session(source=SOURCE, session_id=path.stem, path=str(path),
-                      unknown_records={f"schema/{type(exc).__name__}": 1}, total_records=1)
+        yield _broken(path, f"schema/{type(exc).__name__}")
     finally:
         db.close()
 
