@@ -41,8 +41,8 @@ for _p in (str(ROOT), str(BENCH)):
 
 import yaml  # noqa: E402
 
+from skillgit.cli.demo import create_project  # noqa: E402
 from skillgit.config import SimulatedCfg  # noqa: E402
-from skillgit.demo import create_project  # noqa: E402
 from skillgit.store import git as repo_mod  # noqa: E402
 from skillgit.world import generate_tasks  # noqa: E402
 

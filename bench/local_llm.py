@@ -279,14 +279,15 @@ def ungated_rewrite(session: Any, seed_text: str, plan: Plan, seed: int) -> tupl
 def train_and_score(folder: Path, task: str, plan: Plan, seed: int, scored: dict[str, dict]) -> dict[str, Any]:
     from skillgit.llm import factory
     from skillgit.loop.gate import Evaluator
+    from skillgit.loop.ledger import Ledger
     from skillgit.project import open_project
     from skillgit.session import build_trainer, open_session
 
     project = open_project(folder, None, [])
-    session = open_session(project)
     tally = Tally()
-    session.raw_teacher = TallyLLM(factory.build_teacher(project.config, project.root,
-                                                         on_retry=session.ledger.record_retry), tally)
+    ledger = Ledger()
+    session = open_session(project, ledger=ledger, teacher=TallyLLM(
+        factory.build_teacher(project.config, project.root, on_retry=ledger.record_retry), tally))
     seed_text = session.store.read_skill()
 
     def on_event(event: Any) -> None:

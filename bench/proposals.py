@@ -50,7 +50,7 @@ import simserver  # noqa: E402
 from ablations import mean_ci  # noqa: E402
 from benchlib import critical_path, say, table, workdir, write_result  # noqa: E402
 
-from skillgit.demo import create_project  # noqa: E402
+from skillgit.cli.demo import create_project  # noqa: E402
 from skillgit.project import open_project  # noqa: E402
 from skillgit.session import build_trainer, open_session  # noqa: E402
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import say, table, write_result  # noqa: E402
 
-from skillgit.demo import create_agentic_project  # noqa: E402
+from skillgit.cli.demo import create_agentic_project  # noqa: E402
 from skillgit.executor import THREADS, RayExecutor, StudentSpec, keep_ray_on_loopback  # noqa: E402
 from skillgit.llm import factory  # noqa: E402
 from skillgit.loop import stages  # noqa: E402

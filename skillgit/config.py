@@ -147,7 +147,7 @@ class OptimizerCfg:
     min_learning_rate: int = 2
     lr_scheduler: str = "cosine"  # constant | linear | cosine | autonomous
     lr_control_mode: str = "scheduled"  # scheduled | autonomous
-    skill_update_mode: str = "patch"  # patch | rewrite_from_suggestions | full_rewrite_minibatch
+    skill_update_mode: str = "patch"  # one of config_validate.UPDATE_MODES
     use_negative_buffer: bool = True
     negative_buffer_size: int = 8
     use_slow_update: bool = True
@@ -228,7 +228,7 @@ class EvaluationCfg:
 
 @dataclass(frozen=True)
 class ScorerCfg:
-    type: str = "exact"  # exact | normalized | contains | regex | numeric | f1 | json_field | python | command
+    type: str = "exact"  # one of scorers.SCORER_TYPES (its registry)
     pattern: str | None = None  # regex
     tolerance: float = 1e-6  # numeric, absolute
     rel_tolerance: float = 0.0  # numeric, relative

@@ -16,19 +16,24 @@ import typing
 from typing import Any, Callable, Iterable, Union
 
 from skillgit.agents import registry as agents
+from skillgit.backend_table import names_for
 from skillgit.errors import ConfigError
-from skillgit.llm.registry import names_for
+from skillgit.scorers import SCORER_TYPES
 
-SCORER_TYPES = ("exact", "normalized", "contains", "regex", "numeric", "f1", "json_field", "python", "command")
-REWRITE_MODES = ("rewrite_from_suggestions", "full_rewrite_minibatch")
-# evaluation.gate: one or more of these, joined with '+' or as a list (checked by EvaluationCfg.parse_gate)
+# Vocabularies derived from their registries: backend names (`backend_table`, read by `llm/registry.py`) and scorer
+# types (`scorers._REGISTRY`). Two live above the config, in modules that read it (importing them here would be a
+# cycle), so their names are listed here once: the gate's checks (`loop/gate._CHECKS`, which tests/test_centre.py
+# checks against this list; `evaluation.gate` is one or more, joined with '+' or as a list: EvaluationCfg.parse_gate)
+# and the update modes (`loop/modes.propose_update`; tests/test_train.py trains in each).
 GATE_MODES = ("strict", "paired", "significance", "per_item", "two_split")
+REWRITE_MODES = ("rewrite_from_suggestions", "full_rewrite_minibatch")
+UPDATE_MODES = ("patch", *REWRITE_MODES)
 # model.*.auth_mode (Azure OpenAI): auto, api_key, then the Entra ID modes (azure-identity, the azure extra)
 AUTH_MODES = ("auto", "api_key", "azure_ad", "managed_identity", "azure_cli")
 
 # Keys are "generic" dotted paths: model.teacher.X and model.student.X are both written model.*.X.
 ENUMS: dict[str, tuple[str, ...]] = {
-    # the backend registry is the one list of backend names and the roles each may play
+    # the backend table (read by the registry, llm/registry.py) is the one list of backend names and their roles
     "model.teacher_backend": names_for("teacher"),
     "model.student_backend": names_for("student"),
     "model.*.api": ("chat", "responses"),
@@ -40,7 +45,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "optimizer.lr_scheduler": ("constant", "linear", "cosine", "autonomous"),
     "env.executor": ("threads", "ray"),
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),
-    "optimizer.skill_update_mode": ("patch", *REWRITE_MODES),
+    "optimizer.skill_update_mode": UPDATE_MODES,
     "evaluation.gate_metric": ("hard", "soft", "mixed"),
     "evaluation.gate_test": ("stderr", "permutation"),
     "env.scorer.type": SCORER_TYPES,

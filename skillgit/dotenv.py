@@ -4,9 +4,8 @@ Contracts:
 - `read_dotenv(path)` parses `KEY=value` lines (optional `export `, `#` comments, blank lines, single- or
   double-quoted values; `\\n` escapes in double quotes; ` #` starts a comment after an unquoted value).
   A missing file is an empty mapping; malformed lines are skipped (a .env file must never stop a run).
-- `merged_env(root, environ=None)` is the environment a backend sees: the `.env` at `root` underneath the real
-  environment, which always wins. `os.environ` itself is never modified.
-- `project_env(root, environ=None)` is the same environment plus the names the `.env` file defines
+- `project_env(root, environ=None)` is the environment a backend sees: the `.env` at `root` underneath the real
+  environment, which always wins (`os.environ` itself is never modified), plus the names the `.env` file defines
   (`dotenv_keys`): the factory treats every one of them as a secret and never hands them to a CLI agent.
 """
 
@@ -68,8 +67,3 @@ def project_env(root: Path | str | None, environ: Mapping[str, str] | None = Non
     for key, value in dotenv.items():
         env.setdefault(key, value)  # the real environment wins
     return ProjectEnv(env, frozenset(dotenv))
-
-
-def merged_env(root: Path | str | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`environ` (default: os.environ) over the variables of `root/.env`; the real environment wins."""
-    return project_env(root, environ).env

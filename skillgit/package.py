@@ -31,13 +31,10 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Protocol, Sequence
 
-from skillgit import prompts
+from skillgit import tagcodec
 from skillgit.errors import SkillgitError
-
-if TYPE_CHECKING:
-    from skillgit.store.repository import Repository
 
 MAIN = "SKILL.md"
 _HEAD = '<file path="'
@@ -85,7 +82,7 @@ class Package:
 def bundle(files: Mapping[str, str], main: str = MAIN) -> str:
     """The bundle text of `files` (see the module docstring)."""
     ordered = sorted(files.items(), key=lambda kv: (kv[0] != main, kv[0]))
-    return "\n".join(prompts.leaf("file", text, 1, [("path", check_path(path))]) for path, text in ordered) + "\n"
+    return "\n".join(tagcodec.leaf("file", text, 1, [("path", check_path(path))]) for path, text in ordered) + "\n"
 
 
 def parse(skill: str, main: str = MAIN) -> Package:
@@ -93,7 +90,7 @@ def parse(skill: str, main: str = MAIN) -> Package:
     if not is_bundle(skill):
         return Package(((main, skill),), main)
     files = {}
-    for attrs, inner in prompts.parse_blocks(skill, "file"):
+    for attrs, inner in tagcodec.parse_blocks(skill, "file"):
         text = inner if inner.endswith("\n") or not inner else inner + "\n"
         files[check_path(attrs.get("path", ""))] = text
     return Package.of(files, main)
@@ -114,7 +111,28 @@ class TreeFile:
     data: bytes
 
 
-def tree_files(repo: "Repository", rev: str, folder: str) -> list[TreeFile]:
+class _Entry(Protocol):
+    @property
+    def mode(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def sha(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+
+
+class TreeReader(Protocol):
+    """What `tree_files` reads of a repository: the store hands its `GitRepo` in (this module imports no git layer,
+    so the store can depend on it)."""
+
+    def rev_parse(self, rev: str) -> str: ...
+    def tree_entry(self, treeish: str, path: str) -> _Entry | None: ...
+    def ls_tree(self, treeish: str, recursive: bool = False) -> Sequence[_Entry]: ...
+    def cat_batch(self, names: Iterable[str]) -> Mapping[str, tuple[str, bytes] | None]: ...
+
+
+def tree_files(repo: TreeReader, rev: str, folder: str) -> list[TreeFile]:
     """The package's committed files at `rev` (a commit or branch; `folder` = skill.path), [] when it has none.
     Symbolic links and submodules are left out (a package is regular files)."""
     try:

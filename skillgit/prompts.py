@@ -1,4 +1,5 @@
-"""Teacher prompts: stage templates, the data blocks they carry, a parser for those blocks, and answer schemas.
+"""Teacher prompts: stage templates, the data blocks they carry and answer schemas (the blocks' tag codec, its
+escaping and parser, is the leaf `tagcodec.py`).
 
 Contracts (see docs/ARCHITECTURE.md, "The teacher protocol"):
 - A template `templates/prompts/<stage>.md` is a system part and a user part separated by a line that is exactly
@@ -8,13 +9,9 @@ Contracts (see docs/ARCHITECTURE.md, "The teacher protocol"):
   pass. Variables a template does not use are ignored (an override may leave blocks out).
 - `render(stage, variables, prompts_dir)` uses `prompts_dir/<stage>.md` when it exists (`prompts.dir` in config),
   else the shipped template. Reads are cached by (path, mtime).
-- Data blocks are rendered here, not in templates, so their format is stable. Tags sit on their own lines (single
-  line blocks like `<budget>4</budget>` excepted). Text inside a block whose line starts (after optional
-  indentation) with one of our tags is escaped (`<` → `&lt;`, and an already escaped `&lt;` gains one `&amp;`),
-  once per nesting level, so that no student output or skill text can close or open a block; `parse_blocks`
-  undoes one level per call, `unescape_all` every level.
-- A block's text loses its trailing newlines; empty collections render as `(none)` inside their container (or
-  alone where there is no container).
+- Data blocks are rendered here, not in templates, so their format is stable, with `tagcodec` (tags on their own
+  lines, content escaped once per nesting level so that no student output or skill text can close or open a
+  block). Empty collections render as `(none)` inside their container (or alone where there is no container).
 """
 
 from __future__ import annotations
@@ -24,12 +21,15 @@ import html
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from skillgit.errors import SkillgitError
-from skillgit.llm.base import Message
 from skillgit.resources import templates_dir
-from skillgit.types import EDIT_OPS, Edit, RejectedEdit, Trajectory, is_failure
+from skillgit.tagcodec import NONE, attrs, container, leaf
+from skillgit.tagcodec import child as child  # the protocol's parser, read through this module too
+from skillgit.tagcodec import parse_blocks as parse_blocks
+from skillgit.tagcodec import unescape_all as unescape_all
+from skillgit.types import EDIT_OPS, Edit, Message, RejectedEdit, Trajectory, is_failure
 
 STAGES: tuple[str, ...] = ("reflect", "merge", "rank", "lr", "slow_update", "meta_skill", "meta_reflect",
                            "rewrite", "full_rewrite", "pick")
@@ -50,56 +50,8 @@ STAGE_VARIABLES: dict[str, tuple[str, ...]] = {
 
 USER_SEPARATOR = "<!-- user -->"
 DEFAULT_MAX_FIELD_CHARS = 4000
-NONE = "(none)"
 
-# Every tag the protocol uses; content lines starting with one of them are escaped.
-TAGS: tuple[str, ...] = (
-    "stage", "skill", "budget", "bounds", "stats", "trajectory", "input", "output", "expected", "feedback",
-    "trace", "edit", "target", "content", "rationale", "rejected_edits", "rejected", "reason", "meta_skill",
-    "comparison", "pair", "before_output", "after_output", "accepted_steps", "rejected_steps", "step",
-    "candidate", "file",
-)
-_TAG_ALT = "|".join(sorted(TAGS, key=len, reverse=True))
-# Line-initial (after optional indentation: some readers accept indented tags) protocol tags, raw or escaped.
-_ESCAPE_RE = re.compile(r"^([ \t]*)((?:&amp;)*&lt;|<)(?=/?(?:" + _TAG_ALT + r")(?:[\s>/]|$))", re.M)
-_UNESCAPE_RE = re.compile(r"^([ \t]*)((?:&amp;)*&lt;)(?=/?(?:" + _TAG_ALT + r")(?:[\s>/]|$))", re.M)
-_ANY_LEVEL_RE = re.compile(r"^([ \t]*)(?:&amp;)*&lt;(?=/?(?:" + _TAG_ALT + r")(?:[\s>/]|$))", re.M)
 _PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-_OPEN_LINE_RE = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)((?:\s+[A-Za-z_][\w-]*=\"[^\"]*\")*)\s*>(.*)\Z")
-_ATTR_RE = re.compile(r"([A-Za-z_][\w-]*)=\"([^\"]*)\"")
-
-
-# ---------------------------------------------------------------------------------------------- escaping
-def _escape(text: str, depth: int = 1) -> str:
-    for _ in range(depth):
-        text = _ESCAPE_RE.sub(lambda m: m.group(1) + ("&lt;" if m.group(2) == "<" else "&amp;" + m.group(2)), text)
-    return text
-
-
-def _unescape(text: str) -> str:
-    return _UNESCAPE_RE.sub(lambda m: m.group(1) + ("<" if m.group(2) == "&lt;" else m.group(2)[len("&amp;"):]),
-                            text)
-
-
-def unescape_all(text: str) -> str:
-    """Undo every level of block escaping: for text a teacher copied out of a prompt (an edit's target or
-    content quoting a skill line that starts with a protocol tag)."""
-    return _ANY_LEVEL_RE.sub(lambda m: m.group(1) + "<", text)
-
-
-def _attrs(pairs: Iterable[tuple[str, Any]]) -> str:
-    return "".join(f' {k}="{html.escape(str(v), quote=True)}"' for k, v in pairs if v is not None)
-
-
-def _leaf(tag: str, text: str, depth: int, attrs: Iterable[tuple[str, Any]] = ()) -> str:
-    body = _escape(text, depth).rstrip("\n")
-    head = f"<{tag}{_attrs(attrs)}>"
-    return f"{head}\n{body}\n</{tag}>" if body else f"{head}\n</{tag}>"
-
-
-def _container(tag: str, children: list[str], attrs: Iterable[tuple[str, Any]] = ()) -> str:
-    inner = "\n".join(children) if children else NONE
-    return f"<{tag}{_attrs(attrs)}>\n{inner}\n</{tag}>"
 
 
 def _truncate(text: str, limit: int | None) -> str:
@@ -121,32 +73,27 @@ def _as_text(value: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- blocks
-def leaf(tag: str, text: str, depth: int, attrs: Iterable[tuple[str, Any]] = ()) -> str:
-    """A protocol block holding `text` escaped for `depth` (public for skill-package bundles)."""
-    return _leaf(tag, text, depth, attrs)
-
-
 def block_skill(text: str, *, max_chars: int = 60_000) -> str:
     """`<skill>`: the skill's text, or for a package one `<file path>` block per text file. A large package shows
     its main file and references whole as long as they fit `max_chars`; files past that are listed with their size
     (`<file path="…" omitted="N characters">`) so the teacher knows they exist."""
     if not text.startswith('<file path="'):
-        return _leaf("skill", text, 1)
+        return leaf("skill", text, 1)
     files = parse_blocks(text, "file")
     children: list[str] = []
     used = 0
-    for attrs, inner in files:
-        path = attrs.get("path", "")
+    for found, inner in files:
+        path = found.get("path", "")
         if used + len(inner) > max_chars and children:
             children.append(f'<file path="{html.escape(path)}" omitted="{len(inner)} characters">\n</file>')
             continue
         used += len(inner)
-        children.append(_leaf("file", inner, 2, [("path", path)]))
-    return _container("skill", children)
+        children.append(leaf("file", inner, 2, [("path", path)]))
+    return container("skill", children)
 
 
 def block_meta_skill(text: str) -> str:
-    return _leaf("meta_skill", text or NONE, 1)
+    return leaf("meta_skill", text or NONE, 1)
 
 
 def block_budget(n: int) -> str:
@@ -155,11 +102,11 @@ def block_budget(n: int) -> str:
 
 def block_bounds(low: int, high: int) -> str:
     """The range the `lr` stage must choose its number of edits from."""
-    return f"<bounds{_attrs([('min', int(low)), ('max', int(high))])}></bounds>"
+    return f"<bounds{attrs([('min', int(low)), ('max', int(high))])}></bounds>"
 
 
 def block_stats(stats: Mapping[str, Any]) -> str:
-    return _leaf("stats", json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False, default=str), 1)
+    return leaf("stats", json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False, default=str), 1)
 
 
 def _outcome_of(traj: Trajectory, outcome: str) -> str:
@@ -186,14 +133,14 @@ def block_trajectories(trajs: list[Trajectory], outcome: str, *,
                  ("hard", None if t.score is None else f"{t.score.hard:.2f}"),
                  ("soft", None if t.score is None else f"{t.score.soft:.2f}")]
         children = [
-            _leaf("input", _truncate(t.input, max_chars), 2),
-            _leaf("output", _truncate(t.output, max_chars), 2),
-            _leaf("expected", _truncate(_as_text(t.expected), max_chars), 2),
-            _leaf("feedback", _truncate(t.score.feedback if t.score else "", max_chars), 2),
+            leaf("input", _truncate(t.input, max_chars), 2),
+            leaf("output", _truncate(t.output, max_chars), 2),
+            leaf("expected", _truncate(_as_text(t.expected), max_chars), 2),
+            leaf("feedback", _truncate(t.score.feedback if t.score else "", max_chars), 2),
         ]
         if t.trace:
-            children.append(_leaf("trace", _truncate(t.trace, max_chars), 2))
-        blocks.append(_container("trajectory", children, attrs))
+            children.append(leaf("trace", _truncate(t.trace, max_chars), 2))
+        blocks.append(container("trajectory", children, attrs))
     return "\n".join(blocks)
 
 
@@ -201,9 +148,9 @@ def _edit_block(edit: Edit | Mapping[str, Any], depth: int) -> str:
     e = edit if isinstance(edit, Edit) else Edit.from_dict(dict(edit))
     attrs = [("id", e.id or None), ("op", e.op), ("support", e.support_count), ("source", e.source_type),
              ("file", e.file or None)]
-    children = [_leaf("target", e.target, depth + 1), _leaf("content", e.content, depth + 1),
-                _leaf("rationale", e.rationale, depth + 1)]
-    return _container("edit", children, attrs)
+    children = [leaf("target", e.target, depth + 1), leaf("content", e.content, depth + 1),
+                leaf("rationale", e.rationale, depth + 1)]
+    return container("edit", children, attrs)
 
 
 def block_edits(edits: list[Edit]) -> str:
@@ -215,11 +162,12 @@ def block_rejected(rejected: list[RejectedEdit]) -> str:
     """The negative buffer: `<rejected op delta>` blocks (delta "%+.3f") inside `<rejected_edits>`."""
     children = []
     for r in rejected:
-        kids = [_leaf("target", r.edit.target, 3), _leaf("content", r.edit.content, 3), _leaf("reason", r.reason, 3)]
-        children.append(_container("rejected", kids, [("op", r.edit.op), ("delta", f"{r.delta:+.3f}")]))
-    return _container("rejected_edits", children)
+        kids = [leaf("target", r.edit.target, 3), leaf("content", r.edit.content, 3), leaf("reason", r.reason, 3)]
+        children.append(container("rejected", kids, [("op", r.edit.op), ("delta", f"{r.delta:+.3f}")]))
+    return container("rejected_edits", children)
 
 
+# A before/after pair's kinds (`loop/epoch.compare`), in the order the teacher reads them and the epoch counts them.
 KIND_ORDER = ("regressed", "improved", "persistent_failure", "stable_success")
 
 
@@ -233,10 +181,10 @@ def block_comparison(pairs: Sequence[Mapping[str, Any]], *, max_chars: int | Non
     children = []
     for p in sorted(pairs, key=rank):
         scores = [(k, None if p.get(k) is None else f"{float(p[k]):.2f}") for k in ("before_score", "after_score")]
-        kids = [_leaf(k, _truncate(_as_text(p.get(k)), max_chars), 3)
+        kids = [leaf(k, _truncate(_as_text(p.get(k)), max_chars), 3)
                 for k in ("input", "expected", "before_output", "after_output")]
-        children.append(_container("pair", kids, [("id", p.get("id")), ("kind", p.get("kind")), *scores]))
-    return _container("comparison", children)
+        children.append(container("pair", kids, [("id", p.get("id")), ("kind", p.get("kind")), *scores]))
+    return container("comparison", children)
 
 
 def block_steps(tag: str, steps: list[Mapping[str, Any]]) -> str:
@@ -248,61 +196,18 @@ def block_steps(tag: str, steps: list[Mapping[str, Any]]) -> str:
     for s in steps:
         kids = [_edit_block(e, 3) for e in s.get("edits") or []]
         if s.get("reason"):
-            kids.append(_leaf("reason", str(s["reason"]), 3))
+            kids.append(leaf("reason", str(s["reason"]), 3))
         delta = s.get("delta")
         attrs = [("n", s.get("step")), ("delta", None if delta is None else f"{float(delta):+.3f}")]
-        children.append(_container("step", kids, attrs))
-    return _container(tag, children)
+        children.append(container("step", kids, attrs))
+    return container(tag, children)
 
 
 def block_candidates(candidates: Mapping[str, str]) -> str:
     """`<candidate id>` blocks holding whole skills, in the mapping's order."""
     if not candidates:
         return NONE
-    return "\n".join(_leaf("candidate", text, 1, [("id", cid)]) for cid, text in candidates.items())
-
-
-# ---------------------------------------------------------------------------------------------- parsing
-def parse_blocks(text: str, tag: str) -> list[tuple[dict[str, str], str]]:
-    """The top-level `<tag …>` blocks of `text` as (attributes, inner text), inner text unescaped one level.
-
-    Only blocks at the top level of `text` are returned (other blocks are skipped whole), so call it again on an
-    inner text to go one level down (`child` does). A block's closing tag is the first line that is exactly
-    `</tag>`; same-name blocks do not nest in this protocol. Lines that look like tags but are not ours, and
-    unclosed blocks, are treated as text.
-    """
-    known = set(TAGS) | {tag}
-    lines = text.split("\n")
-    found: list[tuple[dict[str, str], str]] = []
-    i = 0
-    while i < len(lines):
-        m = _OPEN_LINE_RE.match(lines[i].rstrip("\r"))
-        if not m or m.group(1) not in known:
-            i += 1
-            continue
-        name, attr_text, rest = m.group(1), m.group(2), m.group(3)
-        close = f"</{name}>"
-        if rest:
-            if not rest.endswith(close):
-                i += 1
-                continue
-            inner, i = rest[: -len(close)], i + 1
-        else:
-            j = next((k for k in range(i + 1, len(lines)) if lines[k].rstrip("\r") == close), None)
-            if j is None:
-                i += 1
-                continue
-            inner, i = "\n".join(lines[i + 1:j]), j + 1
-        if name == tag:
-            attrs = {k: html.unescape(v) for k, v in _ATTR_RE.findall(attr_text)}
-            found.append((attrs, _unescape(inner)))
-    return found
-
-
-def child(inner: str, tag: str) -> str | None:
-    """The inner text of the first top-level `<tag>` block inside `inner`, or None."""
-    blocks = parse_blocks(inner, tag)
-    return blocks[0][1] if blocks else None
+    return "\n".join(leaf("candidate", text, 1, [("id", cid)]) for cid, text in candidates.items())
 
 
 # ---------------------------------------------------------------------------------------------- templates

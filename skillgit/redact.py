@@ -95,10 +95,6 @@ class SecretSet:
     def is_secret_name(self, name: str) -> bool:
         return name in self.names or _conventional(name)
 
-    def sorted_values(self) -> list[str]:
-        """Longest first, so a secret that contains another is masked whole."""
-        return sorted(self.values, key=len, reverse=True)
-
     def to_dict(self) -> dict[str, Any]:
         """Only the names: a SecretSet's values must never be serialised."""
         return {"names": sorted(self.names), "values": len(self.values)}

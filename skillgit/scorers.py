@@ -1,6 +1,8 @@
 """Scorers: a student's output for an item → `Score(hard, soft, feedback)`.
 
 Contracts:
+- `SCORER_TYPES` (what `env.scorer.type` may be) is the key list of the one registry, `_REGISTRY`: adding a type is
+  one row there. This module imports no config (config validation reads `SCORER_TYPES`).
 - `build_scorer(cfg, root)` returns a `Scorer`, a callable `(item, output) -> Score`, safe to call from several
   threads at once (a python scorer must itself be thread-safe). Config problems found while building (a python
   callable that cannot be imported) raise `ConfigError`.
@@ -39,7 +41,6 @@ Types (`env.scorer.type`):
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import json
@@ -47,20 +48,42 @@ import math
 import os
 import re
 import sys
-import unicodedata
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from skillgit import process
-from skillgit.config import ScorerCfg
 from skillgit.errors import ConfigError, SkillgitError
 from skillgit.judging import JudgeText, command_files, read_judge_file, shown_path
+from skillgit.textmatch import clip, diff_feedback, normalize_text, similarity, token_f1, tokens
 from skillgit.types import Item, Score
 
-FEEDBACK_LIMIT = 300
-_SIMILARITY_CHARS = 2000  # difflib is quadratic; compare at most this much of each side
+
+class ScorerSettings(Protocol):
+    """What the scorers read of `env.scorer` (`config.ScorerCfg`). This module imports no config: the config
+    validates `env.scorer.type` against this module's `SCORER_TYPES`."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def pattern(self) -> str | None: ...
+    @property
+    def tolerance(self) -> float: ...
+    @property
+    def rel_tolerance(self) -> float: ...
+    @property
+    def fields(self) -> Sequence[str]: ...
+    @property
+    def callable(self) -> str | None: ...
+    @property
+    def command(self) -> str | None: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def case_sensitive(self) -> bool: ...
+    @property
+    def threshold(self) -> float: ...
 
 
 class ScorerError(SkillgitError):
@@ -71,69 +94,6 @@ class Scorer(Protocol):
     kind: str
 
     def __call__(self, item: Item, output: str) -> Score: ...
-
-
-# ---------------------------------------------------------------------------------------------- text helpers
-def clip(text: str, limit: int = FEEDBACK_LIMIT) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def normalize_text(text: str, fold_case: bool = True) -> str:
-    """NFKC, case-folded (unless `fold_case` is False), punctuation replaced by spaces, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", str(text))
-    text = text.casefold() if fold_case else text
-    text = "".join(" " if unicodedata.category(ch).startswith("P") else ch for ch in text)
-    return " ".join(text.split())
-
-
-def tokens(text: str, fold_case: bool = True) -> list[str]:
-    return normalize_text(text, fold_case).split()
-
-
-def token_f1(prediction: str, reference: str) -> float:
-    """SQuAD-style bag-of-tokens F1 (case-folded, punctuation removed); 1.0 when both are empty."""
-    pred, ref = tokens(prediction), tokens(reference)
-    if not pred or not ref:
-        return 1.0 if pred == ref else 0.0
-    overlap = sum((Counter(pred) & Counter(ref)).values())
-    if overlap == 0:
-        return 0.0
-    precision, recall = overlap / len(pred), overlap / len(ref)
-    return 2 * precision * recall / (precision + recall)
-
-
-def char_similarity(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, a[:_SIMILARITY_CHARS], b[:_SIMILARITY_CHARS], autojunk=False).ratio()
-
-
-def _similarity(expected: str, got: str) -> float:
-    return token_f1(got, expected) if len(expected.split()) > 1 else char_similarity(expected, got)
-
-
-def _window(text: str, start: int, width: int = 70) -> str:
-    piece = text[start:start + width]
-    return ("…" if start > 0 else "") + repr(piece)[1:-1] + ("…" if start + width < len(text) else "")
-
-
-def diff_feedback(expected: str, got: str, prefix: str = "") -> str:
-    """What is wrong with `got`, told without `expected` (see the module contract): the output is empty, stops short
-    of the expected answer, runs on past it, or departs from it at a character — shown with the output's own text
-    there — and, when they differ, how many lines each has."""
-    if not got.strip():
-        return clip(f"{prefix}the output is empty")
-    at = len(os.path.commonprefix([expected, got]))
-    lines_got, lines_want = len(got.splitlines()) or 1, len(expected.splitlines()) or 1
-    shape = (f" (the output has {lines_got} line{'s' * (lines_got != 1)}, the expected answer {lines_want})"
-             if lines_got != lines_want else "")
-    if at == len(expected):
-        return clip(f"{prefix}the output matches the expected answer up to character {at}, then goes on: "
-                    f"'{_window(got, at)}'{shape}")
-    if at == len(got):
-        return clip(f"{prefix}the output stops short: it matches the start of the expected answer and ends at "
-                    f"character {at}{shape}")
-    return clip(f"{prefix}the output departs from the expected answer at character {at}: "
-                f"'{_window(got, max(0, at - 20))}'{shape}")
 
 
 def _expected_list(item: Item, kind: str) -> list[Any]:
@@ -156,7 +116,7 @@ class _TextScorer:
 
     kind = "text"
 
-    def __init__(self, cfg: ScorerCfg):
+    def __init__(self, cfg: ScorerSettings):
         self.cfg = cfg
 
     def __call__(self, item: Item, output: str) -> Score:
@@ -177,7 +137,7 @@ class ExactScorer(_TextScorer):
         if want == got:
             return Score(1.0, 1.0, "correct: matches the expected answer exactly")
         note = "differs from the expected answer only in letter case; " if want.casefold() == got.casefold() else ""
-        return Score(0.0, _similarity(want, got), diff_feedback(want, got, note))
+        return Score(0.0, similarity(want, got), diff_feedback(want, got, note))
 
 
 class NormalizedScorer(_TextScorer):
@@ -187,7 +147,7 @@ class NormalizedScorer(_TextScorer):
         want, got = normalize_text(expected), normalize_text(output)
         if want == got:
             return Score(1.0, 1.0, "correct: matches the expected answer (ignoring case, spacing, punctuation)")
-        return Score(0.0, _similarity(want, got), diff_feedback(want, got, "compared ignoring case, spacing and "
+        return Score(0.0, similarity(want, got), diff_feedback(want, got, "compared ignoring case, spacing and "
                                                                            "punctuation: "))
 
 
@@ -218,7 +178,7 @@ def _compile(pattern: str, flags: int) -> re.Pattern[str]:
 class RegexScorer:
     kind = "regex"
 
-    def __init__(self, cfg: ScorerCfg):
+    def __init__(self, cfg: ScorerSettings):
         self.cfg = cfg
         self.flags = 0 if cfg.case_sensitive else re.IGNORECASE
         if cfg.pattern is not None:
@@ -278,7 +238,7 @@ def last_number(text: str) -> float | None:
 class NumericScorer:
     kind = "numeric"
 
-    def __init__(self, cfg: ScorerCfg):
+    def __init__(self, cfg: ScorerSettings):
         self.cfg = cfg
 
     def _expected_number(self, item: Item, value: Any) -> float:
@@ -370,7 +330,7 @@ def _lookup(data: Any, path: str) -> Any:
 class JsonFieldScorer:
     kind = "json_field"
 
-    def __init__(self, cfg: ScorerCfg):
+    def __init__(self, cfg: ScorerSettings):
         self.cfg = cfg
 
     def judge_texts(self, items: list[Item]) -> list[JudgeText]:
@@ -490,7 +450,7 @@ def _load_callable(spec: str, root: Path) -> Callable[..., Any]:
 class PythonScorer:
     kind = "python"
 
-    def __init__(self, cfg: ScorerCfg, root: Path):
+    def __init__(self, cfg: ScorerSettings, root: Path):
         self.spec = cfg.callable or ""
         self.root = Path(root)
         self.func = _load_callable(self.spec, root)
@@ -543,7 +503,7 @@ def parse_printed_score(stdout: str, who: str) -> Score:
 class CommandScorer:
     kind = "command"
 
-    def __init__(self, cfg: ScorerCfg, root: Path):
+    def __init__(self, cfg: ScorerSettings, root: Path):
         self.command = cfg.command or ""
         self.timeout_s = cfg.timeout_s
         self.root = Path(root)
@@ -574,26 +534,36 @@ class CommandScorer:
         return parse_printed_score(stdout, who)
 
 
-# ---------------------------------------------------------------------------------------------- factory
-_BUILTIN: dict[str, Callable[[ScorerCfg], Scorer]] = {
-    "exact": ExactScorer, "normalized": NormalizedScorer, "contains": ContainsScorer, "regex": RegexScorer,
-    "numeric": NumericScorer, "f1": F1Scorer, "json_field": JsonFieldScorer,
+# ---------------------------------------------------------------------------------------------- registry
+def _python(cfg: ScorerSettings, root: Path) -> Scorer:
+    if not cfg.callable:
+        raise ConfigError("env.scorer.callable: the python scorer needs `callable: module:function`",
+                          "e.g. `callable: verifiers:score`")
+    return PythonScorer(cfg, root)
+
+
+def _command(cfg: ScorerSettings, root: Path) -> Scorer:
+    if not (cfg.command or "").strip():
+        raise ConfigError("env.scorer.command: the command scorer needs `command: <shell command>`",
+                          "e.g. `command: python check.py`")
+    return CommandScorer(cfg, root)
+
+
+# The one table of scorer types (`env.scorer.type`), in the order users see them: each name → its builder, given
+# the settings and the project root (python import path, command working directory).
+_REGISTRY: dict[str, Callable[[ScorerSettings, Path], Scorer]] = {
+    "exact": lambda cfg, _: ExactScorer(cfg), "normalized": lambda cfg, _: NormalizedScorer(cfg),
+    "contains": lambda cfg, _: ContainsScorer(cfg), "regex": lambda cfg, _: RegexScorer(cfg),
+    "numeric": lambda cfg, _: NumericScorer(cfg), "f1": lambda cfg, _: F1Scorer(cfg),
+    "json_field": lambda cfg, _: JsonFieldScorer(cfg), "python": _python, "command": _command,
 }
+SCORER_TYPES: tuple[str, ...] = tuple(_REGISTRY)  # what config validation accepts
 
 
-def build_scorer(cfg: ScorerCfg, root: Path) -> Scorer:
+def build_scorer(cfg: ScorerSettings, root: Path) -> Scorer:
     """The scorer `cfg` describes; `root` is the project root (python import path, command working directory)."""
-    if cfg.type in _BUILTIN:
-        return _BUILTIN[cfg.type](cfg)
-    if cfg.type == "python":
-        if not cfg.callable:
-            raise ConfigError("env.scorer.callable: the python scorer needs `callable: module:function`",
-                              "e.g. `callable: verifiers:score`")
-        return PythonScorer(cfg, root)
-    if cfg.type == "command":
-        if not (cfg.command or "").strip():
-            raise ConfigError("env.scorer.command: the command scorer needs `command: <shell command>`",
-                              "e.g. `command: python check.py`")
-        return CommandScorer(cfg, root)
-    known = ", ".join([*_BUILTIN, "python", "command"])
-    raise ConfigError(f"env.scorer.type: {cfg.type!r} is not one of {known}", "pick one of the listed types")
+    build = _REGISTRY.get(cfg.type)
+    if build is None:
+        raise ConfigError(f"env.scorer.type: {cfg.type!r} is not one of {', '.join(SCORER_TYPES)}",
+                          "pick one of the listed types")
+    return build(cfg, root)

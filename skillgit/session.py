@@ -2,12 +2,25 @@
 
 This is the one place that wires the outside worlds together — the store (git), the backends (SDKs,
 subprocesses or the simulated world), the call cache and the ledger — so that the loop itself stays pure.
+
+Contract of `open_session(project, …)`:
+- it builds everything once, at open: the store, the splits, the scorer, the ledger, the call journal, and the
+  backends of the `roles` asked for (default both; `eval` and `check` need only the student, a dry run none), so
+  a missing key or an unknown backend is said before any work starts, and every user of the session shares the
+  same journaled, metered instances;
+- `teacher=`, `student=`, `splits=`, `scorer=`, `executor=` and `ledger=` replace what the config would build
+  (injected backends are still journaled and metered like built ones; an injected student runs in this process);
+- `judge=` makes the scorer a `RubricScorer` over the configured one: items that carry a rubric instead of an
+  answer (sleep's mined tasks) are judged by the session's teacher, or by a judge of their own (journaled and
+  metered as the teacher), possibly wrapped (sleep's handoff: `Deferring`);
+- the session is frozen: nobody swaps a part of it afterwards.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from skillgit.errors import SkillgitError
 from skillgit.executor import Executor, StudentSpec, build_executor
@@ -19,12 +32,23 @@ from skillgit.loop.events import EventSink, ignore
 from skillgit.loop.ledger import Ledger
 from skillgit.loop.stages import Scorer
 from skillgit.project import Project
+from skillgit.rubric import RubricScorer
 from skillgit.scorers import build_scorer
 from skillgit.store import Store
 from skillgit.tasks import Splits, load_splits
 
+ROLES = ("student", "teacher")
 
-@dataclass
+
+@dataclass(frozen=True)
+class Judge:
+    """Who judges rubric items: `own` (None: the session's teacher), seen through `wrap`."""
+
+    own: LLM | None = None
+    wrap: Callable[[LLM], LLM] | None = None
+
+
+@dataclass(frozen=True)
 class Session:
     project: Project
     store: Store
@@ -32,15 +56,9 @@ class Session:
     scorer: Scorer
     ledger: Ledger
     cache: CallCache
-    raw_teacher: LLM | None = None  # injected backends (tests, embedding programs); None: built from the config
-    raw_student: Student | None = None
-    executor_: Executor | None = None  # where rollouts run (env.executor); built on first use
-
-    @property
-    def executor(self) -> Executor:
-        if self.executor_ is None:
-            self.executor_ = build_executor(self.project.config, self.project.root)
-        return self.executor_
+    executor: Executor | None  # where rollouts run (env.executor); None: in this process (an injected student)
+    student_: MeteredStudent | None
+    teacher_: MeteredLLM | None
 
     @property
     def prompts_dir(self) -> Path | None:
@@ -48,39 +66,61 @@ class Session:
         return (self.project.root / d) if d else None
 
     def student(self) -> MeteredStudent:
-        """Journal and ledger stay here in the driver; the executor decides where the runs themselves execute
-        (an injected student always runs in this process)."""
-        def build() -> Student:
-            return factory.build_student(self.project.config, self.project.root, on_retry=self.ledger.record_retry)
-
-        inner = self.raw_student or self.executor.student(
-            StudentSpec(self.project.config, str(self.project.root)), build)
-        return MeteredStudent(CachedStudent(inner, self.cache), self.ledger)
+        """The student, journaled and metered (the one instance built at open)."""
+        return _opened(self.student_, "student")
 
     def teacher(self) -> MeteredLLM:
-        inner = self.raw_teacher or factory.build_teacher(self.project.config, self.project.root,
-                                                          on_retry=self.ledger.record_retry)
-        return MeteredLLM(CachedLLM(inner, self.cache), self.ledger, "teacher")
+        """The teacher, journaled and metered (the one instance built at open)."""
+        return _opened(self.teacher_, "teacher")
 
 
-def open_session(project: Project, *, cache: bool = True, teacher: LLM | None = None, student: Student | None = None,
-                 splits: Splits | None = None, scorer: Scorer | None = None) -> Session:
-    """Wire a project. `teacher`, `student`, `splits` and `scorer` replace what the config would build (they are
-    still journaled and metered like built ones); the simulated student refuses tasks of the real world."""
+def open_session(project: Project, *, roles: tuple[str, ...] = ROLES, cache: bool = True,
+                 teacher: LLM | None = None, student: Student | None = None, splits: Splits | None = None,
+                 scorer: Scorer | None = None, judge: Judge | None = None, executor: Executor | None = None,
+                 ledger: Ledger | None = None) -> Session:
+    """Wire a project (see the module contract); the simulated student refuses tasks of the real world."""
+    unknown = [r for r in roles if r not in ROLES]
+    if unknown or (judge is not None and "teacher" not in roles):
+        raise ValueError(f"roles must be among {ROLES} (the teacher's with a judge), not {roles}")
     cfg = project.config
     store = Store.open(project.root, cfg.skill.path, cfg.skill.branch)
     splits = splits if splits is not None else load_splits(cfg.env, project.root)
     if cfg.model.student_backend == "simulated" and student is None:
         _check_simulated_tasks(splits)
     scorer = scorer if scorer is not None else build_scorer(cfg.env.scorer, project.root)
-    return Session(project, store, splits, scorer, Ledger(),
-                   CallCache(journal_path(store) if cache else None, max_reply_chars=cfg.env.max_reply_chars),
-                   teacher, student)
+    ledger = ledger if ledger is not None else Ledger()
+    calls = CallCache(journal_path(store) if cache else None, max_reply_chars=cfg.env.max_reply_chars)
+    built_student = built_teacher = None
+    if "student" in roles:
+        if student is None:
+            executor = executor if executor is not None else build_executor(cfg, project.root)
+
+            def build() -> Student:
+                return factory.build_student(cfg, project.root, on_retry=ledger.record_retry)
+
+            student = executor.student(StudentSpec(cfg, str(project.root)), build)
+        else:
+            executor = None  # an injected student always runs in this process
+        built_student = MeteredStudent(CachedStudent(student, calls), ledger)
+    if "teacher" in roles:
+        raw = teacher if teacher is not None else factory.build_teacher(cfg, project.root,
+                                                                       on_retry=ledger.record_retry)
+        built_teacher = MeteredLLM(CachedLLM(raw, calls), ledger, "teacher")
+        if judge is not None:
+            base = built_teacher if judge.own is None else MeteredLLM(CachedLLM(judge.own, calls), ledger, "teacher")
+            scorer = RubricScorer(judge.wrap(base) if judge.wrap is not None else base, scorer)
+    return Session(project, store, splits, scorer, ledger, calls, executor, built_student, built_teacher)
 
 
 def journal_path(store: Store) -> Path:
     """The call journal of a repository (shared by its worktrees)."""
     return store.git_dir / "skillgit" / "cache" / "calls.sqlite"
+
+
+def _opened(part, role: str):
+    if part is None:
+        raise RuntimeError(f"this session was opened without the {role} (open_session(…, roles=…))")
+    return part
 
 
 def _check_simulated_tasks(splits: Splits) -> None:
@@ -101,7 +141,6 @@ def build_trainer(session: Session, *, run_id: str | None = None, resume: bool =
 
     trainer = Trainer(session.project.config, session.store, session.splits, session.student(), session.teacher(),
                       session.scorer, ledger=session.ledger, run_id=run_id, resume=resume, on_event=on_event,
-                      prompts_dir=session.prompts_dir,
-                      executor=None if session.raw_student is not None else session.executor)
+                      prompts_dir=session.prompts_dir, executor=session.executor)
     session.cache.bind_run(trainer.run_id)  # journal entries remember their run, so `skillgit gc` can prune
     return trainer

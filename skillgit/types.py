@@ -43,6 +43,14 @@ def _from_dict(cls, data: Mapping[str, Any]):
 
 
 @dataclass(frozen=True)
+class Message:
+    """One chat message of a model call (`llm.base.Request`), as the teacher prompts render them."""
+
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
 class Item:
     """One task. `expected` is the reference the scorer compares with; the student never sees it."""
 

@@ -1,5 +1,5 @@
 """The prompt's own frame, as weak teachers copy it back: the protocol tags a skill is shown in (`<skill>`,
-`<file path="…">`, every tag of `prompts.TAGS`), a Markdown heading imitated as a tag (`<# Skill>`…`</#Skill>`) and
+`<file path="…">`, every tag of `tagcodec.TAGS`), a Markdown heading imitated as a tag (`<# Skill>`…`</#Skill>`) and
 a Markdown fence around a whole answer. Pure functions over untrusted model text; each says what it removed, so
 the caller can record it (see docs/ARCHITECTURE.md, "Edits and protected regions").
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from skillgit.prompts import TAGS
+from skillgit.tagcodec import TAGS
 
 __all__ = ["strip_wrapper", "unframe_rewrite", "shown", "FILE_FRAME_RE", "CONTENT_FRAME_RE"]
 
@@ -39,7 +39,7 @@ _WRAPPER_RE, _FRAME_RE = _wrapper_re(_TAG_RE), _wrapper_re(_FRAME_TAG_RE)
 def strip_wrapper(text: str, *, frame_only: bool = False) -> tuple[str, list[str]]:
     """`text` without the prompt's own wrapper, and the pieces removed (in order; [] when there were none).
 
-    Removed: protocol tags (every tag of `prompts.TAGS`, with or without attributes, open or close; only `<skill>`
+    Removed: protocol tags (every tag of `tagcodec.TAGS`, with or without attributes, open or close; only `<skill>`
     and `<file …>` when `frame_only`), headings imitated as tags (`<# Skill>` becomes `# Skill`, `</#Skill>` goes),
     then a Markdown fence around the whole rest (only a `markdown`/`md` one when `frame_only`: a content that is
     one unlabelled code block is meant as one). Each removed tag leaves a line break, so words it separated stay

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from skillgit.cli.demo import create_project
 from skillgit.config import EvaluationCfg, SimulatedCfg
-from skillgit.demo import create_project
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.loop import gate
 from skillgit.project import open_project
@@ -72,9 +72,102 @@ def test_the_package_has_no_import_cycle():
     assert cycles == []
 
 
+# ---------------------------------------------------------------------------------------------- package level
+# A unit is a sub-package (`skillgit.store`) or a top-level module (`skillgit.config`). Units form a layering only
+# if no two of them import each other, however indirectly: module-level acyclicity is not enough (store/core →
+# package → prompts → llm.base once made the git layer depend on the model layer without any module cycle).
+def _unit(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph() -> dict[str, dict[str, list[str]]]:
+    """unit → the units it imports → the module imports that make each edge ("a → b")."""
+    units: dict[str, dict[str, list[str]]] = {}
+    for module, deps in import_graph().items():
+        edges = units.setdefault(_unit(module), {})
+        for dep in sorted(deps):
+            if _unit(dep) != _unit(module):
+                edges.setdefault(_unit(dep), []).append(f"{module} → {dep}")
+    return units
+
+
+def _strongly_connected(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
+    """Tarjan's components with more than one unit (each is a cycle or several)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for dep in sorted(graph.get(node, {})):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_package_level_cycle():
+    graph = package_graph()
+    assert {"skillgit.store", "skillgit.llm", "skillgit.config", "skillgit.cli"} <= set(graph)
+    assert "skillgit.store" in graph["skillgit.cli"]  # the graph sees real edges
+    report = [(component, [edge for a in component for b in component for edge in graph[a].get(b, [])])
+              for component in _strongly_connected(graph)]
+    assert report == []
+
+
+def test_the_check_finds_a_package_level_cycle_that_no_module_cycle_shows():
+    graph = {"a": {"b": ["a.x → b.y"]}, "b": {"c": ["b.z → c.w"]}, "c": {"a": ["c.v → a.u"]}, "d": {"a": []}}
+    assert _strongly_connected(graph) == [["a", "b", "c"]]
+    assert _strongly_connected({"a": {"b": []}, "b": {}}) == []
+
+
+def test_the_git_layer_does_not_reach_the_model_layer():
+    """The measured chain store/core → package → prompts → llm.base is gone, and no other path replaced it."""
+    graph = package_graph()
+    seen, todo = set(), ["skillgit.store"]
+    while todo:
+        unit = todo.pop()
+        if unit not in seen:
+            seen.add(unit)
+            todo.extend(graph.get(unit, {}))
+    assert not {"skillgit.llm", "skillgit.prompts", "skillgit.loop", "skillgit.cli"} & seen, sorted(seen)
+
+
+def test_closed_vocabularies_come_from_their_registries():
+    """Config validation accepts exactly what the registries implement: backend names and scorer types are the
+    registries' own tuples; the gate's checks (whose registry reads the config) agree with the listed modes."""
+    from skillgit import backend_table, config_validate, scorers
+    from skillgit.llm import registry
+
+    assert config_validate.ENUMS["model.teacher_backend"] == registry.names_for("teacher")
+    assert config_validate.ENUMS["model.student_backend"] == registry.names_for("student")
+    assert registry.names_for is backend_table.names_for
+    assert config_validate.ENUMS["env.scorer.type"] is scorers.SCORER_TYPES == tuple(scorers._REGISTRY)
+    assert set(gate._CHECKS) == set(config_validate.GATE_MODES)
+    assert EvaluationCfg(gate="two_split+strict").gate == ("two_split", "strict")
+
+
 def test_modes_and_epoch_do_not_know_the_trainer():
     graph = import_graph()
-    for module in ("skillgit.loop.modes", "skillgit.loop.epoch", "skillgit.loop.decide", "skillgit.loop.stages"):
+    for module in ("skillgit.loop.modes", "skillgit.loop.epoch", "skillgit.loop.decide", "skillgit.loop.stages",
+                   "skillgit.loop.resume", "skillgit.loop.background", "skillgit.loop.field", "skillgit.loop.final"):
         assert "skillgit.loop.run" not in graph[module], module
 
 

@@ -22,7 +22,7 @@ RULES = ("Separate fields with ' | ' (space, pipe, space).\n\nWrite names as 'La
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    from skillgit.demo import create_project
+    from skillgit.cli.demo import create_project
 
     root = tmp_path / "p"
     create_project(root, 0)

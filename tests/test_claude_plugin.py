@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from skillgit.inbox import inbox_path, read_inbox
 from skillgit.integrations import assets
-from skillgit.integrations.inbox import read_inbox
-from skillgit.integrations.locations import inbox_path
 from tests import agent_clis as ac
 from tests.agent_server import AgentServer, text, tool
 from tests.conftest import git

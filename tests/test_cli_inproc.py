@@ -48,7 +48,7 @@ def test_in_process_runs_leave_the_process_as_it_was(folders):
 
 def test_a_python_scorer_of_one_project_does_not_leak_into_the_next_in_process_run(tmp_path):
     """A real process imports a project's scorer afresh; in-process runs must too (same module name, two projects)."""
-    from skillgit.demo import create_project
+    from skillgit.cli.demo import create_project
 
     means = []
     for name, value in (("a", 0.25), ("b", 0.75)):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from skillgit.demo import create_project
+from skillgit.cli.demo import create_project
 from skillgit.llm.cache import CallCache
 from tests.conftest import git, run_cli, run_cli_inproc
 

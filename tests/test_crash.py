@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from skillgit.demo import create_project
+from skillgit.cli.demo import create_project
 from tests.conftest import git, run_cli
 
 # the gate off: the first step with an applicable edit is accepted, whatever the gate's defaults are

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from skillgit.demo import create_project
+from skillgit.cli.demo import create_project
 from skillgit.loop import stages
 from skillgit.loop.events import Event, OrderedSink, StepDecided, StepStarted
 from skillgit.store.core import BranchMoved, Store

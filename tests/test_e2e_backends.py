@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from skillgit.cli.demo import create_project
 from skillgit.config import SimulatedCfg
-from skillgit.demo import create_project
 from skillgit.world import SimulatedStudentLLM, SimulatedTeacher
 from tests.conftest import git, run_cli
 from tests.fake_servers import FakeLLMServer, llm_handler

@@ -76,7 +76,7 @@ def test_a_secret_is_never_shipped_as_a_task_argument(monkeypatch):
 
 
 def test_the_worker_env_carries_secrets_and_the_spec_does_not(tmp_path, make_repo):
-    from skillgit.demo import create_project
+    from skillgit.cli.demo import create_project
     from skillgit.executor import worker_env
 
     folder = tmp_path / "demo"
@@ -105,7 +105,7 @@ def test_a_fixture_travels_as_a_tar_and_the_worker_builds_from_it(tmp_path):
 
 
 def test_run_task_builds_the_simulated_student_and_returns_errors_as_data(tmp_path):
-    from skillgit.demo import create_project
+    from skillgit.cli.demo import create_project
 
     folder = tmp_path / "demo"
     create_project(folder, 0)
@@ -119,7 +119,7 @@ def test_run_task_builds_the_simulated_student_and_returns_errors_as_data(tmp_pa
 
 def test_a_student_error_in_the_worker_comes_back_as_data(tmp_path, monkeypatch):
     from skillgit import executor
-    from skillgit.demo import create_project
+    from skillgit.cli.demo import create_project
     from skillgit.llm.base import LLMError
 
     class Refusing:

@@ -195,8 +195,10 @@ def test_shell_completion_is_on(tmp_path):
     exe = Path(sys.executable).with_name("skillgit")
     if not exe.exists():
         pytest.skip("the skillgit console script is not installed next to this interpreter")
-    proc = subprocess.run([str(exe), "--show-completion", "bash"], cwd=tmp_path, capture_output=True, text=True,
-                          env={**os.environ, "SHELL": "/bin/bash"})
+    # the script `--show-completion` prints, asked for by name: `--show-completion` itself guesses the shell from
+    # the parent processes (shellingham), which a test run started outside a shell does not have
+    proc = subprocess.run([str(exe)], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "_SKILLGIT_COMPLETE": "source_bash"})
     assert proc.returncode == 0, proc.stderr
     assert "complete -o default -F _skillgit_completion skillgit" in proc.stdout
     assert "_SKILLGIT_COMPLETE=complete_bash" in proc.stdout

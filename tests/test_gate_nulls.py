@@ -10,8 +10,8 @@ import random
 import threading
 from pathlib import Path
 
+from skillgit.cli.demo import create_project
 from skillgit.config import EvaluationCfg
-from skillgit.demo import create_project
 from skillgit.llm.base import Reply
 from skillgit.loop import gate
 from skillgit.loop.events import Event

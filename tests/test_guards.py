@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from skillgit.cli.demo import create_project
 from skillgit.config import SimulatedCfg
-from skillgit.demo import create_project
 from skillgit.llm.base import Reply, Request
 from skillgit.loop import guards
 from skillgit.project import open_project
@@ -145,7 +145,7 @@ def test_guards_catch_ngrams_and_size():
 
 
 def test_a_seed_over_its_size_budget_is_said_once_at_the_start(tmp_path):
-    from skillgit.demo import create_project
+    from skillgit.cli.demo import create_project
     from tests.conftest import git, run_cli_inproc
 
     folder = tmp_path / "p"

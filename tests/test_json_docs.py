@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from skillgit.demo import create_project
+from skillgit.cli.demo import create_project
 from tests.conftest import run_cli_inproc
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "JSON.md").read_text(encoding="utf-8")

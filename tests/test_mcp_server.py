@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from skillgit import provenance
-from skillgit.integrations.commands import cli_has
+from skillgit.cli import has_command as cli_has
 from tests.conftest import FIXED_DATE, git
 
 mcp = pytest.importorskip("mcp")

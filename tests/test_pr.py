@@ -21,7 +21,7 @@ from tests.conftest import git, run_cli
 from tests.test_review_report import SEED, _decide, build_history, hermetic, log_json, ok
 
 BRANCH = "review/learned"
-CREATE = "from pathlib import Path; from skillgit.demo import create_project; create_project(Path({!r}), 0)"
+CREATE = "from pathlib import Path; from skillgit.cli.demo import create_project; create_project(Path({!r}), 0)"
 
 
 def demo_project(folder: Path) -> Path:

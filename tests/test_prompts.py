@@ -220,6 +220,15 @@ def test_round_trip_edits_rejected_and_skill():
     assert P.parse_blocks(P.block_meta_skill(NASTY), "meta_skill") == [({}, NASTY)]
 
 
+def test_the_epoch_orders_and_counts_pairs_in_the_prompt_order():
+    """One vocabulary for a pair's kind: the epoch's counts (in the slow-update note) list kinds in the order the
+    teacher reads them (`prompts.KIND_ORDER`); the epoch once kept its own, contradicting order."""
+    from skillgit.loop import epoch
+    pairs = [{"kind": k} for k in ("stable_success", "persistent_failure", "improved", "regressed", "improved")]
+    assert list(epoch.counts(pairs)) == list(P.KIND_ORDER)
+    assert epoch.counts(pairs) == {"regressed": 1, "improved": 2, "persistent_failure": 1, "stable_success": 1}
+
+
 def test_round_trip_comparison_steps_candidates_stats():
     (_, comp), = P.parse_blocks(P.block_comparison(PAIRS), "comparison")
     pairs = P.parse_blocks(comp, "pair")

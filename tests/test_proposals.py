@@ -12,8 +12,8 @@ import time
 
 import pytest
 
+from skillgit.cli.demo import create_project
 from skillgit.config import EvaluationCfg
-from skillgit.demo import create_project
 from skillgit.llm.base import Reply
 from skillgit.loop import gate
 from skillgit.store.refs import parse_step_spec

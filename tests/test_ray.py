@@ -23,7 +23,7 @@ ray = pytest.importorskip("ray")
 
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from skillgit.demo import create_project  # noqa: E402
+from skillgit.cli.demo import create_project  # noqa: E402
 from skillgit.errors import SkillgitError  # noqa: E402
 from skillgit.executor import RayExecutor, RemoteStudent, ray_target, run_task  # noqa: E402
 from skillgit.project import open_project  # noqa: E402
@@ -84,8 +84,7 @@ def _ray_run(tmp_path: Path, name: str, executor: RayExecutor, cli) -> tuple[lis
     folder = tmp_path / name
     create_project(folder, 0)
     project = open_project(folder, overrides=["train.max_steps=2", "env.executor=ray"])
-    session = open_session(project)
-    session.executor_ = executor
+    session = open_session(project, executor=executor)
     build_trainer(session).train()
     return _log(folder, cli), (folder / "SKILL.md").read_text()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from skillgit.demo import create_project
+from skillgit.cli.demo import create_project
 from tests.conftest import FIXED_DATE, git
 
 FIXED = {"GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE, "GIT_AUTHOR_NAME": "Test Author",

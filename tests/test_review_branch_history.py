@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from skillgit.demo import create_project
+from skillgit.cli.demo import create_project
 from tests.conftest import git, run_cli_inproc
 
 GATE_OFF = ["--set", "evaluation.use_gate=false", "--set", "train.max_steps=2"]

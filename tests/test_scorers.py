@@ -14,15 +14,8 @@ import pytest
 
 from skillgit.config import ScorerCfg
 from skillgit.errors import ConfigError, SkillgitError
-from skillgit.scorers import (
-    FEEDBACK_LIMIT,
-    ScorerError,
-    build_scorer,
-    extract_json,
-    last_number,
-    scrubbed_env,
-    token_f1,
-)
+from skillgit.scorers import ScorerError, build_scorer, extract_json, last_number, scrubbed_env
+from skillgit.textmatch import FEEDBACK_LIMIT, token_f1
 from skillgit.types import Item, Score
 
 

@@ -28,7 +28,7 @@ sys.stderr.write("\\nMODULES " + json.dumps({"code": code, "modules": sorted(sys
 """
 
 # Never needed to print help or the log: the training loop, the world, the model SDKs and their HTTP stack.
-# (`skillgit.llm.registry` and `.base` are pure and read by the config; the backends are not.)
+# (The config reads the backend names from the leaf `skillgit.backend_table`, never a backend.)
 TRAINING = ("skillgit.loop", "skillgit.world", "skillgit.session", "skillgit.llm.openai_backend",
             "skillgit.llm.anthropic_backend", "skillgit.llm.command", "skillgit.llm.cache", "openai", "anthropic",
             "httpx", "rich.progress", "skillgit.report", "skillgit.sleep")

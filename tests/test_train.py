@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skillgit.demo import create_project
+from skillgit.cli.demo import create_project
 from skillgit.errors import SkillgitError
 from skillgit.loop.events import Event
 from skillgit.project import open_project

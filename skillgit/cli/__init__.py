@@ -92,6 +92,20 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def has_command(*names: str) -> bool:
+    """True when `skillgit <names…>` is a command of this installation (e.g. `has_command("sleep", "run")`); the
+    MCP server is handed this (`integrations.commands.use_cli`) rather than importing the command line."""
+    import typer.main
+
+    command = typer.main.get_command(__getattr__("app"))
+    for name in names:
+        commands = getattr(command, "commands", None)
+        if not isinstance(commands, dict) or name not in commands:
+            return False
+        command = commands[name]
+    return True
+
+
 def _app_for(args: list[str]) -> typer.Typer:
     """The lean app when `args` start with a known command and no shell completion is being asked for."""
     completing = any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ)

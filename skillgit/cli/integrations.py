@@ -28,8 +28,11 @@ JSON = typer.Option(False, "--json", help="Print the report as JSON on stdout.")
 def mcp(repo: Path | None = REPO, config: Path | None = CONFIG) -> None:
     """Serve skillgit to an agent over MCP (stdio): read tools, a budgeted train onto a review branch; never
     merges, reverts, pushes or moves the skill branch. Needs the MCP SDK (the mcp extra of skillgit)."""
+    from skillgit.cli import has_command
+    from skillgit.integrations import commands
     from skillgit.integrations.mcp_server import serve
 
+    commands.use_cli(has_command)  # the server asks it before running `skillgit sleep …` or naming `report`
     try:
         serve(repo, config)
     except SkillgitError as exc:

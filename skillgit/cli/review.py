@@ -143,7 +143,7 @@ def check(base: Optional[str] = typer.Option(None, "--base", help="Compare again
     from skillgit.review.check import render_markdown, run_check
     from skillgit.session import open_session
 
-    session = open_session(open_project(repo, config, set_ or []))
+    session = open_session(open_project(repo, config, set_ or []), roles=("student",))
     display = RunDisplay(console.err)
     with display:
         result = run_check(session, base=base, with_test=test, progress=display.progress_callback)

@@ -61,7 +61,7 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         review = review_branch.prepare_project(_project(repo, config, overrides), branch, create=not dry_run)
         overrides += [f"skill.branch={review.head}"] if review.exists else []
     project = _project(repo, config, overrides)
-    session = open_session(project)
+    session = open_session(project, roles=() if dry_run else ("student", "teacher"))  # a dry run calls no model
     if dry_run:
         from skillgit.loop.plan import estimate
 
@@ -127,7 +127,7 @@ def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step 
     if split not in ("val", "test", "train"):
         raise SkillgitError(f"unknown split '{split}'", "use --split val, test or train")
     project = _project(repo, config, _overrides(set_, None))
-    session = open_session(project)
+    session = open_session(project, roles=("student",))
     cfg = project.config
     text = session.store.read_skill(None if rev == "HEAD" else rev)
     splits = {"train": list(session.splits.train), "val": list(session.splits.val), "test": list(session.splits.test)}
@@ -284,7 +284,7 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
             raise SkillgitError("--sleep and --agentic exclude each other", "give one of them")
         run_sleep_demo(dir_, seed=seed, steps=steps or 4, display=display)
         return
-    from skillgit.demo import run_demo
+    from skillgit.cli.demo import run_demo
 
     run_demo(dir_, seed=seed, steps=steps or (6 if agentic else 8), display=display, agentic=agentic,
              teacher=teacher)

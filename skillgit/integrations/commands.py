@@ -8,7 +8,8 @@ Contract
   a person's act. (When `skillgit train --branch` exists, switch this function to it.)
 - `prepare_review_branch(...)` creates that branch at the skill branch's tip with `git branch` (which refuses to
   overwrite an existing branch); an existing `skillgit/review/…` branch is reused as it is.
-- `sleep_command(...)` runs `skillgit sleep dry-run|run --json`; `cli_has(...)` says whether this version has it.
+- `sleep_command(...)` runs `skillgit sleep dry-run|run --json`; `cli_has(...)` says whether this version has it
+  (the command line hands its `has_command` over when it starts the server: `use_cli`).
 - `run(argv, timeout_s)` runs a command in its own process group with stdin closed; on timeout the whole group
   is killed. The child inherits the environment (it needs the model credentials); its output is redacted by the
   caller before anything reaches an agent.
@@ -24,6 +25,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from skillgit.errors import ExitCode, SkillgitError
 
@@ -111,19 +113,22 @@ def sleep_command(root: Path, config: Path | None, action: str, budget: Budget |
     return argv
 
 
+# What this installation's command line has, handed over by `skillgit.cli` when it starts the server (`use_cli`):
+# this package never imports `skillgit.cli`, which imports it.
+_cli_has: Callable[..., bool] | None = None
+
+
+def use_cli(has_command: Callable[..., bool]) -> None:
+    """Hand over the command line's `has_command(*names)` (`skillgit.cli.has_command`)."""
+    global _cli_has
+    _cli_has = has_command
+
+
 def cli_has(*names: str) -> bool:
-    """True when `skillgit <names…>` is a command of this installation (e.g. `cli_has("sleep", "run")`)."""
-    import typer.main
-
-    from skillgit.cli import app
-
-    command = typer.main.get_command(app)
-    for name in names:
-        commands = getattr(command, "commands", None)
-        if not isinstance(commands, dict) or name not in commands:
-            return False
-        command = commands[name]
-    return True
+    """True when `skillgit <names…>` is a command of this installation (e.g. `cli_has("sleep", "run")`); False
+    when no command line was handed over (a server built outside `skillgit mcp` runs no subcommand it cannot
+    vouch for)."""
+    return _cli_has is not None and bool(_cli_has(*names))
 
 
 def prepare_review_branch(root: Path, branch: str, start: str) -> bool:

@@ -1,7 +1,7 @@
 """Where agents and skillgit keep things on disk (pure path logic, no git commands).
 
-- `git_common_dir(root)`: the repository's common git dir (a worktree's `.git` file points into the main one).
-- `inbox_path(root)`: `<git-common-dir>/skillgit/sleep/inbox.jsonl`, where the SessionEnd hook records sessions.
+- The repository's common git dir and the sleep inbox's path are the inbox-format leaf's (`skillgit/inbox.py`,
+  which `sleep/` reads too).
 - Agent config folders, each honouring the variable the agent itself honours: `CLAUDE_CONFIG_DIR` (Claude Code,
   default `~/.claude`; its user MCP servers live in `.claude.json` beside that folder's parent, or inside it when
   the variable is set), `CODEX_HOME` (Codex, default `~/.codex`), `COPILOT_HOME` (Copilot CLI, default
@@ -13,31 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from skillgit.errors import GitStateError
-
-
-def git_common_dir(root: Path) -> Path:
-    """The common git dir of the repository whose working tree is `root`."""
-    dot = root / ".git"
-    if dot.is_dir():
-        return dot
-    try:
-        text = dot.read_text(encoding="utf-8").strip()
-    except OSError:
-        raise GitStateError(f"not a git repository: {root}", "run this inside a git repository") from None
-    if not text.startswith("gitdir:"):
-        raise GitStateError(f"unreadable .git file in {root}", "check `git rev-parse --git-dir` there")
-    gitdir = Path(text.removeprefix("gitdir:").strip())
-    gitdir = gitdir if gitdir.is_absolute() else (root / gitdir)
-    common = gitdir / "commondir"
-    if common.is_file():
-        target = Path(common.read_text(encoding="utf-8").strip())
-        return (target if target.is_absolute() else gitdir / target).resolve()
-    return gitdir.resolve()
-
-
-def inbox_path(root: Path) -> Path:
-    return git_common_dir(root) / "skillgit" / "sleep" / "inbox.jsonl"
+from skillgit.inbox import git_common_dir
 
 
 def claude_dir(home: Path, env: Mapping[str, str]) -> Path:

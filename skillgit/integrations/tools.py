@@ -229,7 +229,7 @@ class FoundReport:
 
 def repository_roots(root: Path) -> tuple[Path, ...]:
     """The real paths an MCP tool may touch: the working tree and the repository's git dir."""
-    from skillgit.integrations.locations import git_common_dir
+    from skillgit.inbox import git_common_dir
 
     roots = [Path(os.path.realpath(root))]
     try:
@@ -278,7 +278,7 @@ def _outside(key: str, path: Path) -> str:
 def find_reports(ws: Workspace) -> tuple[list[FoundReport], list[Path], list[str]]:
     """Every HTML training report and sleep night report found inside the repository, newest first; the folders
     looked in; and what was refused (a folder or a linked file outside the repository), each said plainly."""
-    from skillgit.integrations.locations import git_common_dir
+    from skillgit.inbox import git_common_dir
 
     root = ws.project().root
     roots = repository_roots(root)

@@ -20,13 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, runtime_checkable
 
 from skillgit.errors import ExitCode, SkillgitError
-from skillgit.types import Item, Score, Usage
-
-
-@dataclass(frozen=True)
-class Message:
-    role: str  # "system" | "user" | "assistant"
-    content: str
+from skillgit.types import Item, Message, Score, Usage
 
 
 @dataclass(frozen=True)

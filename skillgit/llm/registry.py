@@ -1,9 +1,9 @@
-"""The backend registry: the one table of model backends a config may name, and what each can be used for.
+"""The backend registry: the model backends a config may name, what each can be used for, loaded on use.
 
 Contracts:
-- `_TABLE` lists every backend name ONCE, with the roles it may play and where its `Backend` object lives
-  ("module:attribute"). Config validation (`names_for`), the factory (`resolve`) and the error for an unknown or
-  forbidden backend all read this table; nothing else spells out backend names.
+- The table (`skillgit/backend_table.py`, a leaf) lists every backend name ONCE, with the roles it may play and
+  where its `Backend` object lives ("module:attribute"). Config validation (`names_for`), the factory (`resolve`)
+  and the error for an unknown or forbidden backend all read that table; nothing else spells out backend names.
 - A backend module is imported only when its backend is resolved (`get`), so importing the registry imports no
   SDK, and `llm/` never imports `world/` at import time: the simulated world registers itself from
   `skillgit.world.backend`, which owns its builder. A loaded `Backend` must agree with its table entry (name and
@@ -23,13 +23,16 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
+from skillgit.backend_table import ROLES as ROLES
+from skillgit.backend_table import TABLE as _TABLE
+from skillgit.backend_table import names as names
+from skillgit.backend_table import names_for as names_for
 from skillgit.errors import ConfigError
 
 if TYPE_CHECKING:
     from skillgit.llm.base import LLMError
     from skillgit.redact import SecretSet
 
-ROLES = ("teacher", "student")
 DUMMY_KEY = "no-key-needed"  # OpenAI-compatible servers without auth still want some Authorization header
 
 
@@ -58,36 +61,8 @@ class Backend:
         return {"name": self.name, "roles": sorted(self.roles), "summary": self.summary, "agent": self.agent}
 
 
-@dataclass(frozen=True)
-class _Entry:
-    roles: frozenset[str]
-    target: str  # "module:attribute" of the Backend object
-
-
-_BOTH = frozenset(ROLES)
-# The one list of backend names. Order is the order users see in messages.
-_TABLE: dict[str, _Entry] = {
-    "simulated": _Entry(_BOTH, "skillgit.world.backend:BACKEND"),
-    "openai": _Entry(_BOTH, "skillgit.llm.openai_backend:OPENAI"),
-    "azure": _Entry(_BOTH, "skillgit.llm.openai_backend:AZURE"),
-    "anthropic": _Entry(_BOTH, "skillgit.llm.anthropic_backend:BACKEND"),
-    "command": _Entry(frozenset({"student"}), "skillgit.llm.command:BACKEND"),
-    "agent": _Entry(_BOTH, "skillgit.agentic.student:BACKEND"),
-}
 _loaded: dict[str, Backend] = {}
 _lock = threading.Lock()
-
-
-def names() -> tuple[str, ...]:
-    """Every backend name."""
-    return tuple(_TABLE)
-
-
-def names_for(role: str) -> tuple[str, ...]:
-    """The backends that may play `role` ("teacher" or "student"), in table order."""
-    if role not in ROLES:
-        raise ValueError(f"role must be teacher or student, not {role!r}")
-    return tuple(name for name, entry in _TABLE.items() if role in entry.roles)
 
 
 def get(name: str) -> Backend:

@@ -1,10 +1,10 @@
 """What happens at an epoch's end: the slow update, the meta skill and meta reflect.
 
 - **slow update**: the previous epoch's final skill and the current one run on sampled train items; the pairs
-  (regressions first, then persistent failures, improvements, stable successes) go to the teacher, which
-  writes longitudinal guidance into the protected `<!-- skillgit:slow-update -->` region. The candidate goes
-  through the gate unless `optimizer.slow_update_gate_with_selection=false`, in which case it is forced and the
-  note says so.
+  (in `prompts.KIND_ORDER`: regressions first, then improvements, persistent failures, stable successes — the
+  order the teacher reads them in) go to the teacher, which writes longitudinal guidance into the protected
+  `<!-- skillgit:slow-update -->` region. The candidate goes through the gate unless
+  `optimizer.slow_update_gate_with_selection=false`, in which case it is forced and the note says so.
 - **meta skill**: teacher-side memory distilled from the same comparison and the epoch's accepted/rejected
   steps; stored with the run (`meta_skill.md` on the run ref), fed to later teacher prompts, never shipped.
 - **meta reflect**: higher-level edits from the epoch's accepted and rejected directions, through the gate.
@@ -17,15 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillgit import patch, prompts, redact
+from skillgit import patch, prompts, redact, skilldoc
 from skillgit.loop import stages
 from skillgit.loop.context import StepContext
 from skillgit.records import EpochStep, UpdateRecord
+from skillgit.skilldoc import SLOW_UPDATE_REGION
 from skillgit.types import Edit, EditResult, Trajectory, is_failure
-
-REGION = "slow-update"
-# the order pairs are shown to the teacher in (regressions first): prompts.KIND_ORDER, defined once
-ORDER = {kind: rank for rank, kind in enumerate(prompts.KIND_ORDER)}
 
 
 def slow_update_step(epoch: int) -> str:
@@ -64,12 +61,12 @@ def compare(ctx: StepContext, epoch: int, old_skill: str, new_skill: str) -> lis
                       "before_score": b.score.hard if b.score else None,
                       "after_score": a.score.hard if a.score else None,
                       "feedback": a.score.feedback if a.score else ""})
-    pairs.sort(key=lambda p: ORDER[p["kind"]])
+    pairs.sort(key=lambda p: prompts.KIND_ORDER.index(p["kind"]))
     return pairs
 
 
 def counts(pairs: list[dict[str, Any]]) -> dict[str, int]:
-    return {k: sum(p["kind"] == k for p in pairs) for k in ORDER}
+    return {k: sum(p["kind"] == k for p in pairs) for k in prompts.KIND_ORDER}
 
 
 def update_meta_skill(teacher: stages.Teacher, meta_skill: str, pairs: list[dict[str, Any]],
@@ -95,9 +92,9 @@ def slow_update(ctx: StepContext, teacher: stages.Teacher, epoch: int, skill: st
                                                  "comparison": prompts.block_comparison(pairs)})
     guidance = str((obj or {}).get("guidance", "")).strip()
     invalid = None if guidance else (error or "the teacher wrote no guidance")
-    new_text = patch.set_region(skill, REGION, guidance) if guidance else skill
-    edit = Edit("replace", content=guidance, target=f"<!-- skillgit:{REGION} -->", source_type="slow_update",
-                rationale="longitudinal guidance")
+    new_text = patch.set_region(skill, SLOW_UPDATE_REGION, guidance) if guidance else skill
+    edit = Edit("replace", content=guidance, target=skilldoc.open_marker(SLOW_UPDATE_REGION),
+                source_type="slow_update", rationale="longitudinal guidance")
     result = EditResult(edit, "applied", "written into the protected slow-update region") if new_text != skill \
         else EditResult(edit, "skipped_invalid", invalid or "unchanged")
     details: dict[str, Any] = {"comparison": counts(pairs),

@@ -34,7 +34,6 @@ from skillgit.llm.base import Student
 from skillgit.llm.metering import bind_stage
 from skillgit.loop.stages import Scorer, rollout_samples
 from skillgit.records import ScoreRecord
-from skillgit.store import refs as R
 from skillgit.types import Item, Trajectory
 
 SAMPLE_STRIDE = 1000  # sample numbers per round: the repeats, then (from half-way) a copy control's
@@ -45,11 +44,10 @@ IDENTICAL_ITEMS = 30  # …over at least this many (text, item) pairs (4 items a
 
 
 def blob_id(text: str) -> str:
-    """The SHA-1 git blob id of `text`: what `git hash-object` prints in a SHA-1 repository (git's default),
-    computed without touching git. The score cache, the journal's rounds and the gate notes key a skill's text by
-    it whatever the repository's object format, so in a SHA-256 repository it is a content key, not the blob's id
-    there (`Store.blob_id` gives that)."""
-    return R.blob_id(text.encode("utf-8"), "sha1")
+    """The SHA-1 git blob id of `text` (what `git hash-object` prints in a SHA-1 repository; a SHA-256 repository
+    names blobs otherwise), computed without touching git: a cache key for skill texts, never looked up in git."""
+    data = text.encode("utf-8")
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
 
 
 def metric_of(hard: float, soft: float, metric: str, mixed_weight: float = 0.5) -> float:

@@ -15,6 +15,10 @@ Contract of `Trainer.train()`:
   so a resumed run makes exactly the calls an uninterrupted one would have made, and the same project, seed and
   replies give the same run;
 - it never prints: it emits typed `Event`s.
+
+Beside it: `resume.py` (which run to continue, what git already decided), `background.py` (decisions and progress
+saves written off the step's critical path), `field.py` (a step's P > 1 proposals gated together), `final.py`
+(the closing scores: the only reader of the test split).
 """
 
 from __future__ import annotations
@@ -23,9 +27,7 @@ import dataclasses
 import functools
 import json
 import math
-import random
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -38,18 +40,10 @@ from skillgit.llm.base import LLM, Student
 from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import gate as gate_mod
 from skillgit.loop import guards, modes, stages
+from skillgit.loop import resume as resume_mod
+from skillgit.loop.background import Pending, Planned, Saves, in_background, parallel, write_later
 from skillgit.loop.context import StepContext
-from skillgit.loop.decide import (
-    BranchMoved,
-    Judgement,
-    Proposal,
-    best_of,
-    commit,
-    gated_commit,
-    judge,
-    outranked,
-    rival_step,
-)
+from skillgit.loop.decide import BranchMoved, Proposal, commit, gated_commit, judge, rival_step
 from skillgit.loop.events import (
     EpochEnded,
     EpochEnding,
@@ -63,12 +57,14 @@ from skillgit.loop.events import (
     Warning,
     ignore,
 )
+from skillgit.loop.field import plan_field
+from skillgit.loop.final import final_scores
 from skillgit.loop.ledger import Ledger
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
-from skillgit.records import EpochStep, RunProgress, SkillScores, StepKind, StepOutcome, Verdict
+from skillgit.records import EpochStep, StepKind, StepOutcome, Verdict
 from skillgit.store import Store
 from skillgit.tasks import Splits, epoch_batches
-from skillgit.types import Edit, RejectedEdit, Usage
+from skillgit.types import Edit, RejectedEdit
 
 
 @dataclass
@@ -86,12 +82,6 @@ class RunResult:
         return dataclasses.asdict(self)
 
 
-def new_run_id(now: float | None = None) -> str:
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now or time.time()))
-    return f"{stamp}-{random.Random().randrange(16 ** 4):04x}"
-
-
-WRITE_DELAY_S = 0.01  # see `_decide_later`: 10 ms, far less than any rollout, so the decision still lands first
 MAINTAIN_EVERY = 100  # steps between housekeeping checks within an epoch (epoch and run ends always check)
 
 
@@ -110,7 +100,7 @@ class Trainer:
         self.digest = config_digest(cfg, ignore=RUNTIME_ONLY_KEYS)
         self.config_yaml = dump_config(cfg, mask_secrets=True)  # frozen: dumped once, not at every save
         # The test split is sealed: the evaluator that chooses candidates cannot read it (it has no "test" split);
-        # only `_final_scores` reads it, through its own evaluator, and every read is counted in the progress.
+        # only `final.final_scores` reads it, through its own evaluator, and every read is counted in the progress.
         repeats, deterministic = gate_mod.planned_repeats(cfg)  # temperature 0: one sample per item
         self.evaluator = gate_mod.Evaluator(student, scorer, {"train": list(splits.train), "val": list(splits.val)},
                                             workers=cfg.env.workers, repeats=repeats,
@@ -122,50 +112,17 @@ class Trainer:
         self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, self.emit, tuple(splits.train),
                                executor)
         self._blocked_edits: dict | None = None
-        self._pending_save: Future | None = None
-        self._pending: _Pending | None = None  # a step's decision being written (`_decide_later`)
-        self._caught_up = False  # see _already_decided
-        self._fresh_step: int | str | None = None  # the first step this process found undecided
+        self._pending: Pending | None = None  # a step's decision being written (`_decide_later`)
         self._said_identical = False  # the evaluator found the student's repeats to be copies, and the run said so
-        self.run_id, self.progress = self._open_run(run_id, resume)
+        self.run_id, self.progress = resume_mod.open_run(store, cfg.skill.branch, self.digest, run_id, resume)
+        self._decided = resume_mod.Decided(store, self.run_id, cfg.optimizer.proposals)  # see `_already_decided`
+        self._saves = Saves(store, self.run_id)
         self._prior = self.progress  # what earlier processes spent on this run
 
     # ------------------------------------------------------------------------------------------ run state
-    def _open_run(self, run_id: str | None, resume: bool) -> tuple[str, RunProgress]:
-        """Continue `run_id`, or (with `resume`) the newest run if it is unfinished and has the same config
-        digest and branch; otherwise start a new run."""
-        if run_id is None and resume:
-            runs = self.store.list_runs()
-            progress = self._progress_of(runs[0]) if runs else None
-            if progress and progress.status != "finished" and progress.config_digest == self.digest \
-                    and progress.branch == self.cfg.skill.branch:
-                return runs[0], progress
-        if run_id is not None:
-            progress = self._progress_of(run_id)
-            if progress is not None:
-                return run_id, progress
-        run_id = run_id or new_run_id()
-        return run_id, RunProgress(run=run_id, config_digest=self.digest, branch=self.cfg.skill.branch)
-
-    def _progress_of(self, run_id: str) -> RunProgress | None:
-        files = self.store.load_run(run_id) or {}
-        return RunProgress.from_dict(json.loads(files["progress.json"])) if "progress.json" in files else None
-
-    def _usage(self) -> tuple[Usage, dict[str, Usage], dict[str, Usage], dict[str, int]]:
+    def _usage(self) -> resume_mod.Totals:
         """(total, by stage, by role, errors by stage) over this run's every process."""
-        snap = self.ledger.snapshot()
-
-        def merged(prior: Any, now: dict[str, Any]) -> dict[str, Usage]:
-            out = dict(prior)
-            for key, usage in now.items():
-                out[key] = out.get(key, Usage()) + Usage.from_dict(usage)
-            return out
-
-        errors = dict(self._prior.errors)
-        for stage, n in snap["errors"].items():
-            errors[stage] = errors.get(stage, 0) + n
-        return (self._prior.usage + self.ledger.total(), merged(self._prior.usage_by_stage, snap["by_stage"]),
-                merged(self._prior.usage_by_role, snap["by_role"]), errors)
+        return resume_mod.totals(self._prior, self.ledger.snapshot(), self.ledger.total())
 
     def _save(self, message: str, *, background: bool = False, maintain: bool = False,
               usage: tuple | None = None) -> None:
@@ -181,27 +138,11 @@ class Trainer:
             retries=self._prior.retries + self.ledger.retries + self.evaluator.retried)
         files = {"progress.json": json.dumps(self.progress.to_dict(), indent=2, sort_keys=True, ensure_ascii=False),
                  "config.yaml": self.config_yaml, "meta_skill.md": self.progress.meta_skill}
-        self._settle_save()
-
-        def write() -> None:
-            self.store.save_run(self.run_id, files, message)
-            if maintain:
-                self.store.maintain()
-
-        if background:
-            self._pending_save = _in_background(write)
-        else:
-            write()
+        self._saves.save(files, message, background=background, maintain=maintain)
 
     def _settle_save(self, *, quiet: bool = False) -> None:
         """Wait for a background save; its error is raised unless `quiet` (another error is on its way)."""
-        pending, self._pending_save = self._pending_save, None
-        if pending is not None:
-            try:
-                pending.result()
-            except Exception:
-                if not quiet:
-                    raise
+        self._saves.settle(quiet=quiet)
 
     # ------------------------------------------------------------------------------------------ plan
     @property
@@ -311,14 +252,18 @@ class Trainer:
                 raise
             self.progress = self.progress.replace(status=status, stop_reason=reason)
             try:
-                scores = self._final_scores(seed_score)
+                closing = final_scores(self.ctx, self.store, self.run_id, self.progress.seed_rev, seed_score,
+                                       self.evaluator, self._sealed_test, self._budget_exceeded)
             except BaseException:
                 self._settle_save(quiet=True)  # as above: the lock must outlive every write
                 raise
+            if closing.warning:
+                self.emit(Warning(closing.warning))
             self._book_seconds()
-            self.progress = self.progress.replace(final_scores=scores)
+            self.progress = self.progress.replace(final_scores=closing.scores,
+                                                  test_reads=self.progress.test_reads + closing.test_reads)
             self._save(f"run {status}: {reason}", maintain=True)
-        score_dicts = {k: v.to_dict() for k, v in scores.items()}
+        score_dicts = {k: v.to_dict() for k, v in closing.scores.items()}
         result = RunResult(self.run_id, status, reason, self.progress.steps_done, self.progress.accepted,
                            self.progress.rejected, score_dicts, self.ledger.snapshot())
         self.emit(RunEnded(self.run_id, status, reason, result.accepted, result.rejected, score_dicts,
@@ -370,33 +315,18 @@ class Trainer:
         too small to trust is not blocked: it may come back and be measured again (bench/README.md)."""
         if self._blocked_edits is None:  # built in the first step this process runs (`_fresh_step`)
             self._blocked_edits = {r.edit.key(): r for r in reversed(self.store.negative_buffer(10 ** 9))
-                                   if r.run == self.run_id and r.delta <= 0 and not self._rival(r, self._fresh_step)}
+                                   if r.run == self.run_id and r.delta <= 0 and not self._rival(r, self._decided.fresh)}
         return self._blocked_edits
 
     def _rival(self, r: RejectedEdit, step: int | str | None) -> bool:
-        """True for an edit of one of `step`'s other proposals (named `s<step>-p<k>`, see `_field`)."""
+        """True for an edit of one of `step`'s other proposals (named `s<step>-p<k>`, see `field.plan_field`)."""
         if not isinstance(step, int) or r.run != self.run_id:
             return False
         return str(r.step) in {rival_step(step, k) for k in range(1, self.cfg.optimizer.proposals + 1)}
 
     def _incumbent_round(self) -> str:
-        """The round that measured the tip's current val score, so that a resumed run reads the same samples from
-        the journal (nothing paid twice) and goes on as it would have: the latest decision's gate note names it
-        (the accepted candidate's scoring, else the incumbent's as compared) — the progress's last decision, or
-        the tip's own when this run accepted it after the progress was last saved; "" (the run's start) if none."""
-        found: tuple[int, str] | None = None
-        last = self.progress.last
-        if last is not None and last.sha:
-            side = _round_in(self.store.read_notes(last.sha), "val" if last.accepted else "base")
-            if side is not None:
-                found = (last.seq, side)
-        records = self.store.read_notes(self.store.tip())
-        decision = next((r for r in records if r.get("kind") == "decision" and r.get("run") == self.run_id), None)
-        if decision is not None and (found is None or int(decision.get("seq") or 0) > found[0]):
-            side = _round_in(records, "val")
-            if side is not None:
-                found = (int(decision.get("seq") or 0), side)
-        return found[1] if found else ""
+        """The round that measured the tip's current val score (`resume.incumbent_round`)."""
+        return resume_mod.incumbent_round(self.store, self.run_id, self.progress.last)
 
     # ------------------------------------------------------------------------------------------ one step
     def _step(self, step: int, epoch: int, batch: list, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
@@ -411,7 +341,7 @@ class Trainer:
         # decision has landed, while the students run, so neither adds git calls to the step's wall time.
         base = self.store.tip() if pending is None else None
         skill = pending.text if pending is not None else self.store.read_skill(base)
-        pending_teacher = _in_background(functools.partial(self._teacher_after, pending, step))
+        pending_teacher = in_background(functools.partial(self._teacher_after, pending, step))
         budget = scheduled_budget(self.cfg.optimizer, step - 1, self.total_steps)
         lr_record: dict[str, Any] = {"mode": "scheduled", "budget": budget}
         self.emit(StepStarted(str(step), epoch, budget))
@@ -443,7 +373,7 @@ class Trainer:
         if count == 1:
             built = [modes.propose_update(self.ctx, teacher, skill, trajs, budget, step)]
         else:  # the P proposals' teacher calls run side by side: one wave per stage, as for one proposal
-            built = _parallel([functools.partial(modes.propose_update, self.ctx, teacher, skill, trajs, budget,
+            built = parallel([functools.partial(modes.propose_update, self.ctx, teacher, skill, trajs, budget,
                                                  step, v) for v in range(count)])
         seconds = gate_mod.phase_seconds(trajs)
         train = {"items": [t.item_id for t in trajs], "errors": {t.item_id: t.error for t in trajs if t.error},
@@ -458,11 +388,13 @@ class Trainer:
                               batch=tuple(batch), train_before=train_before) for text, record in built]
         if count == 1:
             judged = judge(self.ctx, proposals[0], current)
-            plan = [_Planned(proposals[0], judged, self.ledger.diff_since(usage_before))]
+            plan = [Planned(proposals[0], judged, self.ledger.diff_since(usage_before))]
             return self._decide_later(step, plan, current)
-        return self._decide_later(step, self._field(step, proposals, current, usage_before), current)
+        field = plan_field(self.ctx, step, proposals, current, usage_before,
+                           functools.partial(self._decided.rival, step))
+        return self._decide_later(step, field, current)
 
-    def _teacher_after(self, pending: _Pending | None, step: int) -> stages.Teacher:
+    def _teacher_after(self, pending: Pending | None, step: int) -> stages.Teacher:
         if pending is not None:
             pending.future.result()  # the negative buffer must include what that decision wrote (or: its error)
         return self.teacher(step)
@@ -483,91 +415,32 @@ class Trainer:
             for e in edits:
                 self._blocked_edits[e.key()] = RejectedEdit(e, outcome.delta, outcome.reason, self.run_id, step)
 
-    def _field(self, step: int, proposals: list[Proposal], current: gate_mod.SplitScore,
-               usage_before: dict) -> list[_Planned]:
-        """`optimizer.proposals` > 1: gate the step's distinct proposals together (their val scoring runs side by
-        side: one wave), keep the best the gate accepted and reject the others. The kept one — or, when none
-        passed, the best-scored — is step `N` and comes last in the plan; the others are `sN-p<k>` (k: the
-        proposal's number), decided first, so git holds step `N` only once all of them are decided
-        (`_already_decided`). The step's calls are booked to step `N`; an identical proposal is gated once."""
-        ecfg = self.cfg.evaluation
-        distinct: list[int] = []
-        for i, p in enumerate(proposals):
-            if all(p.after != proposals[j].after for j in distinct):
-                distinct.append(i)
-        gated = sum(proposals[i].after != proposals[i].before for i in distinct) or 1
-        judged = _parallel([functools.partial(judge, self.ctx, proposals[i], current, candidates=gated)
-                            for i in distinct])
-        winner = best_of(judged, ecfg.gate_metric, ecfg.mixed_weight)
-        main = winner if winner is not None else max(
-            range(len(judged)), key=lambda k: (judged[k].scored, judged[k].score.mean(ecfg.gate_metric,
-                                                                                        ecfg.mixed_weight), -k))
-        main_score = judged[main].score.mean(ecfg.gate_metric, ecfg.mixed_weight)
-        rivals = [{"proposal": distinct[k] + 1, "step": str(step) if k == main else rival_step(step, distinct[k] + 1),
-                  "accepted_by_gate": j.result.accept, "score": round(j.result.after, 6), "scored": j.scored}
-                 for k, j in enumerate(judged)]
-        duplicates = [i + 1 for i in range(len(proposals)) if i not in distinct]
-        plan: list[_Planned] = []
-        for k, j in enumerate(judged):
-            if k == main:
-                continue
-            name = rival_step(step, distinct[k] + 1)
-            p = proposals[distinct[k]]
-            p = dataclasses.replace(p, step=name, record=p.record.with_details(
-                proposal={"number": distinct[k] + 1, "of": len(proposals), "kept": str(step)}))
-            found = None
-            if self._fresh_step == step:  # the first step after a restart: a rival may be decided already
-                found = self.store.step_record(self.run_id, name)
-                if found is None:
-                    self.store.discard_candidate(self.run_id, name)
-            plan.append(_Planned(p, outranked(j, str(step), main_score), {}, found))
-        p = proposals[distinct[main]]
-        p = dataclasses.replace(p, record=p.record.with_details(
-            proposal={"number": distinct[main] + 1, "of": len(proposals), "rivals": rivals, "duplicates": duplicates}))
-        plan.append(_Planned(p, judged[main], self.ledger.diff_since(usage_before)))
-        return plan
-
-    def _decide_later(self, step: int, plan: list[_Planned], current: gate_mod.SplitScore) -> gate_mod.SplitScore:
-        """Write the step's decisions (`plan`; the step's own last) in the background and return the val score of
-        the skill the branch will hold. The next step's students start meanwhile: they need only that skill's
-        text. `_settle_decision` (after the next rollout, or before anything else reads the store) waits for it,
-        counts it and saves the progress. Contract kept: the decisions land in order, each in one ref transaction;
-        the progress says a step is done only after its decision landed; its events come before the next step's
-        (`OrderedSink`); a failure (e.g. `BranchMoved`) is raised by the next wait."""
+    def _decide_later(self, step: int, plan: list[Planned], current: gate_mod.SplitScore) -> gate_mod.SplitScore:
+        """Write the step's decisions (`plan`; the step's own last) in the background (`background.write_later`)
+        and return the val score of the skill the branch will hold. The next step's students start meanwhile: they
+        need only that skill's text. `_settle_decision` (after the next rollout, or before anything else reads the
+        store) waits for it, counts it and saves the progress. Contract kept: the decisions land in order, each in
+        one ref transaction; the progress says a step is done only after its decision landed; its events come
+        before the next step's (`OrderedSink`); a failure (e.g. `BranchMoved`) is raised by the next wait."""
         main = plan[-1]
         accepted = main.judgement.result.accept
         seq0 = self.progress.seq
-        self._events.hold()
 
-        def write() -> list[tuple[Proposal, StepOutcome]]:
-            # Yield the interpreter to the loop first: the next step's first student requests should be on the
-            # wire before this thread's CPU work (redaction, JSON, git I/O) competes with them for the GIL.
-            time.sleep(WRITE_DELAY_S)
-            self._events.claim()
-            done: list[tuple[Proposal, StepOutcome]] = []
-            events: list[StepDecided] = []
-            try:
-                for n, item in enumerate(plan, 1):
-                    if item.found is not None:
-                        outcome = _found_outcome(self.run_id, item.proposal.step, item.proposal.epoch, seq0 + n,
-                                                 item.found)
-                        # blocked as when this process decided it: the blocked set must not depend on a restart
-                        self._block(self._found_edits(item.found), outcome, item.proposal.step)
-                        done.append((item.proposal, outcome))
-                        continue
-                    outcome = commit(self.ctx, self.store, self.run_id, seq0 + n, item.proposal, item.judgement,
-                                     current, item.usage)
-                    self._block([r.edit for r in item.proposal.record.applied], outcome, item.proposal.step)
-                    done.append((item.proposal, outcome))
-                    events.append(StepDecided(outcome, self._usage()[0].to_dict()))
-            finally:
-                self._events.release(list(events))
-            return done
+        def decide(n: int, item: Planned) -> tuple[StepOutcome, StepDecided | None]:
+            if item.found is not None:
+                outcome = resume_mod.found_outcome(self.run_id, item.proposal.step, item.proposal.epoch, seq0 + n,
+                                                   item.found)
+                # blocked as when this process decided it: the blocked set must not depend on a restart
+                self._block(self._found_edits(item.found), outcome, item.proposal.step)
+                return outcome, None
+            outcome = commit(self.ctx, self.store, self.run_id, seq0 + n, item.proposal, item.judgement, current,
+                             item.usage)
+            self._block([r.edit for r in item.proposal.record.applied], outcome, item.proposal.step)
+            return outcome, StepDecided(outcome, self._usage()[0].to_dict())
 
-        self._pending = _Pending(step, main.proposal.after if accepted else main.proposal.before,
-                                 main.proposal.base,
-                                 main.judgement.score if accepted else main.judgement.incumbent(current),
-                                 _in_background(write), self._usage())
+        self._pending = Pending(step, main.proposal.after if accepted else main.proposal.before, main.proposal.base,
+                                main.judgement.score if accepted else main.judgement.incumbent(current),
+                                write_later(self._events, plan, decide), self._usage())
         return self._pending.score
 
     def _settle_decision(self, *, quiet: bool = False) -> str | None:
@@ -609,28 +482,16 @@ class Trainer:
 
     def _already_decided(self, step: int | str, epoch: int) -> bool:
         """True when git already holds the decision for `step` (a run killed after deciding but before saving
-        its progress): the step is counted, not redone. A candidate left undecided is discarded, to be rebuilt
-        from journaled calls. Steps are decided in order (and the run lock keeps other processes out), so once one
-        step is found undecided no later one can have been decided: git is asked only until then."""
-        if self._caught_up:
-            return False
-        found = self.store.step_record(self.run_id, step)
-        if found is not None:
-            if isinstance(step, int):  # its other proposals were decided before it (`_field`)
-                for k in range(1, self.cfg.optimizer.proposals + 1):
-                    other = self.store.step_record(self.run_id, rival_step(step, k))
-                    if other is not None:
-                        self._count_found(rival_step(step, k), epoch, other)
-            self._count_found(step, epoch, found)
-            return True
-        self.store.discard_candidate(self.run_id, step)
-        self._caught_up = True
-        self._fresh_step = step
-        return False
+        its progress): the step — and a numbered step's other proposals, decided before it — is counted, not
+        redone (`resume.Decided`)."""
+        found = self._decided.step(step)
+        for name, record in found or ():
+            self._count_found(name, epoch, record)
+        return found is not None
 
     def _count_found(self, step: int | str, epoch: int, found: StepOutcome) -> None:
         """Count a decision git already holds (made before a restart) as if this process had made it."""
-        outcome = _found_outcome(self.run_id, step, epoch, self.progress.seq + 1, found)
+        outcome = resume_mod.found_outcome(self.run_id, step, epoch, self.progress.seq + 1, found)
         self._record(epoch, outcome, [e.to_dict() for e in self._found_edits(found)])
 
     def _found_edits(self, found: StepOutcome) -> list[Edit]:
@@ -696,106 +557,14 @@ class Trainer:
         force = kind is StepKind.SLOW_UPDATE and not self.cfg.optimizer.slow_update_gate_with_selection
         return self._commit(Proposal(step, epoch, kind, base, skill, text, record, force), current, usage_before)
 
-    # ------------------------------------------------------------------------------------------ report
-    def _final_scores(self, seed_score: gate_mod.SplitScore) -> dict[str, SkillScores]:
-        ecfg = self.cfg.evaluation
-        metric, weight = ecfg.gate_metric, ecfg.mixed_weight
-        tip = self.store.tip()
-        revs = {"seed": self.progress.seed_rev or tip, "best": tip, "final": tip}
-        # best = the highest val score among accepted skills of this run (the tip, since the gate only
-        # accepts improvements, unless the gate was off or forced).
-        best_rev, best_val = revs["seed"], seed_score.mean(metric, weight)
-        for entry in self.store.history(self.run_id):
-            if entry.verdict == "accepted" and entry.score is not None and entry.score > best_val:
-                best_rev, best_val = entry.sha, entry.score
-        revs["best"] = best_rev
-        out: dict[str, SkillScores] = {}
-        over = None  # the budget the test scoring stopped at: the budget holds for it too
-        for name, rev in revs.items():
-            text = self.store.read_skill(rev)
-            check, self.ledger.budget_check = self.ledger.budget_check, None
-            try:  # the gate scored these texts on val already: their latest scoring answers, no call is paid
-                val = self.evaluator.latest(text, "val").mean(metric, weight)
-            finally:
-                self.ledger.budget_check = check
-            test = None
-            over = over or self._budget_exceeded()
-            if ecfg.eval_test and self.splits.test and over is None:
-                self.ctx.stage(0, f"test:{name}")
-                try:
-                    test = self._sealed_test.score(text, "test", self.ctx.progress(0, f"test:{name}")).mean(
-                        metric, weight)
-                except BudgetReached as exc:
-                    over = exc.message
-                else:
-                    self.progress = self.progress.replace(test_reads=self.progress.test_reads + 1)
-            out[name] = SkillScores(rev, round(val, 4), None if test is None else round(test, 4))
-        if over is not None and ecfg.eval_test and self.splits.test:
-            unscored = [name for name, s in out.items() if s.test is None]
-            self.emit(Warning(f"test not scored for {', '.join(unscored)}: {over}; score it later with "
-                              f"`skillgit eval REV --split test`"))
-        return out
-
-
-@dataclass(frozen=True)
-class _Planned:
-    """One decision of a step, ready to be written: the proposal under its final name, the gate's word (already
-    turned into a rejection for an outranked rival), the calls booked to it, and — for a rival a restarted step
-    finds decided already — what git holds about it."""
-
-    proposal: Proposal
-    judgement: Judgement
-    usage: Mapping[str, Any]
-    found: StepOutcome | None = None
-
-
-@dataclass(frozen=True)
-class _Pending:
-    """A step whose decisions are being written in the background (`Trainer._decide_later`)."""
-
-    step: int
-    text: str  # the skill text the branch holds once they land
-    base: str  # the commit the step was built on (the branch's tip after a rejection)
-    score: gate_mod.SplitScore  # the val score of `text`
-    future: Future  # → [(proposal, outcome)] in the order decided
-    usage: tuple  # `Trainer._usage()` when the step ended: what its progress save records
-
-
-def _round_in(records: list[dict], side: str) -> str | None:
-    """The round of a gate note's `val` or `base` scoring (None when there is no such scoring)."""
-    for record in records:
-        scored = record.get(side) if record.get("kind") == "gate" else None
-        if isinstance(scored, dict):
-            return str(scored.get("round", ""))
-    return None
-
-
-def _found_outcome(run: str, step: int | str, epoch: int, seq: int, found: StepOutcome) -> StepOutcome:
-    return StepOutcome(run, str(step), found.kind, epoch + 1, seq, found.verdict, 0.0, found.delta,
-                       "(decided before a restart)", sha=found.sha)
 
 
 def _edit_dicts(proposal: Proposal) -> list[dict]:
     return [r.edit.to_dict() for r in proposal.record.applied]
 
 
-def _in_background(fn: Callable[[], Any]) -> Future:
-    """Run `fn()` on a thread of its own; its result (or exception) comes from the returned future."""
-    pool = ThreadPoolExecutor(max_workers=1)
-    try:
-        return pool.submit(fn)
-    finally:
-        pool.shutdown(wait=False)
-
-
-def _parallel(jobs: list[Callable[[], Any]]) -> list[Any]:
-    """Run `jobs` side by side on threads of their own; their results in order (the first error is raised)."""
-    with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
-        return [f.result() for f in [pool.submit(job) for job in jobs]]
-
-
 def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-__all__ = ["Trainer", "RunResult", "new_run_id"]
+__all__ = ["Trainer", "RunResult"]

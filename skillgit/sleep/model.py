@@ -180,9 +180,6 @@ class Session:
     def user_turn_count(self) -> int:
         return self.user_turns_seen if self.user_turns_seen is not None else len(self.user_turns)
 
-    def first_user_text(self) -> str:
-        return next((t.text for t in self.turns if t.role == "user" and t.text.strip()), "")
-
     def with_(self, **changes: Any) -> Session:
         return replace(self, **changes)
 

@@ -44,7 +44,6 @@ from skillgit.config import Config
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.loop.events import EventSink, ignore
 from skillgit.records import SkillScores, StepOutcome
-from skillgit.rubric import RubricScorer
 from skillgit.sleep import replay as R
 from skillgit.sleep import state as S
 from skillgit.sleep.handoff import Deferring, HandoffDeferred, HandoffLLM, HandoffPending, answered, pending_prompts
@@ -321,8 +320,7 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
         if options.handoff is not None:
             ensure_private(options.handoff, sp.root, existing=True)  # its prompts quote mined tasks
             teacher = HandoffLLM(options.handoff)
-        session = open_session(night, splits=splits, teacher=teacher)
-        session.scorer = RubricScorer(_judge(session, options), session.scorer)
+        session = open_session(night, splits=splits, teacher=teacher, judge=_judge(night.config, options))
         trainer = build_trainer(session, run_id=run_id(date), resume=True, on_event=on_event)
         try:
             result = trainer.train()
@@ -352,18 +350,17 @@ def _with_run(record: S.NightRecord, store: Store, trainer: Any) -> S.NightRecor
                    usage=trainer.progress.usage)
 
 
-def _judge(session: Any, options: NightOptions) -> Any:
+def _judge(cfg: Any, options: NightOptions) -> Any:
     """The judge of rubric tasks: the night's teacher (journaled, metered); offline, the simulated judge."""
-    cfg = session.project.config
+    from skillgit.session import Judge
+
     if options.handoff is not None:
-        return Deferring(session.teacher())
+        return Judge(wrap=Deferring)
     if cfg.model.teacher_backend == "simulated":
-        from skillgit.llm.cache import CachedLLM
-        from skillgit.llm.metering import MeteredLLM
         from skillgit.world.judge import SimulatedJudge
 
-        return MeteredLLM(CachedLLM(SimulatedJudge(cfg.model.simulated), session.cache), session.ledger, "teacher")
-    return session.teacher()
+        return Judge(SimulatedJudge(cfg.model.simulated))
+    return Judge()
 
 
 def _start_branch(store: Store, branch: str, folder: Path) -> str:

@@ -73,10 +73,6 @@ CONVENTIONS: tuple[Convention, ...] = (
     Convention("logging", "library code reports through logging, never print", "print(...)",
                "logger.warning(...)"),
 )
-CONVENTION_IDS = tuple(c.id for c in CONVENTIONS)
-
-HARMS = ("print_debug", "return_none", "assert_validation", "broad_except", "skip_tests", "no_docstring",
-         "no_changelog")
 
 CONCEPTS: tuple[Concept, ...] = (
     # -- conventions (kind "rule"; topic = convention id), several paraphrase matchers each
@@ -119,7 +115,6 @@ CONCEPTS: tuple[Concept, ...] = (
     Concept("no_changelog", "changelog", "harm", "no changelog", (
         ("skip", "changelog"), ("changelog", "optional"), ("changelog", "unnecessary"), ("leave", "changelog"))),
 )
-CONCEPT_BY_ID = {c.id: c for c in CONCEPTS}
 
 
 def _variants(matcher: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -345,8 +340,3 @@ RECIPES: tuple[Recipe, ...] = (
 def recipe_for(request: Request) -> Recipe | None:
     """The first recipe whose cue matches the request's behaviour, or None (the agent cannot do it)."""
     return next((r for r in RECIPES if re.search(r.cue, request.behaviour, re.IGNORECASE)), None)
-
-
-def reference_conventions_text() -> str:
-    """One sentence per convention, as a human would write them (docs; the tests' all-conventions package)."""
-    return "\n".join(f"- {c.summary}." for c in CONVENTIONS)

@@ -38,7 +38,6 @@ from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 
 TOPICS = ("preamble", "separator", "date", "weight", "code", "decimals", "currency", "name")
-FIELDS = ("date", "weight", "code", "price", "name")
 FIELD_OF_TOPIC = {"date": "date", "weight": "weight", "code": "code", "decimals": "price", "currency": "price",
                   "name": "name"}
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
@@ -125,7 +124,6 @@ CONCEPTS: tuple[Concept, ...] = (
     Concept("whole_numbers", "decimals", "harm", "numbers rounded to whole numbers", (
         ("whole number",), ("round", "integer"), ("nearest integer",))),
 )
-CONCEPT_BY_ID = {c.id: c for c in CONCEPTS}
 
 _NEGATION = re.compile(r"\b(not|never|no|avoid|without|instead|rather|nor)\b|n't\b")
 _WORD = re.compile(r"[a-z0-9]+")

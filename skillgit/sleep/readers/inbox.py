@@ -1,15 +1,15 @@
 """The sleep inbox, harvest's side: read the transcript paths agents recorded, then trim what was harvested.
 
 Not a session reader (it is not in `READERS`): the second place harvest finds session files, next to each reader's
-`discover` under a home folder. The SessionEnd hook (`skillgit.integrations.assets.SESSION_END_HOOK`) and
-`skillgit.integrations.inbox.record` append `{"session_id", "transcript_path", "cwd", "ended"}` lines to
+`discover` under a home folder. The SessionEnd hook (`skillgit.integrations.assets.SESSION_END_HOOK`) appends
+`{"session_id", "transcript_path", "cwd", "ended"}` lines (the format: `skillgit/inbox.py`) to
 `<git-common-dir>/skillgit/sleep/inbox.jsonl`; a path listed there is harvested even when it lies outside the
 home folder harvest scans.
 
 Invariants:
 - `read_lines` never raises on content: a line that is not an inbox entry comes back with `entry=None`.
 - `trim` removes exactly the consumed lines and never loses a line appended meanwhile. Writers only ever append one
-  line per `open(O_APPEND)` + single write (the hook's `>>` redirection, `record`). `trim` first renames the inbox
+  line per `open(O_APPEND)` + single write (the hook's `>>` redirection). `trim` first renames the inbox
   to a spool file (atomic: later appends create a fresh inbox), waits `SETTLE_S` for a writer that opened the old
   file just before the rename, then appends the spool's unconsumed lines back to the inbox in one O_APPEND write
   and deletes the spool. A crash leaves the spool behind; `read_lines` reads leftover spools and the next `trim`
@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillgit.errors import SkillgitError
-from skillgit.integrations.inbox import InboxEntry
-from skillgit.integrations.locations import inbox_path
+from skillgit.inbox import InboxEntry, inbox_path
 
 SPOOL_INFIX = ".trim-"  # inbox.jsonl.trim-<ns>-<pid>: an inbox being trimmed
 SETTLE_S = 0.05
