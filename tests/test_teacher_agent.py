@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from skillgit.config import CommandCfg
-from skillgit.demo import create_project
+from skillgit.cli.demo import create_project
 from skillgit.llm.base import LLMError, Message, Request
 from skillgit.loop import stages
 from skillgit.project import open_project

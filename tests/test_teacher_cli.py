@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from skillgit.demo import AGENT_TEACHER, create_project
+from skillgit.cli.demo import AGENT_TEACHER, create_project
 from skillgit.project import open_project
 from skillgit.tasks import load_splits
 from tests.conftest import git
@@ -90,7 +90,7 @@ def test_agent_teacher_trains_sees_no_val_item_and_a_resumed_step_replays_it(tmp
 def test_demo_agentic_with_the_agent_teacher_lands_a_reference_file(tmp_path: Path) -> None:
     """`skillgit demo --agentic --teacher agent` (issue 24): offline, at least one accepted step whose diff touches
     a file other than SKILL.md."""
-    done = _cli(["demo", "--agentic", "--teacher", "agent", "--dir", str(tmp_path / "d"), "--steps", "4"],
+    done = _cli(["demo", "--agentic", "--teacher", "agent", "--dir", str(tmp_path / "d"), "--steps", "2"],
                 tmp_path, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     log = _cli(["log", "--json"], tmp_path / "d", tmp_path)

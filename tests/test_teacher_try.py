@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from skillgit.demo import create_project
+from skillgit.cli.demo import create_project
 from skillgit.project import open_project
 from skillgit.session import build_trainer, open_session
 from skillgit.teacher.propose import TrainTrier

@@ -115,6 +115,7 @@ def propose(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: list[T
         "transcript": cut(reply.trace, NOTE_TRANSCRIPT_CHARS)}
     refusals = [EditResult(Edit("delete", target="(the whole file)", file=r.file, source_type=MODE), "error",
                            r.reason) for r in refused]
-    details: dict[str, Any] = {"budget": budget, "agent": agent, "proposed": [e.to_dict() for e in edits], "select": sel.record}
+    details: dict[str, Any] = {"budget": budget, "agent": agent, "proposed": [e.to_dict() for e in edits],
+                               "select": sel.record}
     return text, UpdateRecord(MODE, tuple([*refusals, *sel.dropped, *results]), reasoning=cut(final, SUMMARY_CHARS),
                               details=details)
