@@ -1,6 +1,7 @@
 """The agent teacher backend with a scripted agent program (`preset: generic`, Claude Code's stream-json): one step's
 package diff through `propose` (edits per hunk, the budget with the agent's ranking, the note's transcript summary),
-a chat question run once in an empty folder, and the configuration errors (skillgit/teacher/agent.py, propose.py)."""
+a chat question run once in an empty folder, and the configuration errors (skillgit/teacher/agent.py,
+loop/agent_step.py)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from skillgit.config import CommandCfg
 from skillgit.cli.demo import create_project
+from skillgit.config import CommandCfg
 from skillgit.llm.base import LLMError, Message, Request
 from skillgit.loop import stages
+from skillgit.loop.agent_step import propose
 from skillgit.project import open_project
 from skillgit.session import build_trainer, open_session
 from skillgit.teacher.agent import AgentTeacher
 from skillgit.teacher.evidence import Evidence
-from skillgit.teacher.propose import propose
 
 AGENT = r'''
 import json, pathlib, re, sys

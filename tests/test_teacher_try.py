@@ -1,5 +1,5 @@
-"""`skillgit-try ITEM_ID` (skillgit/teacher/trying.py, TrainTrier in propose.py): the real client program, run as a
-subprocess against the loopback service, on a real project's run context."""
+"""`skillgit-try ITEM_ID` (skillgit/teacher/trying.py, TrainTrier in loop/agent_step.py): the real client program,
+run as a subprocess against the loopback service, on a real project's run context."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from skillgit.cli.demo import create_project
+from skillgit.loop.agent_step import TrainTrier
 from skillgit.project import open_project
 from skillgit.session import build_trainer, open_session
-from skillgit.teacher.propose import TrainTrier
 from skillgit.teacher.trying import TOKEN_ENV, TryServer, install_client
 
 

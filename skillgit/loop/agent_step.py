@@ -1,4 +1,5 @@
-"""One step's candidate from the agent teacher (`model.teacher_backend: agent`), built for the gate like any other.
+"""One step's candidate from the agent teacher (`model.teacher_backend: agent`, skillgit/teacher), built for the gate
+like any other. It lives in `loop/` (it is a step's stages) so that `teacher/` never imports the loop.
 
 `propose(ctx, teacher, skill, trajs, budget, step)` is what `loop.modes.propose_update` returns for an agent
 teacher: (the candidate text, its `UpdateRecord`, mode `agent`). Contract:
