@@ -353,6 +353,9 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
          agentic: bool = typer.Option(False, "--agentic", help="Train a skill PACKAGE for a coding agent on coding "
                                                                "tasks in real repositories (simulated agent, real "
                                                                "pytest verifiers)."),
+         teacher: str = typer.Option("chat", "--teacher", help="chat: the simulated chat teacher; agent: the simulated "
+                                                               "agent teacher edits a copy of the skill package each "
+                                                               "step (with --agentic)."),
          sleep: bool = typer.Option(False, "--sleep", help="Run one night of `skillgit sleep` on shipped Claude "
                                                            "Code sessions in a fixture agent home: harvest, mine, "
                                                            "replay, gated commits on sleep/<date> (never reads your "
@@ -383,7 +386,8 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
         return
     from skillgit.cli.demo import run_demo
 
-    run_demo(dir_, seed=seed, steps=steps or (6 if agentic else 8), display=display, agentic=agentic)
+    run_demo(dir_, seed=seed, steps=steps or (6 if agentic else 8), display=display, agentic=agentic,
+             teacher=teacher)
 
 
 def register(app: typer.Typer) -> None:
