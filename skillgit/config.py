@@ -242,7 +242,11 @@ class ScorerCfg:
 
 @dataclass(frozen=True)
 class EnvCfg:
-    tasks: str = "tasks.jsonl"  # a JSONL/YAML file, or a directory with train/ val/ test/
+    # An environment adapter (`skillgit env list`): it reads env.tasks in its benchmark's format, runs each item
+    # (one call or several turns) and scores it with the paper's metric, in place of env.scorer; None: plain tasks
+    name: str | None = None
+    options: dict[str, Any] = field(default_factory=dict, hash=False)  # the environment's settings (max_turns)
+    tasks: str = "tasks.jsonl"  # a JSONL/YAML file, or a directory with train/ val/ test/ (env.name: its data)
     split_ratio: str = "2:1:7"  # train:val:test
     split_seed: int = 0
     split_dir: str | None = None

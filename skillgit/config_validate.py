@@ -33,9 +33,6 @@ AUTH_MODES = ("auto", "api_key", "azure_ad", "managed_identity", "azure_cli")
 
 # Keys are "generic" dotted paths: model.teacher.X and model.student.X are both written model.*.X.
 ENUMS: dict[str, tuple[str, ...]] = {
-    # the backend table (read by the registry, llm/registry.py) is the one list of backend names and their roles
-    "model.teacher_backend": names_for("teacher"),
-    "model.student_backend": names_for("student"),
     "model.*.api": ("chat", "responses"),
     "model.*.json_mode": ("auto", "json_schema", "json_object_schema", "json_object", "prompt"),
     "model.*.auth_mode": AUTH_MODES,
@@ -52,6 +49,10 @@ ENUMS: dict[str, tuple[str, ...]] = {
 }
 # Lists owned by the agent registry, read when a value is checked (an agent registered at run time is allowed).
 DYNAMIC_ENUMS: dict[str, Callable[[], tuple[str, ...]]] = {
+    # the backend table (read by the registry, llm/registry.py) is the one list of backend names and their roles;
+    # installed packages add theirs through the `skillgit.backends` entry points: read when checked, not at import
+    "model.teacher_backend": lambda: names_for("teacher"),
+    "model.student_backend": lambda: names_for("student"),
     "model.*.command.preset": agents.student_names,
     "model.*.command.output": lambda: ("", *agents.trace_formats()),
 }

@@ -13,8 +13,8 @@ from enum import IntEnum
 class ExitCode(IntEnum):
     OK = 0
     INTERNAL = 1  # a bug: an exception that is not a SkillgitError
-    USAGE = 2  # bad command line, config, task file or other user input
-    GIT = 3  # not a repository, unknown revision, dirty skill file, branch moved underneath
+    USAGE = 2  # bad command line, config, task file, unknown revision or other user input
+    GIT = 3  # not a repository, dirty skill file, branch moved underneath
     BACKEND = 4  # model backend: credentials, unreachable server, retries exhausted
     BUDGET = 5  # a run stopped at a budget limit before finishing what was asked
     LOCKED = 6  # another run holds the lock
@@ -41,6 +41,14 @@ class GitStateError(SkillgitError):
 
     def __init__(self, message: str, hint: str = ""):
         super().__init__(message, hint, ExitCode.GIT)
+
+
+class UnknownRevision(GitStateError):
+    """A revision the user named does not exist: bad input (exit 2), like any other mistyped argument."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message, hint)
+        self.code = ExitCode.USAGE
 
 
 class ConfigError(SkillgitError):

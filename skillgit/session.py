@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from skillgit import envs
+from skillgit.envs.base import Env, EnvScorer, EnvStudent
 from skillgit.errors import SkillgitError
 from skillgit.executor import Executor, StudentSpec, build_executor
 from skillgit.llm import factory
@@ -57,16 +59,18 @@ class Session:
     ledger: Ledger
     cache: CallCache
     executor: Executor | None  # where rollouts run (env.executor); None: in this process (an injected student)
-    student_: MeteredStudent | None
+    student_: Student | None  # metered; with an environment, the `EnvStudent` around the metered student
     teacher_: MeteredLLM | None
+    env: Env | None = None  # the environment adapter (env.name): it loads, runs and scores the items
 
     @property
     def prompts_dir(self) -> Path | None:
         d = self.project.config.prompts.dir
         return (self.project.root / d) if d else None
 
-    def student(self) -> MeteredStudent:
-        """The student, journaled and metered (the one instance built at open)."""
+    def student(self) -> Student:
+        """The student, journaled and metered (the one instance built at open; with an environment, each of its
+        calls — every turn of an episode — is journaled and metered: the environment wraps the metered student)."""
         return _opened(self.student_, "student")
 
     def teacher(self) -> MeteredLLM:
@@ -84,13 +88,17 @@ def open_session(project: Project, *, roles: tuple[str, ...] = ROLES, cache: boo
         raise ValueError(f"roles must be among {ROLES} (the teacher's with a judge), not {roles}")
     cfg = project.config
     store = Store.open(project.root, cfg.skill.path, cfg.skill.branch)
-    splits = splits if splits is not None else load_splits(cfg.env, project.root)
+    env = envs.get(cfg.env.name, cfg.env.options) if cfg.env.name else None  # the one seam of environments
+    if splits is None:
+        splits = load_splits(cfg.env, project.root, env.load) if env else load_splits(cfg.env, project.root)
     if cfg.model.student_backend == "simulated" and student is None:
         _check_simulated_tasks(splits)
-    scorer = scorer if scorer is not None else build_scorer(cfg.env.scorer, project.root)
+    if scorer is None:
+        scorer = EnvScorer(env) if env else build_scorer(cfg.env.scorer, project.root)
     ledger = ledger if ledger is not None else Ledger()
     calls = CallCache(journal_path(store) if cache else None, max_reply_chars=cfg.env.max_reply_chars)
-    built_student = built_teacher = None
+    built_student: Student | None = None
+    built_teacher: MeteredLLM | None = None
     if "student" in roles:
         if student is None:
             executor = executor if executor is not None else build_executor(cfg, project.root)
@@ -102,6 +110,8 @@ def open_session(project: Project, *, roles: tuple[str, ...] = ROLES, cache: boo
         else:
             executor = None  # an injected student always runs in this process
         built_student = MeteredStudent(CachedStudent(student, calls), ledger)
+        if env is not None:
+            built_student = EnvStudent(env, built_student)
     if "teacher" in roles:
         raw = teacher if teacher is not None else factory.build_teacher(cfg, project.root,
                                                                        on_retry=ledger.record_retry)
@@ -109,7 +119,7 @@ def open_session(project: Project, *, roles: tuple[str, ...] = ROLES, cache: boo
         if judge is not None:
             base = built_teacher if judge.own is None else MeteredLLM(CachedLLM(judge.own, calls), ledger, "teacher")
             scorer = RubricScorer(judge.wrap(base) if judge.wrap is not None else base, scorer)
-    return Session(project, store, splits, scorer, ledger, calls, executor, built_student, built_teacher)
+    return Session(project, store, splits, scorer, ledger, calls, executor, built_student, built_teacher, env)
 
 
 def journal_path(store: Store) -> Path:

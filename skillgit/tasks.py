@@ -24,7 +24,7 @@ import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from skillgit.config import EnvCfg, yaml_load
 from skillgit.config_validate import parse_ratio
@@ -34,6 +34,9 @@ from skillgit.types import Item
 TASK_SUFFIXES = (".jsonl", ".yaml", ".yml", ".json")
 SPLIT_NAMES = ("train", "val", "test")
 _EXPECTED_KEYS = ("expected", "ideal", "reference")  # first present wins
+
+
+Loader = Callable[[Path], list[Item]]
 
 
 class TaskFileError(ConfigError):
@@ -219,14 +222,14 @@ def _split_sources(folder: Path, name: str) -> list[Path]:
     return files
 
 
-def _load_split_dir(folder: Path) -> Splits:
+def _load_split_dir(folder: Path, load: Loader = load_items) -> Splits:
     found: dict[str, list[tuple[Item, str]]] = {}
     for name in SPLIT_NAMES:
         sources = _split_sources(folder, name)
         if len(sources) > 1 and not (folder / name).is_dir():
             raise TaskFileError(f"{folder}: more than one file for split '{name}': "
                                 f"{', '.join(p.name for p in sources)}", "keep one, or use a folder per split")
-        found[name] = [(item, f"{name}: {src.name}") for src in sources for item in load_items(src)]
+        found[name] = [(item, f"{name}: {src.name}") for src in sources for item in load(src)]
     for name in ("train", "val"):
         if not found[name]:
             raise TaskFileError(f"{folder}: split '{name}' is empty or missing",
@@ -287,24 +290,25 @@ def _ratio_split(items: list[Item], ratio_text: str, seed: int, source: Path) ->
     return splits
 
 
-def load_splits(env_cfg: EnvCfg, root: Path) -> Splits:
+def load_splits(env_cfg: EnvCfg, root: Path, load: Loader = load_items) -> Splits:
     """train/val/test for a project: `env.split_dir` (or `env.tasks` naming a folder) holding `train`, `val` and
     optionally `test` as files (`train.jsonl`, ...) or sub-folders; otherwise `env.tasks` is one file split by
-    `env.split_ratio` with `env.split_seed`. Relative paths are resolved against `root`."""
+    `env.split_ratio` with `env.split_seed`. Relative paths are resolved against `root`. `load` reads one file
+    (an environment's loader reads its benchmark's format; a folder without split files is then one data set)."""
     root = Path(root)
     if env_cfg.split_dir:
         folder = root / env_cfg.split_dir
         if not folder.is_dir():
             raise TaskFileError(f"env.split_dir: folder not found: {folder}",
                                 "create it with train.jsonl and val.jsonl (test.jsonl optional), or unset split_dir")
-        return _load_split_dir(folder)
+        return _load_split_dir(folder, load)
     path = root / env_cfg.tasks
-    if path.is_dir():
-        return _load_split_dir(path)
+    if path.is_dir() and (load is load_items or any(_split_sources(path, name) for name in SPLIT_NAMES)):
+        return _load_split_dir(path, load)
     if not path.exists():
         raise TaskFileError(f"env.tasks: task file not found: {path}",
                             "point env.tasks at a .jsonl/.yaml file, or at a folder with train/ val/ test/")
-    return _ratio_split(load_items(path), env_cfg.split_ratio, env_cfg.split_seed, path)
+    return _ratio_split(load(path), env_cfg.split_ratio, env_cfg.split_seed, path)
 
 
 # ---------------------------------------------------------------------------------------------- batches

@@ -46,19 +46,26 @@ def shown(text: str, *, multiline: bool = True) -> str:
 # such text enters Markdown.
 _URL = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]{0,31}:/{1,3}|\bwww\.|\b(?:mailto|data|javascript|vbscript):)[^\s`<>]*")
 _MD_SPECIAL = re.compile(r"[\\`\[\]|]")
+# Only what could start markup is escaped, so that `p < 0.05`, `a -> b` and `R&D` read as written in a terminal
+# too: `<` before a letter, `/`, `!` or `?` (a tag, comment, declaration or autolink) and `&` that would form an
+# entity (`&lt;`, `&#64;`). A `>` is markup only at the start of a line (a quote): escaped there with `\`.
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 
 
 def _inert_words(text: str) -> str:
     text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(), text)  # no link, image or code syntax, no table cell break
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
+    return _TAG_START.sub("&lt;", _ENTITY.sub("&amp;", text)).replace("@", "&#64;")
 
 
 def inert_markdown(text: str) -> str:
     """One line of untrusted text, safe inside Markdown (also inside a table cell): whitespace runs (line breaks
     too) become one space; `\\`, `` ` ``, `[`, `]` and `|` are backslash-escaped, so no link, image, reference or
-    code span can form (`![x](http://…)` shows as written); `<`, `>` and `&` are HTML-escaped (no raw HTML, no
-    `<http://…>` autolink); `@` becomes `&#64;` (no mention, no e-mail link); an address (`scheme://…`, `www.…`,
-    `mailto:` / `data:` / `javascript:`) is shown as inline code, which GitHub never turns into a link."""
+    code span can form (`![x](http://…)` shows as written); a `<` that could open a tag and a `&` that could form
+    an entity are HTML-escaped (no raw HTML, no `<http://…>` autolink; `p < 0.05` and `a -> b` stay as written),
+    a leading `>` is escaped (no quote); `@` becomes `&#64;` (no mention, no e-mail link); an address
+    (`scheme://…`, `www.…`, `mailto:` / `data:` / `javascript:`) is shown as inline code, which GitHub never turns
+    into a link."""
     flat = " ".join(clean(str(text), multiline=False).split())
     out, pos = [], 0
     for m in _URL.finditer(flat):
@@ -66,7 +73,8 @@ def inert_markdown(text: str) -> str:
         out.append(code_span(m.group()).replace("|", "\\|"))
         pos = m.end()
     out.append(_inert_words(flat[pos:]))
-    return "".join(out)
+    text = "".join(out)
+    return "\\" + text if text.startswith(">") else text
 
 
 def code_span(text: str) -> str:

@@ -43,11 +43,28 @@ def _from_dict(cls, data: Mapping[str, Any]):
 
 
 @dataclass(frozen=True)
+class Image:
+    """An image sent with a message (a task's page image, `llm.base.load_image`): its bytes base64-encoded, its
+    media type; `name` is what the text around it calls it, `digest` (sha256 of the bytes) what the call journal
+    keys on."""
+
+    name: str
+    media_type: str
+    data_b64: str
+    digest: str
+
+    @property
+    def data_url(self) -> str:
+        return f"data:{self.media_type};base64,{self.data_b64}"
+
+
+@dataclass(frozen=True)
 class Message:
     """One chat message of a model call (`llm.base.Request`), as the teacher prompts render them."""
 
     role: str  # "system" | "user" | "assistant"
     content: str
+    images: tuple[Image, ...] = ()  # sent as image content parts by the openai, azure and anthropic backends
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,20 @@ def test_mcp_start_script(tmp_path):
     assert data["heavy_at_answer"] == [] and data["added_to_sdk"] < data["modules_at_answer"]
 
 
+def test_sleep_scale_script(tmp_path):
+    data = run_script("sleep_scale", tmp_path)
+    rows = {(r["algo"], r["requests"]): r for r in data["rows"]}
+    assert {algo for algo, _ in rows} == {"cluster", "miner", "reference"}
+    for n in data["sizes"]:
+        new = rows[("cluster", n)]
+        assert new["agree"] is True and new["exact"] is True  # the validity check: same clusters as before
+        assert {"cpu_s", "wall_s", "peak_mb", "grew_mb", "cpu_ratio", "mem_ratio"} <= set(new)
+        assert rows[("miner", n)]["units"] == new["units"]
+    harvest = data["harvest"]
+    assert harvest["kept"] == harvest["units"] and harvest["incremental_read"] == 1  # only the new file read again
+    assert {"cpu_s", "incremental_cpu_s", "peak_mb", "mb"} <= set(harvest)
+
+
 def test_ablations_script(tmp_path):
     data = run_script("ablations", tmp_path)
     text = data["worlds"]["text"]

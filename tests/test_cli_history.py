@@ -181,7 +181,7 @@ def test_errors_are_one_line_with_a_hint_and_write_nothing(trained, make_repo, t
     assert snapshot(no_skill) == before
 
     before = snapshot(trained)
-    assert_one_line_error(run_cli_inproc("show", "r1/9", cwd=trained), 3, "unknown revision 'r1/9'", "skillgit log")
+    assert_one_line_error(run_cli_inproc("show", "r1/9", cwd=trained), 2, "unknown revision 'r1/9'", "skillgit log")
     (trained / "SKILL.md").write_text("my unsaved edit\n")
     before = snapshot(trained)
     assert_one_line_error(run_cli_inproc("revert", "--steps", "1", cwd=trained), 3,

@@ -96,8 +96,8 @@ def test_a_crashing_scorer_stops_with_a_hint_and_no_half_written_step(project):
     assert git(project, "for-each-ref", "refs/heads/candidates", "refs/tags") == ""
 
 
-def test_unknown_revision_for_eval_is_a_git_error(project):
-    assert_clean_failure(run_cli_inproc("eval", "no-such-rev", cwd=project), 3, "no-such-rev")
+def test_unknown_revision_for_eval_is_bad_input(project):
+    assert_clean_failure(run_cli_inproc("eval", "no-such-rev", cwd=project), 2, "no-such-rev")
 
 
 def test_a_dirty_skill_file_is_refused_before_anything_is_spent(project):

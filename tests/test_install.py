@@ -396,8 +396,7 @@ def test_claude_connects_to_the_installed_mcp_server(scratch):
 def test_claude_with_both_scopes_records_a_session_once_and_mcp_list_records_nothing(scratch, tmp_path):
     """Issue 23 item 13: the SessionEnd hook installed in the user and the project settings runs twice per session
     (it wrote two lines), and `claude mcp list` fires SessionEnd for a transcript it never writes."""
-    from skillgit.integrations.inbox import read_inbox
-    from skillgit.integrations.locations import inbox_path
+    from skillgit.inbox import inbox_path, read_inbox
 
     repo, _ = scratch
     claude = _cli("claude")

@@ -105,11 +105,13 @@ def test_teacher_text_cannot_put_a_live_image_or_link_into_a_pr_body(make_repo):
 
 
 def test_night_report_has_no_live_link_from_model_text():
-    record = NightRecord(date="2026-01-01", status="finished", reason=HOSTILE, branch="sleep/2026-01-01",
-                         run="n1", skill_branch="main", base="0" * 40, accepted=1,
-                         edits=({"step": "1", "verdict": "accepted", "delta": 0.1, "edits": [HOSTILE, "append: x"],
-                                 "reason": HOSTILE},),
-                         tasks={"excluded": {HOSTILE: 2}}, harvest={"skipped": {HOSTILE: 1}})
+    record = NightRecord.from_dict(dict(
+        date="2026-01-01", status="finished", reason=HOSTILE, branch="sleep/2026-01-01", run="n1",
+        skill_branch="main", base="0" * 40, accepted=1,
+        edits=[{"run": "n1", "step": "1", "kind": "step", "verdict": "accepted", "score_before": 0.4,
+                "score_after": 0.5, "edits": [HOSTILE, "append: x"], "reason": HOSTILE}],
+        tasks={"excluded": {HOSTILE: 2}}, harvest={"skipped": {HOSTILE: 1}}))
+    assert record.edits and record.edits[0].reason == HOSTILE and record.harvest.skipped == {HOSTILE: 1}
     text = render(record)
     assert "tracker.example" in text and "<br>" in text
     assert live(text) == [], live(text)

@@ -75,6 +75,10 @@ def test_wheel_ships_every_template_and_hook(wheel):
     # `skillgit demo --sleep` works from a wheel: its shipped Claude Code sessions
     shipped = sorted(p.name for p in (ROOT / "examples" / "sleep-demo" / "sessions").glob("*.jsonl"))
     assert shipped and all(f"skillgit/_examples/sleep-demo/sessions/{name}" in names for name in shipped)
+    # `skillgit init --env NAME` works from a wheel: every environment's shipped sample (DocVQA's page images too)
+    samples = [p.relative_to(ROOT / "examples").as_posix() for p in (ROOT / "examples" / "envs").rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts]
+    assert samples and all(f"skillgit/_examples/{rel}" in names for rel in samples), samples
     # every module of the source tree is in the wheel (a package left out of pyproject's list breaks the install)
     for module in sorted((ROOT / "skillgit").rglob("*.py")):
         rel = module.relative_to(ROOT).as_posix()

@@ -153,7 +153,7 @@ def test_pr_body_makes_model_text_inert(make_repo):
     store.save_run("r1", {"progress.json": json.dumps(progress.to_dict())}, "run")
     review = data.load_run(store, "r1")
     body = pr_mod.render_body(review, base="main", head="review/x", skill_path="SKILL.md")
-    assert "<script>" not in body and "&lt;script&gt;" in body
+    assert "<script>" not in body and "&lt;script>" in body
     assert "@everyone" not in body and "&#64;everyone" in body and "\\| \\`\\`\\` done" in body
     diff = body.partition("````diff\n")[2].partition("\n````")[0]  # a longer fence: the diff's ``` stays inside
     assert "+```" in diff and "+closed the fence" in diff

@@ -52,6 +52,35 @@ def test_harvest_json_is_one_object_per_session_with_skip_reasons_and_saves_noth
     assert unknown.returncode == 2 and "--sources: 'clippy' is not allowed" in unknown.stderr
 
 
+def test_a_second_harvest_reads_only_the_changed_files_and_lists_exactly_what_a_full_one_does(tmp_path):
+    repo, home = _project(tmp_path, n=8)  # norm-0 (Claude Code), norm-1 (Codex)
+    grown = ClaudeSession("grows", repo).user("Normalise this record: code ab-12").say("AB-12")
+    grown.write(home)
+
+    def listing(*extra: str) -> tuple[dict[str, dict], str]:
+        proc = run_cli("sleep", "harvest", "--json", "--home", str(home), *extra, cwd=repo)
+        assert proc.returncode == 0, proc.stderr
+        return {json.loads(line)["session"]: json.loads(line) for line in proc.stdout.splitlines()}, proc.stderr
+
+    first, err = listing()
+    assert set(first) == {"norm-0", "norm-1", "grows"} and "3 file(s) read, 0 unchanged" in err
+    assert (cache := repo / ".git" / "skillgit" / "sleep" / "harvest-cache.json").is_file()
+    grown.user("and the same for cd-34").say("CD-34").write(home)  # the session grew
+    ClaudeSession("later", repo).user("Normalise ef-56").say("EF-56").write(home)  # a new one
+
+    second, err = listing()
+    assert "2 file(s) read, 2 unchanged" in err  # only what changed was read again
+    full, full_err = listing("--all")  # another basis: no cache, every file read
+    assert "4 file(s) read, 0 unchanged" in full_err
+    assert second == full  # exactly the new sessions and turns, the grown one from its first new turn
+    assert second["grows"]["user_turns"] == 2 and second["grows"]["new_from_turn"] == first["grows"]["new_from_turn"]
+    # the cache is no harvest state: mining still sees every session as new, and nothing is on the sleep ref
+    assert not any(r.startswith("refs/skillgit/sleep") for r in _refs(repo))
+    cache.write_text("{not json")  # a broken cache is read as none
+    third, err = listing()
+    assert third == full and "4 file(s) read, 0 unchanged" in err
+
+
 # ---------------------------------------------------------------------------------------------- the review gate
 REAL = """\
 skill: {{path: SKILL.md, branch: main}}

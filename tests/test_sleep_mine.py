@@ -3,6 +3,7 @@ filter, the task rows and the reviewable JSONL file — on sessions harvested fr
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
@@ -23,7 +24,17 @@ from skillgit.sleep import (
     split_units,
     write_tasks,
 )
+from tests.sleep_reference import checking
 from tests.test_sleep_harvest import FIXTURES, ClaudeSession, git, make_repo
+
+
+@pytest.fixture(autouse=True)
+def _grouping_is_the_pairwise_one(monkeypatch):
+    """Every grouping these tests make is also checked against the pairwise algorithm mining used before it
+    scaled (tests/sleep_reference.py): same clusters, same mean similarities."""
+    mined = importlib.import_module("skillgit.sleep.mine")  # the package exports a function of that name
+
+    monkeypatch.setattr(mined, "cluster", checking(mined.cluster))
 
 DATE_TEST = "pytest tests/test_dates.py"
 FAIL = "F.\n=================================== FAILURES ===================================\n" \

@@ -9,6 +9,7 @@ report are all real; only the models are the simulated world.
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 from pathlib import Path
@@ -26,7 +27,18 @@ from skillgit.sleep.settings import SleepSettings, open_sleep_project
 from skillgit.store.git import GitRepo
 from skillgit.world import default_skill, generate_tasks
 from tests.conftest import git
+from tests.sleep_reference import checking
 from tests.test_sleep_harvest import ClaudeSession
+
+
+@pytest.fixture(autouse=True)
+def _grouping_is_the_pairwise_one(monkeypatch):
+    """Every grouping these tests make is also checked against the pairwise algorithm mining used before it
+    scaled (tests/sleep_reference.py): same clusters, same mean similarities."""
+    mined = importlib.import_module("skillgit.sleep.mine")  # the package exports a function of that name
+
+    monkeypatch.setattr(mined, "cluster", checking(mined.cluster))
+
 
 DATE = "2026-01-02"
 SEED = 0

@@ -1,7 +1,9 @@
 """The command line (typer). The only layer that prints for humans, reads argv and exits.
 
 Each command module registers its commands on an app (`register(app)`); `main()` turns a SkillgitError into a
-one-line error with its hint on stderr and the error's fixed exit code, and anything else into exit code 1 (a bug).
+one-line error with its hint on stderr and the error's fixed exit code, a usage mistake (unknown option, missing
+argument) into the same pair and exit 2 (`usage.py`, instead of typer's boxed panel), and anything else into exit
+code 1 (a bug).
 
 Start-up cost: `main()` builds an app with only the command that runs (`skillgit log …` imports the history
 module and nothing of training); `--help`, completion and unknown names get the app with every command, which is
@@ -18,19 +20,20 @@ from typing import Any, Sequence
 import typer
 
 from skillgit import __version__
-from skillgit.cli import coerce
+from skillgit.cli import coerce, usage
 from skillgit.errors import ExitCode, Interrupted, SkillgitError, clear_stop, request_stop, stop_requested
 
-MODULES = ("history", "train", "doctor", "review", "sleep", "integrations", "ui")
+MODULES = ("history", "train", "doctor", "review", "sleep", "integrations", "ui", "envs")
 # The module that registers each top-level command. Only a shortcut for `main()`: a command missing here (or moved
 # to another module) still runs, through the app with every command.
 COMMANDS = {**dict.fromkeys(("init", "log", "show", "diff", "rejected", "revert", "export", "push", "pull", "gc"),
                             "history"),
             **dict.fromkeys(("train", "eval", "status", "demo", "config"), "train"), "doctor": "doctor",
             **dict.fromkeys(("report", "pr", "check"), "review"), "sleep": "sleep",
-            **dict.fromkeys(("mcp", "install", "uninstall"), "integrations"), "ui": "ui"}
+            **dict.fromkeys(("mcp", "install", "uninstall"), "integrations"), "ui": "ui", "env": "envs"}
 
 coerce.install()
+usage.install()
 
 
 def _version(value: bool) -> None:
@@ -179,15 +182,33 @@ def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> Non
 
     sys.unraisablehook = quiet_stop
     try:
-        app(args=argv, prog_name=prog_name)
+        from typer._click import exceptions as click  # typer ≥ 0.2x vendors click
+    except ImportError:  # pragma: no cover - a typer on the click package
+        from click import exceptions as click  # type: ignore[no-redef]
+
+    try:
+        # not standalone: a usage error reaches us (one `error:` / `hint:` pair, not typer's boxed panel)
+        code = app(args=argv, prog_name=prog_name, standalone_mode=False)
     except SkillgitError as exc:
         print_error(exc.message, exc.hint)
         sys.exit(int(exc.code))
+    except click.NoArgsIsHelpError as exc:  # `skillgit sleep`: typer has printed the group's help
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        print_error(*usage.usage_error(exc, argv[0] if argv and argv[0] in COMMANDS else None))
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:  # e.g. a file option that cannot be opened
+        print_error(" ".join(exc.format_message().split()), "")
+        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print_error("interrupted", "run the same command again to resume where it stopped")
         sys.exit(int(ExitCode.INTERRUPTED))
+    except typer.Abort:  # a prompt's input ended (EOF)
+        print_error("aborted", "")
+        sys.exit(1)
     finally:
         for sig, handler in before.items():  # in-process callers (tests, the MCP server) get theirs back
             signal.signal(sig, handler)
         sys.unraisablehook = unraisable
         clear_stop()
+    sys.exit(code if isinstance(code, int) else 0)  # a command's `typer.Exit(n)` comes back as n

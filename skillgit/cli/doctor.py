@@ -9,8 +9,8 @@ says what came back and how to fix it, so doctor never calls a server ok that ca
 A student is never asked for JSON (rollouts are free text): a chat student gets one plain call, a CLI-agent
 student one plain run (an agent student: one run in a scratch fixture workspace, its fingerprint in the row as
 `agent`). Then every agent of the agent registry that skillgit can run (`skillgit.agents.registry`) is looked up
-on PATH and its version probed. Prints the roles table (role, backend, model, endpoint, status, fix) and the
-agents table (agent, program, version, fix) on stdout, or with `--json` a document
+on PATH and its version probed. Prints each role (role, backend, model, endpoint; its status and fix under it)
+and each agent (agent, version, program or fix) on stdout, readable at 80 columns, or with `--json` a document
 `{"ok": bool, "roles": [...], "agents": [...]}` (teacher rows carry `json_mode`). Exits with ExitCode.BACKEND when
 any role fails (a missing agent CLI the config does not use is not a failure). Nothing is written. Every text
 shown goes through `redact`.
@@ -170,41 +170,66 @@ def check_agents(environ: Mapping[str, str] | None = None) -> list[dict[str, Any
 def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
            as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON on stdout.")) -> None:
     """Check the teacher's and the student's backend: config, credentials, one tiny (JSON) call each."""
-    from skillgit import console
+    from skillgit import console, envs
+    from skillgit.llm.registry import plugin_errors
     from skillgit.project import open_project
 
     project = open_project(repo, config, list(set_ or []))
     rows = [check_role(project.config, role, project.root) for role in ("teacher", "student")]
     agents = check_agents()
-    ok = all(r["status"] == "ok" for r in rows)
+    env = envs.check(project.config.env, project.root)  # the environment (env.name), if any
+    broken = [{"backend": name, "error": why} for name, why in plugin_errors().items()]  # plugins left out
+    ok = all(r["status"] == "ok" for r in rows) and (env is None or env["status"] == "ok")
     if as_json:
-        console.print_json({"ok": ok, "roles": rows, "agents": agents})
+        console.print_json({"ok": ok, "roles": rows, "agents": agents, "env": env, "backend_plugins": broken})
     else:
-        from rich.table import Table
-        from rich.text import Text
-
-        table = Table(title="skillgit doctor", title_justify="left")
-        for column in ("role", "backend", "model", "endpoint", "status", "fix"):
-            table.add_column(column, overflow="fold")
-        for r in rows:  # Text, not markup: details and hints may contain [brackets]
-            if r["status"] == "ok":
-                status = Text.assemble(("ok", "green"), f" ({r['detail']})" if r["detail"] else "")
-            else:
-                status = Text.assemble(("error", "red"), f": {r['detail']}")
-            table.add_row(*(Text(str(r[k])) for k in ("role", "backend", "model", "endpoint")), status,
-                          Text(r["fix"]))
-        console.out.print(table)
-        found = Table(title="agent CLIs", title_justify="left")
-        for column in ("agent", "program", "version", "fix"):
-            found.add_column(column, overflow="fold")
-        for a in agents:
-            found.add_row(Text(a["agent"]), Text(a["program"]),
-                          Text(a["version"]) if a["installed"] else Text("not installed", "yellow"), Text(a["fix"]))
-        console.out.print(found)
+        _print_rows(console.out, rows, agents)
+        _print_env(console.out, env, broken)
     if not ok:
-        failed = ", ".join(r["role"] for r in rows if r["status"] != "ok")
-        raise SkillgitError(f"doctor: {failed} backend not ready", "follow the 'fix' column above",
+        failed = ", ".join([r["role"] for r in rows if r["status"] != "ok"] +
+                           (["environment"] if env is not None and env["status"] != "ok" else []))
+        raise SkillgitError(f"doctor: {failed} backend not ready", "follow the 'fix:' lines above",
                             ExitCode.BACKEND)
+
+
+def _print_rows(stdout: Any, rows: list[dict[str, Any]], agents: list[dict[str, Any]]) -> None:
+    """One line per role (role, backend, model, endpoint) with its status and fix indented under it, then one
+    line per agent CLI: readable at 80 columns (a boxed table of six columns wrapped into ~30 lines there)."""
+    from functools import partial
+
+    from rich.text import Text
+
+    say = partial(stdout.print, soft_wrap=False)  # wrapped at the terminal's width (80 when it is unknown)
+    width = max(len(r["role"]) for r in rows)
+    say(Text("skillgit doctor", style="bold"))
+    for r in rows:  # Text, not markup: details and hints may contain [brackets]
+        say(Text(f"{r['role']:<{width}}  {r['backend']}  {r['model']}  {r['endpoint']}"))
+        if r["status"] == "ok":
+            say(Text.assemble("  ", ("ok", "green"), f" ({r['detail']})" if r["detail"] else ""))
+        else:
+            say(Text.assemble("  ", ("error", "red"), f": {r['detail']}"))
+        if r["fix"]:
+            say(Text(f"  fix: {r['fix']}"))
+    say(Text("agent CLIs", style="bold"))
+    width = max((len(a["agent"]) for a in agents), default=0)
+    for a in agents:
+        if a["installed"]:
+            say(Text(f"  {a['agent']:<{width}}  {a['version'] or 'installed'}  {a['program']}"))
+        else:
+            say(Text.assemble(f"  {a['agent']:<{width}}  ", ("not installed", "yellow"),
+                              f"  fix: {a['fix']}" if a["fix"] else ""))
+
+
+def _print_env(stdout: Any, env: dict[str, Any] | None, broken: list[dict[str, str]]) -> None:
+    """The configured environment's line (it loads and splits its data, or the error and its fix), then one line
+    per backend plugin left out."""
+    from rich.text import Text
+
+    if env is not None:
+        stdout.print(Text(f"environment {env['env']} ({env['origin']}; metric: {env['metric']}): {env['status']} "
+                          f"{env['detail']}" + (f"\n  fix: {env['fix']}" if env["fix"] else "")))
+    for b in broken:
+        stdout.print(Text(f"backend plugin {b['backend']} left out: {b['error']}", "yellow"))
 
 
 def register(app: typer.Typer) -> None:

@@ -58,11 +58,34 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
                                                                    "SKILL.md)."),
          branch: Optional[str] = typer.Option(None, "--branch", help="The skill branch (default: the current one)."),
          hooks: bool = typer.Option(False, "--hooks", help="Install skillgit's git hooks (chains existing ones)."),
-         commit: bool = typer.Option(False, "--commit", help="Commit the skill file and skillgit.yaml.")) -> None:
+         commit: bool = typer.Option(False, "--commit", help="Commit the skill file and skillgit.yaml."),
+         env: Optional[str] = typer.Option(None, "--env", help="Train on this environment (`skillgit env list`): "
+                                                               "its seed skill, data and metric."),
+         data: Optional[Path] = typer.Option(None, "--data", help="With --env: the benchmark's data (default: the "
+                                                                  "environment's shipped sample).")) -> None:
     """Adopt (or create) a skill in a repository and set it up for skillgit."""
     from skillgit.store.initialize import init_project
 
-    report = init_project(path, skill=skill, branch=branch, commit=commit, hooks=hooks)
+    if data is not None and env is None:
+        raise SkillgitError("--data needs --env", "e.g. skillgit init --env searchqa --data searchqa.jsonl")
+    if env is not None:
+        from skillgit.envs import setup as env_setup
+
+        prepared, skill = env_setup.prepare(path, env, data, skill)
+    report = init_project(path, skill=skill, branch=branch, commit=commit and env is None, hooks=hooks)
+    if env is not None:
+        env_setup.finish(prepared, report.root, report.config_written)
+        if prepared.copied_sample:
+            _say(f"copied the sample data of environment '{env}' to {prepared.tasks}")
+        if prepared.wrote_seed_skill:
+            _say(f"wrote the seed skill of environment '{env}' to {report.skill_path}")
+        if prepared.config_updated:
+            _say(f"skillgit.yaml trains on environment '{env}' with data {prepared.tasks}")
+        for line in prepared.notes:
+            _say(line)
+        if commit:  # now that the env section is written
+            again = init_project(path, skill=skill, branch=branch, commit=True, hooks=False)
+            report.committed, report.todo = again.committed, again.todo
     if report.created_repo:
         _say(f"created a git repository in {report.root}")
     _say(f"{'created a starter skill' if report.created_skill else 'adopted the skill'} {report.skill_path} "

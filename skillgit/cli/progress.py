@@ -26,7 +26,7 @@ class RunDisplay:
         self.accepted = 0
         self.rejected = 0
         self.val: float | None = None
-        self.tokens = 0
+        self.tokens: int | None = None  # known at each decided step (the loop's usage total); shown from then on
 
     def __enter__(self) -> "RunDisplay":
         self.progress.__enter__()
@@ -38,7 +38,8 @@ class RunDisplay:
 
     def _info(self) -> str:
         val = "-" if self.val is None else f"{self.val:.3f}"
-        return f"val {val} · ✓{self.accepted} ✗{self.rejected} · {self.tokens / 1000:.1f}k tok"
+        tokens = f" · {self.tokens / 1000:.1f}k tok" if self.tokens else ""  # never a made-up 0.0k mid-stage
+        return f"val {val} · ✓{self.accepted} ✗{self.rejected}{tokens}"
 
     def _refresh(self, done: int | None = None, total: int | None = None) -> None:
         if self.task is None:

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
 
@@ -73,17 +74,31 @@ def harvest_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, ho
                 sources: Optional[list[str]] = SOURCES,
                 all_: bool = typer.Option(False, "--all", help="Ignore what earlier harvests saw."),
                 as_json: bool = typer.Option(False, "--json", help="One JSON object per session on stdout.")) -> None:
-    """List this repository's agent sessions that are new since the last harvest (read-only: nothing is saved)."""
+    """List this repository's agent sessions that are new since the last night or `sleep mine` (nothing is saved
+    for them: a local cache under .git only spares the next listing the files that did not change)."""
     from skillgit.sleep import state
-    from skillgit.sleep.harvest import HarvestState, git_remotes, harvest
+    from skillgit.sleep.harvest import CACHE_FILE, HarvestCache, HarvestState, cache_basis, git_remotes, harvest
     from skillgit.sleep.night import home_of, scrubber_for
     from skillgit.store.repository import open_repository
 
     sp = _project(repo, config, home=home, sources=_sources(sources))
-    since = HarvestState() if all_ else state.load(open_repository(sp.root)).harvest
-    result = harvest(sp.settings.sources or None, home_of(sp), sp.root, git_remotes(str(sp.root)), since,
-                     scrubber=scrubber_for(sp))
-    rows = [_session_row(s, result.first_new_turn) for s in (*result.sessions, *result.skipped)]
+    git_repo = open_repository(sp.root)
+    saved = state.load(git_repo)
+    scrubber = scrubber_for(sp)
+    basis = cache_basis(head=saved.head, all=all_, settings=sp.settings, root=str(sp.root),
+                        scrub=[scrubber.secrets, scrubber.patterns, scrubber.homes])
+    cache_path = git_repo.common_dir / "skillgit" / "sleep" / CACHE_FILE
+    since = HarvestState() if all_ else saved.harvest
+    cache = HarvestCache.load(cache_path, basis) or HarvestCache(basis, since)
+    result = harvest(sp.settings.sources or None, home_of(sp), sp.root, git_remotes(str(sp.root)), cache.state,
+                     scrubber=scrubber)
+    cache = cache.extend(result, (_session_row(s, result.first_new_turn) for s in (*result.sessions,
+                                                                                   *result.skipped)))
+    try:
+        cache.save(cache_path)
+    except OSError as exc:
+        _say(f"warning: the harvest cache could not be saved ({exc}); the next harvest reads every file again")
+    rows = sorted(cache.rows, key=lambda r: (str(r["started"] or ""), r["key"]))
     if as_json:
         for row in rows:
             sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -91,12 +106,14 @@ def harvest_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, ho
         for row in rows:
             typer.echo(shown(f"{row['source']:<15} {row['session'][:36]:<36} {str(row['started'] or '-')[:19]:<19} "
                              f"{row['user_turns']:>3} turn(s)  {row['skipped_reason'] or 'kept'}"))
-    for warning in result.warnings:
+    for warning in cache.warnings:
         _say(f"warning: {warning.source} {warning.path}: {warning.message}")
     summary = result.summary()
-    skipped = ", ".join(f"{k} {v}" for k, v in summary["skipped"].items()) or "none"
-    _say(f"{summary['sessions']} session(s) kept, skipped: {skipped}; {summary['files_read']} file(s) read, "
-         f"{summary['files_unchanged']} unchanged; redactions: {sum(summary['redactions'].values())}")
+    reasons = Counter(r["skipped_reason"] for r in rows if r["skipped_reason"])
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "none"
+    _say(f"{sum(1 for r in rows if not r['skipped_reason'])} session(s) kept, skipped: {skipped}; "
+         f"{summary['files_read']} file(s) read, {summary['files_unchanged']} unchanged; "
+         f"redactions: {sum(summary['redactions'].values())}")
 
 
 # ---------------------------------------------------------------------------------------------- mine / review

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import typer
 
 from skillgit import console
-from skillgit.errors import ExitCode, SkillgitError
+from skillgit.errors import ExitCode, Interrupted, SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
@@ -63,9 +63,10 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     project = _project(repo, config, overrides)
     session = open_session(project, roles=() if dry_run else ("student", "teacher"))  # a dry run calls no model
     if dry_run:
+        from skillgit.dotenv import project_env
         from skillgit.loop.plan import estimate
 
-        plan = estimate(project.config, session.splits, session.store.read_skill())
+        plan = estimate(project.config, session.splits, session.store.read_skill(), project_env(project.root).env)
         if as_json:
             console.print_json(plan)
         else:
@@ -79,11 +80,22 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     trainer = build_trainer(session, run_id=run, resume=resume if run is None else True, on_event=sink)
     if review is not None:
         review_branch.record(session.store, trainer.run_id, review, trainer.progress.seed_rev or session.store.tip())
-    if events:
-        result = trainer.train()
-    else:
-        with display:
+    # How to continue this run: the same command, except that `--new` would start yet another run.
+    again = resume_command(trainer.run_id, repo, config, set_, cfg_options, branch, keep_workspaces) \
+        if run is None and not resume else None
+    try:
+        if events:
             result = trainer.train()
+        else:
+            with display:
+                result = trainer.train()
+    except (Interrupted, KeyboardInterrupt) as exc:
+        if not again:
+            raise
+        if isinstance(exc, Interrupted):
+            exc.hint = f"resume this run with: {again}"
+            raise
+        raise Interrupted("interrupted", f"resume this run with: {again}") from None
     if as_json:
         console.print_json({"run": result.run, "status": result.status, "reason": result.reason,
                             "steps": result.steps, "accepted": result.accepted, "rejected": result.rejected,
@@ -93,7 +105,26 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         console.out.print(f"run {result.run}: {result.status} ({result.reason}); "
                           f"{result.accepted} accepted, {result.rejected} rejected")
     if result.status == "stopped":
+        if again:
+            console.info(f"resume this run with: {again}")
         raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def resume_command(run_id: str, repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]],
+                   cfg_options: Optional[list[str]], branch: Optional[str], keep_workspaces: bool) -> str:
+    """The shell line that continues `run_id` with the options it was started with (`--run ID` for `--new`)."""
+    import shlex
+
+    words = ["skillgit", "train", "--run", run_id]
+    words += ["-C", str(repo)] if repo is not None else []
+    words += ["-c", str(config)] if config is not None else []
+    for value in sets or []:
+        words += ["--set", value]
+    for value in cfg_options or []:
+        words += ["--cfg-options", value]
+    words += ["--branch", branch] if branch else []
+    words += ["--keep-workspaces"] if keep_workspaces else []
+    return shlex.join(words)
 
 
 def _say_what_val_can_detect(cfg: Any, items: int, sink: Any, events: bool) -> None:
@@ -115,8 +146,10 @@ def _json_events(event) -> None:
     sys.stderr.flush()
 
 
-def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step number, run/step, tag, commit, "
-                                                   "branch (default: the skill branch)."),
+def eval_(rev: Optional[str] = typer.Argument(None, show_default=False,
+                                              help="A revision of the skill: step number, run/step, tag, commit, "
+                                                   "branch, HEAD (your checkout's commit, as `check` scores it) "
+                                                   "(default: the skill branch's tip)."),
           split: str = typer.Option("val", "--split", help="val | test | train"),
           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
           as_json: bool = typer.Option(False, "--json", help="Per-item results as JSON on stdout.")) -> None:
@@ -129,7 +162,11 @@ def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step 
     project = _project(repo, config, _overrides(set_, None))
     session = open_session(project, roles=("student",))
     cfg = project.config
-    text = session.store.read_skill(None if rev == "HEAD" else rev)
+    # No revision: the skill branch's tip. A revision means what git means by it: HEAD is the checkout's commit
+    # (on a feature branch with an edited skill, that edit), never the skill branch under HEAD's name.
+    commit = session.store.tip() if rev is None else session.store.resolve(rev)
+    rev = rev if rev is not None else cfg.skill.branch
+    text = session.store.read_skill(commit)
     splits = {"train": list(session.splits.train), "val": list(session.splits.val), "test": list(session.splits.test)}
     evaluator = Evaluator(session.student(), session.scorer, splits, workers=cfg.env.workers,
                           repeats=cfg.evaluation.gate_repeats if split == "val" else 1)  # val: as the gate sees it
@@ -144,16 +181,20 @@ def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step 
         rows.append({"id": t.item_id, "hard": t.score.hard if t.score else None,
                      "soft": t.score.soft if t.score else None,
                      "feedback": t.score.feedback if t.score else "", "error": t.error, "output": t.output})
-    summary = {"rev": rev, "split": split, "metric": metric, "mean": round(result.mean(metric, weight), 4),
+    summary = {"rev": rev, "commit": commit, "split": split, "metric": metric,
+               "mean": round(result.mean(metric, weight), 4),
                "hard": round(result.mean("hard"), 4), "soft": round(result.mean("soft"), 4),
-               "n": len(result.per_item), "errors": len(result.errors), "blob": result.blob, "items": rows}
+               "n": len(result.per_item), "errors": len(result.errors), "blob": result.blob, "items": rows,
+               # the benchmark's own metric when an environment scores (hard is its headline number)
+               "env": session.env.name if session.env else None,
+               "env_metric": session.env.metric if session.env else None}
     if as_json:
         console.print_json(summary)
         _fail_if_unscored(summary)
         return
     from rich.table import Table
 
-    table = Table(title=f"{rev} on {split}", show_lines=False)
+    table = Table(title=f"{rev} ({commit[:10]}) on {split}", show_lines=False)
     for col in ("id", "hard", "soft", "feedback"):
         table.add_column(col, overflow="fold")
     for r in rows:
@@ -162,6 +203,9 @@ def eval_(rev: str = typer.Argument("HEAD", help="A revision of the skill: step 
     console.out.print(table)
     console.out.print(f"{split} {metric}: {summary['mean']:.4f} over {summary['n']} items "
                       f"({summary['errors']} errors)")
+    if session.env is not None:
+        console.out.print(f"{session.env.name} ({session.env.metric}): {summary['hard']:.4f} on {split}, "
+                          f"soft {summary['soft']:.4f}")
     _fail_if_unscored(summary)
 
 

@@ -174,7 +174,8 @@ class AnthropicBackend:
 
     def _kwargs(self, request: Request, use_tool: bool) -> dict[str, Any]:
         system_parts = [m.content for m in request.messages if m.role in ("system", "developer")]
-        turns: list[dict[str, str]] = []
+        turns: list[dict[str, Any]] = []
+        images: dict[int, list[Any]] = {}  # turn index → its images, sent as image blocks before its text
         for m in request.messages:
             if m.role in ("system", "developer"):
                 continue
@@ -183,12 +184,20 @@ class AnthropicBackend:
                 turns[-1]["content"] += "\n\n" + m.content
             else:
                 turns.append({"role": role, "content": m.content})
+            if m.images:
+                images.setdefault(len(turns) - 1, []).extend(m.images)
         if not turns or turns[0]["role"] != "user":
             turns.insert(0, {"role": "user", "content": "(begin)"})
+            images = {index + 1: found for index, found in images.items()}
         schema = request.json_schema
         if schema is not None and not use_tool:
             last_user = next(t for t in reversed(turns) if t["role"] == "user")
             last_user["content"] += _schema_instruction(schema)
+        for index, found in images.items():
+            turns[index]["content"] = [
+                *({"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data_b64}}
+                  for i in found),
+                {"type": "text", "text": turns[index]["content"]}]
 
         max_tokens = request.max_tokens if request.max_tokens is not None else self.cfg.max_tokens
         max_tokens = max_tokens or DEFAULT_MAX_TOKENS

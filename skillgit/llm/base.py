@@ -20,7 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, runtime_checkable
 
 from skillgit.errors import ExitCode, SkillgitError
-from skillgit.types import Item, Message, Score, Usage
+from skillgit.types import Image, Item, Message, Score, Usage
+
+IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+               ".webp": "image/webp"}
+MAX_IMAGE_BYTES = 20_000_000  # the providers' own per-image limit is about this
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,8 @@ class Request:
         """A canonical string of everything that determines the answer (the backend id is added by the cache)."""
         return json.dumps(
             {
-                "messages": [[m.role, m.content] for m in self.messages],
+                # an image counts by its bytes' digest (a message without images keys as before)
+                "messages": [[m.role, m.content, *(i.digest for i in m.images)] for m in self.messages],
                 "json_schema": self.json_schema,
                 "temperature": self.temperature,
                 "max_tokens": self.max_tokens,
@@ -122,7 +127,33 @@ class ChatStudent:
         return f"chat:{inner}"
 
     def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
-        messages = (Message("system", skill), Message("user", item.input))
+        # an item's images (`metadata.images`: paths, e.g. a DocVQA page) go with its text as content parts
+        images = tuple(load_image(str(p)) for p in item.metadata.get("images") or ())
+        messages = (Message("system", skill), Message("user", item.input, images))
         seed = None if self.seed is None and sample == 0 else (self.seed or 0) + sample
         return self.llm.complete(Request(messages, stage="rollout", temperature=self.temperature,
                                          max_tokens=self.max_tokens, seed=seed))
+
+
+def load_image(path: str, name: str = "") -> Image:
+    """The image file at `path`; LLMError(kind="bad_request") when it is missing, too large or not an image type
+    the backends send (so the run is an unknown trajectory, never a failure)."""
+    import base64
+    import hashlib
+    from pathlib import Path
+
+    file = Path(path)
+    media_type = IMAGE_TYPES.get(file.suffix.lower())
+    if media_type is None:
+        raise LLMError(f"image {name or file.name}: not one of {', '.join(IMAGE_TYPES)}",
+                       "convert the image to PNG or JPEG", kind="bad_request")
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise LLMError(f"image {name or file.name} cannot be read: {exc.strerror or exc}",
+                       "check the path the task names", kind="bad_request") from None
+    if len(data) > MAX_IMAGE_BYTES:
+        raise LLMError(f"image {name or file.name} is {len(data):,} bytes, over {MAX_IMAGE_BYTES:,}",
+                       "downscale the image", kind="bad_request")
+    return Image(name or file.name, media_type, base64.b64encode(data).decode("ascii"),
+                 hashlib.sha256(data).hexdigest())

@@ -119,5 +119,9 @@ class MeteredStudent(_Forwarding):
 
 
 def bind_stage(student: Student, stage: str) -> Student:
-    """`student` booking its runs under `stage` when it is metered; any other student unchanged."""
-    return student.for_stage(stage) if isinstance(student, MeteredStudent) else student
+    """`student` booking its runs under `stage` when it is metered (or wraps a metered student: an environment's
+    `EnvStudent` binds the one inside); any other student unchanged."""
+    if isinstance(student, MeteredStudent):
+        return student.for_stage(stage)
+    rebind = getattr(student, "for_stage", None)
+    return rebind(stage) if callable(rebind) else student

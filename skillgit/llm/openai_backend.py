@@ -304,8 +304,8 @@ class OpenAIBackend:
             self._json_level = max(self._json_level, self._ladder.index(mode))
 
     # -- request shapes
-    def _messages(self, request: Request, mode: str | None) -> list[dict[str, str]]:
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+    def _messages(self, request: Request, mode: str | None, api: str = "chat") -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in request.messages]
         if mode is not None and mode != "json_schema" and request.json_schema is not None:
             instruction = schema_instruction(request.json_schema)
             for msg in reversed(messages):
@@ -314,6 +314,9 @@ class OpenAIBackend:
                     break
             else:
                 messages.append({"role": "user", "content": instruction.strip()})
+        for msg, source in zip(messages, request.messages):  # images: the text, then one part per image
+            if source.images:
+                msg["content"] = _with_images(msg["content"], source.images, api)
         return messages
 
     def _common(self, request: Request) -> dict[str, Any]:
@@ -346,7 +349,7 @@ class OpenAIBackend:
 
     def _responses_kwargs(self, request: Request, mode: str | None) -> dict[str, Any]:
         common = self._common(request)
-        messages = self._messages(request, mode)
+        messages = self._messages(request, mode, "responses")
         system = "\n\n".join(m["content"] for m in messages if m["role"] in ("system", "developer"))
         kwargs: dict[str, Any] = {
             "model": self.deployment if self.azure else self.model,
@@ -545,3 +548,13 @@ OPENAI = Backend("openai", frozenset({"teacher", "student"}), _builder("openai")
                  "OpenAI or any OpenAI-compatible server (vLLM, llama.cpp, Ollama, LM Studio) via the openai SDK")
 AZURE = Backend("azure", frozenset({"teacher", "student"}), _builder("azure"), _describer("azure"),
                 "Azure OpenAI (API key or Entra ID) via the openai SDK")
+
+
+def _with_images(text: str, images: Any, api: str) -> list[dict[str, Any]]:
+    """A message's content as parts: its text, then each image as a data URL (Chat Completions: `image_url`,
+    Responses: `input_image`)."""
+    if api == "responses":
+        return [{"type": "input_text", "text": text},
+                *({"type": "input_image", "image_url": image.data_url} for image in images)]
+    return [{"type": "text", "text": text}, *({"type": "image_url", "image_url": {"url": image.data_url}}
+                                              for image in images)]

@@ -11,7 +11,8 @@ Contracts:
   `completion_tokens`, `cached_tokens`). `prompt_tokens` includes `cached_tokens`, which are billed at the cached
   rate; reasoning tokens are part of `completion_tokens`. Unknown models cost 0.0 — check `price_known`.
 - Simulated and local models (`is_local_url(base_url)`) cost 0 and count as known (see `FREE`), unless the config's
-  `prices` names them (`resolve_price`).
+  `prices` names them (`resolve_price`); `planned_price` decides a role's price before any backend is built
+  (`train --dry-run`) exactly as its backend will.
 Prices change; the table is a best-effort snapshot and `prices:` in skillgit.yaml is the way to correct it.
 """
 
@@ -153,6 +154,24 @@ def resolve_price(model: str, prices: Mapping[str, Any] | None = None, base_url:
     if is_local_url(base_url):
         return FREE
     return _match(model, DEFAULT_PRICES)
+
+
+# The variable a provider's SDK reads its endpoint from when `base_url` is not configured (as the backends do).
+BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
+
+def planned_price(backend: str, model: str, backend_cfg: Any, prices: Mapping[str, Any] | None = None,
+                  env: Mapping[str, str] | None = None) -> Price | None:
+    """The price a role will be billed at, decided as its backend decides it (`resolve_price` with the endpoint
+    the backend will call: `base_url`, else the provider's environment variable; Azure bills by the table): so
+    `train --dry-run` and the run agree — the simulated world and a local server are free unless `prices` names
+    the model, and a local model called `gpt-4.1` does not get OpenAI's price."""
+    if backend == "simulated":
+        return FREE
+    if backend == "azure" or getattr(backend_cfg, "azure_endpoint", None):
+        return resolve_price(model, prices, None)
+    base_url = getattr(backend_cfg, "base_url", None) or (env or {}).get(BASE_URL_ENV.get(backend, "")) or None
+    return resolve_price(model, prices, base_url)
 
 
 def price_known(model: str, prices: Mapping[str, Any] | None = None) -> bool:

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 from skillgit.backend_table import ROLES as ROLES
-from skillgit.backend_table import TABLE as _TABLE
 from skillgit.backend_table import names as names
 from skillgit.backend_table import names_for as names_for
+from skillgit.backend_table import plugin_errors as plugin_errors
+from skillgit.backend_table import table as _table
 from skillgit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -66,9 +67,10 @@ _lock = threading.Lock()
 
 def get(name: str) -> Backend:
     """The `Backend` called `name`, importing its module on first use; ConfigError for an unknown name."""
-    entry = _TABLE.get(name)
+    table = _table()  # the built-ins and the installed `skillgit.backends` plugins (backend_table.py)
+    entry = table.get(name)
     if entry is None:
-        raise ConfigError(f"unknown backend '{name}'", f"known backends: {', '.join(_TABLE)}")
+        raise ConfigError(f"unknown backend '{name}'", f"known backends: {', '.join(table)}")
     with _lock:
         backend = _loaded.get(name)
     if backend is not None:
@@ -87,7 +89,7 @@ def resolve(role: str, name: str) -> Backend:
     """The backend `name` for `role`, or ConfigError naming the backends allowed for `role`."""
     allowed = names_for(role)
     if name not in allowed:
-        what = f"'{name}' cannot be used for the {role}" if name in _TABLE else f"unknown backend '{name}'"
+        what = f"'{name}' cannot be used for the {role}" if name in _table() else f"unknown backend '{name}'"
         raise ConfigError(f"model.{role}_backend: {what}", f"allowed for the {role}: {', '.join(allowed)}")
     return get(name)
 

@@ -11,7 +11,8 @@ once per item, and the incumbent is scored again with each step's candidates (it
 from __future__ import annotations
 
 import math
-from typing import Any
+import os
+from typing import Any, Mapping
 
 from skillgit.config import Config
 from skillgit.llm import pricing
@@ -29,7 +30,7 @@ def _tokens(chars: float) -> int:
     return int(math.ceil(chars / 4))
 
 
-def estimate(cfg: Config, splits: Splits, skill: str) -> dict[str, Any]:
+def estimate(cfg: Config, splits: Splits, skill: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     n_train, n_val, n_test = len(splits.train), len(splits.val), len(splits.test)
     bpe = max(1, math.ceil(n_train / cfg.train.batch_size))
     steps = cfg.train.num_epochs * bpe
@@ -79,12 +80,13 @@ def estimate(cfg: Config, splits: Splits, skill: str) -> dict[str, Any]:
         tokens["prompt"] += n * prompt
         tokens["completion"] += n * answer
         by_role[role] = by_role[role] + Usage(n, n * prompt, n * answer)
-    # Dollars from the price table (built-in prices, overridden by the config's `prices`); None when a model's
-    # price is unknown (a local model, or one the table does not list).
+    # Dollars at the price each role's backend will bill (the config's `prices`, free for the simulated world and
+    # a local server, else the built-in table); None when a model's price is unknown.
     dollars: dict[str, float | None] = {}
     for role, model in (("student", cfg.model.student_model), ("teacher", cfg.model.teacher_model)):
         backend = cfg.model.student_backend if role == "student" else cfg.model.teacher_backend
-        price = None if backend == "simulated" else pricing.price_for(model, cfg.prices)
+        price = pricing.planned_price(backend, model, getattr(cfg.model, role), cfg.prices,
+                                      os.environ if env is None else env)
         dollars[role] = round(pricing.cost_at(price, by_role[role]), 4) if price is not None else None
     # The plan shows the first budgets only: a plan must never cost time proportional to the steps it plans
     # (`num_epochs: 1e9` once made `--dry-run` hang).

@@ -53,8 +53,8 @@ NO_TURN_WARN_RECORDS = 3  # a file with at least this many records and no readab
 STATE_VERSION = 1
 
 RemoteLookup = Callable[[str], Sequence[str]]
-__all__ = ["REPLAY_ENV", "REPLAY_MARKER", "HarvestResult", "HarvestState", "InboxBatch", "consume_inbox", "harvest",
-           "skip_reason"]
+__all__ = ["REPLAY_ENV", "REPLAY_MARKER", "HarvestCache", "HarvestResult", "HarvestState", "InboxBatch",
+           "consume_inbox", "harvest", "skip_reason"]
 
 
 @dataclass(frozen=True)
@@ -450,3 +450,57 @@ def consume_inbox(result: HarvestResult) -> int:
     if not result.inbox.path or not result.inbox.consumed:
         return 0
     return inbox_files.trim(Path(result.inbox.path), result.inbox.consumed)
+
+
+# --------------------------------------------------------------------------------------------------- harvest cache
+CACHE_FILE = "harvest-cache.json"  # under <git-common-dir>/skillgit/sleep/: local, never on the sleep ref
+
+
+def cache_basis(**parts: Any) -> str:
+    """A digest of everything a cached listing depends on (the saved state's commit, the settings, the scrubber's
+    secrets and patterns, the sources, home, `--all`): another basis, another cache. Only the digest is stored."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class HarvestCache:
+    """What the last `skillgit sleep harvest` listed, so the next one reads only the files that changed since:
+    `state` is the harvest state after it (never saved as the night's: `sleep mine` and the night still see every
+    session as new), `rows` its session rows (already scrubbed), `warnings` its warnings. Valid while `basis` is."""
+
+    basis: str
+    state: HarvestState
+    rows: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[HarvestWarning, ...] = ()
+
+    @classmethod
+    def load(cls, path: Path, basis: str) -> HarvestCache | None:
+        """The cache at `path` if it was written for `basis`; None when missing, unreadable or for another one."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("basis") != basis:
+                return None
+            return cls(basis, HarvestState.from_dict(data.get("state") or {}),
+                       tuple(dict(r) for r in data.get("rows") or ()),
+                       tuple(HarvestWarning.from_dict(w) for w in data.get("warnings") or ()))
+        except (OSError, ValueError, TypeError, AttributeError):
+            return None
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"basis": self.basis, "state": self.state.to_dict(), "rows": list(self.rows),
+                                   "warnings": [w.to_dict() for w in self.warnings]}, ensure_ascii=False),
+                       encoding="utf-8")
+        os.replace(tmp, path)
+
+    def extend(self, result: HarvestResult, rows: Iterable[dict[str, Any]]) -> HarvestCache:
+        """This listing with a harvest run since `self.state` added: a session listed again (it grew) replaces
+        its row but keeps where its new part started; warnings of files read again replace theirs."""
+        merged = {r["key"]: r for r in self.rows}
+        for row in rows:
+            old = merged.pop(row["key"], None)
+            merged[row["key"]] = {**row, "new_from_turn": old["new_from_turn"]} if old else row
+        fresh = {w.path for w in result.warnings}
+        warnings = tuple(w for w in self.warnings if w.path not in fresh) + tuple(result.warnings)
+        return HarvestCache(self.basis, result.state, tuple(merged.values()), warnings)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -44,6 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from skillgit.errors import SkillgitError
+from skillgit.sleep.cluster import Stats, cluster, normalize
+from skillgit.sleep.cluster import test_key as _test_key
 from skillgit.sleep.model import Session, ToolCall
 from skillgit.sleep.readers._common import as_dict
 from skillgit.sleep.scrub import Scrubber
@@ -294,39 +295,6 @@ def split_units(session: Session, from_turn: int = 0) -> list[TaskUnit]:
 
 
 # ------------------------------------------------------------------------------------------------ similarity
-_STOP = frozenset("""a an and are as at be but by can could do does for from have how i if in into is it its
-just let me my no not now of on or our please should so some that the their them then there these this to up us
-we what when where which while will with would you your also again make sure want need get got one more use using
-like see run running fix""".split())  # noqa: SIM905
-_WORD = re.compile(r"[a-z][a-z0-9_]+")
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ations", "ation", "ings", "ing", "ers", "er", "ies", "ed", "es", "s", "e"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
-
-
-def normalize(text: str) -> list[str]:
-    """Lower-cased, stemmed content words of `text`; snake_case names also give their parts."""
-    words: list[str] = []
-    for word in _WORD.findall(text.lower()):
-        parts = [word] + ([p for p in word.split("_") if p] if "_" in word else [])
-        words.extend(_stem(p) for p in parts if p not in _STOP and len(p) > 1)
-    return [w for w in words if w not in _STOP]
-
-
-_WRAPPER = re.compile(r"^(?:\w+=\S*\s+)*(?:(?:uv|poetry|pdm|hatch|pipenv)\s+run\s+|npx\s+)?(?:python[\d.]*\s+-m\s+)?")
-
-
-def _test_key(command: str) -> str:
-    """A test command without wrappers (`python -m`, `uv run`, env assignments) and noise flags (`-q`, `-x`, `-v`,
-    `--tb=short`), so runs of the same tests compare equal."""
-    core = _WRAPPER.sub("", command.strip())
-    return " ".join(t for t in core.split() if not re.fullmatch(r"-[qxsv]+|--tb=\w+|--color=\w+", t))
-
-
 def unit_features(unit: TaskUnit) -> Counter[str]:
     feats: Counter[str] = Counter(normalize(unit.request))
     tests = {_test_key(t.command) for t in unit.test_runs}
@@ -342,49 +310,9 @@ def unit_features(unit: TaskUnit) -> Counter[str]:
     return feats
 
 
-def _tfidf(docs: list[Counter[str]]) -> list[dict[str, float]]:
-    n = len(docs)
-    df: Counter[str] = Counter()
-    for doc in docs:
-        df.update(doc.keys())
-    vectors = []
-    for doc in docs:
-        vec = {t: (1.0 + math.log(c)) * (math.log((1 + n) / (1 + df[t])) + 1.0) for t, c in doc.items()}
-        norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
-        vectors.append({t: v / norm for t, v in vec.items()})
-    return vectors
-
-
-def _cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
-    if len(a) > len(b):
-        a, b = b, a
-    return sum(v * b.get(t, 0.0) for t, v in a.items())
-
-
-def similarity_matrix(units: Sequence[TaskUnit]) -> list[list[float]]:
-    vectors = _tfidf([unit_features(u) for u in units])
-    return [[_cosine(vectors[i], vectors[j]) if i != j else 1.0 for j in range(len(units))] for i in range(len(units))]
-
-
 def group_units(units: Sequence[TaskUnit], threshold: float = DEFAULT_THRESHOLD) -> list[list[int]]:
-    """Average-linkage agglomerative clusters of `units` (indices), merged while linkage >= `threshold`."""
-    sim = similarity_matrix(units)
-    clusters: dict[int, list[int]] = {i: [i] for i in range(len(units))}
-    link: dict[tuple[int, int], float] = {(i, j): sim[i][j] for i in clusters for j in clusters if i < j}
-    while link:
-        (a, b), best = max(link.items(), key=lambda kv: (kv[1], -kv[0][0], -kv[0][1]))
-        if best < threshold:
-            break
-        size_a, size_b = len(clusters[a]), len(clusters[b])
-        clusters[a] = sorted(clusters[a] + clusters.pop(b))
-        # Lance-Williams update for average linkage keeps every merge O(clusters)
-        for k in list(clusters):
-            if k in (a, b):
-                continue
-            ka, kb = (min(k, a), max(k, a)), (min(k, b), max(k, b))
-            link[ka] = (size_a * link[ka] + size_b * link.pop(kb)) / (size_a + size_b)
-        link = {key: v for key, v in link.items() if b not in key}
-    return sorted(clusters.values(), key=lambda c: c[0])
+    """Average-linkage clusters of `units` (indices), merged while linkage >= `threshold` (see sleep/cluster.py)."""
+    return [list(c.members) for c in cluster((unit_features(u) for u in units), threshold)]
 
 
 # ------------------------------------------------------------------------------------------------ tasks
@@ -456,11 +384,12 @@ class MineResult:
     units: tuple[TaskUnit, ...]
     groups: tuple[TaskGroup, ...]
     tasks: tuple[MinedTask, ...]
+    capped: int = 0  # places where grouping hit a bound (0: the pairwise algorithm's groups; sleep/cluster.py)
 
     def summary(self) -> dict[str, Any]:
         return {"units": len(self.units), "groups": len(self.groups), "tasks": len(self.tasks),
                 "recurring": sum(1 for t in self.tasks if t.signals.get("sessions", 0) >= 2),
-                "failed": sum(1 for t in self.tasks if t.signals.get("failed_units", 0))}
+                "failed": sum(1 for t in self.tasks if t.signals.get("failed_units", 0)), "capped": self.capped}
 
 
 def _task_id(group: TaskGroup, test_command: str | None) -> str:
@@ -581,44 +510,71 @@ def to_instances(group: TaskGroup, *, scrubber: Scrubber | None = None) -> list[
     return tasks
 
 
+class Miner:
+    """`mine`, one session at a time: `add` cuts a session into units at once (the session is not kept), `result`
+    groups every unit added and returns the `MineResult`. Holds the units (a request, its commands, test
+    summaries, paths and the agent's last answer), never the sessions: a night streams harvest into it."""
+
+    def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, min_sessions: int = 2,
+                 label: Callable[[TaskGroup], str] | None = None,
+                 rev_for: Callable[[TaskUnit], str | None] | None = None, scrubber: Scrubber | None = None,
+                 timeout_s: int = DEFAULT_TIMEOUT_S, answers: bool = False, fallback_rev: str | None = None) -> None:
+        self.threshold, self.min_sessions, self.label, self.rev_for = threshold, min_sessions, label, rev_for
+        self.scrubber, self.timeout_s, self.answers, self.fallback_rev = scrubber, timeout_s, answers, fallback_rev
+        self._units: list[tuple[tuple[str, str, int, int], TaskUnit]] = []
+
+    def add(self, session: Session, first_new_turn: int = 0) -> None:
+        """Keep the units of `session` that reach turn `first_new_turn` (skipped sessions add nothing)."""
+        if session.skipped_reason:
+            return
+        started = session.started or ""
+        for unit in split_units(session, first_new_turn):
+            if unit.request:
+                self._units.append(((started, unit.session_key, unit.index, len(self._units)), unit))
+
+    def result(self) -> MineResult:
+        # the order harvest gives sessions in (by start, then key), whatever order they were added in
+        self._units.sort(key=lambda pair: pair[0])
+        units: list[TaskUnit] = []
+        seen: set[tuple[str, str | None]] = set()
+        for _, unit in self._units:
+            # a resumed conversation copies earlier turns into a new file: count each request once
+            fingerprint = (" ".join(normalize(unit.request)), unit.timestamp)
+            if unit.timestamp and fingerprint in seen:
+                continue
+            seen.add(fingerprint)
+            units.append(unit)
+        self._units = []
+        stats = Stats()
+        groups: list[TaskGroup] = []
+        for found in cluster((unit_features(u) for u in units), self.threshold, stats=stats):
+            mean = dict(zip(found.members, found.mean_sims))
+            # most typical unit; ties go to the earliest, so the choice does not depend on the order of sessions
+            rep = min(found.members, key=lambda i: (-round(mean[i], 9), units[i].timestamp or "",
+                                                    units[i].session_key, units[i].index))
+            ordered = sorted((units[i] for i in found.members),
+                             key=lambda u: (u.timestamp or "", u.session_key, u.index))
+            groups.append(TaskGroup(tuple(ordered), units[rep], found.cohesion))
+        kept = [g for g in groups if len(g.sessions) >= self.min_sessions or g.failed]
+        tasks: list[MinedTask] = []
+        for g in kept:
+            instances = to_instances(g, scrubber=self.scrubber) if self.answers else []
+            tasks.extend(instances or [to_task(g, label=self.label, rev_for=self.rev_for, scrubber=self.scrubber,
+                                                  timeout_s=self.timeout_s, fallback_rev=self.fallback_rev)])
+        return MineResult(tuple(units), tuple(groups), tuple(tasks), stats.capped_pairs + stats.capped_clusters)
+
+
 def mine(sessions: Iterable[Session], *, threshold: float = DEFAULT_THRESHOLD, min_sessions: int = 2,
          first_new_turn: Mapping[str, int] | None = None, label: Callable[[TaskGroup], str] | None = None,
          rev_for: Callable[[TaskUnit], str | None] | None = None, scrubber: Scrubber | None = None,
          timeout_s: int = DEFAULT_TIMEOUT_S, answers: bool = False, fallback_rev: str | None = None) -> MineResult:
-    """Units → groups → the tasks worth replaying (see the module contract)."""
-    units: list[TaskUnit] = []
-    seen: set[tuple[str, str | None]] = set()
+    """Units → groups → the tasks worth replaying (see the module contract). `first_new_turn` is read when each
+    session arrives, so a mapping that a streaming harvest fills as it goes works."""
+    miner = Miner(threshold=threshold, min_sessions=min_sessions, label=label, rev_for=rev_for, scrubber=scrubber,
+                  timeout_s=timeout_s, answers=answers, fallback_rev=fallback_rev)
     for session in sessions:
-        if session.skipped_reason:
-            continue
-        start = (first_new_turn or {}).get(session.key, 0)
-        for unit in split_units(session, start):
-            # a resumed conversation copies earlier turns into a new file: count each request once
-            fingerprint = (" ".join(normalize(unit.request)), unit.timestamp)
-            if not unit.request or (unit.timestamp and fingerprint in seen):
-                continue
-            seen.add(fingerprint)
-            units.append(unit)
-    sim = similarity_matrix(units)
-    groups: list[TaskGroup] = []
-    for members in group_units(units, threshold):
-        def mean_sim(i: int, members: list[int] = members) -> float:
-            others = [sim[i][j] for j in members if j != i]
-            return sum(others) / len(others) if others else 1.0
-
-        # most typical unit; ties go to the earliest, so the choice does not depend on the order of sessions
-        rep_index = min(members, key=lambda i: (-round(mean_sim(i), 9), units[i].timestamp or "",
-                                                units[i].session_key, units[i].index))
-        cohesion = sum(mean_sim(i) for i in members) / len(members)
-        ordered = sorted((units[i] for i in members), key=lambda u: (u.timestamp or "", u.session_key, u.index))
-        groups.append(TaskGroup(tuple(ordered), units[rep_index], cohesion))
-    kept = [g for g in groups if len(g.sessions) >= min_sessions or g.failed]
-    tasks: list[MinedTask] = []
-    for g in kept:
-        instances = to_instances(g, scrubber=scrubber) if answers else []
-        tasks.extend(instances or [to_task(g, label=label, rev_for=rev_for, scrubber=scrubber, timeout_s=timeout_s,
-                                              fallback_rev=fallback_rev)])
-    return MineResult(tuple(units), tuple(groups), tuple(tasks))
+        miner.add(session, (first_new_turn or {}).get(session.key, 0))
+    return miner.result()
 
 
 def rev_before(repo_root: Path | str, timestamp: str | None, branch: str | None = None) -> str | None:

@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, Union
 
 from skillgit import package, textsafe
-from skillgit.errors import GitStateError, SkillgitError
+from skillgit.errors import GitStateError, SkillgitError, UnknownRevision
 from skillgit.records import StepKind, StepNotes, StepOutcome, Verdict, to_float
 from skillgit.store import branches as store_branches
 from skillgit.store import history as store_history
@@ -198,7 +198,7 @@ class Store:
                     return pending
         sha = None if (spec and spec[0]) else self.repo.commit_of(rev)
         if sha is None:
-            raise GitStateError(f"unknown revision '{rev}'",
+            raise UnknownRevision(f"unknown revision '{rev}'",
                                 "see the steps with `skillgit log` (use N, RUN/N, rejected/RUN/N or a commit)")
         return sha
 

@@ -1,0 +1,195 @@
+"""Mining at the size of a heavy user's history: `skillgit.sleep.cluster` (candidate pairs from a prefix-filtered
+inverted index, best-neighbour average linkage) against the pairwise grouping mining used before
+(tests/sleep_reference.py: the full cosine matrix, every pair in a dict), measured in the same run on the same
+requests.
+
+    python bench/sleep_scale.py [--quick] [--sizes 1000,2000,4000] [--reference-max 4000] [--timeout 900]
+
+The requests come from tests/sleep_synthetic.py (recurring task families in a few phrasings with Zipf popularity,
+follow-ups, one-off requests in the project's vocabulary), cut into units and featurised by `skillgit.sleep.mine`
+as a night does. Each measurement runs in its own child process, so its peak RSS is its own: reported are CPU
+seconds and wall seconds of the grouping alone, the child's peak RSS and its growth over the RSS it had once the
+features were built (what the grouping itself took), and for the new grouping the whole `Miner` (add every session,
+group, build the tasks). Validity: where both groupings ran, the clusters must be the same (`agree`); the new
+grouping says when one of its caps bound (`exact` false), and then agreement is not promised. Above
+`--reference-max` the agreement is checked against the new grouping with its caps lifted (exact by the argument in
+skillgit/sleep/cluster.py, and checked against the reference on small data by tests/test_sleep_mine_scale.py). A
+reference run over `--timeout` seconds is reported as not finished.
+
+Harvest (`--harvest N`, default 200 sessions of ~540 KB, real-sized Claude Code 2.1 files with planted secrets):
+the first pass over every file (the baseline) and the incremental pass after one more session was written (what
+`sleep harvest`'s cache and a night's saved state make the next run read), CPU seconds and the peak RSS of the
+child. Writes bench/results/sleep_scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import ROOT, say, table, write_result  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(algo: str, n: int, seed: int) -> dict[str, Any]:
+    """One measurement (run in a fresh process by `measure`)."""
+    from skillgit.sleep.cluster import Stats, cluster
+    from skillgit.sleep.mine import DEFAULT_THRESHOLD, Miner, split_units, unit_features
+    from tests import sleep_reference
+    from tests.sleep_synthetic import History
+
+    if algo == "harvest":
+        return harvest_child(n, seed)
+    sessions = list(History(seed).units(n))
+    if algo == "miner":
+        base = _rss_mb()
+        cpu, wall = time.process_time(), time.perf_counter()
+        miner = Miner()
+        for s in sessions:
+            miner.add(s)
+        result = miner.result()
+        out: dict[str, Any] = {"units": len(result.units), "groups": len(result.groups), "tasks": len(result.tasks),
+                               "exact": result.capped == 0}
+    else:
+        docs = [unit_features(u) for s in sessions for u in split_units(s) if u.request]
+        del sessions
+        base = _rss_mb()
+        cpu, wall = time.process_time(), time.perf_counter()
+        if algo == "reference":
+            members = [m for m, _ in sleep_reference.group(docs, DEFAULT_THRESHOLD)]
+            out = {"exact": True}
+        elif algo == "uncapped":  # the new grouping without its caps: exact by construction, memory unbounded
+            big = 10**12
+            members = [list(c.members) for c in cluster(docs, DEFAULT_THRESHOLD, walk=big, keep=big, neighbours=big)]
+            out = {"exact": True}
+        else:
+            stats = Stats()
+            members = [list(c.members) for c in cluster(docs, DEFAULT_THRESHOLD, stats=stats)]
+            out = {"exact": stats.exact, "nodes": stats.nodes, "pairs": stats.pairs}
+        out.update(units=len(docs), groups=len(members),
+                   digest=hashlib.sha256(json.dumps(members).encode()).hexdigest()[:16])
+    out.update(cpu_s=round(time.process_time() - cpu, 3), wall_s=round(time.perf_counter() - wall, 3),
+               peak_mb=round(_peak_mb(), 1), grew_mb=round(max(0.0, _peak_mb() - base), 1))
+    return out
+
+
+def harvest_child(n: int, seed: int, kb: int = 540) -> dict[str, Any]:
+    import shutil
+    import tempfile
+
+    from skillgit.sleep.harvest import HarvestState, harvest
+    from skillgit.sleep.scrub import build_scrubber
+    from tests.sleep_synthetic import History
+
+    folder = Path(tempfile.mkdtemp(prefix="skillgit-bench-harvest-"))
+    try:
+        home, repo = folder / "home", folder / "repo"
+        repo.mkdir()
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        history = History(seed)
+        paths = history.write_claude(home, str(repo), n, kb)
+        size = sum(p.stat().st_size for p in paths)
+        base = _rss_mb()
+        scrubber = build_scrubber(repo)
+        cpu = time.process_time()
+        first = harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None)
+        first_cpu = time.process_time() - cpu
+        first_peak = _peak_mb()
+        kept, state = len(first.sessions), first.state
+        del first
+        history.write_claude(home, str(repo), 1, kb)
+        cpu = time.process_time()
+        again = harvest(["claude"], home, repo, [], state, scrubber=scrubber, remote_lookup=None)
+        return {"units": n, "mb": round(size / 1e6, 1), "kept": kept, "cpu_s": round(first_cpu, 3),
+                "incremental_cpu_s": round(time.process_time() - cpu, 3), "incremental_read": again.files_read,
+                "peak_mb": round(first_peak, 1), "grew_mb": round(max(0.0, first_peak - base), 1)}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def measure(algo: str, n: int, seed: int, timeout: float) -> dict[str, Any]:
+    row: dict[str, Any] = {"algo": algo, "requests": n}
+    try:
+        proc = subprocess.run([sys.executable, __file__, "--child", algo, str(n), str(seed)], capture_output=True,
+                              text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        row["note"] = f"not finished in {timeout:.0f} s"
+        return row
+    if proc.returncode != 0:
+        row["note"] = f"failed: {proc.stderr.strip().splitlines()[-1:]}"
+        return row
+    row.update(json.loads(proc.stdout))
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="150 and 300 requests: seconds")
+    ap.add_argument("--sizes", default="1000,2000,4000", help="request counts, comma-separated")
+    ap.add_argument("--reference-max", type=int, default=4000, help="largest size the pairwise reference runs at")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds a reference run may take")
+    ap.add_argument("--harvest", type=int, default=200, help="session files for the harvest measurement (0: none)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        algo, n, seed = args.child
+        print(json.dumps(child(algo, int(n), int(seed))))
+        return
+    sizes = [150, 300] if args.quick else [int(s) for s in args.sizes.split(",") if s.strip()]
+    rows = []
+    for n in sizes:
+        for algo in ("cluster", "miner", "reference" if n <= args.reference_max else "uncapped"):
+            say(f"{algo} at {n} requests …")
+            rows.append(measure(algo, n, args.seed, args.timeout))
+    harvest_n = 4 if args.quick else args.harvest
+    harvest_row = None
+    if harvest_n:
+        say(f"harvest of {harvest_n} session files …")
+        harvest_row = measure("harvest", harvest_n, args.seed, args.timeout)
+    by = {(r["algo"], r["requests"]): r for r in rows}
+    for n in sizes:
+        new, ref = by.get(("cluster", n)), by.get(("reference", n))
+        exact = ref if ref and "digest" in ref else by.get(("uncapped", n))
+        if new and exact and "digest" in new and "digest" in exact:
+            new["agree"] = new["digest"] == exact["digest"]
+        if new and ref and "cpu_s" in new and "cpu_s" in ref:
+            new["cpu_ratio"] = round(ref["cpu_s"] / max(new["cpu_s"], 1e-3), 1)
+            new["mem_ratio"] = round(ref["grew_mb"] / max(new["grew_mb"], 0.1), 1)
+    print(table(rows, [("algo", "grouping", ""), ("requests", "requests", "d"), ("units", "units", "d"),
+                       ("groups", "groups", "d"), ("cpu_s", "CPU s", ".2f"), ("wall_s", "wall s", ".2f"),
+                       ("peak_mb", "peak RSS MB", ".0f"), ("grew_mb", "grew MB", ".0f"), ("exact", "exact", ""),
+                       ("agree", "agrees", ""), ("cpu_ratio", "ref/new CPU", ".1f"),
+                       ("mem_ratio", "ref/new MB", ".1f"), ("note", "note", "")]))
+    if harvest_row:
+        print()
+        print(table([harvest_row], [("requests", "sessions", "d"), ("mb", "MB", ".1f"), ("kept", "kept", "d"),
+                                    ("cpu_s", "first CPU s", ".2f"), ("incremental_cpu_s", "incremental CPU s", ".3f"),
+                                    ("incremental_read", "files read", "d"), ("peak_mb", "peak RSS MB", ".0f"),
+                                    ("grew_mb", "grew MB", ".0f"), ("note", "note", "")]))
+    write_result("sleep_scale", {"sizes": sizes, "seed": args.seed, "rows": rows, "harvest": harvest_row},
+                 args.out)
+
+
+if __name__ == "__main__":
+    main()

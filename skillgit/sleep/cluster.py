@@ -1,0 +1,347 @@
+"""Grouping task units without a model: TF-IDF cosine over their features, average-linkage agglomeration stopped
+at a threshold — in time and memory that grow with the similar pairs, not with every pair.
+
+Contracts:
+- `normalize(text)`: lower-cased, stemmed content words (snake_case names also give their parts); `test_key`: a
+  test command without wrappers and noise flags. Both are part of mined task ids: changing them changes ids.
+- `cluster(docs, threshold)` takes one feature Counter per unit (in unit order) and returns the clusters of
+  average-linkage agglomeration over the cosine of their TF-IDF vectors (weight (1 + ln tf) · (ln((1 + n) /
+  (1 + df)) + 1), unit length), merging the most similar pair of clusters — ties to the lowest unit indices —
+  while their linkage is at least `threshold` (> 0). Each `Cluster` has its members (ascending) and, per member,
+  its mean cosine to the other members (1.0 alone); clusters come ordered by their first member. The result is
+  the one the full pairwise algorithm gives (see `tests/sleep_reference.py` and tests/test_sleep_mine_scale.py),
+  up to floating-point rounding in the last digits, as long as no cap bound: `walk`, `keep` and `neighbours`
+  bound the work on huge histories (a word in thousands of requests, a family of hundreds of variants), and
+  `stats` says when one did (`exact` False, `capped_*` counts; `MineResult.capped`).
+
+Why it is the same result without the matrix:
+1. Units with identical (non-empty) features have cosine 1 to each other: they are one weighted node from the
+   start. A unit without features has cosine 0 with every unit and stays alone, as in the pairwise algorithm.
+2. The mean cosine between two clusters of unit vectors is the dot product of their *sum* vectors divided by
+   |A|·|B| (the dot product is bilinear), so a cluster keeps its sum vector and the dot products with its
+   neighbours, and a merge adds them (D(A∪B, K) = D(A, K) + D(B, K)); nothing is averaged approximately.
+3. A mean is at most its largest term: two clusters whose linkage reaches the threshold hold two nodes whose
+   cosine does. So the clusters that may ever merge are exactly those joined by a node pair of cosine ≥
+   threshold, and only those pairs are looked for: an inverted index with prefix filtering (Bayardo, Ma and
+   Srikant, "Scaling up all pairs similarity search", WWW 2007) — features in order of decreasing document
+   frequency; a node's leading features whose largest possible contribution to any cosine stays below the
+   threshold are not indexed, so the long postings of common words are never walked; every candidate is checked
+   with its exact cosine.
+4. Average linkage is reducible (merging two clusters never brings a third closer than the nearer of the two), so
+   merging identical nodes first (1.) gives the same clusters as merging pairs in the global order.
+Cost: near-linear in the units when few pairs are similar; the work and memory grow with the pairs at cosine ≥
+threshold (a lower threshold costs more), never with n².
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+_STOP = frozenset("""a an and are as at be but by can could do does for from have how i if in into is it its
+just let me my no not now of on or our please should so some that the their them then there these this to up us
+we what when where which while will with would you your also again make sure want need get got one more use using
+like see run running fix""".split())  # noqa: SIM905
+_WORD = re.compile(r"[a-z][a-z0-9_]+")
+_WRAPPER = re.compile(r"^(?:\w+=\S*\s+)*(?:(?:uv|poetry|pdm|hatch|pipenv)\s+run\s+|npx\s+)?(?:python[\d.]*\s+-m\s+)?")
+_NOISE_FLAG = re.compile(r"-[qxsv]+|--tb=\w+|--color=\w+")
+_EPS = 1e-9  # slack on the threshold when looking for pairs: a pair found in excess costs one exact check
+_DIGITS = 12  # linkages compare rounded: the same mean computed two ways is the same number
+WALK = 2000  # a lookup walks at most this many of a posting's latest entries
+KEEP = 256  # a unit keeps at most this many similar earlier units
+NEIGHBOURS = 512  # a cluster keeps at most this many neighbours it may merge with
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ations", "ation", "ings", "ing", "ers", "er", "ies", "ed", "es", "s", "e"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def normalize(text: str) -> list[str]:
+    """Lower-cased, stemmed content words of `text`; snake_case names also give their parts."""
+    words: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        parts = [word] + ([p for p in word.split("_") if p] if "_" in word else [])
+        words.extend(_stem(p) for p in parts if p not in _STOP and len(p) > 1)
+    return [w for w in words if w not in _STOP]
+
+
+def test_key(command: str) -> str:
+    """A test command without wrappers (`python -m`, `uv run`, env assignments) and noise flags (`-q`, `-x`, `-v`,
+    `--tb=short`), so runs of the same tests compare equal."""
+    core = _WRAPPER.sub("", command.strip())
+    return " ".join(t for t in core.split() if not _NOISE_FLAG.fullmatch(t))
+
+
+test_key.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Units judged to be the same task: `members` (unit indices, ascending) and each one's mean cosine to the
+    others (`mean_sims`, in the same order; 1.0 for a unit alone)."""
+
+    members: tuple[int, ...]
+    mean_sims: tuple[float, ...]
+
+    @property
+    def cohesion(self) -> float:
+        return sum(self.mean_sims) / len(self.mean_sims)
+
+
+Vector = dict[int, float]
+
+
+def _dot(a: Vector, b: Vector) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    get = b.get
+    return sum(v * get(t, 0.0) for t, v in a.items())
+
+
+def _nodes(docs: Iterable[Counter[str]]) -> tuple[list[Vector], list[list[int]], int]:
+    """Distinct feature sets as unit TF-IDF vectors over term ids, the units of each, and the vocabulary size."""
+    vocab: dict[str, int] = {}
+    node_of: dict[tuple[tuple[int, int], ...], int] = {}
+    counts: list[tuple[tuple[int, int], ...]] = []
+    units: list[list[int]] = []
+    df: list[int] = []
+    n = 0
+    for i, doc in enumerate(docs):
+        n += 1
+        items = []
+        for term, count in doc.items():
+            tid = vocab.get(term)
+            if tid is None:
+                tid = vocab[term] = len(vocab)
+                df.append(0)
+            df[tid] += 1
+            items.append((tid, count))
+        key = tuple(sorted(items))
+        # a unit without features is similar to nothing, not even to another without features
+        node = node_of.get(key) if key else None
+        if node is None:
+            node = len(counts)
+            if key:
+                node_of[key] = node
+            counts.append(tuple(items))  # the first unit's order: the sums below add in it
+            units.append([])
+        units[node].append(i)
+    idf = [math.log((1 + n) / (1 + d)) + 1.0 for d in df]
+    vectors = []
+    for pairs in counts:
+        vec = {t: (1.0 + math.log(c)) * idf[t] for t, c in pairs}
+        norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
+        vectors.append({t: v / norm for t, v in vec.items()})
+    return vectors, units, len(vocab)
+
+
+@dataclass
+class Stats:
+    """What a clustering did: whether a cap bound (then the result may differ from the pairwise algorithm's),
+    the nodes (distinct feature sets), the similar pairs found and the merges made."""
+
+    exact: bool = True
+    nodes: int = 0
+    pairs: int = 0
+    merges: int = 0
+    capped_pairs: int = 0  # nodes whose similar pairs were cut to the `keep` most similar (or a posting walk cut)
+    capped_clusters: int = 0  # merges after which a cluster kept only its `neighbours` most similar neighbours
+
+
+def similar_pairs(vectors: Sequence[Vector], threshold: float, vocabulary: int, *, walk: int = WALK,
+                  keep: int = KEEP, stats: Stats | None = None) -> list[dict[int, float]]:
+    """Symmetric adjacency (index → cosine) of the vectors whose cosine is at least `threshold`, by prefix-filtered
+    inverted index (module docstring, 3.). Bounded: a lookup walks at most the `walk` latest entries of a posting,
+    and a vector keeps at most its `keep` most similar earlier vectors; `stats.exact` is False when either cut."""
+    stats = stats if stats is not None else Stats()
+    df = [0] * vocabulary
+    peak = [0.0] * vocabulary  # the largest weight each feature has in any vector
+    for vec in vectors:
+        for t, w in vec.items():
+            df[t] += 1
+            if w > peak[t]:
+                peak[t] = w
+    postings: list[list[tuple[int, float]]] = [[] for _ in range(vocabulary)]
+    prefixes: list[Vector] = []
+    slack: list[float] = []  # a bound on what a vector's unindexed prefix can add to any cosine
+    mass: list[float] = []  # the sum of a vector's unindexed weights: times another's largest weight, a bound too
+    adjacency: list[dict[int, float]] = [{} for _ in vectors]
+    limit = threshold - _EPS
+    for x, vec in enumerate(vectors):
+        ordered = sorted(vec.items(), key=lambda tw: (-df[tw[0]], tw[0]))
+        partial: dict[int, float] = {}
+        get = partial.get
+        cut = False
+        for t, w in ordered:
+            posting = postings[t]
+            if len(posting) > walk:
+                posting, cut = posting[-walk:], True
+            for y, wy in posting:
+                partial[y] = get(y, 0.0) + w * wy
+        found = []
+        top = max(vec.values(), default=0.0)
+        for y, part in partial.items():
+            if part + min(slack[y], mass[y] * top) >= limit:
+                prefix = prefixes[y]
+                cos = part + _dot(vec, prefix) if prefix else part
+                if cos >= limit:
+                    found.append((cos, y))
+        if len(found) > keep:
+            found, cut = heapq.nlargest(keep, found), True
+        if cut:
+            stats.capped_pairs += 1
+        for cos, y in found:
+            adjacency[x][y] = adjacency[y][x] = cos
+        bound = unindexed = 0.0
+        prefix = {}
+        for t, w in ordered:
+            bound += w * peak[t]
+            if bound >= limit:  # from here on every feature is indexed (the bound only grows)
+                postings[t].append((x, w))
+            else:
+                prefix[t] = w
+                unindexed = bound
+        prefixes.append(prefix)
+        slack.append(min(unindexed, math.sqrt(sum(w * w for w in prefix.values()))))
+        mass.append(sum(prefix.values()))
+    stats.pairs = sum(map(len, adjacency)) // 2
+    stats.exact = stats.exact and not stats.capped_pairs
+    return adjacency
+
+
+class _Agglomeration:
+    """Average linkage over weighted nodes, driven by each cluster's best neighbour (Müllner's generic algorithm):
+    the heap holds one live entry per cluster; a cluster's neighbours are those at linkage ≥ threshold (exactly
+    the ones it may still merge with, module docstring 3.), at most `neighbours` of them."""
+
+    def __init__(self, vectors: list[Vector], units: list[list[int]], adjacency: list[dict[int, float]],
+                 threshold: float, neighbours: int, stats: Stats) -> None:
+        self.threshold, self.cap, self.stats = threshold, neighbours, stats
+        key = [u[0] for u in units]  # a cluster is named by its lowest unit index, as the pairwise algorithm does
+        self.size = {key[x]: len(units[x]) for x in range(len(units))}
+        self.sums: dict[int, Vector] = {}
+        for x, vec in enumerate(vectors):
+            weight = len(units[x])
+            self.sums[key[x]] = vec if weight == 1 else {t: w * weight for t, w in vec.items()}
+        self.nodes = {key[x]: [x] for x in range(len(units))}
+        # dot products of sum vectors with each neighbour
+        self.dots: dict[int, dict[int, float]] = {
+            key[x]: {key[y]: cos * len(units[x]) * len(units[y]) for y, cos in adjacency[x].items()}
+            for x in range(len(units))}
+        self.stamp = dict.fromkeys(self.nodes, 0)
+        self.best: dict[int, tuple[float, int, int]] = {}
+        self.heap: list[tuple[float, int, int, int, int]] = []
+        for c in self.dots:
+            self._find_best(c)
+
+    def link(self, a: int, b: int, dot: float) -> float:
+        return round(dot / (self.size[a] * self.size[b]), _DIGITS)
+
+    def _rank(self, c: int, k: int, dot: float) -> tuple[float, int, int]:
+        """The order in which pairs merge: higher linkage first, then the lower pair of names."""
+        lo, hi = (c, k) if c < k else (k, c)
+        return (-self.link(c, k, dot), lo, hi)
+
+    def _find_best(self, c: int) -> None:
+        self.stamp[c] += 1
+        near = self.dots[c]
+        if not near:
+            self.best.pop(c, None)
+            return
+        rank = min(self._rank(c, k, d) for k, d in near.items())
+        self.best[c] = rank
+        heapq.heappush(self.heap, (*rank, c, self.stamp[c]))
+
+    def _offer(self, c: int, k: int, dot: float) -> None:
+        """Cluster k (new) is a neighbour of c: it becomes c's best when it ranks first."""
+        rank = self._rank(c, k, dot)
+        if c not in self.best or rank < self.best[c]:
+            self.stamp[c] += 1
+            self.best[c] = rank
+            heapq.heappush(self.heap, (*rank, c, self.stamp[c]))
+
+    def run(self) -> None:
+        while self.heap:
+            _, a, b, c, stamp = heapq.heappop(self.heap)
+            if self.stamp.get(c) != stamp:
+                continue  # c merged or found another best since
+            self._merge(a, b)
+
+    def _merge(self, a: int, b: int) -> None:
+        """Cluster `b` joins cluster `a` (a < b)."""
+        sums, dots = self.sums, self.dots
+        near_a, near_b = dots.pop(a), dots.pop(b)
+        near_a.pop(b, None)
+        near_b.pop(a, None)
+        small, large = sorted((sums.pop(a), sums.pop(b)), key=len)
+        total = dict(large)
+        for t, w in small.items():
+            total[t] = total.get(t, 0.0) + w
+        size = self.size[a] + self.size.pop(b)
+        merged: dict[int, float] = {}
+        for k in near_a.keys() | near_b.keys():
+            da = near_a.get(k)
+            db = near_b.get(k)
+            dot = (da if da is not None else 0.0) + (db if db is not None else 0.0)
+            if da is None or db is None:
+                dot = _dot(total, sums[k])  # one side was below the threshold: the exact dot of the sums
+            theirs = dots[k]
+            theirs.pop(a, None)
+            theirs.pop(b, None)
+            if round(dot / (size * self.size[k]), _DIGITS) >= self.threshold:
+                merged[k] = dot
+        if len(merged) > self.cap:
+            merged = dict(heapq.nlargest(self.cap, merged.items(), key=lambda kv: kv[1] / self.size[kv[0]]))
+            self.stats.capped_clusters += 1
+            self.stats.exact = False
+        sums[a], self.size[a] = total, size
+        self.nodes[a] += self.nodes.pop(b)
+        dots[a] = merged
+        del self.stamp[b]
+        self.best.pop(b, None)
+        self.stats.merges += 1
+        touched = near_a.keys() | near_b.keys()
+        for k in touched:
+            if k in merged:
+                dots[k][a] = merged[k]
+        self._find_best(a)
+        for k in touched:
+            best = self.best.get(k)
+            if best is not None and (a in best[1:] or b in best[1:]):
+                self._find_best(k)  # its best was a or b: look again
+            elif k in merged:
+                self._offer(k, a, merged[k])
+
+
+def cluster(docs: Iterable[Counter[str]], threshold: float, *, stats: Stats | None = None, walk: int = WALK,
+            keep: int = KEEP, neighbours: int = NEIGHBOURS) -> list[Cluster]:
+    """See the module contract."""
+    if threshold <= 0:
+        raise ValueError("the clustering threshold must be above 0")
+    stats = stats if stats is not None else Stats()
+    vectors, units, vocabulary = _nodes(docs)
+    stats.nodes = len(vectors)
+    adjacency = similar_pairs(vectors, threshold, vocabulary, walk=walk, keep=keep, stats=stats)
+    run = _Agglomeration(vectors, units, adjacency, threshold, neighbours, stats)
+    del adjacency
+    run.run()
+    out = []
+    for k in sorted(run.nodes):
+        total = run.sums[k]
+        n = run.size[k]
+        sims: dict[int, float] = {}
+        for x in run.nodes[k]:
+            vec = vectors[x]
+            mean = (_dot(total, vec) - _dot(vec, vec)) / (n - 1) if n > 1 else 1.0
+            for i in units[x]:
+                sims[i] = mean
+        members = tuple(sorted(sims))
+        out.append(Cluster(members, tuple(sims[i] for i in members)))
+    return out
