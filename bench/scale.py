@@ -7,7 +7,10 @@ run takes minutes on two cores. Measured:
 - git bookkeeping per step: the store's writes (propose, decide — both with their notes — and the run-ref
   progress save) and reads (step lookup, the negative buffer, reading the skill), in milliseconds and git
   subprocesses, for the first, middle and last hundred steps (to see whether they grow with the history);
-- `skillgit log` (the real CLI, a subprocess) wall time, best and median of 7: target ≤ 0.3 s; `--json`;
+- memory: the process's resident set (RSS) after each step, and its growth per step (least-squares slope over the
+  steps after the first third, when the run's caches and pools have filled): target ≤ 5 KB per step;
+- `skillgit log` and `skillgit status` (the real CLI, subprocesses) wall time, best and median of 7: target
+  ≤ 0.25 s; `log --json`;
 - start-up: `skillgit --help` (target ≤ 0.2 s) and `skillgit --version`, best and median of 7;
 - the size of .git (bytes and disk blocks; target < 20 MB) and its loose objects;
 - refs before and after `skillgit gc` (also the CLI), and `skillgit log` again after it.
@@ -105,6 +108,25 @@ def slice_figures(rows: list[dict], label: str) -> dict:
             "git_calls": stat("git_calls"), "git_requests": stat("git_requests"), "step_ms": stat("step_ms")}
 
 
+def rss_bytes() -> int:
+    """This process's resident set (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def slope(points: list[tuple[int, int]]) -> float:
+    """Least-squares slope of y over x (0 with fewer than two points)."""
+    if len(points) < 2:
+        return 0.0
+    mx = statistics.fmean(x for x, _ in points)
+    my = statistics.fmean(y for _, y in points)
+    var = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / var if var else 0.0
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a tiny setting for tests (seconds)")
@@ -134,7 +156,11 @@ def main(argv: list[str] | None = None) -> dict:
         started = time.monotonic()
         last = [started]
 
+        rss: list[tuple[int, int]] = []  # (step, bytes) after each numbered step
+
         def progress(event):
+            if event.kind == "step_end" and event.outcome.step.isdigit():
+                rss.append((int(event.outcome.step), rss_bytes()))
             if event.kind == "step_end" and event.outcome.step.isdigit() and int(event.outcome.step) % 100 == 0:
                 now = time.monotonic()
                 say(f"  step {event.outcome.step}: {now - started:.0f}s ({(now - last[0]) * 10:.0f} ms/step lately)")
@@ -164,6 +190,7 @@ def main(argv: list[str] | None = None) -> dict:
         repeat = 1 if a.quick else 7
         log_s, log_median_s, log_out = cli_seconds(folder, "log", repeat=repeat)
         log_json_s, log_json_median_s, _ = cli_seconds(folder, "log", "--json", repeat=repeat)
+        status_s, status_median_s, _ = cli_seconds(folder, "status", repeat=repeat)
         help_s, help_median_s, _ = cli_seconds(folder, "--help", repeat=repeat)
         version_s, version_median_s, _ = cli_seconds(folder, "--version", repeat=repeat)
         git_size = dir_size(folder / ".git")
@@ -176,10 +203,16 @@ def main(argv: list[str] | None = None) -> dict:
         log_after_s, log_after_median_s, _ = cli_seconds(folder, "log", repeat=repeat)
         size_after_gc = dir_size(folder / ".git")
 
+    settled = [p for p in rss if p[0] > a.steps // 3]
+    growth = slope(settled)
     data = {"config": {"steps": a.steps, "batch_size": a.batch, "train_items": a.train, "val_items": a.val,
                        "quick": a.quick},
             "run_s": round(run_s, 1), "accepted": result.accepted, "rejected": result.rejected,
             "decided": result.accepted + result.rejected, "bookkeeping": slices,
+            "rss": {"first_mb": round(rss[0][1] / 1e6, 1) if rss else None,
+                    "last_mb": round(rss[-1][1] / 1e6, 1) if rss else None,
+                    "growth_kb_per_step": round(growth / 1e3, 2), "over_steps": len(settled)},
+            "status_s": round(status_s, 3), "status_median_s": round(status_median_s, 3),
             "log_s": round(log_s, 3), "log_median_s": round(log_median_s, 3), "log_json_s": round(log_json_s, 3),
             "log_json_median_s": round(log_json_median_s, 3), "log_lines": len(log_out.splitlines()),
             "log_after_gc_s": round(log_after_s, 3), "log_after_gc_median_s": round(log_after_median_s, 3),
@@ -189,9 +222,11 @@ def main(argv: list[str] | None = None) -> dict:
             "git_dir": {"before_run": size_before, "after_run": git_size, "after_gc": size_after_gc,
                         "objects": objs},
             "refs": {"before_gc": refs_before, "after_gc": refs_after},
-            "targets": {"log_median_s": 0.3, "help_median_s": 0.2, "git_dir_mb": 20.0},
-            "meets_targets": bool(log_median_s <= 0.3 and help_median_s <= 0.2 and git_size["disk"] < 20e6
-                                  and git_size["bytes"] < 20e6)}
+            "targets": {"log_median_s": 0.25, "status_median_s": 0.25, "help_median_s": 0.2, "git_dir_mb": 10.0,
+                        "rss_growth_kb_per_step": 5.0},
+            "meets_targets": bool(log_median_s <= 0.25 and status_median_s <= 0.25 and help_median_s <= 0.2
+                                  and git_size["disk"] < 10e6 and git_size["bytes"] < 10e6 and growth <= 5e3),
+            "load": os.getloadavg()}
     write_result("scale", data, a.out)
     cols = [("steps", "steps", "")]
     for key, head in (("writes_ms", "writes ms"), ("reads_ms", "reads ms"), ("git_calls", "git calls"),
@@ -204,7 +239,11 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"\n{a.steps} steps ({data['decided']} decided candidates incl. epoch ends) in {run_s:.0f} s; "
           f"skillgit log (best/median of {repeat}) {log_s:.2f}/{log_median_s:.2f} s ({data['log_lines']} lines), "
           f"--json {log_json_s:.2f}/{log_json_median_s:.2f} s, after gc {log_after_s:.2f}/{log_after_median_s:.2f} s "
-          f"(target: median ≤ 0.3 s)")
+          f"(target: median ≤ 0.25 s)")
+    print(f"skillgit status (best/median of {repeat}) {status_s:.2f}/{status_median_s:.2f} s (target: median "
+          f"≤ 0.25 s); "
+          f"RSS {data['rss']['first_mb']} → {data['rss']['last_mb']} MB, growth {growth / 1e3:.1f} KB/step over the "
+          f"last {len(settled)} steps (target ≤ 5)")
     print(f"start-up (best/median of {repeat}): skillgit --help {help_s:.3f}/{help_median_s:.3f} s (target ≤ 0.2 s), "
           f"--version {version_s:.3f}/{version_median_s:.3f} s")
     print(f".git: {git_size['bytes'] / 1e6:.1f} MB in files, {git_size['disk'] / 1e6:.1f} MB on disk, "

@@ -1,4 +1,4 @@
-from skillgit.cli import main
+from skillgit.entry import main
 
 if __name__ == "__main__":
     main()

@@ -35,7 +35,7 @@ TABLE: dict[str, Entry] = {
     "azure": Entry(_BOTH, "skillgit.llm.openai_backend:AZURE"),
     "anthropic": Entry(_BOTH, "skillgit.llm.anthropic_backend:BACKEND"),
     "command": Entry(frozenset({"student"}), "skillgit.llm.command:BACKEND"),
-    "agent": Entry(frozenset({"student"}), "skillgit.agentic.student:BACKEND"),
+    "agent": Entry(_BOTH, "skillgit.teacher.backend:BACKEND"),  # student: agentic/student.py; teacher: teacher/
 }
 
 

@@ -43,6 +43,9 @@ class SkillCfg:
     new_files: tuple[str, ...] = ("references/**", "scripts/**")  # a package's files a teacher may create
     max_tokens: int = 5000  # the skill body's size budget (≈ 4 characters a token); a bigger candidate is rejected
     max_description_chars: int = 1024  # front matter `description` (Claude Code's limit)
+    # the host's listing of every skill's name + description (Claude Code's reported budget): the activation track
+    # rejects a description that pushes a library's listing over it before scoring (skillgit/library)
+    listing_budget: int = 15000
 
 
 @dataclass(frozen=True)
@@ -285,6 +288,9 @@ class Config:
     # `skillgit sleep`'s section, validated by skillgit.sleep.settings.SleepSettings (docs/SLEEP.md); kept here so
     # every other command accepts a skillgit.yaml that has one
     sleep: dict[str, Any] = field(default_factory=dict)
+    # A skill library: skill name → {path, tasks, triggers, branch}, validated by skillgit.library.config
+    # (`skillgit train --skill NAME`); kept here so every command accepts a skillgit.yaml that has one
+    skills: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -191,6 +191,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "env.workers": _ge(1), "env.max_reply_chars": _ge(1000),
     "optimizer.max_edits_per_reply": _ge(1), "optimizer.max_edit_chars": _ge(100), "optimizer.leak_ngram": _ge(0),
     "skill.max_tokens": _ge(100), "skill.max_description_chars": _ge(1),
+    "skill.listing_budget": _ge(1),
     "evaluation.min_val_coverage": _within(0, 1), "evaluation.unscored_retries": _ge(0),
     "env.scorer.tolerance": _ge(0), "env.scorer.rel_tolerance": _ge(0), "env.scorer.timeout_s": _gt(0),
     "env.scorer.threshold": (lambda v: 0 < v <= 1, "must be > 0 and <= 1"),

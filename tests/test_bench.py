@@ -96,6 +96,19 @@ def test_scale_script(tmp_path):
     assert data["log_s"] > 0 and data["log_lines"] >= data["decided"]
     assert {"bytes", "disk", "files"} <= set(data["git_dir"]["after_run"])
     assert data["refs"]["after_gc"]["refs"] <= data["refs"]["before_gc"]["refs"]
+    assert data["status_s"] > 0 and data["rss"]["last_mb"] > 0 and "growth_kb_per_step" in data["rss"]
+
+
+def test_mcp_start_script(tmp_path):
+    pytest.importorskip("mcp")
+    data = run_script("mcp_start", tmp_path)
+    assert data["server_name"] == "skillgit" and data["rounds"] >= 2
+    for kind in ("wall", "cpu"):
+        figures = data[kind]
+        assert figures["server_s"] > 0 and figures["import_mcp_s"] > 0
+        lo, hi = figures["ratio_ci95"]
+        assert lo <= figures["ratio"] <= hi
+    assert data["heavy_at_answer"] == [] and data["added_to_sdk"] < data["modules_at_answer"]
 
 
 def test_sleep_scale_script(tmp_path):

@@ -75,6 +75,10 @@ def test_wheel_ships_every_template_and_hook(wheel):
     # `skillgit demo --sleep` works from a wheel: its shipped Claude Code sessions
     shipped = sorted(p.name for p in (ROOT / "examples" / "sleep-demo" / "sessions").glob("*.jsonl"))
     assert shipped and all(f"skillgit/_examples/sleep-demo/sessions/{name}" in names for name in shipped)
+    # `skillgit demo --library` works from a wheel: its three skills and their trigger cases
+    library = sorted(p.relative_to(ROOT / "examples").as_posix()
+                     for p in (ROOT / "examples" / "library").rglob("*") if p.is_file())
+    assert library and all(f"skillgit/_examples/{rel}" in names for rel in library), library
     # `skillgit init --env NAME` works from a wheel: every environment's shipped sample (DocVQA's page images too)
     samples = [p.relative_to(ROOT / "examples").as_posix() for p in (ROOT / "examples" / "envs").rglob("*")
                if p.is_file() and "__pycache__" not in p.parts]

@@ -15,7 +15,7 @@ from skillgit.llm import factory, registry
 
 
 def test_names_per_role_come_from_one_table():
-    assert registry.names_for("teacher") == ("simulated", "openai", "azure", "anthropic")
+    assert registry.names_for("teacher") == ("simulated", "openai", "azure", "anthropic", "agent")  # issue 24
     assert registry.names_for("student") == ("simulated", "openai", "azure", "anthropic", "command", "agent")
     assert set(registry.names()) == set(registry.names_for("student"))
     with pytest.raises(ValueError):

@@ -335,7 +335,11 @@ def test_push_pull_still_work_with_paths_and_names(shared, tmp_path):
 
 def test_a_notes_recorded_base_that_git_could_read_as_an_option_is_ignored():
     """A collaborator's `review` record names the base branch `pr` proposes into."""
+    from skillgit.records import ReviewNote
     from skillgit.review.branch import recorded_base
 
-    assert recorded_base([{"kind": "review", "run": "r1", "base": "--all"}], "r1") is None
-    assert recorded_base([{"kind": "review", "run": "r1", "base": "main"}], "r1") == "main"
+    def note(base: str) -> list[ReviewNote]:  # as read from a collaborator's notes
+        return [ReviewNote.from_note({"kind": "review", "run": "r1", "base": base})]
+
+    assert recorded_base(note("--all"), "r1") is None
+    assert recorded_base(note("main"), "r1") == "main"

@@ -65,7 +65,6 @@ from skillgit.config import BackendCfg, CommandCfg, Config
 from skillgit.errors import SkillgitError
 from skillgit.llm.base import LLMError, Reply
 from skillgit.llm.command import TRANSIENT, agent_env
-from skillgit.llm.registry import Backend
 from skillgit.redact import SecretSet, redact, secret_values
 from skillgit.store.repository import open_repository
 from skillgit.types import Item, Score
@@ -381,8 +380,10 @@ def _which(name: str, env: Mapping[str, str]) -> bool:
     return shutil.which(name, path=env.get("PATH")) is not None
 
 
-def _build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[str, str], *, secrets: SecretSet,
-           dotenv_keys: frozenset[str]) -> AgentStudent:
+def build(model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[str, str], *, secrets: SecretSet,
+          dotenv_keys: frozenset[str]) -> AgentStudent:
+    """The agent student of a config (`model.student.command`); the `agent` backend's student builder
+    (skillgit/teacher/backend.py)."""
     root = Path(env.get("SKILLGIT_PROJECT_ROOT") or os.getcwd())
     agent = AgentStudent(bcfg.command, project_root=root,
                          model=None if model.strip() in ("", "default", "sim-student") else model, env=env,
@@ -391,12 +392,3 @@ def _build(role: str, model: str, bcfg: BackendCfg, cfg: Config, env: Mapping[st
                          skill_branch=cfg.skill.branch, base_url=bcfg.base_url, api_key_env=bcfg.api_key_env)
     agent.check()
     return agent
-
-
-def _describe(role: str, model: str, bcfg: BackendCfg, env: Mapping[str, str]) -> str:
-    return " ".join(bcfg.command.argv) if bcfg.command.argv else f"agent preset {bcfg.command.preset}"
-
-
-BACKEND = Backend("agent", frozenset({"student"}), _build, _describe,
-                  "a coding agent (claude, codex, copilot, opencode, the simulated agent) run per task in a throwaway "
-                  "workspace and verified", agent=True)

@@ -5,6 +5,8 @@ An `Agent` is everything skillgit knows of one agent, in one frozen record that 
 - `student`: how it runs as a student on agentic tasks (`StudentPreset`: argv template, where the skill is
   installed, which variables it keeps, its model flag, its skill tool); None when skillgit cannot run it.
 - `answer`: how the `command` backend runs it for one text answer per item (`AnswerPreset`); None when it has none.
+- `teacher_argv`: the argv template when it runs as the agent teacher (`skillgit.teacher`); empty: the student
+  preset's argv (a real agent edits its working folder the same way whatever it is asked).
 - `trace_format` / `parse`: the name and the parser of its machine-readable output (`agents.trace.AgentTrace`).
 - `profile`: its hermetic-profile rules (`agents.profile.Profile`: where it keeps config and login, which
   switches make it ignore user-level MCP servers and plugins, what its fresh home must hold).
@@ -57,6 +59,7 @@ class Agent:
     install_hint: str = ""
     student: StudentPreset | None = None
     answer: AnswerPreset | None = None
+    teacher_argv: tuple[str, ...] = ()
     trace_format: str = ""
     parse: Callable[[str], AgentTrace] | None = None
     profile: Profile = field(default_factory=Profile)

@@ -23,6 +23,9 @@ AGENT = Agent(
          "{prompt_file}", "--seed", "{seed}", "--sample", "{sample}"),
         ".claude/skills/{name}",
     ),
+    # as the agent teacher: the simulated world's teacher, reading the evidence files (skillgit/world/agent_teacher.py)
+    teacher_argv=(sys.executable, "-m", "skillgit.world.agent_teacher", "--output-format", "stream-json",
+                  "--prompt-file", "{prompt_file}", "--seed", "{seed}"),
     trace_format=claude.AGENT.trace_format,
     parse=claude.parse,
     profile=Profile(user_config=claude.PROFILE.user_config),

@@ -84,9 +84,20 @@ def create_project(folder: Path, seed: int) -> None:
     repo.commit_paths(["tasks.jsonl", "README.md"], "demo: simulated tasks")
 
 
-def create_agentic_project(folder: Path, seed: int) -> None:
+AGENT_TEACHER = """\
+  teacher_backend: agent    # the coding agent as teacher: it edits a copy of the package (skillgit/teacher)
+  teacher_model: default
+  teacher:
+    command:
+      preset: simulated     # the simulated agent teacher (python -m skillgit.world.agent_teacher); or claude, codex…
+"""
+TEACHERS = ("chat", "agent")
+
+
+def create_agentic_project(folder: Path, seed: int, teacher: str = "chat") -> None:
     """Write the agentic example (a skill package, 16 coding tasks over two fixture repositories with pytest
-    verifiers, the simulated coding agent as student) into `folder` and commit it on `main`."""
+    verifiers, the simulated coding agent as student) into `folder` and commit it on `main`. `teacher` "agent":
+    the simulated agent teacher edits the package instead of the simulated chat teacher."""
     from skillgit.resources import example_dir
     from skillgit.store.repository import init_repository
 
@@ -95,7 +106,14 @@ def create_agentic_project(folder: Path, seed: int) -> None:
     shutil.copytree(example_dir("agentic"), folder, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("reference_skill", "__pycache__", "*.pyc", "__init__.py"))
     config = (folder / "skillgit.yaml").read_text(encoding="utf-8")
-    (folder / "skillgit.yaml").write_text(config.replace("  seed: 0", f"  seed: {seed}"), encoding="utf-8")
+    config = config.replace("  seed: 0", f"  seed: {seed}")
+    if teacher == "agent":
+        chat = "  teacher_backend: simulated\n  teacher_model: sim-teacher\n"
+        if chat not in config:
+            raise SkillgitError("the agentic example's skillgit.yaml does not name the simulated teacher",
+                                "reinstall skillgit")
+        config = config.replace(chat, AGENT_TEACHER)
+    (folder / "skillgit.yaml").write_text(config, encoding="utf-8")
     repo = init_repository(folder, "main")
     for key, value in (("user.name", "skillgit demo"), ("user.email", "demo@skillgit.invalid")):
         if not repo.config_get_all(key):
@@ -103,7 +121,8 @@ def create_agentic_project(folder: Path, seed: int) -> None:
     repo.commit_paths(["."], "demo: agentic example (skill package, coding tasks, fixture repositories)")
 
 
-def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay, agentic: bool = False) -> None:
+def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay, agentic: bool = False,
+             teacher: str = "chat") -> None:
     from skillgit.cli.history import log
     from skillgit.config import SimulatedCfg
     from skillgit.project import open_project
@@ -112,14 +131,21 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay,
 
     if steps < 1:
         raise SkillgitError(f"--steps must be at least 1, got {steps}", "try --steps 8")
+    if teacher not in TEACHERS:
+        raise SkillgitError(f"--teacher: unknown teacher '{teacher}'", f"use one of: {', '.join(TEACHERS)}")
+    if teacher == "agent" and not agentic:
+        raise SkillgitError("--teacher agent needs --agentic (the agent teacher edits a skill package)",
+                            "run `skillgit demo --agentic --teacher agent`")
     keep = folder is not None
     folder = Path(folder).resolve() if folder else Path(tempfile.mkdtemp(prefix="skillgit-demo-")) / "project"
     try:
         if agentic:
-            create_agentic_project(folder, seed)
+            create_agentic_project(folder, seed, teacher)
             console.err.print(f"[bold]skillgit demo --agentic[/] in {folder}")
+            who = ("simulated AGENT teacher (python -m skillgit.world.agent_teacher) editing a copy of the package"
+                   if teacher == "agent" else "simulated teacher")
             console.err.print("SIMULATED coding agent (python -m skillgit.world.agent) on 16 tasks in two fixture "
-                              "repositories, scored by real pytest verifiers; simulated teacher")
+                              f"repositories, scored by real pytest verifiers; {who}")
         else:
             create_project(folder, seed)
             console.err.print(f"[bold]skillgit demo[/] in {folder}")

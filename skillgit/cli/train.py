@@ -49,11 +49,26 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                                                       "skill branch stays where it is."),
           keep_workspaces: bool = typer.Option(False, "--keep-workspaces",
                                                help="Agentic tasks: keep each rollout's throwaway workspace for "
-                                                    "debugging (= --set env.keep_workspaces=true).")) -> None:
+                                                    "debugging (= --set env.keep_workspaces=true)."),
+          skill: Optional[str] = typer.Option(None, "--skill", help="Train this skill of the `skills:` library "
+                                                                    "(its path, tasks and branch)."),
+          activation: bool = typer.Option(False, "--activation", help="With --skill: train its description "
+                                                                      "against its trigger cases (the activation "
+                                                                      "track) instead of its body.")) -> None:
     """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
     from skillgit.session import build_trainer, open_session
 
     overrides = _overrides(set_, cfg_options) + (["env.keep_workspaces=true"] if keep_workspaces else [])
+    if activation and not skill:
+        raise SkillgitError("--activation needs --skill NAME", "name the library skill whose description to train")
+    if skill:
+        from skillgit.library import config as lib_config
+
+        base = _project(repo, config, overrides)
+        if activation:
+            _train_activation(base, skill)
+            return
+        overrides = lib_config.overrides(lib_config.entry(base.config, skill)) + overrides
     review = None
     if branch:  # a review branch: the run's skill branch becomes it (skillgit pr proposes it back)
         from skillgit.review import branch as review_branch
@@ -83,6 +98,10 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     # How to continue this run: the same command, except that `--new` would start yet another run.
     again = resume_command(trainer.run_id, repo, config, set_, cfg_options, branch, keep_workspaces) \
         if run is None and not resume else None
+    if again and skill:  # the library skill it trained
+        import shlex
+
+        again += f" --skill {shlex.quote(skill)}"
     try:
         if events:
             result = trainer.train()
@@ -108,6 +127,31 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         if again:
             console.info(f"resume this run with: {again}")
         raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _train_activation(project: Any, skill: str) -> None:
+    from skillgit.library.run import run_activation
+
+    def say(rec: Any) -> None:
+        v = rec.verdict
+        console.err.print(f"step {rec.step}: {'accepted' if v.accept else f'rejected ({v.stage})'} "
+                          f"{rec.commit[:12]}: {shown(v.reason)}", markup=False, highlight=False)
+
+    result = run_activation(project.root, project.config, skill, steps=project.config.train.max_steps or 4,
+                            on_step=say)
+    if not result.steps:
+        console.out.print(f"{skill}: nothing to learn from its train trigger cases (no step taken)")
+        return
+    scored = [s.verdict for s in result.steps if s.verdict.scored and s.verdict.before is not None]
+    last = result.steps[-1].verdict
+    tally = (f"{len(result.steps)} step(s): {result.accepted} accepted, {len(result.steps) - result.accepted} "
+             f"rejected (last: {last.stage})")
+    if not scored:
+        console.out.print(f"{skill}: no candidate was scored; {tally}")
+        return
+    before = scored[0].before.f1 if scored[0].before else 0.0
+    after = next((v.after.f1 for v in reversed(scored) if v.accept and v.after), before)
+    console.out.print(f"{skill}: val F1 {before:.2f} → {after:.2f} after {tally}")
 
 
 def resume_command(run_id: str, repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]],
@@ -305,19 +349,34 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
                                                                 "skillgit project; `skillgit train` continues it)."),
          seed: int = typer.Option(0, "--seed", help="Seed of the simulated world and the run."),
          steps: Optional[int] = typer.Option(None, "--steps", help="How many training steps (default 8; 6 with "
-                                                                   "--agentic; 4 with --sleep)."),
+                                                                   "--agentic; 4 with --sleep or --library)."),
          agentic: bool = typer.Option(False, "--agentic", help="Train a skill PACKAGE for a coding agent on coding "
                                                                "tasks in real repositories (simulated agent, real "
                                                                "pytest verifiers)."),
+         teacher: str = typer.Option("chat", "--teacher", help="chat: the simulated chat teacher; agent: the simulated "
+                                                               "agent teacher edits a copy of the skill package each "
+                                                               "step (with --agentic)."),
          sleep: bool = typer.Option(False, "--sleep", help="Run one night of `skillgit sleep` on shipped Claude "
                                                            "Code sessions in a fixture agent home: harvest, mine, "
                                                            "replay, gated commits on sleep/<date> (never reads your "
                                                            "HOME; --seed seeds the run, the world is the sessions'"
-                                                           ").")) -> None:
+                                                           ")."),
+         library: bool = typer.Option(False, "--library", help="Train which skill fires: the activation track on "
+                                                               "a library of three skills with overlapping "
+                                                               "descriptions (simulated router, held-out trigger "
+                                                               "cases, interference and listing-budget checks).")
+         ) -> None:
     """Train a skill offline on the simulated world (no API key): shows log, diff and test before → after."""
     from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
 
     display = RunDisplay(console.err)
+    if library:
+        from skillgit.library.demo import run_library_demo
+
+        if agentic or sleep:
+            raise SkillgitError("--library excludes --agentic and --sleep", "give one of them")
+        run_library_demo(dir_, seed=seed, steps=steps or 4, display=display)
+        return
     if sleep:
         from skillgit.sleep.demo import run_sleep_demo
 
@@ -327,7 +386,8 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
         return
     from skillgit.cli.demo import run_demo
 
-    run_demo(dir_, seed=seed, steps=steps or (6 if agentic else 8), display=display, agentic=agentic)
+    run_demo(dir_, seed=seed, steps=steps or (6 if agentic else 8), display=display, agentic=agentic,
+             teacher=teacher)
 
 
 def register(app: typer.Typer) -> None:

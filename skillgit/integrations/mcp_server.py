@@ -14,12 +14,17 @@ Contract
   rejected by the SDK's schema validation with the field named; nothing returns a traceback.
 - The repository is opened on each call (the server may start outside one and reports that per call).
 - stdout belongs to the protocol: nothing here prints.
+- Start-up is light (`skillgit.entry` serves `skillgit mcp` without the command line): before `initialize` is
+  answered nothing is imported beyond the SDK and the few modules below; the store, GitPython, YAML, rich and the
+  model SDKs are imported by the first tool call that needs them (tests/test_mcp_start.py).
 """
 
 # No `from __future__ import annotations` here: the SDK reads the tools' parameter annotations at registration, and
 # they name aliases local to build_server (pydantic is only importable when the SDK is installed).
 import inspect
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -71,6 +76,21 @@ def _run(error: type[Exception], fn: Callable[..., str], *args: Any, **kwargs: A
     raise error(tools.safe(message, limit=4000))
 
 
+@contextmanager
+def _plain_logging() -> Iterator[None]:
+    """While the SDK configures its logging: rich hidden, so it installs a plain stderr handler (same messages,
+    WARNING and up) rather than importing rich's console before the first answer. rich stays importable for the
+    tools afterwards (this only removes the block it set)."""
+    hide = "rich" not in sys.modules
+    if hide:
+        sys.modules["rich"] = None  # type: ignore[assignment]  # (`import rich…` then raises ImportError)
+    try:
+        yield
+    finally:
+        if hide and sys.modules.get("rich", False) is None:
+            del sys.modules["rich"]
+
+
 def build_server(repo: Path | None = None, config: Path | None = None) -> Any:
     """The configured server (not running). Raises SkillgitError when the SDK is missing."""
     import anyio.to_thread
@@ -80,7 +100,8 @@ def build_server(repo: Path | None = None, config: Path | None = None) -> Any:
     ws = tools.Workspace(repo, config)
     # 2.x takes `version`; 1.x's FastMCP does not, and would report the SDK's own version: set it underneath
     named = {"version": __version__} if "version" in inspect.signature(Server).parameters else {}
-    server = Server("skillgit", instructions=INSTRUCTIONS, log_level="WARNING", **named)
+    with _plain_logging():
+        server = Server("skillgit", instructions=INSTRUCTIONS, log_level="WARNING", **named)
     low = getattr(server, "_mcp_server", None)
     if not named and low is not None and hasattr(low, "version"):
         low.version = __version__

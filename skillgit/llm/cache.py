@@ -47,6 +47,7 @@ from typing import Any
 
 from skillgit.errors import SkillgitError
 from skillgit.llm.base import LLM, LLMError, Reply, Request, Student
+from skillgit.recent import Recent
 from skillgit.types import Item, Score, Usage
 
 DB_NAME = "calls.sqlite"
@@ -58,6 +59,7 @@ _ZLIB_LEVEL = 6
 _REPLY, _TOMBSTONE = 0, 1
 _TEXT_ZLIB, _TRACE_ZLIB = 1, 2  # bits of `codec`
 _IMPORT_BATCH = (500, 8 << 20)  # rows, stored bytes: an import commits (and frees) a batch at either bound
+MARKED_MEMO = 4096  # keys remembered as already tagged with the bound run (forgotten ones are tagged again: a no-op)
 _READER_CACHE_KIB = 256  # page cache of each thread's read connection (SQLite's default: 2 MiB; the OS caches the file)
 _SELECT = "SELECT kind, chars, codec, meta, trace, text FROM calls WHERE key = ?"
 
@@ -282,7 +284,9 @@ class CallCache:
         self.max_reply_chars = max_reply_chars
         self._lock = threading.Lock()
         self._run: str | None = None
-        self._marked: set[str] = set()  # keys this process already tagged with the bound run
+        # keys lately tagged with the bound run: a hit on one needs no write (bounded: a run makes new calls every
+        # step; tagging a forgotten key again is an INSERT OR IGNORE that changes nothing)
+        self._marked = Recent(MARKED_MEMO)
         self._local = threading.local()
         self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self.hits = 0
@@ -349,7 +353,7 @@ class CallCache:
         """Tag later puts and hits with `run_id` (None: stop tagging)."""
         with self._lock:
             self._run = run_id
-            self._marked = set()
+            self._marked.clear()
 
     # ------------------------------------------------------------------------------------------ get / put
     def get(self, key: str) -> Reply | None:
@@ -473,7 +477,7 @@ class CallCache:
             c.execute("VACUUM")
             c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             if self._run not in keep:
-                self._marked = set()  # the bound run's tags were dropped with it: tag hits again
+                self._marked.clear()  # the bound run's tags were dropped with it: tag hits again
             return PruneReport(deleted, kept, before, self.disk_bytes())
 
     def _import_legacy(self, legacy: Path) -> None:

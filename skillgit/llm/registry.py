@@ -48,7 +48,8 @@ class Describer(Protocol):
 
 @dataclass(frozen=True)
 class Backend:
-    """One kind of model backend. `agent`: `build` returns a `Student` (a CLI agent), not a chat `LLM`."""
+    """One kind of model backend. `agent`: for the student `build` returns a `Student` (a CLI agent), not a chat
+    `LLM` (as the teacher, an agent backend is an `LLM` whose `agent` stage edits a package: skillgit/teacher)."""
 
     name: str
     roles: frozenset[str]

@@ -3,6 +3,8 @@
 - `patch`: reflect (structured edits per minibatch) → aggregate → select (budget) → update (apply).
 - `rewrite_from_suggestions`: the same edits are suggestions; one teacher call rewrites the whole skill with them.
 - `full_rewrite_minibatch`: each analyst writes a whole skill from its minibatch; a `pick` call chooses one.
+With `model.teacher_backend: agent` a coding agent edits a copy of the package instead, whatever the mode
+(`loop.agent_step`, with skillgit/teacher); its edits are selected and applied as in `patch`.
 
 Rewrites must keep front matter and protected regions intact: what a rewrite merely dropped is restored, what
 it changed makes the candidate invalid (rejected with that reason, never applied). Also the autonomous edit
@@ -55,6 +57,10 @@ def propose_update(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs:
     (k+1)-th parallel proposal (`optimizer.proposals`): the same trajectories cut into other minibatches (its own
     seeded shuffle), so its analysts see other company and propose other edits; variant 0 is the single proposal."""
     cfg = ctx.cfg
+    if cfg.model.teacher_backend == "agent":  # a coding agent edits the package: loop/agent_step.py
+        from skillgit.loop.agent_step import propose
+
+        return propose(ctx, teacher, skill, trajs, budget, step)
     mode = cfg.optimizer.skill_update_mode
     rng = ctx.rng("step", step) if variant == 0 else ctx.rng("step", step, "proposal", variant)
     allow_fm = cfg.skill.allow_front_matter_edits

@@ -31,6 +31,7 @@ import git as gitpython
 from git.exc import GitCommandNotFound
 
 from skillgit.errors import GitStateError
+from skillgit.recent import Recent
 from skillgit.store import refs as R
 
 IDENTITY_HINT = 'tell git who you are: git config user.name "Your Name" && git config user.email you@example.com'
@@ -267,6 +268,7 @@ class _BatchReader(_Persistent):
 
 
 BATCH_VIA_READER = 32  # cat_batch reads up to this many objects through the long-lived reader, more in bulk
+WRITTEN_MEMO = 256  # blob ids `write_blob` remembers writing (the ones a run writes again each step are few)
 NOTES_FANOUT = 256  # notes on one level of a notes tree before it is split into 2-hex-digit folders
 
 
@@ -316,7 +318,9 @@ class GitRepo:
         self.bare = bare
         self.zero = "0" * (64 if object_format == "sha256" else 40)
         self._git = gitpython.Git(str(root))
-        self._written: set[str] = set()  # blobs this process wrote: writing one again would change nothing
+        # blobs this process wrote lately: writing one again would change nothing (bounded: a long run writes new
+        # blobs every step, and rewriting a forgotten one is harmless)
+        self._written = Recent(WRITTEN_MEMO)
         # Long-lived processes (started on first use): object/ref reads, trees and blobs written without a process
         # each. Every request still passes the fault seam like a git command.
         self._reader = _BatchReader(self._git)
@@ -445,11 +449,14 @@ class GitRepo:
         if not datas:
             return []
         shas = []
+        # plain strings, not Path objects: pathlib interns every part of a path it parses (Python < 3.12), and each
+        # call's scratch folder has a new name
         with tempfile.TemporaryDirectory(prefix="skillgit-blobs-") as tmp:
             for i, data in enumerate(datas):
-                path = Path(tmp) / str(i)
-                path.write_bytes(data)
-                if "\n" in str(path):  # (a path the line protocol cannot carry)
+                path = os.path.join(tmp, str(i))
+                with open(path, "wb") as f:
+                    f.write(data)
+                if "\n" in path:  # (a path the line protocol cannot carry)
                     shas.append(self._run("hash-object", "-w", "--no-filters", "--stdin", input=data))
                 else:
                     shas.append(self._hasher.ask(f"{path}\n".encode()))

@@ -1,0 +1,76 @@
+"""The `skillgit` console script (and `python -m skillgit`): the command line, except one fast path.
+
+`skillgit mcp [--repo/-C DIR] [--config/-c FILE]` — how an agent starts skillgit's MCP server — is served without
+importing the command line (typer, rich, click): the agent waits for the server's `initialize` answer before it
+can list skillgit's tools, and that answer should cost about what importing the MCP SDK costs (bench/mcp_start.py).
+Anything else, including `skillgit mcp --help` or an argument the fast path does not know, goes to
+`skillgit.cli.main` unchanged (which also serves `mcp`, with the same result).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Sequence
+
+_OPTIONS = {"--repo": "repo", "-C": "repo", "--config": "config", "-c": "config"}
+
+
+def mcp_arguments(args: Sequence[str]) -> dict[str, Path] | None:
+    """`{"repo": …, "config": …}` when `args` are `mcp` followed only by those options, each with a value
+    (`--repo DIR`, `--repo=DIR`); None for anything else (the command line then parses it and explains)."""
+    if not args or args[0] != "mcp":
+        return None
+    found: dict[str, Path] = {}
+    rest = list(args[1:])
+    while rest:
+        arg = rest.pop(0)
+        name, eq, value = arg.partition("=")
+        key = _OPTIONS.get(name if eq and name.startswith("--") else arg)
+        if key is None or key in found:
+            return None
+        if not eq:
+            if not rest or rest[0].startswith("-"):
+                return None
+            value = rest.pop(0)
+        if not value:
+            return None
+        found[key] = Path(value)
+    return found
+
+
+def _has_command(*names: str) -> bool:
+    from skillgit.cli import has_command
+
+    return has_command(*names)
+
+
+def serve_mcp(options: dict[str, Path]) -> None:
+    from skillgit.errors import ExitCode, SkillgitError
+    from skillgit.integrations import commands
+    from skillgit.integrations.mcp_server import serve
+
+    commands.use_cli(_has_command)  # imported only if a tool asks (before `skillgit sleep …`)
+    try:
+        serve(options.get("repo"), options.get("config"))
+    except SkillgitError as exc:
+        from skillgit.console import print_error
+
+        print_error(exc.message, exc.hint)
+        sys.exit(int(exc.code))
+    except KeyboardInterrupt:
+        sys.exit(int(ExitCode.INTERRUPTED))
+
+
+def main() -> None:
+    options = mcp_arguments(sys.argv[1:])
+    if options is not None:
+        serve_mcp(options)
+        return
+    from skillgit.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""The real router: run an agent CLI with the whole library installed and read which skills it loaded.
+
+`AgentRunner(argv, env, agent)` is a `TraceRouter` runner. For each prompt it makes a fresh workspace, installs
+every skill of the library there where the agent looks for project skills (the agent registry's
+`install_dir`, e.g. `.claude/skills/<name>/SKILL.md` for Claude Code), and runs `argv` in it (each element's
+`{prompt}` filled in; the prompt stays one argv element, and a prompt starting with `-` is refused so it can never
+read as an option), in its own process group (`process.run`), with exactly `env` — the caller builds it hermetic
+(its own HOME, the agent's base URL and key), so the user's HOME and agent config are never read or written. A
+run that fails or times out raises `RouteError`: the case is unknown, never "did not fire".
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Mapping, Sequence
+
+from skillgit import process
+from skillgit.library.activation import RouteError
+from skillgit.library.model import NAME_RE, Library
+
+
+@dataclass(frozen=True)
+class AgentRunner:
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    agent: str = "claude"
+    timeout_s: float = 300.0
+    workdir: Path | None = None  # where workspaces are made (default: the system's temp folder)
+    runs: list[Path] = field(default_factory=list, compare=False)  # workspaces made (removed after each run)
+
+    def install(self, library: Library, workspace: Path) -> None:
+        from skillgit.agents import registry
+
+        preset = registry.get(self.agent).student
+        if preset is None or not preset.install_dir:
+            raise RouteError(f"agent {self.agent!r} has no project skills folder", "use claude, codex, …")
+        for skill in library.skills:
+            if not NAME_RE.match(skill.name):  # (Library.of checked it; a name never chooses a path outside)
+                raise RouteError(f"invalid skill name {skill.name!r}", "")
+            rel = PurePosixPath(preset.install_dir.format(name=skill.name)) / "SKILL.md"
+            target = workspace.joinpath(*rel.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(skill.text, encoding="utf-8")
+
+    def __call__(self, prompt: str, library: Library, sample: int = 0) -> str:
+        if not prompt.strip() or prompt.lstrip().startswith("-"):
+            raise RouteError(f"trigger prompt {prompt[:40]!r} is empty or starts with '-'",
+                             "reword the case's prompt")
+        workspace = Path(tempfile.mkdtemp(prefix="skillgit-activation-", dir=self.workdir))
+        self.runs.append(workspace)
+        try:
+            self.install(library, workspace)
+            argv = [a.replace("{prompt}", prompt) if "{prompt}" in a else a for a in self.argv]
+            done = process.run(argv, cwd=workspace, env=dict(self.env), timeout_s=self.timeout_s)
+        except OSError as exc:
+            raise RouteError(f"could not start {self.argv[0] if self.argv else 'the agent'}: {exc}",
+                             "install the agent CLI or fix its path") from None
+        finally:
+            shutil.rmtree(workspace, ignore_errors=True)
+        if done.timed_out or done.returncode != 0:
+            why = "timed out" if done.timed_out else f"exited {done.returncode}"
+            raise RouteError(f"the agent {why}: {process.tail(done.stderr or done.stdout, 300)}",
+                             "the case is left out as unknown")
+        return done.stdout

@@ -1,0 +1,85 @@
+"""Long runs stay flat: the memos that save repeated work (the blobs a repository wrote, the journal's keys already
+tagged with the bound run) keep only their newest entries, and forgetting one costs only the saved work — the blob
+is written again to the same id, the key tagged again — never a wrong answer. (Memory per step is measured by
+bench/scale.py, not asserted here.)"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from skillgit.llm import cache as cache_mod
+from skillgit.llm.base import Reply
+from skillgit.llm.cache import CallCache
+from skillgit.recent import Recent
+from skillgit.store import git as git_mod
+from skillgit.store.git import GitRepo
+from tests.conftest import git
+
+
+def test_recent_keeps_the_newest_keys_and_a_hit_counts_as_new():
+    memo = Recent(3)
+    memo.update(["a", "b", "c"])
+    assert "a" in memo  # a hit: now the newest
+    memo.add("d")  # drops the oldest, which is b now
+    assert [k in memo for k in ("a", "b", "c", "d")] == [True, False, True, True]
+    assert len(memo) == 3
+    memo.discard("a")
+    memo.discard("zz")
+    assert len(memo) == 2 and "a" not in memo
+    memo.clear()
+    assert len(memo) == 0
+    with pytest.raises(ValueError):
+        Recent(0)
+
+
+def test_recent_under_threads_never_exceeds_its_limit():
+    memo = Recent(50)
+
+    def work(n: int) -> None:
+        for i in range(2000):
+            memo.add((n, i))
+            _ = (n, i - 1) in memo
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(memo) == 50
+
+
+def test_the_journal_remembers_few_tagged_keys_and_still_tags_the_ones_it_forgot(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_mod, "MARKED_MEMO", 8)
+    cache = CallCache(tmp_path / "calls.sqlite")
+    cache.bind_run("r1")
+    keys = [f"k{i}" for i in range(30)]
+    for key in keys:
+        cache.put(key, Reply(f"answer {key}"))
+    assert len(cache._marked) <= 8  # a key per call would grow with the run
+    cache.bind_run("r2")
+    for _ in range(2):  # the second pass hits keys the memo forgot: tagged again, harmlessly
+        for key in keys:
+            reply = cache.get(key)
+            assert reply is not None and reply.text == f"answer {key}" and reply.cached
+    assert len(cache._marked) <= 8
+    assert cache.prune({"r2"}).entries_kept == 30  # every hit was tagged with r2, forgotten or not
+    cache.close()
+
+
+def test_a_repository_remembers_few_written_blobs_and_rewrites_a_forgotten_one_to_the_same_id(make_repo,
+                                                                                                monkeypatch):
+    monkeypatch.setattr(git_mod, "WRITTEN_MEMO", 4)
+    root = make_repo()
+    repo = GitRepo.open(root)
+    try:
+        datas = [f"blob {i}\n".encode() for i in range(20)]
+        shas = [repo.write_blob(d) for d in datas]
+        assert len(repo._written) <= 4
+        assert repo.write_blob(datas[0]) == shas[0] == repo.blob_id(datas[0])  # forgotten: written again
+        assert repo.write_blob(datas[-1]) == shas[-1]  # remembered: no process asked
+        assert [git(root, "cat-file", "-p", s) + "\n" for s in (shas[0], shas[-1])] == ["blob 0\n", "blob 19\n"]
+        assert repo.write_blobs([b"x\n", b"y\n"]) == [repo.blob_id(b"x\n"), repo.blob_id(b"y\n")]
+    finally:
+        repo.close()
