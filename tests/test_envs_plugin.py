@@ -168,7 +168,8 @@ def test_env_new_scaffolds_a_package_whose_own_test_passes(tmp_path):
     assert 'my-bench = "skillgit_env_my_bench:Environment"' in (root / "pyproject.toml").read_text()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "tests"],
                           cwd=root, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(root)})
+                          env={**{k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"},
+                               "PYTHONPATH": str(root)})  # the author's pytest, with its plugins (xdist's -n)
     assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
     again = run_cli("env", "new", "my-bench", "--dir", str(tmp_path), cwd=tmp_path)
     assert again.returncode != 0 and "exists already" in again.stderr  # never written over

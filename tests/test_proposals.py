@@ -18,18 +18,18 @@ from skillgit.llm.base import Reply
 from skillgit.loop import gate
 from skillgit.store.refs import parse_step_spec
 from skillgit.types import Item, Score
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.test_gate import check, split, ups
 
 P3 = ["--set", "optimizer.proposals=3"]
 
 
 def _log(folder) -> list[dict]:
-    return json.loads(run_cli("log", "--json", cwd=folder).stdout)
+    return json.loads(run_cli_inproc("log", "--json", cwd=folder).stdout)
 
 
 def _candidate_note(folder, step: str) -> dict:
-    shown = json.loads(run_cli("show", step, "--json", cwd=folder).stdout)
+    shown = json.loads(run_cli_inproc("show", step, "--json", cwd=folder).stdout)
     return next(n for n in shown["notes"] if n.get("kind") == "candidate")
 
 
@@ -126,12 +126,12 @@ def test_a_step_with_three_proposals_keeps_one_and_rejects_the_others(tmp_path):
         assert kept["score"] == max(r["score"] for r in rivals if r["accepted_by_gate"])
         for r in rivals:
             if r["step"] != e["step"]:
-                shown = json.loads(run_cli("show", r["step"], "--json", cwd=folder).stdout)
+                shown = json.loads(run_cli_inproc("show", r["step"], "--json", cwd=folder).stdout)
                 assert shown["outcome"]["verdict"] == "rejected"
                 assert shown["outcome"]["reason"].startswith(f"passed the gate but step {e['step']} scored higher")
         assert {d["proposal"] for d in rivals} | set(note["duplicates"]) == {1, 2, 3}
     # the outranked proposals are in `skillgit rejected` (the negative buffer reads the same tags)
-    rejected = {r["step"] for r in json.loads(run_cli("rejected", "--json", cwd=folder).stdout)}
+    rejected = {r["step"] for r in json.loads(run_cli_inproc("rejected", "--json", cwd=folder).stdout)}
     assert {e["step"] for e in others} <= rejected
 
 
@@ -158,7 +158,7 @@ def test_a_kill_between_the_decisions_of_a_step_resumes_to_the_same_history(tmp_
         assert [(e["step"], e["verdict"], e["score"]) for e in _log(folder)] == expected, fault
         assert (folder / "SKILL.md").read_text() == skill, fault
         assert git(folder, "for-each-ref", "refs/heads/candidates") == "", fault
-        status = json.loads(run_cli("status", "--json", cwd=folder).stdout)
+        status = json.loads(run_cli_inproc("status", "--json", cwd=folder).stdout)
         assert status["accepted"] + status["rejected"] == len(expected) - 1, fault  # every decision counted once
     assert killed >= 3
 
