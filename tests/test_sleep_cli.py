@@ -144,6 +144,24 @@ def test_review_approve_flips_only_the_header_and_dry_run_writes_nothing(tmp_pat
     assert plan["release"] == "reviewed" and plan["mined"]["new_tasks"] == 0
 
 
+def test_sleep_mine_without_a_git_identity_saves_its_state_as_skillgit(tmp_path, monkeypatch):
+    repo, home = _project(tmp_path, n=12)
+    (empty := tmp_path / "empty.gitconfig").write_text("")
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+    # no identity anywhere, and git must not guess one from the host name
+    env = {"GIT_CONFIG_GLOBAL": str(empty), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_COUNT": "1",
+           "GIT_CONFIG_KEY_0": "user.useConfigOnly", "GIT_CONFIG_VALUE_0": "true"}
+    assert run_cli("sleep", "status", cwd=repo, env=env).returncode == 0
+    mined = run_cli("sleep", "mine", "--home", str(home), "--json", cwd=repo, env=env)
+    assert mined.returncode == 0, mined.stderr  # was: the task file written, then exit 3 before saving state
+    n = json.loads(mined.stdout)["new_tasks"]
+    assert n > 0 and len((repo / ".skillgit" / "sleep" / "tasks.jsonl").read_text().splitlines()) == n + 1
+    assert git(repo, "log", "-1", "--format=%an <%ae>", "refs/skillgit/sleep") == "skillgit <skillgit@localhost>"
+    again = run_cli("sleep", "mine", "--home", str(home), "--json", cwd=repo, env=env)
+    assert again.returncode == 0 and json.loads(again.stdout)["new_tasks"] == 0  # the harvest state was saved
+
+
 def test_sleep_section_errors_name_the_key(tmp_path):
     import pytest
 
