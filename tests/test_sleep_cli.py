@@ -6,7 +6,10 @@ tests/test_sleep_night.py)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 from skillgit.world import generate_tasks
 from tests.conftest import git, run_cli
@@ -184,6 +187,70 @@ def test_sleep_section_errors_name_the_key(tmp_path):
     config.write_text(base)
     bad = run_cli("sleep", "run", "--home", str(home), "--branch", "main", cwd=repo)
     assert bad.returncode == 2 and "names the skill branch" in bad.stderr
+
+
+def _broken_files(repo: Path, home: Path) -> Path:
+    locked = ClaudeSession("locked", repo).user("hello").say("hi").write(home)
+    (locked.parent / "garbled.jsonl").write_text("this is not json\n{nor this\n[1, 2]\n")
+    (locked.parent / "blob.jsonl").write_bytes(bytes(range(256)) * 8)
+    return locked
+
+
+def _harvested(repo: Path, home: Path) -> tuple[dict[str, str | None], dict[str, str]]:
+    proc = run_cli("sleep", "harvest", "--json", "--all", "--home", str(home), "--sources", "claude", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    rows = {(r := json.loads(line))["session"]: r["skipped_reason"] for line in proc.stdout.splitlines()}
+    warned = {line.split(".jsonl: ", 1)[0].rsplit("/", 1)[-1]: line.split(".jsonl: ", 1)[1]
+              for line in proc.stderr.splitlines() if line.startswith("warning: ") and ".jsonl: " in line}
+    return rows, warned
+
+
+def test_malformed_and_binary_session_files_are_skipped_saying_what_happened(tmp_path):
+    repo, home = _project(tmp_path, n=2)
+    _broken_files(repo, home)
+    rows, warned = _harvested(repo, home)
+    assert rows["garbled"] == "malformed" and rows["blob"] == "binary"  # were both other-project
+    assert rows["locked"] is None and rows["norm-0"] is None
+    assert warned["blob"] == "not a text file (binary data): not a claude transcript"
+    assert warned["garbled"].startswith("no record in the claude format (3 unparsable or unknown)")
+    assert "locked" not in warned
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file")
+def test_an_unreadable_session_file_says_permission_denied_and_is_read_once_it_can_be(tmp_path):
+    repo, home = _project(tmp_path, n=2)
+    locked = _broken_files(repo, home)
+    locked.chmod(0)
+    try:
+        rows, warned = _harvested(repo, home)
+    finally:
+        locked.chmod(0o644)
+    assert rows["locked"] == "unreadable"
+    assert warned["locked"] == "cannot read the file (PermissionError: Permission denied)"
+
+
+def test_an_unreadable_session_file_is_skipped_as_unreadable_and_not_recorded(tmp_path, monkeypatch):
+    from skillgit.sleep import HarvestState, harvest
+
+    repo, home = _project(tmp_path, n=2)
+    locked = _broken_files(repo, home)
+    real_open = Path.open
+
+    def denied(self, *args, **kwargs):  # what a chmod 000 file does to a reader that is not root
+        if self.name == locked.name:
+            raise PermissionError(13, "Permission denied")
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", denied)
+    first = harvest(["claude"], home, repo, [], HarvestState(), remote_lookup=None)
+    assert {s.session_id: s.skipped_reason for s in first.skipped} == {
+        "locked": "unreadable", "garbled": "malformed", "blob": "binary"}
+    assert {Path(w.path).name: w.message for w in first.warnings}["locked.jsonl"] == (
+        "cannot read the file (PermissionError: Permission denied)")
+    assert not any(key.endswith("locked.jsonl") for key in first.state.files)  # not recorded as seen
+    monkeypatch.setattr(Path, "open", real_open)
+    second = harvest(["claude"], home, repo, [], first.state, remote_lookup=None)
+    assert [s.session_id for s in second.sessions] == ["locked"] and second.skipped == ()
 
 
 # ---------------------------------------------------------------------------------------------- run → adopt
