@@ -6,7 +6,10 @@ tests/test_sleep_night.py)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 from skillgit.world import generate_tasks
 from tests.conftest import git, run_cli
@@ -144,6 +147,24 @@ def test_review_approve_flips_only_the_header_and_dry_run_writes_nothing(tmp_pat
     assert plan["release"] == "reviewed" and plan["mined"]["new_tasks"] == 0
 
 
+def test_sleep_mine_without_a_git_identity_saves_its_state_as_skillgit(tmp_path, monkeypatch):
+    repo, home = _project(tmp_path, n=12)
+    (empty := tmp_path / "empty.gitconfig").write_text("")
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+    # no identity anywhere, and git must not guess one from the host name
+    env = {"GIT_CONFIG_GLOBAL": str(empty), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_COUNT": "1",
+           "GIT_CONFIG_KEY_0": "user.useConfigOnly", "GIT_CONFIG_VALUE_0": "true"}
+    assert run_cli("sleep", "status", cwd=repo, env=env).returncode == 0
+    mined = run_cli("sleep", "mine", "--home", str(home), "--json", cwd=repo, env=env)
+    assert mined.returncode == 0, mined.stderr  # was: the task file written, then exit 3 before saving state
+    n = json.loads(mined.stdout)["new_tasks"]
+    assert n > 0 and len((repo / ".skillgit" / "sleep" / "tasks.jsonl").read_text().splitlines()) == n + 1
+    assert git(repo, "log", "-1", "--format=%an <%ae>", "refs/skillgit/sleep") == "skillgit <skillgit@localhost>"
+    again = run_cli("sleep", "mine", "--home", str(home), "--json", cwd=repo, env=env)
+    assert again.returncode == 0 and json.loads(again.stdout)["new_tasks"] == 0  # the harvest state was saved
+
+
 def test_sleep_section_errors_name_the_key(tmp_path):
     import pytest
 
@@ -166,6 +187,70 @@ def test_sleep_section_errors_name_the_key(tmp_path):
     config.write_text(base)
     bad = run_cli("sleep", "run", "--home", str(home), "--branch", "main", cwd=repo)
     assert bad.returncode == 2 and "names the skill branch" in bad.stderr
+
+
+def _broken_files(repo: Path, home: Path) -> Path:
+    locked = ClaudeSession("locked", repo).user("hello").say("hi").write(home)
+    (locked.parent / "garbled.jsonl").write_text("this is not json\n{nor this\n[1, 2]\n")
+    (locked.parent / "blob.jsonl").write_bytes(bytes(range(256)) * 8)
+    return locked
+
+
+def _harvested(repo: Path, home: Path) -> tuple[dict[str, str | None], dict[str, str]]:
+    proc = run_cli("sleep", "harvest", "--json", "--all", "--home", str(home), "--sources", "claude", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    rows = {(r := json.loads(line))["session"]: r["skipped_reason"] for line in proc.stdout.splitlines()}
+    warned = {line.split(".jsonl: ", 1)[0].rsplit("/", 1)[-1]: line.split(".jsonl: ", 1)[1]
+              for line in proc.stderr.splitlines() if line.startswith("warning: ") and ".jsonl: " in line}
+    return rows, warned
+
+
+def test_malformed_and_binary_session_files_are_skipped_saying_what_happened(tmp_path):
+    repo, home = _project(tmp_path, n=2)
+    _broken_files(repo, home)
+    rows, warned = _harvested(repo, home)
+    assert rows["garbled"] == "malformed" and rows["blob"] == "binary"  # were both other-project
+    assert rows["locked"] is None and rows["norm-0"] is None
+    assert warned["blob"] == "not a text file (binary data): not a claude transcript"
+    assert warned["garbled"].startswith("no record in the claude format (3 unparsable or unknown)")
+    assert "locked" not in warned
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file")
+def test_an_unreadable_session_file_says_permission_denied_and_is_read_once_it_can_be(tmp_path):
+    repo, home = _project(tmp_path, n=2)
+    locked = _broken_files(repo, home)
+    locked.chmod(0)
+    try:
+        rows, warned = _harvested(repo, home)
+    finally:
+        locked.chmod(0o644)
+    assert rows["locked"] == "unreadable"
+    assert warned["locked"] == "cannot read the file (PermissionError: Permission denied)"
+
+
+def test_an_unreadable_session_file_is_skipped_as_unreadable_and_not_recorded(tmp_path, monkeypatch):
+    from skillgit.sleep import HarvestState, harvest
+
+    repo, home = _project(tmp_path, n=2)
+    locked = _broken_files(repo, home)
+    real_open = Path.open
+
+    def denied(self, *args, **kwargs):  # what a chmod 000 file does to a reader that is not root
+        if self.name == locked.name:
+            raise PermissionError(13, "Permission denied")
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", denied)
+    first = harvest(["claude"], home, repo, [], HarvestState(), remote_lookup=None)
+    assert {s.session_id: s.skipped_reason for s in first.skipped} == {
+        "locked": "unreadable", "garbled": "malformed", "blob": "binary"}
+    assert {Path(w.path).name: w.message for w in first.warnings}["locked.jsonl"] == (
+        "cannot read the file (PermissionError: Permission denied)")
+    assert not any(key.endswith("locked.jsonl") for key in first.state.files)  # not recorded as seen
+    monkeypatch.setattr(Path, "open", real_open)
+    second = harvest(["claude"], home, repo, [], first.state, remote_lookup=None)
+    assert [s.session_id for s in second.sessions] == ["locked"] and second.skipped == ()
 
 
 # ---------------------------------------------------------------------------------------------- run → adopt

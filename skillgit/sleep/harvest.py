@@ -25,6 +25,11 @@ Contracts:
   unreadable); `consume_inbox(result)` trims them (readers/inbox.py) and is for the caller to run after it saved
   `result.state`, so a crash in between re-reads a line rather than losing a session. A line whose file failed to
   read, or whose source was not asked for, stays.
+- A file no session can be told from (no turn, no cwd, no remote) is looked at before it is called
+  `other-project` (`file_problem`): one that cannot be opened is `unreadable` (its state is not recorded, so it is
+  read once it can be, and it is reported at every harvest until then), one that is not text is `binary` (a
+  reader's own SQLite store excepted), and one with no record of the agent's format is `malformed`; its warning
+  says which, with the OS error for an unreadable one.
 - Never raises on what it reads: a reader failure, an unreadable file, more than `UNKNOWN_WARN_RATIO` unknown
   records, or a file of several records without a readable turn becomes a `HarvestWarning` with counts. A file
   whose reader failed keeps its previous state, so it is tried again next time.
@@ -285,6 +290,42 @@ def _format_warnings(source: str, where: str, sessions: list[Session]) -> list[H
     return warnings
 
 
+SNIFF_BYTES = 8192
+SQLITE_HEADER = b"SQLite format 3\x00"  # a reader's own store (Cursor, OpenCode): binary by design
+
+
+def _is_text(head: bytes) -> bool:
+    if b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 3 and len(head) == SNIFF_BYTES  # a character cut at the end of the sniff
+    return True
+
+
+def file_problem(source: str, path: Path, sessions: Sequence[Session]) -> tuple[str, str] | None:
+    """(skip reason, what happened) for a file whose sessions show nothing harvest can place, or None."""
+    if any(s.turns or s.cwd or s.git_remote for s in sessions):
+        return None
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+    except OSError as exc:
+        return "unreadable", f"cannot read the file ({type(exc).__name__}: {exc.strerror or 'I/O error'})"
+    if not head or head.startswith(SQLITE_HEADER):
+        return None
+    if not _is_text(head):
+        return "binary", f"not a text file (binary data): not a {source} transcript"
+    unknown = sum(sum(s.unknown_records.values()) for s in sessions)
+    known = sum(s.total_records for s in sessions) - sum(
+        n for s in sessions for k, n in s.unknown_records.items() if k != MALFORMED)
+    if unknown and known <= 0:
+        return "malformed", (f"no record in the {source} format ({unknown} unparsable or unknown): not a {source} "
+                             f"transcript, or the {source} format may have changed")
+    return None
+
+
 def inbox_source(path: Path) -> str:
     """Which reader reads a transcript the inbox lists (the SessionEnd hook is Claude Code's: its files by default)."""
     if path.name.startswith("rollout-") or ".codex" in path.parts or "archived_sessions" in path.parts:
@@ -332,6 +373,9 @@ class _Harvest:
             self.warnings.append(HarvestWarning(source, where, f"reader failed: {type(exc).__name__}: "
                                                 f"{self.scrub.text(str(exc))[:200]}", {MALFORMED: 1}))
             return False
+        problem = file_problem(source, path, sessions)
+        if problem is not None:
+            return self._problem(source, key, fingerprint, where, sessions, *problem)
         self.read_count += 1
         self.warnings.extend(_format_warnings(source, where, sessions))
         per_source = self.unknown.setdefault(source, Counter())
@@ -358,6 +402,26 @@ class _Harvest:
             self.kept.append(clean)
             self.first_new[clean.key] = old.turns if old is not None and old.turns <= mark.turns else 0
         self.files[key] = FileState(fingerprint, marks)
+        return True
+
+    def _problem(self, source: str, key: str, fingerprint: str, where: str, sessions: list[Session], reason: str,
+                 what: str) -> bool:
+        """A file that is unreadable, binary or malformed: its sessions skipped with `reason`, a warning with
+        `what`; an unreadable file's state is not recorded (False), so it is read once it can be."""
+        counts: Counter[str] = Counter()
+        for session in sessions:
+            counts.update(session.unknown_records)
+        self.warnings.append(HarvestWarning(source, where, what, dict(counts)))
+        self.unknown.setdefault(source, Counter()).update(counts)
+        previous = self.files.get(key)
+        for session in sessions:
+            if reason == "unreadable" or previous is None or session.session_id not in previous.sessions:
+                self.skipped.append(_bare(session, reason, self.scrub))
+        if reason == "unreadable":
+            return False
+        self.read_count += 1
+        self.files[key] = FileState(fingerprint, {
+            s.session_id: SessionMark(_digest(s), len(s.turns)) for s in sessions})
         return True
 
     def _forget_moved(self, old_key: str, session_id: str) -> None:

@@ -37,8 +37,10 @@ SkillKind = Literal["skill", "instructions"]
 SkillHow = Literal["tool", "command", "read", "injected"]
 SKILL_KINDS: tuple[str, ...] = ("skill", "instructions")
 SKILL_HOWS: tuple[str, ...] = ("tool", "command", "read", "injected")
-SkipReason = Literal["headless", "sidechain", "replay", "other-project", "empty"]
-SKIP_REASONS: tuple[str, ...] = ("other-project", "replay", "sidechain", "headless", "empty")
+# unreadable / binary / malformed: the file itself, not the session (harvest.file_problem says what happened)
+SkipReason = Literal["unreadable", "binary", "malformed", "headless", "sidechain", "replay", "other-project", "empty"]
+SKIP_REASONS: tuple[str, ...] = ("unreadable", "binary", "malformed", "other-project", "replay", "sidechain",
+                                 "headless", "empty")
 # How harvest recognises the agent sessions skillgit starts itself (agent students, sleep replays), so it never
 # learns from them: their workspace folder (agentic.workspace puts every one under <tmp>/skillgit-ws-<hash>/), a
 # prompt that carries REPLAY_MARKER (for replays driven by hand), and — for the agents' own hooks, since

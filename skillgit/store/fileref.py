@@ -5,7 +5,8 @@ Contract: a `FileRef` is a chain of commits (each the parent of the next). `file
 files with a fixed number of git calls; `save(files, message, expected)` commits `files` — over the current tree's
 files (`keep=True`) or as the whole tree — and moves the ref with compare-and-swap on `expected` (the head the
 caller read, None for "must not exist yet"): when another process saved meanwhile nothing changes and `FileRefMoved`
-(a GitStateError) says so. Nothing else writes these refs.
+(a GitStateError) says so. Nothing else writes these refs. A user without a git identity still saves
+(the commit is by skillgit: `GitRepo.commit_tree(own=True)`).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class FileRef:
             entries[path] = self.repo.write_blob(text.encode("utf-8"))
         tree = self.repo.build_tree(entries)
         body = N.format_message(message, "", dict(trailers)) if trailers else message.rstrip("\n") + "\n"
-        commit = self.repo.commit_tree(tree, [old] if old else [], body)
+        commit = self.repo.commit_tree(tree, [old] if old else [], body, own=True)
         try:
             self.repo.transaction([RefUpdate("update", self.ref, commit, old)],
                                   reflog or f"skillgit: {N.one_line(message.splitlines()[0] if message else '')}")

@@ -34,6 +34,9 @@ from skillgit.errors import GitStateError
 from skillgit.recent import Recent
 from skillgit.store import refs as R
 
+# who commits to skillgit's own refs when git knows no identity for the user (see `commit_tree(own=True)`)
+SKILLGIT_IDENTITY = {"GIT_AUTHOR_NAME": "skillgit", "GIT_AUTHOR_EMAIL": "skillgit@localhost",
+                     "GIT_COMMITTER_NAME": "skillgit", "GIT_COMMITTER_EMAIL": "skillgit@localhost"}
 IDENTITY_HINT = 'tell git who you are: git config user.name "Your Name" && git config user.email you@example.com'
 
 
@@ -554,11 +557,18 @@ class GitRepo:
         here += [TreeEntry("040000", "tree", self.build_tree(sub), name) for name, sub in folders.items()]
         return self.mktree(here)
 
-    def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
+    def commit_tree(self, tree: str, parents: Sequence[str], message: str, *, own: bool = False) -> str:
+        """A commit of `tree` on `parents`, by the user's git identity. `own=True` is for skillgit's own refs
+        (run and sleep state): when git has no identity for the user, the commit is by `SKILLGIT_IDENTITY`."""
         args = ["commit-tree", _operand(tree, "tree")]  # (commit-tree takes no --end-of-options)
         for parent in parents:
             args += ["-p", _operand(parent)]
-        return self._run(*args, "-F", "-", input=message)
+        try:
+            return self._run(*args, "-F", "-", input=message)
+        except GitError as exc:
+            if not own or exc.hint != IDENTITY_HINT:
+                raise
+        return self._run(*args, "-F", "-", input=message, env=dict(SKILLGIT_IDENTITY))
 
     def make_tag(self, obj: str, name: str, message: str) -> str:
         """An annotated tag object on commit `obj` (no ref is created)."""
