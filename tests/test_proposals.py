@@ -136,6 +136,17 @@ def test_a_step_with_three_proposals_keeps_one_and_rejects_the_others(tmp_path):
 
 
 @pytest.mark.slow
+def _runs(folder) -> dict[str, str]:
+    """Each run ref's progress (status, digest, branch, next step): what `open_run` chose from, for a failure
+    message (a resume that started a second run was seen once and never reproduced)."""
+    refs = git(folder, "for-each-ref", "--format=%(refname)", "refs/skillgit/runs").split()
+    out = {}
+    for ref in refs:
+        progress = json.loads(git(folder, "show", f"{ref}:progress.json"))
+        out[ref] = " ".join(f"{k}={progress.get(k)}" for k in ("status", "config_digest", "branch", "next_step"))
+    return out
+
+
 def test_a_kill_between_the_decisions_of_a_step_resumes_to_the_same_history(tmp_path):
     args = [*P3, "--set", "train.max_steps=1", "--set", "evaluation.use_gate=false"]
     reference = tmp_path / "reference"
@@ -155,7 +166,8 @@ def test_a_kill_between_the_decisions_of_a_step_resumes_to_the_same_history(tmp_
         killed += 1
         again = run_cli("train", *args, cwd=folder)
         assert again.returncode == 0, (fault, again.stderr)
-        assert [(e["step"], e["verdict"], e["score"]) for e in _log(folder)] == expected, fault
+        assert [(e["step"], e["verdict"], e["score"]) for e in _log(folder)] == expected, (fault, _runs(folder),
+                                                                                           first.stderr[-2000:])
         assert (folder / "SKILL.md").read_text() == skill, fault
         assert git(folder, "for-each-ref", "refs/heads/candidates") == "", fault
         status = json.loads(run_cli_inproc("status", "--json", cwd=folder).stdout)
