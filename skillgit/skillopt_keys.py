@@ -71,8 +71,9 @@ REFUSED = {  # SkillOpt key → why skillgit has no equivalent (when the value i
     "evaluation.sel_env_num": "skillgit gates on the whole val split; size it with env.split_ratio",
     "evaluation.test_env_num": "skillgit scores the whole test split; size it with env.split_ratio",
     "evaluation.use_semantic_density": "skillgit has no semantic-density gate term",
-    "env.name": "skillgit has no built-in SkillOpt environments: env.tasks names your task file "
-                "(JSONL with id, input, expected) and env.scorer how answers are scored",
+    "env.name": "SkillOpt's environment packages are not carried over: skillgit's own adapters (`skillgit env "
+                "list`: searchqa, math, textgame, docvqa) read the benchmark's published files — set env.name and "
+                "env.tasks yourself, or point env.tasks at JSONL tasks (id, input, expected) scored by env.scorer",
     "env.split_output_dir": "skillgit records each run's split in git; there is no split output folder",
     "env.out_root": "skillgit keeps runs in the repository (commits, notes, .skillgit/); no output root",
     "env.limit": "skillgit uses every task of the split; trim the task file instead",
