@@ -54,13 +54,27 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                                                     "(its path, tasks and branch)."),
           activation: bool = typer.Option(False, "--activation", help="With --skill: train its description "
                                                                       "against its trigger cases (the activation "
-                                                                      "track) instead of its body.")) -> None:
+                                                                      "track) instead of its body."),
+          all_: bool = typer.Option(False, "--all", help="Train every skill of the `skills:` library in one run under "
+                                                         "one budget, round-robin (one step per turn), each gated "
+                                                         "on its own; `train --all` again continues it.")) -> None:
     """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
     from skillgit.session import build_trainer, open_session
 
     overrides = _overrides(set_, cfg_options) + (["env.keep_workspaces=true"] if keep_workspaces else [])
     if activation and not skill:
         raise SkillgitError("--activation needs --skill NAME", "name the library skill whose description to train")
+    if all_:
+        if skill or branch or dry_run:
+            raise SkillgitError("--all trains every library skill; it excludes --skill, --branch and --dry-run",
+                                "drop them, or train one skill with --skill NAME")
+        from skillgit.cli.library import train_all
+
+        repeat = [w for s in set_ or [] for w in ("--set", s)] + [w for s in cfg_options or [] for w in
+                                                                   ("--cfg-options", s)]
+        repeat += (["-C", str(repo)] if repo is not None else []) + (["-c", str(config)] if config else [])
+        train_all(repo, config, overrides, run=run, resume=resume, as_json=as_json, events=events, again=repeat)
+        return
     if skill:
         from skillgit.library import config as lib_config
 

@@ -1,0 +1,123 @@
+"""CLI for skill libraries: `train --all` (called from `train`), and `tasks suggest`."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from skillgit import console
+from skillgit.errors import ExitCode, Interrupted, SkillgitError
+from skillgit.textsafe import shown
+
+
+def train_all(repo: Optional[Path], config: Optional[Path], overrides: list[str], *, run: Optional[str],
+              resume: bool, as_json: bool, events: bool, again: list[str]) -> None:
+    """`skillgit train --all` (see `library.all`). `again`: the command line's options to repeat in a resume hint."""
+    from skillgit.library import all as lib_all
+    from skillgit.project import open_project
+    from skillgit.session import build_trainer, open_session
+
+    base = open_project(repo, config, overrides)
+    git_dir = _git_dir(base)
+    run_id = run or (lib_all.newest_unfinished(git_dir) if resume else None) or lib_all.new_run_id()
+    from skillgit.store.refs import validate_run
+
+    validate_run(run_id)
+    lib = lib_all.plan(base.root, base.config, overrides, run_id,
+                       lambda extra: open_project(repo, config, extra))
+    hint = shlex.join(["skillgit", "train", "--all", "--run", run_id, *again])
+    for name, why in lib.skipped.items():
+        console.info(f"{name}: not trained: {why}")
+
+    def one_turn(skill: str, extra: list[str], skill_run: str) -> tuple[Any, Any]:
+        from skillgit.library import config as lib_config
+
+        entry = lib_config.entry(base.config, skill)
+        project = open_project(repo, config, lib_config.overrides(entry) + overrides + extra)
+        session = open_session(project)
+        if events:
+            trainer = build_trainer(session, run_id=skill_run, resume=True, on_event=_json_event(skill))
+            return trainer.train(), trainer.progress
+        from skillgit.cli.progress import RunDisplay
+
+        display = RunDisplay(console.err)
+        trainer = build_trainer(session, run_id=skill_run, resume=True, on_event=display.handle)
+        with display:
+            result = trainer.train()
+        return result, trainer.progress
+
+    def on_turn(state: Any) -> None:
+        line = {"event": "library_turn", "run": run_id, "skill": state.name, "step": state.turn,
+                "total_steps": state.total}
+        if events:
+            sys.stderr.write(json.dumps(line) + "\n")
+            sys.stderr.flush()
+        else:
+            console.info(f"{state.name}: step {state.turn}/{state.total} (run {state.run})")
+
+    try:
+        lib = lib_all.run_all(lib, base.config.budget, lib_all.Turn(one_turn, on_turn), git_dir)
+    except (Interrupted, KeyboardInterrupt) as exc:
+        if isinstance(exc, Interrupted):
+            exc.hint = f"resume the library run with: {hint}"
+            raise
+        raise Interrupted("interrupted", f"resume the library run with: {hint}") from None
+    if as_json:
+        console.print_json(lib.to_dict())
+    else:
+        console.out.print(_table(lib, base.config.evaluation.gate_metric))
+        console.out.print(f"library run {lib.run}: {lib.status} ({shown(lib.reason)}); round-robin over "
+                          f"{len(lib.skills)} skill(s)", markup=False, highlight=False)
+    if lib.status == "stopped":
+        console.info(f"continue it with: {hint}")
+        raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _git_dir(project: Any) -> Path:
+    """The repository's git dir, through the library's first skill (skill.path may name no file in a library)."""
+    from skillgit.library import config as lib_config
+    from skillgit.store import Store
+
+    found = list(lib_config.entries(project.config).values())
+    if not found:
+        raise SkillgitError("--all: skillgit.yaml has no `skills:` section",
+                            "list the library's skills under `skills:` (name → path, tasks, triggers)",
+                            ExitCode.USAGE)
+    first = found[0]
+    path = first.path if first.path.endswith("SKILL.md") else f"{first.path.rstrip('/')}/SKILL.md"
+    return Store.open(project.root, path, first.branch or project.config.skill.branch).git_dir
+
+
+def _json_event(skill: str) -> Any:
+    def sink(event: Any) -> None:
+        sys.stderr.write(json.dumps({**event.to_dict(), "skill": skill}, default=str) + "\n")
+        sys.stderr.flush()
+    return sink
+
+
+def _table(lib: Any, metric: str) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"library run {lib.run} (round-robin, one budget)", title_justify="left")
+    for col in ("skill", "run", "steps", "accepted", "rejected", f"val {metric}", "calls", "status"):
+        table.add_column(col, justify="right" if col in ("steps", "accepted", "rejected", "calls") else "left")
+
+    def val(scores: dict, key: str) -> str:
+        v = (scores.get(key) or {}).get("val")
+        return "-" if v is None else f"{v:.3f}"
+
+    for s in lib.skills.values():
+        table.add_row(s.name, s.run, f"{s.done}/{s.total}", str(s.accepted), str(s.rejected),
+                      f"{val(s.scores, 'seed')} → {val(s.scores, 'final')}", str(s.usage.calls), s.status)
+    for name in lib.skipped:
+        table.add_row(name, "-", "-", "-", "-", "-", "-", "skipped")
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    pass
