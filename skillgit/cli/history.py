@@ -19,6 +19,7 @@ from skillgit.textsafe import shown
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
 CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
 JSON = typer.Option(False, "--json", help="Print JSON on stdout.")
+SKILL = typer.Option(None, "--skill", help="A skill library (`skills:`): only this skill's runs.")
 
 
 def _store(repo: Optional[Path], config: Optional[Path]):
@@ -110,15 +111,25 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
 # ---------------------------------------------------------------------------------------------- log
 def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."), as_json: bool = JSON,
         limit: Optional[int] = typer.Option(None, "-n", "--max-count", help="Only the newest N entries."),
-        repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
-    """The training history: seeds, accepted, rejected and reverted steps, oldest first."""
+        repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, skill: Optional[str] = SKILL) -> None:
+    """The training history: seeds, accepted, rejected and reverted steps, oldest first (with a skill library: a
+    skill column)."""
+    from skillgit.library import views
+    from skillgit.project import open_project
     from skillgit.store import read
 
-    entries = read.history(_store(repo, config), run, edits=as_json)  # (the table does not show edits)
+    project = open_project(repo, config)
+    store = views.store_for(project)
+    entries = read.history(store, run, edits=as_json)  # (the table does not show edits)
+    skills = views.run_skills(store, (e.run for e in entries), project.config) if project.config.skills else {}
+    if skill:
+        views.lib_config.entry(project.config, skill)  # a name of the library (the error lists them)
+        entries = [e for e in entries if skills.get(e.run) == skill]
     if limit is not None:
         entries = entries[-limit:] if limit > 0 else []
     if as_json:
-        console.print_json([e.to_dict() for e in entries])
+        console.print_json([{**e.to_dict(), "skill": skills.get(e.run)} if skills else e.to_dict()
+                            for e in entries])
         return
     if not entries:
         _say("no training steps yet (run `skillgit train`)")
@@ -130,6 +141,11 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
             summary += " (corrupt note)"
         rows.append([e.label, e.verdict + (" (archived)" if e.archived else ""), _num(e.score),
                      _num(e.delta, True) if e.verdict != "seed" else "", e.sha[:10], summary])
+        if skills:
+            rows[-1].insert(0, skills.get(e.run, "-"))
+    if skills:
+        _table(["skill", "step", "verdict", "val", "Δ", "commit", "summary"], rows, right=(3, 4))
+        return
     _table(["step", "verdict", "val", "Δ", "commit", "summary"], rows, right=(2, 3))
 
 
@@ -155,20 +171,28 @@ def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N),
          full: bool = typer.Option(False, "--full", help="Every note record (reflections, merges, ranking, apply "
                                                          "report, per-item scores) instead of the summary.")) -> None:
     """One step: verdict, val before → after, flipped items, edits with their rationale, diff, cost (--full: every
-    note record)."""
+    note record). With a skill library: which skill, and that skill's file's diff."""
+    from skillgit.library import views
+    from skillgit.project import open_project
     from skillgit.store import read
 
-    store = _store(repo, config)
+    project = open_project(repo, config)
+    store = views.store_for(project)
     detail = read.show(store, rev)
+    skill = views.step_skill(store, detail, project.config)
+    if skill is not None:  # the step's own skill file: its diff, its scores
+        store = views.store_for(views.project_for(repo, config, skill))
+        detail = read.show(store, rev)
     if as_json:
-        console.print_json(detail.to_dict())
+        console.print_json({**detail.to_dict(), "skill": skill} if project.config.skills else detail.to_dict())
         return
+    head = f"skill: {skill}\n" if skill is not None else ""
     if not full:
         from skillgit.review.show import summary
 
-        _page(shown(summary(store, detail, rev)))
+        _page(shown(head + summary(store, detail, rev)))
         return
-    out = [f"commit {detail.sha}\n\n", *(f"    {line}\n" for line in detail.message.strip("\n").splitlines()),
+    out = [head, f"commit {detail.sha}\n\n", *(f"    {line}\n" for line in detail.message.strip("\n").splitlines()),
            detail.diff or "(no change to the skill)\n"]
     if detail.notes or detail.corrupt_lines:
         out.append("\nnotes:\n")

@@ -121,3 +121,100 @@ def _table(lib: Any, metric: str) -> Any:
 
 def register(app: typer.Typer) -> None:
     pass
+
+
+def library_status(store: Any, cfg: Any, as_json: bool, status_info: Any) -> None:
+    """`skillgit status` in a library project: each skill's newest run, one row per skill (`--skill NAME` for one
+    run's full status); `status_info`: `status --json`'s record of one run."""
+    from skillgit.library import views
+    from skillgit.store import read
+
+    skills = views.library(cfg)
+    newest: dict[str, str] = {}
+    by_run = views.run_skills(store, store.list_runs(), cfg)  # newest first
+    for run_id, name in by_run.items():
+        newest.setdefault(name, run_id)
+    info: dict[str, Any] = {}
+    for name in skills:
+        if name in newest:
+            progress = read.run_progress(store, newest[name])
+            vals = [e.score for e in store.history(progress.run) if e.verdict in ("seed", "accepted")]
+            info[name] = status_info(progress, vals)
+        else:
+            info[name] = None
+    if as_json:
+        console.print_json({"skills": info})
+        return
+    from rich.table import Table
+
+    table = Table(title="skills (skillgit status --skill NAME for one run in full)", title_justify="left")
+    for col in ("skill", "run", "status", "step", "✓", "✗", "val", "seed val", "calls"):
+        table.add_column(col, justify="right" if col in ("step", "✓", "✗", "val", "seed val", "calls") else "left")
+    for name, i in info.items():
+        if i is None:
+            table.add_row(name, "-", "no run yet", "-", "-", "-", "-", "-", "-")
+            continue
+        val = "-" if i["val"] is None else f"{i['val']:.4f}"
+        seed = "-" if i["seed_val"] is None else f"{i['seed_val']:.4f}"
+        table.add_row(name, shown(i["run"]), shown(str(i["status"])), f"{i['step']}/{i['total_steps']}",
+                      str(i["accepted"]), str(i["rejected"]), val, seed, str(i["calls"]))
+    console.out.print(table)
+
+
+def review_target(repo: Optional[Path], config: Optional[Path], run: Optional[str], skill: Optional[str]
+                  ) -> tuple[Any, Any, Optional[str], Optional[str]]:
+    """(project, store, run, skill) for `report` / `pr`: with a library, the run's own skill (its file, its
+    tasks); `--skill NAME` without a run: that skill's newest run."""
+    from skillgit.library import views
+
+    project = views.project_for(repo, config, skill)
+    store = views.store_for(project)
+    if not project.config.skills:
+        return project, store, run, None
+    if skill and not run:
+        run = views.newest_run(store, project.config, skill)
+        if run is None:
+            raise SkillgitError(f"skill {skill!r} has no training run yet",
+                                f"start one: skillgit train --skill {skill}")
+    if not skill:
+        runs = store.list_runs()
+        skill = views.run_skill(store, run or (runs[0] if runs else ""), project.config)
+        if skill is not None:
+            project = views.project_for(repo, config, skill)
+            store = views.store_for(project)
+    return project, store, run, skill
+
+
+def check_library(repo: Optional[Path], config: Optional[Path], sets: list[str], *, base: Optional[str],
+                  with_test: bool, as_json: bool) -> int:
+    """`skillgit check` in a library project: each skill with its own `tasks` is checked against its own val split
+    (its file at HEAD vs the base); the result is grouped by skill, and the exit code is the worst (1 regression,
+    else 2 cannot judge, else 0)."""
+    from skillgit.cli.progress import RunDisplay
+    from skillgit.library import views
+    from skillgit.review.check import render_markdown, run_check
+    from skillgit.session import open_session
+
+    project = views.project_for(repo, config, None, sets)
+    results: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    for name, entry in views.library(project.config).items():
+        if not entry.tasks:
+            skipped[name] = "no `tasks` of its own: not checked"
+            continue
+        session = open_session(views.project_for(repo, config, name, sets), roles=("student",))
+        display = RunDisplay(console.err)
+        with display:
+            results[name] = run_check(session, base=base, with_test=with_test, progress=display.progress_callback)
+    codes = [r.exit_code for r in results.values()]
+    code = 1 if 1 in codes else 2 if 2 in codes else 0
+    if as_json:
+        console.print_json({"skills": {k: v.to_dict() for k, v in results.items()}, "skipped": skipped,
+                            "exit_code": code})
+    else:
+        parts = [f"## skill: {name}\n\n{render_markdown(r)}" for name, r in results.items()]
+        parts += [f"## skill: {name}\n\n{why}\n" for name, why in skipped.items()]
+        typer.echo(shown("\n".join(parts)), nl=False)
+    for name, r in results.items():
+        console.info(f"check {name}: {r.verdict} (exit {r.exit_code})")
+    return code

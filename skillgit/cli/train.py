@@ -292,12 +292,26 @@ def config_show(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, se
 
 def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
            run: Optional[str] = typer.Option(None, "--run", help="Which run (default: the newest)."),
-           as_json: bool = typer.Option(False, "--json")) -> None:
+           as_json: bool = typer.Option(False, "--json"),
+           skill: Optional[str] = typer.Option(None, "--skill", help="A skill library (`skills:`): this skill's "
+                                                                    "newest run (without --skill and --run: one "
+                                                                    "row per skill).")) -> None:
     """Show the current (or newest) run: step, scores, errors and retries, spend by stage and role, ETA."""
-    from skillgit.store import Store, read
+    from skillgit.library import views
+    from skillgit.store import read
 
-    project = _project(repo, config, [])
-    store = Store.open(project.root, project.config.skill.path, project.config.skill.branch)
+    project = views.project_for(repo, config, skill)
+    store = views.store_for(project)
+    if project.config.skills and not skill and not run:
+        from skillgit.cli.library import library_status
+
+        library_status(store, project.config, as_json, status_info)
+        return
+    if skill and not run:
+        run = views.newest_run(store, project.config, skill)
+        if run is None:
+            raise SkillgitError(f"skill {skill!r} has no training run yet",
+                                f"start one: skillgit train --skill {skill}")
     progress = read.run_progress(store, run)
     vals = [e.score for e in store.history(progress.run) if e.verdict in ("seed", "accepted")]
     info = status_info(progress, vals)
