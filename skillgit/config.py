@@ -290,7 +290,7 @@ class Config:
     sleep: dict[str, Any] = field(default_factory=dict)
     # A skill library: skill name → {path, tasks, triggers, branch}, validated by skillgit.library.config
     # (`skillgit train --skill NAME`); kept here so every command accepts a skillgit.yaml that has one
-    skills: dict[str, Any] = field(default_factory=dict)
+    skills: Any = field(default_factory=dict)  # a mapping (name → spec) or a list of paths / globs
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

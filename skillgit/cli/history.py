@@ -123,7 +123,7 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
     entries = read.history(store, run, edits=as_json)  # (the table does not show edits)
     skills = views.run_skills(store, (e.run for e in entries), project.config) if project.config.skills else {}
     if skill:
-        views.lib_config.entry(project.config, skill)  # a name of the library (the error lists them)
+        views.lib_config.entry(project.config, skill, project.root)  # a name of the library (the error lists them)
         entries = [e for e in entries if skills.get(e.run) == skill]
     if limit is not None:
         entries = entries[-limit:] if limit > 0 else []

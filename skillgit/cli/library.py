@@ -37,7 +37,7 @@ def train_all(repo: Optional[Path], config: Optional[Path], overrides: list[str]
     def one_turn(skill: str, extra: list[str], skill_run: str) -> tuple[Any, Any]:
         from skillgit.library import config as lib_config
 
-        entry = lib_config.entry(base.config, skill)
+        entry = lib_config.entry(base.config, skill, base.root)
         project = open_project(repo, config, lib_config.overrides(entry) + overrides + extra)
         session = open_session(project)
         if events:
@@ -83,7 +83,7 @@ def _git_dir(project: Any) -> Path:
     from skillgit.library import config as lib_config
     from skillgit.store import Store
 
-    found = list(lib_config.entries(project.config).values())
+    found = list(lib_config.entries(project.config, project.root).values())
     if not found:
         raise SkillgitError("--all: skillgit.yaml has no `skills:` section",
                             "list the library's skills under `skills:` (name → path, tasks, triggers)",
@@ -129,7 +129,7 @@ def library_status(store: Any, cfg: Any, as_json: bool, status_info: Any) -> Non
     from skillgit.library import views
     from skillgit.store import read
 
-    skills = views.library(cfg)
+    skills = views.library(cfg, store.repo.root)
     newest: dict[str, str] = {}
     by_run = views.run_skills(store, store.list_runs(), cfg)  # newest first
     for run_id, name in by_run.items():
@@ -198,7 +198,7 @@ def check_library(repo: Optional[Path], config: Optional[Path], sets: list[str],
     project = views.project_for(repo, config, None, sets)
     results: dict[str, Any] = {}
     skipped: dict[str, str] = {}
-    for name, entry in views.library(project.config).items():
+    for name, entry in views.library(project.config, project.root).items():
         if not entry.tasks:
             skipped[name] = "no `tasks` of its own: not checked"
             continue

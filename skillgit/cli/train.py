@@ -82,7 +82,7 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         if activation:
             _train_activation(base, skill)
             return
-        overrides = lib_config.overrides(lib_config.entry(base.config, skill)) + overrides
+        overrides = lib_config.overrides(lib_config.entry(base.config, skill, base.root)) + overrides
     review = None
     if branch:  # a review branch: the run's skill branch becomes it (skillgit pr proposes it back)
         from skillgit.review import branch as review_branch

@@ -193,7 +193,7 @@ def plan(root: Path, cfg: Any, overrides: list[str], run: str, open_project: Cal
     from skillgit.loop.resume import progress_of
     from skillgit.session import open_session
 
-    found = lib_config.entries(cfg)
+    found = lib_config.entries(cfg, root)
     if not found:
         raise ConfigError("--all: skillgit.yaml has no `skills:` section",
                           "list the library's skills under `skills:` (name → path, tasks, triggers)")

@@ -2,7 +2,7 @@
 `check` group by skill when `skills:` is configured.
 
 Contract:
-- `library(cfg)`: the configured skills (name → `SkillEntry`), empty for a single-skill project — every view
+- `library(cfg, root)`: the configured skills (name → `SkillEntry`), empty for a single-skill project — every view
   then stays exactly as it was.
 - `run_skill(store, run, cfg)`: the skill a run trained — read from the run's own record (its saved
   `config.yaml`'s `skill.path`, matched against the library's paths); for the activation track, whose steps have no
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from skillgit.store import Store
 
 
-def library(cfg: Config) -> dict[str, lib_config.SkillEntry]:
-    return lib_config.entries(cfg) if cfg.skills else {}
+def library(cfg: Config, root: Path) -> dict[str, lib_config.SkillEntry]:
+    return lib_config.entries(cfg, root) if cfg.skills else {}
 
 
 def skill_file(path: str) -> str:
@@ -40,19 +40,19 @@ def skill_file(path: str) -> str:
     return path if path.endswith(".md") else f"{path}/SKILL.md"
 
 
-def _by_path(cfg: Config) -> dict[str, str]:
+def _by_path(cfg: Config, root: Path) -> dict[str, str]:
     out: dict[str, str] = {}
-    for name, e in library(cfg).items():
+    for name, e in library(cfg, root).items():
         out[e.path.rstrip("/")] = name
         out[skill_file(e.path)] = name
     return out
 
 
 def run_skill(store: Store, run: str, cfg: Config, _paths: dict[str, str] | None = None) -> str | None:
-    names = library(cfg)
+    names = library(cfg, store.repo.root)
     if not names or not run:
         return None
-    paths = _paths if _paths is not None else _by_path(cfg)
+    paths = _paths if _paths is not None else _by_path(cfg, store.repo.root)
     head, dot, tail = run.rpartition(".")
     if dot and tail in names:
         return tail
@@ -71,7 +71,7 @@ def run_skill(store: Store, run: str, cfg: Config, _paths: dict[str, str] | None
 
 def run_skills(store: Store, runs: Iterable[str], cfg: Config) -> dict[str, str]:
     """run → skill for the runs that belong to a library skill (each run's record read once)."""
-    paths = _by_path(cfg)
+    paths = _by_path(cfg, store.repo.root)
     out: dict[str, str] = {}
     for run in dict.fromkeys(runs):
         skill = run_skill(store, run, cfg, paths)
@@ -82,7 +82,7 @@ def run_skills(store: Store, runs: Iterable[str], cfg: Config) -> dict[str, str]
 
 def skill_of_commit(store: Store, sha: str, cfg: Config) -> str | None:
     """The library skill whose file `sha` changed against its first parent (None: none, or not a library)."""
-    paths = _by_path(cfg)
+    paths = _by_path(cfg, store.repo.root)
     if not paths:
         return None
     parents = store.repo.parents(sha)
@@ -98,7 +98,7 @@ def skill_of_commit(store: Store, sha: str, cfg: Config) -> str | None:
 
 def newest_run(store: Store, cfg: Config, skill: str) -> str | None:
     """The newest run (by its last save) that trained `skill`."""
-    paths = _by_path(cfg)
+    paths = _by_path(cfg, store.repo.root)
     return next((r for r in store.list_runs() if run_skill(store, r, cfg, paths) == skill), None)
 
 
@@ -109,7 +109,8 @@ def project_for(repo: Optional[Path], config: Optional[Path], skill: Optional[st
     if not skill:
         return open_project(repo, config, list(extra or []))
     base = open_project(repo, config, list(extra or []))
-    return open_project(repo, config, lib_config.overrides(lib_config.entry(base.config, skill)) + list(extra or []))
+    entry = lib_config.entry(base.config, skill, base.root)
+    return open_project(repo, config, lib_config.overrides(entry) + list(extra or []))
 
 
 def store_for(project: Any) -> Store:
@@ -119,7 +120,7 @@ def store_for(project: Any) -> Store:
     try:
         return Store.open(project.root, cfg.skill.path, cfg.skill.branch)
     except SkillgitError:
-        found = list(library(cfg).values())
+        found = list(library(cfg, project.root).values())
         if not found:
             raise
         first = found[0]
