@@ -23,14 +23,15 @@ from skillgit import __version__
 from skillgit.cli import coerce, usage
 from skillgit.errors import ExitCode, Interrupted, SkillgitError, clear_stop, request_stop, stop_requested
 
-MODULES = ("history", "train", "doctor", "review", "sleep", "integrations", "ui", "envs")
+MODULES = ("history", "train", "doctor", "review", "sleep", "integrations", "ui", "envs", "library")
 # The module that registers each top-level command. Only a shortcut for `main()`: a command missing here (or moved
 # to another module) still runs, through the app with every command.
 COMMANDS = {**dict.fromkeys(("init", "log", "show", "diff", "rejected", "revert", "export", "push", "pull", "gc"),
                             "history"),
             **dict.fromkeys(("train", "eval", "status", "demo", "config"), "train"), "doctor": "doctor",
             **dict.fromkeys(("report", "pr", "check"), "review"), "sleep": "sleep",
-            **dict.fromkeys(("mcp", "install", "uninstall"), "integrations"), "ui": "ui", "env": "envs"}
+            **dict.fromkeys(("mcp", "install", "uninstall"), "integrations"), "ui": "ui", "env": "envs",
+            "tasks": "library"}
 
 coerce.install()
 usage.install()

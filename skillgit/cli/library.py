@@ -119,8 +119,89 @@ def _table(lib: Any, metric: str) -> Any:
     return table
 
 
+def suggest(skill: str = typer.Option(..., "--skill", help="The library skill to draft for (`skills:`)."),
+            out: Path = typer.Option(Path("tasks/suggested"), "--out",
+                                     help="Folder (in the repository) for the draft files; files are never "
+                                          "overwritten."),
+            count: int = typer.Option(6, "--count", min=1, max=50, help="At most this many of each kind."),
+            as_json: bool = typer.Option(False, "--json", help="Print the drafts as JSON on stdout."),
+            repo: Optional[Path] = typer.Option(None, "--repo", "-C", help="The repository."),
+            config: Optional[Path] = typer.Option(None, "--config", "-c", help="Config file.")) -> None:
+    """Draft trigger cases (should fire / near-miss decoys from the other skills) and body tasks for a skill, as
+    files for a person to review: nothing trains on them before `skillgit tasks approve FILE`."""
+    from skillgit.library import suggest as S
+    from skillgit.library import views
+    from skillgit.library.config import _relative
+    from skillgit.library.views import skill_file
+    from skillgit.project import open_project
+
+    project = open_project(repo, config)
+    found = views.library(project.config, project.root)
+    entry = views.lib_config.entry(project.config, skill, project.root)
+    text = (project.root / skill_file(entry.path)).read_text(encoding="utf-8")
+    others = {}
+    for name, e in found.items():
+        if name != skill:
+            try:
+                others[name] = (project.root / skill_file(e.path)).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue  # an unreadable skill offers no decoys
+    folder = project.root / _relative(str(out), "--out") if not out.is_absolute() else out
+    try:
+        folder.resolve().relative_to(project.root.resolve())
+    except ValueError:
+        raise SkillgitError(f"--out {out} is outside the repository", "give a folder inside it") from None
+    drafter: Any
+    if project.config.model.teacher_backend == "simulated":
+        drafter = S.SimulatedSuggester()
+    else:
+        from skillgit.llm import factory
+
+        drafter = S.LLMSuggester(factory.build_teacher(project.config, project.root))
+    drafts = drafter.draft(skill, text, others, count)
+    triggers, tasks = S.trigger_rows(skill, drafts), S.task_rows(skill, drafts)
+    paths = {"triggers": folder / f"{skill}.triggers.jsonl", "tasks": folder / f"{skill}.tasks.jsonl"}
+    for key in paths:
+        if paths[key].exists():
+            raise SkillgitError(f"{paths[key]} exists; drafts never overwrite a file",
+                                "review and move (or delete) it first, or pass --out another folder")
+    written = {}
+    for key, rows in (("triggers", triggers), ("tasks", tasks)):
+        if rows:
+            S.write_new(paths[key], rows)
+            written[key] = paths[key].relative_to(project.root).as_posix()
+    if as_json:
+        console.print_json({"skill": skill, "author": drafts.author, "files": written, "reviewed": False,
+                            "triggers": triggers, "tasks": tasks})
+    else:
+        for path in written.values():
+            typer.echo(path)
+    fire = sum(1 for r in triggers if r["should_trigger"])
+    console.info(f"DRAFTS by the {drafts.author}, NOT reviewed: {fire} should-fire and {len(triggers) - fire} "
+                 f"should-not-fire trigger case(s), {len(tasks)} body task(s) (no expected answers: add them, or "
+                 "keep each rubric for a judge)")
+    console.info(f"read and fix each, then `skillgit tasks approve FILE`, and point skills.{skill}.triggers / "
+                 f".tasks at them; training refuses them until then")
+
+
+def approve(file: Path = typer.Argument(..., help="A draft file you have read (from `skillgit tasks suggest`).")
+            ) -> None:
+    """Mark every draft row of FILE as reviewed, after you have read and fixed it (training refuses unreviewed
+    drafts)."""
+    from skillgit.library import suggest as S
+
+    if not file.is_file():
+        raise SkillgitError(f"no such file: {file}", "give the path `skillgit tasks suggest` printed")
+    count = S.approve(file)
+    console.info(f"{file}: {count} draft row(s) marked reviewed" if count else f"{file}: no unreviewed draft row")
+
+
 def register(app: typer.Typer) -> None:
-    pass
+    tasks_app = typer.Typer(help="Task sets: draft trigger cases and body tasks for a library skill, for review.",
+                            no_args_is_help=True)
+    tasks_app.command("suggest")(suggest)
+    tasks_app.command("approve")(approve)
+    app.add_typer(tasks_app, name="tasks")
 
 
 def library_status(store: Any, cfg: Any, as_json: bool, status_info: Any) -> None:
