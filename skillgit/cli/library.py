@@ -16,11 +16,20 @@ from skillgit.textsafe import shown
 
 
 def train_all(repo: Optional[Path], config: Optional[Path], overrides: list[str], *, run: Optional[str],
-              resume: bool, as_json: bool, events: bool, again: list[str]) -> None:
-    """`skillgit train --all` (see `library.all`). `again`: the command line's options to repeat in a resume hint."""
+              resume: bool, as_json: bool, events: bool, again: tuple[Any, Any], excluded: tuple[Any, ...]) -> None:
+    """`skillgit train --all` (see `library.all`). `again`: the `--set` and `--cfg-options` values to repeat in a
+    resume hint; `excluded`: --skill, --branch, --dry-run (refused with --all)."""
     from skillgit.library import all as lib_all
     from skillgit.project import open_project
     from skillgit.session import build_trainer, open_session
+
+    if any(excluded):
+        raise SkillgitError("--all trains every library skill; it excludes --skill, --branch and --dry-run",
+                            "drop them, or train one skill with --skill NAME")
+    sets, cfg_options = again
+    repeat = [w for s in sets or [] for w in ("--set", s)] + [w for s in cfg_options or [] for w in
+                                                              ("--cfg-options", s)]
+    repeat += (["-C", str(repo)] if repo is not None else []) + (["-c", str(config)] if config else [])
 
     base = open_project(repo, config, overrides)
     git_dir = _git_dir(base)
@@ -30,7 +39,7 @@ def train_all(repo: Optional[Path], config: Optional[Path], overrides: list[str]
     validate_run(run_id)
     lib = lib_all.plan(base.root, base.config, overrides, run_id,
                        lambda extra: open_project(repo, config, extra))
-    hint = shlex.join(["skillgit", "train", "--all", "--run", run_id, *again])
+    hint = shlex.join(["skillgit", "train", "--all", "--run", run_id, *repeat])
     for name, why in lib.skipped.items():
         console.info(f"{name}: not trained: {why}")
 
@@ -240,6 +249,14 @@ def library_status(store: Any, cfg: Any, as_json: bool, status_info: Any) -> Non
         table.add_row(name, shown(i["run"]), shown(str(i["status"])), f"{i['step']}/{i['total_steps']}",
                       str(i["accepted"]), str(i["rejected"]), val, seed, str(i["calls"]))
     console.out.print(table)
+
+
+def with_skill(request: Any, skill: Optional[str], path: str) -> Any:
+    """A pull request of a library skill's run says which skill (the title names its file)."""
+    import dataclasses
+
+    return dataclasses.replace(request, body=f"**Skill:** `{skill}` (`{path}`)\n\n{request.body}") if skill \
+        else request
 
 
 def review_target(repo: Optional[Path], config: Optional[Path], run: Optional[str], skill: Optional[str]

@@ -81,7 +81,6 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
        as_json: bool = JSON, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
        skill: Optional[str] = SKILL) -> None:
     """Write a pull-request body with the evidence for a run's learned edits (and optionally open the PR)."""
-    import dataclasses
     import shutil
 
     from skillgit.review import data
@@ -94,7 +93,7 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
             R.check_branch(name, what)
     if push is not None:
         R.check_remote(push)
-    from skillgit.cli.library import review_target
+    from skillgit.cli.library import review_target, with_skill
 
     project, store, run, skill = review_target(repo, config, run, skill)
     review = data.load_run(store, run, split_sizes=_split_sizes(project), diff_of=lambda d: d.accepted)
@@ -105,9 +104,8 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
         raise SkillgitError(f"run {review.run} trained on '{head}' itself: there is no branch to propose",
                             "train onto a review branch (`skillgit train --branch review/NAME`), or pass --head and "
                             "--base")
-    request = pr_mod.build(review, base=base, head=head, skill_path=store.skill_path)
-    if skill:  # a library's skill: the body says which (the title names its file)
-        request = dataclasses.replace(request, body=f"**Skill:** `{skill}` (`{store.skill_path}`)\n\n{request.body}")
+    request = with_skill(pr_mod.build(review, base=base, head=head, skill_path=store.skill_path), skill,
+                         store.skill_path)
     if gh:
         body_file = body_file or store.git_dir / "skillgit" / "pr" / f"{review.run}.md"
     if body_file is not None:

@@ -65,15 +65,10 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     if activation and not skill:
         raise SkillgitError("--activation needs --skill NAME", "name the library skill whose description to train")
     if all_:
-        if skill or branch or dry_run:
-            raise SkillgitError("--all trains every library skill; it excludes --skill, --branch and --dry-run",
-                                "drop them, or train one skill with --skill NAME")
         from skillgit.cli.library import train_all
 
-        repeat = [w for s in set_ or [] for w in ("--set", s)] + [w for s in cfg_options or [] for w in
-                                                                   ("--cfg-options", s)]
-        repeat += (["-C", str(repo)] if repo is not None else []) + (["-c", str(config)] if config else [])
-        train_all(repo, config, overrides, run=run, resume=resume, as_json=as_json, events=events, again=repeat)
+        train_all(repo, config, overrides, run=run, resume=resume, as_json=as_json, events=events,
+                  again=(set_, cfg_options), excluded=(skill, branch, dry_run))
         return
     if skill:
         from skillgit.library import config as lib_config
