@@ -42,6 +42,7 @@ _BUILTIN: dict[str, str] = {
     "math": "skillgit.envs.math:MathEnv",
     "docvqa": "skillgit.envs.docvqa:DocVQA",
     "textgame": "skillgit.envs.textgame:TextGame",
+    "spreadsheetbench": "skillgit.envs.spreadsheet:SpreadsheetBench",
 }
 
 
