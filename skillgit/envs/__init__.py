@@ -43,6 +43,7 @@ _BUILTIN: dict[str, str] = {
     "docvqa": "skillgit.envs.docvqa:DocVQA",
     "textgame": "skillgit.envs.textgame:TextGame",
     "spreadsheetbench": "skillgit.envs.spreadsheet:SpreadsheetBench",
+    "officeqa": "skillgit.envs.officeqa:OfficeQA",
 }
 
 

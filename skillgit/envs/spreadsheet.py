@@ -259,6 +259,7 @@ class SpreadsheetBench(Env):
 
     def load(self, path: Path) -> list[Item]:
         openpyxl()
+        self.timeout_s  # noqa: B018 — a bad option fails `init` and `doctor`, not the first rollout
         path = Path(path)
         base = path.parent if path.is_file() else path
         items = []
