@@ -150,15 +150,40 @@ def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
         trained = run_cli("train", "--set", "train.max_steps=1", "--set", "env.options.max_turns=6", "--json",
                           cwd=folder, env=key)
         assert trained.returncode == 0, trained.stderr[-3000:]
-        scored = {}
+        scored, members = {}, {}
         for split in ("train", "val", "test"):
             proc = run_cli("eval", "--split", split, "--json", "--set", "env.options.max_turns=6", cwd=folder,
                            env=key)
             assert proc.returncode == 0, proc.stderr[-2000:]
             assert json.loads(proc.stdout)["env_metric"] == envs.get("officeqa").metric
             scored.update({row["id"]: (row["hard"], row["soft"]) for row in json.loads(proc.stdout)["items"]})
+            members[split] = [row["id"] for row in json.loads(proc.stdout)["items"]]
+        table = run_cli("eval", "--env", "--json", "--set", "env.options.max_turns=6", cwd=folder, env=key)
+        printed = run_cli("eval", "--env", "--set", "env.options.max_turns=6", cwd=folder, env=key)
         read = "\n".join(json.dumps(r.json, ensure_ascii=False) for r in server.requests
                          if "teacher" in str(r.json.get("model")))
     assert json.loads(trained.stdout)["steps"] == 1
     assert scored == {item: (hard, pytest.approx(soft)) for item, (hard, soft) in EXPECTED.items()}
     assert "→ action: search" in read and re.search(r"episode \w+ after \d+ action", read)  # whole episodes
+
+    # `eval --env`: the paper's metric per split, hand-checked against the items each split holds
+    assert table.returncode == 0, table.stderr[-2000:]
+    paper = json.loads(table.stdout)
+    assert paper["env"] == "officeqa" and paper["env_metric"] == envs.get("officeqa").metric
+    for split, ids in members.items():
+        row = paper["splits"][split]
+        assert row["n"] == len(ids) and row["errors"] == 0
+        assert row["hard"] == pytest.approx(sum(EXPECTED[i][0] for i in ids) / len(ids), abs=1e-4)
+        assert row["soft"] == pytest.approx(sum(EXPECTED[i][1] for i in ids) / len(ids), abs=1e-4)
+        assert row["interval"][0] <= row["hard"] <= row["interval"][1]
+    assert printed.returncode == 0 and "officeqa — accuracy: the answer's numbers match" in " ".join(
+        printed.stdout.split())
+    assert all(split in printed.stdout for split in ("train", "val", "test"))
+
+    # the PR body and the HTML report name the environment's metric
+    body = run_cli("pr", cwd=folder)
+    assert body.returncode == 0, body.stderr[-2000:]
+    assert f"Scored by the environment `officeqa`: {envs.get('officeqa').metric}." in body.stdout
+    report = run_cli("report", "-o", str(tmp_path / "report.html"), cwd=folder)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "environment officeqa: accuracy: the answer&#x27;s numbers match" in (tmp_path / "report.html").read_text()
