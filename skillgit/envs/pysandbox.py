@@ -5,7 +5,8 @@
   path) are copied into it; the code is `solution.py` there. It runs as `python -I -B runner.py` with the running
   interpreter (`sys.executable`: the one skillgit is installed in, so openpyxl is importable), isolated mode
   (no PYTHON* variables, no user site, the cwd not on sys.path), and a runner that sets `input_path` and
-  `output_path` as globals, caps the address space at `MEMORY_BYTES` (where the system allows) and runs the code.
+  `output_path` as globals, caps the address space at `MEMORY_BYTES` and CPU time at the timeout + 5 s (where
+  the system allows: a runaway dies even when skillgit was killed before its timeout) and runs the code.
 - The child's environment is built from nothing: PATH, HOME, TMPDIR, LANG and the process-scope id — never the
   caller's credentials or configuration. It needs no network and gets no proxy settings; it is not a network
   sandbox (nor a jail: a process group, a timeout and a temp folder, as `skillgit.process` documents).
@@ -30,14 +31,15 @@ OUTPUT = "output.xlsx"
 MEMORY_BYTES = 2 * 1024**3
 T = TypeVar("T")
 
-RUNNER = f"""import runpy, sys
+RUNNER = """import runpy, sys
 try:
     import resource
-    resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_BYTES}, {MEMORY_BYTES}))
+    resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))
+    resource.setrlimit(resource.RLIMIT_CPU, ({cpu}, {cpu}))
 except Exception:
     pass
 sys.argv = ["solution.py"]
-runpy.run_path("solution.py", init_globals={{"input_path": "input.xlsx", "output_path": "{OUTPUT}"}},
+runpy.run_path("solution.py", init_globals={{"input_path": "input.xlsx", "output_path": "{output}"}},
                run_name="__main__")
 """
 
@@ -65,7 +67,9 @@ def run_code(code: str, files: Mapping[str, Path], timeout_s: float,
         for name, source in files.items():
             shutil.copyfile(source, folder / name)
         (folder / "solution.py").write_text(code, encoding="utf-8")
-        (folder / "runner.py").write_text(RUNNER, encoding="utf-8")
+        cpu = int(timeout_s) + 5  # the kernel stops a runaway even if skillgit itself was killed meanwhile
+        (folder / "runner.py").write_text(RUNNER.format(memory=MEMORY_BYTES, cpu=cpu, output=OUTPUT),
+                                          encoding="utf-8")
         done = process.run([sys.executable, "-I", "-B", "runner.py"], cwd=folder, env=child_env(folder),
                            timeout_s=timeout_s)
         ran = Ran(done.returncode, done.stdout[-20_000:], done.stderr[-20_000:], done.timed_out)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,7 +242,8 @@ def extract_code(text: str) -> str:
 
 class SpreadsheetBench(Env):
     name = "spreadsheetbench"
-    summary = "SpreadsheetBench: an instruction on an .xlsx workbook, solved by Python code run in a sandbox"
+    summary = ("SpreadsheetBench: an instruction on an .xlsx workbook, solved by Python code run in a sandbox"
+               + ("" if importlib.util.find_spec("openpyxl") else f" (needs openpyxl: {INSTALL_FIX})"))
     metric = "OJ-style cell match at answer_position: hard restriction (all test cases), soft restriction (share)"
     source = ("SpreadsheetBench (github.com/RUCKBReasoning/SpreadsheetBench, data/*.tar.gz): dataset.json with "
               "spreadsheet/<id>/<k>_<id>_input.xlsx and _answer.xlsx")
