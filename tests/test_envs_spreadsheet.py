@@ -166,6 +166,26 @@ def test_the_code_runs_in_a_temp_folder_without_the_callers_secrets_and_is_stopp
     assert stuck.feedback == "0 of 1 test cases pass; test case 1: the code ran past the 1s limit and was stopped"
 
 
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_nothing_the_code_started_outlives_its_run():
+    marker = "313.25"
+    code = (f"```python\nimport subprocess, openpyxl\nsubprocess.Popen(['sleep', '{marker}'])\n"
+            "openpyxl.load_workbook(input_path).save(output_path)\n```")
+    envs.get("spreadsheetbench").score(one_case(items()["ss-upper"]), code)
+
+    def running() -> list[str]:
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if cmdline.read_bytes().split(b"\0")[:2] == [b"sleep", marker.encode()]:
+                    found.append(cmdline.parent.name)
+            except OSError:
+                pass
+        return found
+
+    assert running() == []
+
+
 def test_without_openpyxl_the_env_names_the_extra_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # `import openpyxl` raises ImportError
     with pytest.raises(ConfigError) as caught:
