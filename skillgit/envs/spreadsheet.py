@@ -17,6 +17,8 @@ after the evaluator's normalisation (numbers, and numeric text, rounded to 2 dec
 days; times as HH:MM; empty text equals an empty cell); items whose id contains `CF` compare fill and font colours
 too. hard = the hard restriction (all test cases pass), soft = the soft restriction (the share that pass). Unlike
 the published script, every range of a multi-range answer position is compared (it checked only the last one).
+The published evaluation opened each output in Excel first (recalculating formulas); nothing here recalculates,
+so a formula the code writes has no value — the prompt says to write values.
 
 Judge isolation: feedback says which test cases failed and how (an exception with its line, no output file, a
 missing sheet, the cells that differ with the value the code wrote) — never an answer cell's value; the teacher's
@@ -223,7 +225,8 @@ def prompt(row: dict[str, Any], content: str) -> str:
         f"### answer_position\n{row['answer_position']}",
         "### output_path\noutput_path (a variable your code gets; save the modified workbook there)",
         "Write Python code (openpyxl) for the final solution in one ```python block. It runs once per test case: "
-        "workbooks of the same layout with other values."])
+        "workbooks of the same layout with other values. The saved workbook is compared as saved, without "
+        "recalculation: write computed values, not formulas."])
 
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
