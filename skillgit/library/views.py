@@ -49,10 +49,10 @@ def _by_path(cfg: Config, root: Path) -> dict[str, str]:
 
 
 def run_skill(store: Store, run: str, cfg: Config, _paths: dict[str, str] | None = None) -> str | None:
-    names = library(cfg, store.repo.root)
+    paths = _paths if _paths is not None else _by_path(cfg, store.repo.root)  # (callers of many runs pass it)
+    names = set(paths.values())
     if not names or not run:
         return None
-    paths = _paths if _paths is not None else _by_path(cfg, store.repo.root)
     head, dot, tail = run.rpartition(".")
     if dot and tail in names:
         return tail
