@@ -57,12 +57,15 @@ def _relative(value: Any, key: str) -> str:
     return p.as_posix()
 
 
-def entries(cfg: Config, root: Path) -> dict[str, SkillEntry]:
-    """The library's skills, name → entry, in the config's order (globs expanded against the files under `root`)."""
+def entries(cfg: Config, root: Path | None = None) -> dict[str, SkillEntry]:
+    """The library's skills, name → entry, in the config's order (globs expanded against the files under `root`;
+    the list form needs it, the mapping form does not)."""
     section = cfg.skills
     if not section:
         return {}
     if isinstance(section, (list, tuple)):
+        if root is None:
+            raise ValueError("skills: the list form (paths and globs) is expanded against the repository: pass root")
         return _expand_all(section, Path(root))
     if not isinstance(section, dict):
         raise ConfigError(f"skills: expected a mapping (name → path, tasks, triggers) or a list of paths and globs, "
@@ -97,7 +100,7 @@ def entries(cfg: Config, root: Path) -> dict[str, SkillEntry]:
     return out
 
 
-def entry(cfg: Config, name: str, root: Path) -> SkillEntry:
+def entry(cfg: Config, name: str, root: Path | None = None) -> SkillEntry:
     found = entries(cfg, root)
     if name not in found:
         if not found:
