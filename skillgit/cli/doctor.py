@@ -114,6 +114,13 @@ def check_role(cfg: Any, role: str, root: Path | None, *, environ: Mapping[str, 
     if row["backend"] == "simulated":
         row["detail"] = "offline simulation: no model is called, no credentials needed"
         return row
+    if row["backend"] == "handoff":  # asking would write a question for the user's agent: said, not called
+        from skillgit.llm.handoff import plan
+
+        row["detail"] = plan(cfg, root)
+        if row["detail"].startswith("handoff teacher: model.teacher.handoff.dir"):
+            row.update(status="error", fix="set model.teacher.handoff.dir to a folder inside the repository")
+        return row
     built: Any = None
     try:
         if role == "teacher":
