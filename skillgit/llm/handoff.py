@@ -183,7 +183,8 @@ class HandoffLLM:
 
 
 def _request_dict(request: Request) -> dict[str, Any]:
-    return {"stage": request.stage, "json_schema": request.json_schema,
+    return {"stage": request.stage, "json_schema": request.json_schema, "temperature": request.temperature,
+            "max_tokens": request.max_tokens, "seed": request.seed,
             "messages": [{"role": m.role, "content": redact(m.content)} for m in request.messages]}
 
 
@@ -209,7 +210,8 @@ def request_from_file(path: Path) -> Request:
 
     data = json.loads(path.read_text(encoding="utf-8"))
     return Request(tuple(Message(m["role"], m["content"]) for m in data["messages"]), stage=data.get("stage", ""),
-                   json_schema=data.get("json_schema"))
+                   json_schema=data.get("json_schema"), temperature=data.get("temperature"),
+                   max_tokens=data.get("max_tokens"), seed=data.get("seed"))
 
 
 # ---------------------------------------------------------------------------------------------- answering
