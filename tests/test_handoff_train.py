@@ -121,6 +121,8 @@ def test_an_agent_answers_a_two_step_handoff_run_through_the_mcp_tools(tmp_path)
                 stored = json.loads(_text(await s.call_tool("answer", {"id": q["id"], "text": reply})))
                 assert stored["stored"] is True
             if seen["rounds"] == 1:
+                status = json.loads(run_cli("status", "--json", cwd=folder).stdout)
+                assert status["status"] == "stopped" and "waiting for" in status["reason"]  # not "failed"
                 for bad_id in ("../../etc/passwd", "12"):
                     refused = await s.call_tool("answer", {"id": bad_id, "text": "{}"})
                     assert _is_error(refused)
@@ -276,6 +278,13 @@ def test_answers_are_validated_capped_and_final(tmp_path):
         write_answer(folder, "0001", '{"a": 2}')
     assert (folder / "0001.answer.json").read_text() == '{"a": 1}'
     assert not list(folder.glob(".*.tmp"))
+    # an answer file that is a link (it could point anywhere) is refused, never read
+    (tmp_path / "secret").write_text("not for the teacher")
+    with pytest.raises(HandoffPending):
+        HandoffLLM(folder).complete(Request((Message("user", "q2"),), stage="merge"))
+    (folder / "0002.answer.json").symlink_to(tmp_path / "secret")
+    with pytest.raises(SkillgitError, match="cannot be read"):
+        HandoffLLM(folder).complete(Request((Message("user", "q2"),), stage="merge"))
 
 
 def test_a_malformed_answer_is_recorded_and_skipped_like_malformed_model_output(tmp_path):

@@ -127,6 +127,20 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def read_plain(path: Path, limit: int) -> str | None:
+    """The text of `path` (at most `limit` bytes; a longer answer is cut, so malformed), None when it does not
+    exist; never through a link (an answer or request file that is one is refused: it could point anywhere)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SkillgitError(f"{path} cannot be read ({exc.strerror or exc})",
+                            "files in the handoff folder must be plain files skillgit or your agent wrote") from None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(limit).decode("utf-8", errors="replace")
+
+
 class HandoffLLM:
     """A teacher answered through files (see the module contract)."""
 
@@ -158,8 +172,8 @@ class HandoffLLM:
             return index[key]
 
     def _read(self, answer: Path) -> Reply | None:
-        text = answer.read_text(encoding="utf-8") if answer.is_file() else ""
-        return Reply(text, Usage(), model=self.id) if text.strip() else None
+        text = read_plain(answer, MAX_ANSWER_CHARS * 4)
+        return Reply(text, Usage(), model=self.id) if text and text.strip() else None
 
     def complete(self, request: Request) -> Reply:
         key = hashlib.sha256(request.cache_key_material().encode("utf-8")).hexdigest()[:24]
@@ -238,9 +252,9 @@ def questions(folder: Path) -> list[Question]:
     for prompt in pending_prompts(folder):
         stem = prompt.name.removesuffix(".prompt.md")
         try:
-            data = json.loads((folder / f"{stem}.request.json").read_text(encoding="utf-8"))
+            data = json.loads(read_plain(folder / f"{stem}.request.json", 1 << 24) or "")
             messages = tuple({"role": str(m["role"]), "content": str(m["content"])} for m in data["messages"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (SkillgitError, ValueError, KeyError, TypeError):
             continue
         schema = data.get("json_schema")
         out.append(Question(stem, str(data.get("stage") or ""), messages, schema if isinstance(schema, dict)
