@@ -152,6 +152,28 @@ def test_an_agent_answers_a_two_step_handoff_run_through_the_mcp_tools(tmp_path)
     assert status["last"]["verdict"] in ("accepted", "rejected") and status["last"]["reason"]
 
 
+def test_the_mcp_train_tool_says_the_run_waits_for_answers_and_how_to_resume_it(tmp_path):
+    folder = tmp_path / "proj"
+    create_project(folder, 0)
+    _configure(folder, teacher_backend="handoff")
+
+    async def session() -> tuple[dict[str, Any], dict[str, Any]]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "skillgit", "mcp"],
+                                       env=dict(os.environ), cwd=str(folder))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                trained = await s.call_tool("train", {"max_calls": 5000, "max_steps": 1})
+                assert not _is_error(trained), _text(trained)
+                listed = await s.call_tool("pending_questions", {"limit": 1})
+                return json.loads(_text(trained)), json.loads(_text(listed))
+
+    trained, listed = asyncio.run(asyncio.wait_for(session(), timeout=600))
+    assert trained["stopped_at_budget"] is False and "skillgit train --run" in trained["waiting_for_answers"]
+    assert listed["pending"] >= 1 and len(listed["questions"]) == 1 and listed["more"]
+    assert listed["questions"][0]["answer_format"]["type"] == "object"
+
+
 # ---------------------------------------------------------------------------------------------- killed while waiting
 def _answer_all(folder: Path, teacher: SimulatedTeacher) -> list[str]:
     answered = []

@@ -416,9 +416,13 @@ def train(ws: Workspace, budget: C.Budget, max_steps: int | None = None, review_
     result = _json_result(done, "training", ok_codes=(0, int(ExitCode.BUDGET)))
     if not isinstance(result, dict):
         result = {"output": result}
+    waiting = done.returncode == int(ExitCode.BUDGET) and "teacher answer(s)" in done.stderr  # handoff teacher
+    if waiting:
+        result["waiting_for_answers"] = (f"{_tail(done.stderr, 2)}\nanswer them (pending_questions, answer); then "
+                                         "the command in the hint resumes this run (the train tool starts a new one)")
     result.update({
         "review_branch": branch, "review_branch_created": created, "skill_branch": skill_branch,
-        "stopped_at_budget": done.returncode == int(ExitCode.BUDGET),
+        "stopped_at_budget": done.returncode == int(ExitCode.BUDGET) and not waiting,
         "adoption": "not done: merging the review branch is a person's decision",
         "for_a_person": [f"git diff {skill_branch}..{branch} -- {store.skill_path}",
                          f"git checkout {skill_branch} && git merge --ff-only {branch}",
