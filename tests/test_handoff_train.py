@@ -339,6 +339,11 @@ def test_the_folder_stays_inside_the_repository_and_config_names_the_key(tmp_pat
     (repo / "out").symlink_to(tmp_path)  # a folder inside the repository that links out of it
     with pytest.raises(ConfigError, match="outside the repository"):
         folder_for(config_from_dict({"model": {"teacher": {"handoff": {"dir": "out/h"}}}}), repo)
+    doctor = run_cli("doctor", "--json", "--set", "model.teacher_backend=handoff", "--set",
+                     "model.teacher.handoff.dir=out/h", cwd=repo)
+    row = next(r for r in json.loads(doctor.stdout)["roles"] if r["role"] == "teacher")
+    assert doctor.returncode == 4 and row["status"] == "error" and "outside the repository" in row["detail"]
+    assert not (tmp_path / "h").exists()  # nothing was written through the link
     cfg = {"model": {"teacher_backend": "handoff", "teacher": {"handoff": {"dir": ".skillgit/handoff"}}}}
     path = repo / "skillgit.yaml"
     data = yaml.safe_load(path.read_text())

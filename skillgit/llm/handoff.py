@@ -315,13 +315,13 @@ def folder_for(cfg: Any, root: Path) -> Path:
 
 
 def ensure_private(folder: Path, root: Path) -> None:
-    """Create `folder`; one skillgit creates in the working tree gets a `.gitignore` of `*` (prompts quote
-    trajectories)."""
-    made = not folder.is_dir()
+    """Create `folder`; in the working tree it gets a `.gitignore` of `*` unless it has one (prompts quote
+    trajectories: they are never committed by accident)."""
     folder.mkdir(parents=True, exist_ok=True)
     real = Path(os.path.realpath(folder))
-    in_tree = Path(os.path.realpath(root)) in real.parents
-    if made and in_tree and ".git" not in real.relative_to(os.path.realpath(root)).parts:
+    top = Path(os.path.realpath(root))
+    in_tree = top in real.parents and ".git" not in real.relative_to(top).parts
+    if in_tree and not os.path.lexists(folder / ".gitignore"):
         _write(folder / ".gitignore", "# written by skillgit: teacher handoff prompts stay local\n*\n")
 
 
