@@ -206,8 +206,8 @@ def render_prompt(stem: str, request: Request) -> str:
     """The Markdown a person or an agent reads: what to do, the messages, and the answer format (redacted)."""
     parts = [f"# skillgit teacher prompt {stem} (stage: {request.stage or 'teacher'})", "",
              f"Answer the conversation below as the teacher would: reply with ONE JSON object and save it as "
-             f"`{stem}.answer.json` next to this file (nothing else in that file), or give it to skillgit's MCP "
-             f"tool `answer` with id {stem}. Then run the skillgit command that stopped again.", ""]
+             f"`{stem}.answer.json` next to this file (nothing else in that file). Then run the skillgit command "
+             "that stopped again.", ""]
     for message in request.messages:
         parts += [f"## {message.role}", "", redact(message.content).rstrip("\n"), ""]
     if request.json_schema is not None:
