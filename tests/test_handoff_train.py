@@ -307,6 +307,9 @@ def test_answers_are_validated_capped_and_final(tmp_path):
     (folder / "0002.answer.json").symlink_to(tmp_path / "secret")
     with pytest.raises(SkillgitError, match="cannot be read"):
         HandoffLLM(folder).complete(Request((Message("user", "q2"),), stage="merge"))
+    (folder / "index.json").write_text("{half")  # edited by hand: a clear error, not a traceback
+    with pytest.raises(SkillgitError, match="not the JSON skillgit wrote"):
+        HandoffLLM(folder).complete(Request((Message("user", "q3"),), stage="merge"))
 
 
 def test_a_malformed_answer_is_recorded_and_skipped_like_malformed_model_output(tmp_path):

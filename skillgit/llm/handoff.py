@@ -165,7 +165,12 @@ class HandoffLLM:
         with self._lock:
             self.folder.mkdir(parents=True, exist_ok=True)
             path = self.folder / INDEX
-            index: dict[str, int] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+            try:
+                index: dict[str, int] = json.loads(read_plain(path, 1 << 26) or "{}")
+            except ValueError:
+                raise SkillgitError(f"{path} is not the JSON skillgit wrote", "restore it, or remove the handoff "
+                                    "folder to ask every open question again (answers already read are in the "
+                                    "call journal)") from None
             if key not in index:
                 index[key] = max(index.values(), default=0) + 1
                 _write(path, json.dumps(index, indent=1, sort_keys=True) + "\n")
