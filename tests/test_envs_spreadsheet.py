@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import signal
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -227,3 +228,18 @@ def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
     assert scored.keys() == EXPECTED.keys()
     for item_id, (hard, soft) in EXPECTED.items():
         assert scored[item_id] == (hard, pytest.approx(soft, abs=1e-4)), item_id
+
+
+def test_the_runner_ends_a_sleeping_child_on_its_own_when_nobody_is_left_to_kill_it(tmp_path):
+    # skillgit killed with kill -9 mid-run can no longer stop the child at its timeout; the CPU limit does not stop
+    # a child that sleeps. The runner's own wall-clock alarm does (here 1 s + 5).
+    import subprocess
+    import sys
+
+    from skillgit.envs import pysandbox
+
+    (tmp_path / "solution.py").write_text("import time\ntime.sleep(120)\n", encoding="utf-8")
+    (tmp_path / "runner.py").write_text(pysandbox.RUNNER.format(memory=pysandbox.MEMORY_BYTES, cpu=1 + 5,
+                                                                output=pysandbox.OUTPUT), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-I", "-B", "runner.py"], cwd=tmp_path, timeout=90, capture_output=True)
+    assert done.returncode == -signal.SIGALRM

@@ -59,6 +59,7 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                                          "one budget, round-robin (one step per turn), each gated "
                                                          "on its own; `train --all` again continues it.")) -> None:
     """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
+    from skillgit.llm.handoff import HandoffPending
     from skillgit.session import build_trainer, open_session
 
     overrides = _overrides(set_, cfg_options) + (["env.keep_workspaces=true"] if keep_workspaces else [])
@@ -90,7 +91,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         from skillgit.dotenv import project_env
         from skillgit.loop.plan import estimate
 
-        plan = estimate(project.config, session.splits, session.store.read_skill(), project_env(project.root).env)
+        plan = estimate(project.config, session.splits, session.store.read_skill(), project_env(project.root).env,
+                        project.root)
         if as_json:
             console.print_json(plan)
         else:
@@ -117,6 +119,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         else:
             with display:
                 result = trainer.train()
+    except HandoffPending as exc:  # teacher_backend: handoff: every question the run wrote waits for the agent
+        raise _waiting(exc, again) from None
     except (Interrupted, KeyboardInterrupt) as exc:
         if not again:
             raise
@@ -136,6 +140,14 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         if again:
             console.info(f"resume this run with: {again}")
         raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _waiting(exc: Any, again: Optional[str]) -> Exception:
+    """The handoff stop, counting every question the run wrote before it stopped, with the resume command."""
+    from skillgit.llm.handoff import HandoffPending, pending_prompts
+
+    how = exc.resume.replace("`skillgit train`", f"`{again}`") if again else exc.resume
+    return HandoffPending(exc.folder, pending_prompts(exc.folder) or exc.pending, how)
 
 
 def _train_activation(project: Any, skill: str) -> None:

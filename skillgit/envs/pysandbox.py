@@ -5,8 +5,9 @@
   path) are copied into it; the code is `solution.py` there. It runs as `python -I -B runner.py` with the running
   interpreter (`sys.executable`: the one skillgit is installed in, so openpyxl is importable), isolated mode
   (no PYTHON* variables, no user site, the cwd not on sys.path), and a runner that sets `input_path` and
-  `output_path` as globals, caps the address space at `MEMORY_BYTES` and CPU time at the timeout + 5 s (where
-  the system allows: a runaway dies even when skillgit was killed before its timeout) and runs the code.
+  `output_path` as globals, caps the address space at `MEMORY_BYTES`, CPU time at the timeout + 5 s and wall time
+  at the same (SIGALRM; where the system allows: a runaway or a sleeper dies even when skillgit was killed before
+  its timeout) and runs the code.
 - The child's environment is built from nothing: PATH, HOME, TMPDIR, LANG and the process-scope id — never the
   caller's credentials or configuration. It needs no network and gets no proxy settings; it is not a network
   sandbox (nor a jail: a process group, a timeout and a temp folder, as `skillgit.process` documents).
@@ -31,7 +32,8 @@ OUTPUT = "output.xlsx"
 MEMORY_BYTES = 2 * 1024**3
 T = TypeVar("T")
 
-RUNNER = """import runpy, sys
+RUNNER = """import runpy, signal, sys
+signal.alarm({cpu})  # wall clock: SIGALRM ends a child that sleeps or waits, when nobody is left to kill it
 try:
     import resource
     resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))
