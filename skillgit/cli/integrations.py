@@ -18,7 +18,7 @@ from skillgit.errors import SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
 AGENT = typer.Argument(..., help="claude | codex | copilot")
 SCOPE = typer.Option(True, "--project/--user", help="Into this repository (default) or into your home folder.")
 DRY_RUN = typer.Option(False, "--dry-run", help="Say what would change; change nothing.")

@@ -22,8 +22,9 @@ from skillgit.errors import ExitCode, SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
-SET = typer.Option(None, "--set", "-s", help="Override a config key: --set train.batch_size=20 (repeatable).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "-c", "--set", "-s",
+                   help="Set a config key, as git -c does: -c train.batch_size=20 (repeatable).")
 HOME = typer.Option(None, "--home", help="Whose agent sessions to read (default: sleep.home, else ~).")
 SOURCES = typer.Option(None, "--sources", help="Session sources, comma-separated or repeated: claude, codex, "
                                                "copilot-cli, opencode, copilot-vscode, cursor (default: all).")

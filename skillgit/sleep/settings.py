@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from skillgit import config as config_mod
+from skillgit import config_layers
 from skillgit.config import Config, apply_overrides, config_from_dict
 from skillgit.errors import ConfigError
 from skillgit.project import CONFIG_NAME, Project, find_root
@@ -220,9 +220,10 @@ def open_sleep_project(repo: Path | None = None, config: Path | None = None,
     root = find_root(repo)
     path = config if config is not None else root / CONFIG_NAME
     has_file = config is not None or path.exists()
-    # `_read_file` resolves `_base_` files exactly as load_config does; `sleep:` is ours, so it is taken out before
-    # the rest is validated (until skillgit.config knows the key, load_config itself would refuse it).
-    data: dict[str, Any] = config_mod._read_file(Path(path), ()) if has_file else {}
+    # `project_data` resolves the user config and `_base_` files exactly as open_project does; `sleep:` is ours, so
+    # it is taken out before the rest is validated.
+    user = config_layers.existing_user_config()
+    data: dict[str, Any] = config_layers.project_data(Path(path) if has_file else None, user=user)
     section = data.pop("sleep", None)
     settings = SleepSettings.from_mapping(section)
     cfg = config_from_dict(apply_overrides(data, list(overrides)))
