@@ -23,11 +23,17 @@ SET = typer.Option(None, "-c", "--set", "-s",
 JSON = typer.Option(False, "--json", help="Print JSON on stdout.")
 
 
-def _store(repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]] = None):
+def _store(repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]] = None, track: str = ""):
+    """The project's store; `track`: a remote to create the skill branch from when only that remote has it."""
     from skillgit.project import open_project
     from skillgit.store import Store
 
     project = open_project(repo, config, list(sets or []))
+    if track:
+        from skillgit.store.sync import track_remote_branch
+
+        if track_remote_branch(project.root, project.config.skill.branch, track):
+            _say(f"created branch '{project.config.skill.branch}' from {track} (as `git switch` would)")
     return Store.open(project.root, project.config.skill.path, project.config.skill.branch)
 
 
@@ -155,7 +161,7 @@ def _render_record(record: dict[str, Any]) -> str:
 
 def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N), tag or commit."),
          as_json: bool = JSON, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
-        set_: Optional[list[str]] = SET,
+         set_: Optional[list[str]] = SET,
          full: bool = typer.Option(False, "--full", help="Every note record (reflections, merges, ranking, apply "
                                                          "report, per-item scores) instead of the summary.")) -> None:
     """One step: verdict, val before → after, flipped items, edits with their rationale, diff, cost (--full: every
@@ -200,7 +206,7 @@ def _page(text: str) -> None:
 
 def diff(a: str = typer.Argument(..., help="From this revision."), b: str = typer.Argument(..., help="To this one."),
          repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
-        set_: Optional[list[str]] = SET) -> None:
+         set_: Optional[list[str]] = SET) -> None:
     """The unified diff of the skill between two revisions."""
     store = _store(repo, config, set_)
     typer.echo(shown(store.diff(store.resolve(a), store.resolve(b))), nl=False)
@@ -210,7 +216,7 @@ def diff(a: str = typer.Argument(..., help="From this revision."), b: str = type
 def rejected(as_json: bool = JSON, limit: Optional[int] = typer.Option(None, "-n", "--max-count",
                                                                       help="Only the newest N."),
              repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
-        set_: Optional[list[str]] = SET) -> None:
+             set_: Optional[list[str]] = SET) -> None:
     """Rejected steps, newest first (archived ones too): what the negative buffer remembers."""
     entries = [e for e in reversed(_store(repo, config, set_).history()) if e.verdict == "rejected"]
     if limit is not None:
@@ -275,7 +281,7 @@ def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (defau
            steps: Optional[int] = typer.Option(None, "--steps", help="Go back N accepted steps."),
            reason: str = typer.Option("manual revert", "--reason", help="Why (kept in the commit and its note)."),
            wait: Optional[str] = WAIT, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
-        set_: Optional[list[str]] = SET) -> None:
+           set_: Optional[list[str]] = SET) -> None:
     """Add a commit that restores an earlier skill (history is never rewritten). Refused while a run trains the
     branch (exit 6) unless --wait."""
     seconds = wait_seconds(wait)
@@ -300,7 +306,7 @@ def export(rev: str = typer.Argument(..., help="The revision to export."),
            path: str = typer.Argument(..., help="Destination file, folder (a trailing / makes one), or - for "
                                                 "stdout."),
            repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
-        set_: Optional[list[str]] = SET) -> None:
+           set_: Optional[list[str]] = SET) -> None:
     """Write the skill as it was at a revision to a file, a folder (made when missing; a trailing / names one),
     or `-` (stdout)."""
     store = _store(repo, config, set_)
@@ -316,7 +322,7 @@ def export(rev: str = typer.Argument(..., help="The revision to export."),
 # ---------------------------------------------------------------------------------------------- sharing / gc
 def push(remote: str = typer.Argument("origin", help="Remote name, path or URL."),
          repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
-        set_: Optional[list[str]] = SET) -> None:
+         set_: Optional[list[str]] = SET) -> None:
     """Push the skill branch, rejected tags, notes (merged first), runs and archive; never forces."""
     from skillgit.store.refs import check_remote
 
@@ -327,7 +333,7 @@ def push(remote: str = typer.Argument("origin", help="Remote name, path or URL."
 
 def pull(remote: Optional[str] = typer.Argument(None, help="Remote name, path or URL (default: origin)."),
          wait: Optional[str] = WAIT, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
-        set_: Optional[list[str]] = SET) -> None:
+         set_: Optional[list[str]] = SET) -> None:
     """Fetch and integrate: branch fast-forward only, notes merged, tags and runs added. Refused while a run
     trains the branch (exit 6) unless --wait."""
     from skillgit.store.refs import check_remote
@@ -335,7 +341,7 @@ def pull(remote: Optional[str] = typer.Argument(None, help="Remote name, path or
     seconds = wait_seconds(wait)
     remote = check_remote(remote or "origin")  # refused before anything runs
     with _lock_hint("pull", seconds):
-        report = _store(repo, config, set_).pull(remote, wait=seconds, on_wait=_waiting)
+        report = _store(repo, config, set_, track=remote).pull(remote, wait=seconds, on_wait=_waiting)
     extra = (", notes merged" if report.notes_merged else "") + (f", runs {', '.join(report.runs)}"
                                                                  if report.runs else "")
     _say(f"pulled from {remote}: branch {report.branch}, {report.tags} new rejected tag(s){extra}")
@@ -345,7 +351,7 @@ def pull(remote: Optional[str] = typer.Argument(None, help="Remote name, path or
 
 def gc(keep: int = typer.Option(20, "--keep", help="How many recent rejected tags stay as tags."),
        repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
-        set_: Optional[list[str]] = SET) -> None:
+       set_: Optional[list[str]] = SET) -> None:
     """Fold old rejected tags into one archive ref (still listed by `rejected`) and pack refs."""
     from skillgit.llm.cache import CallCache
     from skillgit.session import journal_path
