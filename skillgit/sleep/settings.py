@@ -34,7 +34,8 @@ DEFAULT_BRANCH = "sleep/{date}"
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _NO_LIMIT = frozenset({"max_tasks", "max_steps", "max_calls", "max_tokens", "max_cost_usd"})  # null = no limit
 _DOLLARS = frozenset({"max_cost_usd"})
-_OPTION = {"schedule_at": "--at", "max_cost_usd": "--max-cost", "tasks_file": "--tasks"}  # key → its CLI option
+_OPTION = {"schedule_at": "--at", "max_cost_usd": "--max-cost", "tasks_file": "--tasks",
+           "crontab_file": "--crontab-file"}  # key → its CLI option
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class SleepSettings:
     scrub_patterns: tuple[str, ...] = ()  # extra regular expressions masked in harvested text
     scrub_env: tuple[str, ...] = ()  # environment variables whose values are masked
     schedule_at: str = "03:00"  # `skillgit sleep schedule` default time (HH:MM, local)
+    crontab_file: str = ""  # schedule: keep the cron block in this file, not the user's crontab (sleep/schedule.py)
     judge_over_chars: int = 400  # a longer accepted answer is judged by the teacher (as a reference), not matched
 
     @classmethod
