@@ -53,6 +53,8 @@ def _show(report, as_json: bool, verb: str) -> None:
         console.info(escape(shown(f"  {action.describe()}")))
     for warning in report.warnings:
         console.info(escape(shown(f"warning: {warning}")))
+    for note in report.notes:
+        console.info(escape(shown(f"note: {note}")))
     where = "this repository" if report.scope == "project" else "your home folder"
     state = f"{verb} for {report.agent} in {where}" if report.changed else f"nothing to change for {report.agent}"
     console.info(escape(shown(f"{state} ({report.base}); record: {report.manifest}")))

@@ -39,6 +39,7 @@ Contract
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,6 +56,7 @@ from skillgit.integrations.artifacts import (
     FileArtifact,
     JsonArtifact,
     artifacts,
+    notes,
     root_of,
     roots,
 )
@@ -307,8 +309,9 @@ def target(agent: str, scope: str, repo: Path | None = None, home: Path | None =
     return Target(agent, scope, root, L.project_manifest(root), protected)
 
 
-def _report(t: Target, actions: list[Action], warnings: list[str]) -> Report:
-    return Report(t.agent, t.scope, str(t.base), str(t.manifest), tuple(actions), tuple(warnings))
+def _report(t: Target, actions: list[Action], warnings: list[str], notes: list[str] | None = None) -> Report:
+    return Report(t.agent, t.scope, str(t.base), str(t.manifest), tuple(actions), tuple(warnings),
+                  tuple(notes or ()))
 
 
 # ------------------------------------------------------------------------------------------------ install
@@ -391,7 +394,7 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
     for s in steps:
         warnings.extend(s.warnings)
     if dry_run:
-        return _report(t, actions, warnings)
+        return _report(t, actions, warnings, notes(agent, scope, t.base, os.environ if env is None else env))
     order = [r.path for r in manifest.records] + [s.rel for s in steps if s.rel not in
                                                   {r.path for r in manifest.records}]
     todo = [s for s in steps if s.what in ("create", "insert", "update") and s.text is not None]
@@ -456,7 +459,7 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
     # 3. done: the records are final
     if todo:
         _save(manifest, {k: replace(r, pending=False) for k, r in records.items()}, order)
-    return _report(t, actions, warnings)
+    return _report(t, actions, warnings, notes(agent, scope, t.base, os.environ if env is None else env))
 
 
 # ------------------------------------------------------------------------------------------------ uninstall
