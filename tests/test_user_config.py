@@ -164,6 +164,18 @@ def test_dash_c_with_a_file_still_works_and_says_it_is_deprecated(make_repo):
     (["train", "-ca.b=1"], ["train", "-ca.b=1"], False),
     (["train", "--", "-c", "cfg.yaml"], ["train", "--", "-c", "cfg.yaml"], False),
     (["train", "-c"], ["train", "-c"], False),  # click says the value is missing
+    # before the command, as `git -c k=v commit`: moved after it (before `--`)
+    (["-c", "a.b=1", "sleep", "run"], ["sleep", "run", "-c", "a.b=1"], False),
+    (["-c", "a.b=1", "-c", "c=2", "train", "--", "x"], ["train", "-c", "a.b=1", "-c", "c=2", "--", "x"], False),
 ])
 def test_config_shorthand(argv, expected, deprecated):
     assert config_shorthand(argv) == (expected, deprecated)
+
+
+def test_dash_c_before_the_command_and_on_a_command_without_keys(make_repo):
+    root = make_repo()
+    proc = run_cli("-c", "train.batch_size=5", "config", "show", "--json", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["train"]["batch_size"] == 5
+    proc = run_cli("sleep", "harvest", "-c", "a.b=1", cwd=root)
+    assert proc.returncode == 2 and "error: `skillgit sleep harvest` takes no config keys" in proc.stderr

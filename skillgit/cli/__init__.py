@@ -147,7 +147,15 @@ C_IS_A_KEY = ("`-c FILE` is deprecated: -c now sets a config key (-c key=value, 
 
 def config_shorthand(argv: list[str]) -> tuple[list[str], bool]:
     """`argv` with every `-c VALUE` / `-cVALUE` whose VALUE is not `key=value` written as `--config=VALUE`, and
-    whether any was (the caller prints `C_IS_A_KEY`); nothing after `--` is touched."""
+    whether any was (the caller prints `C_IS_A_KEY`); nothing after `--` is touched. `-c key=value` before the
+    command (`skillgit -c budget.max_calls=50 train`, as `git -c k=v commit`) moves after it."""
+    lead: list[str] = []
+    while len(argv) >= 2 and argv[0] == "-c" and _KEY_VALUE.match(argv[1]):
+        lead += argv[:2]
+        argv = argv[2:]
+    if lead:
+        cut = argv.index("--") if "--" in argv else len(argv)
+        argv = argv[:cut] + lead + argv[cut:]
     out: list[str] = []
     rewrote = False
     i = 0
