@@ -61,12 +61,17 @@ def _show(report, as_json: bool, verb: str) -> None:
 
 
 def install(agent: str = AGENT, project: bool = SCOPE, dry_run: bool = DRY_RUN, as_json: bool = JSON,
-            repo: Path | None = REPO) -> None:
+            repo: Path | None = REPO,
+            trust_folder: bool = typer.Option(False, "--trust-folder",
+                                              help="copilot --project: also trust this repository in the Copilot "
+                                                   "CLI (it reads a project's MCP servers only in trusted "
+                                                   "folders; uninstall removes the entry).")) -> None:
     """Install skillgit into an agent: its skill, MCP server, commands/hook (Claude Code), instructions snippet."""
     from skillgit.integrations.install import install as do_install
 
     try:
-        report = do_install(agent, "project" if project else "user", repo=repo, dry_run=dry_run)
+        report = do_install(agent, "project" if project else "user", repo=repo, dry_run=dry_run,
+                            trust_folder=trust_folder)
     except SkillgitError as exc:
         _fail(exc)
     _show(report, as_json, "would install" if dry_run else "installed")

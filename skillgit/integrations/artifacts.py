@@ -15,7 +15,8 @@ Locations (checked against each agent's documentation and the CLIs in tests/agen
   `~/.codex/AGENTS.md` and `~/.codex/config.toml` blocks (`CODEX_HOME`).
 - copilot --project: `.github/skills/skillgit/SKILL.md`, a `.github/copilot-instructions.md` block,
   `.vscode/mcp.json` (servers, VS Code) and `.github/mcp.json` (mcpServers, Copilot CLI, which reads it only in a
-  folder the person trusts: `notes` says so, install never trusts a folder itself); --user:
+  folder the person trusts: `notes` says so; only `--trust-folder`, the person's choice, adds the repository to
+  `trustedFolders` in `$COPILOT_HOME/config.json`: `trust_artifact`); --user:
   `~/.copilot/skills/skillgit/SKILL.md`, a `~/.copilot/copilot-instructions.md` block and
   `~/.copilot/mcp-config.json` (`COPILOT_HOME`).
 
@@ -180,6 +181,14 @@ def copilot_trusts(folder: Path, env: Mapping[str, str], home: Path | None = Non
     return any(isinstance(f, str) and Path(os.path.realpath(f)) in (here, *here.parents) for f in listed)
 
 
+def trust_artifact(base: Path, home: Path, env: Mapping[str, str]) -> tuple[JsonArtifact, Path]:
+    """`install copilot --project --trust-folder` (the person's explicit choice): the repository appended to
+    `trustedFolders` in the Copilot CLI's `$COPILOT_HOME/config.json`, and that folder (the artifact's root).
+    Recorded in the project's manifest like any artifact; uninstall removes exactly that entry."""
+    folder = L.copilot_home(home, env)
+    return JsonArtifact(folder / "config.json", ("trustedFolders",), str(base), append=True), folder
+
+
 def notes(agent: str, scope: str, base: Path, env: Mapping[str, str]) -> list[str]:
     """What the person still has to do before `agent` loads what `install` wrote. The Copilot CLI reads a
     repository's MCP servers (`.github/mcp.json`, `.mcp.json`) only in a folder the person trusts — `copilot mcp
@@ -190,7 +199,8 @@ def notes(agent: str, scope: str, base: Path, env: Mapping[str, str]) -> list[st
     config = L.copilot_home(Path(env.get("HOME") or Path.home()), env) / "config.json"
     return [f"Copilot CLI loads this repository's MCP servers (.github/mcp.json) only in a folder you trust: start "
             f"`copilot` here once and trust the folder (that adds it to trustedFolders in {config}), or run "
-            "`copilot -p … --trust-folder`; then `copilot mcp list` shows \"Workspace servers: skillgit\". "
+            "`copilot -p … --trust-folder` (or let `skillgit install copilot --project --trust-folder` add it; "
+            "uninstall removes it); then `copilot mcp list` shows \"Workspace servers: skillgit\". "
             "(VS Code reads .vscode/mcp.json without this.)"]
 
 

@@ -59,6 +59,7 @@ from skillgit.integrations.artifacts import (
     notes,
     root_of,
     roots,
+    trust_artifact,
 )
 from skillgit.integrations.manifest import (
     Action,
@@ -357,16 +358,34 @@ def _put_back(step: _Step, prior: str | None, created: list[Path]) -> None:
             pass
 
 
+def _trust(t: Target, home: Path | None, env: Mapping[str, str] | None) -> tuple[JsonArtifact, Path] | None:
+    """The Copilot CLI trust entry a project install may record (`artifacts.trust_artifact`), else None."""
+    if t.agent != "copilot" or t.scope != "project":
+        return None
+    env = os.environ if env is None else env
+    return trust_artifact(t.base, home or Path(env.get("HOME") or Path.home()), env)
+
+
 def install(agent: str, scope: str, repo: Path | None = None, home: Path | None = None,
-            env: Mapping[str, str] | None = None, dry_run: bool = False) -> Report:
-    """Install `agent`'s artifacts (see the module contract)."""
+            env: Mapping[str, str] | None = None, dry_run: bool = False, trust_folder: bool = False) -> Report:
+    """Install `agent`'s artifacts (see the module contract); `trust_folder` (copilot --project only): also add
+    the repository to the Copilot CLI's trusted folders, which it needs to read the project's MCP servers."""
     t = target(agent, scope, repo, home)
     manifest = Manifest.load(t.manifest, t.base)
     folders = roots(agent, scope, t.base, env)
+    arts = artifacts(agent, scope, t.base, env)
+    if trust_folder:
+        trust = _trust(t, home, env)
+        if trust is None:
+            raise SkillgitError("--trust-folder is for `skillgit install copilot --project` only",
+                                "the Copilot CLI's trusted folders are what it needs to read a repository's MCP "
+                                "servers; other agents and the user scope need no trust")
+        arts.append(trust[0])
+        folders = (*folders, trust[1])
     before = {r.path: r for r in manifest.records}  # the records as they stand (pending ones settled below)
     steps: list[_Step] = []
     warnings: list[str] = []
-    for art in artifacts(agent, scope, t.base, env):
+    for art in arts:
         rel = rel_path(t.base, art.path)
         if t.protected is not None and art.path.resolve() == t.protected:
             warnings.append(f"skipped {rel}: it is the skill this project trains (skill.path); skillgit never "
@@ -534,7 +553,12 @@ def uninstall(agent: str, scope: str, repo: Path | None = None, home: Path | Non
     if not mine:
         return _report(t, [], [f"nothing to uninstall: skillgit is not installed for {agent} ({scope})"])
     folders = roots(agent, scope, t.base, env)
-    known = {rel_path(t.base, a.path): _kind(a) for a in artifacts(agent, scope, t.base, env)}
+    arts = artifacts(agent, scope, t.base, env)
+    trust = _trust(t, home, env)
+    if trust is not None:  # recorded only when the person asked for it (install --trust-folder)
+        arts.append(trust[0])
+        folders = (*folders, trust[1])
+    known = {rel_path(t.base, a.path): _kind(a) for a in arts}
     actions, warnings, kept = [], [], []
     for rec in reversed(mine):
         refusal = _refusal(t.base, rec, known, folders)
