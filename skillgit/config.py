@@ -5,10 +5,9 @@ whose message names the key, the bad value and what is allowed. Unknown keys are
 in a key would otherwise silently train with the default) and come with a "did you mean" hint. Section and key
 names follow SkillOpt's so its configs carry over; its older names are accepted as aliases (see `ALIASES`).
 
-Resolution order, later wins: (for a project's commands, the user config: `config_layers.py`) → `_base_` files (in
-list order, each resolved recursively relative to the file that names it) → the file itself → overrides (`-c a.b=c`,
-`--set a.b=c`, or SkillOpt's `--cfg-options a.b=c d.e=f`, see `parse_overrides`). Mappings are deep-merged; lists
-and scalars replace. Override values are YAML scalars.
+Resolution order, later wins: (the user config: `config_layers.py`) → `_base_` files (in list order, each resolved
+recursively relative to the file that names it) → the file itself → overrides (`-c`/`--set a.b=c`, or SkillOpt's
+`--cfg-options a.b=c d.e=f`). Mappings are deep-merged; lists and scalars replace. Override values are YAML scalars.
 
 YAML is read with YAML 1.2-style scalars: `2:1:7` stays a string (YAML 1.1 would make it the integer 7267),
 `1e-6` is a float, dates stay strings, leading-zero numbers stay strings; yes/no/on/off remain booleans.
@@ -26,6 +25,7 @@ import re
 import shlex
 import typing
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -453,7 +453,6 @@ def config_from_dict(data: dict[str, Any] | None) -> Config:
 
 
 def _read_file(path: Path, chain: tuple[Path, ...], origins: dict[str, str] | None = None) -> dict[str, Any]:
-    """`path` merged over its `_base_` files; `origins` (when given) gets the file that set each leaf key."""
     path = path.resolve()
     if path in chain:
         loop = " -> ".join(os.path.relpath(p, chain[0].parent) for p in (*chain[chain.index(path):], path))
@@ -484,10 +483,8 @@ def _read_file(path: Path, chain: tuple[Path, ...], origins: dict[str, str] | No
     for base in bases:
         merged = _deep_merge(merged, _read_file(path.parent / Path(base).expanduser(), (*chain, path), origins))
     own = _normalize(data)
-    if origins is not None:
-        from skillgit.config_layers import mark
-
-        mark(origins, own, str(path))
+    if origins is not None:  # which file set each leaf key (`config_layers`)
+        import_module("skillgit.config_layers").mark(origins, own, str(path))
     return _deep_merge(merged, own)
 
 
