@@ -25,7 +25,6 @@ import re
 import shlex
 import typing
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -460,7 +459,7 @@ def config_from_dict(data: dict[str, Any] | None) -> Config:
     return cfg
 
 
-def _read_file(path: Path, chain: tuple[Path, ...], origins: dict[str, str] | None = None) -> dict[str, Any]:
+def _read_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
     path = path.resolve()
     if path in chain:
         loop = " -> ".join(os.path.relpath(p, chain[0].parent) for p in (*chain[chain.index(path):], path))
@@ -489,11 +488,8 @@ def _read_file(path: Path, chain: tuple[Path, ...], origins: dict[str, str] | No
                           "e.g. `_base_: ../base.yaml`")
     merged: dict[str, Any] = {}
     for base in bases:
-        merged = _deep_merge(merged, _read_file(path.parent / Path(base).expanduser(), (*chain, path), origins))
-    own = _normalize(data)
-    if origins is not None:  # which file set each leaf key (`config_layers`)
-        import_module("skillgit.config_layers").mark(origins, own, str(path))
-    return _deep_merge(merged, own)
+        merged = _deep_merge(merged, _read_file(path.parent / Path(base).expanduser(), (*chain, path)))
+    return _deep_merge(merged, _normalize(data))
 
 
 # ---------------------------------------------------------------------------------------------- overrides

@@ -179,3 +179,12 @@ def test_dash_c_before_the_command_and_on_a_command_without_keys(make_repo):
     assert json.loads(proc.stdout)["train"]["batch_size"] == 5
     proc = run_cli("sleep", "harvest", "-c", "a.b=1", cwd=root)
     assert proc.returncode == 2 and "error: `skillgit sleep harvest` takes no config keys" in proc.stderr
+
+
+def test_origins_name_the_base_file_that_set_a_key(make_repo, xdg):
+    root = make_repo({"SKILL.md": "# S\n", "skillgit.yaml": "_base_: shared/base.yaml\ntrain:\n  num_epochs: 2\n",
+                      "shared/base.yaml": "train:\n  batch_size: 12\n  num_epochs: 9\n"})
+    project = open_project(root)
+    assert project.config.train.batch_size == 12 and project.config.train.num_epochs == 2
+    assert project.origins["train.batch_size"] == str(root / "shared" / "base.yaml")
+    assert project.origins["train.num_epochs"] == str(root / "skillgit.yaml")
