@@ -259,13 +259,13 @@ def with_skill(request: Any, skill: Optional[str], path: str) -> Any:
         else request
 
 
-def review_target(repo: Optional[Path], config: Optional[Path], run: Optional[str], skill: Optional[str]
-                  ) -> tuple[Any, Any, Optional[str], Optional[str]]:
+def review_target(repo: Optional[Path], config: Optional[Path], run: Optional[str], skill: Optional[str],
+                  sets: Optional[list[str]] = None) -> tuple[Any, Any, Optional[str], Optional[str]]:
     """(project, store, run, skill) for `report` / `pr`: with a library, the run's own skill (its file, its
     tasks); `--skill NAME` without a run: that skill's newest run."""
     from skillgit.library import views
 
-    project = views.project_for(repo, config, skill)
+    project = views.project_for(repo, config, skill, list(sets or []))
     store = views.store_for(project)
     if not project.config.skills:
         return project, store, run, None
@@ -278,7 +278,7 @@ def review_target(repo: Optional[Path], config: Optional[Path], run: Optional[st
         runs = store.list_runs()
         skill = views.run_skill(store, run or (runs[0] if runs else ""), project.config)
         if skill is not None:
-            project = views.project_for(repo, config, skill)
+            project = views.project_for(repo, config, skill, list(sets or []))
             store = views.store_for(project)
     return project, store, run, skill
 

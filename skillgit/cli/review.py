@@ -18,8 +18,9 @@ from skillgit.errors import SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
-SET = typer.Option(None, "--set", "-s", help="Override a config key: --set evaluation.gate_repeats=1 (repeatable).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "-c", "--set", "-s",
+                   help="Set a config key, as git -c does: -c evaluation.gate_repeats=1 (repeatable).")
 JSON = typer.Option(False, "--json", help="Print JSON on stdout.")
 SKILL = typer.Option(None, "--skill", help="A skill library (`skills:`): this skill (its newest run, its file and "
                                            "tasks).")
@@ -29,11 +30,11 @@ def _say(message: str) -> None:
     console.info(escape(shown(message)))
 
 
-def _project_and_store(repo: Optional[Path], config: Optional[Path]):
+def _project_and_store(repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]] = None):
     from skillgit.project import open_project
     from skillgit.store import Store
 
-    project = open_project(repo, config)
+    project = open_project(repo, config, list(sets or []))
     return project, Store.open(project.root, project.config.skill.path, project.config.skill.branch)
 
 
@@ -53,13 +54,14 @@ def report(run: Optional[str] = typer.Argument(None, help="The run (default: the
            output: Optional[Path] = typer.Option(None, "--output", "-o",
                                                  help="The HTML file (default: skillgit-report-<run>.html here)."),
            renderer: str = typer.Option("auto", "--renderer", help="Charts: auto | matplotlib | builtin."),
-           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, skill: Optional[str] = SKILL) -> None:
+           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
+           skill: Optional[str] = SKILL) -> None:
     """Write a self-contained HTML report of a run: scores, per-item val heatmap, every decision, cost."""
     from skillgit.cli.library import review_target
     from skillgit.report import write_report
     from skillgit.review import data
 
-    project, store, run, skill = review_target(repo, config, run, skill)
+    project, store, run, skill = review_target(repo, config, run, skill, set_)
     review = data.load_run(store, run, split_sizes=_split_sizes(project))
     page = data.to_run_report(review, project=project.root.name, skill_path=store.skill_path)
     path = write_report(page, output or data.default_report_path(review.run), renderer)  # type: ignore[arg-type]
@@ -79,7 +81,7 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
                                                                "runs) to this remote first."),
        gh: bool = typer.Option(False, "--gh", help="Open the pull request with `gh pr create`."),
        as_json: bool = JSON, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
-       skill: Optional[str] = SKILL) -> None:
+       set_: Optional[list[str]] = SET, skill: Optional[str] = SKILL) -> None:
     """Write a pull-request body with the evidence for a run's learned edits (and optionally open the PR)."""
     import shutil
 
@@ -95,7 +97,7 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
         R.check_remote(push)
     from skillgit.cli.library import review_target, with_skill
 
-    project, store, run, skill = review_target(repo, config, run, skill)
+    project, store, run, skill = review_target(repo, config, run, skill, set_)
     review = data.load_run(store, run, split_sizes=_split_sizes(project), diff_of=lambda d: d.accepted)
     head = R.check_branch(head or review.head, "head branch (the branch the run trained onto)")
     base = R.check_branch(base or review.base or project.config.skill.branch,

@@ -16,8 +16,9 @@ from skillgit.errors import ExitCode, Interrupted, SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
-SET = typer.Option(None, "--set", "-s", help="Override a config key: --set train.batch_size=20 (repeatable).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "-c", "--set", "-s",
+                   help="Set a config key, as git -c does: -c train.batch_size=20 (repeatable).")
 CFG_OPTIONS = typer.Option(None, "--cfg-options", help="SkillOpt-style overrides, key=value (repeatable).")
 
 
@@ -182,7 +183,7 @@ def resume_command(run_id: str, repo: Optional[Path], config: Optional[Path], se
 
     words = ["skillgit", "train", "--run", run_id]
     words += ["-C", str(repo)] if repo is not None else []
-    words += ["-c", str(config)] if config is not None else []
+    words += ["--config", str(config)] if config is not None else []
     for value in sets or []:
         words += ["--set", value]
     for value in cfg_options or []:
@@ -349,16 +350,35 @@ def _fail_if_unscored(summary: dict) -> None:
 
 def config_show(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
                 cfg_options: Optional[list[str]] = CFG_OPTIONS,
-                as_json: bool = typer.Option(False, "--json", help="JSON instead of YAML.")) -> None:
-    """Print the resolved config (defaults, _base_ files and overrides applied; secrets masked)."""
+                as_json: bool = typer.Option(False, "--json", help="JSON instead of YAML."),
+                show_origin: bool = typer.Option(False, "--show-origin",
+                                                 help="One line per key: where it was set, the key, its value.")
+                ) -> None:
+    """Print the resolved config (defaults, the user config, _base_ files and overrides applied; secrets masked)."""
     from skillgit.config import dump_config
     from skillgit.redact import redact_mapping
 
     project = _project(repo, config, _overrides(set_, cfg_options))
-    if as_json:
+    if show_origin:
+        _show_origins(project, as_json)
+    elif as_json:
         console.print_json(redact_mapping(project.config.to_dict()))
     else:
         console.out.print(dump_config(project.config, mask_secrets=True), markup=False, highlight=False)
+
+
+def _show_origins(project: Any, as_json: bool) -> None:
+    """`config show --show-origin`: like `git config --list --show-origin`, one `origin<TAB>key=value` line per key
+    (origin: `default`, a file, or the command line)."""
+    from skillgit.config_layers import origin_rows, shown_origin
+
+    rows = origin_rows(project.config, project.origins)
+    if as_json:
+        console.print_json([{"origin": shown_origin(o), "key": k, "value": v} for o, k, v in rows])
+        return
+    for origin, key, value in rows:
+        text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else value
+        sys.stdout.write(f"{shown_origin(origin)}\t{key}={text}\n")  # (rich would expand the tab)
 
 
 def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
