@@ -48,13 +48,13 @@ from skillgit.errors import ExitCode, SkillgitError
 from skillgit.integrations import jsonedit
 from skillgit.integrations import locations as L
 from skillgit.integrations.artifacts import (
-    AGENTS,
     SCOPES,
     Artifact,
     BlockArtifact,
     FileArtifact,
     JsonArtifact,
     artifacts,
+    installer,
     root_of,
     roots,
 )
@@ -289,8 +289,7 @@ class Target:
 
 
 def target(agent: str, scope: str, repo: Path | None = None, home: Path | None = None) -> Target:
-    if agent not in AGENTS:
-        raise SkillgitError(f"unknown agent '{agent}'", f"use one of: {', '.join(AGENTS)}")
+    installer(agent)  # SkillgitError naming the install targets for an agent without any
     if scope not in SCOPES:
         raise SkillgitError(f"unknown scope '{scope}'", "use --project or --user")
     if scope == "user":
