@@ -63,6 +63,8 @@ from skillgit.world.agent_code import (
 )
 from skillgit.world.coding import (
     CodingReading,
+    Recipe,
+    Request,
     parse_request,
     read_coding,
     recipe_for,
@@ -300,41 +302,63 @@ def run_agent(workspace: Path, prompt: str, *, seed: int = 0, sample: int = 0, n
     rng = seeded_rng(seed, "agent", f"{prompt}\x1f{sample}\x1f{package_text}")
     decisions = decide(request, recipe, reading, rng, noise)
     imports = list(recipe.imports)
+    try:
+        module_after = _edit_module(session, request, recipe, decisions, imports)
+    except _Refused as refused:
+        return done(str(refused))
+    verb = {"add": "added", "fix": "fixed", "change": "changed"}[request.kind]
+    done_list = [f"{verb} `{request.name}` in {request.module_path}"]
+    done_list += _follow_up(session, request, recipe, decisions, module_after, imports)
+    final = "Done: " + "; ".join(done_list) + ". Files changed: " + ", ".join(session.changed) + "."
+    return done(final)
+
+
+class _Refused(Exception):
+    """The request cannot be carried out in this workspace: the agent says why and changes nothing."""
+
+
+def _edit_module(session: Session, request: Request, recipe: Recipe, decisions: Decisions,
+                 imports: list[str]) -> str:
+    """Add or rewrite the requested function in its module (written); the module's new text."""
     module_before = session.read(request.module_path)
     if request.kind == "add":
         func = function_source(request, recipe, decisions)
-        params = request.params
         if module_before is None:
             module_after = new_module(request, func, imports)
         else:
             module_after = append_function(ensure_imports(module_before, imports), func)
     else:
         if module_before is None:
-            return done(f"{request.module_path} does not exist, so there is no `{request.name}` to "
-                        f"{request.kind}. Nothing changed.")
+            raise _Refused(f"{request.module_path} does not exist, so there is no `{request.name}` to "
+                           f"{request.kind}. Nothing changed.")
         replaced = replace_body(ensure_imports(module_before, imports), request, recipe, decisions)
         if replaced is None:
-            return done(f"{request.module_path} has no top-level function `{request.name}`. Nothing changed.")
+            raise _Refused(f"{request.module_path} has no top-level function `{request.name}`. Nothing changed.")
         module_after, params = replaced
         if len(params) != len(recipe.hints):
-            return done(f"`{request.name}` takes {len(params)} parameter(s); this change needs "
-                        f"{len(recipe.hints)}. Nothing changed.")
+            raise _Refused(f"`{request.name}` takes {len(params)} parameter(s); this change needs "
+                           f"{len(recipe.hints)}. Nothing changed.")
     if request.report and decisions.has("logging"):
         module_after = ensure_logger(module_after)
     session.write(request.module_path, module_before, module_after)
-    verb = {"add": "added", "fix": "fixed", "change": "changed"}[request.kind]
-    done_list = [f"{verb} `{request.name}` in {request.module_path}"]
+    return module_after
 
+
+def _follow_up(session: Session, request: Request, recipe: Recipe, decisions: Decisions, module_after: str,
+               imports: list[str]) -> list[str]:
+    """The conventions around the code the agent follows (export, changelog, tests); what it did, in words."""
+    said = []
     if decisions.has("export"):
         init_rel = f"{request.package}/__init__.py"
         init_before = session.read(init_rel) or ""
-        session.write(init_rel, init_before if (root / init_rel).exists() else None, export_name(init_before, request))
-        done_list.append(f"exported it in {request.package}.__all__")
+        session.write(init_rel, init_before if (session.root / init_rel).exists() else None,
+                      export_name(init_before, request))
+        said.append(f"exported it in {request.package}.__all__")
     if decisions.has("changelog"):
         log_before = session.read("CHANGELOG.md")
         session.write("CHANGELOG.md", log_before,
                       changelog_entry(log_before or "", request, decisions.has("changelog_format")))
-        done_list.append("added a CHANGELOG.md entry")
+        said.append("added a CHANGELOG.md entry")
     if decisions.has("tests"):
         tree = ast.parse(module_after)
         node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == request.name)
@@ -342,16 +366,11 @@ def run_agent(workspace: Path, prompt: str, *, seed: int = 0, sample: int = 0, n
         test_before = session.read(request.test_path)
         existing = set(re.findall(r"^def (test_\w+)", test_before or "", re.MULTILINE))
         test_imports, block = tests_for(request, recipe, func_src, imports, decisions, existing)
-        if test_before is None:
-            head = f'"""Tests for {request.module}."""\n'
-            test_after = append_function(ensure_imports(head, test_imports), block)
-        else:
-            test_after = append_function(ensure_imports(test_before, test_imports), block)
-        session.write(request.test_path, test_before, test_after)
-        done_list.append(f"added tests in {request.test_path}"
-                         + (" (marked skip)" if "skip_tests" in decisions.harms else ""))
-    final = "Done: " + "; ".join(done_list) + ". Files changed: " + ", ".join(session.changed) + "."
-    return done(final)
+        head = test_before if test_before is not None else f'"""Tests for {request.module}."""\n'
+        session.write(request.test_path, test_before, append_function(ensure_imports(head, test_imports), block))
+        said.append(f"added tests in {request.test_path}" + (" (marked skip)" if "skip_tests" in decisions.harms
+                                                              else ""))
+    return said
 
 
 # ---------------------------------------------------------------------------------------------- CLI
