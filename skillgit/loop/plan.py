@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 from skillgit.config import Config
@@ -129,6 +130,14 @@ def _cost_line(dollars: dict[str, float | None]) -> str:
     return "estimated cost (upper bound): " + parts + total
 
 
+def _handoff_line(cfg: Config, root: Path | None) -> list[str]:
+    if cfg.model.teacher_backend != "handoff":
+        return []
+    from skillgit.llm.handoff import plan as handoff_plan
+
+    return [handoff_plan(cfg, root)]
+
+
 def _budget_line(cfg: Config) -> list[str]:
     b = cfg.budget
     limits = [f"{k}={v}" for k, v in (("max_calls", b.max_calls), ("max_tokens", b.max_tokens),
@@ -139,7 +148,8 @@ def _budget_line(cfg: Config) -> list[str]:
             + " (the run stops before the call that would cross one; a larger budget resumes it)"]
 
 
-def estimate(cfg: Config, splits: Splits, skill: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def estimate(cfg: Config, splits: Splits, skill: str, env: Mapping[str, str] | None = None,
+             root: Path | None = None) -> dict[str, Any]:
     sh = _shape(cfg, splits)
     opt, steps = cfg.optimizer, sh.steps
     calls = _calls(cfg, sh)
@@ -170,6 +180,7 @@ def estimate(cfg: Config, splits: Splits, skill: str, env: Mapping[str, str] | N
         ("warning: " if warn else "") + detectable,
         f"estimated tokens: ~{tokens['prompt']:,} prompt + ~{tokens['completion']:,} completion",
         _cost_line(dollars),
+        *_handoff_line(cfg, root),
         *_budget_line(cfg),
     ]
     return {"steps": steps, "batches_per_epoch": sh.bpe, "budgets": budgets, "calls": calls,

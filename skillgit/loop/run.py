@@ -253,7 +253,8 @@ class Trainer:
 
     def _record_stop(self, exc: BaseException) -> None:
         """What a run stopped by `exc` (other than a budget) leaves in its progress: interrupted, stopped because
-        the skill branch moved, or failed with the exit code `status` shows (a bare BaseException: nothing)."""
+        the skill branch moved, or failed with the exit code `status` shows — stopped for exit 5 (handoff questions
+        wait) — (a bare BaseException: nothing)."""
         if isinstance(exc, (KeyboardInterrupt, Interrupted)):
             how = exc.message if isinstance(exc, Interrupted) else "interrupted"  # e.g. "stopped by SIGTERM"
             self.progress = self.progress.replace(status="interrupted", stop_reason=how)
@@ -264,10 +265,11 @@ class Trainer:
         elif isinstance(exc, Exception):  # e.g. a backend that kept failing (exit 4): `status` says so, not "killed?"
             code = int(exc.code) if isinstance(exc, SkillgitError) else int(ExitCode.INTERNAL)
             what = exc.message if isinstance(exc, SkillgitError) else f"crashed: {type(exc).__name__}: {exc}"
-            self.progress = self.progress.replace(status="failed", stop_reason=redact.redact(
+            ended = "stopped" if code == ExitCode.BUDGET else "failed"  # exit 5: handoff questions wait
+            self.progress = self.progress.replace(status=ended, stop_reason=redact.redact(
                 f"{textsafe.clean(what, multiline=False)[:500]} (exit {code}); `skillgit train` resumes it"))
             try:
-                self._save(f"failed (exit {code})")
+                self._save(f"{ended} (exit {code})")
             except Exception:
                 pass  # the run's own error is the one to report
 
