@@ -10,21 +10,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from skillgit.report.chartspec import (
-    C_ACCEPTED,
-    C_EPOCH,
-    C_GRID,
-    C_UNKNOWN_FILL,
-    C_UNKNOWN_HATCH,
-    CostSpec,
-    CurvesSpec,
-    HeatmapSpec,
-    LegendEntry,
-    Mark,
-    Series,
-    score_colour,
-    values_of,
-)
+from skillgit.report import chartspec as cs
 
 RC: dict[str, Any] = {  # matplotlib types the keys as a Literal of every rcParam name
     "svg.fonttype": "none",  # text stays text: searchable, selectable, small
@@ -37,7 +23,7 @@ RC: dict[str, Any] = {  # matplotlib types the keys as a Literal of every rcPara
     "xtick.color": "#374151",
     "ytick.color": "#374151",
     "legend.frameon": False,
-    "hatch.color": C_UNKNOWN_HATCH,
+    "hatch.color": cs.C_UNKNOWN_HATCH,
 }
 _MARKERS = {"dot": "o", "ring": "o", "down": "v", "up": "^", "star": "*"}
 
@@ -57,7 +43,7 @@ def _save(fig: Any) -> str:
     return buf.getvalue()
 
 
-def _handle(mark: Mark, label: str) -> Any:
+def _handle(mark: cs.Mark, label: str) -> Any:
     """A legend handle drawn like `mark`."""
     from matplotlib.lines import Line2D  # type: ignore[import-not-found,unused-ignore]
     from matplotlib.patches import Patch  # type: ignore[import-not-found,unused-ignore]
@@ -67,24 +53,24 @@ def _handle(mark: Mark, label: str) -> Any:
     if mark.glyph == "swatch":
         return Patch(facecolor=mark.colour, label=label)
     if mark.glyph == "hatch":
-        return Patch(facecolor=C_UNKNOWN_FILL, edgecolor=mark.colour, hatch="////", label=label)
+        return Patch(facecolor=cs.C_UNKNOWN_FILL, edgecolor=mark.colour, hatch="////", label=label)
     face = "white" if mark.glyph == "ring" else mark.colour
     return Line2D([], [], ls="none", marker=_MARKERS[mark.glyph], ms=7, color=mark.colour, markerfacecolor=face,
                   label=label)
 
 
-def _dash(mark: Mark) -> Any:
+def _dash(mark: cs.Mark) -> Any:
     return (0, tuple(float(v) for v in mark.dash.split())) if mark.dash else "-"
 
 
-def _draw_series(ax: Any, series: Series) -> None:
+def _draw_series(ax: Any, series: cs.Series) -> None:
     mark = series.mark
     if mark.glyph == "step":
         xs = [x for x, _ in series.points]
         ys = [float("nan") if y is None else y for _, y in series.points]
         ax.step(xs, ys, where="post", color=mark.colour, lw=mark.width, ls=_dash(mark))
         return
-    xs, ys = values_of(series.points)
+    xs, ys = cs.values_of(series.points)
     if mark.glyph == "line":
         ax.plot(xs, ys, color=mark.colour, lw=mark.width, marker="o", ms=3.5, alpha=0.9)
     elif mark.glyph == "ring":
@@ -94,30 +80,30 @@ def _draw_series(ax: Any, series: Series) -> None:
         ax.scatter(xs, ys, marker=_MARKERS[mark.glyph], s=size, color=mark.colour, zorder=5)
 
 
-def _legend(ax: Any, entries: tuple[LegendEntry, ...], **where: Any) -> None:
+def _legend(ax: Any, entries: tuple[cs.LegendEntry, ...], **where: Any) -> None:
     if entries:
         ax.legend(handles=[_handle(e.mark, e.label) for e in entries], fontsize=9, **where)
 
 
-def curves(spec: CurvesSpec) -> str:
+def curves(spec: cs.CurvesSpec) -> str:
     from matplotlib.figure import Figure  # type: ignore[import-not-found,unused-ignore]
 
     fig = Figure(figsize=(10.5, 4.4), layout="constrained")
     ax = fig.add_subplot()
     for series in spec.series:
         _draw_series(ax, series)
-    ax.axvline(spec.test_x - 0.5, color=C_GRID, lw=1)
+    ax.axvline(spec.test_x - 0.5, color=cs.C_GRID, lw=1)
     ax.annotate("test", (spec.test_x, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
                 color="#374151", fontsize=9)
     for x, label in spec.epochs:
-        ax.axvline(x, color=C_EPOCH, lw=1, ls=":")
+        ax.axvline(x, color=cs.C_EPOCH, lw=1, ls=":")
         ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(3, 0), textcoords="offset points",
                     ha="left", va="bottom", color="#4b5563", fontsize=9)
     ax.set_xlim(*spec.x_range)
     ax.set_ylim(*spec.y_range)
     ax.set_xticks(spec.x_ticks)
     ax.set_yticks(spec.y_ticks, labels=[f"{t:g}" for t in spec.y_ticks])
-    ax.grid(axis="y", color=C_GRID, lw=0.8)
+    ax.grid(axis="y", color=cs.C_GRID, lw=0.8)
     ax.set_axisbelow(True)
     ax.set_xlabel(spec.xlabel)
     ax.set_ylabel(spec.ylabel)
@@ -125,7 +111,7 @@ def curves(spec: CurvesSpec) -> str:
     return _save(fig)
 
 
-def _cells(ax: Any, spec: HeatmapSpec) -> None:
+def _cells(ax: Any, spec: cs.HeatmapSpec) -> None:
     from matplotlib.collections import PatchCollection  # type: ignore[import-not-found,unused-ignore]
     from matplotlib.patches import Rectangle  # type: ignore[import-not-found,unused-ignore]
 
@@ -140,17 +126,17 @@ def _cells(ax: Any, spec: HeatmapSpec) -> None:
                 unknown.append(rect)
             else:
                 known.append(rect)
-                known_colours.append(score_colour(value))
+                known_colours.append(cs.score_colour(value))
     known_pc = PatchCollection(known, facecolors=known_colours, edgecolors="white", linewidths=0.8)
     known_pc.set_gid("cells-known")
-    unknown_pc = PatchCollection(unknown, facecolors=C_UNKNOWN_FILL, edgecolors=C_UNKNOWN_HATCH, hatch="////",
+    unknown_pc = PatchCollection(unknown, facecolors=cs.C_UNKNOWN_FILL, edgecolors=cs.C_UNKNOWN_HATCH, hatch="////",
                                  linewidths=0.5)
     unknown_pc.set_gid("cells-unknown")
     ax.add_collection(known_pc)
     ax.add_collection(unknown_pc)
 
 
-def heatmap(spec: HeatmapSpec) -> str:
+def heatmap(spec: cs.HeatmapSpec) -> str:
     from matplotlib.figure import Figure  # type: ignore[import-not-found,unused-ignore]
 
     items, cols = spec.items, spec.columns
@@ -171,7 +157,7 @@ def heatmap(spec: HeatmapSpec) -> str:
                        fontsize=9)
     for tick, i in zip(ax.get_xticklabels(), spec.labelled):
         if i in spec.accepted:
-            tick.set_color(C_ACCEPTED)
+            tick.set_color(cs.C_ACCEPTED)
             tick.set_fontweight("bold")
     ax.set_yticks(range(len(items)))
     ax.set_yticklabels(items, fontsize=9)
@@ -185,7 +171,7 @@ def heatmap(spec: HeatmapSpec) -> str:
     return _save(fig)
 
 
-def cost(spec: CostSpec) -> str:
+def cost(spec: cs.CostSpec) -> str:
     from matplotlib.figure import Figure  # type: ignore[import-not-found,unused-ignore]
 
     rows = max([len(p.bars) for p in spec.panels] + [1])
@@ -204,7 +190,7 @@ def cost(spec: CostSpec) -> str:
         ax.set_xlim(0, top * 1.25 if top > 0 else 1)
         ax.set_title(panel.title, fontsize=10, loc="left")
         ax.set_xlabel(panel.unit)
-        ax.grid(axis="x", color=C_GRID, lw=0.8)
+        ax.grid(axis="x", color=cs.C_GRID, lw=0.8)
         ax.set_axisbelow(True)
         if not panel.bars:
             ax.text(0.5, 0.5, "no usage recorded", transform=ax.transAxes, ha="center", color="#6b7280")
