@@ -20,6 +20,10 @@ Locations (checked against each agent's documentation and the CLIs in tests/agen
   `~/.copilot/skills/skillgit/SKILL.md`, a `~/.copilot/copilot-instructions.md` block and
   `~/.copilot/mcp-config.json` (`COPILOT_HOME`).
 
+Which agents: those whose `Agent` record (`skillgit/agents/<name>.py`) names an `install` pointer to an
+`Installer` (or a plain builder function) — `targets()` reads them from the agents registry; an agent registered at
+run time with one is a target like the built-in ones. Nothing here lists agent names.
+
 Roots: every artifact belongs to a root folder skillgit may write in — the repository (project scope), or the home
 folder and the agent's own home when its variable names one (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `COPILOT_HOME`;
 user scope). `roots()` lists them and `root_of()` picks an artifact's; nothing is written or deleted through a
@@ -36,7 +40,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +48,6 @@ from typing import Any
 from skillgit.integrations import assets
 from skillgit.integrations import locations as L
 
-AGENTS = ("claude", "codex", "copilot")
 SCOPES = ("project", "user")
 
 
@@ -72,6 +75,18 @@ class BlockArtifact:
 
 
 Artifact = FileArtifact | JsonArtifact | BlockArtifact
+Builder = Callable[[str, Path, Mapping[str, str]], "list[Artifact]"]  # (scope, base, env) -> artifacts
+
+
+@dataclass(frozen=True)
+class Installer:
+    """One agent's `skillgit install` artifacts: what its `Agent.install` pointer names."""
+
+    build: Builder
+    home_env: str = ""  # the variable naming the agent's own home (user scope may write there), "" when none
+
+    def __call__(self, scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
+        return self.build(scope, base, env)
 
 
 def mcp_launcher(scope: str) -> tuple[str, list[str]]:
@@ -149,13 +164,32 @@ def _copilot(scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
     ]
 
 
+def targets() -> tuple[str, ...]:
+    """The agents `skillgit install` can put skillgit into, in the registry's order."""
+    from skillgit.agents import registry
+
+    return tuple(registry.install_targets())
+
+
+def installer(agent: str) -> Installer:
+    """`agent`'s installer from the agents registry; SkillgitError naming the targets for any other name."""
+    from skillgit.agents import registry
+    from skillgit.errors import SkillgitError
+
+    pointer = registry.install_targets().get(agent)
+    if pointer is None:
+        raise SkillgitError(f"unknown agent '{agent}'", f"use one of: {', '.join(targets())}")
+    found = registry.resolve_pointer(pointer)
+    return found if isinstance(found, Installer) else Installer(found)
+
+
 def roots(agent: str, scope: str, base: Path, env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
     """The folders `agent`'s artifacts in `scope` live in (see the module docstring)."""
     if scope == "project":
         return (base,)
     env = os.environ if env is None else env
-    var = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "copilot": "COPILOT_HOME"}[agent]
-    return (base, Path(env[var])) if env.get(var) else (base,)
+    var = installer(agent).home_env
+    return (base, Path(env[var])) if var and env.get(var) else (base,)
 
 
 def root_of(path: Path, folders: tuple[Path, ...]) -> Path | None:
@@ -206,5 +240,9 @@ def notes(agent: str, scope: str, base: Path, env: Mapping[str, str]) -> list[st
 
 def artifacts(agent: str, scope: str, base: Path, env: Mapping[str, str] | None = None) -> list[Artifact]:
     """The artifacts of `agent` in `scope`; `base` is the repository root (project) or the home folder (user)."""
-    build = {"claude": _claude, "codex": _codex, "copilot": _copilot}[agent]
-    return build(scope, base, os.environ if env is None else env)
+    return installer(agent)(scope, base, os.environ if env is None else env)
+
+
+CLAUDE = Installer(_claude, "CLAUDE_CONFIG_DIR")
+CODEX = Installer(_codex, "CODEX_HOME")
+COPILOT = Installer(_copilot, "COPILOT_HOME")

@@ -49,13 +49,13 @@ from skillgit.errors import ExitCode, SkillgitError
 from skillgit.integrations import jsonedit
 from skillgit.integrations import locations as L
 from skillgit.integrations.artifacts import (
-    AGENTS,
     SCOPES,
     Artifact,
     BlockArtifact,
     FileArtifact,
     JsonArtifact,
     artifacts,
+    installer,
     notes,
     root_of,
     roots,
@@ -292,8 +292,7 @@ class Target:
 
 
 def target(agent: str, scope: str, repo: Path | None = None, home: Path | None = None) -> Target:
-    if agent not in AGENTS:
-        raise SkillgitError(f"unknown agent '{agent}'", f"use one of: {', '.join(AGENTS)}")
+    installer(agent)  # SkillgitError naming the install targets for an agent without any
     if scope not in SCOPES:
         raise SkillgitError(f"unknown scope '{scope}'", "use --project or --user")
     if scope == "user":
@@ -366,6 +365,113 @@ def _trust(t: Target, home: Path | None, env: Mapping[str, str] | None) -> tuple
     return trust_artifact(t.base, home or Path(env.get("HOME") or Path.home()), env)
 
 
+def _plan(t: Target, manifest: Manifest, before: dict[str, Record], folders: tuple[Path, ...],
+          arts: list[Artifact]) -> tuple[list[_Step], list[str]]:
+    """One step per artifact (pending records settled into `before`), and the warnings of skipped ones."""
+    steps: list[_Step] = []
+    warnings: list[str] = []
+    for art in arts:
+        rel = rel_path(t.base, art.path)
+        if t.protected is not None and art.path.resolve() == t.protected:
+            warnings.append(f"skipped {rel}: it is the skill this project trains (skill.path); skillgit never "
+                            "edits it outside training")
+            steps.append(_Step(art, rel, "skip", "the project's trained skill"))
+            continue
+        rec = manifest.record_for(rel)
+        if rec is not None and rec.agent != t.agent:
+            steps.append(_Step(art, rel, "conflict", f"already installed by `skillgit install {rec.agent}`",
+                               hint=f"run `skillgit uninstall {rec.agent}` first"))
+            continue
+        if rec is not None and rec.pending:
+            rec = _settle(rec, art.path)
+            if rec is None:
+                before.pop(rel)
+            else:
+                before[rel] = rec
+        steps.append(_plan_one(art, rec, rel, root_of(art.path, folders) or t.base))
+    return steps, warnings
+
+
+def _pending(t: Target, todo: list[_Step], before: dict[str, Record]) -> dict[str, Record]:
+    """The manifest's records with every write of `todo` recorded as pending (with the folders it creates)."""
+    records, claimed = dict(before), set()
+    for s in todo:
+        old = before.get(s.rel)
+        dirs = [d for d in missing_dirs(t.base, s.artifact.path.parent) if d not in claimed]
+        claimed.update(dirs)
+        records[s.rel] = Record(t.agent, _kind(s.artifact), s.rel, sha(s.text) or "", sha(s.before), s.offset,
+                                s.inserted, tuple(s.key_path), s.value, s.append,
+                                (old.created_dirs if old is not None else ()) +
+                                tuple(rel_path(t.base, d) for d in dirs), pending=True)
+    return records
+
+
+def _restore(records: dict[str, Record], before: dict[str, Record], rel: str) -> None:
+    """Back to what the manifest said before this install for `rel`."""
+    if rel in before:
+        records[rel] = before[rel]
+    else:
+        records.pop(rel, None)
+
+
+def _roll_back(t: Target, todo: list[_Step], done: list[tuple[_Step, str | None, list[Path]]], manifest: Manifest,
+               records: dict[str, Record], before: dict[str, Record], order: list[str]) -> list[str]:
+    """Put back what a failed install wrote, in reverse order, and save the records; what could not be put back."""
+    left: list[str] = []
+    for s, prior, created in reversed(done):
+        try:
+            _put_back(s, prior, created)
+            _restore(records, before, s.rel)
+        except (OSError, SkillgitError) as undo:
+            left.append(f"{s.rel} ({_reason(undo)})")
+    for s in todo[len(done):]:  # never started
+        _restore(records, before, s.rel)
+    try:
+        _save(manifest, records, order)
+    except (OSError, SkillgitError) as save:
+        left.append(f"the install record {t.manifest} ({_reason(save)})")
+    return left
+
+
+def _failed(t: Target, failed: str, exc: BaseException, left: list[str]) -> SkillgitError:
+    message = f"nothing installed: could not write {failed} ({_reason(exc)}); everything written before it " \
+              "was put back"
+    hint = f"make {Path(abs_path(t.base, failed)).parent} writable (or install with the other scope) and run " \
+           "the install again"
+    if left:
+        message += f", except {', '.join(left)}"
+        hint += f"; then `skillgit uninstall {t.agent}` removes what is left (it is recorded)"
+    return SkillgitError(message, hint, ExitCode.USAGE)
+
+
+def _refuse_conflicts(steps: list[_Step]) -> None:
+    conflicts = [s for s in steps if s.what == "conflict"]
+    if conflicts:
+        lines = "; ".join(f"{s.rel}: {s.detail}" for s in conflicts)
+        raise SkillgitError(f"nothing installed: {lines}", " | ".join(s.hint for s in conflicts if s.hint),
+                            ExitCode.USAGE)
+
+
+def _write_all(t: Target, todo: list[_Step], manifest: Manifest, records: dict[str, Record],
+               before: dict[str, Record], order: list[str]) -> None:
+    """Write every step; on any failure put back what was written, in reverse order, and raise."""
+    done: list[tuple[_Step, str | None, list[Path]]] = []
+    failed = ""
+    try:
+        for s in todo:
+            failed = s.rel
+            created = missing_dirs(t.base, s.artifact.path.parent)
+            done.append((s, read_text(s.artifact.path), created))
+            s.artifact.path.parent.mkdir(parents=True, exist_ok=True)
+            write_text(s.artifact.path, s.text or "",
+                       isinstance(s.artifact, FileArtifact) and s.artifact.executable)
+    except BaseException as exc:
+        left = _roll_back(t, todo, done, manifest, records, before, order)
+        if not isinstance(exc, (OSError, SkillgitError)):
+            raise
+        raise _failed(t, failed, exc, left) from None
+
+
 def install(agent: str, scope: str, repo: Path | None = None, home: Path | None = None,
             env: Mapping[str, str] | None = None, dry_run: bool = False, trust_folder: bool = False) -> Report:
     """Install `agent`'s artifacts (see the module contract); `trust_folder` (copilot --project only): also add
@@ -382,51 +488,19 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
                                 "servers; other agents and the user scope need no trust")
         arts.append(trust[0])
         folders = (*folders, trust[1])
-    before = {r.path: r for r in manifest.records}  # the records as they stand (pending ones settled below)
-    steps: list[_Step] = []
-    warnings: list[str] = []
-    for art in arts:
-        rel = rel_path(t.base, art.path)
-        if t.protected is not None and art.path.resolve() == t.protected:
-            warnings.append(f"skipped {rel}: it is the skill this project trains (skill.path); skillgit never "
-                            "edits it outside training")
-            steps.append(_Step(art, rel, "skip", "the project's trained skill"))
-            continue
-        rec = manifest.record_for(rel)
-        if rec is not None and rec.agent != agent:
-            steps.append(_Step(art, rel, "conflict", f"already installed by `skillgit install {rec.agent}`",
-                               hint=f"run `skillgit uninstall {rec.agent}` first"))
-            continue
-        if rec is not None and rec.pending:
-            rec = _settle(rec, art.path)
-            if rec is None:
-                before.pop(rel)
-            else:
-                before[rel] = rec
-        steps.append(_plan_one(art, rec, rel, root_of(art.path, folders) or t.base))
-    conflicts = [s for s in steps if s.what == "conflict"]
-    if conflicts:
-        lines = "; ".join(f"{s.rel}: {s.detail}" for s in conflicts)
-        raise SkillgitError(f"nothing installed: {lines}", " | ".join(s.hint for s in conflicts if s.hint),
-                            ExitCode.USAGE)
+    before = {r.path: r for r in manifest.records}  # the records as they stand (pending ones settled by _plan)
+    steps, warnings = _plan(t, manifest, before, folders, arts)
+    _refuse_conflicts(steps)
     actions = [Action(s.what, s.rel, s.detail) for s in steps]
     for s in steps:
         warnings.extend(s.warnings)
     if dry_run:
         return _report(t, actions, warnings, notes(agent, scope, t.base, os.environ if env is None else env))
-    order = [r.path for r in manifest.records] + [s.rel for s in steps if s.rel not in
-                                                  {r.path for r in manifest.records}]
+    known = {r.path for r in manifest.records}
+    order = [r.path for r in manifest.records] + [s.rel for s in steps if s.rel not in known]
     todo = [s for s in steps if s.what in ("create", "insert", "update") and s.text is not None]
     # 1. record first: every write is in the manifest (pending) before any file is touched
-    records, claimed = dict(before), set()
-    for s in todo:
-        old = before.get(s.rel)
-        dirs = [d for d in missing_dirs(t.base, s.artifact.path.parent) if d not in claimed]
-        claimed.update(dirs)
-        records[s.rel] = Record(agent, _kind(s.artifact), s.rel, sha(s.text) or "", sha(s.before), s.offset,
-                                s.inserted, tuple(s.key_path), s.value, s.append,
-                                (old.created_dirs if old is not None else ()) +
-                                tuple(rel_path(t.base, d) for d in dirs), pending=True)
+    records = _pending(t, todo, before)
     if todo:
         try:
             manifest = _save(manifest, records, order)
@@ -435,46 +509,7 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
                                 f"({_reason(exc)})", f"make {t.manifest.parent} writable and run the install again",
                                 ExitCode.USAGE) from None
     # 2. write; on any failure put back what was written, in reverse order
-    done: list[tuple[_Step, str | None, list[Path]]] = []
-    failed = ""
-    try:
-        for s in todo:
-            failed = s.rel
-            created = missing_dirs(t.base, s.artifact.path.parent)
-            done.append((s, read_text(s.artifact.path), created))
-            s.artifact.path.parent.mkdir(parents=True, exist_ok=True)
-            write_text(s.artifact.path, s.text or "",
-                       isinstance(s.artifact, FileArtifact) and s.artifact.executable)
-    except BaseException as exc:
-        left: list[str] = []
-        for s, prior, created in reversed(done):
-            try:
-                _put_back(s, prior, created)
-                if s.rel in before:
-                    records[s.rel] = before[s.rel]
-                else:
-                    records.pop(s.rel, None)
-            except (OSError, SkillgitError) as undo:
-                left.append(f"{s.rel} ({_reason(undo)})")
-        for s in todo[len(done):]:  # never started: back to what the manifest said before
-            if s.rel in before:
-                records[s.rel] = before[s.rel]
-            else:
-                records.pop(s.rel, None)
-        try:
-            _save(manifest, records, order)
-        except (OSError, SkillgitError) as save:
-            left.append(f"the install record {t.manifest} ({_reason(save)})")
-        if not isinstance(exc, (OSError, SkillgitError)):
-            raise
-        message = f"nothing installed: could not write {failed} ({_reason(exc)}); everything written before it " \
-                  "was put back"
-        hint = f"make {Path(abs_path(t.base, failed)).parent} writable (or install with the other scope) and run " \
-               "the install again"
-        if left:
-            message += f", except {', '.join(left)}"
-            hint += f"; then `skillgit uninstall {agent}` removes what is left (it is recorded)"
-        raise SkillgitError(message, hint, ExitCode.USAGE) from None
+    _write_all(t, todo, manifest, records, before, order)
     # 3. done: the records are final
     if todo:
         _save(manifest, {k: replace(r, pending=False) for k, r in records.items()}, order)
