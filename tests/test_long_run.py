@@ -13,7 +13,7 @@ from skillgit.llm import cache as cache_mod
 from skillgit.llm.base import Reply
 from skillgit.llm.cache import CallCache
 from skillgit.recent import Recent
-from skillgit.store import git as git_mod
+from skillgit.store import gitproc as git_mod
 from skillgit.store.git import GitRepo
 from tests.conftest import git
 
