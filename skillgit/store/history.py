@@ -15,7 +15,7 @@ import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from skillgit.store import notes as N
 from skillgit.store import refs as R
@@ -220,17 +220,19 @@ def scan(store: "Store") -> list[LogEntry]:
                 seen.add(row[0])
                 rows.append(row)
     chain.reverse()
-    position = {sha: i for i, (sha, _) in enumerate(chain)}
-    chain_dates = [d for _, d in chain]
-
     entries: list[LogEntry] = []
     for sha, parents, date, message in rows:
         entry = _commit_entry(sha, parents, str(date), message)
         if entry is not None:
             entries.append(entry)
     entries += rejected
+    entries += _seeds(repo, entries)
+    entries.sort(key=_history_order(chain))
+    return entries
 
-    # A seed per run: the commit its earliest step was built on.
+
+def _seeds(repo, entries: list[LogEntry]) -> list[LogEntry]:
+    """A seed per run: the commit its earliest step was built on."""
     first: dict[str, LogEntry] = {}
     for e in entries:
         if e.run and e.verdict in ("accepted", "rejected") and (
@@ -240,9 +242,14 @@ def scan(store: "Store") -> list[LogEntry]:
     missing = [e.parent for e in first.values() if e.parent and e.parent not in subjects]
     if missing:
         subjects.update(repo.subjects(missing))
-    for run, e in first.items():
-        if e.parent:
-            entries.append(LogEntry(run, 0, "seed", e.parent, subjects.get(e.parent, ""), date=e.date))
+    return [LogEntry(run, 0, "seed", e.parent, subjects.get(e.parent, ""), date=e.date)
+            for run, e in first.items() if e.parent]
+
+
+def _history_order(chain: list[tuple[str, int]]) -> Callable[[LogEntry], tuple]:
+    """The sort key of history order along `chain` (the skill branch's first-parent chain, oldest first)."""
+    position = {sha: i for i, (sha, _) in enumerate(chain)}
+    chain_dates = [d for _, d in chain]
 
     def anchor(e: LogEntry) -> int:
         sha = e.parent if e.verdict == "rejected" else e.sha
@@ -251,15 +258,14 @@ def scan(store: "Store") -> list[LogEntry]:
         # Off the chain (the branch was reset since): place it after the last chain commit not newer than it.
         return max((i for i, d in enumerate(chain_dates) if d <= e.date), default=-1)
 
-    def key(e: LogEntry):
+    def key(e: LogEntry) -> tuple:
         # At one chain position: the commit itself, then a run's seed built on it, then rejections built on it.
         on_chain = 0 if e.verdict in ("accepted", "revert") and e.sha in position else (1 if e.verdict == "seed" else 2)
         # Within a run, the recorded decision order is exact; older histories fall back to the step number.
         order = (0, e.seq) if e.seq is not None else (1, 0)
         return (anchor(e), on_chain, e.date, e.run, order, R.step_key(e.step))
 
-    entries.sort(key=key)
-    return entries
+    return key
 
 
 _LOG_KINDS = ("decision", "candidate", "revert")
@@ -341,28 +347,34 @@ def with_notes(store: "Store", entries: list[LogEntry], notes=None) -> list[LogE
     result = []
     for e in entries:
         records, bad = notes.get(e.sha, ([], 0))
-        status = "corrupt" if bad else ("ok" if e.sha in notes else "missing")
-        changes: dict[str, Any] = {"note": status}
-        decisions = [d for d in N.of_kind(records, "decision") if d.get("run") in (None, e.run)
-                     and d.get("step") in (None, e.step)]
-        if decisions and e.verdict in ("accepted", "rejected"):
-            d = decisions[0]
-            changes["score"] = N.to_float(d.get("score_after"))
-            changes["delta"] = N.to_float(d.get("delta"))
-            changes["reason"] = str(d.get("reason", e.reason))
-            first_decision.setdefault(e.run, d)  # entries are in history order: the run's first decision
-        if not e.edits:
-            edits = [Edit.from_dict(x).summary() for c in N.of_kind(records, "candidate")
-                     for x in c.get("edits", []) if isinstance(x, dict) and "op" in x]
-            changes["edits"] = tuple(edits)
-        if e.verdict == "revert":
-            reverts = N.of_kind(records, "revert")
-            if reverts:
-                changes["reason"] = str(reverts[0].get("reason", e.reason))
+        changes, decision = _note_changes(e, records, "corrupt" if bad else ("ok" if e.sha in notes else "missing"))
+        if decision is not None:
+            first_decision.setdefault(e.run, decision)  # entries are in history order: the run's first decision
         result.append(replace(e, **changes))
     # A seed's score is the baseline its run's first decision compared against.
     return [replace(e, score=N.to_float(first_decision[e.run].get("score_before")))
             if e.verdict == "seed" and e.run in first_decision else e for e in result]
+
+
+def _note_changes(e: LogEntry, records: list[dict[str, Any]], status: str
+                  ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the fields of `e` its note's `records` fill in, the decision record used for them or None)."""
+    changes: dict[str, Any] = {"note": status}
+    decisions = [d for d in N.of_kind(records, "decision") if d.get("run") in (None, e.run)
+                 and d.get("step") in (None, e.step)]
+    decision = decisions[0] if decisions and e.verdict in ("accepted", "rejected") else None
+    if decision is not None:
+        changes["score"] = N.to_float(decision.get("score_after"))
+        changes["delta"] = N.to_float(decision.get("delta"))
+        changes["reason"] = str(decision.get("reason", e.reason))
+    if not e.edits:
+        changes["edits"] = tuple(Edit.from_dict(x).summary() for c in N.of_kind(records, "candidate")
+                                 for x in c.get("edits", []) if isinstance(x, dict) and "op" in x)
+    if e.verdict == "revert":
+        reverts = N.of_kind(records, "revert")
+        if reverts:
+            changes["reason"] = str(reverts[0].get("reason", e.reason))
+    return changes, decision
 
 
 def history(store: "Store", run: str | None = None, edits: bool = True) -> list[LogEntry]:
