@@ -285,8 +285,7 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
     project = _project(repo, config, [])
     store = Store.open(project.root, project.config.skill.path, project.config.skill.branch)
     progress = read.run_progress(store, run)
-    vals = [e.score for e in store.history(progress.run) if e.verdict in ("seed", "accepted")]
-    info = status_info(progress, vals)
+    info = status_info(progress, read.val_trend(store, progress))
     if as_json:
         console.print_json(info)
         return

@@ -432,3 +432,66 @@ def negative_buffer(store: "Store", limit: int) -> list[RejectedEdit]:
                 if len(out) >= limit:
                     return out
     return out
+
+
+# ---------------------------------------------------------------------------------------------- one run's trend
+def _bre(text: str) -> str:
+    """`text` as a literal in a git basic regular expression."""
+    return "".join(f"\\{c}" if c in ".[]\\*^$" else c for c in text)
+
+
+def _tag_entry(row: list[str]) -> LogEntry | None:
+    """The rejected step of one `for-each-ref _TAG_FIELDS` row (what `rejected_entries` parses)."""
+    ref, obj, commit, parent, date, contents, commit_msg, lw_parent, lw_date = row
+    parsed = R.parse_step_ref(ref)
+    if parsed is None:
+        return None
+    if not commit:  # a lightweight tag made by hand: the ref is the commit itself
+        commit, parent, date, commit_msg, contents = obj, lw_parent, lw_date, contents, ""
+    return _rejected_entry(*parsed, commit, parent, date, contents, commit_msg)
+
+
+def run_scores(store: "Store", run: str, accepted: int) -> list[float | None] | None:
+    """The val scores of `run`'s seed and accepted steps in history order — what
+    `[e.score for e in history(store, run) if e.verdict in ("seed", "accepted")]` gives — read from the run's own
+    commits, tags and notes only: one `git log --first-parent` of the chain (ids and dates), the run's commits and
+    rejected tags, and the notes of the accepted steps and of the run's first decision. `status` calls it: its
+    cost grows with the run's accepted steps, not with the history's length or the notes' bytes. None when the
+    chain does not hold the run's `accepted` steps (a run trained onto another branch, a reset branch, pulled
+    history): then the caller reads the whole history."""
+    repo, tip = store.repo, store.tip()
+    chain, rows, tags = concurrently(
+        lambda: repo.first_parent_chain(tip),
+        lambda: repo.grep_first_parent(tip, f"^{R.TRAILER_RUN}: {_bre(run)}$"),
+        lambda: repo.for_each_ref(_TAG_FIELDS, f"{R.REJECTED_PREFIX}{run}/"))
+    entries = [e for sha, parents, date, message in rows
+               if (e := _commit_entry(sha, parents, str(date), message)) is not None and e.run == run]
+    if sum(e.verdict == "accepted" for e in entries) != accepted:
+        return None
+    entries += [e for row in tags if (e := _tag_entry(row)) is not None and e.run == run]
+    if repo.ref(R.ARCHIVE_REF) is not None:
+        entries += [e for e in rejected_entries(store) if e.archived and e.run == run]
+    entries += _seeds(repo, entries)
+    chain.reverse()
+    entries.sort(key=_history_order(chain))
+    decided = [e for e in entries if e.verdict in ("accepted", "rejected")]
+    wanted = {e.sha for e in entries if e.verdict == "accepted"} | {e.sha for e in decided[:1]}
+    mapping = repo.notes_map()
+    texts = _note_texts(store, sorted(wanted), mapping)
+    first: dict[str, Any] | None = None
+    for e in decided:  # the run's first decision: the seed's score is the baseline it compared against
+        if e.sha not in texts and e.sha in mapping and not wanted.issuperset(d.sha for d in decided):
+            wanted.update(d.sha for d in decided)  # (its first decided step has no decision record: read them all)
+            texts.update(_note_texts(store, [d.sha for d in decided if d.sha not in texts], mapping))
+        records, bad = _decode(texts.get(e.sha), ("decision",))
+        first = _note_changes(e, records, "corrupt" if bad else "ok")[1]
+        if first is not None:
+            break
+    scores: list[float | None] = []
+    for e in entries:
+        if e.verdict == "seed":
+            scores.append(N.to_float(first.get("score_before")) if first is not None else e.score)
+        elif e.verdict == "accepted":
+            records, _ = _decode(texts.get(e.sha), ("decision",))
+            scores.append(_note_changes(e, records, "ok")[0].get("score", e.score))
+    return scores
