@@ -473,9 +473,10 @@ class Store:
         return W.prepare(self.repo, self.branch_ref, self.tip(), self.skill_path, self.branch)
 
     # ------------------------------------------------------------------------------------------ history
-    def history(self, run: str | None = None) -> list[LogEntry]:
-        """Seeds, accepted, rejected (also archived) and revert entries, oldest → newest."""
-        return store_history.history(self, run)
+    def history(self, run: str | None = None, edits: bool = True) -> list[LogEntry]:
+        """Seeds, accepted, rejected (also archived) and revert entries, oldest → newest; `edits=False` when the
+        caller does not read `edits` beyond what commit messages and tags list (no candidate record is parsed)."""
+        return store_history.history(self, run, edits)
 
     def negative_buffer(self, limit: int) -> list[RejectedEdit]:
         """Up to `limit` edits of rejected candidates, newest first (archived ones included)."""
