@@ -9,7 +9,7 @@ import pytest
 
 from skillgit.store import Store, read
 from skillgit.store import history as H
-from tests.conftest import run_cli_inproc
+from tests.conftest import git, run_cli_inproc
 from tests.test_cli_history import SEED, step
 
 
@@ -80,3 +80,27 @@ def test_status_shows_the_same_trend(two_runs, monkeypatch):
     monkeypatch.setattr(H, "run_scores", lambda *a: None)  # the whole-history path draws the same line
     again = run_cli_inproc("status", "--json", "--run", "r1", cwd=two_runs)
     assert again.stdout == shown.stdout and '"val_trend"' in shown.stdout
+
+
+def test_the_history_scan_reads_only_the_commits_added_since_the_last_one(make_repo, monkeypatch):
+    """The loop scans the history at every step (the negative buffer): a store reads only the branch's new commits
+    (before: the whole first-parent chain and every step commit's message, every step), and gives what a fresh
+    store reads — also after the branch was reset behind what it had read."""
+    root = make_repo({"SKILL.md": SEED})
+    store = Store.open(root, "SKILL.md")
+    text = SEED
+    for n in range(1, 9):
+        text += f"Rule {n}.\n"
+        step(store, text, n, n % 3 != 0, 0.3 + n / 100, 0.31 + n / 100)
+    assert H.scan(store) == H.scan(Store.open(root, "SKILL.md"))
+    read_rows: list[int] = []
+    real = store.repo.grep_first_parent
+    monkeypatch.setattr(store.repo, "grep_first_parent",
+                        lambda *a, **k: read_rows.append(len(rows := real(*a, **k))) or rows)
+    text += "Rule 9.\n"
+    step(store, text, 9, True, 0.4, 0.5)
+    assert H.scan(store) == H.scan(Store.open(root, "SKILL.md"))
+    assert read_rows == [1]  # the one new step commit, not the nine
+    middle = git(root, "rev-parse", "main~4")
+    git(root, "update-ref", "refs/heads/main", middle)  # reset behind what the store had read
+    assert H.scan(store) == H.scan(Store.open(root, "SKILL.md"))

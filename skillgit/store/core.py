@@ -75,6 +75,7 @@ class Store:
         self.branch = branch
         self.branch_ref = R.branch_ref(branch)
         self.rejected_cache = store_history.RejectedCache()  # the negative buffer's parsed tags (read every step)
+        self.chain_cache = store_history.ChainCache()  # …and the skill branch's chain and step commits
 
     @property
     def git_dir(self) -> Path:

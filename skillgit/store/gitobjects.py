@@ -217,16 +217,18 @@ class GitObjects(GitBase):
         subject, _, author = out.partition("\x1f")
         return subject, author
 
-    def first_parent_chain(self, tip: str) -> list[tuple[str, int]]:
-        """(commit, committer time) along the first-parent chain of `tip`, newest first."""
-        return [(sha, int(date)) for sha, date in (line.split() for line in
-                self._run("log", "--first-parent", "--format=%H %ct", EOO, _operand(tip)).splitlines())]
+    def first_parent_chain(self, tip: str, since: str | None = None) -> list[tuple[str, int]]:
+        """(commit, committer time) along the first-parent chain of `tip`, newest first; with `since`, only the
+        commits not reachable from it."""
+        out = self._run("log", "--first-parent", "--format=%H %ct", EOO, _operand(tip),
+                        *([f"^{_operand(since)}"] if since else []))
+        return [(sha, int(date)) for sha, date in (line.split() for line in out.splitlines())]
 
-    def grep_first_parent(self, tip: str, pattern: str) -> list[tuple[str, str, int, str]]:
+    def grep_first_parent(self, tip: str, pattern: str, since: str | None = None) -> list[tuple[str, str, int, str]]:
         """(commit, parents, committer time, message) of first-parent commits of `tip` whose message matches the
-        basic regex `pattern`, newest first."""
+        basic regex `pattern`, newest first; with `since`, only those not reachable from it."""
         out = self._run("log", "--first-parent", "-z", f"--grep={pattern}", "--format=%H%x1f%P%x1f%ct%x1f%B", EOO,
-                        _operand(tip))
+                        _operand(tip), *([f"^{_operand(since)}"] if since else []))
         rows = []
         for record in out.split("\0"):
             if record.strip():

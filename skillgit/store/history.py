@@ -32,6 +32,19 @@ class RejectedCache:
     archive: tuple[str | None, list["LogEntry"]] = (None, [])
 
 
+@dataclass
+class ChainCache:
+    """What `scan` read of the skill branch's first-parent chain, kept by each `Store` (`Store.chain_cache`): the
+    chain at `tip` (commit, committer time; oldest first) and the step entries of its commits. When the branch only
+    moved forward (`tip` is the first parent of the oldest new commit) only the new commits are read: the loop
+    scans the history at every step (the negative buffer), and reading the whole chain made a step's reads grow
+    with the history."""
+
+    tip: str | None = None
+    chain: list[tuple[str, int]] = field(default_factory=list)
+    entries: list["LogEntry"] = field(default_factory=list)
+
+
 class Store(Protocol):
     """What history needs of a store (`skillgit.store.core.Store` is one; a protocol keeps the import graph
     acyclic: core imports history, never the reverse)."""
@@ -39,6 +52,7 @@ class Store(Protocol):
     repo: GitRepo
     branch: str
     rejected_cache: RejectedCache
+    chain_cache: ChainCache
 
     def tip(self) -> str: ...
 
@@ -208,27 +222,45 @@ def scan(store: "Store") -> list[LogEntry]:
     accepted onto a review branch (`train --branch`) are included; they sort by date after the skill branch's
     commit they were built on."""
     repo, tip = store.repo, store.tip()
-    chain, rows, rejected, others = concurrently(
-        lambda: repo.first_parent_chain(tip),
-        lambda: repo.grep_first_parent(tip, "^Skillgit-"),
+    (chain, entries), rejected, others = concurrently(
+        lambda: _chain_entries(store, tip),
         lambda: rejected_entries(store),
         lambda: other_run_branches(store))
-    seen = {row[0] for row in rows}
+    entries = list(entries)
+    seen = {e.sha for e in entries}
     for other in others:  # usually none; one `git log` each
-        for row in repo.grep_first_parent(other, "^Skillgit-"):
-            if row[0] not in seen:
-                seen.add(row[0])
-                rows.append(row)
-    chain.reverse()
-    entries: list[LogEntry] = []
-    for sha, parents, date, message in rows:
-        entry = _commit_entry(sha, parents, str(date), message)
-        if entry is not None:
-            entries.append(entry)
+        for sha, parents, date, message in repo.grep_first_parent(other, "^Skillgit-"):
+            if sha not in seen and (entry := _commit_entry(sha, parents, str(date), message)) is not None:
+                seen.add(sha)
+                entries.append(entry)
     entries += rejected
     entries += _seeds(repo, entries)
     entries.sort(key=_history_order(chain))
     return entries
+
+
+def _chain_entries(store: "Store", tip: str) -> tuple[list[tuple[str, int]], list[LogEntry]]:
+    """(the first-parent chain of `tip`, oldest first; the step entries of its commits), read incrementally when
+    the branch moved forward since the last call (`ChainCache`). The lists are shared with the cache: not to be
+    changed."""
+    repo, cache = store.repo, store.chain_cache
+    if cache.tip == tip:
+        return cache.chain, cache.entries
+    since = cache.tip
+    new, rows = concurrently(lambda: repo.first_parent_chain(tip, since),
+                             lambda: repo.grep_first_parent(tip, "^Skillgit-", since))
+    if since is None or not new or repo.parents(new[-1][0])[:1] != [since]:
+        if since is not None:  # the branch was reset or rewritten: read it all
+            new, rows = concurrently(lambda: repo.first_parent_chain(tip),
+                                     lambda: repo.grep_first_parent(tip, "^Skillgit-"))
+        chain, entries = [], []
+    else:
+        chain, entries = list(cache.chain), list(cache.entries)
+    chain += reversed(new)
+    entries += [e for sha, parents, date, message in reversed(rows)
+                if (e := _commit_entry(sha, parents, str(date), message)) is not None]
+    cache.tip, cache.chain, cache.entries = tip, chain, entries
+    return chain, entries
 
 
 def _seeds(repo, entries: list[LogEntry]) -> list[LogEntry]:
