@@ -491,6 +491,27 @@ def run_scores(store: "Store", run: str, accepted: int) -> list[float | None] | 
     cost grows with the run's accepted steps, not with the history's length or the notes' bytes. None when the
     chain does not hold the run's `accepted` steps (a run trained onto another branch, a reset branch, pulled
     history): then the caller reads the whole history."""
+    entries = _run_entries(store, run, accepted)
+    if entries is None:
+        return None
+    decided = [e for e in entries if e.verdict in ("accepted", "rejected")]
+    mapping = store.repo.notes_map()
+    texts = _note_texts(store, sorted({e.sha for e in entries if e.verdict == "accepted"}
+                                      | {e.sha for e in decided[:1]}), mapping)
+    first = _first_decision(store, decided, texts, mapping)
+    scores: list[float | None] = []
+    for e in entries:
+        if e.verdict == "seed":
+            scores.append(N.to_float(first.get("score_before")) if first is not None else e.score)
+        elif e.verdict == "accepted":
+            records, _ = _decode(texts.get(e.sha), ("decision",))
+            scores.append(_note_changes(e, records, "ok")[0].get("score", e.score))
+    return scores
+
+
+def _run_entries(store: "Store", run: str, accepted: int) -> list[LogEntry] | None:
+    """`run`'s entries (seed, accepted, rejected, revert) in history order without notes, from the run's commits
+    on the skill branch's chain and its tags; None when the chain holds other than `accepted` accepted steps."""
     repo, tip = store.repo, store.tip()
     chain, rows, tags = concurrently(
         lambda: repo.first_parent_chain(tip),
@@ -506,24 +527,18 @@ def run_scores(store: "Store", run: str, accepted: int) -> list[float | None] | 
     entries += _seeds(repo, entries)
     chain.reverse()
     entries.sort(key=_history_order(chain))
-    decided = [e for e in entries if e.verdict in ("accepted", "rejected")]
-    wanted = {e.sha for e in entries if e.verdict == "accepted"} | {e.sha for e in decided[:1]}
-    mapping = repo.notes_map()
-    texts = _note_texts(store, sorted(wanted), mapping)
-    first: dict[str, Any] | None = None
-    for e in decided:  # the run's first decision: the seed's score is the baseline it compared against
-        if e.sha not in texts and e.sha in mapping and not wanted.issuperset(d.sha for d in decided):
-            wanted.update(d.sha for d in decided)  # (its first decided step has no decision record: read them all)
+    return entries
+
+
+def _first_decision(store: "Store", decided: list[LogEntry], texts: dict[str, str | None],
+                    mapping: dict[str, str]) -> dict[str, Any] | None:
+    """The decision record of the first of `decided` (history order) whose note has one: the seed's score is the
+    baseline it compared against. Reads the other decided steps' notes into `texts` only when the first has none."""
+    for e in decided:
+        if e.sha not in texts and e.sha in mapping:
             texts.update(_note_texts(store, [d.sha for d in decided if d.sha not in texts], mapping))
         records, bad = _decode(texts.get(e.sha), ("decision",))
-        first = _note_changes(e, records, "corrupt" if bad else "ok")[1]
-        if first is not None:
-            break
-    scores: list[float | None] = []
-    for e in entries:
-        if e.verdict == "seed":
-            scores.append(N.to_float(first.get("score_before")) if first is not None else e.score)
-        elif e.verdict == "accepted":
-            records, _ = _decode(texts.get(e.sha), ("decision",))
-            scores.append(_note_changes(e, records, "ok")[0].get("score", e.score))
-    return scores
+        found = _note_changes(e, records, "corrupt" if bad else "ok")[1]
+        if found is not None:
+            return found
+    return None
