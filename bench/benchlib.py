@@ -44,6 +44,11 @@ import yaml  # noqa: E402
 from skillgit.cli.demo import create_project  # noqa: E402
 from skillgit.config import SimulatedCfg  # noqa: E402
 from skillgit.store import git as repo_mod  # noqa: E402
+
+try:  # the long-lived git processes' module (in older trees they were in store/git.py)
+    from skillgit.store import gitproc as proc_mod  # noqa: E402
+except ImportError:  # pragma: no cover - an older tree
+    proc_mod = repo_mod
 from skillgit.world import generate_tasks  # noqa: E402
 
 # Epoch-level mechanisms (slow update, meta skill, meta reflect) and the final test scoring are not part of a
@@ -143,7 +148,7 @@ class GitMeter:
         # Requests to long-lived git processes (absent in older trees: there every read and write is a process).
         self._patched = []
         for cls_name, method in (("_BatchReader", "request"), ("_LineServer", "ask")):
-            cls = getattr(repo_mod, cls_name, None)
+            cls = getattr(proc_mod, cls_name, None)
             if cls is not None:
                 orig_m = getattr(cls, method)
                 self._patched.append((cls, method, orig_m))

@@ -1,6 +1,6 @@
 """kill -9 at git commands of an accept (a seeded sample by default, every one with SKILLGIT_FULL_KILL_MATRIX=1),
 then `skillgit train`: the accepted step ends up in the skill, the checked-out worktree is clean, and nothing is
-decided twice. (The fault seam is `SKILLGIT_FAULT_KILL_AT_GIT` in skillgit/store/git.py.) Before the centre was
+decided twice. (The fault seam is `SKILLGIT_FAULT_KILL_AT_GIT` in skillgit/store/gitproc.py.) Before the centre was
 rebuilt, a kill between the ref move and the worktree update left the skill file one version behind and `train`
 refused with a hint to commit it — which silently reverted the step."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from skillgit.cli.demo import create_project
-from skillgit.store import git as store_git
+from skillgit.store import gitproc as store_git
 from tests.conftest import git, run_cli, run_cli_inproc
 
 # the gate off: the first step with an applicable edit is accepted, whatever the gate's defaults are

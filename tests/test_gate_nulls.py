@@ -164,7 +164,8 @@ def test_a_round_asks_new_samples_and_the_cache_answers_only_within_it():
     assert step is not start and sorted(seen[4:]) == [3000, 3000, 3001, 3001]
     copy = ev.score_many([("s", 1)], "val", round=3)[0]  # a byte-identical copy: other samples still
     assert copy is not step and sorted(seen[8:]) == [3500, 3500, 3501, 3501]
-    assert ev.latest("s", "val") is copy and len(seen) == 12  # reports read the latest, paying nothing
+    latest = ev.latest("s", "val")  # reports read the latest, paying nothing (its per-item means: no trajectories)
+    assert (latest.per_item, latest.round, latest.trajectories) == (copy.per_item, copy.round, []) and len(seen) == 12
 
 
 # ---------------------------------------------------------------------------------------------- drift

@@ -5,16 +5,22 @@ bench/scale.py, not asserted here.)"""
 
 from __future__ import annotations
 
+import gc
 import threading
 
 import pytest
 
+from skillgit.cli.demo import create_project
 from skillgit.llm import cache as cache_mod
 from skillgit.llm.base import Reply
 from skillgit.llm.cache import CallCache
+from skillgit.project import open_project
 from skillgit.recent import Recent
-from skillgit.store import git as git_mod
+from skillgit.session import build_trainer, open_session
+from skillgit.store import gitproc as git_mod
 from skillgit.store.git import GitRepo
+from skillgit.types import Trajectory
+from skillgit.world import rules
 from tests.conftest import git
 
 
@@ -83,3 +89,34 @@ def test_a_repository_remembers_few_written_blobs_and_rewrites_a_forgotten_one_t
         assert repo.write_blobs([b"x\n", b"y\n"]) == [repo.blob_id(b"x\n"), repo.blob_id(b"y\n")]
     finally:
         repo.close()
+
+
+def _live(kind: type) -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o) is kind)
+
+
+def _train(folder, steps: int):
+    """An in-process run of `steps` steps on the simulated world; (the trainer, still alive, and its session)."""
+    session = open_session(open_project(folder, None, [f"train.max_steps={steps}", "train.batch_size=2",
+                                                        "train.num_epochs=50", "evaluation.eval_test=false"]))
+    trainer = build_trainer(session, run_id=f"long{steps}", resume=False)
+    trainer.train()
+    return trainer, session
+
+
+def test_a_run_keeps_no_trajectories_of_the_steps_it_finished(tmp_path):
+    """What a run keeps for later stages is bounded: the scorings `latest` answers from keep per-item means, not
+    their trajectories (before: every scored text's trajectories stayed alive for the whole run, ~5 a step here),
+    and the simulated world's readings are a small LRU."""
+    counts = {}
+    for steps in (3, 12):
+        folder = tmp_path / f"p{steps}"
+        create_project(folder, 0)
+        trainer, session = _train(folder, steps)
+        counts[steps] = _live(Trajectory)
+        kept = list(trainer.evaluator._latest.values())
+        assert kept and all(not s.trajectories and not s.samples for s in kept)
+        del trainer, session
+    assert counts[12] <= counts[3] + 4, counts  # not a handful more per step
+    assert rules.read_skill.cache_info().maxsize <= 256

@@ -4,9 +4,9 @@ Remote and branch names come from the command line, the config, collaborators' n
 transcripts (sleep). Before this, `skillgit pull -- "--upload-pack=touch X"` ran the command (`git ls-remote
 <remote>` had no `--`), and a transcript's `gitBranch` of `--output=FILE` made `git rev-list` write a file.
 
-`AUDIT` below is the audit: every method of `skillgit/store/git.py` that runs git (a test checks none is missing),
-the argv it builds, and why no outside text can become an option there; then every caller outside git.py that
-builds git argv material (refspecs, remotes, branch names, revisions) from outside text.
+`AUDIT` below is the audit: every method of `GitRepo` (skillgit/store/git.py and its bases) that runs git (a test
+checks none is missing), the argv it builds, and why no outside text can become an option there; then every caller
+outside git.py that builds git argv material (refspecs, remotes, branch names, revisions) from outside text.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tests.test_review_report import build_history
 # (call site, argv it builds — <x> marks an operand from outside —, why it is safe)
 OPERAND = "`_operand` refuses an empty value, a leading '-', NUL or a line break"
 AUDIT: list[tuple[str, str, str]] = [
-    # store/git.py: every method that runs git
+    # GitRepo (store/git.py and its bases): every method that runs git
     ("GitRepo.open", "git rev-parse --path-format=absolute …; rev-parse --show-toplevel", "no operand (cwd only)"),
     ("GitRepo.toplevel", "git rev-parse --show-toplevel", "no operand (cwd only)"),
     ("GitRepo.init", "git init -q -b <branch>", "the value of -b (git reads the next argv as the value)"),
@@ -164,16 +164,22 @@ AUDIT: list[tuple[str, str, str]] = [
 
 
 def _git_running_methods() -> set[str]:
-    """Every function of store/git.py that runs git (directly, through a runner, or through the batch reader)."""
-    tree = ast.parse((Path(__file__).parents[1] / "skillgit" / "store" / "git.py").read_text())
+    """Every function of `GitRepo` (store/git.py and the modules it is assembled from: gitproc, gitobjects, gitnotes,
+    gitwork) that runs git (directly, through a runner, or through the batch reader). A method of one of GitRepo's
+    bases is listed as `GitRepo.<name>`: that is how every caller reaches it."""
+    store = Path(__file__).parents[1] / "skillgit" / "store"
+    bases = {"GitBase", "GitObjects", "GitNotes", "GitWork"}
     runners = {"_run", "_call", "_run_bytes", "_in_worktree", "_exec", "execute", "ask", "request"}
     found = set()
-    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-        for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
-            calls = {getattr(c.func, "attr", getattr(c.func, "id", ""))
-                     for c in ast.walk(fn) if isinstance(c, ast.Call)}
-            if calls & runners and not (cls.name in ("_LineServer", "_BatchReader") and fn.name in ("ask", "request")):
-                found.add(f"{cls.name}.{fn.name}")
+    for module in ("git", "gitproc", "gitobjects", "gitnotes", "gitwork"):
+        tree = ast.parse((store / f"{module}.py").read_text())
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
+                calls = {getattr(c.func, "attr", getattr(c.func, "id", ""))
+                         for c in ast.walk(fn) if isinstance(c, ast.Call)}
+                if calls & runners and not (cls.name in ("_LineServer", "_BatchReader")
+                                            and fn.name in ("ask", "request")):
+                    found.add(f"{'GitRepo' if cls.name in bases else cls.name}.{fn.name}")
     return found
 
 

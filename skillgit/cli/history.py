@@ -84,17 +84,27 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
     report = init_project(path, skill=skill, branch=branch, commit=commit and env is None, hooks=hooks)
     if env is not None:
         env_setup.finish(prepared, report.root, report.config_written)
-        if prepared.copied_sample:
-            _say(f"copied the sample data of environment '{env}' to {prepared.tasks}")
-        if prepared.wrote_seed_skill:
-            _say(f"wrote the seed skill of environment '{env}' to {report.skill_path}")
-        if prepared.config_updated:
-            _say(f"skillgit.yaml trains on environment '{env}' with data {prepared.tasks}")
-        for line in prepared.notes:
-            _say(line)
+        _say_env(prepared, env, report.skill_path)
         if commit:  # now that the env section is written
             again = init_project(path, skill=skill, branch=branch, commit=True, hooks=False)
             report.committed, report.todo = again.committed, again.todo
+    _say_init(report)
+
+
+def _say_env(prepared, env: str, skill_path: str) -> None:
+    """What `init --env` did beyond the skill and config (stderr)."""
+    if prepared.copied_sample:
+        _say(f"copied the sample data of environment '{env}' to {prepared.tasks}")
+    if prepared.wrote_seed_skill:
+        _say(f"wrote the seed skill of environment '{env}' to {skill_path}")
+    if prepared.config_updated:
+        _say(f"skillgit.yaml trains on environment '{env}' with data {prepared.tasks}")
+    for line in prepared.notes:
+        _say(line)
+
+
+def _say_init(report) -> None:
+    """What `init` did and what is left to do (stderr)."""
     if report.created_repo:
         _say(f"created a git repository in {report.root}")
     _say(f"{'created a starter skill' if report.created_skill else 'adopted the skill'} {report.skill_path} "

@@ -404,8 +404,7 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
             raise SkillgitError(f"skill {skill!r} has no training run yet",
                                 f"start one: skillgit train --skill {skill}")
     progress = read.run_progress(store, run)
-    vals = [e.score for e in store.history(progress.run) if e.verdict in ("seed", "accepted")]
-    info = status_info(progress, vals)
+    info = status_info(progress, read.val_trend(store, progress))
     if as_json:
         console.print_json(info)
         return

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from skillgit.executor import Executor
@@ -231,7 +231,8 @@ class Evaluator:
         return self._run([request], on_progress)[0]
 
     def latest(self, skill: str, split: str) -> SplitScore:
-        """The most recent scoring of `skill` on `split` from any round; scored now (round "") if there is none."""
+        """The most recent scoring of `skill` on `split` from any round (its per-item means: trajectories, samples,
+        errors and seconds are not kept for it); scored now (round "") if there is none."""
         with self._lock:
             found = self._latest.get((blob_id(skill), split))
         return found if found is not None else self.score(skill, split)
@@ -312,7 +313,9 @@ class Evaluator:
             self._watch_copies(requests, results, per_text)
             for r, s in zip(requests, results):
                 self._cache[r.key] = s
-                self._latest[r.key[:2]] = s
+                # (what `latest` answers needs the per-item means alone: a run scores a text every step, and
+                # keeping each one's trajectories and samples made memory grow with the run)
+                self._latest[r.key[:2]] = replace(s, trajectories=[], samples={}, errors={}, seconds={})
 
     def _watch_copies(self, requests: list[_Request], results: list[SplitScore],
                       trajs: list[list[Trajectory]]) -> None:

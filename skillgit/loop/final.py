@@ -38,7 +38,7 @@ def final_scores(ctx: StepContext, store: Store, run_id: str, seed_rev: str | No
     tip = store.tip()
     revs = {"seed": seed_rev or tip, "best": tip, "final": tip}
     best_rev, best_val = revs["seed"], seed_score.mean(metric, weight)
-    for entry in store.history(run_id):
+    for entry in store.history(run_id, edits=False):  # (scores only: no candidate record parsed)
         if entry.verdict == "accepted" and entry.score is not None and entry.score > best_val:
             best_rev, best_val = entry.sha, entry.score
     revs["best"] = best_rev

@@ -1,12 +1,15 @@
-"""The skill's history in git: the only package that talks to git (and `git.py` the only module that spells git
-commands), and the only one that writes skillgit's refs.
+"""The skill's history in git: the only package that talks to git (and `git.py` with the modules it is assembled from
+the only ones that spell git commands), and the only one that writes skillgit's refs.
 
 Modules, lowest first: `refs` (ref and trailer names, pure), `notes` (note/message codecs and `conform`, pure),
-`git` (`GitRepo`: GitPython plumbing), `lock` (run locks), `fileref` (refs of small files: runs, the sleep state),
-`worktrees` (the one checked-out-worktree routine), `branches` (review and night branches, adopting one), `history`
-(log, step lookup, negative buffer), `revert`, `sync` (push, pull, gc), `core` (`Store`: propose, decide, typed
-notes, revert, runs, branches), `read` (the read API the CLI, reports and servers call), `repository` (the
-repository API for code outside the store: agent workspaces, provenance, sleep), `initialize` (`skillgit init`).
+`gitproc` (running git: errors, the fault seam, long-lived processes), `gitobjects` (blobs, trees, commits),
+`gitnotes` (notes trees), `gitwork` (worktrees, workspaces), `git` (`GitRepo`, assembled from those: refs,
+transactions, remotes), `candidate` (`Candidate`, `Decision`, `BranchMoved`), `lock` (run locks), `fileref` (refs of
+small files: runs, the sleep state), `worktrees` (the one checked-out-worktree routine), `branches` (review and
+night branches, adopting one), `history` (log, step lookup, negative buffer), `revert`, `sync` (push, pull, gc),
+`core` (`Store`: propose, decide, typed notes, revert, runs, branches), `read` (the read API the CLI, reports and
+servers call), `repository` (the repository API for code outside the store: agent workspaces, provenance, sleep),
+`initialize` (`skillgit init`).
 
 Outside this package, git is reached through `Store`, `store.read` and `store.repository` only (`store.git` is
 imported nowhere else: tests/test_centre.py).

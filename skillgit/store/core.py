@@ -16,16 +16,17 @@ Contracts the training loop relies on:
 - Every ref skillgit writes is written here or by the store modules: the skill branch, candidates, rejected tags,
   notes, runs (`fileref.py`), review and night branches and adopting them (`branches.py`), reverts (`revert.py`),
   push/pull/gc (`sync.py`), `skillgit init` (`initialize.py`). History, the negative buffer and step lookup live
-  in `history.py`. Only `git.py` talks to git.
+  in `history.py`. Only `git.py` and the modules it is assembled from (`gitproc`, `gitobjects`, `gitnotes`,
+  `gitwork`) talk to git.
 """
 
 from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, Union
+from typing import Any, Callable, Iterator, Sequence
 
 from skillgit import package, textsafe
 from skillgit.errors import GitStateError, SkillgitError, UnknownRevision
@@ -36,6 +37,7 @@ from skillgit.store import notes as N
 from skillgit.store import refs as R
 from skillgit.store import revert as store_revert
 from skillgit.store import worktrees as W
+from skillgit.store.candidate import BranchMoved, Candidate, Decision, Note, note_dicts
 from skillgit.store.fileref import FileRef
 from skillgit.store.git import GitRepo, RefConflict, RefUpdate, Worktree
 from skillgit.store.git import phase as git_phase
@@ -43,60 +45,7 @@ from skillgit.store.history import LogEntry
 from skillgit.store.lock import held, hold
 from skillgit.types import RejectedEdit
 
-__all__ = ["Store", "Candidate", "Decision", "LogEntry"]
-
-
-class NoteRecord(Protocol):
-    """A typed note record (`CandidateNote`, `GateNote`, `RevertNote`, `ReviewNote`): what it writes."""
-
-    def to_note(self) -> dict[str, Any]: ...
-
-
-Note = Union[NoteRecord, Mapping[str, Any]]  # a typed record, or an already encoded one (tests, older callers)
-
-
-def note_dicts(records: Sequence[Note]) -> list[dict[str, Any]]:
-    return [dict(r) if isinstance(r, Mapping) else r.to_note() for r in records]
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A proposed skill: commit `sha` (parent = the tip it was built on) held by ref `ref` until decided."""
-
-    sha: str
-    ref: str
-    parent: str
-    blob: str
-    run: str
-    step: int | str
-    note: tuple[dict[str, Any], ...] = ()  # records `decide` writes first (propose with defer_note=True)
-
-
-class BranchMoved(GitStateError):
-    """The skill branch no longer points where a candidate was built; nothing was decided."""
-
-    def __init__(self, branch: str, expected: str, now: str | None, what: str = ""):
-        moved = f"{expected[:12]} → {(now or 'deleted')[:12]}"
-        by = f" by {what}" if what else ""
-        super().__init__(f"skill branch '{branch}' moved while the step worked ({moved}{by})",
-                         "nothing was decided and nothing of yours was changed; run `skillgit train` again to "
-                         "continue from the new tip (see the new commit with `git log -1 " + branch + "`)")
-        self.expected = expected
-        self.now = now
-
-
-@dataclass(frozen=True)
-class Decision:
-    verdict: str  # accepted | rejected
-    run: str
-    step: int | str
-    commit: str  # the candidate commit
-    tip: str  # the skill branch after the decision
-    tag: str | None  # rejected/<run>/<step> for a rejection
-    score_before: float
-    score_after: float
-    delta: float
-    reason: str
+__all__ = ["BranchMoved", "Candidate", "Decision", "LogEntry", "Note", "Store", "note_dicts"]
 
 
 def _normalize_path(root: Path, skill_path: str | Path) -> str:
@@ -126,6 +75,7 @@ class Store:
         self.branch = branch
         self.branch_ref = R.branch_ref(branch)
         self.rejected_cache = store_history.RejectedCache()  # the negative buffer's parsed tags (read every step)
+        self.chain_cache = store_history.ChainCache()  # …and the skill branch's chain and step commits
 
     @property
     def git_dir(self) -> Path:
@@ -524,9 +474,10 @@ class Store:
         return W.prepare(self.repo, self.branch_ref, self.tip(), self.skill_path, self.branch)
 
     # ------------------------------------------------------------------------------------------ history
-    def history(self, run: str | None = None) -> list[LogEntry]:
-        """Seeds, accepted, rejected (also archived) and revert entries, oldest → newest."""
-        return store_history.history(self, run)
+    def history(self, run: str | None = None, edits: bool = True) -> list[LogEntry]:
+        """Seeds, accepted, rejected (also archived) and revert entries, oldest → newest; `edits=False` when the
+        caller does not read `edits` beyond what commit messages and tags list (no candidate record is parsed)."""
+        return store_history.history(self, run, edits)
 
     def negative_buffer(self, limit: int) -> list[RejectedEdit]:
         """Up to `limit` edits of rejected candidates, newest first (archived ones included)."""

@@ -15,7 +15,7 @@ import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from skillgit.store import notes as N
 from skillgit.store import refs as R
@@ -32,6 +32,19 @@ class RejectedCache:
     archive: tuple[str | None, list["LogEntry"]] = (None, [])
 
 
+@dataclass
+class ChainCache:
+    """What `scan` read of the skill branch's first-parent chain, kept by each `Store` (`Store.chain_cache`): the
+    chain at `tip` (commit, committer time; oldest first) and the step entries of its commits. When the branch only
+    moved forward (`tip` is the first parent of the oldest new commit) only the new commits are read: the loop
+    scans the history at every step (the negative buffer), and reading the whole chain made a step's reads grow
+    with the history."""
+
+    tip: str | None = None
+    chain: list[tuple[str, int]] = field(default_factory=list)
+    entries: list["LogEntry"] = field(default_factory=list)
+
+
 class Store(Protocol):
     """What history needs of a store (`skillgit.store.core.Store` is one; a protocol keeps the import graph
     acyclic: core imports history, never the reverse)."""
@@ -39,6 +52,7 @@ class Store(Protocol):
     repo: GitRepo
     branch: str
     rejected_cache: RejectedCache
+    chain_cache: ChainCache
 
     def tip(self) -> str: ...
 
@@ -216,29 +230,49 @@ def scan(store: "Store") -> list[LogEntry]:
     accepted onto a review branch (`train --branch`) are included; they sort by date after the skill branch's
     commit they were built on."""
     repo, tip = store.repo, store.tip()
-    chain, rows, rejected, others = concurrently(
-        lambda: repo.first_parent_chain(tip),
-        lambda: repo.grep_first_parent(tip, "^Skillgit-"),
+    (chain, entries), rejected, others = concurrently(
+        lambda: _chain_entries(store, tip),
         lambda: rejected_entries(store),
         lambda: other_run_branches(store))
-    seen = {row[0] for row in rows}
+    entries = list(entries)
+    seen = {e.sha for e in entries}
     for other in others:  # usually none; one `git log` each
-        for row in repo.grep_first_parent(other, "^Skillgit-"):
-            if row[0] not in seen:
-                seen.add(row[0])
-                rows.append(row)
-    chain.reverse()
-    position = {sha: i for i, (sha, _) in enumerate(chain)}
-    chain_dates = [d for _, d in chain]
-
-    entries: list[LogEntry] = []
-    for sha, parents, date, message in rows:
-        entry = _commit_entry(sha, parents, str(date), message)
-        if entry is not None:
-            entries.append(entry)
+        for sha, parents, date, message in repo.grep_first_parent(other, "^Skillgit-"):
+            if sha not in seen and (entry := _commit_entry(sha, parents, str(date), message)) is not None:
+                seen.add(sha)
+                entries.append(entry)
     entries += rejected
+    entries += _seeds(repo, entries)
+    entries.sort(key=_history_order(chain))
+    return entries
 
-    # A seed per run: the commit its earliest step was built on.
+
+def _chain_entries(store: "Store", tip: str) -> tuple[list[tuple[str, int]], list[LogEntry]]:
+    """(the first-parent chain of `tip`, oldest first; the step entries of its commits), read incrementally when
+    the branch moved forward since the last call (`ChainCache`). The lists are shared with the cache: not to be
+    changed."""
+    repo, cache = store.repo, store.chain_cache
+    if cache.tip == tip:
+        return cache.chain, cache.entries
+    since = cache.tip
+    new, rows = concurrently(lambda: repo.first_parent_chain(tip, since),
+                             lambda: repo.grep_first_parent(tip, "^Skillgit-", since))
+    if since is None or not new or repo.parents(new[-1][0])[:1] != [since]:
+        if since is not None:  # the branch was reset or rewritten: read it all
+            new, rows = concurrently(lambda: repo.first_parent_chain(tip),
+                                     lambda: repo.grep_first_parent(tip, "^Skillgit-"))
+        chain, entries = [], []
+    else:
+        chain, entries = list(cache.chain), list(cache.entries)
+    chain += reversed(new)
+    entries += [e for sha, parents, date, message in reversed(rows)
+                if (e := _commit_entry(sha, parents, str(date), message)) is not None]
+    cache.tip, cache.chain, cache.entries = tip, chain, entries
+    return chain, entries
+
+
+def _seeds(repo, entries: list[LogEntry]) -> list[LogEntry]:
+    """A seed per run: the commit its earliest step was built on."""
     first: dict[str, LogEntry] = {}
     for e in entries:
         if e.run and e.verdict in ("accepted", "rejected") and (
@@ -248,9 +282,14 @@ def scan(store: "Store") -> list[LogEntry]:
     missing = [e.parent for e in first.values() if e.parent and e.parent not in subjects]
     if missing:
         subjects.update(repo.subjects(missing))
-    for run, e in first.items():
-        if e.parent:
-            entries.append(LogEntry(run, 0, "seed", e.parent, subjects.get(e.parent, ""), date=e.date))
+    return [LogEntry(run, 0, "seed", e.parent, subjects.get(e.parent, ""), date=e.date)
+            for run, e in first.items() if e.parent]
+
+
+def _history_order(chain: list[tuple[str, int]]) -> Callable[[LogEntry], tuple]:
+    """The sort key of history order along `chain` (the skill branch's first-parent chain, oldest first)."""
+    position = {sha: i for i, (sha, _) in enumerate(chain)}
+    chain_dates = [d for _, d in chain]
 
     def anchor(e: LogEntry) -> int:
         sha = e.parent if e.verdict == "rejected" else e.sha
@@ -259,15 +298,14 @@ def scan(store: "Store") -> list[LogEntry]:
         # Off the chain (the branch was reset since): place it after the last chain commit not newer than it.
         return max((i for i, d in enumerate(chain_dates) if d <= e.date), default=-1)
 
-    def key(e: LogEntry):
+    def key(e: LogEntry) -> tuple:
         # At one chain position: the commit itself, then a run's seed built on it, then rejections built on it.
         on_chain = 0 if e.verdict in ("accepted", "revert") and e.sha in position else (1 if e.verdict == "seed" else 2)
         # Within a run, the recorded decision order is exact; older histories fall back to the step number.
         order = (0, e.seq) if e.seq is not None else (1, 0)
         return (anchor(e), on_chain, e.date, e.run, order, R.step_key(e.step))
 
-    entries.sort(key=key)
-    return entries
+    return key
 
 
 _LOG_KINDS = ("decision", "candidate", "revert")
@@ -349,28 +387,34 @@ def with_notes(store: "Store", entries: list[LogEntry], notes=None) -> list[LogE
     result = []
     for e in entries:
         records, bad = notes.get(e.sha, ([], 0))
-        status = "corrupt" if bad else ("ok" if e.sha in notes else "missing")
-        changes: dict[str, Any] = {"note": status}
-        decisions = [d for d in N.of_kind(records, "decision") if d.get("run") in (None, e.run)
-                     and d.get("step") in (None, e.step)]
-        if decisions and e.verdict in ("accepted", "rejected"):
-            d = decisions[0]
-            changes["score"] = N.to_float(d.get("score_after"))
-            changes["delta"] = N.to_float(d.get("delta"))
-            changes["reason"] = str(d.get("reason", e.reason))
-            first_decision.setdefault(e.run, d)  # entries are in history order: the run's first decision
-        if not e.edits:
-            edits = [Edit.from_dict(x).summary() for c in N.of_kind(records, "candidate")
-                     for x in c.get("edits", []) if isinstance(x, dict) and "op" in x]
-            changes["edits"] = tuple(edits)
-        if e.verdict == "revert":
-            reverts = N.of_kind(records, "revert")
-            if reverts:
-                changes["reason"] = str(reverts[0].get("reason", e.reason))
+        changes, decision = _note_changes(e, records, "corrupt" if bad else ("ok" if e.sha in notes else "missing"))
+        if decision is not None:
+            first_decision.setdefault(e.run, decision)  # entries are in history order: the run's first decision
         result.append(replace(e, **changes))
     # A seed's score is the baseline its run's first decision compared against.
     return [replace(e, score=N.to_float(first_decision[e.run].get("score_before")))
             if e.verdict == "seed" and e.run in first_decision else e for e in result]
+
+
+def _note_changes(e: LogEntry, records: list[dict[str, Any]], status: str
+                  ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the fields of `e` its note's `records` fill in, the decision record used for them or None)."""
+    changes: dict[str, Any] = {"note": status}
+    decisions = [d for d in N.of_kind(records, "decision") if d.get("run") in (None, e.run)
+                 and d.get("step") in (None, e.step)]
+    decision = decisions[0] if decisions and e.verdict in ("accepted", "rejected") else None
+    if decision is not None:
+        changes["score"] = N.to_float(decision.get("score_after"))
+        changes["delta"] = N.to_float(decision.get("delta"))
+        changes["reason"] = str(decision.get("reason", e.reason))
+    if not e.edits:
+        changes["edits"] = tuple(Edit.from_dict(x).summary() for c in N.of_kind(records, "candidate")
+                                 for x in c.get("edits", []) if isinstance(x, dict) and "op" in x)
+    if e.verdict == "revert":
+        reverts = N.of_kind(records, "revert")
+        if reverts:
+            changes["reason"] = str(reverts[0].get("reason", e.reason))
+    return changes, decision
 
 
 def history(store: "Store", run: str | None = None, edits: bool = True) -> list[LogEntry]:
@@ -428,3 +472,81 @@ def negative_buffer(store: "Store", limit: int) -> list[RejectedEdit]:
                 if len(out) >= limit:
                     return out
     return out
+
+
+# ---------------------------------------------------------------------------------------------- one run's trend
+def _bre(text: str) -> str:
+    """`text` as a literal in a git basic regular expression."""
+    return "".join(f"\\{c}" if c in ".[]\\*^$" else c for c in text)
+
+
+def _tag_entry(row: list[str]) -> LogEntry | None:
+    """The rejected step of one `for-each-ref _TAG_FIELDS` row (what `rejected_entries` parses)."""
+    ref, obj, commit, parent, date, contents, commit_msg, lw_parent, lw_date = row
+    parsed = R.parse_step_ref(ref)
+    if parsed is None:
+        return None
+    if not commit:  # a lightweight tag made by hand: the ref is the commit itself
+        commit, parent, date, commit_msg, contents = obj, lw_parent, lw_date, contents, ""
+    return _rejected_entry(*parsed, commit, parent, date, contents, commit_msg)
+
+
+def run_scores(store: "Store", run: str, accepted: int) -> list[float | None] | None:
+    """The val scores of `run`'s seed and accepted steps in history order — what
+    `[e.score for e in history(store, run) if e.verdict in ("seed", "accepted")]` gives — read from the run's own
+    commits, tags and notes only: one `git log --first-parent` of the chain (ids and dates), the run's commits and
+    rejected tags, and the notes of the accepted steps and of the run's first decision. `status` calls it: its
+    cost grows with the run's accepted steps, not with the history's length or the notes' bytes. None when the
+    chain does not hold the run's `accepted` steps (a run trained onto another branch, a reset branch, pulled
+    history): then the caller reads the whole history."""
+    entries = _run_entries(store, run, accepted)
+    if entries is None:
+        return None
+    decided = [e for e in entries if e.verdict in ("accepted", "rejected")]
+    mapping = store.repo.notes_map()
+    texts = _note_texts(store, sorted({e.sha for e in entries if e.verdict == "accepted"}
+                                      | {e.sha for e in decided[:1]}), mapping)
+    first = _first_decision(store, decided, texts, mapping)
+    scores: list[float | None] = []
+    for e in entries:
+        if e.verdict == "seed":
+            scores.append(N.to_float(first.get("score_before")) if first is not None else e.score)
+        elif e.verdict == "accepted":
+            records, _ = _decode(texts.get(e.sha), ("decision",))
+            scores.append(_note_changes(e, records, "ok")[0].get("score", e.score))
+    return scores
+
+
+def _run_entries(store: "Store", run: str, accepted: int) -> list[LogEntry] | None:
+    """`run`'s entries (seed, accepted, rejected, revert) in history order without notes, from the run's commits
+    on the skill branch's chain and its tags; None when the chain holds other than `accepted` accepted steps."""
+    repo, tip = store.repo, store.tip()
+    chain, rows, tags = concurrently(
+        lambda: repo.first_parent_chain(tip),
+        lambda: repo.grep_first_parent(tip, f"^{R.TRAILER_RUN}: {_bre(run)}$"),
+        lambda: repo.for_each_ref(_TAG_FIELDS, f"{R.REJECTED_PREFIX}{run}/"))
+    entries = [e for sha, parents, date, message in rows
+               if (e := _commit_entry(sha, parents, str(date), message)) is not None and e.run == run]
+    if sum(e.verdict == "accepted" for e in entries) != accepted:
+        return None
+    entries += [e for row in tags if (e := _tag_entry(row)) is not None and e.run == run]
+    if repo.ref(R.ARCHIVE_REF) is not None:
+        entries += [e for e in rejected_entries(store) if e.archived and e.run == run]
+    entries += _seeds(repo, entries)
+    chain.reverse()
+    entries.sort(key=_history_order(chain))
+    return entries
+
+
+def _first_decision(store: "Store", decided: list[LogEntry], texts: dict[str, str | None],
+                    mapping: dict[str, str]) -> dict[str, Any] | None:
+    """The decision record of the first of `decided` (history order) whose note has one: the seed's score is the
+    baseline it compared against. Reads the other decided steps' notes into `texts` only when the first has none."""
+    for e in decided:
+        if e.sha not in texts and e.sha in mapping:
+            texts.update(_note_texts(store, [d.sha for d in decided if d.sha not in texts], mapping))
+        records, bad = _decode(texts.get(e.sha), ("decision",))
+        found = _note_changes(e, records, "corrupt" if bad else "ok")[1]
+        if found is not None:
+            return found
+    return None

@@ -164,56 +164,21 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
                  commit: bool = False, hooks: bool = False) -> InitReport:
     """Set up skillgit in (or create) the repository at `path`; see the module docstring for the rules."""
     folder = Path(path).expanduser().resolve()
-    created_repo = False
-    try:
-        repo = GitRepo.open(folder) if folder.is_dir() else None
-    except SkillgitError:
-        repo = None
-    if repo is None:
-        repo = GitRepo.init(folder, branch or "main")
-        created_repo = True
-    if repo.bare:
-        raise SkillgitError(f"{repo.root} is a bare repository", "run `skillgit init` in a clone with a working tree")
+    repo, created_repo = _open_or_create(folder, branch)
     current = repo.current_branch()
     explicit_branch = branch is not None
     branch = branch or current or "main"
     if not repo.valid_branch_name(branch):
         raise SkillgitError(f"invalid branch name '{branch}'", "pass --branch NAME with a valid branch name")
 
-    if skill:
-        skill_file = Path(skill) if Path(skill).is_absolute() else folder / skill
-    else:
-        found = _find_skill(folder)
-        if len(found) > 1:
-            names = ", ".join(_relative(repo, p) for p in found)
-            raise SkillgitError(f"several possible skill files: {names}",
-                                f"choose one: skillgit init --skill {_relative(repo, found[0])}")
-        skill_file = found[0] if found else folder / "SKILL.md"
+    skill_file = _skill_file(repo, folder, skill)
     rel = _relative(repo, skill_file)
     report = InitReport(repo.root, rel, branch, created_repo)
     if commit and current != branch:  # checked before anything is written
         raise SkillgitError(f"--commit needs branch '{branch}' checked out (HEAD is on {current or 'no branch'})",
                             f"git switch {branch}, then run `skillgit init --commit` again")
-    if skill_file.is_dir():
-        raise SkillgitError(f"{rel} is a folder, not a skill file", "pass --skill PATH to a Markdown or text file")
-    if not skill_file.exists():
-        skill_file.parent.mkdir(parents=True, exist_ok=True)
-        skill_file.write_text(starter_skill(repo.root.name), encoding="utf-8")
-        report.created_skill = True
-    else:
-        try:
-            skill_file.read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            raise SkillgitError(f"{rel} is not UTF-8 text", "skills must be UTF-8 text files") from None
-
-    config = repo.root / CONFIG_NAME
-    if not config.exists():
-        config.write_text(render_config(rel, branch), encoding="utf-8")
-        report.config_written = True
-    else:
-        if explicit_branch and branch != "main" and add_skill_branch(config, branch):  # "main": the default
-            report.config_changes.append(f"set skill.branch: {branch} in the kept {CONFIG_NAME} (it had none)")
-        report.warnings += _config_mismatch(config, rel, branch)
+    _ensure_skill(repo, skill_file, rel, report)
+    _ensure_config(repo, rel, branch, explicit_branch, report)
     _configure(repo)
     if hooks:
         report.hooks = install_hooks(repo)
@@ -223,7 +188,68 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
     ignore = repo.root / ".gitignore"
     if ignore.exists() and ".env" in ignore.read_text(encoding="utf-8").splitlines():
         paths.append(".gitignore")
+    _commit_or_advise(repo, paths, rel, branch, current, commit, report)
+    return report
 
+
+def _open_or_create(folder: Path, branch: str | None) -> tuple[GitRepo, bool]:
+    """(the repository at `folder`, True when it was created here with `branch` or main as its unborn HEAD)."""
+    try:
+        repo = GitRepo.open(folder) if folder.is_dir() else None
+    except SkillgitError:
+        repo = None
+    created = repo is None
+    if repo is None:
+        repo = GitRepo.init(folder, branch or "main")
+    if repo.bare:
+        raise SkillgitError(f"{repo.root} is a bare repository", "run `skillgit init` in a clone with a working tree")
+    return repo, created
+
+
+def _skill_file(repo: GitRepo, folder: Path, skill: str | None) -> Path:
+    """The skill file asked for, else the one skill file found, else `SKILL.md` (SkillgitError when several are
+    found: the user chooses)."""
+    if skill:
+        return Path(skill) if Path(skill).is_absolute() else folder / skill
+    found = _find_skill(folder)
+    if len(found) > 1:
+        names = ", ".join(_relative(repo, p) for p in found)
+        raise SkillgitError(f"several possible skill files: {names}",
+                            f"choose one: skillgit init --skill {_relative(repo, found[0])}")
+    return found[0] if found else folder / "SKILL.md"
+
+
+def _ensure_skill(repo: GitRepo, skill_file: Path, rel: str, report: InitReport) -> None:
+    """Write the starter skill when there is none; refuse a folder or a file that is not UTF-8 text."""
+    if skill_file.is_dir():
+        raise SkillgitError(f"{rel} is a folder, not a skill file", "pass --skill PATH to a Markdown or text file")
+    if not skill_file.exists():
+        skill_file.parent.mkdir(parents=True, exist_ok=True)
+        skill_file.write_text(starter_skill(repo.root.name), encoding="utf-8")
+        report.created_skill = True
+        return
+    try:
+        skill_file.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise SkillgitError(f"{rel} is not UTF-8 text", "skills must be UTF-8 text files") from None
+
+
+def _ensure_config(repo: GitRepo, rel: str, branch: str, explicit_branch: bool, report: InitReport) -> None:
+    """Write skillgit.yaml when there is none; else add an explicit non-default branch it lacks and warn where it
+    names another skill or branch."""
+    config = repo.root / CONFIG_NAME
+    if not config.exists():
+        config.write_text(render_config(rel, branch), encoding="utf-8")
+        report.config_written = True
+        return
+    if explicit_branch and branch != "main" and add_skill_branch(config, branch):  # "main": the default
+        report.config_changes.append(f"set skill.branch: {branch} in the kept {CONFIG_NAME} (it had none)")
+    report.warnings += _config_mismatch(config, rel, branch)
+
+
+def _commit_or_advise(repo: GitRepo, paths: list[str], rel: str, branch: str, current: str | None, commit: bool,
+                      report: InitReport) -> None:
+    """Commit the changed `paths` (with --commit), or list the git commands that would."""
     changed = repo.status_paths(paths)
     pending = [p for p in paths if any(line[3:].strip('"') == p for line in changed)]
     if commit and pending:
@@ -233,7 +259,6 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
         if current != branch:
             report.todo.append(f"git switch {branch}" if repo.ref(R.branch_ref(branch)) else f"git switch -c {branch}")
         report.todo += [f"git add {quoted}", f"git commit -m 'Track {rel} with skillgit' -- {quoted}"]
-    return report
 
 
 def _ignore_dotenv(repo: GitRepo) -> bool:
@@ -288,20 +313,9 @@ def add_skill_branch(config: Path, branch: str) -> bool:
         return False
     if "branch" in (before.get("skill") or {}):
         return False
-    newline = "\r\n" if "\r\n" in text else "\n"
-    value = json.dumps(branch)
-    lines = text.splitlines(keepends=True)
-    at = next((i for i, line in enumerate(lines) if _SKILL_LINE.match(line.rstrip("\r\n"))), None)
-    if at is None:
-        if "skill" in before:
-            return False
-        tail = "" if not text or text.endswith("\n") else newline
-        edited = f"{text}{tail}{newline if text.strip() else ''}skill:{newline}  branch: {value}{newline}"
-    else:
-        child = next((m.group(1) for line in lines[at + 1:] if (m := _CHILD_LINE.match(line))), "  ")
-        lines.insert(at + 1, f"{child}branch: {value}  # accepted skills land here (written by skillgit init)"
-                             f"{newline}")
-        edited = "".join(lines)
+    edited = _with_branch_line(text, before, branch)
+    if edited is None:
+        return False
     try:
         after = yaml.safe_load(edited)
     except yaml.YAMLError:
@@ -314,3 +328,23 @@ def add_skill_branch(config: Path, branch: str) -> bool:
     shutil.copymode(config, tmp)
     os.replace(tmp, config)
     return True
+
+
+def _with_branch_line(text: str, before: dict, branch: str) -> str | None:
+    """`text` with `branch: <branch>` inserted under its top-level `skill:` block (or a new block appended), or
+    None when the file has a `skill` key that is not such a block (flow style: left alone)."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    value = json.dumps(branch)
+    lines = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines) if _SKILL_LINE.match(line.rstrip("\r\n"))), None)
+    if at is None:
+        if "skill" in before:
+            return None
+        tail = "" if not text or text.endswith("\n") else newline
+        edited = f"{text}{tail}{newline if text.strip() else ''}skill:{newline}  branch: {value}{newline}"
+    else:
+        child = next((m.group(1) for line in lines[at + 1:] if (m := _CHILD_LINE.match(line))), "  ")
+        lines.insert(at + 1, f"{child}branch: {value}  # accepted skills land here (written by skillgit init)"
+                             f"{newline}")
+        edited = "".join(lines)
+    return edited

@@ -102,3 +102,14 @@ def run_progress(store: Store, run: str | None = None) -> RunProgress:
         progress = progress.replace(status="interrupted",
                                     stop_reason="its process is gone (killed?); `skillgit train` resumes it")
     return progress
+
+
+def val_trend(store: Store, progress: RunProgress) -> list[float | None]:
+    """The val scores of the run's seed and accepted steps, in history order (`status`'s trend line): read from the
+    run's own commits and notes (`history.run_scores`), the whole history only when those do not hold all of
+    the run's accepted steps (a run trained onto another branch, a reset or pulled branch)."""
+    scores = store_history.run_scores(store, progress.run, progress.accepted)
+    if scores is None:
+        scores = [e.score for e in store_history.history(store, progress.run, edits=False)
+                  if e.verdict in ("seed", "accepted")]
+    return scores

@@ -213,6 +213,11 @@ def branch_problem(name: object) -> str | None:
         return "it begins with '-' (git would read it as an option)"
     if len(short) > 200:
         return "it is longer than 200 characters"
+    return _character_problem(short) or _shape_problem(short)
+
+
+def _character_problem(short: str) -> str | None:
+    """A character git or skillgit refuses in a branch name, or None."""
     bad = next((c for c in short if _invisible(c)), None)
     if bad is not None:
         return f"it contains a space, control or invisible character (U+{ord(bad):04X})"
@@ -221,6 +226,11 @@ def branch_problem(name: object) -> str | None:
     bad = next((c for c in short if c in _REF_FORBIDDEN), None)
     if bad is not None:
         return f"it contains {bad!r}, which git does not allow in a ref name"
+    return None
+
+
+def _shape_problem(short: str) -> str | None:
+    """A slash, dot or `.lock` placement git refuses in a branch name, or None."""
     if ".." in short or "//" in short or short.startswith("/") or short.endswith(("/", ".")):
         return "it has '..', '//', a leading or trailing '/' or a trailing '.', which git does not allow"
     if any(part.startswith(".") or part.endswith(".lock") for part in short.split("/")):

@@ -205,27 +205,55 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
 
     configure_notes(repo)  # a fresh clone has no notes config: `git log` shows the short notes once pulled
     notes_ref, prefix = _tracking(remote)
+    _fetch(store, remote, _pull_specs(store, remote_refs, notes_ref, prefix))
+    _fetch(store, remote, _run_branch_specs(store, remote_refs, prefix))  # review branches, once runs name them
+
+    # The branch first: a diverged branch stops the pull before anything local changes.
+    local, theirs = store.tip(), repo.ref(f"{prefix}branch") if store.branch_ref in remote_refs else None
+    fast_forward = _branch_moves(store, remote, prefix, local, theirs, report)
+
+    updates, archive = _merge_fetched(store, remote, remote_refs, notes_ref, prefix, report)
+    updates += _fetched_tags(store, prefix, _archived_keys(store, archive), report)
+    updates += _fetched_runs(store, prefix, report)
+    if fast_forward:
+        assert theirs is not None  # fast_forward implies it
+        _fast_forward_pulled(store, remote, local, theirs, updates)
+        report.branch = "fast-forwarded"
+    elif updates:
+        store.update_refs(updates, f"skillgit: pull from {remote}")
+    return report
+
+
+def _pull_specs(store: "Store", remote_refs: dict[str, str], notes_ref: str, prefix: str) -> list[str]:
+    """The refspecs `pull` fetches into `prefix` (the remote's tracking refs)."""
     specs = []
     if store.branch_ref in remote_refs:
         specs.append(f"+{store.branch_ref}:{prefix}branch")
     specs += _notes_specs(remote_refs, notes_ref)
     if R.ARCHIVE_REF in remote_refs:
         specs.append(f"+{R.ARCHIVE_REF}:{prefix}archive")
-    specs += [f"+{R.REJECTED_PREFIX}*:{prefix}tags/*", f"+{R.RUNS_PREFIX}*:{prefix}runs/*"]
-    _fetch(store, remote, specs)
-    _fetch(store, remote, _run_branch_specs(store, remote_refs, prefix))  # review branches, once runs name them
+    return specs + [f"+{R.REJECTED_PREFIX}*:{prefix}tags/*", f"+{R.RUNS_PREFIX}*:{prefix}runs/*"]
 
-    # The branch first: a diverged branch stops the pull before anything local changes.
-    local, theirs = store.tip(), repo.ref(f"{prefix}branch") if store.branch_ref in remote_refs else None
-    fast_forward = theirs is not None and theirs != local and repo.is_ancestor(local, theirs)
-    if theirs is not None and theirs != local and not fast_forward:
-        if not repo.is_ancestor(theirs, local):
-            raise GitStateError(f"skill branch '{store.branch}' has diverged from {remote}",
-                                f"merge them with git (git merge {prefix}branch), then push")
-        report.branch = "ahead"
 
-    updates, archive = _merge_fetched(store, remote, remote_refs, notes_ref, prefix, report)
-    archived = _archived_keys(store, archive)
+def _branch_moves(store: "Store", remote: str, prefix: str, local: str, theirs: str | None,
+                  report: SyncReport) -> bool:
+    """True when the fetched branch `theirs` fast-forwards `local`; "ahead" in the report when ours is ahead;
+    GitStateError (nothing local changed yet) when the two diverged."""
+    if theirs is None or theirs == local:
+        return False
+    if store.repo.is_ancestor(local, theirs):
+        return True
+    if not store.repo.is_ancestor(theirs, local):
+        raise GitStateError(f"skill branch '{store.branch}' has diverged from {remote}",
+                            f"merge them with git (git merge {prefix}branch), then push")
+    report.branch = "ahead"
+    return False
+
+
+def _fetched_tags(store: "Store", prefix: str, archived: set[str], report: SyncReport) -> list[RefUpdate]:
+    """Ref updates adding the fetched rejected tags we lack (not those folded into our archive); a tag that
+    differs from ours is a conflict and ours stays."""
+    repo, updates = store.repo, []
     for ref, obj in repo.for_each_ref(["refname", "objectname"], f"{prefix}tags/"):
         name = ref[len(prefix) + len("tags/"):]
         step = R.parse_step_ref(f"{R.REJECTED_PREFIX}{name}")
@@ -237,6 +265,13 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
             continue
         updates.append(RefUpdate("update", f"{R.REJECTED_PREFIX}{name}", obj, None))
         report.tags += 1
+    return updates
+
+
+def _fetched_runs(store: "Store", prefix: str, report: SyncReport) -> list[RefUpdate]:
+    """Ref updates adding or fast-forwarding the fetched runs; a run changed on both sides is a conflict (ours
+    stays)."""
+    repo, updates = store.repo, []
     for ref, obj in repo.for_each_ref(["refname", "objectname"], f"{prefix}runs/"):
         run = ref[len(prefix) + len("runs/"):]
         mine = repo.ref(f"{R.RUNS_PREFIX}{run}")
@@ -247,22 +282,21 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
             continue
         updates.append(RefUpdate("update", f"{R.RUNS_PREFIX}{run}", obj, mine))
         report.runs.append(run)
+    return updates
 
-    if fast_forward:
-        assert theirs is not None  # fast_forward implies it
-        # A kill between an accepted step's branch move and its worktree update leaves the checked-out skill one
-        # version behind; fast-forwarding over that (or stashing it, as git would advise) reverts the step.
-        store.prepare_worktrees()
-        try:  # checked out: git does exactly what `git merge --ff-only` does there (it refuses on local changes)
-            store.fast_forward(theirs, expected=local, reason=f"skillgit: pull from {remote}", also=updates)
-        except WorktreeRefused as exc:
-            raise GitStateError(f"cannot fast-forward '{store.branch}' in {exc.path}: {exc.detail}",
-                                "stash your local changes (git stash), run `skillgit pull` again, "
-                                "then `git stash pop`") from None
-        report.branch = "fast-forwarded"
-    elif updates:
-        store.update_refs(updates, f"skillgit: pull from {remote}")
-    return report
+
+def _fast_forward_pulled(store: "Store", remote: str, local: str, theirs: str, updates: list[RefUpdate]) -> None:
+    """Move the skill branch from `local` to `theirs` together with `updates`, as `git merge --ff-only` would in a
+    worktree that has it checked out."""
+    # A kill between an accepted step's branch move and its worktree update leaves the checked-out skill one
+    # version behind; fast-forwarding over that (or stashing it, as git would advise) reverts the step.
+    store.prepare_worktrees()
+    try:  # checked out: git does exactly what `git merge --ff-only` does there (it refuses on local changes)
+        store.fast_forward(theirs, expected=local, reason=f"skillgit: pull from {remote}", also=updates)
+    except WorktreeRefused as exc:
+        raise GitStateError(f"cannot fast-forward '{store.branch}' in {exc.path}: {exc.detail}",
+                            "stash your local changes (git stash), run `skillgit pull` again, "
+                            "then `git stash pop`") from None
 
 
 def push(store: "Store", remote: str = "origin") -> SyncReport:
@@ -281,18 +315,7 @@ def push(store: "Store", remote: str = "origin") -> SyncReport:
     if updates:
         store.update_refs(updates, f"skillgit: merge from {remote} before push")
 
-    refspecs = [f"{store.branch_ref}:{store.branch_ref}", f"{R.REJECTED_PREFIX}*:{R.REJECTED_PREFIX}*",
-                f"{R.RUNS_PREFIX}*:{R.RUNS_PREFIX}*"]
-    for ref in (*R.NOTES_REFS, R.ARCHIVE_REF):
-        if repo.ref(ref) is not None:
-            refspecs.append(f"{ref}:{ref}")
-    # Tags that gc folded into the (now pushed) archive are folded on the remote too.
-    archived = _archived_keys(store, archive)
-    for name in remote_refs:
-        step = R.parse_step_ref(name) if name.startswith(R.REJECTED_PREFIX) else None
-        if step and R.archive_key(*step) in archived and repo.ref(name) is None:
-            refspecs.append(f":{name}")
-            report.tags += 1
+    refspecs = _push_refspecs(store, remote_refs, _archived_keys(store, archive), report)
     if remote_refs.get(store.branch_ref) == store.tip():
         report.branch = "up to date"
     elif store.branch_ref not in remote_refs:
@@ -306,6 +329,24 @@ def push(store: "Store", remote: str = "origin") -> SyncReport:
         raise GitStateError(f"push to {remote} was refused: {why.removeprefix('error: ')}",
                             f"the remote has changes you do not have: run `skillgit pull {remote}` and push again")
     return report
+
+
+def _push_refspecs(store: "Store", remote_refs: dict[str, str], archived: set[str],
+                   report: SyncReport) -> list[str]:
+    """What `push` sends: branch, tags, runs, the notes and archive we have, and deletions of the remote's tags
+    that gc folded into the (now pushed) archive."""
+    repo = store.repo
+    refspecs = [f"{store.branch_ref}:{store.branch_ref}", f"{R.REJECTED_PREFIX}*:{R.REJECTED_PREFIX}*",
+                f"{R.RUNS_PREFIX}*:{R.RUNS_PREFIX}*"]
+    for ref in (*R.NOTES_REFS, R.ARCHIVE_REF):
+        if repo.ref(ref) is not None:
+            refspecs.append(f"{ref}:{ref}")
+    for name in remote_refs:
+        step = R.parse_step_ref(name) if name.startswith(R.REJECTED_PREFIX) else None
+        if step and R.archive_key(*step) in archived and repo.ref(name) is None:
+            refspecs.append(f":{name}")
+            report.tags += 1
+    return refspecs
 
 
 def _drop_stale_scratch_refs(store: "Store") -> None:

@@ -187,8 +187,8 @@ class SkillReading:
         return frozenset(ids | self.harms)
 
 
-@lru_cache(maxsize=4096)
-def read_skill(text: str) -> SkillReading:
+@lru_cache(maxsize=256)  # (the texts of a few steps: each entry holds a whole skill text, and a run makes new ones
+def read_skill(text: str) -> SkillReading:  # every step, so 4,096 of them grew a long run's memory by megabytes)
     """The concepts `text` conveys (see the module docstring). Pure and cached: the loop reuses skills a lot."""
     rules, plain, harms = set(), set(), set()
     for sentence in sentences(text):

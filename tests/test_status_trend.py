@@ -1,0 +1,106 @@
+"""`skillgit status` draws its val trend from the run's own commits, tags and notes (issue 22 item 4: `status` read the
+whole history and parsed every note, so it grew with the history). `history.run_scores` must give exactly what the
+whole history gives for the run, read only the run's notes, and hand back to the whole history when the skill
+branch does not hold the run's accepted steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from skillgit.store import Store, read
+from skillgit.store import history as H
+from tests.conftest import git, run_cli_inproc
+from tests.test_cli_history import SEED, step
+
+
+def _full(store: Store, run: str) -> list[float | None]:
+    return [e.score for e in store.history(run) if e.verdict in ("seed", "accepted")]
+
+
+@pytest.fixture
+def two_runs(make_repo):
+    """r1: its first decision a rejection (the seed's score is its baseline), accepted and rejected steps after;
+    r2 interleaved with r1 on the same branch."""
+    root = make_repo({"SKILL.md": SEED})
+    store = Store.open(root, "SKILL.md")
+    text = SEED
+    plan = [("r1", 1, False, 0.30, 0.20), ("r1", 2, True, 0.30, 0.40), ("r2", 1, True, 0.40, 0.45),
+            ("r1", 3, False, 0.45, 0.41), ("r1", 4, True, 0.45, 0.55), ("r2", 2, False, 0.55, 0.50),
+            ("r2", 3, True, 0.55, 0.70)]
+    for run, n, accept, before, after in plan:
+        candidate = text + f"Rule {run}.{n}.\n"
+        step(store, candidate, n, accept, before, after, run=run)
+        if accept:
+            text = candidate
+    return root
+
+
+def test_the_runs_own_reads_give_the_whole_historys_trend(two_runs):
+    store = Store.open(two_runs, "SKILL.md")
+    assert _full(store, "r1") == [0.30, 0.40, 0.55]
+    assert H.run_scores(store, "r1", 2) == _full(store, "r1")
+    assert H.run_scores(store, "r2", 2) == _full(store, "r2") == [0.40, 0.45, 0.70]
+    # after gc folded the rejected tags into the archive (r1's first decision among them)
+    store.gc(keep=0)
+    store = Store.open(two_runs, "SKILL.md")
+    assert H.run_scores(store, "r1", 2) == _full(store, "r1") == [0.30, 0.40, 0.55]
+
+
+def test_a_run_whose_accepted_steps_are_not_on_the_branch_reads_the_whole_history(two_runs):
+    store = Store.open(two_runs, "SKILL.md")
+    assert H.run_scores(store, "r1", 3) is None  # the run's progress counts a step the branch does not hold
+
+
+def test_the_trend_parses_only_the_runs_notes(make_repo, monkeypatch):
+    root = make_repo({"SKILL.md": SEED})
+    store = Store.open(root, "SKILL.md")
+    text = SEED
+    for n in range(1, 25):  # a long earlier run
+        step(store, text + f"Old {n}.\n", n, n % 4 == 0, 0.3, 0.35 if n % 4 == 0 else 0.2, run="old")
+        text = text + f"Old {n}.\n" if n % 4 == 0 else text
+    step(store, text + "New.\n", 1, True, 0.35, 0.5, run="new")
+    decoded: list[str | None] = []
+    real = H._decode
+    monkeypatch.setattr(H, "_decode", lambda note, kinds: decoded.append(note) or real(note, kinds))
+    assert H.run_scores(store, "new", 1) == [0.35, 0.5]
+    assert 1 <= len(decoded) <= 2  # the accepted step's note (and the first decision's: the same one)
+    decoded.clear()
+    _full(store, "new")
+    assert len(decoded) >= 25  # what `status` parsed before: every note of the history
+
+
+def test_status_shows_the_same_trend(two_runs, monkeypatch):
+    store = Store.open(two_runs, "SKILL.md")
+    store.save_run("r1", {"progress.json": '{"run": "r1", "status": "finished", "accepted": 2, "rejected": 2}'},
+                   "progress")
+    progress = read.run_progress(store, "r1")
+    assert read.val_trend(store, progress) == _full(store, "r1")
+    shown = run_cli_inproc("status", "--json", "--run", "r1", cwd=two_runs)
+    assert shown.returncode == 0, shown.stderr
+    monkeypatch.setattr(H, "run_scores", lambda *a: None)  # the whole-history path draws the same line
+    again = run_cli_inproc("status", "--json", "--run", "r1", cwd=two_runs)
+    assert again.stdout == shown.stdout and '"val_trend"' in shown.stdout
+
+
+def test_the_history_scan_reads_only_the_commits_added_since_the_last_one(make_repo, monkeypatch):
+    """The loop scans the history at every step (the negative buffer): a store reads only the branch's new commits
+    (before: the whole first-parent chain and every step commit's message, every step), and gives what a fresh
+    store reads — also after the branch was reset behind what it had read."""
+    root = make_repo({"SKILL.md": SEED})
+    store = Store.open(root, "SKILL.md")
+    text = SEED
+    for n in range(1, 9):
+        text += f"Rule {n}.\n"
+        step(store, text, n, n % 3 != 0, 0.3 + n / 100, 0.31 + n / 100)
+    assert H.scan(store) == H.scan(Store.open(root, "SKILL.md"))
+    read_rows: list[int] = []
+    real = store.repo.grep_first_parent
+    monkeypatch.setattr(store.repo, "grep_first_parent",
+                        lambda *a, **k: read_rows.append(len(rows := real(*a, **k))) or rows)
+    text += "Rule 9.\n"
+    step(store, text, 9, True, 0.4, 0.5)
+    assert H.scan(store) == H.scan(Store.open(root, "SKILL.md"))
+    assert read_rows == [1]  # the one new step commit, not the nine
+    middle = git(root, "rev-parse", "main~4")
+    git(root, "update-ref", "refs/heads/main", middle)  # reset behind what the store had read
+    assert H.scan(store) == H.scan(Store.open(root, "SKILL.md"))
