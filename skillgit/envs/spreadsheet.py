@@ -46,8 +46,7 @@ TIMEOUT_S = 30.0
 PREVIEW_ROWS = 5  # rows of each sheet shown to the student (the paper's spreadsheet_content)
 PREVIEW_COLS = 12
 MAX_CASES = 3
-INSTALL_FIX = ("pip install 'openpyxl>=3.1' into the environment skillgit runs in (or the `spreadsheet` extra from "
-               "your skillgit checkout: pip install -e '.[spreadsheet]'); openpyxl reads and writes the workbooks")
+INSTALL_FIX = "pip install 'openpyxl>=3.1' (it reads and writes the workbooks; the `spreadsheet` extra has it)"
 
 SEED_SKILL = """---
 name: spreadsheetbench
