@@ -145,6 +145,12 @@ class GradientCfg:
 
 
 @dataclass(frozen=True)
+class ProposerScheduleCfg:
+    switch_to: str = ""  # a proposer used alone once `after_rejected` numbered steps in a row were rejected; "": off
+    after_rejected: int = 3
+
+
+@dataclass(frozen=True)
 class OptimizerCfg:
     learning_rate: int = 4  # edit budget at the start of the schedule
     min_learning_rate: int = 2
@@ -167,6 +173,10 @@ class OptimizerCfg:
     # one val wave; the best that passes is accepted, the others are rejected (they join the negative buffer).
     # The gate's bar rises with P (Bonferroni) so picking the best of P does not raise its false accepts.
     proposals: int = 1
+    # Who proposes (skillgit/proposer_table.py): [reflect], [agent] or both, each making `proposals` candidates
+    # gated together; empty: the teacher backend's own (agent for teacher_backend: agent, else reflect)
+    proposers: tuple[str, ...] = ()
+    proposer_schedule: ProposerScheduleCfg = field(default_factory=ProposerScheduleCfg)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ invalid with that reason.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from typing import Any
@@ -75,13 +76,16 @@ class TrainTrier:
 
 
 def propose(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: list[Trajectory], budget: int,
-            step: int | str) -> tuple[str, UpdateRecord]:
-    """The agent teacher's candidate for `step` (see the module docstring)."""
+            step: int | str, variant: int = 0) -> tuple[str, UpdateRecord]:
+    """The agent teacher's candidate for `step` (see the module docstring). `variant` k > 0 is the step's (k+1)-th
+    agent proposal (`optimizer.proposals`): its limits say so, which makes it a call of its own."""
     cfg = ctx.cfg
     allow_fm = cfg.skill.allow_front_matter_edits
     evidence = Evidence.build(skill, trajs, negative=teacher.negative, meta_skill=teacher.meta_skill, budget=budget,
                               max_tokens=cfg.skill.max_tokens, new_files=cfg.skill.new_files,
                               allow_front_matter=allow_fm)
+    if variant:
+        evidence = dataclasses.replace(evidence, limits={**evidence.limits, "variant": variant})
     ctx.stage(step, STAGE)
     try:
         with ctx.ledger.timed(STAGE), trying(TrainTrier(ctx, step)):

@@ -69,6 +69,33 @@ class SkillScores:
         return cls(str(data.get("rev", "")), to_float(data.get("val")), to_float(data.get("test")))
 
 
+@dataclass(frozen=True)
+class ProposerStats:
+    """One proposer's share of a run's numbered steps (`optimizer.proposers`): the candidates it made, how many of
+    them were accepted, and what building them cost (teacher calls and `skillgit-try` runs; replayed calls cost 0)."""
+
+    proposed: int = 0
+    accepted: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def rate(self) -> float | None:
+        return self.accepted / self.proposed if self.proposed else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"proposed": self.proposed, "accepted": self.accepted,
+                "rate": round(self.rate, 4) if self.rate is not None else None, "usage": self.usage.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ProposerStats":
+        def count(key: str) -> int:
+            value = data.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+        usage = data.get("usage")
+        return cls(count("proposed"), count("accepted"), Usage.from_dict(usage if isinstance(usage, Mapping) else {}))
+
+
 RUN_STATUSES = ("running", "finished", "stopped", "interrupted", "failed")
 
 
@@ -106,6 +133,9 @@ class RunProgress:
     epochs: Mapping[int, EpochState] = field(default_factory=dict)
     last: StepOutcome | None = None
     final_scores: Mapping[str, SkillScores] = field(default_factory=dict)
+    proposers: Mapping[str, ProposerStats] = field(default_factory=dict)  # per proposer (optimizer.proposers)
+    rejected_streak: int = 0  # numbered steps rejected in a row (optimizer.proposer_schedule)
+    proposer_switch: int | None = None  # the step from which the schedule's proposer proposes alone
 
     @property
     def steps_done(self) -> int:
@@ -135,6 +165,8 @@ class RunProgress:
             "epochs": {str(k): v.to_dict() for k, v in sorted(self.epochs.items())},
             "last": self.last.to_dict() if self.last else None,
             "final_scores": {k: v.to_dict() for k, v in self.final_scores.items()},
+            "proposers": {k: v.to_dict() for k, v in sorted(self.proposers.items())},
+            "rejected_streak": self.rejected_streak, "proposer_switch": self.proposer_switch,
         }
 
     @classmethod
@@ -163,4 +195,8 @@ class RunProgress:
             last=StepOutcome.from_dict(last) if isinstance(last, Mapping) else None,
             final_scores={str(k): SkillScores.from_dict(v) for k, v in (data.get("final_scores") or {}).items()
                           if isinstance(v, Mapping)},
+            proposers={str(k): ProposerStats.from_dict(v) for k, v in (data.get("proposers") or {}).items()
+                       if isinstance(v, Mapping)},
+            rejected_streak=int(data.get("rejected_streak") or 0),
+            proposer_switch=data.get("proposer_switch") if isinstance(data.get("proposer_switch"), int) else None,
         )
