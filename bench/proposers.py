@@ -171,7 +171,8 @@ def run_one(folder: Path, seed: int, arm: str, budget: int, latency: float, work
                stopped_by_budget=result.status == "stopped" and "budget.max_calls" in result.reason,
                reason=result.reason, steps=sum(1 for s in range(1, progress.next_step)),
                accepted_steps=sum(s.accepted for s in progress.proposers.values()), accepted_edits=edits,
-               val_seed=result.scores["seed"]["val"], val_final=result.scores["final"]["val"],
+               # the seed skill's first val scoring (the run's start: the same samples in every arm)
+               val_seed=progress.seed_score or 0.0, val_final=result.scores["final"]["val"],
                test_seed=tests["seed"], test_final=tests["final"], waves=max(per_wave, default=0),
                max_wave_calls=max(per_wave.values(), default=0), overlapping_waves=overlapping_waves(timeline.calls),
                proposers={k: v.to_dict() for k, v in progress.proposers.items()}, seconds=round(seconds, 1))
