@@ -276,6 +276,8 @@ class BudgetCfg:
     max_calls: int | None = None
     max_tokens: int | None = None
     max_cost_usd: float | None = None
+    max_agent_turns: int | None = None  # the agent teacher's turns over the run (the next call's cap: what is left)
+    max_agent_seconds: float | None = None  # the agent teacher's wall seconds over the run (likewise)
 
 
 @dataclass(frozen=True)

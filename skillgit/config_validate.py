@@ -207,6 +207,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "model.simulated.harmful_rate": _within(0, 1), "model.simulated.off_target_rate": _within(0, 1),
     "model.simulated.malformed_rate": _within(0, 1, hi_open=True), "model.simulated.latency_s": _ge(0),
     "budget.max_calls": _ge(1), "budget.max_tokens": _ge(1), "budget.max_cost_usd": _gt(0),
+    "budget.max_agent_turns": _ge(1), "budget.max_agent_seconds": _gt(0),
 }
 
 

@@ -306,6 +306,10 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
             value = " · ".join(f"{k} {v:.0f}s" for k, v in value.items())
         out.print(f"{key.replace('_', ' '):>12}: {shown(str(value if value is not None else '-'))}", markup=False,
                   highlight=False)
+    if progress.agent.calls:  # the agent teacher's turns and wall time (budget.max_agent_turns / max_agent_seconds)
+        a = progress.agent
+        out.print(f"{'agent':>12}: {a.calls} teacher call(s), {a.turns} turns, {a.seconds:.0f}s wall", markup=False,
+                  highlight=False)
     if len(progress.proposers) > 1:  # mixed proposers (optimizer.proposers, or the schedule switched)
         from skillgit.review.data import proposer_line
 
@@ -335,7 +339,8 @@ def status_info(p, vals: list[float | None]) -> dict:
             "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p.updated)) if p.updated else None,
             "eta_s": eta, "last": p.last.to_dict() if p.last else None,
             "rollout_seconds": dict(p.rollout_seconds),
-            "proposers": {k: v.to_dict() for k, v in sorted(p.proposers.items())}, "proposer_switch": p.proposer_switch}
+            "proposers": {k: v.to_dict() for k, v in sorted(p.proposers.items())}, "proposer_switch": p.proposer_switch,
+            "agent_teacher": p.agent.to_dict()}
 
 
 def usage_table(by_stage: dict, by_role: dict):

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from typing import Any, Mapping
 
+from skillgit import proposer_table
 from skillgit.config import Config
 from skillgit.llm import pricing
 from skillgit.loop import gate
+from skillgit.loop.agent_step import MAX_TRIES
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.tasks import Splits
 from skillgit.types import Usage
@@ -24,6 +27,7 @@ from skillgit.types import Usage
 TEACHER_TEMPLATE_TOKENS = 700  # instructions and block markup of a teacher prompt
 TEACHER_ANSWER_TOKENS = 400
 STUDENT_ANSWER_TOKENS = 60
+AGENT_TURNS = 30  # an agent teacher call's turns when model.teacher.command.max_turns does not bound them
 
 
 def _tokens(chars: float) -> int:
@@ -51,14 +55,19 @@ def estimate(cfg: Config, splits: Splits, skill: str, env: Mapping[str, str] | N
 
     reflect = math.ceil(batch / mb) + 1
     merge = max(0, reflect - 1)
+    field = proposer_table.field_size(opt.proposers, cfg.model.teacher_backend, opt.proposals)
+    by = _proposals_by_proposer(cfg)  # each proposer's candidates per step (an upper bound with a schedule)
+    agent = AgentPlan.of(cfg, steps * by["agent"])
     calls = {
         "rollout": steps * batch,
-        "reflect": steps * reflect,
-        "merge": steps * merge,
-        "rank": steps if opt.skill_update_mode != "full_rewrite_minibatch" else 0,
-        "update": steps if opt.skill_update_mode == "rewrite_from_suggestions" else 0,
+        "reflect": steps * reflect * by["reflect"],
+        "merge": steps * merge * by["reflect"],
+        "rank": steps * (by["reflect"] * (opt.skill_update_mode != "full_rewrite_minibatch") + by["agent"]),
+        "update": steps * by["reflect"] if opt.skill_update_mode == "rewrite_from_suggestions" else 0,
         "lr": steps if is_autonomous(opt) else 0,
-        "gate": per_gate + steps * per_gate * (opt.proposals + incumbent),
+        "agent": agent.calls,
+        "try": agent.calls * MAX_TRIES,  # skillgit-try: student runs on train items, at most MAX_TRIES a step
+        "gate": per_gate + steps * per_gate * (field + incumbent),
         "slow_update": epochs_done * ((2 * opt.slow_update_samples + 1) if opt.use_slow_update else 0)
         + (epochs_done * per_gate * (1 + incumbent) if opt.use_slow_update and opt.slow_update_gate_with_selection
            else 0),
@@ -66,10 +75,9 @@ def estimate(cfg: Config, splits: Splits, skill: str, env: Mapping[str, str] | N
         "meta_reflect": epochs_done * ((1 + per_gate * (1 + incumbent)) if opt.use_meta_reflect else 0),
         "test": 3 * n_test if cfg.evaluation.eval_test else 0,
     }
-    mde = gate.min_detectable_effect(ecfg, n_val, repeats, deterministic=deterministic, candidates=opt.proposals)
-    detectable, warn = gate.detectable_line(ecfg, n_val, repeats, deterministic=deterministic,
-                                            candidates=opt.proposals)
-    student_stages = {"rollout", "gate", "test"}
+    mde = gate.min_detectable_effect(ecfg, n_val, repeats, deterministic=deterministic, candidates=field)
+    detectable, warn = gate.detectable_line(ecfg, n_val, repeats, deterministic=deterministic, candidates=field)
+    student_stages = {"rollout", "gate", "test", "try"}
     teacher_prompt = TEACHER_TEMPLATE_TOKENS + _tokens(len(skill) + mb * avg_in * 4)
     tokens = {"prompt": 0, "completion": 0}
     by_role = {"student": Usage(), "teacher": Usage()}
@@ -77,6 +85,8 @@ def estimate(cfg: Config, splits: Splits, skill: str, env: Mapping[str, str] | N
         role = "student" if stage in student_stages else "teacher"
         prompt, answer = (student_prompt, STUDENT_ANSWER_TOKENS) if role == "student" else \
             (teacher_prompt, TEACHER_ANSWER_TOKENS)
+        if stage == "agent":  # every turn of an agent call reads its context again
+            prompt, answer = prompt * agent.turns_each, answer * agent.turns_each
         tokens["prompt"] += n * prompt
         tokens["completion"] += n * answer
         by_role[role] = by_role[role] + Usage(n, n * prompt, n * answer)
@@ -115,13 +125,73 @@ def estimate(cfg: Config, splits: Splits, skill: str, env: Mapping[str, str] | N
             for role, usd in dollars.items())
         + (f"; total ${sum(v for v in dollars.values() if v is not None):,.2f}" if any(dollars.values()) else ""),
     ]
+    lines += agent.lines()
     b = cfg.budget
     limits = [f"{k}={v}" for k, v in (("max_calls", b.max_calls), ("max_tokens", b.max_tokens),
-                                      ("max_cost_usd", b.max_cost_usd)) if v is not None]
+                                      ("max_cost_usd", b.max_cost_usd), ("max_agent_turns", b.max_agent_turns),
+                                      ("max_agent_seconds", b.max_agent_seconds)) if v is not None]
     if limits:
         lines.append("budget limits: " + ", ".join(limits)
                      + " (the run stops before the call that would cross one; a larger budget resumes it)")
     return {"steps": steps, "batches_per_epoch": bpe, "budgets": budgets, "calls": calls,
             "val_repeats": repeats,
             "min_detectable_effect": round(mde, 4) if mde is not None else None, "detectable": detectable,
-            "total_calls": sum(calls.values()), "tokens": tokens, "cost_usd": dollars, "text": "\n".join(lines)}
+            "total_calls": sum(calls.values()), "tokens": tokens, "cost_usd": dollars, "agent": agent.to_dict(),
+            "text": "\n".join(lines)}
+
+
+def _proposals_by_proposer(cfg: Config) -> dict[str, int]:
+    """Candidates per step by proposer: `optimizer.proposals` for each configured one and the schedule's."""
+    opt = cfg.optimizer
+    names = set(proposer_table.configured(opt.proposers, cfg.model.teacher_backend))
+    names |= {opt.proposer_schedule.switch_to} - {""}
+    return {name: opt.proposals if name in names else 0 for name in proposer_table.names()}
+
+
+@dataclass(frozen=True)
+class AgentPlan:
+    """The agent teacher's step calls of a plan, with their turns and wall time: at most `command.max_turns` turns
+    (else an assumed AGENT_TURNS a call, said so) and `command.timeout_s` seconds a call, within the budget's caps."""
+
+    calls: int
+    turns_each: int
+    turns_assumed: bool
+    seconds_each: float
+    max_turns: int | None  # budget.max_agent_turns
+    max_seconds: float | None  # budget.max_agent_seconds
+
+    @classmethod
+    def of(cls, cfg: Config, calls: int) -> AgentPlan:
+        command = cfg.model.teacher.command
+        return cls(calls, command.max_turns or AGENT_TURNS, command.max_turns is None, command.timeout_s,
+                   cfg.budget.max_agent_turns, cfg.budget.max_agent_seconds)
+
+    @property
+    def turns(self) -> int:
+        total = self.calls * self.turns_each
+        return min(total, self.max_turns) if self.max_turns is not None else total
+
+    @property
+    def seconds(self) -> float:
+        total = self.calls * self.seconds_each
+        return min(total, self.max_seconds) if self.max_seconds is not None else total
+
+    def lines(self) -> list[str]:
+        if not self.calls:
+            return []
+        turns = f"{self.turns:,} turns" + (f" (assuming {AGENT_TURNS} a call: set model.teacher.command.max_turns "
+                                           "to bound it)" if self.turns_assumed else " (command.max_turns a call)")
+        capped = [f"budget.max_agent_{k} caps it" for k, v in (("turns", self.max_turns),
+                                                                ("seconds", self.max_seconds)) if v is not None]
+        return [f"agent teacher: {self.calls} step call(s), at most {turns} and {_duration(self.seconds)} of wall "
+                f"time (command.timeout_s {self.seconds_each:g} s a call)" + (f"; {', '.join(capped)}" if capped
+                                                                            else "")]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "turns": self.turns, "turns_assumed": self.turns_assumed,
+                "seconds": round(self.seconds, 1)}
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min" if seconds >= 60 \
+        else f"{seconds:.0f} s"

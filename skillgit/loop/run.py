@@ -37,9 +37,9 @@ from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_confi
 from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError, raise_if_stop_requested
 from skillgit.executor import Executor
 from skillgit.llm.base import LLM, Student
+from skillgit.loop import agent_step, guards, modes, proposing, stages
 from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import gate as gate_mod
-from skillgit.loop import guards, modes, proposing, stages
 from skillgit.loop import resume as resume_mod
 from skillgit.loop.background import Pending, Planned, Saves, in_background, write_later
 from skillgit.loop.context import StepContext
@@ -119,6 +119,7 @@ class Trainer:
         self._decided = resume_mod.Decided(store, self.run_id, self.field_size)  # see `_already_decided`
         self._saves = Saves(store, self.run_id)
         self._prior = self.progress  # what earlier processes spent on this run
+        ledger.agent_before = self.progress.agent  # the agent teacher's turns and seconds so far (its budget caps)
 
     # ------------------------------------------------------------------------------------------ run state
     def _usage(self) -> resume_mod.Totals:
@@ -136,7 +137,7 @@ class Trainer:
         total, by_stage, by_role, errors = usage or self._usage()
         self.progress = self.progress.replace(
             updated=time.time(), usage=total, usage_by_stage=by_stage, usage_by_role=by_role, errors=errors,
-            retries=self._prior.retries + self.ledger.retries + self.evaluator.retried)
+            retries=self._prior.retries + self.ledger.retries + self.evaluator.retried, agent=self.ledger.agent_total())
         files = {"progress.json": json.dumps(self.progress.to_dict(), indent=2, sort_keys=True, ensure_ascii=False),
                  "config.yaml": self.config_yaml, "meta_skill.md": self.progress.meta_skill}
         self._saves.save(files, message, background=background, maintain=maintain)
@@ -195,7 +196,7 @@ class Trainer:
             try:
                 for step in range(self.progress.next_step, self.total_steps + 1):
                     raise_if_stop_requested()  # a safe point (see errors.request_stop)
-                    stop = self._budget_exceeded()
+                    stop = self._budget_exceeded() or agent_step.over_budget(self.cfg.budget, self.ledger.agent_total())
                     if stop:
                         status, reason = "stopped", stop
                         break
