@@ -577,16 +577,32 @@ def dump_config(cfg: Config, mask_secrets: bool = True) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
+def _leaves(data: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
+    """(dotted key, value) for every leaf of a plain mapping; lists are leaves."""
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            yield from _leaves(value, dotted + ".")
+        else:
+            yield dotted, value
+
+
+@functools.lru_cache(maxsize=1)
+def _default_leaves() -> dict[str, Any]:
+    return dict(_leaves(_plain(config_from_dict({}).to_dict())))
+
+
 def config_digest(cfg: Config, ignore: Iterable[str] = ()) -> str:
-    """First 12 hex digits of sha256 over the canonical JSON of the config (sorted keys, lists for tuples),
-    leaving out the dotted keys (or whole sections) in `ignore`, e.g. RUNTIME_ONLY_KEYS."""
-    data = _plain(cfg.to_dict())
-    for dotted in ignore:
-        node = data
-        *parents, last = dotted.split(".")
-        for part in parents:
-            node = node.get(part, {}) if isinstance(node, dict) else {}
-        if isinstance(node, dict):
-            node.pop(last, None)
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """First 12 hex digits of sha256 over the canonical JSON of the keys whose value differs from the default
+    (dotted key -> value, sorted), leaving out the dotted keys (or whole sections) in `ignore`, e.g.
+    RUNTIME_ONLY_KEYS. Only departures from the defaults count, so a release that adds a key at its default leaves
+    every existing config's digest, and the resume of an unfinished run, unchanged; a release that changes a default
+    does too (the run keeps the config it started with in its `config.yaml`)."""
+    skip = tuple(ignore)
+    defaults = _default_leaves()
+    missing = object()
+    changed = {key: value for key, value in _leaves(_plain(cfg.to_dict()))
+               if defaults.get(key, missing) != value
+               and not any(key == s or key.startswith(s + ".") for s in skip)}
+    canonical = json.dumps(changed, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
