@@ -32,6 +32,7 @@ import yaml
 
 from skillgit.config_validate import check_config, check_field, coerce, unknown_key_error
 from skillgit.errors import ConfigError
+from skillgit.proposer_table import ProposerScheduleCfg
 
 
 # ---------------------------------------------------------------------------------------------- schema
@@ -145,12 +146,6 @@ class GradientCfg:
 
 
 @dataclass(frozen=True)
-class ProposerScheduleCfg:
-    switch_to: str = ""  # a proposer used alone once `after_rejected` numbered steps in a row were rejected; "": off
-    after_rejected: int = 3
-
-
-@dataclass(frozen=True)
 class OptimizerCfg:
     learning_rate: int = 4  # edit budget at the start of the schedule
     min_learning_rate: int = 2
@@ -169,14 +164,11 @@ class OptimizerCfg:
     # leakage (0: off)
     leak_ngram: int = 8
     max_edit_chars: int = 4000  # an edit whose target or content is longer is recorded and dropped
-    # Parallel proposals: P candidates per step, each built from its own part of the step's trajectories, gated in
-    # one val wave; the best that passes is accepted, the others are rejected (they join the negative buffer).
-    # The gate's bar rises with P (Bonferroni) so picking the best of P does not raise its false accepts.
+    # Parallel proposals: P candidates per step and proposer, gated in one val wave with the bar raised for their
+    # number (Bonferroni); the best that passes is kept, the others are rejected (they join the negative buffer).
     proposals: int = 1
-    # Who proposes (skillgit/proposer_table.py): [reflect], [agent] or both, each making `proposals` candidates
-    # gated together; empty: the teacher backend's own (agent for teacher_backend: agent, else reflect)
-    proposers: tuple[str, ...] = ()
-    proposer_schedule: ProposerScheduleCfg = field(default_factory=ProposerScheduleCfg)
+    proposers: tuple[str, ...] = ()  # reflect, agent or both (proposer_table.py); (): the teacher backend's own
+    proposer_schedule: ProposerScheduleCfg = field(default_factory=ProposerScheduleCfg)  # a switch on a plateau
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,14 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class ProposerScheduleCfg:
+    """`optimizer.proposer_schedule` (a config section, here beside the names it uses)."""
+
+    switch_to: str = ""  # a proposer used alone once `after_rejected` numbered steps in a row were rejected; "": off
+    after_rejected: int = 3
+
+
+@dataclass(frozen=True)
 class Proposer:
     name: str
     summary: str
