@@ -72,7 +72,8 @@ class SkillScores:
 @dataclass(frozen=True)
 class ProposerStats:
     """One proposer's share of a run's numbered steps (`optimizer.proposers`): the candidates it made, how many of
-    them were accepted, and what building them cost (teacher calls and `skillgit-try` runs; replayed calls cost 0)."""
+    them were accepted, and the teacher calls and tokens that built them (a call the journal answered costs 0; the
+    agent's `skillgit-try` runs are the student's, booked under stage `try`)."""
 
     proposed: int = 0
     accepted: int = 0
