@@ -1,21 +1,18 @@
 """Proposers: reflect vs the agent teacher vs both (`optimizer.proposers`) at an equal call budget, simulated world.
 
-    python bench/proposers.py [--quick] [--seeds 5] [--budget 2500] [--latency 0.2] [--workers 300] [--out PATH]
+    python bench/proposers.py [--quick] [--seeds 5] [--budget 2500] [--latency 0.4] [--workers 300] [--out PATH]
 
-Each run is the demo project of the simulated text world (`skillgit demo`'s config, split and tasks for the seed),
-its skill trained as a package (`skill/SKILL.md`: the agent teacher writes `references/` files, which a single-file
-skill leaves out — measured, 2,500 calls: with a single SKILL.md the agent arm got no edit accepted on seeds 0 and 1
-and two on seed 2, reflect 9–10 on each), with the
-simulated agent teacher (`model.teacher_backend: agent`, preset `simulated`: `skillgit demo --agentic
---teacher agent`'s teacher; its chat side, the simulated chat teacher, answers `reflect`'s questions, so every arm
-has the same teacher) and one arm's `optimizer.proposers`: `[reflect]`, `[agent]` or `[reflect, agent]`, and no
-epoch-end work (slow update, meta skill and meta reflect are the chat teacher's, in every arm alike: with them on,
-the agent arm gained val from epoch-end rewrites with no accepted agent edit, which measured them, not it). Every arm
-trains until `budget.max_calls` stops it (epochs enough that no arm runs out of steps first): the budget counts
-every model call, the student's rollouts, the gate's val scorings and the teacher's calls (the agent's step is one
-call). The val gain is the gate metric on val of the final skill minus the seed skill's (what the gate compared);
-the test gain is scored after the run, outside the budget, on the sealed test split (one sample per item, the seed
-and final skills), the same way for every arm.
+Each run is the demo project of the simulated text world (`skillgit demo`'s config, split, tasks and single-file
+SKILL.md for the seed) with the simulated agent teacher (`model.teacher_backend: agent`, preset `simulated`:
+`skillgit demo --agentic --teacher agent`'s teacher; its chat side, the simulated chat teacher, answers `reflect`'s
+questions, so every arm has the same teacher) and one arm's `optimizer.proposers`: `[reflect]`, `[agent]` or
+`[reflect, agent]`, and no epoch-end work (slow update, meta skill and meta reflect are the chat teacher's, in every
+arm alike: with them on, the agent arm gained val from epoch-end rewrites with no accepted agent edit, which
+measured them, not it). Every arm trains until `budget.max_calls` stops it (epochs enough that no arm runs out of
+steps first): the budget counts every model call, the student's rollouts, the gate's val scorings and the teacher's
+calls (the agent's step is one call). The val gain is the gate metric on val of the final skill minus the seed
+skill's first scoring; the test gain is scored after the run, outside the budget, on the sealed test split (one
+sample per item, the seed and final skills), the same way for every arm.
 
 **Waves** are counted on the run's own call timeline (every student and teacher call wrapped with its start and
 end; the simulated world sleeps `--latency` per call, the agent teacher runs as its own process): a call's wave is
@@ -132,15 +129,12 @@ class Run:
 
 
 def make_project(folder: Path, seed: int) -> None:
-    """The demo project for `seed`, its skill moved into a package (`skill/SKILL.md`, `skill.path: skill`) and its
-    teacher the simulated agent teacher."""
+    """The demo project for `seed` with the simulated agent teacher."""
     create_project(folder, seed)
-    (folder / "skill").mkdir()
-    git(folder, "mv", "SKILL.md", "skill/SKILL.md")
     config = folder / "skillgit.yaml"
-    config.write_text(config.read_text(encoding="utf-8").replace("  path: SKILL.md\n", "  path: skill\n").replace(
+    config.write_text(config.read_text(encoding="utf-8").replace(
         "  teacher_backend: simulated\n  teacher_model: sim-teacher\n", AGENT_TEACHER), encoding="utf-8")
-    git(folder, "commit", "-qam", "bench: the skill as a package, the simulated agent teacher")
+    git(folder, "commit", "-qam", "bench: the simulated agent teacher")
 
 
 def run_one(folder: Path, seed: int, arm: str, budget: int, latency: float, workers: int) -> Run:
@@ -247,7 +241,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--budget", type=int, default=2500, help="budget.max_calls of every run (all model calls)")
     p.add_argument("--arms", default="reflect,agent,both", help="comma-separated (reflect first: the reference)")
-    p.add_argument("--latency", type=float, default=0.2, help="seconds per simulated call (for the wave count)")
+    p.add_argument("--latency", type=float, default=0.4, help="seconds per simulated call (for the wave count)")
     p.add_argument("--workers", type=int, default=300, help="every parallelism knob: a whole wave in flight at once")
     p.add_argument("--out", "--json", dest="out", type=Path, nargs="?", default=None,
                    help="results file (default bench/results/proposers.json)")
