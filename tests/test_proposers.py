@@ -128,3 +128,15 @@ def test_the_field_size_counts_every_proposer() -> None:
     assert proposing.field_size(cfg) == 4
     assert proposing.field_size(config_from_dict({})) == 1
     assert proposing.configured(config_from_dict({"model": {"teacher_backend": "agent"}})) == ("agent",)
+
+
+def test_a_resumed_run_keeps_each_proposers_counts_and_pays_no_proposal_twice(tmp_path: Path) -> None:
+    root = _agent_project(tmp_path / "p")
+    mixed = ["optimizer.proposers=[reflect, agent]"]
+    _train(root, "resumed", [*mixed, "train.max_steps=1"])
+    session = open_session(open_project(root, None, [*mixed, "train.max_steps=2"]))
+    trainer = build_trainer(session, run_id="resumed")
+    trainer.train()
+    stats = trainer.progress.proposers
+    assert stats["reflect"].proposed == 2 and stats["agent"].proposed == 2  # step 1 counted once, from the progress
+    assert trainer.ledger.snapshot()["by_stage"]["agent"]["calls"] == 1  # this process ran step 2's agent only
