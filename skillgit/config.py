@@ -73,6 +73,12 @@ class CommandCfg:
 
 
 @dataclass(frozen=True)
+class HandoffCfg:  # teacher_backend: handoff (skillgit/llm/handoff.py)
+    dir: str = ""  # relative to the repository root, inside it; empty: <git dir>/skillgit/handoff
+    wait_s: float = 0.0  # wait this long for each answer, then stop (exit 5); `skillgit train` resumes
+
+
+@dataclass(frozen=True)
 class BackendCfg:
     base_url: str | None = None  # OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LM Studio) and proxies
     api_key_env: str | None = None  # name of the variable holding the key; backend default when None
@@ -98,6 +104,7 @@ class BackendCfg:
     # local server whose port changes between restarts); None: the backend's own identity, never the endpoint.
     cache_identity: str | None = None
     command: CommandCfg = field(default_factory=CommandCfg)
+    handoff: HandoffCfg = field(default_factory=HandoffCfg)
 
 
 @dataclass(frozen=True)
@@ -121,7 +128,7 @@ class SimulatedCfg:
 
 @dataclass(frozen=True)
 class ModelCfg:
-    teacher_backend: str = "simulated"  # simulated | openai | azure | anthropic
+    teacher_backend: str = "simulated"  # simulated | openai | azure | anthropic | agent | handoff
     teacher_model: str = "sim-teacher"
     student_backend: str = "simulated"  # simulated | openai | azure | anthropic | command
     student_model: str = "sim-student"
@@ -315,6 +322,7 @@ RUNTIME_ONLY_KEYS: tuple[str, ...] = (
     "model.teacher.max_retries", "model.student.max_retries", "model.simulated.latency_s", "gradient.analyst_workers",
     "env.workers", "env.executor", "env.ray_address", "env.scorer.timeout_s", "budget", "train.max_steps", "sleep",
     "model.teacher.cache_identity", "model.student.cache_identity", "env.keep_workspaces",
+    "model.teacher.handoff.wait_s", "model.student.handoff",
 )
 
 

@@ -13,6 +13,7 @@ import re
 import shlex
 import types
 import typing
+from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Union
 
 from skillgit import proposer_table
@@ -199,7 +200,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "env.scorer.threshold": (lambda v: 0 < v <= 1, "must be > 0 and <= 1"),
     "model.*.temperature": _ge(0), "model.*.max_tokens": _ge(1), "model.*.thinking_budget": _ge(1),
     "model.*.timeout_s": _gt(0), "model.*.max_retries": _ge(0), "model.*.concurrency": _ge(1),
-    "model.*.command.timeout_s": _gt(0),
+    "model.*.command.timeout_s": _gt(0), "model.*.handoff.wait_s": _ge(0),
     "model.simulated.num_rules": _within(1, 8), "model.simulated.noise": _within(0, 1, hi_open=True),
     "model.simulated.lucky_rate": _within(0, 1, hi_open=True), "model.simulated.min_fields": _within(1, 5),
     "model.simulated.max_fields": _within(1, 5), "model.simulated.dilution_lines": _ge(1),
@@ -332,10 +333,11 @@ def check_config(cfg: Any) -> None:
     for side in ("teacher", "student"):
         backend = getattr(model, f"{side}_backend")
         name = getattr(model, f"{side}_model")
-        if backend != "simulated" and not str(name).strip():
+        if backend not in ("simulated", "handoff") and not str(name).strip():
             raise ConfigError(f"model.{side}_model: must name a model for backend {backend!r}",
                               f"e.g. `{side}_model: gpt-4o-mini`")
 
+    _check_handoff_dir(model.teacher.handoff.dir)
     for model_name, price in cfg.prices.items():
         for kind, usd in price.items():
             if usd < 0:
@@ -371,6 +373,16 @@ def _check_proposers(opt: Any, teacher_backend: str) -> None:
             raise ConfigError(f"{key}: {name!r} needs model.teacher_backend: {need}, got {teacher_backend!r}",
                               f"set model.teacher_backend: {need} and model.teacher.command.preset "
                               f"({', '.join(agents.student_names())}); its chat side answers reflect's questions")
+
+
+def _check_handoff_dir(value: str) -> None:
+    """The handoff folder is relative to the repository root and stays inside it (llm/handoff.py checks the real
+    path when it is used)."""
+    path = PurePosixPath(value or ".")
+    if path.is_absolute() or ".." in path.parts or (value or "").startswith("~"):
+        raise ConfigError(f"model.teacher.handoff.dir: {value!r} is not a folder inside the repository",
+                          "give a path relative to the repository root (e.g. .skillgit/handoff), or leave it empty "
+                          "for <git dir>/skillgit/handoff")
 
 
 def _check_azure_auth(side: str, backend: str, bcfg: Any) -> None:

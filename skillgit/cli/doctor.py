@@ -114,6 +114,17 @@ def check_role(cfg: Any, role: str, root: Path | None, *, environ: Mapping[str, 
     if row["backend"] == "simulated":
         row["detail"] = "offline simulation: no model is called, no credentials needed"
         return row
+    if row["backend"] == "handoff":  # asking would write a question for the user's agent: said, not called
+        from skillgit.llm.handoff import folder_for, plan
+
+        try:
+            if root is not None:
+                folder_for(cfg, root)  # inside the repository, or the error names the key
+        except SkillgitError as exc:
+            row.update(status="error", detail=redact(exc.message), fix=redact(exc.hint))
+            return row
+        row["detail"] = plan(cfg, root)
+        return row
     built: Any = None
     try:
         if role == "teacher":

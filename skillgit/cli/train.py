@@ -56,6 +56,7 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                                                       "against its trigger cases (the activation "
                                                                       "track) instead of its body.")) -> None:
     """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
+    from skillgit.llm.handoff import HandoffPending
     from skillgit.session import build_trainer, open_session
 
     overrides = _overrides(set_, cfg_options) + (["env.keep_workspaces=true"] if keep_workspaces else [])
@@ -81,7 +82,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         from skillgit.dotenv import project_env
         from skillgit.loop.plan import estimate
 
-        plan = estimate(project.config, session.splits, session.store.read_skill(), project_env(project.root).env)
+        plan = estimate(project.config, session.splits, session.store.read_skill(), project_env(project.root).env,
+                        project.root)
         if as_json:
             console.print_json(plan)
         else:
@@ -108,6 +110,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         else:
             with display:
                 result = trainer.train()
+    except HandoffPending as exc:  # teacher_backend: handoff: every question the run wrote waits for the agent
+        raise _waiting(exc, again) from None
     except (Interrupted, KeyboardInterrupt) as exc:
         if not again:
             raise
@@ -127,6 +131,14 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         if again:
             console.info(f"resume this run with: {again}")
         raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _waiting(exc: Any, again: Optional[str]) -> Exception:
+    """The handoff stop, counting every question the run wrote before it stopped, with the resume command."""
+    from skillgit.llm.handoff import HandoffPending, pending_prompts
+
+    how = exc.resume.replace("`skillgit train`", f"`{again}`") if again else exc.resume
+    return HandoffPending(exc.folder, pending_prompts(exc.folder) or exc.pending, how)
 
 
 def _train_activation(project: Any, skill: str) -> None:
@@ -197,7 +209,11 @@ def eval_(rev: Optional[str] = typer.Argument(None, show_default=False,
                                                    "(default: the skill branch's tip)."),
           split: str = typer.Option("val", "--split", help="val | test | train"),
           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
-          as_json: bool = typer.Option(False, "--json", help="Per-item results as JSON on stdout.")) -> None:
+          as_json: bool = typer.Option(False, "--json", help="Per-item results as JSON on stdout."),
+          env_table: bool = typer.Option(False, "--env",
+                                         help="Score every split (train, val, test) and print the environment's "
+                                              "own metric per split, with 95 % intervals: the paper's table.")
+          ) -> None:
     """Score any revision of the skill on a split and print per-item results."""
     from skillgit.loop.gate import Evaluator
     from skillgit.session import open_session
@@ -213,6 +229,9 @@ def eval_(rev: Optional[str] = typer.Argument(None, show_default=False,
     rev = rev if rev is not None else cfg.skill.branch
     text = session.store.read_skill(commit)
     splits = {"train": list(session.splits.train), "val": list(session.splits.val), "test": list(session.splits.test)}
+    if env_table:
+        _env_table(session, splits, text, rev, commit, as_json)
+        return
     evaluator = Evaluator(session.student(), session.scorer, splits, workers=cfg.env.workers,
                           repeats=cfg.evaluation.gate_repeats if split == "val" else 1)  # val: as the gate sees it
     from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
@@ -252,6 +271,63 @@ def eval_(rev: Optional[str] = typer.Argument(None, show_default=False,
         console.out.print(f"{session.env.name} ({session.env.metric}): {summary['hard']:.4f} on {split}, "
                           f"soft {summary['soft']:.4f}")
     _fail_if_unscored(summary)
+
+
+def _env_table(session: Any, splits: dict[str, list], text: str, rev: str, commit: str, as_json: bool) -> None:
+    """`eval --env`: the environment's metric (hard, its headline number; soft beside it) on every split, each with
+    its item count, errors and the Wilson 95 % interval over items; val scored as the gate scores it."""
+    from skillgit.cli.progress import RunDisplay
+
+    env = session.env
+    if env is None:
+        raise SkillgitError("eval --env: this project trains on no environment (env.name is unset)",
+                            "set env.name (`skillgit init --env NAME`, `skillgit env list`), or use --split")
+    display = RunDisplay(console.err)
+    with display:
+        table = {split: _split_row(session, splits, split, text, display) for split in splits}
+    if as_json:
+        console.print_json({"rev": rev, "commit": commit, "env": env.name, "env_metric": env.metric, "splits": table})
+    else:
+        _print_env_table(f"{env.name} — {env.metric}: {rev} ({commit[:10]})", table)
+    for split, row in table.items():
+        if row["n"] == 0 and row["errors"]:
+            raise SkillgitError(f"no item of the {split} split could be scored ({row['errors']} errors; first: "
+                                f"{row['first_error']})", "check the student with `skillgit doctor`",
+                                ExitCode.BACKEND)
+
+
+def _split_row(session: Any, splits: dict[str, list], split: str, text: str, display: Any) -> dict[str, Any]:
+    from skillgit.loop.gate import Evaluator
+    from skillgit.review.data import wilson
+
+    cfg = session.project.config
+    row: dict[str, Any] = {"n": 0, "hard": None, "soft": None, "errors": 0, "interval": None, "first_error": ""}
+    if not splits[split]:
+        return row
+    evaluator = Evaluator(session.student(), session.scorer, splits, workers=cfg.env.workers,
+                          repeats=cfg.evaluation.gate_repeats if split == "val" else 1)
+    result = evaluator.score(text, split, display.progress_callback(f"eval {split}"))
+    row.update(n=len(result.per_item), errors=len(result.errors),
+               first_error=next(iter(result.errors.values()), ""))
+    if row["n"]:
+        row.update(hard=round(result.mean("hard"), 4), soft=round(result.mean("soft"), 4))
+        bounds = wilson(row["hard"], row["n"])
+        row["interval"] = [round(b, 4) for b in bounds] if bounds else None
+    return row
+
+
+def _print_env_table(title: str, table: dict[str, dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    out = Table(title=title, show_lines=False)
+    for col in ("split", "items", "hard", "95 % interval", "soft", "errors"):
+        out.add_column(col)
+    num = lambda v: "–" if v is None else f"{v:.4f}"  # noqa: E731
+    for split, row in table.items():
+        bounds = row["interval"]
+        out.add_row(split, str(row["n"]), num(row["hard"]), f"{bounds[0]:.3f}–{bounds[1]:.3f}" if bounds else "–",
+                    num(row["soft"]), str(row["errors"]))
+    console.out.print(out)
 
 
 def _fail_if_unscored(summary: dict) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 from skillgit import proposer_table
@@ -34,7 +35,8 @@ def _tokens(chars: float) -> int:
     return int(math.ceil(chars / 4))
 
 
-def estimate(cfg: Config, splits: Splits, skill: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def estimate(cfg: Config, splits: Splits, skill: str, env: Mapping[str, str] | None = None,
+             root: Path | None = None) -> dict[str, Any]:
     n_train, n_val, n_test = len(splits.train), len(splits.val), len(splits.test)
     bpe = max(1, math.ceil(n_train / cfg.train.batch_size))
     steps = cfg.train.num_epochs * bpe
@@ -126,6 +128,10 @@ def estimate(cfg: Config, splits: Splits, skill: str, env: Mapping[str, str] | N
         + (f"; total ${sum(v for v in dollars.values() if v is not None):,.2f}" if any(dollars.values()) else ""),
     ]
     lines += agent.lines()
+    if cfg.model.teacher_backend == "handoff":
+        from skillgit.llm.handoff import plan as handoff_plan
+
+        lines.append(handoff_plan(cfg, root))
     b = cfg.budget
     limits = [f"{k}={v}" for k, v in (("max_calls", b.max_calls), ("max_tokens", b.max_tokens),
                                       ("max_cost_usd", b.max_cost_usd), ("max_agent_turns", b.max_agent_turns),

@@ -241,10 +241,11 @@ class Trainer:
                 self._settle_save(quiet=True)
                 code = int(exc.code) if isinstance(exc, SkillgitError) else int(ExitCode.INTERNAL)
                 what = exc.message if isinstance(exc, SkillgitError) else f"crashed: {type(exc).__name__}: {exc}"
-                self.progress = self.progress.replace(status="failed", stop_reason=redact.redact(
+                ended = "stopped" if code == ExitCode.BUDGET else "failed"  # exit 5: handoff questions wait
+                self.progress = self.progress.replace(status=ended, stop_reason=redact.redact(
                     f"{textsafe.clean(what, multiline=False)[:500]} (exit {code}); `skillgit train` resumes it"))
                 try:
-                    self._save(f"failed (exit {code})")
+                    self._save(f"{ended} (exit {code})")
                 except Exception:
                     pass  # the run's own error is the one to report
                 raise
