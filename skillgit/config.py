@@ -5,9 +5,9 @@ whose message names the key, the bad value and what is allowed. Unknown keys are
 in a key would otherwise silently train with the default) and come with a "did you mean" hint. Section and key
 names follow SkillOpt's so its configs carry over; its older names are accepted as aliases (see `ALIASES`).
 
-Resolution order, later wins: `_base_` files (in list order, each resolved recursively relative to the file that
-names it) → the file itself → overrides (`--set a.b=c`, or SkillOpt's `--cfg-options a.b=c d.e=f`, see
-`parse_overrides`). Mappings are deep-merged; lists and scalars replace. Override values are YAML scalars.
+Resolution order, later wins: (the user config: `config_layers.py`) → `_base_` files (in list order, each resolved
+recursively relative to the file that names it) → the file itself → overrides (`-c`/`--set a.b=c`, or SkillOpt's
+`--cfg-options a.b=c d.e=f`). Mappings are deep-merged; lists and scalars replace. Override values are YAML scalars.
 
 YAML is read with YAML 1.2-style scalars: `2:1:7` stays a string (YAML 1.1 would make it the integer 7267),
 `1e-6` is a float, dates stay strings, leading-zero numbers stay strings; yes/no/on/off remain booleans.
@@ -301,7 +301,7 @@ class Config:
     sleep: dict[str, Any] = field(default_factory=dict)
     # A skill library: skill name → {path, tasks, triggers, branch}, validated by skillgit.library.config
     # (`skillgit train --skill NAME`); kept here so every command accepts a skillgit.yaml that has one
-    skills: dict[str, Any] = field(default_factory=dict)
+    skills: Any = field(default_factory=dict)  # a mapping (name → spec) or a list of paths / globs
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -472,7 +472,7 @@ def _read_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
         where = f" (named by _base_ in {chain[-1]})" if chain else ""
         raise ConfigError(f"config file not found: {path}{where}",
                           "fix the path (relative to the file that names it)" if chain
-                          else "run `skillgit init` or pass --config PATH")
+                          else "run `skillgit init` or pass --config FILE")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

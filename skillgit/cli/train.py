@@ -16,8 +16,9 @@ from skillgit.errors import ExitCode, Interrupted, SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
-SET = typer.Option(None, "--set", "-s", help="Override a config key: --set train.batch_size=20 (repeatable).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "-c", "--set", "-s",
+                   help="Set a config key, as git -c does: -c train.batch_size=20 (repeatable).")
 CFG_OPTIONS = typer.Option(None, "--cfg-options", help="SkillOpt-style overrides, key=value (repeatable).")
 
 
@@ -54,7 +55,10 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                                                     "(its path, tasks and branch)."),
           activation: bool = typer.Option(False, "--activation", help="With --skill: train its description "
                                                                       "against its trigger cases (the activation "
-                                                                      "track) instead of its body.")) -> None:
+                                                                      "track) instead of its body."),
+          all_: bool = typer.Option(False, "--all", help="Train every skill of the `skills:` library in one run under "
+                                                         "one budget, round-robin (one step per turn), each gated "
+                                                         "on its own; `train --all` again continues it.")) -> None:
     """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
     from skillgit.llm.handoff import HandoffPending
     from skillgit.session import build_trainer, open_session
@@ -62,6 +66,12 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     overrides = _overrides(set_, cfg_options) + (["env.keep_workspaces=true"] if keep_workspaces else [])
     if activation and not skill:
         raise SkillgitError("--activation needs --skill NAME", "name the library skill whose description to train")
+    if all_:
+        from skillgit.cli.library import train_all
+
+        train_all(repo, config, overrides, run=run, resume=resume, as_json=as_json, events=events,
+                  again=(set_, cfg_options), excluded=(skill, branch, dry_run))
+        return
     if skill:
         from skillgit.library import config as lib_config
 
@@ -69,7 +79,7 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         if activation:
             _train_activation(base, skill)
             return
-        overrides = lib_config.overrides(lib_config.entry(base.config, skill)) + overrides
+        overrides = lib_config.overrides(lib_config.entry(base.config, skill, base.root)) + overrides
     review = None
     if branch:  # a review branch: the run's skill branch becomes it (skillgit pr proposes it back)
         from skillgit.review import branch as review_branch
@@ -173,7 +183,7 @@ def resume_command(run_id: str, repo: Optional[Path], config: Optional[Path], se
 
     words = ["skillgit", "train", "--run", run_id]
     words += ["-C", str(repo)] if repo is not None else []
-    words += ["-c", str(config)] if config is not None else []
+    words += ["--config", str(config)] if config is not None else []
     for value in sets or []:
         words += ["--set", value]
     for value in cfg_options or []:
@@ -341,26 +351,59 @@ def _fail_if_unscored(summary: dict) -> None:
 
 def config_show(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
                 cfg_options: Optional[list[str]] = CFG_OPTIONS,
-                as_json: bool = typer.Option(False, "--json", help="JSON instead of YAML.")) -> None:
-    """Print the resolved config (defaults, _base_ files and overrides applied; secrets masked)."""
+                as_json: bool = typer.Option(False, "--json", help="JSON instead of YAML."),
+                show_origin: bool = typer.Option(False, "--show-origin",
+                                                 help="One line per key: where it was set, the key, its value.")
+                ) -> None:
+    """Print the resolved config (defaults, the user config, _base_ files and overrides applied; secrets masked)."""
     from skillgit.config import dump_config
     from skillgit.redact import redact_mapping
 
     project = _project(repo, config, _overrides(set_, cfg_options))
-    if as_json:
+    if show_origin:
+        _show_origins(project, as_json)
+    elif as_json:
         console.print_json(redact_mapping(project.config.to_dict()))
     else:
         console.out.print(dump_config(project.config, mask_secrets=True), markup=False, highlight=False)
 
 
+def _show_origins(project: Any, as_json: bool) -> None:
+    """`config show --show-origin`: like `git config --list --show-origin`, one `origin<TAB>key=value` line per key
+    (origin: `default`, a file, or the command line)."""
+    from skillgit.config_layers import origin_rows, shown_origin
+
+    rows = origin_rows(project.config, project.origins)
+    if as_json:
+        console.print_json([{"origin": shown_origin(o), "key": k, "value": v} for o, k, v in rows])
+        return
+    for origin, key, value in rows:
+        text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else value
+        sys.stdout.write(f"{shown_origin(origin)}\t{key}={text}\n")  # (rich would expand the tab)
+
+
 def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
            run: Optional[str] = typer.Option(None, "--run", help="Which run (default: the newest)."),
-           as_json: bool = typer.Option(False, "--json")) -> None:
+           as_json: bool = typer.Option(False, "--json"),
+           skill: Optional[str] = typer.Option(None, "--skill", help="A skill library (`skills:`): this skill's "
+                                                                    "newest run (without --skill and --run: one "
+                                                                    "row per skill).")) -> None:
     """Show the current (or newest) run: step, scores, errors and retries, spend by stage and role, ETA."""
-    from skillgit.store import Store, read
+    from skillgit.library import views
+    from skillgit.store import read
 
-    project = _project(repo, config, [])
-    store = Store.open(project.root, project.config.skill.path, project.config.skill.branch)
+    project = views.project_for(repo, config, skill)
+    store = views.store_for(project)
+    if project.config.skills and not skill and not run:
+        from skillgit.cli.library import library_status
+
+        library_status(store, project.config, as_json, status_info)
+        return
+    if skill and not run:
+        run = views.newest_run(store, project.config, skill)
+        if run is None:
+            raise SkillgitError(f"skill {skill!r} has no training run yet",
+                                f"start one: skillgit train --skill {skill}")
     progress = read.run_progress(store, run)
     vals = [e.score for e in store.history(progress.run) if e.verdict in ("seed", "accepted")]
     info = status_info(progress, vals)

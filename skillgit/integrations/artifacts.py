@@ -14,7 +14,9 @@ Locations (checked against each agent's documentation and the CLIs in tests/agen
   (`[mcp_servers.skillgit]`, read for trusted projects); --user: `~/.agents/skills/skillgit/SKILL.md`,
   `~/.codex/AGENTS.md` and `~/.codex/config.toml` blocks (`CODEX_HOME`).
 - copilot --project: `.github/skills/skillgit/SKILL.md`, a `.github/copilot-instructions.md` block,
-  `.vscode/mcp.json` (servers, VS Code) and `.github/mcp.json` (mcpServers, Copilot CLI); --user:
+  `.vscode/mcp.json` (servers, VS Code) and `.github/mcp.json` (mcpServers, Copilot CLI, which reads it only in a
+  folder the person trusts: `notes` says so; only `--trust-folder`, the person's choice, adds the repository to
+  `trustedFolders` in `$COPILOT_HOME/config.json`: `trust_artifact`); --user:
   `~/.copilot/skills/skillgit/SKILL.md`, a `~/.copilot/copilot-instructions.md` block and
   `~/.copilot/mcp-config.json` (`COPILOT_HOME`).
 
@@ -161,6 +163,45 @@ def root_of(path: Path, folders: tuple[Path, ...]) -> Path | None:
     path = Path(os.path.normpath(os.path.abspath(path)))
     holding = [f for f in folders if Path(os.path.normpath(os.path.abspath(f))) in (path, *path.parents)]
     return max(holding, key=lambda f: len(Path(os.path.abspath(f)).parts), default=None)
+
+
+def copilot_trusts(folder: Path, env: Mapping[str, str], home: Path | None = None) -> bool:
+    """Whether the Copilot CLI trusts `folder`: it or a folder above it is in `trustedFolders` (older versions:
+    `trusted_folders`) of `$COPILOT_HOME/config.json`. An unreadable config counts as not trusting."""
+    from skillgit.integrations import jsonedit
+
+    config = L.copilot_home(home or Path(env.get("HOME") or Path.home()), env) / "config.json"
+    try:
+        data = jsonedit.parse(config.read_text(encoding="utf-8")).to_python()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    listed = [*(data.get("trustedFolders") or []), *(data.get("trusted_folders") or [])] \
+        if isinstance(data, dict) else []
+    here = Path(os.path.realpath(folder))
+    return any(isinstance(f, str) and Path(os.path.realpath(f)) in (here, *here.parents) for f in listed)
+
+
+def trust_artifact(base: Path, home: Path, env: Mapping[str, str]) -> tuple[JsonArtifact, Path]:
+    """`install copilot --project --trust-folder` (the person's explicit choice): the repository appended to
+    `trustedFolders` in the Copilot CLI's `$COPILOT_HOME/config.json`, and that folder (the artifact's root).
+    Recorded in the project's manifest like any artifact; uninstall removes exactly that entry."""
+    folder = L.copilot_home(home, env)
+    return JsonArtifact(folder / "config.json", ("trustedFolders",), str(base), append=True), folder
+
+
+def notes(agent: str, scope: str, base: Path, env: Mapping[str, str]) -> list[str]:
+    """What the person still has to do before `agent` loads what `install` wrote. The Copilot CLI reads a
+    repository's MCP servers (`.github/mcp.json`, `.mcp.json`) only in a folder the person trusts — `copilot mcp
+    list` says "No MCP servers configured" until then (issue 23, item 9). Trusting a folder lets the agent read and
+    run its files: the person's decision, so install says how and never trusts it for them."""
+    if agent != "copilot" or scope != "project" or copilot_trusts(base, env):
+        return []
+    config = L.copilot_home(Path(env.get("HOME") or Path.home()), env) / "config.json"
+    return [f"Copilot CLI loads this repository's MCP servers (.github/mcp.json) only in a folder you trust: start "
+            f"`copilot` here once and trust the folder (that adds it to trustedFolders in {config}), or run "
+            "`copilot -p … --trust-folder` (or let `skillgit install copilot --project --trust-folder` add it; "
+            "uninstall removes it); then `copilot mcp list` shows \"Workspace servers: skillgit\". "
+            "(VS Code reads .vscode/mcp.json without this.)"]
 
 
 def artifacts(agent: str, scope: str, base: Path, env: Mapping[str, str] | None = None) -> list[Artifact]:

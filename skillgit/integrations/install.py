@@ -39,6 +39,7 @@ Contract
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,8 +56,10 @@ from skillgit.integrations.artifacts import (
     FileArtifact,
     JsonArtifact,
     artifacts,
+    notes,
     root_of,
     roots,
+    trust_artifact,
 )
 from skillgit.integrations.manifest import (
     Action,
@@ -307,8 +310,9 @@ def target(agent: str, scope: str, repo: Path | None = None, home: Path | None =
     return Target(agent, scope, root, L.project_manifest(root), protected)
 
 
-def _report(t: Target, actions: list[Action], warnings: list[str]) -> Report:
-    return Report(t.agent, t.scope, str(t.base), str(t.manifest), tuple(actions), tuple(warnings))
+def _report(t: Target, actions: list[Action], warnings: list[str], notes: list[str] | None = None) -> Report:
+    return Report(t.agent, t.scope, str(t.base), str(t.manifest), tuple(actions), tuple(warnings),
+                  tuple(notes or ()))
 
 
 # ------------------------------------------------------------------------------------------------ install
@@ -354,16 +358,34 @@ def _put_back(step: _Step, prior: str | None, created: list[Path]) -> None:
             pass
 
 
+def _trust(t: Target, home: Path | None, env: Mapping[str, str] | None) -> tuple[JsonArtifact, Path] | None:
+    """The Copilot CLI trust entry a project install may record (`artifacts.trust_artifact`), else None."""
+    if t.agent != "copilot" or t.scope != "project":
+        return None
+    env = os.environ if env is None else env
+    return trust_artifact(t.base, home or Path(env.get("HOME") or Path.home()), env)
+
+
 def install(agent: str, scope: str, repo: Path | None = None, home: Path | None = None,
-            env: Mapping[str, str] | None = None, dry_run: bool = False) -> Report:
-    """Install `agent`'s artifacts (see the module contract)."""
+            env: Mapping[str, str] | None = None, dry_run: bool = False, trust_folder: bool = False) -> Report:
+    """Install `agent`'s artifacts (see the module contract); `trust_folder` (copilot --project only): also add
+    the repository to the Copilot CLI's trusted folders, which it needs to read the project's MCP servers."""
     t = target(agent, scope, repo, home)
     manifest = Manifest.load(t.manifest, t.base)
     folders = roots(agent, scope, t.base, env)
+    arts = artifacts(agent, scope, t.base, env)
+    if trust_folder:
+        trust = _trust(t, home, env)
+        if trust is None:
+            raise SkillgitError("--trust-folder is for `skillgit install copilot --project` only",
+                                "the Copilot CLI's trusted folders are what it needs to read a repository's MCP "
+                                "servers; other agents and the user scope need no trust")
+        arts.append(trust[0])
+        folders = (*folders, trust[1])
     before = {r.path: r for r in manifest.records}  # the records as they stand (pending ones settled below)
     steps: list[_Step] = []
     warnings: list[str] = []
-    for art in artifacts(agent, scope, t.base, env):
+    for art in arts:
         rel = rel_path(t.base, art.path)
         if t.protected is not None and art.path.resolve() == t.protected:
             warnings.append(f"skipped {rel}: it is the skill this project trains (skill.path); skillgit never "
@@ -391,7 +413,7 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
     for s in steps:
         warnings.extend(s.warnings)
     if dry_run:
-        return _report(t, actions, warnings)
+        return _report(t, actions, warnings, notes(agent, scope, t.base, os.environ if env is None else env))
     order = [r.path for r in manifest.records] + [s.rel for s in steps if s.rel not in
                                                   {r.path for r in manifest.records}]
     todo = [s for s in steps if s.what in ("create", "insert", "update") and s.text is not None]
@@ -456,7 +478,7 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
     # 3. done: the records are final
     if todo:
         _save(manifest, {k: replace(r, pending=False) for k, r in records.items()}, order)
-    return _report(t, actions, warnings)
+    return _report(t, actions, warnings, notes(agent, scope, t.base, os.environ if env is None else env))
 
 
 # ------------------------------------------------------------------------------------------------ uninstall
@@ -531,7 +553,12 @@ def uninstall(agent: str, scope: str, repo: Path | None = None, home: Path | Non
     if not mine:
         return _report(t, [], [f"nothing to uninstall: skillgit is not installed for {agent} ({scope})"])
     folders = roots(agent, scope, t.base, env)
-    known = {rel_path(t.base, a.path): _kind(a) for a in artifacts(agent, scope, t.base, env)}
+    arts = artifacts(agent, scope, t.base, env)
+    trust = _trust(t, home, env)
+    if trust is not None:  # recorded only when the person asked for it (install --trust-folder)
+        arts.append(trust[0])
+        folders = (*folders, trust[1])
+    known = {rel_path(t.base, a.path): _kind(a) for a in arts}
     actions, warnings, kept = [], [], []
     for rec in reversed(mine):
         refusal = _refusal(t.base, rec, known, folders)
