@@ -32,6 +32,7 @@ import yaml
 
 from skillgit.config_validate import check_config, check_field, coerce, unknown_key_error
 from skillgit.errors import ConfigError
+from skillgit.proposer_table import ProposerScheduleCfg
 
 
 # ---------------------------------------------------------------------------------------------- schema
@@ -170,10 +171,11 @@ class OptimizerCfg:
     # leakage (0: off)
     leak_ngram: int = 8
     max_edit_chars: int = 4000  # an edit whose target or content is longer is recorded and dropped
-    # Parallel proposals: P candidates per step, each built from its own part of the step's trajectories, gated in
-    # one val wave; the best that passes is accepted, the others are rejected (they join the negative buffer).
-    # The gate's bar rises with P (Bonferroni) so picking the best of P does not raise its false accepts.
+    # Parallel proposals: P candidates per step and proposer, gated in one val wave with the bar raised for their
+    # number (Bonferroni); the best that passes is kept, the others are rejected (they join the negative buffer).
     proposals: int = 1
+    proposers: tuple[str, ...] = ()  # reflect, agent or both (proposer_table.py); (): the teacher backend's own
+    proposer_schedule: ProposerScheduleCfg = field(default_factory=ProposerScheduleCfg)  # a switch on a plateau
 
 
 @dataclass(frozen=True)
@@ -273,6 +275,8 @@ class BudgetCfg:
     max_calls: int | None = None
     max_tokens: int | None = None
     max_cost_usd: float | None = None
+    max_agent_turns: int | None = None  # the agent teacher's turns over the run (the next call's cap: what is left)
+    max_agent_seconds: float | None = None  # the agent teacher's wall seconds over the run (likewise)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import typing
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Union
 
+from skillgit import proposer_table
 from skillgit.agents import registry as agents
 from skillgit.backend_table import names_for
 from skillgit.errors import ConfigError
@@ -199,7 +200,8 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     # Merging chunks of one edit would never shrink the pile: the merge would not terminate.
     "gradient.merge_batch_size": _ge(2),
     "optimizer.learning_rate": _ge(0), "optimizer.min_learning_rate": _ge(0),
-    "optimizer.negative_buffer_size": _ge(0), "optimizer.proposals": _ge(1), "optimizer.slow_update_samples": _ge(1),
+    "optimizer.negative_buffer_size": _ge(0), "optimizer.proposals": _ge(1),
+    "optimizer.proposer_schedule.after_rejected": _ge(1), "optimizer.slow_update_samples": _ge(1),
     "evaluation.mixed_weight": _within(0, 1), "evaluation.gate_margin": _ge(0),
     "evaluation.gate_repeats": _within(1, 500),  # loop/evaluate.py: MAX_REPEATS sample numbers per round
     "evaluation.paired_alpha": (lambda v: 0 < v < 1, "must be > 0 and < 1"),
@@ -221,6 +223,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "model.simulated.harmful_rate": _within(0, 1), "model.simulated.off_target_rate": _within(0, 1),
     "model.simulated.malformed_rate": _within(0, 1, hi_open=True), "model.simulated.latency_s": _ge(0),
     "budget.max_calls": _ge(1), "budget.max_tokens": _ge(1), "budget.max_cost_usd": _gt(0),
+    "budget.max_agent_turns": _ge(1), "budget.max_agent_seconds": _gt(0),
 }
 
 
@@ -309,6 +312,8 @@ def _check_optimizer(cfg: Any) -> None:
                           "would rewrite the skill from no suggestions at all",
                           "set optimizer.learning_rate >= 1, or use skill_update_mode: patch")
 
+    _check_proposers(opt, cfg.model.teacher_backend)
+
 
 def _check_env(cfg: Any) -> None:
     parse_ratio(cfg.env.split_ratio)
@@ -372,6 +377,36 @@ def _check_prices(cfg: Any) -> None:
             if usd < 0:
                 raise ConfigError(f"prices.{model_name}.{kind}: must be >= 0, got {usd!r}",
                                   "prices are USD per 1M tokens")
+
+
+def _check_proposers(opt: Any, teacher_backend: str) -> None:
+    """optimizer.proposers: known names (the proposer table's), no repeats, each with the teacher it needs; and a
+    schedule that switches to a proposer that can run, not to the only one already used."""
+    choices = proposer_table.names()
+    schedule = opt.proposer_schedule
+    for key, name in [*((f"optimizer.proposers[{i}]", n) for i, n in enumerate(opt.proposers)),
+                      *([("optimizer.proposer_schedule.switch_to", schedule.switch_to)] if schedule.switch_to else [])]:
+        if name not in choices:
+            close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
+            raise ConfigError(f"{key}: {_short(name)} is not one of {', '.join(choices)}",
+                              f"did you mean '{close[0]}'?" if close else f"use one or more of: {', '.join(choices)}")
+    for i, name in enumerate(opt.proposers):
+        if name in opt.proposers[:i]:
+            raise ConfigError(f"optimizer.proposers[{i}]: {name!r} is named twice",
+                              "name each proposer once; optimizer.proposals sets how many candidates each makes")
+    named = [("optimizer.proposers", n) for n in opt.proposers]
+    if schedule.switch_to:
+        named.append(("optimizer.proposer_schedule.switch_to", schedule.switch_to))
+        if proposer_table.configured(opt.proposers, teacher_backend) == (schedule.switch_to,):
+            raise ConfigError(f"optimizer.proposer_schedule.switch_to: {schedule.switch_to!r} already proposes alone",
+                              "switch to another proposer, or add one to optimizer.proposers, e.g. "
+                              "`proposers: [reflect]` with `switch_to: agent`")
+    for key, name in named:
+        need = proposer_table.TABLE[name].needs_teacher_backend
+        if need and teacher_backend != need:
+            raise ConfigError(f"{key}: {name!r} needs model.teacher_backend: {need}, got {teacher_backend!r}",
+                              f"set model.teacher_backend: {need} and model.teacher.command.preset "
+                              f"({', '.join(agents.student_names())}); its chat side answers reflect's questions")
 
 
 def _check_handoff_dir(value: str) -> None:

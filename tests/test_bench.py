@@ -169,3 +169,21 @@ def test_workspaces_script(tmp_path):
         assert row["share"]["lo"] <= row["share"]["mean"] <= row["share"]["hi"]
     assert data["repository"]["files"] >= data["config"]["files"] and data["slots"]["pooled"] == 1
     assert {"cow_copy_mb_s", "copy2_mb_s", "reflink"} <= set(data["cow"])
+
+
+def test_proposers_script(tmp_path):
+    data = run_script("proposers", tmp_path)
+    assert [r["arm"] for r in data["rows"]] == ["reflect", "agent", "both"]
+    assert set(data["checks"]) == {"every_run_stopped_at_the_call_budget", "seeds_distinct", "waves_clean",
+                                   "budgets_spent_equal_up_to_the_calls_in_flight", "same_seed_skill_score_per_seed"}
+    assert data["valid"] is all(data["checks"].values())
+    assert data["checks"]["every_run_stopped_at_the_call_budget"]  # the budget, not the step count, ended each run
+    for row in data["rows"]:
+        for key in ("accepted_edits", "accepted_edits_ci", "val_gain_ci", "test_gain_ci", "calls", "waves"):
+            assert key in row, key
+    runs = {r["arm"]: r for r in data["runs"]}
+    assert set(runs["both"]["proposers"]) == {"reflect", "agent"} and set(runs["agent"]["proposers"]) == {"agent"}
+    for run in data["runs"]:  # each arm spent the same budget (up to the calls in flight when it was reached)
+        assert run["budget"] <= run["calls"] <= run["budget"] + run["max_in_flight"]
+        assert run["test_seed"] is not None and 0 < run["waves"] <= run["calls"]
+    assert "load" in data and "valid" in data

@@ -197,10 +197,11 @@ def _say_what_val_can_detect(cfg: Any, items: int, sink: Any, events: bool) -> N
     """Before money is spent: the smallest gain the val split lets the gate see; a warning above 20 points."""
     from skillgit.loop import gate
     from skillgit.loop.events import Warning
+    from skillgit.loop.proposing import field_size
 
     repeats, deterministic = gate.planned_repeats(cfg)
     line, warn = gate.detectable_line(cfg.evaluation, items, repeats, deterministic=deterministic,
-                                      candidates=cfg.optimizer.proposals)
+                                      candidates=field_size(cfg))
     if warn:
         sink(Warning(line))
     elif not events:
@@ -423,6 +424,15 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
             value = " · ".join(f"{k} {v:.0f}s" for k, v in value.items())
         out.print(f"{key.replace('_', ' '):>12}: {shown(str(value if value is not None else '-'))}", markup=False,
                   highlight=False)
+    if progress.agent.calls:  # the agent teacher's turns and wall time (budget.max_agent_turns / max_agent_seconds)
+        a = progress.agent
+        out.print(f"{'agent':>12}: {a.calls} teacher call(s), {a.turns} turns, {a.seconds:.0f}s wall", markup=False,
+                  highlight=False)
+    if len(progress.proposers) > 1:  # mixed proposers (optimizer.proposers, or the schedule switched)
+        from skillgit.review.data import proposer_line
+
+        for name, stats in sorted(progress.proposers.items()):
+            out.print(f"{'proposer':>12}: {shown(proposer_line(name, stats))}", markup=False, highlight=False)
     if info["usage_by_stage"]:
         out.print(usage_table(info["usage_by_stage"], info["usage_by_role"]))
 
@@ -446,7 +456,9 @@ def status_info(p, vals: list[float | None]) -> dict:
             "usage_by_role": {k: v.to_dict() for k, v in p.usage_by_role.items()},
             "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p.updated)) if p.updated else None,
             "eta_s": eta, "last": p.last.to_dict() if p.last else None,
-            "rollout_seconds": dict(p.rollout_seconds)}
+            "rollout_seconds": dict(p.rollout_seconds),
+            "proposers": {k: v.to_dict() for k, v in sorted(p.proposers.items())}, "proposer_switch": p.proposer_switch,
+            "agent_teacher": p.agent.to_dict()}
 
 
 def usage_table(by_stage: dict, by_role: dict):

@@ -16,6 +16,10 @@ teacher: (the candidate text, its `UpdateRecord`, mode `agent`). Contract:
    their rules); the gate, the guards and the commit follow as for any candidate.
 4. The record's `details.agent` carries the transcript summary (the agent's final message, turns, tries, usage,
    its transcript cut to size) for the candidate note; `reasoning` is the agent's final message.
+5. Caps: before the call `agent_caps` stops the run (`BudgetReached`) when `budget.max_agent_turns` /
+   `max_agent_seconds` is reached or the call could cross it (`over_budget`: as much as the largest call so far),
+   and hands the call what is left (`teacher.agent.capped`); a call that ran books its turns and wall seconds in
+   the ledger (`Ledger.record_agent`; a replayed one costs nothing).
 An agent teacher that cannot run at all (credentials, configuration) stops the run; a call that failed after its
 retries stops it resumably (as when every chat teacher call of a stage failed); a refused call makes the candidate
 invalid with that reason.
@@ -23,17 +27,20 @@ invalid with that reason.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from typing import Any
 
 from skillgit import prompts
 from skillgit.agents.trace import cut
-from skillgit.errors import ExitCode, SkillgitError
+from skillgit.config import BudgetCfg
+from skillgit.errors import BudgetReached, ExitCode, SkillgitError
 from skillgit.llm.base import LLMError
 from skillgit.loop import stages
 from skillgit.loop.context import StepContext
-from skillgit.records import UpdateRecord
+from skillgit.records import AgentSpend, UpdateRecord
+from skillgit.teacher.agent import Caps, capped
 from skillgit.teacher.diff import package_edits
 from skillgit.teacher.evidence import STAGE, Evidence
 from skillgit.teacher.trying import trying
@@ -75,17 +82,25 @@ class TrainTrier:
 
 
 def propose(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: list[Trajectory], budget: int,
-            step: int | str) -> tuple[str, UpdateRecord]:
-    """The agent teacher's candidate for `step` (see the module docstring)."""
+            step: int | str, variant: int = 0) -> tuple[str, UpdateRecord]:
+    """The agent teacher's candidate for `step` (see the module docstring). `variant` k > 0 is the step's (k+1)-th
+    agent proposal (`optimizer.proposals`): its limits say so, which makes it a call of its own."""
     cfg = ctx.cfg
     allow_fm = cfg.skill.allow_front_matter_edits
     evidence = Evidence.build(skill, trajs, negative=teacher.negative, meta_skill=teacher.meta_skill, budget=budget,
                               max_tokens=cfg.skill.max_tokens, new_files=cfg.skill.new_files,
                               allow_front_matter=allow_fm)
+    if variant:
+        evidence = dataclasses.replace(evidence, limits={**evidence.limits, "variant": variant})
     ctx.stage(step, STAGE)
+    caps = agent_caps(cfg.budget, ctx.ledger.agent_total())
     try:
-        with ctx.ledger.timed(STAGE), trying(TrainTrier(ctx, step)):
+        with ctx.ledger.timed(STAGE), trying(TrainTrier(ctx, step)), capped(caps):
             reply = teacher.llm.complete(evidence.request())
+    except BudgetReached:
+        if caps.seconds is not None:  # stopped at the wall cap: that time was spent
+            ctx.ledger.record_agent(0, caps.seconds)
+        raise
     except LLMError as exc:
         if exc.kind in stages.FATAL_KINDS:
             raise
@@ -101,6 +116,8 @@ def propose(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: list[T
     except (ValueError, KeyError, TypeError) as exc:
         return skill, UpdateRecord(MODE, (), invalid=f"malformed agent teacher reply: {exc}",
                                    details={"budget": budget})
+    if not reply.cached:
+        ctx.ledger.record_agent(_count(body.get("turns")), float(_count(body.get("seconds"), float)))
     edits, refused = package_edits(skill, after)
     ctx.stage(step, "select")
     with ctx.ledger.timed("select"):
@@ -120,3 +137,35 @@ def propose(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: list[T
                                "select": sel.record}
     return text, UpdateRecord(MODE, tuple([*refusals, *sel.dropped, *results]), reasoning=cut(final, SUMMARY_CHARS),
                               details=details)
+
+
+def over_budget(budget: BudgetCfg, spent: AgentSpend) -> str | None:
+    """Why the next agent teacher call must not start (None: it may): a cap of `budget.max_agent_turns` /
+    `max_agent_seconds` is reached, or the next call could cross it (as much as the largest call so far)."""
+    for key, used, most, cap, unit in (("max_agent_turns", spent.turns, spent.max_turns, budget.max_agent_turns, ""),
+                                       ("max_agent_seconds", spent.seconds, spent.max_seconds,
+                                        budget.max_agent_seconds, " s")):
+        if cap is None:
+            continue
+        if used >= cap:
+            return f"budget.{key} reached ({used:g}{unit} ≥ {cap:g}{unit})"
+        if spent.calls and used + most > cap:
+            return (f"budget.{key}: the next agent teacher call could cross it ({used:g}{unit} used + up to "
+                    f"{most:g}{unit} a call > {cap:g}{unit})")
+    return None
+
+
+def agent_caps(budget: BudgetCfg, spent: AgentSpend) -> Caps:
+    """The next agent teacher call's caps (what is left of the budget); `BudgetReached` when it must not start."""
+    why = over_budget(budget, spent)
+    if why:
+        raise BudgetReached(why, "raise budget.max_agent_turns / max_agent_seconds and run `skillgit train` again to "
+                                 "resume")
+    turns = budget.max_agent_turns - spent.turns if budget.max_agent_turns is not None else None
+    seconds = budget.max_agent_seconds - spent.seconds if budget.max_agent_seconds is not None else None
+    return Caps(turns, seconds)
+
+
+def _count(value: Any, kind: type = int) -> Any:
+    """A count the agent's reply reported (turns, seconds); 0 when it reported none."""
+    return kind(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else kind(0)

@@ -1,4 +1,5 @@
-"""Accounting of model calls: calls, tokens and cost per stage and role, and timings per stage.
+"""Accounting of model calls: calls, tokens and cost per stage and role, and timings per stage; the agent teacher's
+turns and wall seconds (`record_agent`, over `agent_before`: what earlier processes of the run spent).
 
 Thread-safe; the loop records every `Reply` here. Cached replies count as saved, not spent.
 """
@@ -10,6 +11,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
 
+from skillgit.records import AgentSpend
 from skillgit.types import Usage
 
 
@@ -24,6 +26,17 @@ class Ledger:
         # set by a run: returns why the budget is spent (then metered wrappers refuse the next call), or None
         self.budget_check: Callable[[], str | None] | None = None
         self.timings: dict[str, float] = {}
+        self.agent = AgentSpend()  # this process's agent teacher calls (record_agent)
+        self.agent_before = AgentSpend()  # set by a resumed run: what its earlier processes spent
+
+    def record_agent(self, turns: int, seconds: float) -> None:
+        """One agent teacher call that ran (not one the journal answered): its turns and wall seconds."""
+        with self._lock:
+            self.agent = self.agent + AgentSpend(1, max(0, turns), max(0.0, seconds), max(0, turns), max(0.0, seconds))
+
+    def agent_total(self) -> AgentSpend:
+        with self._lock:
+            return self.agent_before + self.agent
 
     def record(self, stage: str, role: str, usage: Usage, cached: bool = False) -> None:
         with self._lock:

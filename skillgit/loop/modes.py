@@ -55,12 +55,21 @@ def propose_update(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs:
     """The candidate text and how it was built (patches, merge rounds, selection, every edit's fate).
     `record.invalid` is set when the candidate must be rejected without scoring. `variant` k > 0 is the step's
     (k+1)-th parallel proposal (`optimizer.proposals`): the same trajectories cut into other minibatches (its own
-    seeded shuffle), so its analysts see other company and propose other edits; variant 0 is the single proposal."""
-    cfg = ctx.cfg
-    if cfg.model.teacher_backend == "agent":  # a coding agent edits the package: loop/agent_step.py
+    seeded shuffle), so its analysts see other company and propose other edits; variant 0 is the single proposal.
+    The teacher backend's own proposer builds it (`proposer_table.configured`): `reflect_update` below, or for
+    an agent teacher `loop.agent_step.propose`; `loop/proposing.py` picks among `optimizer.proposers`."""
+    if ctx.cfg.model.teacher_backend == "agent":  # a coding agent edits the package: loop/agent_step.py
         from skillgit.loop.agent_step import propose
 
-        return propose(ctx, teacher, skill, trajs, budget, step)
+        return propose(ctx, teacher, skill, trajs, budget, step, variant)
+    return reflect_update(ctx, teacher, skill, trajs, budget, step, variant)
+
+
+def reflect_update(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: list[Trajectory],
+                   budget: int, step: int, variant: int = 0) -> tuple[str, UpdateRecord]:
+    """The `reflect` proposer: `optimizer.skill_update_mode`'s procedure with the chat teacher (the module
+    docstring), whatever the teacher backend."""
+    cfg = ctx.cfg
     mode = cfg.optimizer.skill_update_mode
     rng = ctx.rng("step", step) if variant == 0 else ctx.rng("step", step, "proposal", variant)
     allow_fm = cfg.skill.allow_front_matter_edits

@@ -37,11 +37,11 @@ from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_confi
 from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError, raise_if_stop_requested
 from skillgit.executor import Executor
 from skillgit.llm.base import LLM, Student
+from skillgit.loop import agent_step, guards, modes, proposing, stages
 from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import gate as gate_mod
-from skillgit.loop import guards, modes, stages
 from skillgit.loop import resume as resume_mod
-from skillgit.loop.background import Pending, Planned, Saves, in_background, parallel, write_later
+from skillgit.loop.background import Pending, Planned, Saves, in_background, write_later
 from skillgit.loop.context import StepContext
 from skillgit.loop.decide import BranchMoved, Proposal, commit, gated_commit, judge, rival_step
 from skillgit.loop.events import (
@@ -61,7 +61,7 @@ from skillgit.loop.field import plan_field
 from skillgit.loop.final import final_scores
 from skillgit.loop.ledger import Ledger
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
-from skillgit.records import EpochStep, StepKind, StepOutcome, Verdict
+from skillgit.records import EpochStep, StepKind, StepOutcome, UpdateRecord, Verdict
 from skillgit.store import Store
 from skillgit.tasks import Splits, epoch_batches
 from skillgit.types import Edit, RejectedEdit
@@ -115,9 +115,11 @@ class Trainer:
         self._pending: Pending | None = None  # a step's decision being written (`_decide_later`)
         self._said_identical = False  # the evaluator found the student's repeats to be copies, and the run said so
         self.run_id, self.progress = resume_mod.open_run(store, cfg.skill.branch, self.digest, run_id, resume)
-        self._decided = resume_mod.Decided(store, self.run_id, cfg.optimizer.proposals)  # see `_already_decided`
+        self.field_size = proposing.field_size(cfg)  # the most candidates a step makes (optimizer.proposers)
+        self._decided = resume_mod.Decided(store, self.run_id, self.field_size)  # see `_already_decided`
         self._saves = Saves(store, self.run_id)
         self._prior = self.progress  # what earlier processes spent on this run
+        ledger.agent_before = self.progress.agent  # the agent teacher's turns and seconds so far (its budget caps)
 
     # ------------------------------------------------------------------------------------------ run state
     def _usage(self) -> resume_mod.Totals:
@@ -135,7 +137,7 @@ class Trainer:
         total, by_stage, by_role, errors = usage or self._usage()
         self.progress = self.progress.replace(
             updated=time.time(), usage=total, usage_by_stage=by_stage, usage_by_role=by_role, errors=errors,
-            retries=self._prior.retries + self.ledger.retries + self.evaluator.retried)
+            retries=self._prior.retries + self.ledger.retries + self.evaluator.retried, agent=self.ledger.agent_total())
         files = {"progress.json": json.dumps(self.progress.to_dict(), indent=2, sort_keys=True, ensure_ascii=False),
                  "config.yaml": self.config_yaml, "meta_skill.md": self.progress.meta_skill}
         self._saves.save(files, message, background=background, maintain=maintain)
@@ -215,7 +217,7 @@ class Trainer:
                              current.mean(metric, weight)))
         self._save("run start" if not resumed else "resume")
         small = gate_mod.small_val_warning(self.cfg.evaluation, len(self.evaluator.splits["val"]),
-                                           self.cfg.optimizer.proposals)
+                                           self.field_size)
         if small:
             self.emit(Warning(small))
         for line in guards.over_budget(self.store.read_skill(), self.cfg.skill.max_tokens,
@@ -228,7 +230,7 @@ class Trainer:
         metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
         for step in range(self.progress.next_step, self.total_steps + 1):
             raise_if_stop_requested()  # a safe point (see errors.request_stop)
-            stop = self._budget_exceeded()
+            stop = self._budget_exceeded() or agent_step.over_budget(self.cfg.budget, self.ledger.agent_total())
             if stop:
                 self._settle_decision()
                 return "stopped", stop
@@ -300,7 +302,7 @@ class Trainer:
         negative: list[RejectedEdit] = []
         if opt.use_negative_buffer:
             size = opt.negative_buffer_size
-            negative = [r for r in self.store.negative_buffer(size + opt.proposals - 1)
+            negative = [r for r in self.store.negative_buffer(size + self.field_size - 1)
                         if not self._rival(r, step)][:size]
         meta = self.progress.meta_skill if opt.use_meta_skill else ""
         blocked = self._blocked() if opt.use_negative_buffer else {}
@@ -325,7 +327,7 @@ class Trainer:
         """True for an edit of one of `step`'s other proposals (named `s<step>-p<k>`, see `field.plan_field`)."""
         if not isinstance(step, int) or r.run != self.run_id:
             return False
-        return str(r.step) in {rival_step(step, k) for k in range(1, self.cfg.optimizer.proposals + 1)}
+        return str(r.step) in {rival_step(step, k) for k in range(1, self.field_size + 1)}
 
     def _incumbent_round(self) -> str:
         """The round that measured the tip's current val score (`resume.incumbent_round`)."""
@@ -372,12 +374,11 @@ class Trainer:
                                 ExitCode.BACKEND)
         if is_autonomous(self.cfg.optimizer):
             budget, lr_record = modes.choose_budget(teacher, skill, trajs, self.cfg.optimizer, budget)
-        count = self.cfg.optimizer.proposals
-        if count == 1:
-            built = [modes.propose_update(self.ctx, teacher, skill, trajs, budget, step)]
-        else:  # the P proposals' teacher calls run side by side: one wave per stage, as for one proposal
-            built = parallel([functools.partial(modes.propose_update, self.ctx, teacher, skill, trajs, budget,
-                                                 step, v) for v in range(count)])
+        names, self.progress, switched = proposing.at_step(self.cfg, self.progress, step)
+        if switched:
+            self.emit(Warning(switched))
+        # P proposals per proposer; their teacher calls run side by side: one wave per stage, as for one proposal
+        built = proposing.build(self.ctx, teacher, skill, trajs, budget, step, names)
         seconds = gate_mod.phase_seconds(trajs)
         train = {"items": [t.item_id for t in trajs], "errors": {t.item_id: t.error for t in trajs if t.error},
                  "hard_mean": _mean([t.score.hard for t in usable if t.score]),
@@ -389,7 +390,7 @@ class Trainer:
         proposals = [Proposal(step, epoch, StepKind.STEP, base, skill, text, record.with_details(lr=lr_record,
                                                                                                   train=train),
                               batch=tuple(batch), train_before=train_before) for text, record in built]
-        if count == 1:
+        if len(proposals) == 1:
             judged = judge(self.ctx, proposals[0], current)
             plan = [Planned(proposals[0], judged, self.ledger.diff_since(usage_before))]
             return self._decide_later(step, plan, current)
@@ -460,7 +461,7 @@ class Trainer:
                 return None
             raise
         for proposal, outcome in decided:
-            self._record(proposal.epoch, outcome, _edit_dicts(proposal))
+            self._record(proposal.epoch, outcome, _edit_dicts(proposal), proposal.record)
         metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
         self.progress = self.progress.replace(next_step=pending.step + 1,
                                               current_score=round(pending.score.mean(metric, weight), 4))
@@ -473,8 +474,10 @@ class Trainer:
         main = decided[-1][1]
         return main.sha if main.accepted and main.sha else pending.base
 
-    def _record(self, epoch: int, outcome: StepOutcome, edits: list[dict]) -> None:
-        """Count a decided step and add it to the running epoch's log (what meta reflect reads)."""
+    def _record(self, epoch: int, outcome: StepOutcome, edits: list[dict], record: UpdateRecord | None = None
+                ) -> None:
+        """Count a decided step and add it to the running epoch's log (what meta reflect reads); `record`: how it
+        was built (its proposer's counts and the schedule's streak, `proposing.count`)."""
         info = self.progress.epoch(epoch)
         info = dataclasses.replace(info, steps=(*info.steps, EpochStep(outcome.step, outcome.kind, outcome.verdict,
                                                                       outcome.delta, tuple(edits))))
@@ -482,6 +485,7 @@ class Trainer:
         self.progress = self.progress.with_epoch(epoch, info).replace(
             accepted=self.progress.accepted + outcome.accepted,
             rejected=self.progress.rejected + (not outcome.accepted), seq=outcome.seq, last=outcome, unscored=unscored)
+        self.progress = proposing.count(self.progress, outcome, record)
 
     def _already_decided(self, step: int | str, epoch: int) -> bool:
         """True when git already holds the decision for `step` (a run killed after deciding but before saving
@@ -495,7 +499,9 @@ class Trainer:
     def _count_found(self, step: int | str, epoch: int, found: StepOutcome) -> None:
         """Count a decision git already holds (made before a restart) as if this process had made it."""
         outcome = resume_mod.found_outcome(self.run_id, step, epoch, self.progress.seq + 1, found)
-        self._record(epoch, outcome, [e.to_dict() for e in self._found_edits(found)])
+        candidate = self.store.step_notes(found.sha).candidate
+        self._record(epoch, outcome, [e.to_dict() for e in candidate.edits] if candidate else [],
+                     candidate.update if candidate else None)
 
     def _found_edits(self, found: StepOutcome) -> list[Edit]:
         """The edits a decision git already holds applied (its candidate note's)."""

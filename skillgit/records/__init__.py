@@ -13,7 +13,8 @@ and a collaborator's note cannot crash a reader.
   candidate was built); `to_float`, the one parser of numbers from outside.
 - `notes`: what a decided step leaves in git notes — `CandidateNote`, `GateNote` (with `ScoreRecord`,
   `GateCheck`, `ControlSummary`), `RevertNote`, `ReviewNote` — and `StepNotes`, one commit's note read back typed.
-- `progress`: `RunProgress`, a run's resumable state on its run ref (`EpochState`, `EpochStep`, `SkillScores`).
+- `progress`: `RunProgress`, a run's resumable state on its run ref (`EpochState`, `EpochStep`, `SkillScores`,
+  `ProposerStats`, `AgentSpend`).
 
 One spelling per concept: the step's kind is `kind` in a StepOutcome's JSON (docs/JSON.md), `step_kind` in note
 records (whose own `kind` names the record; candidate notes before this version wrote `type`) and the
@@ -47,9 +48,18 @@ from skillgit.records.notes import (
     StepNotes,
     TrainScore,
 )
-from skillgit.records.progress import RUN_STATUSES, EpochState, EpochStep, RunProgress, SkillScores
+from skillgit.records.progress import (
+    RUN_STATUSES,
+    AgentSpend,
+    EpochState,
+    EpochStep,
+    ProposerStats,
+    RunProgress,
+    SkillScores,
+)
 
 __all__ = ["DECIDED", "JSON", "Coverage", "StepKind", "StepOutcome", "UpdateRecord", "Verdict", "edit_of",
            "parse_step", "result_of", "step_str", "to_float", "usage_of", "CandidateNote", "ControlSummary",
            "GateCheck", "GateNote", "RevertNote", "ReviewNote", "ScoreRecord", "StageUsage", "StepNotes",
-           "TrainScore", "RUN_STATUSES", "EpochState", "EpochStep", "RunProgress", "SkillScores"]
+           "TrainScore", "RUN_STATUSES", "AgentSpend", "EpochState", "EpochStep", "ProposerStats", "RunProgress",
+           "SkillScores"]

@@ -244,6 +244,7 @@ class UpdateRecord:
     invalid: str | None = None
     reasoning: str = ""
     details: Mapping[str, JSON] = field(default_factory=dict)
+    proposer: str = ""  # who built it (`optimizer.proposers`: reflect, agent); "" in notes older than proposers
 
     @property
     def applied(self) -> tuple[EditResult, ...]:
@@ -257,16 +258,18 @@ class UpdateRecord:
                "reasoning": self.reasoning}
         if self.invalid is not None:
             out["invalid"] = self.invalid
+        if self.proposer:
+            out["proposer"] = self.proposer
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "UpdateRecord":
         """Of any version; edits and results of the wrong shape are left out, other fields read as missing."""
         apply = tuple(r for r in map(result_of, _list(data.get("apply"))) if r is not None)
-        details = {k: v for k, v in data.items() if k not in ("mode", "apply", "invalid", "reasoning")}
+        details = {k: v for k, v in data.items() if k not in ("mode", "apply", "invalid", "reasoning", "proposer")}
         invalid = data.get("invalid")
         return cls(_text(data.get("mode")), apply, invalid if isinstance(invalid, str) else None,
-                   _text(data.get("reasoning")), details)
+                   _text(data.get("reasoning")), details, _text(data.get("proposer")))
 
 
 _EDIT_TEXTS = ("op", "content", "target", "rationale", "source_type", "id", "file")

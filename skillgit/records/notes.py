@@ -247,7 +247,7 @@ class CandidateNote:
         edits = tuple(e for e in map(edit_of, _list(record.get("edits"))) if e is not None)
         return cls(_text(record.get("run")), _step(record.get("step")), _int(record.get("epoch")),
                    StepKind.parse(record.get("step_kind", record.get("type"))),
-                   UpdateRecord(update.mode, update.apply, update.invalid, update.reasoning, details),
+                   dataclasses.replace(update, details=details),
                    StageUsage.from_dict(record.get("usage")), edits)
 
 

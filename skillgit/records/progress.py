@@ -69,6 +69,66 @@ class SkillScores:
         return cls(str(data.get("rev", "")), to_float(data.get("val")), to_float(data.get("test")))
 
 
+@dataclass(frozen=True)
+class ProposerStats:
+    """One proposer's share of a run's numbered steps (`optimizer.proposers`): the candidates it made, how many of
+    them were accepted, and the teacher calls and tokens that built them (a call the journal answered costs 0; the
+    agent's `skillgit-try` runs are the student's, booked under stage `try`)."""
+
+    proposed: int = 0
+    accepted: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def rate(self) -> float | None:
+        return self.accepted / self.proposed if self.proposed else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"proposed": self.proposed, "accepted": self.accepted,
+                "rate": round(self.rate, 4) if self.rate is not None else None, "usage": self.usage.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ProposerStats":
+        def count(key: str) -> int:
+            value = data.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+        usage = data.get("usage")
+        return cls(count("proposed"), count("accepted"), Usage.from_dict(usage if isinstance(usage, Mapping) else {}))
+
+
+@dataclass(frozen=True)
+class AgentSpend:
+    """What the agent teacher's steps spent (the calls it ran, not the ones the journal answered): their turns and
+    wall seconds, and the most of each one call took (what `budget.max_agent_turns` / `max_agent_seconds` expect
+    of the next call)."""
+
+    calls: int = 0
+    turns: int = 0
+    seconds: float = 0.0
+    max_turns: int = 0
+    max_seconds: float = 0.0
+
+    def __add__(self, other: "AgentSpend") -> "AgentSpend":
+        return AgentSpend(self.calls + other.calls, self.turns + other.turns, round(self.seconds + other.seconds, 3),
+                          max(self.max_turns, other.max_turns), max(self.max_seconds, other.max_seconds))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "AgentSpend":
+        data = data if isinstance(data, Mapping) else {}
+
+        def number(key: str, kind: type) -> Any:
+            value = data.get(key)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+            return kind(value) if ok else kind(0)
+
+        return cls(number("calls", int), number("turns", int), number("seconds", float), number("max_turns", int),
+                   number("max_seconds", float))
+
+
 RUN_STATUSES = ("running", "finished", "stopped", "interrupted", "failed")
 
 
@@ -106,6 +166,10 @@ class RunProgress:
     epochs: Mapping[int, EpochState] = field(default_factory=dict)
     last: StepOutcome | None = None
     final_scores: Mapping[str, SkillScores] = field(default_factory=dict)
+    proposers: Mapping[str, ProposerStats] = field(default_factory=dict)  # per proposer (optimizer.proposers)
+    rejected_streak: int = 0  # numbered steps rejected in a row (optimizer.proposer_schedule)
+    proposer_switch: int | None = None  # the step from which the schedule's proposer proposes alone
+    agent: AgentSpend = field(default_factory=AgentSpend)  # the agent teacher's turns and wall time
 
     @property
     def steps_done(self) -> int:
@@ -135,6 +199,9 @@ class RunProgress:
             "epochs": {str(k): v.to_dict() for k, v in sorted(self.epochs.items())},
             "last": self.last.to_dict() if self.last else None,
             "final_scores": {k: v.to_dict() for k, v in self.final_scores.items()},
+            "proposers": {k: v.to_dict() for k, v in sorted(self.proposers.items())},
+            "rejected_streak": self.rejected_streak, "proposer_switch": self.proposer_switch,
+            "agent": self.agent.to_dict(),
         }
 
     @classmethod
@@ -163,4 +230,9 @@ class RunProgress:
             last=StepOutcome.from_dict(last) if isinstance(last, Mapping) else None,
             final_scores={str(k): SkillScores.from_dict(v) for k, v in (data.get("final_scores") or {}).items()
                           if isinstance(v, Mapping)},
+            proposers={str(k): ProposerStats.from_dict(v) for k, v in (data.get("proposers") or {}).items()
+                       if isinstance(v, Mapping)},
+            rejected_streak=int(data.get("rejected_streak") or 0),
+            proposer_switch=data.get("proposer_switch") if isinstance(data.get("proposer_switch"), int) else None,
+            agent=AgentSpend.from_dict(data.get("agent")),
         )

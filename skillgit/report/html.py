@@ -311,6 +311,8 @@ def _usage(r: RunReport) -> str:
         + _usage_table("by role", "role", r.usage_by_role)
         + _time_table(r.steps)
         + "</div>\n"
+        + ("<h3>Proposers</h3>\n<ul>" + "".join(f"<li>{esc(line)}</li>" for line in r.proposers.values())
+           + "</ul>\n" if r.proposers else "")
         + (_per_step_table(r.steps) if r.steps else "")
         + "\n</section>"
     )

@@ -158,6 +158,8 @@ class RunReport:
     usage_by_role: dict[str, Usage] = field(default_factory=dict)
     config_digest: str = ""
     reproduce: str = ""  # a shell command that reruns this run
+    # a run with more than one proposer (optimizer.proposers): name → its acceptance and cost in words
+    proposers: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -181,6 +183,7 @@ class RunReport:
         d["steps"] = tuple(s if isinstance(s, ReportStep) else ReportStep.from_dict(s) for s in d.get("steps", ()))
         d["usage_by_stage"] = _usages(d.get("usage_by_stage"))
         d["usage_by_role"] = _usages(d.get("usage_by_role"))
+        d["proposers"] = {str(k): str(v) for k, v in (d.get("proposers") or {}).items()}
         return cls(**d)
 
     @property

@@ -33,6 +33,7 @@ from skillgit.loop.gate import metric_of
 from skillgit.records import (
     Coverage,
     GateNote,
+    ProposerStats,
     RunProgress,
     ScoreRecord,
     SkillScores,
@@ -62,6 +63,18 @@ def wilson(p: float | None, n: int | None, z: float = Z95) -> tuple[float, float
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def proposer_line(name: str, stats: ProposerStats) -> str:
+    """One proposer's acceptance and cost in words (status, the PR body, the report): the rate comes with its 95 %
+    Wilson interval over the candidates it made (each candidate is one gate decision)."""
+    rate = ""
+    if stats.rate is not None:
+        lo, hi = wilson(stats.rate, stats.proposed) or (0.0, 1.0)
+        rate = f" ({stats.rate:.0%}, 95 % interval {lo:.0%}–{hi:.0%})"
+    u = stats.usage
+    return (f"{name}: {stats.accepted}/{stats.proposed} accepted{rate}; {u.calls} teacher calls, "
+            f"{u.total_tokens:,} tokens" + (f", ${u.cost_usd:.4f}" if u.cost_usd else ""))
 
 
 @dataclass(frozen=True)
@@ -393,6 +406,7 @@ def to_run_report(review: RunReview, *, project: str = "", skill_path: str = "")
         val=split("val"), test=split("test"), val_items=tuple(items),
         seed_item_scores=dict(review.seed_items), steps=tuple(report_step(d) for d in review.decisions),
         usage_by_stage=dict(p.usage_by_stage), usage_by_role=dict(p.usage_by_role), config_digest=p.config_digest,
+        proposers={k: proposer_line(k, v) for k, v in p.proposers.items()} if len(p.proposers) > 1 else {},
         reproduce=review.reproduce())
 
 

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 from skillgit import envs, textsafe
 from skillgit.errors import SkillgitError
-from skillgit.review.data import RunReview, StepReview, total_usage, wilson
+from skillgit.review.data import RunReview, StepReview, proposer_line, total_usage, wilson
 from skillgit.review.show import flips_lines
 from skillgit.store import Store
 from skillgit.store import refs as R
@@ -194,6 +194,9 @@ def _usage_table(review: RunReview) -> list[str]:
     total = p.usage if p.usage.calls else total_usage(p.usage_by_stage)
     out.append(f"| **total** | {total.calls} | {total.prompt_tokens:,} | {total.completion_tokens:,} | "
                f"{total.cost_usd:.4f} |")
+    if len(p.proposers) > 1:  # mixed proposers (optimizer.proposers, or the schedule switched)
+        out += ["", "Proposers (acceptance over the candidates each made, and what building them cost):", "",
+                *(f"- {md(proposer_line(name, stats))}" for name, stats in sorted(p.proposers.items()))]
     return out + [""]
 
 

@@ -18,10 +18,16 @@ It is an `LLM`, so it is built, retried, journaled and metered like every teache
 - Errors: a missing program or a bad preset is `LLMError(kind="config")` (the run stops); a timeout or an agent
   stopped by its API or account is retryable; an agent that exits non-zero still returns the package as it left it
   (the gate judges it), with `error` set.
+- Caps (`capped(Caps(turns, seconds))`, a context variable the loop sets around one step call, never part of its
+  journal key): what is left of `budget.max_agent_turns` / `max_agent_seconds`. The turns cap the agent's own
+  `--max-turns` (`{max_turns_args}`: presets that take it), below `command.max_turns`; the seconds cap its wall
+  time below `command.timeout_s`, and an agent stopped there raises `BudgetReached` (the run stops resumably, the
+  cap never crossed), not a retryable timeout.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import os
@@ -29,6 +35,9 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -38,7 +47,7 @@ from skillgit.agents import launch, registry
 from skillgit.agents.profile import Plan, Settings, plan
 from skillgit.agents.trace import cut
 from skillgit.config import CommandCfg, SimulatedCfg
-from skillgit.errors import SkillgitError
+from skillgit.errors import BudgetReached, SkillgitError
 from skillgit.llm.base import LLM, LLMError, Reply, Request
 from skillgit.llm.command import TRANSIENT, agent_env
 from skillgit.redact import SecretSet, redact, secret_values
@@ -47,6 +56,25 @@ from skillgit.teacher.evidence import SKILL_DIR, STAGE, Evidence
 
 PREFIX = "skillgit-teach-"
 TRANSCRIPT_CHARS = 12_000
+
+
+@dataclass(frozen=True)
+class Caps:
+    turns: int | None = None  # the most turns the next call may take (None: no cap but command.max_turns)
+    seconds: float | None = None  # the most wall seconds (None: command.timeout_s)
+
+
+_CAPS: contextvars.ContextVar[Caps | None] = contextvars.ContextVar("skillgit_agent_caps", default=None)
+
+
+@contextmanager
+def capped(caps: Caps) -> Iterator[None]:
+    """Hold the agent teacher's calls in this context under `caps` (see the module docstring)."""
+    token = _CAPS.set(caps)
+    try:
+        yield
+    finally:
+        _CAPS.reset(token)
 
 
 class AgentTeacher:
@@ -193,15 +221,22 @@ class AgentTeacher:
         values = {"prompt": prompt, "prompt_file": str(prompt_file), "workspace": str(work), "model": self.model or "",
                   "name": "skill", "seed": str(self.seed), "sample": "0",
                   "permission_mode": self.cfg.permission_mode, "sandbox": self.cfg.sandbox}
+        caps = _CAPS.get() or Caps()
+        turns = min(t for t in (self.cfg.max_turns, caps.turns) if t) if self.cfg.max_turns or caps.turns else None
+        timeout = min(self.cfg.timeout_s, caps.seconds) if caps.seconds is not None else self.cfg.timeout_s
         lists = {"{model_args}": self.preset.model_args if self.model else (), "{profile_args}": self.plan.args,
-                 "{max_turns_args}": ("--max-turns", str(self.cfg.max_turns)) if self.cfg.max_turns else (),
+                 "{max_turns_args}": ("--max-turns", str(turns)) if turns else (),
                  "{allowed_tools}": (",".join(self.cfg.allowed_tools),)}
         argv = launch.expand(self.template(), values, lists)
         try:
-            done = process.run(argv, cwd=work, env=env, timeout_s=self.cfg.timeout_s, record=folder)
+            done = process.run(argv, cwd=work, env=env, timeout_s=timeout, record=folder)
         except OSError:
             raise LLMError(f"{self.id}: cannot run '{argv[0]}'", self.agent.install_hint or
                            "install it or set model.teacher.command.argv", kind="config") from None
+        if done.timed_out and timeout < self.cfg.timeout_s:
+            raise BudgetReached(f"budget.max_agent_seconds reached: the agent teacher was stopped after the "
+                                f"{timeout:g} s left of it", "raise budget.max_agent_seconds and run `skillgit "
+                                "train` again to resume (the step is redone; its finished calls are journaled)")
         if done.timed_out:
             raise LLMError(f"{self.id}: no answer within {self.cfg.timeout_s:g}s",
                            "raise model.teacher.command.timeout_s if the agent needs longer", kind="timeout",
