@@ -48,7 +48,7 @@ from skillgit.sleep import replay as R
 from skillgit.sleep import state as S
 from skillgit.sleep.handoff import Deferring, HandoffDeferred, HandoffLLM, HandoffPending, answered, pending_prompts
 from skillgit.sleep.harvest import HarvestResult, consume_inbox, git_remotes, harvest
-from skillgit.sleep.mine import MinedTask, MineResult, mine, read_tasks, rev_before, write_tasks
+from skillgit.sleep.mine import MinedTask, Miner, MineResult, read_tasks, rev_before, write_tasks
 from skillgit.sleep.pins import Pins
 from skillgit.sleep.report import render
 from skillgit.sleep.scrub import Scrubber, build_scrubber
@@ -145,13 +145,13 @@ def shown_path(path: Path | str, root: Path) -> str:
 # ---------------------------------------------------------------------------------------------- harvest + mine
 def collect(sp: SleepProject, since: S.HarvestState) -> tuple[HarvestResult, MineResult]:
     settings, scrub = sp.settings, scrubber_for(sp)
-    result = harvest(settings.sources or None, home_of(sp), sp.root, git_remotes(str(sp.root)), since, scrubber=scrub)
     root = sp.root
-    mined = mine(result.sessions, threshold=settings.threshold, min_sessions=settings.min_sessions,
-                 first_new_turn=result.first_new_turn, scrubber=scrub, answers=True,
-                 rev_for=lambda unit: rev_before(root, unit.timestamp, unit.git_branch),
-                 fallback_rev=head_sha(root))
-    return result, mined
+    miner = Miner(threshold=settings.threshold, min_sessions=settings.min_sessions, scrubber=scrub, answers=True,
+                  rev_for=lambda unit: rev_before(root, unit.timestamp, unit.git_branch), fallback_rev=head_sha(root))
+    # each kept session goes to the miner as it is harvested: the night holds units, never every session at once
+    result = harvest(settings.sources or None, home_of(sp), sp.root, git_remotes(str(sp.root)), since, scrubber=scrub,
+                     sink=miner.add)
+    return result, miner.result()
 
 
 def head_sha(root: Path) -> str | None:
