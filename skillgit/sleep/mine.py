@@ -20,7 +20,8 @@ Contracts:
   `{"skillgit_mined_tasks": 1, "reviewed": false, …}`; `reviewed` round-trips. Rows: agentic
   `{"id", "prompt", "workspace": {"repo": ".", "rev"}, "setup": [], "verify": {"command", "timeout_s", "result":
   "pytest"|"exit_code"} | {"rubric"}, "metadata": {"source": "sleep", "kind", "sessions", "signals"}}`; text
-  `{"id", "input", "expected"?, "verify": {"rubric"}, "metadata": {…}}` (loadable by `skillgit.tasks`). With a
+  `{"id", "input", "expected"?, "verify": {"rubric"}, "metadata": {…}}` (loadable by `skillgit.tasks`);
+  `metadata.skill` names the skill the sessions invoked (`invoked_skill`: most units' first skill), when one was. With a
   `Scrubber`, every string is scrubbed again on the way out.
 """
 
@@ -105,10 +106,11 @@ class MinedTask:
     sessions: tuple[dict[str, Any], ...] = ()
     signals: dict[str, Any] = field(default_factory=dict)
     expected: Any = None  # text tasks: the answer a person accepted (None: only the rubric can judge)
+    skill: str | None = None  # the skill the sessions invoked for it (None: none fired); sleep/route.py routes by it
 
     def to_row(self) -> dict[str, Any]:
         metadata = {"source": "sleep", "kind": self.kind, "sessions": [dict(s) for s in self.sessions],
-                    "signals": dict(self.signals)}
+                    "signals": dict(self.signals), **({"skill": self.skill} if self.skill else {})}
         if self.kind == "text":
             row = {"id": self.id, "input": self.prompt, "verify": dict(self.verify), "metadata": metadata}
             if self.expected is not None:
@@ -131,6 +133,7 @@ class MinedTask:
             sessions=tuple(dict(s) for s in metadata.get("sessions") or ()),
             signals=dict(metadata.get("signals") or {}),
             expected=row.get("expected") if workspace is None else None,
+            skill=str(metadata["skill"]) if isinstance(metadata.get("skill"), str) and metadata["skill"] else None,
         )
 
     to_dict = to_row
@@ -175,6 +178,13 @@ def _verify_command(group: TaskGroup) -> TestRun | None:
         return None
     best = max(votes.items(), key=lambda kv: (kv[1], -len(kv[0]), kv[0]))[0]
     return runs[best]
+
+
+def invoked_skill(units: Iterable[TaskUnit]) -> str | None:
+    """The skill a group was invoked with: the first skill of most of its units (ties: the name first in order);
+    None when no unit invoked one."""
+    votes = Counter(u.skills[0] for u in units if u.skills)
+    return min(votes.items(), key=lambda kv: (-kv[1], kv[0]))[0] if votes else None
 
 
 def _rubric(prompt: str, group: TaskGroup) -> str:
@@ -226,7 +236,7 @@ def to_task(group: TaskGroup, *, label: Callable[[TaskGroup], str] | None = None
                      for u in group.units)
     return MinedTask(id=_task_id(group, test.command if test else None), kind="agentic" if agentic else "text",
                      prompt=prompt, rev=rev, verify=verify, sessions=sessions,
-                     signals={**_signals(group, test), "rev_from": rev_from})
+                     signals={**_signals(group, test), "rev_from": rev_from}, skill=invoked_skill(group.units))
 
 
 def _rev(unit: TaskUnit, rev_for: Callable[[TaskUnit], str | None] | None, fallback: str | None
@@ -267,7 +277,7 @@ def to_instances(group: TaskGroup, *, scrubber: Scrubber | None = None) -> list[
             verify={"rubric": clean(_rubric(prompt, group))},
             sessions=({"source": unit.source, "session_id": unit.session_id, "unit": unit.index,
                        "started": unit.timestamp, "outcome": unit.outcome},),
-            signals={**signals, "corrections": unit.corrections}))
+            signals={**signals, "corrections": unit.corrections}, skill=invoked_skill([unit])))
     return tasks
 
 

@@ -7,6 +7,8 @@ Contracts:
   "revert", "still failing", an interruption), revert commands (`git checkout -- …`, `git restore`, `git revert`,
   `git reset --hard`, `git stash`) and acceptance ("thanks", "looks good"). A correction stays in its unit as a
   follow-up; anything else a person says starts a new unit.
+- `TaskUnit.skills`: the skills the unit invoked (the readers' `Turn.skills` of kind "skill": the agent's skill
+  tool, a person's `/name` command, a skill body read or injected), in the order first used.
 - A text unit (nothing run or written) remembers the agent's last answer, and the answer the person *accepted*
   ("thanks", "looks good" after it, with no correction or revert in between): `TaskUnit.accepted_answer`.
 """
@@ -19,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skillgit.sleep.model import Session, ToolCall
+from skillgit.sleep.model import Session, ToolCall, Turn
 
 # ------------------------------------------------------------------------------------------------ signals
 _CORRECTION = re.compile(
@@ -123,6 +125,7 @@ class TaskUnit:
     git_commit: str | None = None
     answer: str = ""  # the agent's last text in the unit
     accepted_answer: str | None = None  # the answer the person accepted (no correction or revert after it)
+    skills: tuple[str, ...] = ()  # the skills invoked in the unit (`Turn.skills` of kind "skill"), first use first
 
     @property
     def session_key(self) -> str:
@@ -154,7 +157,7 @@ class TaskUnit:
             "paths": list(self.paths), "corrections": self.corrections, "reverts": self.reverts,
             "accepted": self.accepted, "timestamp": self.timestamp, "cwd": self.cwd, "git_branch": self.git_branch,
             "git_commit": self.git_commit, "outcome": self.outcome, "answer": self.answer,
-            "accepted_answer": self.accepted_answer,
+            "accepted_answer": self.accepted_answer, "skills": list(self.skills),
         }
 
 
@@ -185,6 +188,14 @@ class _UnitBuilder:
         self.accepted_answer: str | None = None
         self.pending: dict[str, ToolCall] = {}
         self.unmatched: list[ToolCall] = []
+        self.skills: dict[str, None] = {}
+
+    def turn(self, turn: Turn, i: int) -> None:
+        """Any turn of the unit: it reaches turn i, and the skills the turn invoked are the unit's."""
+        self.fields["last_turn"] = i
+        for use in turn.skills:
+            if use.kind == "skill" and use.name:
+                self.skills.setdefault(use.name)
 
     def accept(self) -> None:
         self.accepted = True
@@ -222,7 +233,7 @@ class _UnitBuilder:
         return TaskUnit(**self.fields, followups=tuple(self.followups), commands=tuple(self.commands),
                         test_runs=tuple(self.tests), paths=tuple(dict.fromkeys(self.paths)),
                         corrections=self.corrections, reverts=self.reverts, accepted=self.accepted,
-                        answer=self.answer, accepted_answer=self.accepted_answer)
+                        answer=self.answer, accepted_answer=self.accepted_answer, skills=tuple(self.skills))
 
 
 def split_units(session: Session, from_turn: int = 0) -> list[TaskUnit]:
@@ -235,21 +246,22 @@ def split_units(session: Session, from_turn: int = 0) -> list[TaskUnit]:
             kind = _classify(text)
             if current is not None and kind == "correction":
                 current.correct(text)
-                current.fields["last_turn"] = i
+                current.turn(turn, i)
                 continue
             if current is not None and kind.startswith("acceptance"):
                 current.accept()
-                current.fields["last_turn"] = i
+                current.turn(turn, i)
                 if kind == "acceptance":
                     continue
                 text = _ACCEPT.sub("", text, count=1).strip()
             if current is not None:
                 units.append(current.build())
             current = _UnitBuilder(session, len(units), text, i, turn.timestamp)
+            current.turn(turn, i)  # a `/skill` command is on the request's own turn
             continue
         if current is None:
             continue
-        current.fields["last_turn"] = i
+        current.turn(turn, i)
         if turn.text.strip():
             current.answer = turn.text.strip()
         for call in turn.tool_calls:
