@@ -61,3 +61,25 @@ def test_a_recorded_claude_code_session_gives_its_unit_the_skill_it_invoked():
     sessions = get_reader("claude").read(FIXTURES / "claude" / "headless-skill.jsonl")
     units = [u for s in sessions for u in split_units(s)]
     assert units and units[0].skills == ("tidy-tests",)
+
+
+def test_a_night_with_a_library_replays_only_the_tasks_routed_to_the_skill_it_trains(tmp_path):
+    from skillgit.config import config_from_dict
+    from skillgit.sleep.route import for_configured_skill
+
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    _sessions(home, repo)
+    tasks = mine(harvest(["claude"], home, repo, [], HarvestState()).sessions).tasks
+    library = {"deploy": {"path": ".claude/skills/deploy/SKILL.md"},
+               "tidy-tests": {"path": ".claude/skills/tidy-tests/SKILL.md"}}
+
+    def prompts(skill_path: str, skills: dict) -> list[str]:
+        cfg = config_from_dict({"skill": {"path": skill_path}, "skills": skills})
+        return sorted(t.prompt for t in for_configured_skill(cfg, tasks))
+
+    # the skill the configuration trains takes its own tasks and those no library skill fired for
+    assert prompts(".claude/skills/tidy-tests/SKILL.md", library) == ["explain the retry backoff settings",
+                                                                       "make the flaky parser tests pass"]
+    assert prompts(".claude/skills/deploy/SKILL.md", library) == ["explain the retry backoff settings",
+                                                                   "ship the release to staging"]
+    assert len(prompts("SKILL.md", {})) == 3  # no library: every task, as before

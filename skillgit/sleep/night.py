@@ -51,6 +51,7 @@ from skillgit.sleep.harvest import HarvestResult, consume_inbox, git_remotes, ha
 from skillgit.sleep.mine import MinedTask, Miner, MineResult, read_tasks, rev_before, write_tasks
 from skillgit.sleep.pins import Pins
 from skillgit.sleep.report import render
+from skillgit.sleep.route import for_configured_skill
 from skillgit.sleep.scrub import Scrubber, build_scrubber
 from skillgit.sleep.settings import SleepProject, check_date
 from skillgit.store import Store
@@ -306,7 +307,8 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
                            path=gathered.path)
         folder = night_folder(repo, date)
         simulated = cfg.model.student_backend == "simulated"
-        chosen, meta = _frozen_replay(sp, folder, gathered.pool, simulated, Pins(repo, store.tip()))
+        pool = for_configured_skill(cfg, gathered.pool)  # with a `skills:` library: this skill's tasks only
+        chosen, meta = _frozen_replay(sp, folder, pool, simulated, Pins(repo, store.tip()))
         record = replace(record, tasks=S.NightTasks.from_dict({**meta, "file": shown_path(gathered.path, sp.root),
                                                                "reviewed": gathered.reviewed, "approval": approval}))
         if not R.has_splits(folder):
