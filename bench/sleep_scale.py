@@ -1,7 +1,7 @@
 """Mining at the size of a heavy user's history: `skillgit.sleep.cluster` (candidate pairs from a capped
-inverted index, exact cosine on candidates, best-neighbour average linkage) against the pairwise grouping mining used before
-(tests/sleep_reference.py: the full cosine matrix, every pair in a dict), measured in the same run on the same
-requests.
+inverted index, exact cosine on candidates, best-neighbour average linkage) against the pairwise grouping mining
+used before (tests/sleep_reference.py: the full cosine matrix, every pair in a dict), measured in the same run on
+the same requests.
 
     python bench/sleep_scale.py [--quick] [--sizes 1000,2000,4000] [--reference-max 4000] [--exact-max 20000]
         [--timeout 900]

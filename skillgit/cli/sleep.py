@@ -129,7 +129,7 @@ def mine_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, home:
     git = open_repository(sp.root)
     with hold(git.common_dir / "skillgit" / "locks", LOCK):
         g = gather(sp, git, write=True)
-    info = {"file": str(g.path), "sessions": len(g.harvest.sessions), "skipped": g.harvest.summary()["skipped"],
+    info = {"file": str(g.path), "sessions": g.harvest.summary()["sessions"], "skipped": g.harvest.summary()["skipped"],
             "mined": g.mined.summary(), "new_tasks": len(g.new), "tasks_in_file": len(g.pool), "reviewed": g.reviewed,
             "redactions": g.harvest.redactions.to_dict()}
     if as_json:
