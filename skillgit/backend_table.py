@@ -36,6 +36,7 @@ TABLE: dict[str, Entry] = {
     "anthropic": Entry(_BOTH, "skillgit.llm.anthropic_backend:BACKEND"),
     "command": Entry(frozenset({"student"}), "skillgit.llm.command:BACKEND"),
     "agent": Entry(_BOTH, "skillgit.teacher.backend:BACKEND"),  # student: agentic/student.py; teacher: teacher/
+    "handoff": Entry(frozenset({"teacher"}), "skillgit.llm.handoff:BACKEND"),  # the user's own agent, via files
 }
 
 

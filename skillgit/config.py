@@ -5,9 +5,9 @@ whose message names the key, the bad value and what is allowed. Unknown keys are
 in a key would otherwise silently train with the default) and come with a "did you mean" hint. Section and key
 names follow SkillOpt's so its configs carry over; its older names are accepted as aliases (see `ALIASES`).
 
-Resolution order, later wins: `_base_` files (in list order, each resolved recursively relative to the file that
-names it) → the file itself → overrides (`--set a.b=c`, or SkillOpt's `--cfg-options a.b=c d.e=f`, see
-`parse_overrides`). Mappings are deep-merged; lists and scalars replace. Override values are YAML scalars.
+Resolution order, later wins: (the user config: `config_layers.py`) → `_base_` files (in list order, each resolved
+recursively relative to the file that names it) → the file itself → overrides (`-c`/`--set a.b=c`, or SkillOpt's
+`--cfg-options a.b=c d.e=f`). Mappings are deep-merged; lists and scalars replace. Override values are YAML scalars.
 
 YAML is read with YAML 1.2-style scalars: `2:1:7` stays a string (YAML 1.1 would make it the integer 7267),
 `1e-6` is a float, dates stay strings, leading-zero numbers stay strings; yes/no/on/off remain booleans.
@@ -72,6 +72,12 @@ class CommandCfg:
 
 
 @dataclass(frozen=True)
+class HandoffCfg:  # teacher_backend: handoff (skillgit/llm/handoff.py)
+    dir: str = ""  # relative to the repository root, inside it; empty: <git dir>/skillgit/handoff
+    wait_s: float = 0.0  # wait this long for each answer, then stop (exit 5); `skillgit train` resumes
+
+
+@dataclass(frozen=True)
 class BackendCfg:
     base_url: str | None = None  # OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LM Studio) and proxies
     api_key_env: str | None = None  # name of the variable holding the key; backend default when None
@@ -97,6 +103,7 @@ class BackendCfg:
     # local server whose port changes between restarts); None: the backend's own identity, never the endpoint.
     cache_identity: str | None = None
     command: CommandCfg = field(default_factory=CommandCfg)
+    handoff: HandoffCfg = field(default_factory=HandoffCfg)
 
 
 @dataclass(frozen=True)
@@ -120,7 +127,7 @@ class SimulatedCfg:
 
 @dataclass(frozen=True)
 class ModelCfg:
-    teacher_backend: str = "simulated"  # simulated | openai | azure | anthropic
+    teacher_backend: str = "simulated"  # simulated | openai | azure | anthropic | agent | handoff
     teacher_model: str = "sim-teacher"
     student_backend: str = "simulated"  # simulated | openai | azure | anthropic | command
     student_model: str = "sim-student"
@@ -290,7 +297,7 @@ class Config:
     sleep: dict[str, Any] = field(default_factory=dict)
     # A skill library: skill name → {path, tasks, triggers, branch}, validated by skillgit.library.config
     # (`skillgit train --skill NAME`); kept here so every command accepts a skillgit.yaml that has one
-    skills: dict[str, Any] = field(default_factory=dict)
+    skills: Any = field(default_factory=dict)  # a mapping (name → spec) or a list of paths / globs
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -311,6 +318,7 @@ RUNTIME_ONLY_KEYS: tuple[str, ...] = (
     "model.teacher.max_retries", "model.student.max_retries", "model.simulated.latency_s", "gradient.analyst_workers",
     "env.workers", "env.executor", "env.ray_address", "env.scorer.timeout_s", "budget", "train.max_steps", "sleep",
     "model.teacher.cache_identity", "model.student.cache_identity", "env.keep_workspaces",
+    "model.teacher.handoff.wait_s", "model.student.handoff",
 )
 
 
@@ -460,7 +468,7 @@ def _read_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
         where = f" (named by _base_ in {chain[-1]})" if chain else ""
         raise ConfigError(f"config file not found: {path}{where}",
                           "fix the path (relative to the file that names it)" if chain
-                          else "run `skillgit init` or pass --config PATH")
+                          else "run `skillgit init` or pass --config FILE")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -565,16 +573,32 @@ def dump_config(cfg: Config, mask_secrets: bool = True) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
+def _leaves(data: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
+    """(dotted key, value) for every leaf of a plain mapping; lists are leaves."""
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            yield from _leaves(value, dotted + ".")
+        else:
+            yield dotted, value
+
+
+@functools.lru_cache(maxsize=1)
+def _default_leaves() -> dict[str, Any]:
+    return dict(_leaves(_plain(config_from_dict({}).to_dict())))
+
+
 def config_digest(cfg: Config, ignore: Iterable[str] = ()) -> str:
-    """First 12 hex digits of sha256 over the canonical JSON of the config (sorted keys, lists for tuples),
-    leaving out the dotted keys (or whole sections) in `ignore`, e.g. RUNTIME_ONLY_KEYS."""
-    data = _plain(cfg.to_dict())
-    for dotted in ignore:
-        node = data
-        *parents, last = dotted.split(".")
-        for part in parents:
-            node = node.get(part, {}) if isinstance(node, dict) else {}
-        if isinstance(node, dict):
-            node.pop(last, None)
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """First 12 hex digits of sha256 over the canonical JSON of the keys whose value differs from the default
+    (dotted key -> value, sorted), leaving out the dotted keys (or whole sections) in `ignore`, e.g.
+    RUNTIME_ONLY_KEYS. Only departures from the defaults count, so a release that adds a key at its default leaves
+    every existing config's digest, and the resume of an unfinished run, unchanged; a release that changes a default
+    does too (the run keeps the config it started with in its `config.yaml`)."""
+    skip = tuple(ignore)
+    defaults = _default_leaves()
+    missing = object()
+    changed = {key: value for key, value in _leaves(_plain(cfg.to_dict()))
+               if defaults.get(key, missing) != value
+               and not any(key == s or key.startswith(s + ".") for s in skip)}
+    canonical = json.dumps(changed, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]

@@ -13,6 +13,7 @@ import re
 import shlex
 import types
 import typing
+from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Union
 
 from skillgit.agents import registry as agents
@@ -108,51 +109,66 @@ def coerce(value: Any, hint: Any, key: str, default: Any = None) -> Any:
     if value is None:
         raise ConfigError(f"{key}: a value is required, got None",
                           f"remove the key to use the default {default!r}" if default is not None else example)
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
-            return _BOOL_WORDS[value.strip().lower()]
-        raise ConfigError(f"{key}: expected true or false, got {_short(value)}",
-                          _join("write true or false", example))
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str) and _INT_RE.match(value.strip().replace("_", "")):
-            return int(value.strip().replace("_", ""))
-        raise ConfigError(f"{key}: expected an integer, got {_short(value)}", _join("write a whole number", example))
-    if hint is float:
-        number = _as_float(value)
-        if number is None or math.isnan(number):
-            raise ConfigError(f"{key}: expected a number, got {_short(value)}", _join("write a number", example))
-        return number
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return str(value)  # a model name like `4` or a version like `2` is still a name
-        raise ConfigError(f"{key}: expected a string, got {_short(value)}", "put the value in quotes")
+    if hint in _SCALARS:
+        return _SCALARS[hint](value, key, example)
     if origin is tuple:
-        if isinstance(value, str):
-            # A string for a list: argv is split like a shell would; other lists take "a,b,c" (handy with --set).
-            try:
-                value = shlex.split(value) if leaf == "argv" else [v.strip() for v in value.split(",") if v.strip()]
-            except ValueError as exc:
-                raise ConfigError(f"{key}: cannot split {_short(value)} into words: {exc}",
-                                  "write a YAML list instead, e.g. `argv: [my-agent, '{prompt}']`") from None
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{key}: expected a list, got {_short(value)}",
-                              f"write a YAML list, e.g. `{leaf}: [a, b]`")
-        return tuple(coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value))
+        return _to_tuple(value, args[0], key, leaf)
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{key}: expected a mapping, got {_short(value)}", "write it as `name: value` lines")
         return {str(k): coerce(v, args[1], f"{key}.{k}") for k, v in value.items()}
     return value
+
+
+def _to_bool(value: Any, key: str, example: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
+        return _BOOL_WORDS[value.strip().lower()]
+    raise ConfigError(f"{key}: expected true or false, got {_short(value)}", _join("write true or false", example))
+
+
+def _to_int(value: Any, key: str, example: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _INT_RE.match(value.strip().replace("_", "")):
+        return int(value.strip().replace("_", ""))
+    raise ConfigError(f"{key}: expected an integer, got {_short(value)}", _join("write a whole number", example))
+
+
+def _to_float(value: Any, key: str, example: str) -> float:
+    number = _as_float(value)
+    if number is None or math.isnan(number):
+        raise ConfigError(f"{key}: expected a number, got {_short(value)}", _join("write a number", example))
+    return number
+
+
+def _to_str(value: Any, key: str, example: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)  # a model name like `4` or a version like `2` is still a name
+    raise ConfigError(f"{key}: expected a string, got {_short(value)}", "put the value in quotes")
+
+
+_SCALARS: dict[Any, Callable[[Any, str, str], Any]] = {bool: _to_bool, int: _to_int, float: _to_float, str: _to_str}
+
+
+def _to_tuple(value: Any, item: Any, key: str, leaf: str) -> tuple[Any, ...]:
+    if isinstance(value, str):
+        # A string for a list: argv is split like a shell would; other lists take "a,b,c" (handy with --set).
+        try:
+            value = shlex.split(value) if leaf == "argv" else [v.strip() for v in value.split(",") if v.strip()]
+        except ValueError as exc:
+            raise ConfigError(f"{key}: cannot split {_short(value)} into words: {exc}",
+                              "write a YAML list instead, e.g. `argv: [my-agent, '{prompt}']`") from None
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{key}: expected a list, got {_short(value)}", f"write a YAML list, e.g. `{leaf}: [a, b]`")
+    return tuple(coerce(v, item, f"{key}[{i}]") for i, v in enumerate(value))
 
 
 def _join(*parts: str) -> str:
@@ -197,7 +213,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "env.scorer.threshold": (lambda v: 0 < v <= 1, "must be > 0 and <= 1"),
     "model.*.temperature": _ge(0), "model.*.max_tokens": _ge(1), "model.*.thinking_budget": _ge(1),
     "model.*.timeout_s": _gt(0), "model.*.max_retries": _ge(0), "model.*.concurrency": _ge(1),
-    "model.*.command.timeout_s": _gt(0),
+    "model.*.command.timeout_s": _gt(0), "model.*.handoff.wait_s": _ge(0),
     "model.simulated.num_rules": _within(1, 8), "model.simulated.noise": _within(0, 1, hi_open=True),
     "model.simulated.lucky_rate": _within(0, 1, hi_open=True), "model.simulated.min_fields": _within(1, 5),
     "model.simulated.max_fields": _within(1, 5), "model.simulated.dilution_lines": _ge(1),
@@ -266,6 +282,11 @@ def _no_prompt_in_shell(argv: tuple[str, ...]) -> None:
 
 def check_config(cfg: Any) -> None:
     """Rules that involve more than one field, or a field's inner syntax. `cfg` is a `Config`."""
+    for rule in (_check_skill, _check_optimizer, _check_env, _check_scorer, _check_model, _check_prices):
+        rule(cfg)
+
+
+def _check_skill(cfg: Any) -> None:
     skill = cfg.skill
     if not skill.path.strip():
         raise ConfigError("skill.path: must not be empty", "name the skill file, e.g. `path: SKILL.md`")
@@ -276,6 +297,8 @@ def check_config(cfg: Any) -> None:
         raise ConfigError(f"skill.branch: {skill.branch!r} is not a valid branch name",
                           "use letters, digits, '-', '_' and '/', e.g. `branch: main`")
 
+
+def _check_optimizer(cfg: Any) -> None:
     opt = cfg.optimizer
     if opt.min_learning_rate > opt.learning_rate:
         raise ConfigError(f"optimizer.min_learning_rate: must be <= optimizer.learning_rate "
@@ -286,10 +309,14 @@ def check_config(cfg: Any) -> None:
                           "would rewrite the skill from no suggestions at all",
                           "set optimizer.learning_rate >= 1, or use skill_update_mode: patch")
 
+
+def _check_env(cfg: Any) -> None:
     parse_ratio(cfg.env.split_ratio)
     if not str(cfg.env.tasks).strip() and not cfg.env.split_dir:
         raise ConfigError("env.tasks: must name a task file or folder", "e.g. `tasks: tasks.jsonl`")
 
+
+def _check_scorer(cfg: Any) -> None:
     scorer = cfg.env.scorer
     if scorer.pattern is not None:
         try:
@@ -308,35 +335,53 @@ def check_config(cfg: Any) -> None:
         raise ConfigError("env.scorer.command: the command scorer needs `command: <shell command>`",
                           "e.g. `command: python check.py` (reads {item, output} JSON on stdin, prints a score)")
 
+
+def _check_model(cfg: Any) -> None:
     model = cfg.model
     _no_prompt_in_shell(model.student.command.argv)
     if model.student_backend == "command":
-        command = model.student.command
-        answers = agents.answer_names()
-        if command.preset == "generic" and not command.argv:
-            raise ConfigError("model.student.command.argv: student_backend 'command' with preset 'generic' "
-                              "needs the command to run",
-                              f"set model.student.command.preset: {'|'.join(a for a in answers if a != 'generic')}, "
-                              "or argv: [my-agent, '{prompt}']")
-        if command.preset not in answers:
-            raise ConfigError(f"model.student.command.preset: '{command.preset}' is an agent preset",
-                              f"use student_backend: agent for coding agents on agentic tasks "
-                              f"({', '.join(agents.student_names())}), or preset {'|'.join(answers)} with "
-                              "student_backend: command")
+        _check_command_student(model.student.command)
     for side in ("teacher", "student"):
         _check_azure_auth(side, getattr(model, f"{side}_backend"), getattr(model, side))
     for side in ("teacher", "student"):
         backend = getattr(model, f"{side}_backend")
         name = getattr(model, f"{side}_model")
-        if backend != "simulated" and not str(name).strip():
+        if backend not in ("simulated", "handoff") and not str(name).strip():
             raise ConfigError(f"model.{side}_model: must name a model for backend {backend!r}",
                               f"e.g. `{side}_model: gpt-4o-mini`")
+    _check_handoff_dir(model.teacher.handoff.dir)
 
+
+def _check_command_student(command: Any) -> None:
+    answers = agents.answer_names()
+    if command.preset == "generic" and not command.argv:
+        raise ConfigError("model.student.command.argv: student_backend 'command' with preset 'generic' "
+                          "needs the command to run",
+                          f"set model.student.command.preset: {'|'.join(a for a in answers if a != 'generic')}, "
+                          "or argv: [my-agent, '{prompt}']")
+    if command.preset not in answers:
+        raise ConfigError(f"model.student.command.preset: '{command.preset}' is an agent preset",
+                          f"use student_backend: agent for coding agents on agentic tasks "
+                          f"({', '.join(agents.student_names())}), or preset {'|'.join(answers)} with "
+                          "student_backend: command")
+
+
+def _check_prices(cfg: Any) -> None:
     for model_name, price in cfg.prices.items():
         for kind, usd in price.items():
             if usd < 0:
                 raise ConfigError(f"prices.{model_name}.{kind}: must be >= 0, got {usd!r}",
                                   "prices are USD per 1M tokens")
+
+
+def _check_handoff_dir(value: str) -> None:
+    """The handoff folder is relative to the repository root and stays inside it (llm/handoff.py checks the real
+    path when it is used)."""
+    path = PurePosixPath(value or ".")
+    if path.is_absolute() or ".." in path.parts or (value or "").startswith("~"):
+        raise ConfigError(f"model.teacher.handoff.dir: {value!r} is not a folder inside the repository",
+                          "give a path relative to the repository root (e.g. .skillgit/handoff), or leave it empty "
+                          "for <git dir>/skillgit/handoff")
 
 
 def _check_azure_auth(side: str, backend: str, bcfg: Any) -> None:

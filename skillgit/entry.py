@@ -1,6 +1,6 @@
 """The `skillgit` console script (and `python -m skillgit`): the command line, except one fast path.
 
-`skillgit mcp [--repo/-C DIR] [--config/-c FILE]` — how an agent starts skillgit's MCP server — is served without
+`skillgit mcp [--repo/-C DIR] [--config FILE]` — how an agent starts skillgit's MCP server — is served without
 importing the command line (typer, rich, click): the agent waits for the server's `initialize` answer before it
 can list skillgit's tools, and that answer should cost about what importing the MCP SDK costs (bench/mcp_start.py).
 Anything else, including `skillgit mcp --help` or an argument the fast path does not know, goes to
@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-_OPTIONS = {"--repo": "repo", "-C": "repo", "--config": "config", "-c": "config"}
+# (`-c` sets a config key now, as everywhere else: the command line serves `mcp -c …`)
+_OPTIONS = {"--repo": "repo", "-C": "repo", "--config": "config"}
 
 
 def mcp_arguments(args: Sequence[str]) -> dict[str, Path] | None:

@@ -39,9 +39,6 @@ from skillgit.prompts import unescape_all
 from skillgit.skilldoc import (
     MARKER_RE,
     Doc,
-    check_region_name,
-    close_marker,
-    open_marker,
     split_document,
     strip_trailing_blank_lines,
 )
@@ -49,7 +46,7 @@ from skillgit.types import EDIT_OPS, OP_ALIASES, Edit, EditResult
 from skillgit.unwrap import CONTENT_FRAME_RE, FILE_FRAME_RE, shown, strip_wrapper
 
 __all__ = ["parse_edits", "normalize_op", "apply_edits", "apply_to_skill", "strip_wrapper", "check_invariants",
-           "restore_protected", "set_region", "get_region", "unified_diff", "diff_stats", "split_document", "Doc"]
+           "restore_protected", "unified_diff", "diff_stats", "split_document", "Doc"]
 
 NEEDS_CONTENT = ("append", "insert_after", "replace")
 NEEDS_TARGET = ("insert_after", "replace", "delete")
@@ -116,54 +113,53 @@ def parse_edits(obj: Any, *, source_type: str = "failure", max_edits: int = MAX_
                         "optimizer.max_edits_per_reply)")
         raw = raw[:max_edits]
     for number, entry in enumerate(raw, 1):
-        where = f"edit {number}"
-        if not isinstance(entry, dict):
-            problems.append(f"{where}: is a {type(entry).__name__}, not an object")
-            continue
-        op = normalize_op(entry.get("op"))
-        if op is None:
-            problems.append(f"{where}: unknown op {entry.get('op')!r} (allowed: {', '.join(EDIT_OPS)})")
-            continue
-        target, p1 = _text_field(entry, "target")
-        content, p2 = _text_field(entry, "content")
-        rationale, p3 = _text_field(entry, "rationale")
-        if not rationale:
-            rationale, p3 = _text_field(entry, "reason")
-        bad = [p for p in (p1, p2, p3) if p]
-        if bad:
-            problems.append(f"{where}: {'; '.join(bad)}")
-            continue
-        if any(textsafe.has_unsafe(x) for x in (target, content, rationale)):
-            problems.append(f"{where}: control characters removed")
-            target, content, rationale = (textsafe.clean(x) for x in (target, content, rationale))
-        if max(len(target), len(content)) > max_chars:
-            problems.append(f"{where}: longer than {max_chars} characters (optimizer.max_edit_chars); dropped")
-            continue
-        target, content = target.strip(), _clean_content(content)
-        if op == "append":
-            target = ""
-        if op == "delete":
-            content = ""
-        if op in NEEDS_CONTENT and not content:
-            problems.append(f"{where}: {op} without content")
-            continue
-        if op in NEEDS_TARGET and not target:
-            problems.append(f"{where}: {op} without target")
-            continue
-        support = entry.get("support_count", 1)
-        support = support if isinstance(support, int) and not isinstance(support, bool) and support > 0 else 1
-        file, p4 = _text_field(entry, "file")
-        try:
-            file = _package_file(file)
-        except SkillgitError as exc:
-            problems.append(f"{where}: {exc.message}")
-            continue
-        if p4:
-            problems.append(f"{where}: {p4}")
-            continue
-        edits.append(Edit(op=op, content=content, target=target, rationale=rationale.strip(),
-                          support_count=support, source_type=source_type, id=f"e{len(edits) + 1}", file=file))
+        edit, said = _one_edit(entry, max_chars)
+        problems += [f"edit {number}: {p}" for p in said]
+        if edit is not None:
+            edits.append(edit.with_(source_type=source_type, id=f"e{len(edits) + 1}"))
     return edits, problems
+
+
+def _one_edit(entry: Any, max_chars: int) -> tuple[Edit | None, list[str]]:
+    """One entry of `edits` as an `Edit` (None when dropped), and its problems (see `parse_edits`)."""
+    if not isinstance(entry, dict):
+        return None, [f"is a {type(entry).__name__}, not an object"]
+    op = normalize_op(entry.get("op"))
+    if op is None:
+        return None, [f"unknown op {entry.get('op')!r} (allowed: {', '.join(EDIT_OPS)})"]
+    (target, content, rationale), bad = _texts(entry)
+    if bad:
+        return None, [bad]
+    said = []
+    if any(textsafe.has_unsafe(x) for x in (target, content, rationale)):
+        said.append("control characters removed")
+        target, content, rationale = (textsafe.clean(x) for x in (target, content, rationale))
+    if max(len(target), len(content)) > max_chars:
+        return None, [*said, f"longer than {max_chars} characters (optimizer.max_edit_chars); dropped"]
+    target = "" if op == "append" else target.strip()
+    content = "" if op == "delete" else _clean_content(content)
+    for field, value, needs in (("content", content, NEEDS_CONTENT), ("target", target, NEEDS_TARGET)):
+        if op in needs and not value:
+            return None, [*said, f"{op} without {field}"]
+    support = entry.get("support_count", 1)
+    support = support if isinstance(support, int) and not isinstance(support, bool) and support > 0 else 1
+    file, p4 = _text_field(entry, "file")
+    try:
+        file = _package_file(file)
+    except SkillgitError as exc:
+        return None, [*said, exc.message]
+    if p4:
+        return None, [*said, p4]
+    return Edit(op=op, content=content, target=target, rationale=rationale.strip(), support_count=support,
+                file=file), said
+
+
+def _texts(entry: dict) -> tuple[tuple[str, str, str], str]:
+    """(target, content, rationale or reason) of an entry, and what is wrong with them ("" when nothing)."""
+    (target, p1), (content, p2), (rationale, p3) = (_text_field(entry, k) for k in ("target", "content", "rationale"))
+    if not rationale:
+        rationale, p3 = _text_field(entry, "reason")
+    return (target, content, rationale), "; ".join(p for p in (p1, p2, p3) if p)
 
 
 def _package_file(file: str) -> str:
@@ -324,11 +320,17 @@ def _delete(text: str, start: int, end: int) -> str:
     return new
 
 
-def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, str, str]:
-    """Apply one edit; returns (new_text, status, reason)."""
+class _Skip(Exception):
+    def __init__(self, status: str, reason: str):  # an edit not applied: its status and the reason
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def _checked(text: str, edit: Edit) -> tuple[str, str, str, list[str]]:
+    """(op, content, target, reasons) of an edit that may be applied; `_Skip` for one that may not."""
     op = normalize_op(edit.op)
     if op is None:
-        return text, "skipped_invalid", f"unknown op {edit.op!r}"
+        raise _Skip("skipped_invalid", f"unknown op {edit.op!r}")
     # A teacher quoting a skill line that starts with a protocol tag saw it escaped (`&lt;output>`); undo that.
     content = unescape_all(_clean_content(edit.content.replace("\r\n", "\n")))
     target = edit.target.replace("\r\n", "\n").strip()
@@ -339,17 +341,18 @@ def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, st
         if removed:
             reasons.append(f"stripped the prompt's wrapper from the content ({shown(removed)})")
     if op in NEEDS_CONTENT and not content:
-        return text, "skipped_invalid", f"{op} needs content"
+        raise _Skip("skipped_invalid", f"{op} needs content")
     if op in NEEDS_TARGET and not target:
-        return text, "skipped_invalid", f"{op} needs a target"
+        raise _Skip("skipped_invalid", f"{op} needs a target")
     if MARKER_RE.search(content):
-        return text, "skipped_protected_region", "content contains a skillgit region marker"
+        raise _Skip("skipped_protected_region", "content contains a skillgit region marker")
     if op in ("append", "insert_after") and _norm(content) in _norm(text):
-        return text, "skipped_duplicate", "content already appears in the skill"
-    doc = split_document(text)
-    if op == "append":
-        return _append(doc, content), "applied", "; ".join(reasons)
+        raise _Skip("skipped_duplicate", "content already appears in the skill")
+    return op, content, target, reasons
 
+
+def _found(doc: Any, target: str, allow_front_matter: bool) -> tuple[str, int, int, str, str, list[str]]:
+    """`_locate`'s (kind, start, end, note), how it matched, and the wrapper when the target was only that."""
     kind, start, end, note = _locate(doc, target, allow_front_matter)
     how = "whitespace normalisation"
     if kind == "missing" and unescape_all(target) != target:
@@ -357,43 +360,64 @@ def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, st
         kind, start, end, note = _locate(doc, unescape_all(target), allow_front_matter)
         how = "undoing prompt escaping" + (" and whitespace normalisation" if kind == "fuzzy" else "")
         kind = "fuzzy" if kind == "exact" else kind
+    if kind != "missing":
+        return kind, start, end, note, how, []
+    # The teacher copied the prompt's frame along (`<skill><# Skill>Be helpful.</#Skill>`): match what is inside.
+    # Stripped before unescaping, so a skill line the prompt showed escaped (`&lt;output>`) keeps its tag.
+    bare, removed = strip_wrapper(target)
+    if not removed or not bare:
+        return kind, start, end, note, how, removed
+    kind, start, end, note = _locate(doc, unescape_all(bare), allow_front_matter)
+    how = f"stripping the prompt's wrapper ({shown(removed)})" + (
+        " and whitespace normalisation" if kind == "fuzzy" else "")
+    return ("fuzzy" if kind == "exact" else kind), start, end, note, how, []
+
+
+def _apply_one(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, str, str]:
+    """Apply one edit; returns (new_text, status, reason)."""
+    try:
+        return _applied(text, edit, allow_front_matter)
+    except _Skip as skip:
+        return text, skip.status, skip.reason
+
+
+def _applied(text: str, edit: Edit, allow_front_matter: bool) -> tuple[str, str, str]:
+    op, content, target, reasons = _checked(text, edit)
+    doc = split_document(text)
+    if op == "append":
+        return _append(doc, content), "applied", "; ".join(reasons)
+    kind, start, end, note, how, wrapper = _found(doc, target, allow_front_matter)
+    if wrapper and op == "insert_after":
+        # "insert after <skill>" (the frame's opening): at the top of the body; after `</skill>`: at the end
+        reasons.insert(0, f"the target was only the prompt's wrapper ({shown(wrapper)}): ")
+        if wrapper[-1].startswith("</"):
+            reasons[0] += "appended"
+            return _append(doc, content), "applied_fuzzy", "; ".join(reasons)
+        reasons[0] += "inserted at the top of the skill's body"
+        return _prepend(doc, content), "applied_fuzzy", "; ".join(reasons)
     if kind == "missing":
-        # The teacher copied the prompt's frame along (`<skill><# Skill>Be helpful.</#Skill>`): match what is inside.
-        # Stripped before unescaping, so a skill line the prompt showed escaped (`&lt;output>`) keeps its tag.
-        bare, removed = strip_wrapper(target)
-        if removed and bare:
-            kind, start, end, note = _locate(doc, unescape_all(bare), allow_front_matter)
-            how = f"stripping the prompt's wrapper ({shown(removed)})" + (
-                " and whitespace normalisation" if kind == "fuzzy" else "")
-            kind = "fuzzy" if kind == "exact" else kind
-        elif removed and op == "insert_after":
-            # "insert after <skill>" (the frame's opening): at the top of the body; after `</skill>`: at the end
-            reasons.insert(0, f"the target was only the prompt's wrapper ({shown(removed)}): ")
-            if removed[-1].startswith("</"):
-                reasons[0] += "appended"
-                return _append(doc, content), "applied_fuzzy", "; ".join(reasons)
-            reasons[0] += "inserted at the top of the skill's body"
-            return _prepend(doc, content), "applied_fuzzy", "; ".join(reasons)
-    if kind == "missing":
-        return text, "skipped_target_not_found", "target not found (exact, whitespace-normalised, or without the " \
-                                                 "prompt's escaping and wrapper)"
+        raise _Skip("skipped_target_not_found", "target not found (exact, whitespace-normalised, or without the "
+                                                "prompt's escaping and wrapper)")
     if kind == "protected":
-        return text, "skipped_protected_region", f"target lies in {note}"
-    status = "applied_fuzzy" if kind == "fuzzy" else "applied"
-    reasons = ([f"target matched after {how}"] if kind == "fuzzy" else []) + reasons
-    if note:
-        reasons.append(note)
+        raise _Skip("skipped_protected_region", f"target lies in {note}")
+    reasons = ([f"target matched after {how}"] if kind == "fuzzy" else []) + reasons + ([note] if note else [])
+    new = _edited(text, doc, op, content, (start, end), allow_front_matter)
+    return new, "applied_fuzzy" if kind == "fuzzy" else "applied", "; ".join(reasons)
+
+
+def _edited(text: str, doc: Any, op: str, content: str, span: tuple[int, int], allow_front_matter: bool) -> str:
+    """`text` with `op` applied at the target's `span`; `_Skip` when it changes nothing or a protected region."""
+    start, end = span
     if op == "replace":
         if _norm(content) == _norm(text[start:end]):
-            return text, "skipped_duplicate", "replacement equals the target"
-        new = text[:start] + content + text[end:]
-    elif op == "delete":
-        new = _delete(text, start, end)
-    else:
-        new, hit = _insert_after(doc, end, content, doc.protected_spans(allow_front_matter=allow_front_matter))
-        if hit:
-            return text, "skipped_protected_region", f"the insertion point lies in {hit}"
-    return new, status, "; ".join(reasons)
+            raise _Skip("skipped_duplicate", "replacement equals the target")
+        return text[:start] + content + text[end:]
+    if op == "delete":
+        return _delete(text, start, end)
+    new, hit = _insert_after(doc, end, content, doc.protected_spans(allow_front_matter=allow_front_matter))
+    if hit:
+        raise _Skip("skipped_protected_region", f"the insertion point lies in {hit}")
+    return new
 
 
 def apply_edits(text: str, edits: list[Edit], *, allow_front_matter: bool = False) -> tuple[str, list[EditResult]]:
@@ -513,47 +537,6 @@ def restore_protected(before: str, after: str, *, allow_front_matter: bool = Fal
         body = strip_trailing_blank_lines(out)
         out = (body + "\n\n" if body.strip() else body) + blocks + "\n"
     return None if check_invariants(before, out, allow_front_matter=allow_front_matter) else out
-
-
-# ---------------------------------------------------------------------------------------------- regions
-def get_region(text: str, name: str) -> str | None:
-    """The content of protected region `name` (one newline after the opening and before the closing marker
-    removed), or None if the document has no such region. Inverse of `set_region`. In a package: of its main
-    file (SKILL.md), which is what an agent loads."""
-    if package.is_bundle(text):
-        text = package.parse(text).files[0][1]
-    region = split_document(text).region(name)
-    if region is None:
-        return None
-    inner = text[region.inner_start:region.inner_end]
-    inner = inner[1:] if inner.startswith("\n") else inner
-    return inner[:-1] if inner.endswith("\n") else inner
-
-
-def set_region(text: str, name: str, content: str) -> str:
-    """Write `content` into protected region `name`, creating the region at the end of the document if missing.
-
-    The content is stored between the markers on lines of its own; skillgit markers inside it are removed (a
-    teacher's guidance must not open or close regions). Raises SkillgitError for an invalid name, or if the
-    region exists but is not closed (replacing it would swallow the rest of the document). In a package the region
-    lives in the main file (SKILL.md): a region after the last file block would be no file's text at all."""
-    if package.is_bundle(text):
-        pkg = package.parse(text)
-        main_path, main_text = pkg.files[0]
-        return pkg.with_file(main_path, set_region(main_text, name, content)).bundle()
-    check_region_name(name)
-    content = MARKER_RE.sub("", content.replace("\r\n", "\n")).strip("\n")
-    inner = f"\n{content}\n" if content else "\n"
-    doc = split_document(text)
-    region = doc.region(name)
-    if region is not None and not region.closed:
-        raise SkillgitError(f"protected region '{name}' has no closing marker",
-                            f"add '{close_marker(name)}' where the region should end")
-    if region is not None:
-        return text[:region.inner_start] + inner + text[region.inner_end:]
-    head, body = text[:doc.body_start], strip_trailing_blank_lines(text[doc.body_start:])
-    body = body + "\n\n" if body.strip() else ""
-    return head + body + open_marker(name) + inner + close_marker(name) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------- diffs

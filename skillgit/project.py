@@ -7,10 +7,11 @@ and config loading; no git is spelled here (the store opens the repository itsel
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillgit.config import Config, load_config
+from skillgit import config_layers
+from skillgit.config import Config
 from skillgit.errors import GitStateError
 
 CONFIG_NAME = "skillgit.yaml"
@@ -21,6 +22,9 @@ class Project:
     root: Path  # the repository's top-level folder (its working tree)
     config: Config
     config_path: Path | None  # None when the project has no skillgit.yaml (all defaults)
+    # which layer set each key (a file's path or the command line; `config_layers`); a key not here is a default
+    origins: dict[str, str] = field(default_factory=dict, compare=False)
+    user_config: Path | None = None  # the user config's path when it exists (`config_layers.user_config_path`)
 
 
 # what would make git look somewhere other than the folder it is asked about (set inside git hooks, for one)
@@ -51,8 +55,12 @@ def find_root(start: Path | None = None) -> Path:
 
 def open_project(repo: Path | None = None, config: Path | None = None,
                  overrides: tuple[str, ...] | list[str] = ()) -> Project:
+    """The project at or above `repo`: its config is the user config, then the project's file (`config`, default
+    skillgit.yaml at the root; none: defaults), then `overrides` (`config_layers`)."""
     root = find_root(repo)
     path = config if config is not None else root / CONFIG_NAME
-    if config is None and not path.exists():
-        return Project(root, load_config(None, overrides), None)
-    return Project(root, load_config(path, overrides), path)
+    found = path if config is not None or path.exists() else None
+    user = config_layers.existing_user_config()
+    origins: dict[str, str] = {}
+    cfg = config_layers.load(found, list(overrides), user, origins)
+    return Project(root, cfg, found, origins, user)

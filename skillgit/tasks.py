@@ -203,6 +203,11 @@ def load_items(path: Path) -> list[Item]:
     rows = _rows(path)
     if not rows:
         raise TaskFileError(f"{path}: no items", "add at least one item with an `input`")
+    drafts = [where for row, where in rows if isinstance(row, dict) and row.get("skillgit_draft")
+              and row.get("reviewed") is not True]
+    if drafts:  # `skillgit tasks suggest` drafts: no judge the model wrote is trained on before a person read it
+        raise TaskFileError(f"{drafts[0]}: a generated draft task nobody has reviewed yet ({len(drafts)} in the file)",
+                            f"read and fix the drafts, then `skillgit tasks approve {path}`")
     located = [(_item(row, where, f"{path.stem}-{n}", path.parent.resolve()), where)
                for n, (row, where) in enumerate(rows, start=1)]
     _check_unique(located, str(path))

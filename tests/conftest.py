@@ -38,6 +38,9 @@ def hermetic_env(tmp_path_factory, monkeypatch):
         if any(s in upper for s in ("API_KEY", "OPENAI", "ANTHROPIC", "AZURE_")) or upper.startswith("SKILLGIT_"):
             if name not in ("SKILLGIT_LIVE_BASE_URL", "SKILLGIT_LIVE_MODEL", "SKILLGIT_LIVE_API_KEY"):
                 monkeypatch.delenv(name, raising=False)
+    # `skillgit sleep schedule` never reaches the machine's real crontab from a test: a test that means to schedule
+    # passes its own fake (tests/test_sleep_schedule.py)
+    monkeypatch.setenv("SKILLGIT_CRONTAB", str(home / "no-real-crontab-in-tests"))
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "160")
     # A nested pytest (an agentic task's verifier, run hundreds of times by the suite) sees neither this run's

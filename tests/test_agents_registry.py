@@ -56,6 +56,11 @@ def test_one_table_with_every_agent_and_the_lists_derived_from_it():
             assert callable(registry.resolve_pointer(agent.install))
     assert set(registry.readers()) == {"claude", "codex", "copilot", "opencode", "copilot-vscode", "cursor"}
     assert set(registry.install_targets()) == {"claude", "codex", "copilot"}
+    from skillgit.integrations import artifacts
+
+    assert artifacts.targets() == ("claude", "codex", "copilot")
+    assert [artifacts.installer(a).home_env for a in artifacts.targets()] == [
+        "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME"]
 
 
 def test_unknown_names_are_errors_that_list_the_choices():
@@ -115,6 +120,22 @@ def test_a_registered_agent_module_appears_in_config_validation_doctor_and_the_s
     assert os.environ["HOME"] not in said
     assert student["agent"] == {"agent": "fakeagent", "version": "fakeagent 9.9.9",
                                 "config": student["agent"]["config"], "profile": "hermetic"}
+
+    # install's targets come from the registry too: the fake agent's one artifact is written and removed
+    from skillgit.integrations import artifacts
+
+    assert artifacts.targets()[-1] == "fakeagent" and "fakeagent" in registry.install_targets()
+    done = run_cli_inproc("install", "fakeagent", "--project", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert (root / ".fake/skills/skillgit/SKILL.md").read_text() == "fake project skill\n"
+    done = run_cli_inproc("uninstall", "fakeagent", "--project", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert not (root / ".fake").exists()
+    registry.unregister("fakeagent")
+    gone = run_cli_inproc("install", "fakeagent", "--project", cwd=root)
+    assert gone.returncode == 2 and "unknown agent 'fakeagent'" in gone.stderr
+    assert "claude, codex, copilot" in gone.stderr
+    registry.register("fakeagent", "tests.fake_agent:AGENT")
 
 
 def test_doctor_lists_the_agent_clis_and_how_to_install_a_missing_one(make_repo, tmp_path):

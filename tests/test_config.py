@@ -387,3 +387,31 @@ def test_every_leaf_default_passes_validation():
     # The defaults themselves must satisfy the rules (a default that fails would make every config fail).
     cfg = config_from_dict({})
     assert dataclasses.asdict(cfg) == dataclasses.asdict(Config())
+
+
+def test_digest_survives_a_release_that_adds_a_key_at_its_default(monkeypatch):
+    # A user upgrades skillgit while a run is unfinished; the new version has one more config key, at its default.
+    # Before, the digest hashed every key, so `train --resume` no longer matched the run and started a new one.
+    import functools
+
+    import skillgit.config as config_module
+
+    cfg = load_config(None, ["train.seed=3"])
+    before = config_digest(cfg, RUNTIME_ONLY_KEYS)
+    plain_to_dict = Config.to_dict
+
+    def with_new_key(self):
+        data = plain_to_dict(self)
+        data["train"] = {**data["train"], "a_key_added_later": 7}
+        return data
+
+    def forget_defaults():  # the defaults are read once per process
+        getattr(config_module, "_default_leaves", functools.lru_cache(None)(dict)).cache_clear()
+
+    monkeypatch.setattr(Config, "to_dict", with_new_key)
+    forget_defaults()
+    try:
+        assert config_digest(cfg, RUNTIME_ONLY_KEYS) == before
+        assert config_digest(load_config(None, ["train.seed=4"]), RUNTIME_ONLY_KEYS) != before
+    finally:
+        forget_defaults()

@@ -116,7 +116,7 @@ def test_install_twice_then_uninstall_leaves_repo_and_home_byte_identical(scratc
 def test_every_agent_and_scope_together_then_removed_in_another_order(scratch):
     repo, home = scratch
     before = snapshot(repo), snapshot(home)
-    pairs = [(a, s) for a in A.AGENTS for s in A.SCOPES]
+    pairs = [(a, s) for a in A.targets() for s in A.SCOPES]
     for agent, scope in pairs:
         install(agent, scope, repo=repo, home=home)
     for agent, scope in reversed(pairs[::2] + pairs[1::2]):

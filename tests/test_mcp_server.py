@@ -27,7 +27,7 @@ from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
 READ_TOOLS = ("log", "show", "diff", "rejected", "status", "report", "review_summary")
-ALL_TOOLS = {*READ_TOOLS, "train_dry_run", "train", "sleep_dry_run", "sleep_run"}
+ALL_TOOLS = {*READ_TOOLS, "train_dry_run", "train", "sleep_dry_run", "sleep_run", "pending_questions", "answer"}
 FAKE_KEY = "sk-ant-api03-" + "Q" * 40  # a credential shape: must come back masked
 FIXED_TIME = 1_800_000_000  # file times set by hand: the report order is the files' age, not the test's timing
 
@@ -115,7 +115,7 @@ def test_every_read_tool_answers_and_guarded_or_bad_calls_are_clear_errors(train
     out = run_session(repo, env, body)
     assert set(out["tools"]) == ALL_TOOLS
     for name in ALL_TOOLS:
-        assert _read_only(out["tools"][name]) is (name not in ("train", "sleep_run")), name
+        assert _read_only(out["tools"][name]) is (name not in ("train", "sleep_run", "answer")), name
     schema = _field(out["tools"]["train"], "input_schema", "inputSchema")
     assert {"max_calls", "max_cost_usd", "max_steps", "review_branch"} <= set(schema["properties"])
 

@@ -96,7 +96,7 @@ def test_repo_and_config_options_take_the_light_path(make_repo, tmp_path):
 
 @pytest.mark.parametrize("args, expected", [
     (["mcp"], {}),
-    (["mcp", "--repo", "r", "-c", "c.yaml"], {"repo": Path("r"), "config": Path("c.yaml")}),
+    (["mcp", "--repo", "r", "--config", "c.yaml"], {"repo": Path("r"), "config": Path("c.yaml")}),
     (["mcp", "--repo=r", "--config=c"], {"repo": Path("r"), "config": Path("c")}),
     (["mcp", "-C", "r"], {"repo": Path("r")}),
 ])
@@ -106,7 +106,7 @@ def test_mcp_arguments_the_fast_path_serves(args, expected):
 
 @pytest.mark.parametrize("args", [[], ["log"], ["mcp", "--help"], ["mcp", "--repo"], ["mcp", "--repo", "--config"],
                                   ["mcp", "-C", "a", "-C", "b"], ["mcp", "--repo="], ["mcp", "extra"],
-                                  ["mcp", "-C=a"], ["mcp", "--verbose"]])
+                                  ["mcp", "-C=a"], ["mcp", "--verbose"], ["mcp", "-c", "c.yaml"]])
 def test_everything_else_goes_to_the_command_line(args):
     assert mcp_arguments(args) is None
 

@@ -127,7 +127,7 @@ def test_nothing_skillgit_generates_installs_it_by_bare_name(make_repo, tmp_path
     texts = _generated()
     texts["ray-hint"] = RAY_HINT
     repo = make_repo()
-    for agent in A.AGENTS:
+    for agent in A.targets():
         for scope in A.SCOPES:
             for art in A.artifacts(agent, scope, repo if scope == "project" else tmp_path, {}):
                 value = getattr(art, "text", None) or getattr(art, "block", None) or json.dumps(art.value)

@@ -10,12 +10,11 @@ from skillgit.patch import (
     apply_edits,
     check_invariants,
     diff_stats,
-    get_region,
     parse_edits,
     restore_protected,
-    set_region,
     unified_diff,
 )
+from skillgit.regions import get_region, set_region
 from skillgit.skilldoc import split_document
 from skillgit.types import Edit
 
@@ -441,18 +440,18 @@ def _pkg() -> str:
 def test_the_slow_update_region_of_a_package_lives_in_its_main_file():
     from skillgit import package
 
-    updated = P.set_region(_pkg(), "slow-update", "Prefer ISO 8601.")
+    updated = set_region(_pkg(), "slow-update", "Prefer ISO 8601.")
     files = dict(package.parse(updated).files)
     assert "Prefer ISO 8601." in files["SKILL.md"] and files["references/formats.md"] == "# Formats\nYYYY-MM-DD\n"
-    assert P.get_region(updated, "slow-update") == "Prefer ISO 8601."
-    again = P.set_region(updated, "slow-update", "Prefer ISO 8601, always.")
-    assert P.get_region(again, "slow-update") == "Prefer ISO 8601, always." and len(package.parse(again).files) == 2
+    assert get_region(updated, "slow-update") == "Prefer ISO 8601."
+    again = set_region(updated, "slow-update", "Prefer ISO 8601, always.")
+    assert get_region(again, "slow-update") == "Prefer ISO 8601, always." and len(package.parse(again).files) == 2
 
 
 def test_a_package_rewrite_keeps_each_files_front_matter_and_regions():
     from skillgit import package
 
-    before = P.set_region(_pkg(), "slow-update", "Keep me.")
+    before = set_region(_pkg(), "slow-update", "Keep me.")
     files = dict(package.parse(before).files)
     renamed = package.bundle({**files, "SKILL.md": files["SKILL.md"].replace("name: dates", "name: other")})
     assert P.check_invariants(before, renamed) == ["SKILL.md: front matter was changed"]
@@ -464,7 +463,7 @@ def test_a_package_rewrite_keeps_each_files_front_matter_and_regions():
     assert repaired is not None and P.check_invariants(before, repaired) == []
     fixed = dict(package.parse(repaired).files)
     assert fixed["references/formats.md"] == files["references/formats.md"] and "More." in fixed["SKILL.md"]
-    assert P.get_region(repaired, "slow-update") == "Keep me."
+    assert get_region(repaired, "slow-update") == "Keep me."
 
 
 # ---------------------------------------------------------------------------------------------- the prompt's frame

@@ -331,3 +331,49 @@ def test_timeline_lists_applied_edits_before_skipped_ones():
     order = [timeline.index(f'<pre class="content">idea {x}</pre>') for x in "BCA"]
     assert order == sorted(order) and timeline.index("gone") > order[1]
     assert "2 of 4 edits applied" in page
+
+
+def _legend_texts(svg: str, key: str) -> list[str]:
+    """The text of a chart's legend group (`<key>-legend_1`, as both renderers name it), in drawing order."""
+    root = _parse(svg)
+    groups = [e for e in root.iter() if e.get("id") == f"{key}-legend_1"]
+    return ["".join(t.itertext()).strip() for g in groups for t in g.iter("text")]
+
+
+def test_both_renderers_draw_each_chart_from_one_spec_with_the_same_legend(report):
+    from skillgit.report.chartspec import chart_specs
+
+    specs = {spec.key: spec for spec in chart_specs(report)}
+    renderers = ["builtin"] + (["matplotlib"] if HAS_MPL else [])
+    for renderer in renderers:
+        for chart in render_charts(report, renderer).charts:
+            spec = specs[chart.key]
+            title = [spec.legend_title] if getattr(spec, "legend_title", "") else []
+            assert _legend_texts(chart.svg, chart.key) == title + [e.label for e in spec.legend], (renderer, chart.key)
+    # the curves legend lists only what is drawn: no test scores, no train batch -> no such entries in either
+    bare = RunReport.from_dict({**report.to_dict(), "test": {"seed": None, "best": None, "final": None},
+                                "steps": [{**s.to_dict(), "train_score": None} for s in report.steps]})
+    for renderer in renderers:
+        labels = _legend_texts(render_charts(bare, renderer).charts[0].svg, "curves")
+        assert labels == ["val: skill in force", "val: best so far", "val: candidate accepted",
+                          "val: candidate rejected"], renderer
+
+
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_heatmap_legend_is_the_continuous_scale_on_the_gate_metric(report, renderer):
+    """The cells are each item's mean over the gate's repeats on the run's metric, coloured on a continuous scale;
+    the legend used to show three categories, "passed (1.0)", "partial (0.5)" and "failed (0.0)", although 0.5
+    counts as a pass in the review's flips and a soft run's 1.0 is not "passed"."""
+    from skillgit.report.charts import score_colour
+
+    soft = RunReport.from_dict({**report.to_dict(), "metric": "soft"})
+    heat = render_charts(soft, renderer).charts[1]
+    labels = _legend_texts(heat.svg, "heatmap")
+    assert labels[0] == "item score (soft)"
+    assert labels[1:] == ["0 failed", "0.25", "0.5", "0.75", "1 passed", "unknown", "accepted candidate"]
+    assert "partial" not in heat.svg
+    legend = next(e for e in _parse(heat.svg).iter() if e.get("id") == "heatmap-legend_1")
+    svg_text = ET.tostring(legend, encoding="unicode").lower()
+    for value in (0.0, 0.25, 0.5, 0.75, 1.0):
+        assert score_colour(value) in svg_text, value  # each swatch in its scale colour
+    assert "Val score of each item (soft," in heat.caption

@@ -7,6 +7,7 @@ inbox (read, scoped, trimmed without losing a line appended meanwhile)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -438,7 +439,7 @@ def test_incremental_harvest_returns_only_what_is_new(tmp_path):
     assert len(r1.sessions) == 2 and r1.first_new_turn == {"claude:eeee0001": 0, "claude:eeee0002": 0}
     state = HarvestState.from_json(r1.state.to_json())  # the lead keeps this in git
     assert state == r1.state
-    assert all(k.startswith("claude:~/.claude/projects/") for k in state.files)  # no home path in the state
+    assert all(re.fullmatch(r"claude:home/[0-9a-f]{20}", k) for k in state.files)  # no home path, no user name
 
     r2 = harvest(["claude"], home, repo, [], state)
     assert r2.sessions == () and r2.skipped == () and r2.files_read == 0 and r2.files_unchanged == 2
@@ -577,7 +578,9 @@ def test_a_codex_session_moved_to_archived_sessions_is_not_new_again(tmp_path):
     live.rename(archived)
     again = harvest(["codex"], home, repo, [REMOTE], HarvestState.from_json(first.state.to_json()), inbox=False)
     assert again.sessions == () and again.skipped == () and again.files_read == 1
-    assert [k.split("/")[2] for k in again.state.files] == ["archived_sessions"]  # the vanished file is forgotten
+    from skillgit.sleep.harvest import _state_key
+
+    assert list(again.state.files) == [_state_key("codex", archived, home)]  # the vanished file is forgotten
     with archived.open("a") as fh:  # it grows after the move: only that is new
         fh.write(json.dumps({"timestamp": "2025-10-01T10:00:00Z", "type": "event_msg",
                              "payload": {"type": "user_message", "message": "one more thing"}}) + "\n")

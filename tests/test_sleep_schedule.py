@@ -4,6 +4,7 @@ $XDG_CONFIG_HOME — the real cron and systemd are never touched. The installed 
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -40,7 +41,7 @@ def fakes(tmp_path):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_CRON_DIR": str(state),
-           "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+           "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "SKILLGIT_CRONTAB": str(bin_dir / "crontab")}
     return env, state, bin_dir
 
 
@@ -160,3 +161,53 @@ def test_an_unattended_night_sends_unreviewed_tasks_only_by_explicit_choice_and_
     assert "sleep run --max-cost 2.5 >> " in line  # and without --yes: it was not asked for this time
     (repo / "skillgit.yaml").write_text((repo / "skillgit.yaml").read_text() + "  max_cost_usd: 1.0\n")
     assert run_cli("sleep", "schedule", cwd=repo, env=env).returncode == 0  # the config's cap is enough
+
+
+def test_the_real_crontab_is_out_of_reach_of_every_test(tmp_path):
+    """conftest points SKILLGIT_CRONTAB at a program that does not exist: a test that forgets its fake fails
+    instead of editing the machine's crontab."""
+    repo = make_project(tmp_path / "repo")
+    proc = run_cli("sleep", "schedule", cwd=repo)
+    assert proc.returncode == 2 and "is not installed or not on PATH" in proc.stderr
+
+
+def test_schedule_says_whose_crontab_it_wrote_and_warns_when_home_is_not_that_users(tmp_path, fakes):
+    import pwd
+
+    env, state, _ = fakes
+    repo = make_project(tmp_path / "repo")
+    user = pwd.getpwuid(os.getuid())
+    proc = run_cli("sleep", "schedule", cwd=repo, env=env)  # HOME is the test's own folder, not the user's home
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert f"installed in the crontab of user {user.pw_name}" in said
+    assert f"HOME is {os.environ['HOME']} but crontab(1) picks the crontab by user id" in said
+    assert "--crontab-file FILE" in said
+    same_home = run_cli("sleep", "schedule", cwd=repo, env={**env, "HOME": user.pw_dir})
+    assert same_home.returncode == 0 and "note: HOME" not in same_home.stderr
+
+
+def test_a_configured_crontab_file_is_honoured_and_crontab_never_runs(tmp_path, fakes):
+    env, state, _ = fakes
+    repo = make_project(tmp_path / "repo")
+    cron_file = tmp_path / "cron" / "skillgit.crontab"
+    cron_file.parent.mkdir(exist_ok=True)
+    cron_file.write_text(THEIRS)
+    proc = run_cli("sleep", "schedule", "--crontab-file", str(cron_file), "--at", "02:30", cwd=repo, env=env)
+    assert proc.returncode == 0, proc.stderr
+    text = cron_file.read_text()
+    assert text.startswith(THEIRS) and f"# skillgit sleep {repo}" in text and "\n30 2 * * * cd " in text
+    assert f"installed in {cron_file}" in " ".join(proc.stderr.split())
+    status = json.loads(run_cli("sleep", "status", "--json", "--crontab-file", str(cron_file), cwd=repo,
+                                env=env).stdout)
+    assert status["schedule"]["cron"] is True
+    assert run_cli("sleep", "unschedule", "--crontab-file", str(cron_file), cwd=repo, env=env).stdout.strip() == \
+        "removed the crontab entry"
+    assert cron_file.read_text() == THEIRS  # byte for byte
+    # the same from skillgit.yaml (sleep.crontab_file, `~` expanded)
+    cfg = repo / "skillgit.yaml"
+    cfg.write_text(cfg.read_text().replace("sleep:\n", "sleep:\n  crontab_file: ~/my.crontab\n", 1))
+    assert "crontab_file" in cfg.read_text()
+    assert run_cli("sleep", "schedule", cwd=repo, env=env).returncode == 0
+    assert f"# skillgit sleep {repo}" in (Path(os.environ["HOME"]) / "my.crontab").read_text()
+    assert not (state / "calls").exists()  # the crontab program never ran

@@ -98,7 +98,7 @@ AGENT = Agent(
     parse=parse,
     profile=PROFILE,
     reader="skillgit.sleep.readers.claude",
-    install="skillgit.integrations.artifacts:_claude",
+    install="skillgit.integrations.artifacts:CLAUDE",
 )
 
 __all__ = ["AGENT", "parse"]

@@ -107,7 +107,7 @@ AGENT = Agent(
     parse=parse,
     profile=PROFILE,
     reader="skillgit.sleep.readers.codex",
-    install="skillgit.integrations.artifacts:_codex",
+    install="skillgit.integrations.artifacts:CODEX",
 )
 
 __all__ = ["AGENT", "parse", "provider_toml"]

@@ -71,7 +71,7 @@ AGENT = Agent(
     parse=parse,
     profile=PROFILE,
     reader="skillgit.sleep.readers.copilot_cli",
-    install="skillgit.integrations.artifacts:_copilot",
+    install="skillgit.integrations.artifacts:COPILOT",
 )
 
 __all__ = ["AGENT", "parse"]

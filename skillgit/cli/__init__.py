@@ -14,6 +14,7 @@ also what `skillgit.cli.app` is. Parameters are coerced without pydantic where t
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any, Sequence
 
@@ -23,14 +24,15 @@ from skillgit import __version__
 from skillgit.cli import coerce, usage
 from skillgit.errors import ExitCode, Interrupted, SkillgitError, clear_stop, request_stop, stop_requested
 
-MODULES = ("history", "train", "doctor", "review", "sleep", "integrations", "ui", "envs")
+MODULES = ("history", "train", "doctor", "review", "sleep", "integrations", "ui", "envs", "library")
 # The module that registers each top-level command. Only a shortcut for `main()`: a command missing here (or moved
 # to another module) still runs, through the app with every command.
 COMMANDS = {**dict.fromkeys(("init", "log", "show", "diff", "rejected", "revert", "export", "push", "pull", "gc"),
                             "history"),
             **dict.fromkeys(("train", "eval", "status", "demo", "config"), "train"), "doctor": "doctor",
             **dict.fromkeys(("report", "pr", "check"), "review"), "sleep": "sleep",
-            **dict.fromkeys(("mcp", "install", "uninstall"), "integrations"), "ui": "ui", "env": "envs"}
+            **dict.fromkeys(("mcp", "install", "uninstall"), "integrations"), "ui": "ui", "env": "envs",
+            "tasks": "library"}
 
 coerce.install()
 usage.install()
@@ -137,6 +139,43 @@ def optional_values(argv: list[str]) -> list[str]:
     return out
 
 
+# `-c` sets a config key (`-c train.batch_size=8`, as `git -c` does); it named the config file before 0.x, so a value
+# that is not `key=value` is still taken as the file (`--config FILE`), with a hint to change the habit.
+_KEY_VALUE = re.compile(r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*=")
+C_IS_A_KEY = ("`-c FILE` is deprecated: -c now sets a config key (-c key=value, as git -c does)",
+              "name the config file with --config FILE")
+
+
+def config_shorthand(argv: list[str]) -> tuple[list[str], bool]:
+    """`argv` with every `-c VALUE` / `-cVALUE` whose VALUE is not `key=value` written as `--config=VALUE`, and
+    whether any was (the caller prints `C_IS_A_KEY`); nothing after `--` is touched. `-c key=value` before the
+    command (`skillgit -c budget.max_calls=50 train`, as `git -c k=v commit`) moves after it."""
+    lead: list[str] = []
+    while len(argv) >= 2 and argv[0] == "-c" and _KEY_VALUE.match(argv[1]):
+        lead += argv[:2]
+        argv = argv[2:]
+    if lead:
+        cut = argv.index("--") if "--" in argv else len(argv)
+        argv = argv[:cut] + lead + argv[cut:]
+    out: list[str] = []
+    rewrote = False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return out + argv[i:], rewrote
+        value = arg[2:] if arg.startswith("-c") and len(arg) > 2 else (argv[i + 1] if arg == "-c" and
+                                                                       i + 1 < len(argv) else None)
+        if value is not None and not _KEY_VALUE.match(value) and not value.startswith("-"):
+            out.append(f"--config={value}")
+            rewrote = True
+            i += 1 if len(arg) > 2 else 2
+            continue
+        out.append(arg)
+        i += 1
+    return out, rewrote
+
+
 def _interrupt(signum: int, frame: object) -> None:
     import signal
 
@@ -167,7 +206,9 @@ def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> Non
 
     from skillgit.console import print_error
 
-    argv = optional_values(list(sys.argv[1:] if args is None else args))
+    argv, deprecated = config_shorthand(optional_values(list(sys.argv[1:] if args is None else args)))
+    if deprecated:
+        sys.stderr.write(f"warning: {C_IS_A_KEY[0]}\nhint: {C_IS_A_KEY[1]}\n")
     app = _app_for(argv)
     # Ctrl-C, `kill` (TERM: CI cancelling a job, `timeout`) and a closed terminal (HUP) all stop a run the same
     # way: at the next safe point, saved as interrupted, with the line that says how to resume.

@@ -158,7 +158,7 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay,
             result = trainer.train()
         out = console.out
         out.rule("skillgit log")
-        log(run=None, as_json=False, limit=None, repo=folder, config=None)
+        log(run=None, as_json=False, limit=None, repo=folder, config=None, set_=None, skill=None)
         out.rule("seed → final skill")
         out.print(unified_diff(seed_text, session.store.read_skill()) or "(unchanged)", markup=False,
                   highlight=False)

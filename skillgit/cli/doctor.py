@@ -18,6 +18,7 @@ shown goes through `redact`.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -26,8 +27,9 @@ import typer
 from skillgit.errors import ExitCode, SkillgitError
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
-SET = typer.Option(None, "--set", "-s", help="Override a config key: --set model.teacher_model=gpt-4o (repeatable).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "-c", "--set", "-s",
+                   help="Set a config key, as git -c does: -c model.teacher_model=gpt-4o (repeatable).")
 
 PROBE = "Reply with the single word OK."
 JSON_PROBE = 'This is a health check. Reply with the JSON object {"status": "ok"} and nothing else.'
@@ -114,6 +116,17 @@ def check_role(cfg: Any, role: str, root: Path | None, *, environ: Mapping[str, 
     if row["backend"] == "simulated":
         row["detail"] = "offline simulation: no model is called, no credentials needed"
         return row
+    if row["backend"] == "handoff":  # asking would write a question for the user's agent: said, not called
+        from skillgit.llm.handoff import folder_for, plan
+
+        try:
+            if root is not None:
+                folder_for(cfg, root)  # inside the repository, or the error names the key
+        except SkillgitError as exc:
+            row.update(status="error", detail=redact(exc.message), fix=redact(exc.hint))
+            return row
+        row["detail"] = plan(cfg, root)
+        return row
     built: Any = None
     try:
         if role == "teacher":
@@ -180,10 +193,13 @@ def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: O
     env = envs.check(project.config.env, project.root)  # the environment (env.name), if any
     broken = [{"backend": name, "error": why} for name, why in plugin_errors().items()]  # plugins left out
     ok = all(r["status"] == "ok" for r in rows) and (env is None or env["status"] == "ok")
+    sources = config_sources(project)
     if as_json:
-        console.print_json({"ok": ok, "roles": rows, "agents": agents, "env": env, "backend_plugins": broken})
+        console.print_json({"ok": ok, "config": sources, "roles": rows, "agents": agents, "env": env,
+                            "backend_plugins": broken})
     else:
         _print_rows(console.out, rows, agents)
+        _print_sources(console.out, sources)
         _print_env(console.out, env, broken)
     if not ok:
         failed = ", ".join([r["role"] for r in rows if r["status"] != "ok"] +
@@ -195,8 +211,6 @@ def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: O
 def _print_rows(stdout: Any, rows: list[dict[str, Any]], agents: list[dict[str, Any]]) -> None:
     """One line per role (role, backend, model, endpoint) with its status and fix indented under it, then one
     line per agent CLI: readable at 80 columns (a boxed table of six columns wrapped into ~30 lines there)."""
-    from functools import partial
-
     from rich.text import Text
 
     say = partial(stdout.print, soft_wrap=False)  # wrapped at the terminal's width (80 when it is unknown)
@@ -218,6 +232,30 @@ def _print_rows(stdout: Any, rows: list[dict[str, Any]], agents: list[dict[str, 
         else:
             say(Text.assemble(f"  {a['agent']:<{width}}  ", ("not installed", "yellow"),
                               f"  fix: {a['fix']}" if a["fix"] else ""))
+
+
+def config_sources(project: Any) -> list[dict[str, Any]]:
+    """Each config file in effect (the user config, the project's file and its _base_ files, the command line)
+    and the keys it set (`config_layers`)."""
+    from skillgit.config_layers import shown_origin
+
+    by_origin: dict[str, list[str]] = {}
+    for key, origin in project.origins.items():
+        by_origin.setdefault(origin, []).append(key)
+    return [{"origin": shown_origin(origin), "keys": sorted(keys)} for origin, keys in by_origin.items()]
+
+
+def _print_sources(stdout: Any, sources: list[dict[str, Any]]) -> None:
+    from rich.text import Text
+
+    say = partial(stdout.print, soft_wrap=False)
+    say(Text("config", style="bold"))
+    if not sources:
+        say(Text("  all defaults (no skillgit.yaml, no user config)"))
+    for s in sources:
+        keys = ", ".join(s["keys"][:4]) + (f", … ({len(s['keys'])} keys)" if len(s["keys"]) > 4 else "")
+        say(Text(f"  {s['origin']}: {keys}"))
+    say(Text("  (every key and where it was set: skillgit config show --show-origin)"))
 
 
 def _print_env(stdout: Any, env: dict[str, Any] | None, broken: list[dict[str, str]]) -> None:

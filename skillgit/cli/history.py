@@ -17,15 +17,24 @@ from skillgit.errors import SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "-c", "--set", "-s",
+                   help="Set a config key, as git -c does: -c skill.branch=main (repeatable).")
 JSON = typer.Option(False, "--json", help="Print JSON on stdout.")
+SKILL = typer.Option(None, "--skill", help="A skill library (`skills:`): only this skill's runs.")
 
 
-def _store(repo: Optional[Path], config: Optional[Path]):
+def _store(repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]] = None, track: str = ""):
+    """The project's store; `track`: a remote to create the skill branch from when only that remote has it."""
     from skillgit.project import open_project
     from skillgit.store import Store
 
-    project = open_project(repo, config)
+    project = open_project(repo, config, list(sets or []))
+    if track:
+        from skillgit.store.sync import track_remote_branch
+
+        if track_remote_branch(project.root, project.config.skill.branch, track):
+            _say(f"created branch '{project.config.skill.branch}' from {track} (as `git switch` would)")
     return Store.open(project.root, project.config.skill.path, project.config.skill.branch)
 
 
@@ -110,15 +119,26 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
 # ---------------------------------------------------------------------------------------------- log
 def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."), as_json: bool = JSON,
         limit: Optional[int] = typer.Option(None, "-n", "--max-count", help="Only the newest N entries."),
-        repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
-    """The training history: seeds, accepted, rejected and reverted steps, oldest first."""
+        repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+        set_: Optional[list[str]] = SET, skill: Optional[str] = SKILL) -> None:
+    """The training history: seeds, accepted, rejected and reverted steps, oldest first (with a skill library: a
+    skill column)."""
+    from skillgit.library import views
+    from skillgit.project import open_project
     from skillgit.store import read
 
-    entries = read.history(_store(repo, config), run, edits=as_json)  # (the table does not show edits)
+    project = open_project(repo, config, list(set_ or []))
+    store = views.store_for(project)
+    entries = read.history(store, run, edits=as_json)  # (the table does not show edits)
+    skills = views.run_skills(store, (e.run for e in entries), project.config) if project.config.skills else {}
+    if skill:
+        views.lib_config.entry(project.config, skill, project.root)  # a name of the library (the error lists them)
+        entries = [e for e in entries if skills.get(e.run) == skill]
     if limit is not None:
         entries = entries[-limit:] if limit > 0 else []
     if as_json:
-        console.print_json([e.to_dict() for e in entries])
+        console.print_json([{**e.to_dict(), "skill": skills.get(e.run)} if skills else e.to_dict()
+                            for e in entries])
         return
     if not entries:
         _say("no training steps yet (run `skillgit train`)")
@@ -130,6 +150,11 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
             summary += " (corrupt note)"
         rows.append([e.label, e.verdict + (" (archived)" if e.archived else ""), _num(e.score),
                      _num(e.delta, True) if e.verdict != "seed" else "", e.sha[:10], summary])
+        if skills:
+            rows[-1].insert(0, skills.get(e.run, "-"))
+    if skills:
+        _table(["skill", "step", "verdict", "val", "Δ", "commit", "summary"], rows, right=(3, 4))
+        return
     _table(["step", "verdict", "val", "Δ", "commit", "summary"], rows, right=(2, 3))
 
 
@@ -152,23 +177,32 @@ def _render_record(record: dict[str, Any]) -> str:
 
 def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N), tag or commit."),
          as_json: bool = JSON, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+         set_: Optional[list[str]] = SET,
          full: bool = typer.Option(False, "--full", help="Every note record (reflections, merges, ranking, apply "
                                                          "report, per-item scores) instead of the summary.")) -> None:
     """One step: verdict, val before → after, flipped items, edits with their rationale, diff, cost (--full: every
-    note record)."""
+    note record). With a skill library: which skill, and that skill's file's diff."""
+    from skillgit.library import views
+    from skillgit.project import open_project
     from skillgit.store import read
 
-    store = _store(repo, config)
+    project = open_project(repo, config, list(set_ or []))
+    store = views.store_for(project)
     detail = read.show(store, rev)
+    skill = views.step_skill(store, detail, project.config)
+    if skill is not None:  # the step's own skill file: its diff, its scores
+        store = views.store_for(views.project_for(repo, config, skill, list(set_ or [])))
+        detail = read.show(store, rev)
     if as_json:
-        console.print_json(detail.to_dict())
+        console.print_json({**detail.to_dict(), "skill": skill} if project.config.skills else detail.to_dict())
         return
+    head = f"skill: {skill}\n" if skill is not None else ""
     if not full:
         from skillgit.review.show import summary
 
-        _page(shown(summary(store, detail, rev)))
+        _page(shown(head + summary(store, detail, rev)))
         return
-    out = [f"commit {detail.sha}\n\n", *(f"    {line}\n" for line in detail.message.strip("\n").splitlines()),
+    out = [head, f"commit {detail.sha}\n\n", *(f"    {line}\n" for line in detail.message.strip("\n").splitlines()),
            detail.diff or "(no change to the skill)\n"]
     if detail.notes or detail.corrupt_lines:
         out.append("\nnotes:\n")
@@ -195,18 +229,20 @@ def _page(text: str) -> None:
 
 
 def diff(a: str = typer.Argument(..., help="From this revision."), b: str = typer.Argument(..., help="To this one."),
-         repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+         repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+         set_: Optional[list[str]] = SET) -> None:
     """The unified diff of the skill between two revisions."""
-    store = _store(repo, config)
+    store = _store(repo, config, set_)
     typer.echo(shown(store.diff(store.resolve(a), store.resolve(b))), nl=False)
 
 
 # ---------------------------------------------------------------------------------------------- rejected
 def rejected(as_json: bool = JSON, limit: Optional[int] = typer.Option(None, "-n", "--max-count",
                                                                       help="Only the newest N."),
-             repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+             repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+             set_: Optional[list[str]] = SET) -> None:
     """Rejected steps, newest first (archived ones too): what the negative buffer remembers."""
-    entries = [e for e in reversed(_store(repo, config).history()) if e.verdict == "rejected"]
+    entries = [e for e in reversed(_store(repo, config, set_).history()) if e.verdict == "rejected"]
     if limit is not None:
         entries = entries[:max(limit, 0)]
     if as_json:
@@ -268,7 +304,8 @@ def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (defau
            to: Optional[str] = typer.Option(None, "--to", help="Restore the skill as it was at this revision."),
            steps: Optional[int] = typer.Option(None, "--steps", help="Go back N accepted steps."),
            reason: str = typer.Option("manual revert", "--reason", help="Why (kept in the commit and its note)."),
-           wait: Optional[str] = WAIT, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+           wait: Optional[str] = WAIT, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+           set_: Optional[list[str]] = SET) -> None:
     """Add a commit that restores an earlier skill (history is never rewritten). Refused while a run trains the
     branch (exit 6) unless --wait."""
     seconds = wait_seconds(wait)
@@ -277,7 +314,7 @@ def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (defau
         raise SkillgitError(f"`--wait {wait}` with nothing named to revert is ambiguous",
                             f"name it: `skillgit revert {wait} --wait` (step {wait}, no time limit), or "
                             f"`skillgit revert HEAD --wait {wait}` / `--steps 1 --wait {wait}`")
-    store = _store(repo, config)
+    store = _store(repo, config, set_)
     if rev is None and to is None and steps is None:
         rev = store.tip()
     if sum(x is not None for x in (rev, to, steps)) != 1:
@@ -292,10 +329,11 @@ def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (defau
 def export(rev: str = typer.Argument(..., help="The revision to export."),
            path: str = typer.Argument(..., help="Destination file, folder (a trailing / makes one), or - for "
                                                 "stdout."),
-           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+           set_: Optional[list[str]] = SET) -> None:
     """Write the skill as it was at a revision to a file, a folder (made when missing; a trailing / names one),
     or `-` (stdout)."""
-    store = _store(repo, config)
+    store = _store(repo, config, set_)
     if path == "-":
         typer.echo(store.read_skill(store.resolve(rev)), nl=False)
         return
@@ -307,17 +345,19 @@ def export(rev: str = typer.Argument(..., help="The revision to export."),
 
 # ---------------------------------------------------------------------------------------------- sharing / gc
 def push(remote: str = typer.Argument("origin", help="Remote name, path or URL."),
-         repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+         repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+         set_: Optional[list[str]] = SET) -> None:
     """Push the skill branch, rejected tags, notes (merged first), runs and archive; never forces."""
     from skillgit.store.refs import check_remote
 
     check_remote(remote)  # (`--upload-pack=…` would run a command): refused before anything runs
-    report = _store(repo, config).push(remote)
+    report = _store(repo, config, set_).push(remote)
     _say(f"pushed to {remote}: branch {report.branch}" + (", notes merged" if report.notes_merged else ""))
 
 
 def pull(remote: Optional[str] = typer.Argument(None, help="Remote name, path or URL (default: origin)."),
-         wait: Optional[str] = WAIT, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+         wait: Optional[str] = WAIT, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+         set_: Optional[list[str]] = SET) -> None:
     """Fetch and integrate: branch fast-forward only, notes merged, tags and runs added. Refused while a run
     trains the branch (exit 6) unless --wait."""
     from skillgit.store.refs import check_remote
@@ -325,7 +365,7 @@ def pull(remote: Optional[str] = typer.Argument(None, help="Remote name, path or
     seconds = wait_seconds(wait)
     remote = check_remote(remote or "origin")  # refused before anything runs
     with _lock_hint("pull", seconds):
-        report = _store(repo, config).pull(remote, wait=seconds, on_wait=_waiting)
+        report = _store(repo, config, set_, track=remote).pull(remote, wait=seconds, on_wait=_waiting)
     extra = (", notes merged" if report.notes_merged else "") + (f", runs {', '.join(report.runs)}"
                                                                  if report.runs else "")
     _say(f"pulled from {remote}: branch {report.branch}, {report.tags} new rejected tag(s){extra}")
@@ -334,13 +374,14 @@ def pull(remote: Optional[str] = typer.Argument(None, help="Remote name, path or
 
 
 def gc(keep: int = typer.Option(20, "--keep", help="How many recent rejected tags stay as tags."),
-       repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+       repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+       set_: Optional[list[str]] = SET) -> None:
     """Fold old rejected tags into one archive ref (still listed by `rejected`) and pack refs."""
     from skillgit.llm.cache import CallCache
     from skillgit.session import journal_path
     from skillgit.store import read
 
-    store = _store(repo, config)
+    store = _store(repo, config, set_)
     report = store.gc(keep)
     _say(f"folded {report.folded} rejected tag(s) into refs/skillgit/archive; {report.kept} kept as tags")
     # The call journal only has to make unfinished runs resumable for free: drop what finished runs paid for.

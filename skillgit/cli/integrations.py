@@ -18,7 +18,7 @@ from skillgit.errors import SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
 AGENT = typer.Argument(..., help="claude | codex | copilot")
 SCOPE = typer.Option(True, "--project/--user", help="Into this repository (default) or into your home folder.")
 DRY_RUN = typer.Option(False, "--dry-run", help="Say what would change; change nothing.")
@@ -53,18 +53,25 @@ def _show(report, as_json: bool, verb: str) -> None:
         console.info(escape(shown(f"  {action.describe()}")))
     for warning in report.warnings:
         console.info(escape(shown(f"warning: {warning}")))
+    for note in report.notes:
+        console.info(escape(shown(f"note: {note}")))
     where = "this repository" if report.scope == "project" else "your home folder"
     state = f"{verb} for {report.agent} in {where}" if report.changed else f"nothing to change for {report.agent}"
     console.info(escape(shown(f"{state} ({report.base}); record: {report.manifest}")))
 
 
 def install(agent: str = AGENT, project: bool = SCOPE, dry_run: bool = DRY_RUN, as_json: bool = JSON,
-            repo: Path | None = REPO) -> None:
+            repo: Path | None = REPO,
+            trust_folder: bool = typer.Option(False, "--trust-folder",
+                                              help="copilot --project: also trust this repository in the Copilot "
+                                                   "CLI (it reads a project's MCP servers only in trusted "
+                                                   "folders; uninstall removes the entry).")) -> None:
     """Install skillgit into an agent: its skill, MCP server, commands/hook (Claude Code), instructions snippet."""
     from skillgit.integrations.install import install as do_install
 
     try:
-        report = do_install(agent, "project" if project else "user", repo=repo, dry_run=dry_run)
+        report = do_install(agent, "project" if project else "user", repo=repo, dry_run=dry_run,
+                            trust_folder=trust_folder)
     except SkillgitError as exc:
         _fail(exc)
     _show(report, as_json, "would install" if dry_run else "installed")

@@ -18,20 +18,23 @@ from skillgit.errors import SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
-SET = typer.Option(None, "--set", "-s", help="Override a config key: --set evaluation.gate_repeats=1 (repeatable).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "-c", "--set", "-s",
+                   help="Set a config key, as git -c does: -c evaluation.gate_repeats=1 (repeatable).")
 JSON = typer.Option(False, "--json", help="Print JSON on stdout.")
+SKILL = typer.Option(None, "--skill", help="A skill library (`skills:`): this skill (its newest run, its file and "
+                                           "tasks).")
 
 
 def _say(message: str) -> None:
     console.info(escape(shown(message)))
 
 
-def _project_and_store(repo: Optional[Path], config: Optional[Path]):
+def _project_and_store(repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]] = None):
     from skillgit.project import open_project
     from skillgit.store import Store
 
-    project = open_project(repo, config)
+    project = open_project(repo, config, list(sets or []))
     return project, Store.open(project.root, project.config.skill.path, project.config.skill.branch)
 
 
@@ -51,17 +54,20 @@ def report(run: Optional[str] = typer.Argument(None, help="The run (default: the
            output: Optional[Path] = typer.Option(None, "--output", "-o",
                                                  help="The HTML file (default: skillgit-report-<run>.html here)."),
            renderer: str = typer.Option("auto", "--renderer", help="Charts: auto | matplotlib | builtin."),
-           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
+           skill: Optional[str] = SKILL) -> None:
     """Write a self-contained HTML report of a run: scores, per-item val heatmap, every decision, cost."""
+    from skillgit.cli.library import review_target
     from skillgit.report import write_report
     from skillgit.review import data
 
-    project, store = _project_and_store(repo, config)
+    project, store, run, skill = review_target(repo, config, run, skill, set_)
     review = data.load_run(store, run, split_sizes=_split_sizes(project))
     page = data.to_run_report(review, project=project.root.name, skill_path=store.skill_path)
     path = write_report(page, output or data.default_report_path(review.run), renderer)  # type: ignore[arg-type]
     typer.echo(str(path))
-    _say(f"wrote the report of run {review.run} ({len(review.decisions)} decisions) to {path}")
+    of = f" (skill {skill})" if skill else ""
+    _say(f"wrote the report of run {review.run}{of} ({len(review.decisions)} decisions) to {path}")
 
 
 # ---------------------------------------------------------------------------------------------- pr
@@ -74,7 +80,8 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
        push: Optional[str] = typer.Option(None, "--push", help="Push the head branch (and skillgit's notes, tags and "
                                                                "runs) to this remote first."),
        gh: bool = typer.Option(False, "--gh", help="Open the pull request with `gh pr create`."),
-       as_json: bool = JSON, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+       as_json: bool = JSON, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+       set_: Optional[list[str]] = SET, skill: Optional[str] = SKILL) -> None:
     """Write a pull-request body with the evidence for a run's learned edits (and optionally open the PR)."""
     import shutil
 
@@ -88,7 +95,9 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
             R.check_branch(name, what)
     if push is not None:
         R.check_remote(push)
-    project, store = _project_and_store(repo, config)
+    from skillgit.cli.library import review_target, with_skill
+
+    project, store, run, skill = review_target(repo, config, run, skill, set_)
     review = data.load_run(store, run, split_sizes=_split_sizes(project), diff_of=lambda d: d.accepted)
     head = R.check_branch(head or review.head, "head branch (the branch the run trained onto)")
     base = R.check_branch(base or review.base or project.config.skill.branch,
@@ -97,7 +106,8 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
         raise SkillgitError(f"run {review.run} trained on '{head}' itself: there is no branch to propose",
                             "train onto a review branch (`skillgit train --branch review/NAME`), or pass --head and "
                             "--base")
-    request = pr_mod.build(review, base=base, head=head, skill_path=store.skill_path)
+    request = with_skill(pr_mod.build(review, base=base, head=head, skill_path=store.skill_path), skill,
+                         store.skill_path)
     if gh:
         body_file = body_file or store.git_dir / "skillgit" / "pr" / f"{review.run}.md"
     if body_file is not None:
@@ -126,9 +136,13 @@ def check(base: Optional[str] = typer.Option(None, "--base", help="Compare again
           print_workflow: bool = typer.Option(False, "--print-workflow",
                                               help="Print the GitHub Actions workflow that runs this check, "
                                                    "filled in from this project's config."),
-          set_: Optional[list[str]] = SET, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG) -> None:
+          set_: Optional[list[str]] = SET, repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
+          skill: Optional[str] = typer.Option(None, "--skill", help="A skill library (`skills:`): check only this "
+                                                                    "skill (default: each skill with its own "
+                                                                    "tasks, grouped by skill).")) -> None:
     """Gate a human edit: score the skill at HEAD against a base on val with the training gate's rules.
     Exit 0: no regression; 1: regression; 2: cannot judge."""
+    from skillgit.library import views
     from skillgit.project import open_project
 
     if print_workflow:  # filled from this project's config; the install pinned to this skillgit's source
@@ -143,7 +157,11 @@ def check(base: Optional[str] = typer.Option(None, "--base", help="Compare again
     from skillgit.review.check import render_markdown, run_check
     from skillgit.session import open_session
 
-    session = open_session(open_project(repo, config, set_ or []), roles=("student",))
+    if skill is None and open_project(repo, config, set_ or []).config.skills:
+        from skillgit.cli.library import check_library
+
+        raise typer.Exit(check_library(repo, config, set_ or [], base=base, with_test=test, as_json=as_json))
+    session = open_session(views.project_for(repo, config, skill, set_ or []), roles=("student",))
     display = RunDisplay(console.err)
     with display:
         result = run_check(session, base=base, with_test=test, progress=display.progress_callback)

@@ -22,8 +22,12 @@ from skillgit.errors import ExitCode, SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
-SET = typer.Option(None, "--set", "-s", help="Override a config key: --set train.batch_size=20 (repeatable).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "-c", "--set", "-s",
+                   help="Set a config key, as git -c does: -c train.batch_size=20 (repeatable).")
+CRONTAB_FILE = typer.Option(None, "--crontab-file", envvar="SKILLGIT_CRONTAB_FILE",
+                            help="Keep the cron block in this file instead of your user's crontab (default: "
+                                 "sleep.crontab_file; install it yourself, e.g. `crontab FILE`).")
 HOME = typer.Option(None, "--home", help="Whose agent sessions to read (default: sleep.home, else ~).")
 SOURCES = typer.Option(None, "--sources", help="Session sources, comma-separated or repeated: claude, codex, "
                                                "copilot-cli, opencode, copilot-vscode, cursor (default: all).")
@@ -313,12 +317,13 @@ def dry_run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, se
 @sleep_app.command("status")
 def status_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
                limit: int = typer.Option(10, "-n", help="How many nights to show."), as_json: bool = JSON,
-               crontab: str = typer.Option("crontab", "--crontab", envvar="SKILLGIT_CRONTAB", hidden=True)) -> None:
+               crontab: str = typer.Option("crontab", "--crontab", envvar="SKILLGIT_CRONTAB", hidden=True),
+               crontab_file: Optional[str] = CRONTAB_FILE) -> None:
     """The nights so far, the task file's review state, and whether a nightly job is scheduled."""
     from skillgit.sleep.plan import status_info
 
     sp = _project(repo, config)
-    info = status_info(sp, limit, crontab=crontab)
+    info = status_info(sp, limit, crontab=crontab, crontab_file=_crontab_file(sp, crontab_file))
     if as_json:
         console.print_json(info)
         return
@@ -466,6 +471,30 @@ SYSTEMCTL = typer.Option("systemctl", "--systemctl", envvar="SKILLGIT_SYSTEMCTL"
                          help="The systemctl program (tests).")
 
 
+def _crontab_file(sp: Any, given: Optional[str]) -> Optional[Path]:
+    """The crontab file to use (--crontab-file, else sleep.crontab_file; `~` expanded, relative to the
+    repository), or None: the user's crontab through `crontab`."""
+    chosen = given if given is not None else sp.settings.crontab_file
+    return sp.path(chosen) if chosen else None
+
+
+def _whose_crontab(file: Optional[Path]) -> str:
+    """Where the block went, for the person: the file, or whose crontab `crontab` wrote (by user id, not HOME)."""
+    import os
+
+    from skillgit.sleep.schedule import crontab_owner
+
+    if file is not None:
+        return f"in {file} (install it with `crontab {file}`, or point sleep.crontab_file at a file cron reads)"
+    user, home = crontab_owner()
+    said = f"in the crontab of user {user} (`crontab -l`)"
+    here = os.environ.get("HOME", "")
+    if home and here and os.path.realpath(here) != os.path.realpath(home):
+        said += (f"; note: HOME is {here} but crontab(1) picks the crontab by user id ({home} is {user}'s home): "
+                 "pass --crontab-file FILE (or set sleep.crontab_file) to keep the entry in a file instead")
+    return said
+
+
 def _job(sp: Any, at: Optional[str], yes: bool, max_cost: Optional[float]) -> Any:
     """The nightly job; a real backend is refused without a dollar cap (--max-cost, sleep.max_cost_usd or
     budget.max_cost_usd): nobody watches an unattended night's bill."""
@@ -498,7 +527,8 @@ def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
                                                                                    "the nightly run (required for a "
                                                                                    "real backend unless the config "
                                                                                    "caps it)."),
-                 crontab: str = CRONTAB, systemctl: str = SYSTEMCTL) -> None:
+                 crontab: str = CRONTAB, systemctl: str = SYSTEMCTL, crontab_file: Optional[str] = CRONTAB_FILE
+                 ) -> None:
     """Run `skillgit sleep run` in this repository every night (a managed crontab block or systemd timer)."""
     import shlex
 
@@ -515,8 +545,10 @@ def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
         paths = K.install_systemd(job, shlex.split(systemctl))
         typer.echo(shown("installed " + ", ".join(str(p) for p in paths)))
     else:
-        block = K.install_cron(job, crontab)
+        file = _crontab_file(sp, crontab_file)
+        block = K.install_cron(job, crontab, file=file)
         typer.echo(shown(block.rstrip("\n")))
+        _say(f"installed {_whose_crontab(file)}")
     release = ("the job passes --yes: mined tasks reach the configured models unreviewed" if yes else
                "with a real backend a night runs only on a reviewed task file (`skillgit sleep review --approve`)")
     _say(f"{release}; keys come from the repository's .env. Remove it with `skillgit sleep unschedule"
@@ -526,20 +558,24 @@ def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
 @sleep_app.command("unschedule")
 def unschedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
                    systemd: bool = typer.Option(False, "--systemd", help="Remove the systemd user timer."),
-                   crontab: str = CRONTAB, systemctl: str = SYSTEMCTL) -> None:
+                   crontab: str = CRONTAB, systemctl: str = SYSTEMCTL,
+                   crontab_file: Optional[str] = CRONTAB_FILE) -> None:
     """Remove exactly what `skillgit sleep schedule` added for this repository."""
     import shlex
 
     from skillgit.sleep import schedule as K
     from skillgit.store.repository import open_repository
 
-    root = open_repository(_project(repo, config).root).root.resolve()
+    sp = _project(repo, config)
+    root = open_repository(sp.root).root.resolve()
     if systemd:
         removed = K.remove_systemd(root, shlex.split(systemctl))
         typer.echo(shown("removed " + ", ".join(str(p) for p in removed)) if removed
                    else "no systemd timer was installed")
     else:
-        typer.echo("removed the crontab entry" if K.remove_cron(root, crontab) else "no crontab entry was installed")
+        file = _crontab_file(sp, crontab_file)
+        typer.echo("removed the crontab entry" if K.remove_cron(root, crontab, file=file)
+                   else "no crontab entry was installed")
 
 
 def register(app: typer.Typer) -> None:

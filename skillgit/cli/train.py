@@ -16,8 +16,9 @@ from skillgit.errors import ExitCode, Interrupted, SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
-SET = typer.Option(None, "--set", "-s", help="Override a config key: --set train.batch_size=20 (repeatable).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
+SET = typer.Option(None, "-c", "--set", "-s",
+                   help="Set a config key, as git -c does: -c train.batch_size=20 (repeatable).")
 CFG_OPTIONS = typer.Option(None, "--cfg-options", help="SkillOpt-style overrides, key=value (repeatable).")
 
 
@@ -54,13 +55,23 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                                                     "(its path, tasks and branch)."),
           activation: bool = typer.Option(False, "--activation", help="With --skill: train its description "
                                                                       "against its trigger cases (the activation "
-                                                                      "track) instead of its body.")) -> None:
+                                                                      "track) instead of its body."),
+          all_: bool = typer.Option(False, "--all", help="Train every skill of the `skills:` library in one run under "
+                                                         "one budget, round-robin (one step per turn), each gated "
+                                                         "on its own; `train --all` again continues it.")) -> None:
     """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
+    from skillgit.llm.handoff import HandoffPending
     from skillgit.session import build_trainer, open_session
 
     overrides = _overrides(set_, cfg_options) + (["env.keep_workspaces=true"] if keep_workspaces else [])
     if activation and not skill:
         raise SkillgitError("--activation needs --skill NAME", "name the library skill whose description to train")
+    if all_:
+        from skillgit.cli.library import train_all
+
+        train_all(repo, config, overrides, run=run, resume=resume, as_json=as_json, events=events,
+                  again=(set_, cfg_options), excluded=(skill, branch, dry_run))
+        return
     if skill:
         from skillgit.library import config as lib_config
 
@@ -68,7 +79,7 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         if activation:
             _train_activation(base, skill)
             return
-        overrides = lib_config.overrides(lib_config.entry(base.config, skill)) + overrides
+        overrides = lib_config.overrides(lib_config.entry(base.config, skill, base.root)) + overrides
     review = None
     if branch:  # a review branch: the run's skill branch becomes it (skillgit pr proposes it back)
         from skillgit.review import branch as review_branch
@@ -81,7 +92,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         from skillgit.dotenv import project_env
         from skillgit.loop.plan import estimate
 
-        plan = estimate(project.config, session.splits, session.store.read_skill(), project_env(project.root).env)
+        plan = estimate(project.config, session.splits, session.store.read_skill(), project_env(project.root).env,
+                        project.root)
         if as_json:
             console.print_json(plan)
         else:
@@ -108,6 +120,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         else:
             with display:
                 result = trainer.train()
+    except HandoffPending as exc:  # teacher_backend: handoff: every question the run wrote waits for the agent
+        raise _waiting(exc, again) from None
     except (Interrupted, KeyboardInterrupt) as exc:
         if not again:
             raise
@@ -127,6 +141,14 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         if again:
             console.info(f"resume this run with: {again}")
         raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _waiting(exc: Any, again: Optional[str]) -> Exception:
+    """The handoff stop, counting every question the run wrote before it stopped, with the resume command."""
+    from skillgit.llm.handoff import HandoffPending, pending_prompts
+
+    how = exc.resume.replace("`skillgit train`", f"`{again}`") if again else exc.resume
+    return HandoffPending(exc.folder, pending_prompts(exc.folder) or exc.pending, how)
 
 
 def _train_activation(project: Any, skill: str) -> None:
@@ -161,7 +183,7 @@ def resume_command(run_id: str, repo: Optional[Path], config: Optional[Path], se
 
     words = ["skillgit", "train", "--run", run_id]
     words += ["-C", str(repo)] if repo is not None else []
-    words += ["-c", str(config)] if config is not None else []
+    words += ["--config", str(config)] if config is not None else []
     for value in sets or []:
         words += ["--set", value]
     for value in cfg_options or []:
@@ -196,7 +218,11 @@ def eval_(rev: Optional[str] = typer.Argument(None, show_default=False,
                                                    "(default: the skill branch's tip)."),
           split: str = typer.Option("val", "--split", help="val | test | train"),
           repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
-          as_json: bool = typer.Option(False, "--json", help="Per-item results as JSON on stdout.")) -> None:
+          as_json: bool = typer.Option(False, "--json", help="Per-item results as JSON on stdout."),
+          env_table: bool = typer.Option(False, "--env",
+                                         help="Score every split (train, val, test) and print the environment's "
+                                              "own metric per split, with 95 % intervals: the paper's table.")
+          ) -> None:
     """Score any revision of the skill on a split and print per-item results."""
     from skillgit.loop.gate import Evaluator
     from skillgit.session import open_session
@@ -212,6 +238,9 @@ def eval_(rev: Optional[str] = typer.Argument(None, show_default=False,
     rev = rev if rev is not None else cfg.skill.branch
     text = session.store.read_skill(commit)
     splits = {"train": list(session.splits.train), "val": list(session.splits.val), "test": list(session.splits.test)}
+    if env_table:
+        _env_table(session, splits, text, rev, commit, as_json)
+        return
     evaluator = Evaluator(session.student(), session.scorer, splits, workers=cfg.env.workers,
                           repeats=cfg.evaluation.gate_repeats if split == "val" else 1)  # val: as the gate sees it
     from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
@@ -253,6 +282,63 @@ def eval_(rev: Optional[str] = typer.Argument(None, show_default=False,
     _fail_if_unscored(summary)
 
 
+def _env_table(session: Any, splits: dict[str, list], text: str, rev: str, commit: str, as_json: bool) -> None:
+    """`eval --env`: the environment's metric (hard, its headline number; soft beside it) on every split, each with
+    its item count, errors and the Wilson 95 % interval over items; val scored as the gate scores it."""
+    from skillgit.cli.progress import RunDisplay
+
+    env = session.env
+    if env is None:
+        raise SkillgitError("eval --env: this project trains on no environment (env.name is unset)",
+                            "set env.name (`skillgit init --env NAME`, `skillgit env list`), or use --split")
+    display = RunDisplay(console.err)
+    with display:
+        table = {split: _split_row(session, splits, split, text, display) for split in splits}
+    if as_json:
+        console.print_json({"rev": rev, "commit": commit, "env": env.name, "env_metric": env.metric, "splits": table})
+    else:
+        _print_env_table(f"{env.name} — {env.metric}: {rev} ({commit[:10]})", table)
+    for split, row in table.items():
+        if row["n"] == 0 and row["errors"]:
+            raise SkillgitError(f"no item of the {split} split could be scored ({row['errors']} errors; first: "
+                                f"{row['first_error']})", "check the student with `skillgit doctor`",
+                                ExitCode.BACKEND)
+
+
+def _split_row(session: Any, splits: dict[str, list], split: str, text: str, display: Any) -> dict[str, Any]:
+    from skillgit.loop.gate import Evaluator
+    from skillgit.review.data import wilson
+
+    cfg = session.project.config
+    row: dict[str, Any] = {"n": 0, "hard": None, "soft": None, "errors": 0, "interval": None, "first_error": ""}
+    if not splits[split]:
+        return row
+    evaluator = Evaluator(session.student(), session.scorer, splits, workers=cfg.env.workers,
+                          repeats=cfg.evaluation.gate_repeats if split == "val" else 1)
+    result = evaluator.score(text, split, display.progress_callback(f"eval {split}"))
+    row.update(n=len(result.per_item), errors=len(result.errors),
+               first_error=next(iter(result.errors.values()), ""))
+    if row["n"]:
+        row.update(hard=round(result.mean("hard"), 4), soft=round(result.mean("soft"), 4))
+        bounds = wilson(row["hard"], row["n"])
+        row["interval"] = [round(b, 4) for b in bounds] if bounds else None
+    return row
+
+
+def _print_env_table(title: str, table: dict[str, dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    out = Table(title=title, show_lines=False)
+    for col in ("split", "items", "hard", "95 % interval", "soft", "errors"):
+        out.add_column(col)
+    num = lambda v: "–" if v is None else f"{v:.4f}"  # noqa: E731
+    for split, row in table.items():
+        bounds = row["interval"]
+        out.add_row(split, str(row["n"]), num(row["hard"]), f"{bounds[0]:.3f}–{bounds[1]:.3f}" if bounds else "–",
+                    num(row["soft"]), str(row["errors"]))
+    console.out.print(out)
+
+
 def _fail_if_unscored(summary: dict) -> None:
     """An eval in which no item could be scored measured nothing: say so and exit non-zero (4), never 0."""
     if summary["n"] == 0 and summary["errors"]:
@@ -264,26 +350,59 @@ def _fail_if_unscored(summary: dict) -> None:
 
 def config_show(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Optional[list[str]] = SET,
                 cfg_options: Optional[list[str]] = CFG_OPTIONS,
-                as_json: bool = typer.Option(False, "--json", help="JSON instead of YAML.")) -> None:
-    """Print the resolved config (defaults, _base_ files and overrides applied; secrets masked)."""
+                as_json: bool = typer.Option(False, "--json", help="JSON instead of YAML."),
+                show_origin: bool = typer.Option(False, "--show-origin",
+                                                 help="One line per key: where it was set, the key, its value.")
+                ) -> None:
+    """Print the resolved config (defaults, the user config, _base_ files and overrides applied; secrets masked)."""
     from skillgit.config import dump_config
     from skillgit.redact import redact_mapping
 
     project = _project(repo, config, _overrides(set_, cfg_options))
-    if as_json:
+    if show_origin:
+        _show_origins(project, as_json)
+    elif as_json:
         console.print_json(redact_mapping(project.config.to_dict()))
     else:
         console.out.print(dump_config(project.config, mask_secrets=True), markup=False, highlight=False)
 
 
+def _show_origins(project: Any, as_json: bool) -> None:
+    """`config show --show-origin`: like `git config --list --show-origin`, one `origin<TAB>key=value` line per key
+    (origin: `default`, a file, or the command line)."""
+    from skillgit.config_layers import origin_rows, shown_origin
+
+    rows = origin_rows(project.config, project.origins)
+    if as_json:
+        console.print_json([{"origin": shown_origin(o), "key": k, "value": v} for o, k, v in rows])
+        return
+    for origin, key, value in rows:
+        text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else value
+        sys.stdout.write(f"{shown_origin(origin)}\t{key}={text}\n")  # (rich would expand the tab)
+
+
 def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
            run: Optional[str] = typer.Option(None, "--run", help="Which run (default: the newest)."),
-           as_json: bool = typer.Option(False, "--json")) -> None:
+           as_json: bool = typer.Option(False, "--json"),
+           skill: Optional[str] = typer.Option(None, "--skill", help="A skill library (`skills:`): this skill's "
+                                                                    "newest run (without --skill and --run: one "
+                                                                    "row per skill).")) -> None:
     """Show the current (or newest) run: step, scores, errors and retries, spend by stage and role, ETA."""
-    from skillgit.store import Store, read
+    from skillgit.library import views
+    from skillgit.store import read
 
-    project = _project(repo, config, [])
-    store = Store.open(project.root, project.config.skill.path, project.config.skill.branch)
+    project = views.project_for(repo, config, skill)
+    store = views.store_for(project)
+    if project.config.skills and not skill and not run:
+        from skillgit.cli.library import library_status
+
+        library_status(store, project.config, as_json, status_info)
+        return
+    if skill and not run:
+        run = views.newest_run(store, project.config, skill)
+        if run is None:
+            raise SkillgitError(f"skill {skill!r} has no training run yet",
+                                f"start one: skillgit train --skill {skill}")
     progress = read.run_progress(store, run)
     vals = [e.score for e in store.history(progress.run) if e.verdict in ("seed", "accepted")]
     info = status_info(progress, vals)

@@ -10,7 +10,7 @@ import typer
 from skillgit import console
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", "-c", help="Config file (default: skillgit.yaml at the repository root).")
+CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
 
 
 def ui(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,

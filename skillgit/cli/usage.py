@@ -29,6 +29,8 @@ def usage_error(exc: Any, command: str | None = None) -> tuple[str, str]:
     if not names and command:
         names = [command]
     path = " ".join(["skillgit", *names])
+    if getattr(exc, "option_name", None) == "-c":  # a command that reads no config keys
+        return f"`{path}` takes no config keys (-c key=value)", f"see `{path} --help`"
     return message[:1].lower() + message[1:], f"see `{path} --help`"
 
 

@@ -42,6 +42,8 @@ _BUILTIN: dict[str, str] = {
     "math": "skillgit.envs.math:MathEnv",
     "docvqa": "skillgit.envs.docvqa:DocVQA",
     "textgame": "skillgit.envs.textgame:TextGame",
+    "spreadsheetbench": "skillgit.envs.spreadsheet:SpreadsheetBench",
+    "officeqa": "skillgit.envs.officeqa:OfficeQA",
 }
 
 
@@ -148,3 +150,23 @@ def check(env_cfg: Any, root: Any) -> dict[str, Any] | None:
     except SkillgitError as exc:
         row.update(status="error", detail=exc.message, fix=exc.hint)
     return row
+
+
+def metric_of_config(config: Any) -> tuple[str, str] | None:
+    """(environment, its metric) of a run's saved config (the YAML text or its mapping) — what reports and PR
+    bodies name next to the scores; None when the run trained on no environment or it is no longer installed."""
+    if isinstance(config, str):
+        import yaml
+
+        try:
+            config = yaml.safe_load(config)
+        except yaml.YAMLError:
+            return None
+    env = config.get("env") if isinstance(config, Mapping) else None
+    name = env.get("name") if isinstance(env, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return None
+    try:
+        return name, describe(name).metric
+    except ConfigError:
+        return None

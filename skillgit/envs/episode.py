@@ -107,8 +107,13 @@ class EpisodeEnv(Env):
         turns = len(history)
         steps.append(Step("text", text=f"episode {'ended' if done else 'stopped'} after {turns} action"
                                        f"{'s' * (turns != 1)}; reward {reward:g}"))
-        score = self.episode_score(reward, done, turns)
+        score = self.final_score(world, reward, done, turns)
         return Reply(action, usage, trace=AgentTrace(action, tuple(steps)).render(), cached=cached, score=score)
+
+    def final_score(self, world: TextEnvironment, reward: float, done: bool, turns: int) -> Score:
+        """The episode's score; an environment that judges its own end state (an answer it recorded) overrides
+        this to give feedback of its own (never its solution)."""
+        return self.episode_score(reward, done, turns)
 
     def episode_score(self, reward: float, done: bool, turns: int) -> Score:
         reward = min(1.0, max(0.0, reward))

@@ -14,9 +14,15 @@ Locations (checked against each agent's documentation and the CLIs in tests/agen
   (`[mcp_servers.skillgit]`, read for trusted projects); --user: `~/.agents/skills/skillgit/SKILL.md`,
   `~/.codex/AGENTS.md` and `~/.codex/config.toml` blocks (`CODEX_HOME`).
 - copilot --project: `.github/skills/skillgit/SKILL.md`, a `.github/copilot-instructions.md` block,
-  `.vscode/mcp.json` (servers, VS Code) and `.github/mcp.json` (mcpServers, Copilot CLI); --user:
+  `.vscode/mcp.json` (servers, VS Code) and `.github/mcp.json` (mcpServers, Copilot CLI, which reads it only in a
+  folder the person trusts: `notes` says so; only `--trust-folder`, the person's choice, adds the repository to
+  `trustedFolders` in `$COPILOT_HOME/config.json`: `trust_artifact`); --user:
   `~/.copilot/skills/skillgit/SKILL.md`, a `~/.copilot/copilot-instructions.md` block and
   `~/.copilot/mcp-config.json` (`COPILOT_HOME`).
+
+Which agents: those whose `Agent` record (`skillgit/agents/<name>.py`) names an `install` pointer to an
+`Installer` (or a plain builder function) — `targets()` reads them from the agents registry; an agent registered at
+run time with one is a target like the built-in ones. Nothing here lists agent names.
 
 Roots: every artifact belongs to a root folder skillgit may write in — the repository (project scope), or the home
 folder and the agent's own home when its variable names one (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `COPILOT_HOME`;
@@ -34,7 +40,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +48,6 @@ from typing import Any
 from skillgit.integrations import assets
 from skillgit.integrations import locations as L
 
-AGENTS = ("claude", "codex", "copilot")
 SCOPES = ("project", "user")
 
 
@@ -70,6 +75,18 @@ class BlockArtifact:
 
 
 Artifact = FileArtifact | JsonArtifact | BlockArtifact
+Builder = Callable[[str, Path, Mapping[str, str]], "list[Artifact]"]  # (scope, base, env) -> artifacts
+
+
+@dataclass(frozen=True)
+class Installer:
+    """One agent's `skillgit install` artifacts: what its `Agent.install` pointer names."""
+
+    build: Builder
+    home_env: str = ""  # the variable naming the agent's own home (user scope may write there), "" when none
+
+    def __call__(self, scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
+        return self.build(scope, base, env)
 
 
 def mcp_launcher(scope: str) -> tuple[str, list[str]]:
@@ -147,13 +164,32 @@ def _copilot(scope: str, base: Path, env: Mapping[str, str]) -> list[Artifact]:
     ]
 
 
+def targets() -> tuple[str, ...]:
+    """The agents `skillgit install` can put skillgit into, in the registry's order."""
+    from skillgit.agents import registry
+
+    return tuple(registry.install_targets())
+
+
+def installer(agent: str) -> Installer:
+    """`agent`'s installer from the agents registry; SkillgitError naming the targets for any other name."""
+    from skillgit.agents import registry
+    from skillgit.errors import SkillgitError
+
+    pointer = registry.install_targets().get(agent)
+    if pointer is None:
+        raise SkillgitError(f"unknown agent '{agent}'", f"use one of: {', '.join(targets())}")
+    found = registry.resolve_pointer(pointer)
+    return found if isinstance(found, Installer) else Installer(found)
+
+
 def roots(agent: str, scope: str, base: Path, env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
     """The folders `agent`'s artifacts in `scope` live in (see the module docstring)."""
     if scope == "project":
         return (base,)
     env = os.environ if env is None else env
-    var = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "copilot": "COPILOT_HOME"}[agent]
-    return (base, Path(env[var])) if env.get(var) else (base,)
+    var = installer(agent).home_env
+    return (base, Path(env[var])) if var and env.get(var) else (base,)
 
 
 def root_of(path: Path, folders: tuple[Path, ...]) -> Path | None:
@@ -163,7 +199,50 @@ def root_of(path: Path, folders: tuple[Path, ...]) -> Path | None:
     return max(holding, key=lambda f: len(Path(os.path.abspath(f)).parts), default=None)
 
 
+def copilot_trusts(folder: Path, env: Mapping[str, str], home: Path | None = None) -> bool:
+    """Whether the Copilot CLI trusts `folder`: it or a folder above it is in `trustedFolders` (older versions:
+    `trusted_folders`) of `$COPILOT_HOME/config.json`. An unreadable config counts as not trusting."""
+    from skillgit.integrations import jsonedit
+
+    config = L.copilot_home(home or Path(env.get("HOME") or Path.home()), env) / "config.json"
+    try:
+        data = jsonedit.parse(config.read_text(encoding="utf-8")).to_python()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    listed = [*(data.get("trustedFolders") or []), *(data.get("trusted_folders") or [])] \
+        if isinstance(data, dict) else []
+    here = Path(os.path.realpath(folder))
+    return any(isinstance(f, str) and Path(os.path.realpath(f)) in (here, *here.parents) for f in listed)
+
+
+def trust_artifact(base: Path, home: Path, env: Mapping[str, str]) -> tuple[JsonArtifact, Path]:
+    """`install copilot --project --trust-folder` (the person's explicit choice): the repository appended to
+    `trustedFolders` in the Copilot CLI's `$COPILOT_HOME/config.json`, and that folder (the artifact's root).
+    Recorded in the project's manifest like any artifact; uninstall removes exactly that entry."""
+    folder = L.copilot_home(home, env)
+    return JsonArtifact(folder / "config.json", ("trustedFolders",), str(base), append=True), folder
+
+
+def notes(agent: str, scope: str, base: Path, env: Mapping[str, str]) -> list[str]:
+    """What the person still has to do before `agent` loads what `install` wrote. The Copilot CLI reads a
+    repository's MCP servers (`.github/mcp.json`, `.mcp.json`) only in a folder the person trusts — `copilot mcp
+    list` says "No MCP servers configured" until then (issue 23, item 9). Trusting a folder lets the agent read and
+    run its files: the person's decision, so install says how and never trusts it for them."""
+    if agent != "copilot" or scope != "project" or copilot_trusts(base, env):
+        return []
+    config = L.copilot_home(Path(env.get("HOME") or Path.home()), env) / "config.json"
+    return [f"Copilot CLI loads this repository's MCP servers (.github/mcp.json) only in a folder you trust: start "
+            f"`copilot` here once and trust the folder (that adds it to trustedFolders in {config}), or run "
+            "`copilot -p … --trust-folder` (or let `skillgit install copilot --project --trust-folder` add it; "
+            "uninstall removes it); then `copilot mcp list` shows \"Workspace servers: skillgit\". "
+            "(VS Code reads .vscode/mcp.json without this.)"]
+
+
 def artifacts(agent: str, scope: str, base: Path, env: Mapping[str, str] | None = None) -> list[Artifact]:
     """The artifacts of `agent` in `scope`; `base` is the repository root (project) or the home folder (user)."""
-    build = {"claude": _claude, "codex": _codex, "copilot": _copilot}[agent]
-    return build(scope, base, os.environ if env is None else env)
+    return installer(agent)(scope, base, os.environ if env is None else env)
+
+
+CLAUDE = Installer(_claude, "CLAUDE_CONFIG_DIR")
+CODEX = Installer(_codex, "CODEX_HOME")
+COPILOT = Installer(_copilot, "COPILOT_HOME")

@@ -45,7 +45,8 @@ stay as `rejected/<run>/<step>` tags, and reflections, rankings and scores live 
 
 ## How to call it
 - Prefer the `skillgit` MCP tools when they are available: `log`, `show`, `diff`, `rejected`, `status`,
-  `report`, `review_summary` (read only), `train_dry_run`, `train`, `sleep_dry_run`, `sleep_run` (guarded).
+  `report`, `review_summary` (read only), `train_dry_run`, `train`, `sleep_dry_run`, `sleep_run` (guarded),
+  `pending_questions`, `answer` (handoff mode, below).
 - Otherwise run the command line: `skillgit <command>`. If `skillgit` is not found, stop and tell the user to
   {install_hint}. Never install or run skillgit yourself, and never by bare name from a package index
   (`skillgit` there is someone else's package).
@@ -66,6 +67,12 @@ Add `--json` when you want to parse the output.
    `skillgit train --new --json --set skill.branch=skillgit/review/<date> --set budget.max_calls=<N>`
    (or `--set budget.max_cost_usd=<USD>`). The MCP `train` tool does exactly this.
 4. Report the scores and the review branch; stop there.
+
+## Handoff mode: you are the teacher
+When the project sets `model.teacher_backend: handoff`, training stops (exit 5) with open teacher questions instead
+of calling a model. List them with the `pending_questions` tool, answer each with `answer` (its id and your reply in
+the format the question asks for, usually one JSON object), then run the command the stop printed to resume. The
+questions show training items only; answer from them, never invent scores, and never edit files to answer.
 
 ## Adoption is a person's decision
 Never merge or fast-forward a review branch, never run `skillgit revert`, `skillgit push`, `git push`, never edit

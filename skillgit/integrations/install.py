@@ -39,6 +39,7 @@ Contract
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -48,15 +49,17 @@ from skillgit.errors import ExitCode, SkillgitError
 from skillgit.integrations import jsonedit
 from skillgit.integrations import locations as L
 from skillgit.integrations.artifacts import (
-    AGENTS,
     SCOPES,
     Artifact,
     BlockArtifact,
     FileArtifact,
     JsonArtifact,
     artifacts,
+    installer,
+    notes,
     root_of,
     roots,
+    trust_artifact,
 )
 from skillgit.integrations.manifest import (
     Action,
@@ -289,8 +292,7 @@ class Target:
 
 
 def target(agent: str, scope: str, repo: Path | None = None, home: Path | None = None) -> Target:
-    if agent not in AGENTS:
-        raise SkillgitError(f"unknown agent '{agent}'", f"use one of: {', '.join(AGENTS)}")
+    installer(agent)  # SkillgitError naming the install targets for an agent without any
     if scope not in SCOPES:
         raise SkillgitError(f"unknown scope '{scope}'", "use --project or --user")
     if scope == "user":
@@ -307,8 +309,9 @@ def target(agent: str, scope: str, repo: Path | None = None, home: Path | None =
     return Target(agent, scope, root, L.project_manifest(root), protected)
 
 
-def _report(t: Target, actions: list[Action], warnings: list[str]) -> Report:
-    return Report(t.agent, t.scope, str(t.base), str(t.manifest), tuple(actions), tuple(warnings))
+def _report(t: Target, actions: list[Action], warnings: list[str], notes: list[str] | None = None) -> Report:
+    return Report(t.agent, t.scope, str(t.base), str(t.manifest), tuple(actions), tuple(warnings),
+                  tuple(notes or ()))
 
 
 # ------------------------------------------------------------------------------------------------ install
@@ -354,16 +357,20 @@ def _put_back(step: _Step, prior: str | None, created: list[Path]) -> None:
             pass
 
 
-def install(agent: str, scope: str, repo: Path | None = None, home: Path | None = None,
-            env: Mapping[str, str] | None = None, dry_run: bool = False) -> Report:
-    """Install `agent`'s artifacts (see the module contract)."""
-    t = target(agent, scope, repo, home)
-    manifest = Manifest.load(t.manifest, t.base)
-    folders = roots(agent, scope, t.base, env)
-    before = {r.path: r for r in manifest.records}  # the records as they stand (pending ones settled below)
+def _trust(t: Target, home: Path | None, env: Mapping[str, str] | None) -> tuple[JsonArtifact, Path] | None:
+    """The Copilot CLI trust entry a project install may record (`artifacts.trust_artifact`), else None."""
+    if t.agent != "copilot" or t.scope != "project":
+        return None
+    env = os.environ if env is None else env
+    return trust_artifact(t.base, home or Path(env.get("HOME") or Path.home()), env)
+
+
+def _plan(t: Target, manifest: Manifest, before: dict[str, Record], folders: tuple[Path, ...],
+          arts: list[Artifact]) -> tuple[list[_Step], list[str]]:
+    """One step per artifact (pending records settled into `before`), and the warnings of skipped ones."""
     steps: list[_Step] = []
     warnings: list[str] = []
-    for art in artifacts(agent, scope, t.base, env):
+    for art in arts:
         rel = rel_path(t.base, art.path)
         if t.protected is not None and art.path.resolve() == t.protected:
             warnings.append(f"skipped {rel}: it is the skill this project trains (skill.path); skillgit never "
@@ -371,7 +378,7 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
             steps.append(_Step(art, rel, "skip", "the project's trained skill"))
             continue
         rec = manifest.record_for(rel)
-        if rec is not None and rec.agent != agent:
+        if rec is not None and rec.agent != t.agent:
             steps.append(_Step(art, rel, "conflict", f"already installed by `skillgit install {rec.agent}`",
                                hint=f"run `skillgit uninstall {rec.agent}` first"))
             continue
@@ -382,37 +389,72 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
             else:
                 before[rel] = rec
         steps.append(_plan_one(art, rec, rel, root_of(art.path, folders) or t.base))
-    conflicts = [s for s in steps if s.what == "conflict"]
-    if conflicts:
-        lines = "; ".join(f"{s.rel}: {s.detail}" for s in conflicts)
-        raise SkillgitError(f"nothing installed: {lines}", " | ".join(s.hint for s in conflicts if s.hint),
-                            ExitCode.USAGE)
-    actions = [Action(s.what, s.rel, s.detail) for s in steps]
-    for s in steps:
-        warnings.extend(s.warnings)
-    if dry_run:
-        return _report(t, actions, warnings)
-    order = [r.path for r in manifest.records] + [s.rel for s in steps if s.rel not in
-                                                  {r.path for r in manifest.records}]
-    todo = [s for s in steps if s.what in ("create", "insert", "update") and s.text is not None]
-    # 1. record first: every write is in the manifest (pending) before any file is touched
+    return steps, warnings
+
+
+def _pending(t: Target, todo: list[_Step], before: dict[str, Record]) -> dict[str, Record]:
+    """The manifest's records with every write of `todo` recorded as pending (with the folders it creates)."""
     records, claimed = dict(before), set()
     for s in todo:
         old = before.get(s.rel)
         dirs = [d for d in missing_dirs(t.base, s.artifact.path.parent) if d not in claimed]
         claimed.update(dirs)
-        records[s.rel] = Record(agent, _kind(s.artifact), s.rel, sha(s.text) or "", sha(s.before), s.offset,
+        records[s.rel] = Record(t.agent, _kind(s.artifact), s.rel, sha(s.text) or "", sha(s.before), s.offset,
                                 s.inserted, tuple(s.key_path), s.value, s.append,
                                 (old.created_dirs if old is not None else ()) +
                                 tuple(rel_path(t.base, d) for d in dirs), pending=True)
-    if todo:
+    return records
+
+
+def _restore(records: dict[str, Record], before: dict[str, Record], rel: str) -> None:
+    """Back to what the manifest said before this install for `rel`."""
+    if rel in before:
+        records[rel] = before[rel]
+    else:
+        records.pop(rel, None)
+
+
+def _roll_back(t: Target, todo: list[_Step], done: list[tuple[_Step, str | None, list[Path]]], manifest: Manifest,
+               records: dict[str, Record], before: dict[str, Record], order: list[str]) -> list[str]:
+    """Put back what a failed install wrote, in reverse order, and save the records; what could not be put back."""
+    left: list[str] = []
+    for s, prior, created in reversed(done):
         try:
-            manifest = _save(manifest, records, order)
-        except (OSError, SkillgitError) as exc:
-            raise SkillgitError(f"nothing installed: cannot write the install record {t.manifest} "
-                                f"({_reason(exc)})", f"make {t.manifest.parent} writable and run the install again",
-                                ExitCode.USAGE) from None
-    # 2. write; on any failure put back what was written, in reverse order
+            _put_back(s, prior, created)
+            _restore(records, before, s.rel)
+        except (OSError, SkillgitError) as undo:
+            left.append(f"{s.rel} ({_reason(undo)})")
+    for s in todo[len(done):]:  # never started
+        _restore(records, before, s.rel)
+    try:
+        _save(manifest, records, order)
+    except (OSError, SkillgitError) as save:
+        left.append(f"the install record {t.manifest} ({_reason(save)})")
+    return left
+
+
+def _failed(t: Target, failed: str, exc: BaseException, left: list[str]) -> SkillgitError:
+    message = f"nothing installed: could not write {failed} ({_reason(exc)}); everything written before it " \
+              "was put back"
+    hint = f"make {Path(abs_path(t.base, failed)).parent} writable (or install with the other scope) and run " \
+           "the install again"
+    if left:
+        message += f", except {', '.join(left)}"
+        hint += f"; then `skillgit uninstall {t.agent}` removes what is left (it is recorded)"
+    return SkillgitError(message, hint, ExitCode.USAGE)
+
+
+def _refuse_conflicts(steps: list[_Step]) -> None:
+    conflicts = [s for s in steps if s.what == "conflict"]
+    if conflicts:
+        lines = "; ".join(f"{s.rel}: {s.detail}" for s in conflicts)
+        raise SkillgitError(f"nothing installed: {lines}", " | ".join(s.hint for s in conflicts if s.hint),
+                            ExitCode.USAGE)
+
+
+def _write_all(t: Target, todo: list[_Step], manifest: Manifest, records: dict[str, Record],
+               before: dict[str, Record], order: list[str]) -> None:
+    """Write every step; on any failure put back what was written, in reverse order, and raise."""
     done: list[tuple[_Step, str | None, list[Path]]] = []
     failed = ""
     try:
@@ -424,39 +466,54 @@ def install(agent: str, scope: str, repo: Path | None = None, home: Path | None 
             write_text(s.artifact.path, s.text or "",
                        isinstance(s.artifact, FileArtifact) and s.artifact.executable)
     except BaseException as exc:
-        left: list[str] = []
-        for s, prior, created in reversed(done):
-            try:
-                _put_back(s, prior, created)
-                if s.rel in before:
-                    records[s.rel] = before[s.rel]
-                else:
-                    records.pop(s.rel, None)
-            except (OSError, SkillgitError) as undo:
-                left.append(f"{s.rel} ({_reason(undo)})")
-        for s in todo[len(done):]:  # never started: back to what the manifest said before
-            if s.rel in before:
-                records[s.rel] = before[s.rel]
-            else:
-                records.pop(s.rel, None)
-        try:
-            _save(manifest, records, order)
-        except (OSError, SkillgitError) as save:
-            left.append(f"the install record {t.manifest} ({_reason(save)})")
+        left = _roll_back(t, todo, done, manifest, records, before, order)
         if not isinstance(exc, (OSError, SkillgitError)):
             raise
-        message = f"nothing installed: could not write {failed} ({_reason(exc)}); everything written before it " \
-                  "was put back"
-        hint = f"make {Path(abs_path(t.base, failed)).parent} writable (or install with the other scope) and run " \
-               "the install again"
-        if left:
-            message += f", except {', '.join(left)}"
-            hint += f"; then `skillgit uninstall {agent}` removes what is left (it is recorded)"
-        raise SkillgitError(message, hint, ExitCode.USAGE) from None
+        raise _failed(t, failed, exc, left) from None
+
+
+def install(agent: str, scope: str, repo: Path | None = None, home: Path | None = None,
+            env: Mapping[str, str] | None = None, dry_run: bool = False, trust_folder: bool = False) -> Report:
+    """Install `agent`'s artifacts (see the module contract); `trust_folder` (copilot --project only): also add
+    the repository to the Copilot CLI's trusted folders, which it needs to read the project's MCP servers."""
+    t = target(agent, scope, repo, home)
+    manifest = Manifest.load(t.manifest, t.base)
+    folders = roots(agent, scope, t.base, env)
+    arts = artifacts(agent, scope, t.base, env)
+    if trust_folder:
+        trust = _trust(t, home, env)
+        if trust is None:
+            raise SkillgitError("--trust-folder is for `skillgit install copilot --project` only",
+                                "the Copilot CLI's trusted folders are what it needs to read a repository's MCP "
+                                "servers; other agents and the user scope need no trust")
+        arts.append(trust[0])
+        folders = (*folders, trust[1])
+    before = {r.path: r for r in manifest.records}  # the records as they stand (pending ones settled by _plan)
+    steps, warnings = _plan(t, manifest, before, folders, arts)
+    _refuse_conflicts(steps)
+    actions = [Action(s.what, s.rel, s.detail) for s in steps]
+    for s in steps:
+        warnings.extend(s.warnings)
+    if dry_run:
+        return _report(t, actions, warnings, notes(agent, scope, t.base, os.environ if env is None else env))
+    known = {r.path for r in manifest.records}
+    order = [r.path for r in manifest.records] + [s.rel for s in steps if s.rel not in known]
+    todo = [s for s in steps if s.what in ("create", "insert", "update") and s.text is not None]
+    # 1. record first: every write is in the manifest (pending) before any file is touched
+    records = _pending(t, todo, before)
+    if todo:
+        try:
+            manifest = _save(manifest, records, order)
+        except (OSError, SkillgitError) as exc:
+            raise SkillgitError(f"nothing installed: cannot write the install record {t.manifest} "
+                                f"({_reason(exc)})", f"make {t.manifest.parent} writable and run the install again",
+                                ExitCode.USAGE) from None
+    # 2. write; on any failure put back what was written, in reverse order
+    _write_all(t, todo, manifest, records, before, order)
     # 3. done: the records are final
     if todo:
         _save(manifest, {k: replace(r, pending=False) for k, r in records.items()}, order)
-    return _report(t, actions, warnings)
+    return _report(t, actions, warnings, notes(agent, scope, t.base, os.environ if env is None else env))
 
 
 # ------------------------------------------------------------------------------------------------ uninstall
@@ -531,7 +588,12 @@ def uninstall(agent: str, scope: str, repo: Path | None = None, home: Path | Non
     if not mine:
         return _report(t, [], [f"nothing to uninstall: skillgit is not installed for {agent} ({scope})"])
     folders = roots(agent, scope, t.base, env)
-    known = {rel_path(t.base, a.path): _kind(a) for a in artifacts(agent, scope, t.base, env)}
+    arts = artifacts(agent, scope, t.base, env)
+    trust = _trust(t, home, env)
+    if trust is not None:  # recorded only when the person asked for it (install --trust-folder)
+        arts.append(trust[0])
+        folders = (*folders, trust[1])
+    known = {rel_path(t.base, a.path): _kind(a) for a in arts}
     actions, warnings, kept = [], [], []
     for rec in reversed(mine):
         refusal = _refusal(t.base, rec, known, folders)

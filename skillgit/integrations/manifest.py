@@ -145,6 +145,7 @@ class Report:
     manifest: str
     actions: tuple[Action, ...] = ()
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what the person still has to do for the agent to load it (`artifacts.notes`)
 
     @property
     def changed(self) -> bool:
@@ -153,7 +154,7 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "scope": self.scope, "base": self.base, "manifest": self.manifest,
                 "changed": self.changed, "actions": [a.to_dict() for a in self.actions],
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings), "notes": list(self.notes)}
 
 
 # ------------------------------------------------------------------------------------------------ file helpers

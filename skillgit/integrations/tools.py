@@ -416,9 +416,13 @@ def train(ws: Workspace, budget: C.Budget, max_steps: int | None = None, review_
     result = _json_result(done, "training", ok_codes=(0, int(ExitCode.BUDGET)))
     if not isinstance(result, dict):
         result = {"output": result}
+    waiting = done.returncode == int(ExitCode.BUDGET) and "teacher answer(s)" in done.stderr  # handoff teacher
+    if waiting:
+        result["waiting_for_answers"] = (f"{_tail(done.stderr, 2)}\nanswer them (pending_questions, answer); then "
+                                         "the command in the hint resumes this run (the train tool starts a new one)")
     result.update({
         "review_branch": branch, "review_branch_created": created, "skill_branch": skill_branch,
-        "stopped_at_budget": done.returncode == int(ExitCode.BUDGET),
+        "stopped_at_budget": done.returncode == int(ExitCode.BUDGET) and not waiting,
         "adoption": "not done: merging the review branch is a person's decision",
         "for_a_person": [f"git diff {skill_branch}..{branch} -- {store.skill_path}",
                          f"git checkout {skill_branch} && git merge --ff-only {branch}",
@@ -443,3 +447,72 @@ def sleep(ws: Workspace, action: str, budget: C.Budget | None = None, timeout_s:
     result = _json_result(C.run(argv, timeout_s, cwd=project.root), f"sleep {action}",
                           ok_codes=(0, int(ExitCode.BUDGET)))
     return to_json(result)
+
+
+# ------------------------------------------------------------------------------------------------ handoff
+MAX_QUESTION_CHARS = 50_000  # the prompts one `pending_questions` answer carries (the rest: ask again)
+
+
+def _handoff_folder(ws: Workspace) -> tuple[Path, str]:
+    """The project's handoff folder (llm/handoff.py: inside the repository) and its teacher backend."""
+    from skillgit.llm.handoff import folder_for
+
+    project = ws.project()
+    folder = folder_for(project.config, project.root)
+    if not inside(folder, repository_roots(project.root)):
+        raise SkillgitError(_outside("model.teacher.handoff.dir", folder), "edit it in skillgit.yaml")
+    return folder, project.config.model.teacher_backend
+
+
+def _cut_question(question: dict[str, Any], limit: int, prompt_file: Path) -> dict[str, Any]:
+    """A question whose messages exceed `limit` characters, each message cut to its share (the file has it all)."""
+    share = max(limit // max(len(question["prompt"]), 1), 1000)
+    question["prompt"] = [{**m, "content": _cap(m["content"], share, "message")} for m in question["prompt"]]
+    return {**question, "truncated": True, "prompt_file": str(prompt_file)}
+
+
+def pending_questions(ws: Workspace, limit: int = 5) -> str:
+    """The teacher's questions waiting for an answer (teacher_backend: handoff), oldest first, with their prompts."""
+    from skillgit.llm.handoff import questions
+
+    folder, backend = _handoff_folder(ws)
+    found = questions(folder)
+    shown: list[dict[str, Any]] = []
+    used = 0
+    for q in found[:limit]:
+        if shown and used + q.chars() > MAX_QUESTION_CHARS:
+            break
+        item = q.to_dict()
+        shown.append(item if q.chars() <= MAX_QUESTION_CHARS else
+                     _cut_question(item, MAX_QUESTION_CHARS, folder / f"{q.id}.prompt.md"))
+        used += q.chars()
+    info: dict[str, Any] = {
+        "folder": str(folder), "teacher_backend": backend, "pending": len(found), "shown": len(shown),
+        "how_to_answer": "for each question, act as the teacher: read its prompt (system and user messages) and "
+                         "call `answer` with its id and ONE JSON object in the answer_format (nothing else); then "
+                         "the user runs `skillgit train` again (it resumes and asks nothing twice)",
+        "questions": shown}
+    if backend != "handoff":
+        info["note"] = (f"model.teacher_backend is {backend!r}, not 'handoff': training does not wait for these "
+                        "answers")
+    if len(found) > len(shown):
+        info["more"] = f"{len(found) - len(shown)} more: answer these, then call pending_questions again"
+    return to_json(info)
+
+
+def answer(ws: Workspace, qid: str, text: str) -> str:
+    """Store the answer to one pending question (validated id, capped size, stored as data)."""
+    from skillgit.llm.handoff import pending_prompts, write_answer
+    from skillgit.llm.jsonout import extract_json
+
+    folder, _ = _handoff_folder(ws)
+    write_answer(folder, qid, text)
+    obj, why = extract_json(text)
+    left = len(pending_prompts(folder))
+    info: dict[str, Any] = {"id": qid.strip(), "stored": True, "pending": left,
+                            "next": "answer the next question" if left else
+                            "no question is pending: the user runs `skillgit train` again to resume the run"}
+    if obj is None:
+        info["warning"] = (f"this answer holds no JSON object ({why}): skillgit records it as malformed teacher "
+                           "output and asks once more (a new question)")
+    return to_json(info)

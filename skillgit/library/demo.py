@@ -151,7 +151,7 @@ def _body_track(folder: Path, seed: int, display: Any) -> None:
     from skillgit.session import build_trainer, open_session
 
     base = open_project(folder, None, [])
-    project = open_project(folder, None, [*lib_config.overrides(lib_config.entry(base.config, TARGET)),
+    project = open_project(folder, None, [*lib_config.overrides(lib_config.entry(base.config, TARGET, base.root)),
                                           f"train.max_steps={BODY_STEPS}"])
     session = open_session(project)
     description = listing_of(session.store.read_skill()).description

@@ -11,7 +11,8 @@ Contract:
   other byte (other keys, the body) is kept. `listing_of(text)` reads them back.
 - A trigger case (`TriggerCase`) is a realistic prompt and whether one named skill should fire for it
   (`should_trigger`); near-miss decoys are cases with `should_trigger: false`. `load_cases` reads a JSONL file
-  tolerantly: a bad line is an error naming the line, never skipped silently.
+  tolerantly: a bad line is an error naming the line, never skipped silently; so is a generated draft nobody has
+  reviewed (`skillgit tasks suggest` writes them; `skillgit tasks approve` marks them read).
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ DESCRIPTION_LIMIT = 1024  # Claude Code: a skill's description, in characters
 NAME_LIMIT = 64  # … and its name
 LISTING_BUDGET = 15_000  # the reported size of Claude Code's listing of skill descriptions
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
+DRAFT_KEY = "skillgit_draft"  # a generated row (`skillgit tasks suggest`): who wrote it; trained on once reviewed
+
+
+def is_unreviewed_draft(row: Mapping[str, Any]) -> bool:
+    """A generated row no person has approved yet (`"reviewed": true` approves it)."""
+    return bool(row.get(DRAFT_KEY)) and row.get("reviewed") is not True
 
 
 @dataclass(frozen=True)
@@ -210,6 +217,10 @@ def load_cases(path: Path) -> list[TriggerCase]:
             data = json.loads(line)
         except ValueError as exc:
             raise ConfigError(f"{path}:{n}: not JSON ({exc})", "one JSON object per line") from None
+        if isinstance(data, dict) and is_unreviewed_draft(data):
+            raise ConfigError(f"{path}:{n}: trigger case {str(data.get('id'))[:60]!r} is a generated draft nobody has "
+                              "reviewed yet", f"read and fix the drafts, then `skillgit tasks approve {path}` (or "
+                              'set "reviewed": true on each)')
         case = TriggerCase.from_dict(data if isinstance(data, dict) else {}, f"{path}:{n}")
         if case.id in seen:
             raise ConfigError(f"{path}:{n}: duplicate trigger case id {case.id!r}", "give each case a unique id")

@@ -28,8 +28,8 @@ def run_activation(root: Path, cfg: Config, name: str, *, steps: int, run: str |
     from skillgit.library.activation import OverlapRouter
     from skillgit.library.teacher import LLMDescriptionTeacher, SimulatedDescriptionTeacher
 
-    found = lib_config.entries(cfg)
-    lib_config.entry(cfg, name)  # the named skill is in the library (ConfigError listing the choices)
+    found = lib_config.entries(cfg, root)
+    lib_config.entry(cfg, name, root)  # the named skill is in the library (ConfigError listing the choices)
     branches = {e.branch or cfg.skill.branch for e in found.values()}
     if len(branches) > 1:
         raise ConfigError(f"skills: the library's skills are on different branches ({', '.join(sorted(branches))})",

@@ -111,8 +111,10 @@ class LLMDescriptionTeacher:
 
         if not any(r.correct is False for r in results):
             return None  # nothing to learn from on train
-        request = Request((Message("system", DESCRIBE_SYSTEM.format(limit=self.limit)),
-                           Message("user", self.prompt(skill, description, results, listings, rejected))),
+        from skillgit.redact import redact
+
+        ask = redact(self.prompt(skill, description, results, listings, rejected))  # never a secret to a model
+        request = Request((Message("system", DESCRIBE_SYSTEM.format(limit=self.limit)), Message("user", ask)),
                           stage="describe", json_schema={"type": "object", "required": ["description"],
                                                          "properties": {"description": {"type": "string"},
                                                                         "why": {"type": "string"}}})
@@ -130,5 +132,5 @@ class LLMDescriptionTeacher:
             if self.skipped is not None:
                 self.skipped.append(f"malformed teacher reply: {result.error}")
             return None
-        new = " ".join(str(result.obj["description"]).split())
+        new = redact(" ".join(str(result.obj["description"]).split()))
         return None if new == description or new in {d for d, _ in rejected} else new

@@ -14,7 +14,8 @@ Contract (`judge`), in order, each stage able to reject:
    `item_tolerance`, `paired_alpha`) rejects the candidate with that reason, naming the skill and the cases.
 A verdict (`ActivationVerdict`) says which stage decided, with the numbers; `note()` is its git note record.
 `train` runs steps of teacher → judge → commit: every candidate is a commit on `candidates/*`, accepted ones
-fast-forward the branch, rejected ones become `rejected/*` tags, with a gate note and an activation note.
+fast-forward the branch, rejected ones become `rejected/*` tags, with a gate note and an activation note. A
+teacher's description is redacted (`skillgit.redact`) before anything reads it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
+from skillgit import redact
 from skillgit.config import EvaluationCfg
 from skillgit.errors import SkillgitError
 from skillgit.library.activation import CaseResult, Router, SkillMetrics, metrics, score_cases, split_score
@@ -251,6 +253,9 @@ def train(stores: Mapping[str, Store], skill: str, cases: Sequence[TriggerCase],
         train_results = score_cases(router, library, cases_of(cases, split="train"))
         own = [r for r in train_results if r.case.skill == skill]
         new_desc = teacher.propose(skill, incumbent.listing.description, own, library.listings(), rejected)
+        # teacher text is untrusted: secrets it echoes (from prompts, other skills, its own output) are masked
+        # before the description is judged, committed, noted or shown
+        new_desc = redact.redact(new_desc) if new_desc else new_desc
         if not new_desc or new_desc == incumbent.listing.description:
             break
         text = with_listing(incumbent.text, description=new_desc)

@@ -174,45 +174,12 @@ class AnthropicBackend:
 
     def _kwargs(self, request: Request, use_tool: bool) -> dict[str, Any]:
         system_parts = [m.content for m in request.messages if m.role in ("system", "developer")]
-        turns: list[dict[str, Any]] = []
-        images: dict[int, list[Any]] = {}  # turn index → its images, sent as image blocks before its text
-        for m in request.messages:
-            if m.role in ("system", "developer"):
-                continue
-            role = "assistant" if m.role == "assistant" else "user"
-            if turns and turns[-1]["role"] == role:
-                turns[-1]["content"] += "\n\n" + m.content
-            else:
-                turns.append({"role": role, "content": m.content})
-            if m.images:
-                images.setdefault(len(turns) - 1, []).extend(m.images)
-        if not turns or turns[0]["role"] != "user":
-            turns.insert(0, {"role": "user", "content": "(begin)"})
-            images = {index + 1: found for index, found in images.items()}
         schema = request.json_schema
-        if schema is not None and not use_tool:
-            last_user = next(t for t in reversed(turns) if t["role"] == "user")
-            last_user["content"] += _schema_instruction(schema)
-        for index, found in images.items():
-            turns[index]["content"] = [
-                *({"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data_b64}}
-                  for i in found),
-                {"type": "text", "text": turns[index]["content"]}]
-
-        max_tokens = request.max_tokens if request.max_tokens is not None else self.cfg.max_tokens
-        max_tokens = max_tokens or DEFAULT_MAX_TOKENS
-        kwargs: dict[str, Any] = {"model": self.model, "messages": turns}
+        kwargs: dict[str, Any] = {"model": self.model,
+                                  "messages": _turns(request, None if use_tool else schema)}
         if system_parts:
             kwargs["system"] = "\n\n".join(system_parts)
-        budget = self.cfg.thinking_budget
-        if budget:
-            kwargs["thinking"] = {"type": "enabled", "budget_tokens": int(budget)}
-            kwargs["max_tokens"] = int(budget) + max_tokens
-        else:
-            kwargs["max_tokens"] = max_tokens
-            temperature = request.temperature if request.temperature is not None else self.cfg.temperature
-            if temperature is not None:  # this SDK no longer has the parameter; older models still take it
-                kwargs["extra_body"] = {"temperature": temperature}
+        kwargs.update(self._sampling(request))
         if self.cfg.reasoning_effort:
             kwargs["output_config"] = {"effort": self.cfg.reasoning_effort}
         if use_tool:
@@ -220,6 +187,20 @@ class AnthropicBackend:
                                 "input_schema": schema}]
             kwargs["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
         return kwargs
+
+    def _sampling(self, request: Request) -> dict[str, Any]:
+        """max_tokens, and thinking (its budget on top) or the temperature."""
+        max_tokens = request.max_tokens if request.max_tokens is not None else self.cfg.max_tokens
+        max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+        budget = self.cfg.thinking_budget
+        if budget:
+            return {"thinking": {"type": "enabled", "budget_tokens": int(budget)},
+                    "max_tokens": int(budget) + max_tokens}
+        temperature = request.temperature if request.temperature is not None else self.cfg.temperature
+        if temperature is None:
+            return {"max_tokens": max_tokens}
+        # this SDK no longer has the parameter; older models still take it
+        return {"max_tokens": max_tokens, "extra_body": {"temperature": temperature}}
 
     def _reply(self, message: Any, latency: float) -> Reply:
         texts, tool_input, thinking = [], None, []
@@ -316,3 +297,32 @@ def _describe(role: str, model: str, bcfg: BackendCfg, env: Mapping[str, str]) -
 
 BACKEND = Backend("anthropic", frozenset({"teacher", "student"}), _build, _describe,
                   "Anthropic's Messages API (Claude) via the anthropic SDK")
+
+
+def _turns(request: Request, schema: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The conversation as alternating user/assistant turns (same-role messages joined, a user turn first), the
+    schema instruction on the last user turn when given, each turn's images as image blocks before its text."""
+    turns: list[dict[str, Any]] = []
+    images: dict[int, list[Any]] = {}  # turn index → its images
+    for m in request.messages:
+        if m.role in ("system", "developer"):
+            continue
+        role = "assistant" if m.role == "assistant" else "user"
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] += "\n\n" + m.content
+        else:
+            turns.append({"role": role, "content": m.content})
+        if m.images:
+            images.setdefault(len(turns) - 1, []).extend(m.images)
+    if not turns or turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": "(begin)"})
+        images = {index + 1: found for index, found in images.items()}
+    if schema is not None:
+        last_user = next(t for t in reversed(turns) if t["role"] == "user")
+        last_user["content"] += _schema_instruction(schema)
+    for index, found in images.items():
+        turns[index]["content"] = [
+            *({"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data_b64}}
+              for i in found),
+            {"type": "text", "text": turns[index]["content"]}]
+    return turns

@@ -62,8 +62,8 @@ def build_raw(cfg: Config, role: str, root: Path | None, *, environ: Mapping[str
     name, model, bcfg = _role_cfg(cfg, role)
     backend = registry.resolve(role, name)
     env, secrets, dotenv_keys = _prepare(cfg, root, environ)
-    if root is not None and backend.agent:
-        env = {**env, PROJECT_ROOT_ENV: str(root)}  # where an agent student finds the project (its tasks, repo)
+    if root is not None and (backend.agent or backend.project):
+        env = {**env, PROJECT_ROOT_ENV: str(root)}  # where an agent (or the handoff folder) finds the project
     return backend.build(role, model, bcfg, cfg, env, secrets=secrets, dotenv_keys=dotenv_keys)
 
 

@@ -166,7 +166,7 @@ def planned_price(backend: str, model: str, backend_cfg: Any, prices: Mapping[st
     the backend will call: `base_url`, else the provider's environment variable; Azure bills by the table): so
     `train --dry-run` and the run agree — the simulated world and a local server are free unless `prices` names
     the model, and a local model called `gpt-4.1` does not get OpenAI's price."""
-    if backend == "simulated":
+    if backend in ("simulated", "handoff"):  # handoff: the user's own agent answers (llm/handoff.py)
         return FREE
     if backend == "azure" or getattr(backend_cfg, "azure_endpoint", None):
         return resolve_price(model, prices, None)

@@ -57,9 +57,11 @@ class Backend:
     describe: Describer
     summary: str
     agent: bool = False
+    project: bool = False  # the builder reads the project root from env[factory.PROJECT_ROOT_ENV] (agent: always)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "roles": sorted(self.roles), "summary": self.summary, "agent": self.agent}
+        return {"name": self.name, "roles": sorted(self.roles), "summary": self.summary, "agent": self.agent,
+                "project": self.project}
 
 
 _loaded: dict[str, Backend] = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillgit import patch, prompts, redact, skilldoc
+from skillgit import patch, prompts, redact, regions, skilldoc
 from skillgit.loop import stages
 from skillgit.loop.context import StepContext
 from skillgit.records import EpochStep, UpdateRecord
@@ -92,7 +92,7 @@ def slow_update(ctx: StepContext, teacher: stages.Teacher, epoch: int, skill: st
                                                  "comparison": prompts.block_comparison(pairs)})
     guidance = str((obj or {}).get("guidance", "")).strip()
     invalid = None if guidance else (error or "the teacher wrote no guidance")
-    new_text = patch.set_region(skill, SLOW_UPDATE_REGION, guidance) if guidance else skill
+    new_text = regions.set_region(skill, SLOW_UPDATE_REGION, guidance) if guidance else skill
     edit = Edit("replace", content=guidance, target=skilldoc.open_marker(SLOW_UPDATE_REGION),
                 source_type="slow_update", rationale="longitudinal guidance")
     result = EditResult(edit, "applied", "written into the protected slow-update region") if new_text != skill \

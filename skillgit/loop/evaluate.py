@@ -302,40 +302,40 @@ class Evaluator:
                 self.retried += len(failed)
             for i, t in zip(failed, run([jobs[i] for i in failed], None)):
                 trajs[i], spent[i] = t, add_seconds(spent[i], t.timings)
-        results = []
-        for n, r in enumerate(requests):
-            mine = [t for (m, _, _), t in zip(jobs, trajs) if m == n]
-            seconds: dict[str, float] = {}
-            for (m, _, _), row in zip(jobs, spent):
-                if m == n and row:
-                    seconds = add_seconds(seconds, row)
-            results.append(self._collect(r, mine, fingerprint, seconds))
+        per_text = [[t for (m, _, _), t in zip(jobs, trajs) if m == n] for n in range(len(requests))]
+        results = [self._collect(r, per_text[n], fingerprint, _seconds_of(n, jobs, spent))
+                   for n, r in enumerate(requests)]
         with self._lock:
             for row in spent:
                 if row:
                     self._unbooked = add_seconds(self._unbooked, row)
-        with self._lock:
-            for n, r in enumerate(requests):
-                if r.repeats < 2 or r.split != "val":
-                    continue
-                if _copies([t for (m, _, _), t in zip(jobs, trajs) if m == n], r.repeats):
-                    results[n] = _collapsed(results[n])
-                    if r.key[0] not in self._identical_texts:
-                        self._identical_texts.append(r.key[0])
-                        self._identical_items += len(r.items)
-                else:
-                    self._identical_texts.clear()
-                    self._identical_items = 0
-            if not self.deterministic and len(self._identical_texts) >= IDENTICAL_STREAK \
-                    and self._identical_items >= IDENTICAL_ITEMS:
-                self.deterministic = True
-                self.identical_seen = (
-                    f"the student's {max(r.repeats for r in requests)} repeats of every val item came back identical "
-                    f"for {len(self._identical_texts)} different skill texts (temperature 0, or a deterministic "
-                    f"model or agent): each val item is scored once from now on")
+            self._watch_copies(requests, results, per_text)
             for r, s in zip(requests, results):
                 self._cache[r.key] = s
                 self._latest[r.key[:2]] = s
+
+    def _watch_copies(self, requests: list[_Request], results: list[SplitScore],
+                      trajs: list[list[Trajectory]]) -> None:
+        """Collapse val scorings whose repeats came back as copies, and once enough different skill texts did
+        (IDENTICAL_STREAK texts, IDENTICAL_ITEMS items), score each val item once from then on. Under the lock."""
+        for n, r in enumerate(requests):
+            if r.repeats < 2 or r.split != "val":
+                continue
+            if _copies(trajs[n], r.repeats):
+                results[n] = _collapsed(results[n])
+                if r.key[0] not in self._identical_texts:
+                    self._identical_texts.append(r.key[0])
+                    self._identical_items += len(r.items)
+            else:
+                self._identical_texts.clear()
+                self._identical_items = 0
+        if not self.deterministic and len(self._identical_texts) >= IDENTICAL_STREAK \
+                and self._identical_items >= IDENTICAL_ITEMS:
+            self.deterministic = True
+            self.identical_seen = (
+                f"the student's {max(r.repeats for r in requests)} repeats of every val item came back identical "
+                f"for {len(self._identical_texts)} different skill texts (temperature 0, or a deterministic "
+                f"model or agent): each val item is scored once from now on")
 
     def _collect(self, r: _Request, trajs: list[Trajectory], fingerprint: dict[str, str],
                  seconds: dict[str, float]) -> SplitScore:
@@ -405,3 +405,12 @@ def phase_seconds(trajs: list[Trajectory]) -> dict[str, float]:
 
 def add_seconds(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
     return {k: round(a.get(k, 0.0) + b.get(k, 0.0), 3) for k in sorted({*a, *b})}
+
+
+def _seconds_of(n: int, jobs: list[tuple[int, Item, int]], spent: list[dict[str, float]]) -> dict[str, float]:
+    """The seconds request `n`'s jobs took, per stage, retries included."""
+    seconds: dict[str, float] = {}
+    for (m, _, _), row in zip(jobs, spent):
+        if m == n and row:
+            seconds = add_seconds(seconds, row)
+    return seconds

@@ -164,44 +164,53 @@ def decide(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, *, seed: i
     b = before.mean(cfg.gate_metric, cfg.mixed_weight, common)
     a = after.mean(cfg.gate_metric, cfg.mixed_weight, common)
     if not common or cov.fraction + _EPS < cfg.min_val_coverage:
-        reason = ("cannot judge: no validation item could be scored for both skills" if not common else
-                  f"cannot judge: only {cov.describe()} for both skills (evaluation.min_val_coverage is "
-                  f"{cfg.min_val_coverage:.0%})")
-        check = GateCheck("coverage", False, reason.removeprefix("cannot judge: "),
-                          {"scored": cov.scored, "total": cov.total, "min_val_coverage": cfg.min_val_coverage})
-        return GateResult(False, b, a, reason, None, cov, (check,))
+        return _uncovered(cfg, cov, bool(common), b, a)
     ctx = _Context(cfg, before, after, common, b, a, seed, items, train_before, train_after, max(1, candidates),
                    tuple(controls))
     nulls = tuple(c for c in (_controls(ctx), _fingerprint(ctx)) if c is not None)
     checks = nulls + tuple(_CHECKS[name](ctx) for name in planned_checks(cfg.gate))
     p_values = [p for c in checks if c.name not in NULL_CHECKS and (p := to_float(c.numbers.get("p"))) is not None]
-    p_value = p_values[0] if p_values else None
     fixed, broke = flips(cfg, before, after, common)
     moved = "".join(f"; {_named(label, ids)}" for label, ids in (("fixed", fixed), ("broke", broke)) if ids)
-    where = f" ({cov.describe()})"
+    accept, reason = _verdict(cfg, checks, moved)
+    return GateResult(accept, b, a, reason + f" ({cov.describe()})", p_values[0] if p_values else None, cov, checks,
+                      tuple(fixed), tuple(broke))
 
-    def result(accept: bool, reason: str) -> GateResult:
-        return GateResult(accept, b, a, reason, p_value, cov, checks, tuple(fixed), tuple(broke))
 
+def _uncovered(cfg: EvaluationCfg, cov: Coverage, any_common: bool, b: float, a: float) -> GateResult:
+    """The refusal when too few items were scored for both skills to judge."""
+    reason = ("cannot judge: no validation item could be scored for both skills" if not any_common else
+              f"cannot judge: only {cov.describe()} for both skills (evaluation.min_val_coverage is "
+              f"{cfg.min_val_coverage:.0%})")
+    check = GateCheck("coverage", False, reason.removeprefix("cannot judge: "),
+                      {"scored": cov.scored, "total": cov.total, "min_val_coverage": cfg.min_val_coverage})
+    return GateResult(False, b, a, reason, None, cov, (check,))
+
+
+def _verdict(cfg: EvaluationCfg, checks: tuple[GateCheck, ...], moved: str) -> tuple[bool, str]:
+    """Accept or not, and the reason (without the coverage): a disabled gate accepts saying what it would have
+    done; a failed null check refuses; a failed check rejects naming it (and the others that failed); else the
+    decisive improvement check accepts, naming the checks that passed and those that did not apply."""
     failed = [c for c in checks if not c.passed]
     refusals = [c for c in failed if c.name in NULL_CHECKS]
     if not cfg.use_gate:
         would = (f"; it would have refused: {refusals[0].detail}" if refusals else
                  f"; it would have rejected: {failed[0].name}: {failed[0].detail}" if failed else "")
-        return result(True, "gate disabled (evaluation.use_gate=false)" + would + where)
+        return True, "gate disabled (evaluation.use_gate=false)" + would
     if refusals:
-        return result(False, f"cannot judge: {refusals[0].detail}" + where)
+        return False, f"cannot judge: {refusals[0].detail}"
     if failed:
-        reason = f"{failed[0].name}: {failed[0].detail}"
-        if len(failed) > 1:
-            reason += f"; also failed: {', '.join(c.name for c in failed[1:])}"
-        return result(False, reason + moved + where)
+        also = f"; also failed: {', '.join(c.name for c in failed[1:])}" if len(failed) > 1 else ""
+        return False, f"{failed[0].name}: {failed[0].detail}{also}{moved}"
+    return True, _accepted(checks, moved)
+
+
+def _accepted(checks: tuple[GateCheck, ...], moved: str) -> str:
     decisive = next(c for c in checks if c.name in IMPROVEMENT_CHECKS)
     passed = [c.name for c in checks if c is not decisive and c.numbers.get("applicable", True)]
     idle = [c.name for c in checks if c is not decisive and not c.numbers.get("applicable", True)]
     reason = f"{decisive.name}: {decisive.detail}" + moved + (f"; passed {', '.join(passed)}" if passed else "")
-    reason += "".join(f"; {name} not applicable" for name in idle)
-    return result(True, reason + where)
+    return reason + "".join(f"; {name} not applicable" for name in idle)
 
 
 # ---------------------------------------------------------------------------------------------- evidence
@@ -408,59 +417,64 @@ def _controls(ctx: _Context) -> GateCheck | None:
     the bar (two-sided, the gate's own test) is the student or the round moving, not the candidate."""
     if not ctx.controls:
         return None
-    cfg, before = ctx.cfg, ctx.before
-    rows: list[dict[str, Any]] = []
-    worst: tuple[float, str] | None = None
-    for n, c in enumerate(ctx.controls):
-        kind = "copy" if c.round == before.round else "earlier"
-        ids = set(before.per_item) & set(c.per_item)
-        row: dict[str, Any] = {"kind": kind, "round": c.round, "items": len(ids)}
-        if c.fingerprint != before.fingerprint and (c.fingerprint or before.fingerprint):
-            row.update(usable=False, why=f"the student changed since ({_fp_change(c.fingerprint, before.fingerprint)})")
-            rows.append(row)
-            continue
-        if len(ids) < 2:
-            row.update(usable=False, why="fewer than 2 items scored both times")
-            rows.append(row)
-            continue
-        ev = item_evidence(cfg, c, before, ids)
-        was, now = c.mean(cfg.gate_metric, cfg.mixed_weight, ids), before.mean(cfg.gate_metric, cfg.mixed_weight,
-                                                                               ids)
-        moved = now - was
-        fixed, broke = flips(cfg, c, before, ids)
-        if cfg.gate_test == "stderr":
-            _, _, z = stats.stderr_z(ev.diffs)
-            bar = corrected_k(cfg.gate_k, 2)
-            off = abs(moved) > _EPS and (z is None or abs(z) > bar + _EPS)
-            row.update(z=_r(z) if z is not None else None, bar=_r(bar))
-            stat = f"z={z:.2f}, needs |z| ≤ {bar:.3g}" if z is not None else "every item moved alike"
-        else:
-            p2 = stats.two_sided_p(ev.diffs, seed=ctx.seed + n, lattice=ev.lattice)
-            off = p2 < cfg.paired_alpha
-            row.update(p=_r(p2), alpha=cfg.paired_alpha)
-            stat = f"two-sided p{_p(p2)}, needs ≥ {cfg.paired_alpha:g}"
-        row.update(usable=True, before=_r(was), now=_r(now), delta=_r(moved), flipped=len(fixed) + len(broke),
-                   disagree=off)
-        rows.append(row)
-        words = (f"the incumbent scored {was:.4f} at its {'copy in this round' if kind == 'copy' else 'earlier'} "
-                 f"scoring and {now:.4f} now ({moved:+.4f}, {len(fixed) + len(broke)} item(s) flipped; {stat})")
-        if off and (worst is None or abs(moved) > worst[0]):
-            worst = (abs(moved), words + (": the round's measurements disagree with themselves" if kind == "copy"
-                                          else ": the student drifted between scorings (provider, model version or "
-                                               "agent CLI); this round is not judged"))
-        elif worst is None and not off:
-            rows[-1]["words"] = words
+    measured = [_control_row(ctx, n, c) for n, c in enumerate(ctx.controls)]
+    rows = [row for row, _, _ in measured]
+    off = [(abs(moved), row, words) for row, words, moved in measured if row["usable"] and row["disagree"]]
+    worst = None
+    if off:
+        _, row, words = max(off, key=lambda o: o[0])  # the first of the largest moves
+        worst = words + (": the round's measurements disagree with themselves" if row["kind"] == "copy" else
+                         ": the student drifted between scorings (provider, model version or agent CLI); this round "
+                         "is not judged")
     usable = [r for r in rows if r.get("usable")]
     floor = max((abs(r["delta"]) for r in usable), default=None)
-    numbers = {"controls": [{k: v for k, v in r.items() if k != "words"} for r in rows],
+    numbers = {"controls": rows,
                "noise_floor": _r(floor) if floor is not None else None}
     if worst is not None:
-        return GateCheck("controls", False, worst[1], numbers)
+        return GateCheck("controls", False, worst, numbers)
     if not usable:
         why = "; ".join(str(r.get("why")) for r in rows)
         return GateCheck("controls", True, f"no usable null control ({why})", numbers)
-    said = next((r["words"] for r in rows if r.get("words")), "")
+    said = next(words for row, words, _ in measured if row["usable"])
     return GateCheck("controls", True, f"{said}: within noise", numbers)
+
+
+def _control_row(ctx: _Context, n: int, c: SplitScore) -> tuple[dict[str, Any], str, float]:
+    """One control's row of numbers (`usable`, and `disagree` when it is), its sentence ("" when unusable) and how
+    far the incumbent moved."""
+    cfg, before = ctx.cfg, ctx.before
+    kind = "copy" if c.round == before.round else "earlier"
+    ids = set(before.per_item) & set(c.per_item)
+    row: dict[str, Any] = {"kind": kind, "round": c.round, "items": len(ids)}
+    if c.fingerprint != before.fingerprint and (c.fingerprint or before.fingerprint):
+        return {**row, "usable": False,
+                "why": f"the student changed since ({_fp_change(c.fingerprint, before.fingerprint)})"}, "", 0.0
+    if len(ids) < 2:
+        return {**row, "usable": False, "why": "fewer than 2 items scored both times"}, "", 0.0
+    ev = item_evidence(cfg, c, before, ids)
+    was, now = c.mean(cfg.gate_metric, cfg.mixed_weight, ids), before.mean(cfg.gate_metric, cfg.mixed_weight, ids)
+    moved = now - was
+    fixed, broke = flips(cfg, c, before, ids)
+    off, stat = _control_test(ctx, n, ev, moved, row)
+    row.update(usable=True, before=_r(was), now=_r(now), delta=_r(moved), flipped=len(fixed) + len(broke),
+               disagree=off)
+    words = (f"the incumbent scored {was:.4f} at its {'copy in this round' if kind == 'copy' else 'earlier'} "
+             f"scoring and {now:.4f} now ({moved:+.4f}, {len(fixed) + len(broke)} item(s) flipped; {stat})")
+    return row, words, moved
+
+
+def _control_test(ctx: _Context, n: int, ev: Evidence, moved: float, row: dict[str, Any]) -> tuple[bool, str]:
+    """Whether control `n` moved beyond the gate's own two-sided bar, and the statistic in words (into `row`)."""
+    cfg = ctx.cfg
+    if cfg.gate_test == "stderr":
+        _, _, z = stats.stderr_z(ev.diffs)
+        bar = corrected_k(cfg.gate_k, 2)
+        row.update(z=_r(z) if z is not None else None, bar=_r(bar))
+        off = abs(moved) > _EPS and (z is None or abs(z) > bar + _EPS)
+        return off, f"z={z:.2f}, needs |z| ≤ {bar:.3g}" if z is not None else "every item moved alike"
+    p2 = stats.two_sided_p(ev.diffs, seed=ctx.seed + n, lattice=ev.lattice)
+    row.update(p=_r(p2), alpha=cfg.paired_alpha)
+    return p2 < cfg.paired_alpha, f"two-sided p{_p(p2)}, needs ≥ {cfg.paired_alpha:g}"
 
 
 def _fp_change(old: Mapping[str, str], new: Mapping[str, str]) -> str:

@@ -163,93 +163,17 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ the run
     def train(self) -> RunResult:
         with self.store.lock(self.cfg.skill.branch):
-            self.store.prepare_worktrees()  # before any model call: an accept could not land in a dirty worktree
-            resumed = self.progress.next_step > 1
-            self.progress = self.progress.replace(status="running", stop_reason="")
-            self.ctx.stage(0, "gate")
-            if self.progress.seed_rev is None:
-                self.progress = self.progress.replace(seed_rev=self.store.tip())
-            seed_rev = self.progress.seed_rev or ""
-            seed_score = self.evaluator.score(self.store.read_skill(seed_rev), "val", self.ctx.progress(0, "seed"))
-            # resumed: the tip's score as the round that measured it did (the journal answers: nothing is paid twice,
-            # and the run goes on as it would have); it is the next step's earlier null control either way
-            current = self.evaluator.score(self.store.read_skill(), "val", round=self._incumbent_round())
-            metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
-            self.progress = self.progress.replace(
-                total_steps=self.total_steps, started=self.progress.started or time.time(),
-                seed_score=round(seed_score.mean(metric, weight), 4),
-                current_score=round(current.mean(metric, weight), 4))
-            self.emit(RunStarted(self.run_id, resumed, self.total_steps, seed_score.mean(metric, weight),
-                                 current.mean(metric, weight)))
-            self._save("run start" if not resumed else "resume")
-            small = gate_mod.small_val_warning(self.cfg.evaluation, len(self.evaluator.splits["val"]),
-                                               self.cfg.optimizer.proposals)
-            if small:
-                self.emit(Warning(small))
-            for line in guards.over_budget(self.store.read_skill(), self.cfg.skill.max_tokens,
-                                           self.cfg.skill.max_description_chars):
-                self.emit(Warning(line))  # said once here, not as every candidate's rejection
-            status, reason = "finished", "finished all steps"
+            seed_score, current = self._start()
             self.ledger.budget_check = self._budget_exceeded  # a budget stops before the call that would cross it
             try:
-                for step in range(self.progress.next_step, self.total_steps + 1):
-                    raise_if_stop_requested()  # a safe point (see errors.request_stop)
-                    stop = self._budget_exceeded()
-                    if stop:
-                        status, reason = "stopped", stop
-                        break
-                    epoch, batch = self.batch_for(step)
-                    if (step > 1 and (step - 1) % self.batches_per_epoch == 0
-                            and not self.progress.epoch(epoch - 1).ended):
-                        current = self._end_epoch(epoch - 1, current)
-                    current = self._step(step, epoch, batch, current)
-                    if self.evaluator.identical_seen and not self._said_identical:  # measured: said once
-                        self._said_identical = True
-                        self.emit(Warning(self.evaluator.identical_seen))
-                    if self._pending is None:  # a step git already held: counted, saved here
-                        self.progress = self.progress.replace(next_step=step + 1,
-                                                              current_score=round(current.mean(metric, weight), 4))
-                        self._save(f"step {step}", background=True)
-                else:
-                    self._settle_decision()
-                    last_epoch = (self.total_steps - 1) // self.batches_per_epoch
-                    if self.total_steps % self.batches_per_epoch == 0 and self.total_steps > 0 \
-                            and not self.progress.epoch(last_epoch).ended:
-                        current = self._end_epoch(last_epoch, current)
-                self._settle_decision()  # after a budget stop
-            except BudgetReached as exc:  # mid-step: the step stays undecided; its finished calls are journaled
-                self._settle_decision(quiet=True)
-                self._settle_save(quiet=True)
-                status, reason = "stopped", exc.message
-            except (KeyboardInterrupt, Interrupted) as exc:
-                self._settle_decision(quiet=True)
-                self._settle_save(quiet=True)
-                how = exc.message if isinstance(exc, Interrupted) else "interrupted"  # e.g. "stopped by SIGTERM"
-                self.progress = self.progress.replace(status="interrupted", stop_reason=how)
-                self._save("interrupted")
-                raise
-            except BranchMoved as exc:
-                self._settle_decision(quiet=True)
-                self._settle_save(quiet=True)
-                self.progress = self.progress.replace(status="stopped", stop_reason=exc.message)
-                self._save("stopped: the skill branch moved")
-                raise
-            except Exception as exc:  # e.g. a backend that kept failing (exit 4): `status` says so, not "killed?"
-                self._settle_decision(quiet=True)
-                self._settle_save(quiet=True)
-                code = int(exc.code) if isinstance(exc, SkillgitError) else int(ExitCode.INTERNAL)
-                what = exc.message if isinstance(exc, SkillgitError) else f"crashed: {type(exc).__name__}: {exc}"
-                self.progress = self.progress.replace(status="failed", stop_reason=redact.redact(
-                    f"{textsafe.clean(what, multiline=False)[:500]} (exit {code}); `skillgit train` resumes it"))
-                try:
-                    self._save(f"failed (exit {code})")
-                except Exception:
-                    pass  # the run's own error is the one to report
-                raise
-            except BaseException:
+                status, reason = self._steps(current)
+            except BaseException as exc:
                 self._settle_decision(quiet=True)  # nothing may still write once the run lock is released
                 self._settle_save(quiet=True)
-                raise
+                if not isinstance(exc, BudgetReached):
+                    self._record_stop(exc)
+                    raise
+                status, reason = "stopped", exc.message  # mid-step: undecided; its finished calls are journaled
             self.progress = self.progress.replace(status=status, stop_reason=reason)
             try:
                 closing = final_scores(self.ctx, self.store, self.run_id, self.progress.seed_rev, seed_score,
@@ -269,6 +193,85 @@ class Trainer:
         self.emit(RunEnded(self.run_id, status, reason, result.accepted, result.rejected, score_dicts,
                            self.progress.usage.to_dict()))
         return result
+
+    def _start(self) -> tuple[gate_mod.SplitScore, gate_mod.SplitScore]:
+        """Worktrees ready, the seed and the incumbent scored, the start said and saved: (seed, incumbent)."""
+        self.store.prepare_worktrees()  # before any model call: an accept could not land in a dirty worktree
+        resumed = self.progress.next_step > 1
+        self.progress = self.progress.replace(status="running", stop_reason="")
+        self.ctx.stage(0, "gate")
+        if self.progress.seed_rev is None:
+            self.progress = self.progress.replace(seed_rev=self.store.tip())
+        seed_score = self.evaluator.score(self.store.read_skill(self.progress.seed_rev or ""), "val",
+                                          self.ctx.progress(0, "seed"))
+        # resumed: the tip's score as the round that measured it did (the journal answers: nothing is paid twice,
+        # and the run goes on as it would have); it is the next step's earlier null control either way
+        current = self.evaluator.score(self.store.read_skill(), "val", round=self._incumbent_round())
+        metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
+        self.progress = self.progress.replace(
+            total_steps=self.total_steps, started=self.progress.started or time.time(),
+            seed_score=round(seed_score.mean(metric, weight), 4), current_score=round(current.mean(metric, weight), 4))
+        self.emit(RunStarted(self.run_id, resumed, self.total_steps, seed_score.mean(metric, weight),
+                             current.mean(metric, weight)))
+        self._save("run start" if not resumed else "resume")
+        small = gate_mod.small_val_warning(self.cfg.evaluation, len(self.evaluator.splits["val"]),
+                                           self.cfg.optimizer.proposals)
+        if small:
+            self.emit(Warning(small))
+        for line in guards.over_budget(self.store.read_skill(), self.cfg.skill.max_tokens,
+                                       self.cfg.skill.max_description_chars):
+            self.emit(Warning(line))  # said once here, not as every candidate's rejection
+        return seed_score, current
+
+    def _steps(self, current: gate_mod.SplitScore) -> tuple[str, str]:
+        """Every remaining step (and epoch end) in order; (status, reason) when they are done or a budget stops."""
+        metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
+        for step in range(self.progress.next_step, self.total_steps + 1):
+            raise_if_stop_requested()  # a safe point (see errors.request_stop)
+            stop = self._budget_exceeded()
+            if stop:
+                self._settle_decision()
+                return "stopped", stop
+            epoch, batch = self.batch_for(step)
+            if step > 1 and (step - 1) % self.batches_per_epoch == 0 and not self.progress.epoch(epoch - 1).ended:
+                current = self._end_epoch(epoch - 1, current)
+            current = self._step(step, epoch, batch, current)
+            if self.evaluator.identical_seen and not self._said_identical:  # measured: said once
+                self._said_identical = True
+                self.emit(Warning(self.evaluator.identical_seen))
+            if self._pending is None:  # a step git already held: counted, saved here
+                self.progress = self.progress.replace(next_step=step + 1,
+                                                      current_score=round(current.mean(metric, weight), 4))
+                self._save(f"step {step}", background=True)
+        self._settle_decision()
+        last_epoch = (self.total_steps - 1) // self.batches_per_epoch
+        if self.total_steps % self.batches_per_epoch == 0 and self.total_steps > 0 \
+                and not self.progress.epoch(last_epoch).ended:
+            self._end_epoch(last_epoch, current)
+        self._settle_decision()
+        return "finished", "finished all steps"
+
+    def _record_stop(self, exc: BaseException) -> None:
+        """What a run stopped by `exc` (other than a budget) leaves in its progress: interrupted, stopped because
+        the skill branch moved, or failed with the exit code `status` shows — stopped for exit 5 (handoff questions
+        wait) — (a bare BaseException: nothing)."""
+        if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+            how = exc.message if isinstance(exc, Interrupted) else "interrupted"  # e.g. "stopped by SIGTERM"
+            self.progress = self.progress.replace(status="interrupted", stop_reason=how)
+            self._save("interrupted")
+        elif isinstance(exc, BranchMoved):
+            self.progress = self.progress.replace(status="stopped", stop_reason=exc.message)
+            self._save("stopped: the skill branch moved")
+        elif isinstance(exc, Exception):  # e.g. a backend that kept failing (exit 4): `status` says so, not "killed?"
+            code = int(exc.code) if isinstance(exc, SkillgitError) else int(ExitCode.INTERNAL)
+            what = exc.message if isinstance(exc, SkillgitError) else f"crashed: {type(exc).__name__}: {exc}"
+            ended = "stopped" if code == ExitCode.BUDGET else "failed"  # exit 5: handoff questions wait
+            self.progress = self.progress.replace(status=ended, stop_reason=redact.redact(
+                f"{textsafe.clean(what, multiline=False)[:500]} (exit {code}); `skillgit train` resumes it"))
+            try:
+                self._save(f"{ended} (exit {code})")
+            except Exception:
+                pass  # the run's own error is the one to report
 
     def _book_seconds(self, train: Mapping[str, float] | None = None) -> None:
         """Add the agentic phase seconds of the rollouts made since the last call (train batch, val and test

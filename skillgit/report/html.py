@@ -122,7 +122,8 @@ def _header(r: RunReport) -> str:
         '<header>\n<div class="eyebrow">skillgit training report</div>\n'
         f'<h1>{esc(r.project) + " · " if r.project else ""}<code>{esc(r.run_id)}</code></h1>\n'
         f'<p class="subtitle">{status}{stop} · skill <code>{where}</code> · {when}</p>\n'
-        '<div class="cards">'
+        + (f'<p class="subtitle">environment {esc(r.env_metric)}</p>\n' if r.env_metric else "")
+        + '<div class="cards">'
         + _score_card("val", r.val.seed, r.val.best, r.val.final, r.metric)
         + _score_card("test", r.test.seed, r.test.best, r.test.final, r.metric)
         + '<div class="card"><div class="label">decisions</div>'

@@ -148,6 +148,7 @@ class RunReport:
     status: str = ""  # e.g. finished, stopped, interrupted, running
     stop_reason: str = ""
     metric: str = "hard"
+    env_metric: str = ""  # the environment's own metric, named ("searchqa: exact match …"); "" without one
     val: SplitScores = field(default_factory=SplitScores)
     test: SplitScores = field(default_factory=SplitScores)
     val_items: tuple[str, ...] = ()  # val item ids in display order

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from skillgit import envs
 from skillgit.errors import GitStateError
 from skillgit.loop.gate import metric_of
 from skillgit.records import (
@@ -388,7 +389,8 @@ def to_run_report(review: RunReview, *, project: str = "", skill_path: str = "")
     return RunReport(
         run_id=review.run, project=project, skill_path=skill_path, branch=review.head, started=_iso(p.started),
         ended=_iso(p.updated) if p.status != "running" else "", status=p.status, stop_reason=p.stop_reason,
-        metric=review.metric, val=split("val"), test=split("test"), val_items=tuple(items),
+        metric=review.metric, env_metric=": ".join(envs.metric_of_config(review.config_yaml) or ()),
+        val=split("val"), test=split("test"), val_items=tuple(items),
         seed_item_scores=dict(review.seed_items), steps=tuple(report_step(d) for d in review.decisions),
         usage_by_stage=dict(p.usage_by_stage), usage_by_role=dict(p.usage_by_role), config_digest=p.config_digest,
         reproduce=review.reproduce())

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from skillgit import textsafe
+from skillgit import envs, textsafe
 from skillgit.errors import SkillgitError
 from skillgit.review.data import RunReview, StepReview, total_usage, wilson
 from skillgit.review.show import flips_lines
@@ -104,6 +104,9 @@ def _scores(review: RunReview) -> list[str]:
     rows += ["", f"Means over {sizes} (each item's score is its mean over the gate's repeats); intervals are Wilson "
                  "95 % intervals over items. Val decided every step; **test is reported, never used for a "
                  "decision.**"]
+    named = envs.metric_of_config(review.config_yaml)
+    if named:  # a benchmark environment scored the run: name the paper's metric that hard/soft stand for
+        rows += ["", f"Scored by the environment {code(named[0])}: {md(named[1])}."]
     return rows
 
 

@@ -58,7 +58,10 @@ from skillgit.sleep.scrub import Redactions, Scrubber, build_scrubber
 
 UNKNOWN_WARN_RATIO = 0.2
 NO_TURN_WARN_RECORDS = 3  # a file with at least this many records and no readable turn is a format warning
-STATE_VERSION = 1
+# 2: a file under home is keyed `source:home/<id>` (its `~/…` path hashed), no longer `source:~/…`, whose project
+# folders (`~/.claude/projects/-home-<user>-src-app/`) spelt the user name; a version-1 state is read by hashing its
+# keys the same way (`_path_key`), so nothing is harvested again
+STATE_VERSION = 2
 
 RemoteLookup = Callable[[str], Sequence[str]]
 Sink = Callable[[Session, int], None]  # a kept session and the first turn that is new
@@ -109,7 +112,7 @@ class HarvestState:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HarvestState:
         files = data.get("files") or {}
-        return cls({str(k): FileState.from_dict(v) for k, v in files.items()}, int(data.get("version", 1) or 1))
+        return cls({_path_key(str(k)): FileState.from_dict(v) for k, v in files.items()})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
@@ -252,18 +255,21 @@ def display_path(path: Path, home: Path) -> str:
         return str(path)
 
 
+def _path_key(key: str) -> str:
+    """`source:~/…` (a version-1 key) → `source:home/<id>`, the id a sha256 of the `~/…` path; others unchanged."""
+    source, _, rest = key.partition(":")
+    if not rest.startswith("~/"):
+        return key
+    return f"{source}:home/{hashlib.sha256(rest.encode('utf-8')).hexdigest()[:20]}"
+
+
 def _state_key(source: str, path: Path, home: Path) -> str:
-    """`source:~/…` for a file under home; `source:outside/<hash>` otherwise (no foreign home path in git)."""
+    """A file's stable id in the state, which names neither the user nor the project: `source:home/<hash>` for a
+    file under home (of its `~/…` path), `source:outside/<hash>` otherwise (of its absolute path)."""
     shown = display_path(path, home)
     if shown.startswith("~/"):
-        return f"{source}:{shown}"
+        return _path_key(f"{source}:{shown}")
     return f"{source}:outside/{hashlib.sha256(str(path.resolve()).encode('utf-8')).hexdigest()[:20]}"
-
-
-def _key_exists(key: str, home: Path) -> bool | None:
-    """Whether the file of a state key still exists (None: cannot be told from the key)."""
-    rest = key.split(":", 1)[1]
-    return (home / rest[2:]).exists() if rest.startswith("~/") else None
 
 
 def _bare(session: Session, reason: str, scrubber: Scrubber) -> Session:
@@ -359,6 +365,7 @@ class _Harvest:
         self.unknown: dict[str, Counter[str]] = {}
         self.redactions = Redactions()
         self.read_count = self.unchanged = 0
+        self.present: set[str] = set()  # the state keys of the files the readers discovered (they exist)
 
     def file(self, reader: Reader, path: Path, key: str) -> bool:
         """Harvest one file; False when it could not be read (its state is kept, so it is tried again)."""
@@ -437,7 +444,8 @@ class _Harvest:
     def _forget_moved(self, old_key: str, session_id: str) -> None:
         """Drop a session from the record of a file that no longer exists (it moved)."""
         state = self.files.get(old_key)
-        if state is None or _key_exists(old_key, self.home) is not False:
+        # gone: under home (the readers list every such file of its source, which is being read) and not listed
+        if state is None or not old_key.split(":", 1)[1].startswith("home/") or old_key in self.present:
             return
         rest = {sid: m for sid, m in state.sessions.items() if sid != session_id}
         if rest:
@@ -484,9 +492,11 @@ def harvest(sources: Iterable[str] | None, home: Path | str, repo_root: Path | s
         except OSError as exc:
             run.warnings.append(HarvestWarning(source, scrub.text(str(home)), f"cannot list sessions: {exc}"))
             continue
-        for path in paths:
+        keys = {path: _state_key(source, path, home) for path in paths}
+        run.present.update(keys.values())
+        for path, key in keys.items():
             discovered.add(path.resolve())
-            run.file(reader, path, _state_key(source, path, home))
+            run.file(reader, path, key)
     batch = _harvest_inbox(run, repo_root, chosen, discovered) if inbox else InboxBatch()
     return run.result(batch)
 

@@ -81,7 +81,8 @@ def _text(plan: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def status_info(sp: SleepProject, limit: int = 10, *, crontab: str = "crontab") -> dict[str, Any]:
+def status_info(sp: SleepProject, limit: int = 10, *, crontab: str = "crontab",
+                crontab_file: Path | None = None) -> dict[str, Any]:
     repo = open_repository(sp.root)
     state = S.load(repo)
     nights = []
@@ -106,7 +107,7 @@ def status_info(sp: SleepProject, limit: int = 10, *, crontab: str = "crontab") 
     root = repo.root.resolve()
     cron: bool | None
     try:
-        cron = bool(K.split_block(K.read_crontab(crontab), root)[1])
+        cron = bool(K.split_block(K.read_crontab(crontab, file=crontab_file), root)[1])
     except SkillgitError:
         cron = None
     systemd = (K.unit_dir() / f"{K.unit_name(root)}.timer").is_file()

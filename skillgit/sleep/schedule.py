@@ -10,6 +10,13 @@ Two mechanisms, both removable exactly:
   daemon-reload` and `enable --now` of the timer; `remove_systemd` disables the timer and deletes exactly those
   two files (only when they carry the marker).
 
+Whose crontab: `crontab` (the program) edits the crontab of the user whose id runs it — `HOME` does not change
+that (under `sudo -E`, in a container, or with HOME pointed elsewhere it is still that user's). `crontab_owner()`
+names that user, and the CLI says so and warns when HOME is not that user's home. A **crontab file**
+(`sleep.crontab_file` / `schedule --crontab-file FILE`) is honoured instead: the same block is kept in that file
+(created when missing, written atomically, every other line kept), and cron runs it once you install it
+(`crontab FILE`, or a system `cron.d` drop-in with a user field of your own) — `crontab` is never run then.
+
 The `crontab` and `systemctl` programs are parameters (tests pass fakes; the real ones are never needed to test
 this). The job runs `<python> -m skillgit sleep run` in the repository with the python that runs this skillgit,
 appending its output to `<git-common-dir>/skillgit/sleep/cron.log`; API keys come from the repository's `.env` as
@@ -99,7 +106,26 @@ def _run(runner: Runner, argv: Sequence[str], stdin: str | None = None) -> subpr
         raise SkillgitError(f"`{' '.join(argv)}` did not finish in 30 s", "try again") from None
 
 
-def read_crontab(crontab: str = "crontab", runner: Runner = subprocess.run) -> str:
+def crontab_owner() -> tuple[str, str]:
+    """(user name, home) of the user whose crontab `crontab` edits: this process's real user id, whatever HOME
+    says; ("uid N", "") when the system cannot name it."""
+    try:
+        import pwd
+
+        entry = pwd.getpwuid(os.getuid())
+        return entry.pw_name, entry.pw_dir
+    except (ImportError, KeyError, AttributeError):  # no pwd module (Windows) or an id without an entry
+        return f"uid {os.getuid() if hasattr(os, 'getuid') else '?'}", ""
+
+
+def read_crontab(crontab: str = "crontab", runner: Runner = subprocess.run, file: Path | None = None) -> str:
+    """The crontab's text ("" when there is none); `file`: that crontab file's instead of the user's."""
+    if file is not None:
+        try:
+            return file.read_text(encoding="utf-8") if file.exists() else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SkillgitError(f"cannot read the crontab file {file}: {exc}",
+                                "check the file (sleep.crontab_file / --crontab-file)") from None
     proc = _run(runner, [crontab, "-l"])
     if proc.returncode != 0:
         if re.search(r"no crontab", proc.stderr or "", re.I):
@@ -109,29 +135,41 @@ def read_crontab(crontab: str = "crontab", runner: Runner = subprocess.run) -> s
     return proc.stdout
 
 
-def write_crontab(text: str, crontab: str = "crontab", runner: Runner = subprocess.run) -> None:
+def write_crontab(text: str, crontab: str = "crontab", runner: Runner = subprocess.run,
+                  file: Path | None = None) -> None:
+    if file is not None:
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = file.with_name(f".{file.name}.skillgit-{os.getpid()}")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, file)
+        except OSError as exc:
+            raise SkillgitError(f"cannot write the crontab file {file}: {exc}", "nothing was changed") from None
+        return
     proc = _run(runner, [crontab, "-"], text)
     if proc.returncode != 0:
         raise SkillgitError(f"`{crontab} -` refused the new crontab: {(proc.stderr or '').strip()[:200]}",
                             "nothing was changed; check the crontab with `crontab -l`")
 
 
-def install_cron(job: Job, crontab: str = "crontab", runner: Runner = subprocess.run) -> str:
-    """Install (or replace) this repository's block; returns the block."""
-    before, _, after = split_block(read_crontab(crontab, runner), job.repo)
+def install_cron(job: Job, crontab: str = "crontab", runner: Runner = subprocess.run,
+                 file: Path | None = None) -> str:
+    """Install (or replace) this repository's block (in `file` when given); returns the block."""
+    before, _, after = split_block(read_crontab(crontab, runner, file), job.repo)
     if before and not before.endswith("\n"):
         before += "\n"
     block = cron_block(job)
-    write_crontab(before + block + after, crontab, runner)
+    write_crontab(before + block + after, crontab, runner, file)
     return block
 
 
-def remove_cron(repo: Path, crontab: str = "crontab", runner: Runner = subprocess.run) -> bool:
-    """Remove this repository's block; False when there was none (nothing is written then)."""
-    before, block, after = split_block(read_crontab(crontab, runner), repo)
+def remove_cron(repo: Path, crontab: str = "crontab", runner: Runner = subprocess.run,
+                file: Path | None = None) -> bool:
+    """Remove this repository's block (from `file` when given); False when there was none (nothing is written)."""
+    before, block, after = split_block(read_crontab(crontab, runner, file), repo)
     if not block:
         return False
-    write_crontab(before + after, crontab, runner)
+    write_crontab(before + after, crontab, runner, file)
     return True
 
 

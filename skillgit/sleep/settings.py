@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from skillgit import config as config_mod
+from skillgit import config_layers
 from skillgit.config import Config, apply_overrides, config_from_dict
 from skillgit.errors import ConfigError
 from skillgit.project import CONFIG_NAME, Project, find_root
@@ -34,7 +34,8 @@ DEFAULT_BRANCH = "sleep/{date}"
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _NO_LIMIT = frozenset({"max_tasks", "max_steps", "max_calls", "max_tokens", "max_cost_usd"})  # null = no limit
 _DOLLARS = frozenset({"max_cost_usd"})
-_OPTION = {"schedule_at": "--at", "max_cost_usd": "--max-cost", "tasks_file": "--tasks"}  # key → its CLI option
+_OPTION = {"schedule_at": "--at", "max_cost_usd": "--max-cost", "tasks_file": "--tasks",
+           "crontab_file": "--crontab-file"}  # key → its CLI option
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class SleepSettings:
     scrub_patterns: tuple[str, ...] = ()  # extra regular expressions masked in harvested text
     scrub_env: tuple[str, ...] = ()  # environment variables whose values are masked
     schedule_at: str = "03:00"  # `skillgit sleep schedule` default time (HH:MM, local)
+    crontab_file: str = ""  # schedule: keep the cron block in this file, not the user's crontab (sleep/schedule.py)
     judge_over_chars: int = 400  # a longer accepted answer is judged by the teacher (as a reference), not matched
 
     @classmethod
@@ -228,9 +230,10 @@ def open_sleep_project(repo: Path | None = None, config: Path | None = None,
     root = find_root(repo)
     path = config if config is not None else root / CONFIG_NAME
     has_file = config is not None or path.exists()
-    # `_read_file` resolves `_base_` files exactly as load_config does; `sleep:` is ours, so it is taken out before
-    # the rest is validated (until skillgit.config knows the key, load_config itself would refuse it).
-    data: dict[str, Any] = config_mod._read_file(Path(path), ()) if has_file else {}
+    # `project_data` resolves the user config and `_base_` files exactly as open_project does; `sleep:` is ours, so
+    # it is taken out before the rest is validated.
+    user = config_layers.existing_user_config()
+    data: dict[str, Any] = config_layers.project_data(Path(path) if has_file else None, user=user)
     section = data.pop("sleep", None)
     settings = SleepSettings.from_mapping(section)
     cfg = config_from_dict(apply_overrides(data, list(overrides)))

@@ -200,7 +200,15 @@ def other_run_branches(store: "Store") -> list[str]:
         if isinstance(branch, str) and branch and branch != store.branch:
             names.add(branch)
     tips = repo.refs([R.branch_ref(name) for name in sorted(names)])
-    return [sha for sha in tips.values() if sha]
+    missing = {name for name in names if not tips.get(R.branch_ref(name))}
+    shas = [sha for sha in tips.values() if sha]
+    if missing:  # no local branch of that name (a second clone): its remote-tracking refs, or `skillgit pull`'s
+        for ref, sha in repo.for_each_ref(["refname", "objectname"], "refs/remotes/", R.REMOTE_PREFIX):
+            rest = ref[len("refs/remotes/"):].partition("/")[2] if ref.startswith("refs/remotes/") \
+                else ref[len(R.REMOTE_PREFIX):].partition("/heads/")[2]
+            if rest in missing and sha not in shas:
+                shas.append(sha)
+    return shas
 
 
 def scan(store: "Store") -> list[LogEntry]:

@@ -4,7 +4,9 @@ What moves between clones: the skill branch (fast-forward only), the `rejected/*
 line by line with `cat_sort_uniq`, never overwritten), the run refs and the gc archive (merged as a union).
 All refspecs are given explicitly, so nothing depends on the remote's configured fetch refspecs, and everything
 fetched lands first in skillgit's own namespace (`refs/notes/skillgit-remote/<remote>`,
-`refs/skillgit/remote/<remote>/…`) before being integrated with compare-and-swap transactions.
+`refs/skillgit/remote/<remote>/…`) before being integrated with compare-and-swap transactions. The branches
+runs trained onto for review (`train --branch`) are fetched there too (`…/heads/<name>`), never to a local branch;
+a clone that has no local skill branch yet gets one from the remote (`track_remote_branch`, before the store opens).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Protocol, Sequence
 from skillgit.errors import GitStateError, SkillgitError
 from skillgit.store import history as store_history
 from skillgit.store import refs as R
-from skillgit.store.git import GitError, RefUpdate, TreeEntry
+from skillgit.store.git import GitError, GitRepo, RefUpdate, TreeEntry
 from skillgit.store.lock import alive
 from skillgit.store.worktrees import WorktreeRefused
 
@@ -61,8 +63,12 @@ class GcReport:
 
 
 def _remote_refs(store: "Store", remote: str) -> dict[str, str]:
+    return _remote_refs_of(store.repo, remote)
+
+
+def _remote_refs_of(repo: GitRepo, remote: str) -> dict[str, str]:
     try:
-        out = store.repo.ls_remote(remote)
+        out = repo.ls_remote(remote)
     except GitError as exc:
         raise GitStateError(f"cannot reach remote '{remote}': {exc.message.split(': ', 1)[-1]}",
                             "check `git remote -v` (add one with `git remote add origin URL`) or pass a path/URL"
@@ -134,6 +140,59 @@ def _archived_keys(store: "Store", archive: str | None) -> set[str]:
     return {e.name for e in store.repo.ls_tree(archive)}
 
 
+def _run_branch_specs(store: "Store", remote_refs: dict[str, str], prefix: str) -> list[str]:
+    """Fetch refspecs for the branches that runs (ours and the ones just fetched) trained onto other than the skill
+    branch (`train --branch review/x`) and that the remote has: each lands on `<prefix>heads/<name>`, where `log`
+    finds the run's accepted steps when no local branch of that name exists (`history.other_run_branches`). The
+    names come from collaborators' run records: one that is not a valid branch name is skipped."""
+    repo = store.repo
+    runs = [row[0] for row in repo.for_each_ref(["refname"], R.RUNS_PREFIX, f"{prefix}runs/")]
+    names: set[str] = set()
+    for blob in repo.cat_batch(f"{ref}:progress.json" for ref in runs).values():
+        try:
+            branch = json.loads(blob[1]).get("branch") if blob else None
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(branch, str) and branch != store.branch and R.branch_problem(branch) is None:
+            names.add(branch)
+    return [f"+{R.branch_ref(name)}:{prefix}heads/{name}" for name in sorted(names)
+            if R.branch_ref(name) in remote_refs]
+
+
+def remote_head_branch(remote_refs: dict[str, str]) -> str | None:
+    """The branch the remote's HEAD points to, as far as `ls-remote` shows it (the one branch at HEAD's commit;
+    `main`, then `master` when several are), or None."""
+    head = remote_refs.get("HEAD")
+    at = [name[len("refs/heads/"):] for name, sha in remote_refs.items()
+          if sha == head and name.startswith("refs/heads/")]
+    return at[0] if len(at) == 1 else next((b for b in ("main", "master") if b in at), None)
+
+
+def track_remote_branch(root: Path, branch: str, remote: str = "origin") -> bool:
+    """Create the local skill branch from `remote`'s when only the remote has it — a clone whose default branch
+    (the remote's HEAD) is another one, `master` say — as `git switch <branch>` would (with its upstream when
+    `remote` is a configured remote), without touching the checkout. True when it was created; False when the
+    branch exists here. GitStateError when neither has it, naming the remote's default branch and the fix."""
+    R.check_remote(remote)
+    R.check_branch(branch, "skill branch")
+    repo = GitRepo.open(root)
+    ref = R.branch_ref(branch)
+    if repo.ref(ref) is not None:
+        return False
+    remote_refs = _remote_refs_of(repo, remote)
+    if ref not in remote_refs:
+        head = remote_head_branch(remote_refs)
+        where = f" (its default branch is '{head}')" if head else ""
+        raise GitStateError(f"skill branch '{branch}' is neither here nor on {remote}{where}",
+                            f"set skill.branch: {head} in skillgit.yaml, or pass -c skill.branch={head}" if head
+                            else "set skill.branch in skillgit.yaml to the branch the skill is trained on")
+    repo.fetch(remote, [f"{ref}:{ref}"])  # without `+`: creates it, never moves an existing one
+    if repo.config_get_all(f"remote.{remote}.url"):
+        repo.config_set(f"branch.{branch}.remote", remote)
+        repo.config_set(f"branch.{branch}.merge", ref)
+    return True
+
+
 def pull(store: "Store", remote: str = "origin") -> SyncReport:
     """Fetch the remote's skill branch, tags, notes, runs and archive and integrate them: the branch only by
     fast-forward (GitStateError when it diverged; then nothing local changes), notes merged, tags and runs
@@ -154,6 +213,7 @@ def pull(store: "Store", remote: str = "origin") -> SyncReport:
         specs.append(f"+{R.ARCHIVE_REF}:{prefix}archive")
     specs += [f"+{R.REJECTED_PREFIX}*:{prefix}tags/*", f"+{R.RUNS_PREFIX}*:{prefix}runs/*"]
     _fetch(store, remote, specs)
+    _fetch(store, remote, _run_branch_specs(store, remote_refs, prefix))  # review branches, once runs name them
 
     # The branch first: a diverged branch stops the pull before anything local changes.
     local, theirs = store.tip(), repo.ref(f"{prefix}branch") if store.branch_ref in remote_refs else None

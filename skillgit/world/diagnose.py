@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _LABEL = re.compile(r"^([A-Za-z][A-Za-z ]{0,24}):\s+")
@@ -95,32 +96,47 @@ def _price_parts(p: str) -> tuple[str, str, bool]:
 def compare_field(kind: str, got: str, want: str) -> list[Symptom]:
     if got == want:
         return []
-    if kind == "date":
-        return [Symptom("date", "iso" if _ISO.fullmatch(want) else "as_written", want)]
-    if kind == "weight":
-        g, w = _WEIGHT.fullmatch(got), _WEIGHT.fullmatch(want)
-        if g and w and g.group(2).lower() != w.group(2).lower():
-            return [Symptom("weight", "kg" if w.group(2).lower() == "kg" else "lb", want)]
-        if g and w and _decimals(g.group(1)) != _decimals(w.group(1)):
-            return [Symptom("decimals", "two" if _decimals(w.group(1)) == 2 else "as_written", want)]
-        return [Symptom("other", "weight", want)]
-    if kind == "price":
-        (ga, _, gs), (wa, _, ws) = _price_parts(got), _price_parts(want)
-        out = []
-        if gs != ws:
-            out.append(Symptom("currency", "symbol_first" if ws else "code_after", want))
-        if _decimals(ga) != _decimals(wa):
-            out.append(Symptom("decimals", "two" if _decimals(wa) == 2 else "as_written", want))
-        return out or [Symptom("other", "price", want)]
-    if kind == "code":
-        if got.lower() == want.lower():
-            return [Symptom("code", "upper" if want.isupper() else "lower", want)]
-        return [Symptom("other", "code", want)]
-    if kind == "name":
-        if sorted(got.replace(",", " ").split()) == sorted(want.replace(",", " ").split()):
-            return [Symptom("name", "last_first" if "," in want else "first_last", want)]
-        return [Symptom("other", "name", want)]
-    return [Symptom("other", kind, want)]
+    compare = _COMPARE.get(kind)
+    return compare(got, want) if compare else [Symptom("other", kind, want)]
+
+
+def _date(got: str, want: str) -> list[Symptom]:
+    return [Symptom("date", "iso" if _ISO.fullmatch(want) else "as_written", want)]
+
+
+def _weight(got: str, want: str) -> list[Symptom]:
+    g, w = _WEIGHT.fullmatch(got), _WEIGHT.fullmatch(want)
+    if g and w and g.group(2).lower() != w.group(2).lower():
+        return [Symptom("weight", "kg" if w.group(2).lower() == "kg" else "lb", want)]
+    if g and w and _decimals(g.group(1)) != _decimals(w.group(1)):
+        return [Symptom("decimals", "two" if _decimals(w.group(1)) == 2 else "as_written", want)]
+    return [Symptom("other", "weight", want)]
+
+
+def _price(got: str, want: str) -> list[Symptom]:
+    (ga, _, gs), (wa, _, ws) = _price_parts(got), _price_parts(want)
+    out = []
+    if gs != ws:
+        out.append(Symptom("currency", "symbol_first" if ws else "code_after", want))
+    if _decimals(ga) != _decimals(wa):
+        out.append(Symptom("decimals", "two" if _decimals(wa) == 2 else "as_written", want))
+    return out or [Symptom("other", "price", want)]
+
+
+def _code(got: str, want: str) -> list[Symptom]:
+    if got.lower() == want.lower():
+        return [Symptom("code", "upper" if want.isupper() else "lower", want)]
+    return [Symptom("other", "code", want)]
+
+
+def _name(got: str, want: str) -> list[Symptom]:
+    if sorted(got.replace(",", " ").split()) == sorted(want.replace(",", " ").split()):
+        return [Symptom("name", "last_first" if "," in want else "first_last", want)]
+    return [Symptom("other", "name", want)]
+
+
+_COMPARE: dict[str, Callable[[str, str], list[Symptom]]] = {
+    "date": _date, "weight": _weight, "price": _price, "code": _code, "name": _name}
 
 
 def diagnose(output: str, expected: str | None) -> list[Symptom]:
@@ -137,19 +153,29 @@ def diagnose(output: str, expected: str | None) -> list[Symptom]:
     if len(out_lines) > len(exp_lines):
         extra = [line for i, line in enumerate(out_lines) if i != at]
         symptoms.append(Symptom("extra_text", "none", extra[0][:80]))
-    got_record = out_lines[at]
-    got_label, want_label = _LABEL.match(got_record), _LABEL.match(exp_record)
-    if got_label and not want_label:
-        symptoms.append(Symptom("preamble", "none", got_label.group(1)))
-    elif want_label and not got_label:
-        symptoms.append(Symptom("preamble", "label", want_label.group(1)))
-    got_body = got_record[got_label.end():] if got_label else got_record
-    want_body = exp_record[want_label.end():] if want_label else exp_record
+    got_body, want_body = _bodies(out_lines[at], exp_record, symptoms)
     got_sep, got_parts = split_fields(got_body)
     want_sep, want_parts = split_fields(want_body)
     if len(got_parts) > 1 and len(want_parts) > 1 and got_sep.strip() != want_sep.strip():
         name = {"|": "pipe", ",": "comma", ";": "semicolon"}.get(want_sep.strip(), "other")
         symptoms.append(Symptom("separator", name, want_sep))
+    return symptoms + _field_symptoms(got_parts, want_parts)
+
+
+def _bodies(got_record: str, exp_record: str, symptoms: list[Symptom]) -> tuple[str, str]:
+    """Both records without their `Label:` preamble; a preamble only one side has is a symptom."""
+    got_label, want_label = _LABEL.match(got_record), _LABEL.match(exp_record)
+    if got_label and not want_label:
+        symptoms.append(Symptom("preamble", "none", got_label.group(1)))
+    elif want_label and not got_label:
+        symptoms.append(Symptom("preamble", "label", want_label.group(1)))
+    return (got_record[got_label.end():] if got_label else got_record,
+            exp_record[want_label.end():] if want_label else exp_record)
+
+
+def _field_symptoms(got_parts: list[str], want_parts: list[str]) -> list[Symptom]:
+    """Each expected field matched to a produced one of its kind (by position when the counts agree), compared."""
+    symptoms: list[Symptom] = []
     got_kinds = [kind_of(p) for p in got_parts]
     used: set[int] = set()
     for want_part in want_parts:

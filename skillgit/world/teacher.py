@@ -186,25 +186,15 @@ class SimulatedTeacher:
         if ideas is None:
             return None
         own = {norm(t) for t in ideas.good + ideas.vague}
-        negation_ok = sym[1] in ("as_written", "label", "lb", "lower", "first_last", "code_after", "comma")
-        causes = [line for line in p.lines
-                  if norm(line) not in own and norm(line) not in taken
-                  and any(re.search(c, line, re.I) for c in ideas.causes)
-                  and (negation_ok or not _NEGATED.search(line))]
+        causes = _causes(p, ideas, sym, own, taken)
         pool = {label: [t for t in getattr(ideas, label) if p.allowed(t) and norm(t) not in taken]
                 for label in ("good", "vague", "harmful")}
         # A line that looks like the cause: delete it or rewrite it — but only some of the time; as often, a
         # teacher just adds a counter-instruction next to it (which leaves the cause in place).
         if causes and rng.random() < CAUSE_FIX_RATE:
-            cause = rng.choice(causes)
-            deletable = "delete:" + norm(cause) not in p.avoid
-            if pool["good"] and (not deletable or rng.random() < 0.5):
-                idea = _favourite(pool["good"], rng)
-                taken.update({norm(cause), norm(idea)})
-                return _edit("replace", idea, cause, f"{why}; this line seems to cause it")
-            if deletable:
-                taken.add(norm(cause))
-                return _edit("delete", "", cause, f"{why}; this line seems to cause it")
+            edit = _fix_cause(p, causes, pool["good"], taken, why, rng)
+            if edit is not None:
+                return edit
         weights = {"good": max(0.0, 1 - self.vague_rate - self.harmful_rate), "vague": self.vague_rate,
                    "harmful": self.harmful_rate}
         labels = [label for label in pool if pool[label] and weights[label] > 0]
@@ -213,18 +203,7 @@ class SimulatedTeacher:
         label = rng.choices(labels, [weights[x] for x in labels])[0]
         idea = _favourite(pool[label], rng)
         taken.add(norm(idea))
-        # A line of the teacher's own for this symptom is in the skill, yet the symptom persists: sharpen it.
-        stale = [line for line in p.lines if norm(line) in own and norm(line) not in taken]
-        roll = rng.random()
-        if stale and roll < 0.35:
-            target = rng.choice(stale)
-            taken.add(norm(target))
-            return _edit("replace", idea, target, f"{why}; the current wording does not land")
-        if p.lines and roll > 0.75:
-            related = [line for line in p.lines if any(w in line.lower() for w in ideas.topic_words)]
-            target = rng.choice(related or p.lines)
-            return _edit("insert_after", idea, target, why)
-        return _edit("append", idea, rationale=why)
+        return _placed(p, ideas, idea, own, taken, why, rng)
 
     def _reflect_successes(self, p: _Prompt, successes: list[tags.Block], rng) -> dict[str, Any]:
         patterns: Counter = Counter()
@@ -519,3 +498,42 @@ def _observed_patterns(output: str) -> set[tuple[str, str]]:
             found.add(("name", "last_first" if "," in part else "first_last"))
     return found
 
+
+def _causes(p: _Prompt, ideas: Any, sym: tuple[str, str], own: set[str], taken: set[str]) -> list[str]:
+    """The skill's lines that look like the cause of symptom `sym` (not the teacher's own, not already edited)."""
+    negation_ok = sym[1] in ("as_written", "label", "lb", "lower", "first_last", "code_after", "comma")
+    return [line for line in p.lines
+            if norm(line) not in own and norm(line) not in taken
+            and any(re.search(c, line, re.I) for c in ideas.causes)
+            and (negation_ok or not _NEGATED.search(line))]
+
+
+def _fix_cause(p: _Prompt, causes: list[str], good: list[str], taken: set[str], why: str,
+               rng) -> dict[str, str] | None:
+    """Rewrite a cause with a good idea, or delete it; None when it may not be deleted and no good idea is left."""
+    cause = rng.choice(causes)
+    deletable = "delete:" + norm(cause) not in p.avoid
+    if good and (not deletable or rng.random() < 0.5):
+        idea = _favourite(good, rng)
+        taken.update({norm(cause), norm(idea)})
+        return _edit("replace", idea, cause, f"{why}; this line seems to cause it")
+    if deletable:
+        taken.add(norm(cause))
+        return _edit("delete", "", cause, f"{why}; this line seems to cause it")
+    return None
+
+
+def _placed(p: _Prompt, ideas: Any, idea: str, own: set[str], taken: set[str], why: str, rng) -> dict[str, str]:
+    """Where the new line goes: over a stale line of the teacher's own, after a related line, or at the end."""
+    # A line of the teacher's own for this symptom is in the skill, yet the symptom persists: sharpen it.
+    stale = [line for line in p.lines if norm(line) in own and norm(line) not in taken]
+    roll = rng.random()
+    if stale and roll < 0.35:
+        target = rng.choice(stale)
+        taken.add(norm(target))
+        return _edit("replace", idea, target, f"{why}; the current wording does not land")
+    if p.lines and roll > 0.75:
+        related = [line for line in p.lines if any(w in line.lower() for w in ideas.topic_words)]
+        target = rng.choice(related or p.lines)
+        return _edit("insert_after", idea, target, why)
+    return _edit("append", idea, rationale=why)
