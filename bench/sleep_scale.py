@@ -1,9 +1,10 @@
-"""Mining at the size of a heavy user's history: `skillgit.sleep.cluster` (candidate pairs from a prefix-filtered
-inverted index, best-neighbour average linkage) against the pairwise grouping mining used before
-(tests/sleep_reference.py: the full cosine matrix, every pair in a dict), measured in the same run on the same
-requests.
+"""Mining at the size of a heavy user's history: `skillgit.sleep.cluster` (candidate pairs from a capped
+inverted index, exact cosine on candidates, best-neighbour average linkage) against the pairwise grouping mining
+used before (tests/sleep_reference.py: the full cosine matrix, every pair in a dict), measured in the same run on
+the same requests.
 
-    python bench/sleep_scale.py [--quick] [--sizes 1000,2000,4000] [--reference-max 4000] [--timeout 900]
+    python bench/sleep_scale.py [--quick] [--sizes 1000,2000,4000] [--reference-max 4000] [--exact-max 20000]
+        [--timeout 900]
 
 The requests come from tests/sleep_synthetic.py (recurring task families in a few phrasings with Zipf popularity,
 follow-ups, one-off requests in the project's vocabulary), cut into units and featurised by `skillgit.sleep.mine`
@@ -59,34 +60,37 @@ def child(algo: str, n: int, seed: int) -> dict[str, Any]:
 
     if algo == "harvest":
         return harvest_child(n, seed)
-    sessions = list(History(seed).units(n))
-    if algo == "miner":
+    if algo == "miner":  # sessions streamed from the generator, as a night streams harvest: none is held
         base = _rss_mb()
-        cpu, wall = time.process_time(), time.perf_counter()
-        miner = Miner()
-        for s in sessions:
+        miner, spent, wall = Miner(), 0.0, time.perf_counter()
+        for s in History(seed).units(n):
+            cpu = time.process_time()
             miner.add(s)
+            spent += time.process_time() - cpu
+        cpu = time.process_time()
         result = miner.result()
-        out: dict[str, Any] = {"units": len(result.units), "groups": len(result.groups), "tasks": len(result.tasks),
-                               "exact": result.capped == 0}
+        spent += time.process_time() - cpu
+        return {"units": len(result.units), "groups": len(result.groups), "tasks": len(result.tasks),
+                "exact": result.capped == 0, "cpu_s": round(spent, 3), "wall_s": round(time.perf_counter() - wall, 3),
+                "peak_mb": round(_peak_mb(), 1), "grew_mb": round(max(0.0, _peak_mb() - base), 1)}
+    sessions = list(History(seed).units(n))
+    docs = [unit_features(u) for s in sessions for u in split_units(s) if u.request]
+    del sessions
+    base = _rss_mb()
+    cpu, wall = time.process_time(), time.perf_counter()
+    if algo == "reference":
+        members = [m for m, _ in sleep_reference.group(docs, DEFAULT_THRESHOLD)]
+        out = {"exact": True}
+    elif algo == "uncapped":  # the new grouping without its caps: exact by construction, memory unbounded
+        big = 10**12
+        members = [list(c.members) for c in cluster(docs, DEFAULT_THRESHOLD, walk=big, keep=big, neighbours=big)]
+        out = {"exact": True}
     else:
-        docs = [unit_features(u) for s in sessions for u in split_units(s) if u.request]
-        del sessions
-        base = _rss_mb()
-        cpu, wall = time.process_time(), time.perf_counter()
-        if algo == "reference":
-            members = [m for m, _ in sleep_reference.group(docs, DEFAULT_THRESHOLD)]
-            out = {"exact": True}
-        elif algo == "uncapped":  # the new grouping without its caps: exact by construction, memory unbounded
-            big = 10**12
-            members = [list(c.members) for c in cluster(docs, DEFAULT_THRESHOLD, walk=big, keep=big, neighbours=big)]
-            out = {"exact": True}
-        else:
-            stats = Stats()
-            members = [list(c.members) for c in cluster(docs, DEFAULT_THRESHOLD, stats=stats)]
-            out = {"exact": stats.exact, "nodes": stats.nodes, "pairs": stats.pairs}
-        out.update(units=len(docs), groups=len(members),
-                   digest=hashlib.sha256(json.dumps(members).encode()).hexdigest()[:16])
+        stats = Stats()
+        members = [list(c.members) for c in cluster(docs, DEFAULT_THRESHOLD, stats=stats)]
+        out = {"exact": stats.exact, "nodes": stats.nodes, "pairs": stats.pairs}
+    out.update(units=len(docs), groups=len(members),
+               digest=hashlib.sha256(json.dumps(members).encode()).hexdigest()[:16], members=members)
     out.update(cpu_s=round(time.process_time() - cpu, 3), wall_s=round(time.perf_counter() - wall, 3),
                peak_mb=round(_peak_mb(), 1), grew_mb=round(max(0.0, _peak_mb() - base), 1))
     return out
@@ -126,6 +130,13 @@ def harvest_child(n: int, seed: int, kb: int = 540) -> dict[str, Any]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def same_units(found: list[list[int]], exact: list[list[int]]) -> float:
+    """The share of units whose cluster is exactly the one the exact grouping gives them."""
+    theirs = {u: tuple(c) for c in exact for u in c}
+    total = sum(len(c) for c in exact) or 1
+    return sum(len(c) for c in found if theirs.get(c[0]) == tuple(c)) / total
+
+
 def measure(algo: str, n: int, seed: int, timeout: float) -> dict[str, Any]:
     row: dict[str, Any] = {"algo": algo, "requests": n}
     try:
@@ -146,6 +157,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="150 and 300 requests: seconds")
     ap.add_argument("--sizes", default="1000,2000,4000", help="request counts, comma-separated")
     ap.add_argument("--reference-max", type=int, default=4000, help="largest size the pairwise reference runs at")
+    ap.add_argument("--exact-max", type=int, default=20000,
+                    help="largest size the uncapped grouping runs at (the exact clusters, to compare with)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds a reference run may take")
     ap.add_argument("--harvest", type=int, default=200, help="session files for the harvest measurement (0: none)")
     ap.add_argument("--seed", type=int, default=0)
@@ -159,7 +172,8 @@ def main() -> None:
     sizes = [150, 300] if args.quick else [int(s) for s in args.sizes.split(",") if s.strip()]
     rows = []
     for n in sizes:
-        for algo in ("cluster", "miner", "reference" if n <= args.reference_max else "uncapped"):
+        exact = "reference" if n <= args.reference_max else ("uncapped" if n <= args.exact_max else None)
+        for algo in ("cluster", "miner", *((exact,) if exact else ())):
             say(f"{algo} at {n} requests …")
             rows.append(measure(algo, n, args.seed, args.timeout))
     harvest_n = 4 if args.quick else args.harvest
@@ -173,14 +187,17 @@ def main() -> None:
         exact = ref if ref and "digest" in ref else by.get(("uncapped", n))
         if new and exact and "digest" in new and "digest" in exact:
             new["agree"] = new["digest"] == exact["digest"]
+            new["same_units"] = same_units(new["members"], exact["members"])
         if new and ref and "cpu_s" in new and "cpu_s" in ref:
             new["cpu_ratio"] = round(ref["cpu_s"] / max(new["cpu_s"], 1e-3), 1)
             new["mem_ratio"] = round(ref["grew_mb"] / max(new["grew_mb"], 0.1), 1)
+    for row in rows:
+        row.pop("members", None)
     print(table(rows, [("algo", "grouping", ""), ("requests", "requests", "d"), ("units", "units", "d"),
                        ("groups", "groups", "d"), ("cpu_s", "CPU s", ".2f"), ("wall_s", "wall s", ".2f"),
                        ("peak_mb", "peak RSS MB", ".0f"), ("grew_mb", "grew MB", ".0f"), ("exact", "exact", ""),
-                       ("agree", "agrees", ""), ("cpu_ratio", "ref/new CPU", ".1f"),
-                       ("mem_ratio", "ref/new MB", ".1f"), ("note", "note", "")]))
+                       ("agree", "agrees", ""), ("same_units", "same cluster", ".1%"),
+                       ("cpu_ratio", "ref/new CPU", ".1f"), ("mem_ratio", "ref/new MB", ".1f"), ("note", "note", "")]))
     if harvest_row:
         print()
         print(table([harvest_row], [("requests", "sessions", "d"), ("mb", "MB", ".1f"), ("kept", "kept", "d"),

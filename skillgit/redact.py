@@ -299,6 +299,17 @@ def redact_count(text: str, extra_secrets: Iterable[str | None] = (), *, shapes:
     return _redact_values(text, _secrets(extra_secrets), shapes)
 
 
+def resolve_secrets(extra_secrets: Iterable[str | None] = ()) -> tuple[str, ...]:
+    """The secret values a `redact` call with `extra_secrets` masks now (longest first): resolve them once and
+    pass them to `redact_resolved` for a batch of strings (harvest scrubs thousands per session)."""
+    return _secrets(extra_secrets)
+
+
+def redact_resolved(text: str, secrets: tuple[str, ...]) -> tuple[str, int]:
+    """`redact_count(text, …)` with the values `resolve_secrets` returned (values and shapes masked)."""
+    return _redact_values(text, secrets) if text else (text, 0)
+
+
 def redact(text: str, extra_secrets: Iterable[str | None] = (), *, shapes: bool = True) -> str:
     """`text` with secret values and (unless `shapes=False`) credential shapes masked (see the module contract).
 

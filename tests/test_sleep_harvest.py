@@ -637,3 +637,36 @@ def test_inbox_trim_finishes_a_crashed_trim_and_keeps_lines_that_failed(tmp_path
     assert inbox_files.trim(inbox, ['{"a":1}', '{"c":3}']) == 2
     assert inbox.read_text() == '{"b":2}\n' and not spool.exists()
     assert inbox_files.trim(inbox, []) == 0 and inbox.read_text() == '{"b":2}\n'
+
+
+def test_a_streaming_harvest_hands_each_session_to_the_miner_and_holds_none(tmp_path):
+    # what a night does (sleep/night.collect): the miner gets every kept, scrubbed session as it is read, with its
+    # first new turn, and mines what it mines from the held sessions
+    from skillgit.sleep.mine import Miner, mine
+
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    grown = ClaudeSession("ffff0001", repo).user("fix the date parser test").bash("pytest -q", "1 failed in 0.1s")
+    grown.write(home)
+    for n, minute in ((2, 5), (3, 9)):
+        (ClaudeSession(f"ffff000{n}", repo, start_minute=minute).user("fix the date parser test")
+         .bash("pytest -q", "1 passed in 0.1s").write(home))
+    ClaudeSession("ffff0009", tmp_path / "elsewhere").user("not this project").write(home)
+    held = harvest(["claude"], home, repo, [], HarvestState())
+    got: list[tuple[str, int]] = []
+    miner = Miner()
+
+    def sink(session: Session, first_new_turn: int) -> None:
+        got.append((session.key, first_new_turn))
+        miner.add(session, first_new_turn)
+
+    streamed = harvest(["claude"], home, repo, [], HarvestState(), sink=sink)
+    assert streamed.sessions == () and streamed.streamed == 3 and streamed.summary()["sessions"] == 3
+    assert sorted(got) == sorted((s.key, 0) for s in held.sessions)
+    assert streamed.state == held.state and [s.session_id for s in streamed.skipped] == ["ffff0009"]
+    assert miner.result().tasks == mine(held.sessions).tasks != ()
+
+    grown.user("still failing").bash("pytest -q", "1 failed in 0.1s").write(home)  # it grows: only the new part
+    got.clear()
+    again = harvest(["claude"], home, repo, [], streamed.state, sink=sink)
+    assert len(got) == 1 and got[0][0] == "claude:ffff0001" and got[0][1] > 0
+    assert again.streamed == 1 and again.first_new_turn == {got[0][0]: got[0][1]}

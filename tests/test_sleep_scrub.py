@@ -87,3 +87,27 @@ def test_planted_secrets_never_leave_harvest_mining_or_the_task_file(tmp_path, m
     task = read_tasks(out).tasks[0]
     assert task.verify["command"] == "pytest ~/repo/tests/test_dates.py"
     assert "<email>" in task.prompt and "sk-***" in task.prompt
+
+
+def test_a_session_is_scrubbed_with_its_secret_values_resolved_once_and_masks_what_each_string_would(monkeypatch):
+    # the fast path (scrub_session resolves the secret values once per session, not once per string) masks exactly
+    # what scrubbing each field alone masks, a credential-named variable set after the scrubber was built included
+    from skillgit.sleep.model import Session, ToolCall, ToolResult, Turn
+
+    s = build_scrubber(secrets=[DOTENV_VALUE], environ={})
+    late = "late-" + "9d8c7b" * 3
+    monkeypatch.setenv("SLEEP_LATE_TOKEN", late)
+    texts = (f"use {late} and {DOTENV_VALUE}", f"curl -H 'Authorization: Bearer {late}' {HOME}/x",
+             f"mail {EMAIL} {OPENAI_KEY}", f"{HOME}/repo/.env", "nothing to see")
+    session = Session("claude", "s1", cwd=f"{HOME}/repo", turns=(
+        Turn("user", texts[0]),
+        Turn("assistant", texts[2], tool_calls=(ToolCall("Bash", texts[1], texts[1], (texts[3],)),),
+             tool_results=(ToolResult(texts[4]),)),
+    ))
+    clean, counts = s.scrub_session(session)
+    alone = [s.scrub(t) for t in (texts[0], texts[2], texts[1], texts[1], texts[3], texts[4], f"{HOME}/repo")]
+    assert counts == sum((c for _, c in alone), Redactions()) and counts.secrets >= 5
+    flat = json.dumps(clean.to_dict())
+    for secret in (late, DOTENV_VALUE, OPENAI_KEY, EMAIL, HOME):
+        assert secret not in flat
+    assert clean.turns[0].text == alone[0][0] and clean.turns[1].tool_calls[0].command == alone[2][0]

@@ -133,7 +133,7 @@ def mine_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, home:
     git = open_repository(sp.root)
     with hold(git.common_dir / "skillgit" / "locks", LOCK):
         g = gather(sp, git, write=True)
-    info = {"file": str(g.path), "sessions": len(g.harvest.sessions), "skipped": g.harvest.summary()["skipped"],
+    info = {"file": str(g.path), "sessions": g.harvest.summary()["sessions"], "skipped": g.harvest.summary()["skipped"],
             "mined": g.mined.summary(), "new_tasks": len(g.new), "tasks_in_file": len(g.pool), "reviewed": g.reviewed,
             "redactions": g.harvest.redactions.to_dict()}
     if as_json:
@@ -364,8 +364,7 @@ def adopt_cmd(date: Optional[str] = typer.Argument(None, help="The night (defaul
               as_json: bool = JSON) -> None:
     """Bring a reviewed night's branch into the skill branch: fast-forward, --merge, or propose it with --pr."""
     from skillgit.sleep import adopt as A
-    from skillgit.sleep import state as S
-    from skillgit.sleep.night import LOCK, shown_path
+    from skillgit.sleep.night import shown_path
     from skillgit.sleep.report import render
     from skillgit.store import Store
 
@@ -382,17 +381,31 @@ def adopt_cmd(date: Optional[str] = typer.Argument(None, help="The night (defaul
     the_date = night.date if night is not None else (date or "")
     report = sp.path(sp.settings.report_dir) / f"{the_date}.md"
     plan = A.plan(store, branch, the_date, shown_path(report, sp.root) if report.is_file() else None)
+    body = render(night) if night is not None else ""
     if print_:
-        if as_json:
-            console.print_json({**plan.to_dict(), "body": render(night) if night else ""})
-            return
-        typer.echo("\n".join(plan.commands))
-        if night is not None:
-            typer.echo("\n" + render(night))
+        _print_plan(plan, body, as_json)
+    elif pr:
+        _propose(sp, store, plan, body, gh=gh, push=push, as_json=as_json)
+    else:
+        _adopt(store, plan, night, merge=merge, as_json=as_json)
+
+
+def _print_plan(plan: Any, body: str, as_json: bool) -> None:
+    """`adopt --print`: the git commands (and the night's report) instead of adopting."""
+    if as_json:
+        console.print_json({**plan.to_dict(), "body": body})
         return
-    if pr:
-        _propose(sp, store, plan, render(night) if night is not None else "", gh=gh, push=push, as_json=as_json)
-        return
+    typer.echo("\n".join(plan.commands))
+    if body:
+        typer.echo("\n" + body)
+
+
+def _adopt(store: Any, plan: Any, night: Any, *, merge: bool, as_json: bool) -> None:
+    """Move the skill branch to the night's (fast-forward or --merge), mark the night adopted, say what moved."""
+    from skillgit.sleep import adopt as A
+    from skillgit.sleep import state as S
+    from skillgit.sleep.night import LOCK
+
     tip = A.adopt(store, plan, merge=merge)
     if night is not None and not plan.up_to_date:
         with store.lock(LOCK):

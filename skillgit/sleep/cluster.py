@@ -22,21 +22,26 @@ Why it is the same result without the matrix:
    neighbours, and a merge adds them (D(A∪B, K) = D(A, K) + D(B, K)); nothing is averaged approximately.
 3. A mean is at most its largest term: two clusters whose linkage reaches the threshold hold two nodes whose
    cosine does. So the clusters that may ever merge are exactly those joined by a node pair of cosine ≥
-   threshold, and only those pairs are looked for: an inverted index with prefix filtering (Bayardo, Ma and
-   Srikant, "Scaling up all pairs similarity search", WWW 2007) — features in order of decreasing document
-   frequency; a node's leading features whose largest possible contribution to any cosine stays below the
-   threshold are not indexed, so the long postings of common words are never walked; every candidate is checked
-   with its exact cosine.
+   threshold, and only those pairs are looked for: an inverted index (feature → the earlier nodes holding it,
+   ids and weights in flat lists) accumulates each node's dot products with the earlier nodes it shares a
+   feature with — the exact cosines when no cap cuts. A lookup walks its rarest features first and their latest
+   entries first, at most `walk` entries in all: on a huge history the long postings of common words are what
+   the cap cuts, and then the likeliest candidates (largest partial dot) get their exact cosine.
 4. Average linkage is reducible (merging two clusters never brings a third closer than the nearer of the two), so
    merging identical nodes first (1.) gives the same clusters as merging pairs in the global order.
+5. The agglomeration keeps one heap entry per cluster, its best neighbour's rank; a merge re-ranks the merged
+   cluster only. A neighbour whose best was one of the two merged keeps its entry, whose rank can only be too good
+   (a merge into a new best is offered at once): when it comes up, its linkage is checked and, when stale, the
+   neighbour looks again (lazy evaluation, so a large cluster's merges do not rescan all its neighbours).
 Cost: near-linear in the units when few pairs are similar; the work and memory grow with the pairs at cosine ≥
-threshold (a lower threshold costs more), never with n².
+threshold (a lower threshold costs more) and are bounded per unit by the caps, never with n².
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -51,9 +56,9 @@ _WRAPPER = re.compile(r"^(?:\w+=\S*\s+)*(?:(?:uv|poetry|pdm|hatch|pipenv)\s+run\
 _NOISE_FLAG = re.compile(r"-[qxsv]+|--tb=\w+|--color=\w+")
 _EPS = 1e-9  # slack on the threshold when looking for pairs: a pair found in excess costs one exact check
 _DIGITS = 12  # linkages compare rounded: the same mean computed two ways is the same number
-WALK = 2000  # a lookup walks at most this many of a posting's latest entries
-KEEP = 256  # a unit keeps at most this many similar earlier units
-NEIGHBOURS = 512  # a cluster keeps at most this many neighbours it may merge with
+WALK = 1000  # a lookup walks at most this many posting entries (rarest features first, latest entries first)
+KEEP = 64  # a unit keeps at most this many similar earlier units
+NEIGHBOURS = 128  # a cluster keeps at most this many neighbours it may merge with
 
 
 def _stem(word: str) -> str:
@@ -155,62 +160,90 @@ class Stats:
     capped_clusters: int = 0  # merges after which a cluster kept only its `neighbours` most similar neighbours
 
 
-def similar_pairs(vectors: Sequence[Vector], threshold: float, vocabulary: int, *, walk: int = WALK,
-                  keep: int = KEEP, stats: Stats | None = None) -> list[dict[int, float]]:
-    """Symmetric adjacency (index → cosine) of the vectors whose cosine is at least `threshold`, by prefix-filtered
-    inverted index (module docstring, 3.). Bounded: a lookup walks at most the `walk` latest entries of a posting,
-    and a vector keeps at most its `keep` most similar earlier vectors; `stats.exact` is False when either cut."""
-    stats = stats if stats is not None else Stats()
+def _feature_stats(vectors: Sequence[Vector], vocabulary: int) -> tuple[list[int], list[float]]:
+    """Per feature: in how many vectors it is (df) and its largest weight in any vector (peak)."""
     df = [0] * vocabulary
-    peak = [0.0] * vocabulary  # the largest weight each feature has in any vector
+    peak = [0.0] * vocabulary
     for vec in vectors:
         for t, w in vec.items():
             df[t] += 1
             if w > peak[t]:
                 peak[t] = w
-    postings: list[list[tuple[int, float]]] = [[] for _ in range(vocabulary)]
-    prefixes: list[Vector] = []
-    slack: list[float] = []  # a bound on what a vector's unindexed prefix can add to any cosine
-    mass: list[float] = []  # the sum of a vector's unindexed weights: times another's largest weight, a bound too
+    return df, peak
+
+
+class _Postings:
+    """The inverted index of the vectors seen so far: per feature, their ids and weights (two flat lists, no
+    tuple per entry), latest last."""
+
+    def __init__(self, vocabulary: int) -> None:
+        self.ids: list[list[int]] = [[] for _ in range(vocabulary)]
+        self.weights: list[list[float]] = [[] for _ in range(vocabulary)]
+
+    def add(self, x: int, vec: Vector) -> None:
+        for t, w in vec.items():
+            self.ids[t].append(x)
+            self.weights[t].append(w)
+
+    def accumulate(self, ordered: list[tuple[int, float]], peak: list[float], walk: int
+                   ) -> tuple[dict[int, float], float]:
+        """(partial dot products with the earlier vectors met, a bound on what the entries not walked could
+        add): the postings of `ordered` (rarest feature first), latest entries first, `walk` entries in all."""
+        partial: dict[int, float] = {}
+        get = partial.get
+        budget, rest = walk, 0.0
+        for t, w in ordered:
+            ids = self.ids[t]
+            n = len(ids)
+            take = min(n, budget)
+            if take < n:
+                rest += w * peak[t]
+            if take:
+                for y, wy in zip(ids[n - take:], self.weights[t][n - take:]):
+                    partial[y] = get(y, 0.0) + w * wy
+                budget -= take
+        return partial, rest
+
+
+def _candidates(vec: Vector, vectors: Sequence[Vector], partial: dict[int, float], rest: float, limit: float,
+                keep: int) -> tuple[list[tuple[float, int]], bool]:
+    """(the earlier vectors at cosine ≥ `limit`, at most `keep` of them, most similar first; whether a cap cut).
+    Without a cut walk (`rest` 0) the partial dot products are the exact cosines; after one, the likeliest
+    candidates get their exact cosine."""
+    if not rest:
+        found = [(cos, y) for y, cos in partial.items() if cos >= limit]
+        if len(found) <= keep:
+            return found, False
+        return heapq.nlargest(keep, found), True
+    likely = heapq.nlargest(keep, ((part, y) for y, part in partial.items() if part + rest >= limit))
+    terms, weights, zeros = list(vec), list(vec.values()), [0.0] * len(vec)
+    found = []
+    for _, y in likely:  # the exact dot product, in C loops: map over x's terms, y's weights looked up
+        cos = sum(map(operator.mul, weights, map(vectors[y].get, terms, zeros)))
+        if cos >= limit:
+            found.append((cos, y))
+    return found, True
+
+
+def similar_pairs(vectors: Sequence[Vector], threshold: float, vocabulary: int, *, walk: int = WALK,
+                  keep: int = KEEP, stats: Stats | None = None) -> list[dict[int, float]]:
+    """Symmetric adjacency (index → cosine) of the vectors whose cosine is at least `threshold`, by inverted index
+    (module docstring, 3.). Bounded: a vector's lookup walks at most `walk` posting entries (its rarest features
+    first, their latest entries first) and keeps at most its `keep` most similar earlier vectors; `stats.exact`
+    is False when either cut."""
+    stats = stats if stats is not None else Stats()
+    df, peak = _feature_stats(vectors, vocabulary)
+    postings = _Postings(vocabulary)
     adjacency: list[dict[int, float]] = [{} for _ in vectors]
     limit = threshold - _EPS
     for x, vec in enumerate(vectors):
-        ordered = sorted(vec.items(), key=lambda tw: (-df[tw[0]], tw[0]))
-        partial: dict[int, float] = {}
-        get = partial.get
-        cut = False
-        for t, w in ordered:
-            posting = postings[t]
-            if len(posting) > walk:
-                posting, cut = posting[-walk:], True
-            for y, wy in posting:
-                partial[y] = get(y, 0.0) + w * wy
-        found = []
-        top = max(vec.values(), default=0.0)
-        for y, part in partial.items():
-            if part + min(slack[y], mass[y] * top) >= limit:
-                prefix = prefixes[y]
-                cos = part + _dot(vec, prefix) if prefix else part
-                if cos >= limit:
-                    found.append((cos, y))
-        if len(found) > keep:
-            found, cut = heapq.nlargest(keep, found), True
-        if cut:
-            stats.capped_pairs += 1
+        ordered = sorted(vec.items(), key=lambda tw: (df[tw[0]], tw[0]))
+        partial, rest = postings.accumulate(ordered, peak, walk)
+        found, cut = _candidates(vec, vectors, partial, rest, limit, keep)
+        stats.capped_pairs += cut
         for cos, y in found:
             adjacency[x][y] = adjacency[y][x] = cos
-        bound = unindexed = 0.0
-        prefix = {}
-        for t, w in ordered:
-            bound += w * peak[t]
-            if bound >= limit:  # from here on every feature is indexed (the bound only grows)
-                postings[t].append((x, w))
-            else:
-                prefix[t] = w
-                unindexed = bound
-        prefixes.append(prefix)
-        slack.append(min(unindexed, math.sqrt(sum(w * w for w in prefix.values()))))
-        mass.append(sum(prefix.values()))
+        postings.add(x, vec)
     stats.pairs = sum(map(len, adjacency)) // 2
     stats.exact = stats.exact and not stats.capped_pairs
     return adjacency
@@ -227,9 +260,12 @@ class _Agglomeration:
         key = [u[0] for u in units]  # a cluster is named by its lowest unit index, as the pairwise algorithm does
         self.size = {key[x]: len(units[x]) for x in range(len(units))}
         self.sums: dict[int, Vector] = {}
+        self.owned: set[int] = set()  # ids of the sum dicts built here (not a node's vector)
         for x, vec in enumerate(vectors):
             weight = len(units[x])
             self.sums[key[x]] = vec if weight == 1 else {t: w * weight for t, w in vec.items()}
+            if weight > 1:
+                self.owned.add(id(self.sums[key[x]]))
         self.nodes = {key[x]: [x] for x in range(len(units))}
         # dot products of sum vectors with each neighbour
         self.dots: dict[int, dict[int, float]] = {
@@ -255,7 +291,9 @@ class _Agglomeration:
         if not near:
             self.best.pop(c, None)
             return
-        rank = min(self._rank(c, k, d) for k, d in near.items())
+        size, own = self.size, self.size[c]
+        # _rank for every neighbour, inlined (this is the agglomeration's inner loop)
+        rank = min((-round(d / (own * size[k]), _DIGITS), *((c, k) if c < k else (k, c))) for k, d in near.items())
         self.best[c] = rank
         heapq.heappush(self.heap, (*rank, c, self.stamp[c]))
 
@@ -269,9 +307,14 @@ class _Agglomeration:
 
     def run(self) -> None:
         while self.heap:
-            _, a, b, c, stamp = heapq.heappop(self.heap)
+            rank, a, b, c, stamp = heapq.heappop(self.heap)
             if self.stamp.get(c) != stamp:
                 continue  # c merged or found another best since
+            other = b if c == a else a
+            dot = self.dots[c].get(other)
+            if dot is None or self._rank(c, other, dot) != (rank, a, b):
+                self._find_best(c)  # a stale entry (its partner merged since): look again
+                continue
             self._merge(a, b)
 
     def _merge(self, a: int, b: int) -> None:
@@ -281,7 +324,10 @@ class _Agglomeration:
         near_a.pop(b, None)
         near_b.pop(a, None)
         small, large = sorted((sums.pop(a), sums.pop(b)), key=len)
-        total = dict(large)
+        # a merged sum is ours to grow in place; a single unit's is its vector (read again at the end): copy it
+        total = large if id(large) in self.owned else dict(large)
+        self.owned.discard(id(small))
+        self.owned.add(id(total))
         for t, w in small.items():
             total[t] = total.get(t, 0.0) + w
         size = self.size[a] + self.size.pop(b)
@@ -312,12 +358,10 @@ class _Agglomeration:
             if k in merged:
                 dots[k][a] = merged[k]
         self._find_best(a)
-        for k in touched:
-            best = self.best.get(k)
-            if best is not None and (a in best[1:] or b in best[1:]):
-                self._find_best(k)  # its best was a or b: look again
-            elif k in merged:
-                self._offer(k, a, merged[k])
+        for k in merged:
+            # a neighbour whose best was a or b keeps that entry: its rank can only have been too good, and `run`
+            # looks again when it comes up (lazy: no rescan of every neighbour of a large cluster at each merge)
+            self._offer(k, a, merged[k])
 
 
 def cluster(docs: Iterable[Counter[str]], threshold: float, *, stats: Stats | None = None, walk: int = WALK,

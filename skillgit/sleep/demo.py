@@ -176,7 +176,7 @@ def run_sleep_demo(folder: Path | None, *, seed: int, steps: int, display: Any, 
                 git.close()
             mined = g.mined.summary()
             out.rule("skillgit sleep mine")
-            out.print(f"harvested {len(g.harvest.sessions)} Claude Code session(s) of {demo.sessions} shipped; "
+            out.print(f"harvested {g.harvest.summary()['sessions']} Claude Code session(s) of {demo.sessions} shipped; "
                       f"{mined.get('units', 0)} request(s) in {mined.get('groups', 0)} group(s); "
                       f"{len(g.new)} task(s) mined into {g.path.relative_to(folder)} "
                       f"(redactions: {sum(g.harvest.redactions.to_dict().values())})", markup=False, highlight=False)

@@ -30,6 +30,9 @@ Contracts:
   read once it can be, and it is reported at every harvest until then), one that is not text is `binary` (a
   reader's own SQLite store excepted), and one with no record of the agent's format is `malformed`; its warning
   says which, with the OS error for an unreadable one.
+- Streaming (`sink`): with `sink(session, first_new_turn)` given, each kept session goes to it as soon as it is
+  scrubbed (a night hands them to the `Miner`, which keeps units, not sessions) and is not held: `sessions` is
+  then empty and `streamed` counts them; `first_new_turn` is filled all the same.
 - Never raises on what it reads: a reader failure, an unreadable file, more than `UNKNOWN_WARN_RATIO` unknown
   records, or a file of several records without a readable turn becomes a `HarvestWarning` with counts. A file
   whose reader failed keeps its previous state, so it is tried again next time.
@@ -61,6 +64,7 @@ NO_TURN_WARN_RECORDS = 3  # a file with at least this many records and no readab
 STATE_VERSION = 2
 
 RemoteLookup = Callable[[str], Sequence[str]]
+Sink = Callable[[Session, int], None]  # a kept session and the first turn that is new
 __all__ = ["REPLAY_ENV", "REPLAY_MARKER", "HarvestCache", "HarvestResult", "HarvestState", "InboxBatch",
            "consume_inbox", "harvest", "skip_reason"]
 
@@ -158,10 +162,11 @@ class HarvestResult:
     files_read: int = 0
     files_unchanged: int = 0
     inbox: InboxBatch = InboxBatch()
+    streamed: int = 0  # kept sessions handed to a `sink` instead of `sessions`
 
     def summary(self) -> dict[str, Any]:
         reasons = Counter(s.skipped_reason for s in self.skipped)
-        return {"sessions": len(self.sessions), "skipped": dict(sorted(reasons.items())),
+        return {"sessions": len(self.sessions) + self.streamed, "skipped": dict(sorted(reasons.items())),
                 "warnings": len(self.warnings), "files_read": self.files_read,
                 "files_unchanged": self.files_unchanged, "redactions": self.redactions.to_dict()}
 
@@ -345,7 +350,8 @@ class _Harvest:
     """One harvest's accumulators; `file` handles one session file (see the module contract)."""
 
     def __init__(self, home: Path, repo: str, remote_keys: set[str], scrub: Scrubber,
-                 lookup: RemoteLookup, since: HarvestState) -> None:
+                 lookup: RemoteLookup, since: HarvestState, sink: Sink | None = None) -> None:
+        self.sink, self.streamed = sink, 0
         self.home, self.repo, self.remote_keys, self.scrub, self.lookup = home, repo, remote_keys, scrub, lookup
         self.files = dict(since.files)
         # (source:session id) → (state key of the file it was last seen in, its mark): the cross-file dedupe
@@ -406,8 +412,12 @@ class _Harvest:
                 continue
             clean, counts = self.scrub.scrub_session(session)
             self.redactions = self.redactions + counts
-            self.kept.append(clean)
             self.first_new[clean.key] = old.turns if old is not None and old.turns <= mark.turns else 0
+            if self.sink is not None:
+                self.sink(clean, self.first_new[clean.key])
+                self.streamed += 1
+            else:
+                self.kept.append(clean)
         self.files[key] = FileState(fingerprint, marks)
         return True
 
@@ -449,16 +459,16 @@ class _Harvest:
             sessions=tuple(self.kept), skipped=tuple(self.skipped), first_new_turn=self.first_new,
             warnings=tuple(self.warnings), unknown_records={k: dict(v) for k, v in self.unknown.items() if v},
             redactions=self.redactions, state=HarvestState(self.files), files_read=self.read_count,
-            files_unchanged=self.unchanged, inbox=inbox)
+            files_unchanged=self.unchanged, inbox=inbox, streamed=self.streamed)
 
 
 def harvest(sources: Iterable[str] | None, home: Path | str, repo_root: Path | str, remotes: Sequence[str] = (),
             since: HarvestState | None = None, *, scrubber: Scrubber | None = None,
             environ: Mapping[str, str] | None = None, remote_lookup: RemoteLookup | None = git_remotes,
-            inbox: bool = True) -> HarvestResult:
+            inbox: bool = True, sink: Sink | None = None) -> HarvestResult:
     """See the module contract. `sources=None` means every known reader; `environ` (default: os.environ) is where
     readers look for CLAUDE_CONFIG_DIR / CODEX_HOME / COPILOT_HOME / XDG_DATA_HOME; `remote_lookup=None` never runs
-    git; `inbox=False` ignores the inbox."""
+    git; `inbox=False` ignores the inbox; `sink` streams the kept sessions (module contract)."""
     home = Path(home)
     env = dict(os.environ if environ is None else environ)
     scrub = scrubber if scrubber is not None else build_scrubber(repo_root)
@@ -472,7 +482,7 @@ def harvest(sources: Iterable[str] | None, home: Path | str, repo_root: Path | s
         return lookup_cache[path]
 
     run = _Harvest(home, os.path.realpath(str(repo_root)), {normalize_remote(r) for r in remotes if r.strip()},
-                   scrub, lookup, since or HarvestState())
+                   scrub, lookup, since or HarvestState(), sink)
     chosen = reader_sources() if sources is None else tuple(sources)
     discovered: set[Path] = set()
     for source in chosen:

@@ -62,8 +62,9 @@ class ToolCall:
     writes: bool = False
     call_id: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "paths": list(self.paths)}
+    def to_dict(self) -> dict[str, Any]:  # by hand, not `asdict` (harvest digests every turn): the same keys
+        return {"name": self.name, "summary": self.summary, "command": self.command, "paths": list(self.paths),
+                "writes": self.writes, "call_id": self.call_id}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
@@ -82,8 +83,8 @@ class ToolResult:
     call_id: str = ""
     exit_code: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, Any]:  # by hand, not `asdict` (harvest digests every turn): the same keys
+        return {"output": self.output, "is_error": self.is_error, "call_id": self.call_id, "exit_code": self.exit_code}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:

@@ -48,9 +48,10 @@ from skillgit.sleep import replay as R
 from skillgit.sleep import state as S
 from skillgit.sleep.handoff import Deferring, HandoffDeferred, HandoffLLM, HandoffPending, answered, pending_prompts
 from skillgit.sleep.harvest import HarvestResult, consume_inbox, git_remotes, harvest
-from skillgit.sleep.mine import MinedTask, MineResult, mine, read_tasks, rev_before, write_tasks
+from skillgit.sleep.mine import MinedTask, Miner, MineResult, read_tasks, rev_before, write_tasks
 from skillgit.sleep.pins import Pins
 from skillgit.sleep.report import render
+from skillgit.sleep.route import for_configured_skill
 from skillgit.sleep.scrub import Scrubber, build_scrubber
 from skillgit.sleep.settings import SleepProject, check_date
 from skillgit.store import Store
@@ -145,13 +146,13 @@ def shown_path(path: Path | str, root: Path) -> str:
 # ---------------------------------------------------------------------------------------------- harvest + mine
 def collect(sp: SleepProject, since: S.HarvestState) -> tuple[HarvestResult, MineResult]:
     settings, scrub = sp.settings, scrubber_for(sp)
-    result = harvest(settings.sources or None, home_of(sp), sp.root, git_remotes(str(sp.root)), since, scrubber=scrub)
     root = sp.root
-    mined = mine(result.sessions, threshold=settings.threshold, min_sessions=settings.min_sessions,
-                 first_new_turn=result.first_new_turn, scrubber=scrub, answers=True,
-                 rev_for=lambda unit: rev_before(root, unit.timestamp, unit.git_branch),
-                 fallback_rev=head_sha(root))
-    return result, mined
+    miner = Miner(threshold=settings.threshold, min_sessions=settings.min_sessions, scrubber=scrub, answers=True,
+                  rev_for=lambda unit: rev_before(root, unit.timestamp, unit.git_branch), fallback_rev=head_sha(root))
+    # each kept session goes to the miner as it is harvested: the night holds units, never every session at once
+    result = harvest(settings.sources or None, home_of(sp), sp.root, git_remotes(str(sp.root)), since, scrubber=scrub,
+                     sink=miner.add)
+    return result, miner.result()
 
 
 def head_sha(root: Path) -> str | None:
@@ -306,7 +307,8 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
                            path=gathered.path)
         folder = night_folder(repo, date)
         simulated = cfg.model.student_backend == "simulated"
-        chosen, meta = _frozen_replay(sp, folder, gathered.pool, simulated, Pins(repo, store.tip()))
+        pool = for_configured_skill(cfg, gathered.pool)  # with a `skills:` library: this skill's tasks only
+        chosen, meta = _frozen_replay(sp, folder, pool, simulated, Pins(repo, store.tip()))
         record = replace(record, tasks=S.NightTasks.from_dict({**meta, "file": shown_path(gathered.path, sp.root),
                                                                "reviewed": gathered.reviewed, "approval": approval}))
         if not R.has_splits(folder):

@@ -29,7 +29,7 @@ from typing import Any
 
 from skillgit.dotenv import read_dotenv
 from skillgit.errors import ConfigError
-from skillgit.redact import MIN_SECRET_LEN, redact_count
+from skillgit.redact import MIN_SECRET_LEN, redact_resolved, resolve_secrets
 from skillgit.sleep.model import Session, ToolCall, ToolResult
 
 EMAIL_MASK = "<email>"
@@ -133,40 +133,40 @@ class Scrubber:
             (h, re.compile(r"(?<![\w.~-])" + re.escape(h) + r"(?:[/\\]|(?![\w.-]))")) for h in homes))
 
     def scrub(self, text: str) -> tuple[str, Redactions]:
+        counts = [0, 0, 0, 0]
+        return self._scrub(text, resolve_secrets(self.secrets), counts), Redactions(*counts)
+
+    def _scrub(self, text: str, secrets: tuple[str, ...], counts: list[int]) -> str:
+        """`text` scrubbed with the resolved secret values; adds (secrets, emails, home paths, custom) to counts."""
         if not text:
-            return text, Redactions()
-        text, secrets = redact_count(text, self.secrets)
-        emails = 0
+            return text
+        text, n = redact_resolved(text, secrets)
+        counts[0] += n
         if "@" in text:
-            text, emails = _mask_emails(text)
-        homes = 0
+            text, n = _mask_emails(text)
+            counts[1] += n
         for home, pattern in self._homes:
             if home in text:
                 text, n = pattern.subn(_home_repl, text)
-                homes += n
+                counts[2] += n
         for literal, pattern in _HOME_GATES:
             if any(lit in text for lit in literal):
                 text, n = pattern.subn(_home_repl, text)
-                homes += n
-        custom = 0
+                counts[2] += n
         for compiled in self._compiled:
             text, n = compiled.subn(CUSTOM_MASK, text)
-            custom += n
-        return text, Redactions(secrets, emails, homes, custom)
+            counts[3] += n
+        return text
 
     def text(self, text: str) -> str:
         return self.scrub(text)[0]
 
     def scrub_session(self, session: Session) -> tuple[Session, Redactions]:
-        total = Redactions()
+        counts = [0, 0, 0, 0]
+        secrets = resolve_secrets(self.secrets)  # once per session, not once per string
 
         def clean(value: str | None) -> str | None:
-            nonlocal total
-            if value is None:
-                return None
-            out, counts = self.scrub(value)
-            total = total + counts
-            return out
+            return None if value is None else self._scrub(value, secrets, counts)
 
         def clean_call(call: ToolCall) -> ToolCall:
             return replace(call, summary=clean(call.summary) or "", command=clean(call.command),
@@ -183,7 +183,7 @@ class Scrubber:
         )
         scrubbed = replace(session, turns=turns, cwd=clean(session.cwd), path=clean(session.path),
                            git_branch=clean(session.git_branch), git_remote=clean(session.git_remote))
-        return scrubbed, total
+        return scrubbed, Redactions(*counts)
 
 
 def dotenv_secrets(repo_root: Path | str | None) -> list[str]:

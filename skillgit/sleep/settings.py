@@ -94,45 +94,53 @@ class SleepSettings:
         return updated
 
     def check(self, where: str = "sleep") -> None:
-        def bad(key: str, value: Any, allowed: str) -> ConfigError:
+        """ConfigError naming the first setting out of range (its key as `where.key`, or its option for "option")."""
+        problem = self._number_problem() or self._text_problem()
+        if problem is not None:
+            key, value, allowed = problem
             name = _OPTION.get(key, f"--{key.replace('_', '-')}") if where == "option" else f"{where}.{key}"
-            return ConfigError(f"{name}: {value!r} is not allowed", allowed)
+            raise ConfigError(f"{name}: {value!r} is not allowed", allowed)
 
+    def _number_problem(self) -> tuple[str, Any, str] | None:
         for key in ("min_sessions", "test_min_tasks", "judge_over_chars"):
             if getattr(self, key) < 1:
-                raise bad(key, getattr(self, key), "use a whole number of 1 or more")
+                return key, getattr(self, key), "use a whole number of 1 or more"
         for key in ("max_tasks", "max_steps", "max_calls", "max_tokens"):
             value = getattr(self, key)
             if value is not None and value < 1:
-                raise bad(key, value, "use a whole number of 1 or more, or leave it out for no limit")
+                return key, value, "use a whole number of 1 or more, or leave it out for no limit"
         if self.max_cost_usd is not None and self.max_cost_usd <= 0:
-            raise bad("max_cost_usd", self.max_cost_usd, "use a positive amount of dollars, e.g. 2.50")
+            return "max_cost_usd", self.max_cost_usd, "use a positive amount of dollars, e.g. 2.50"
         for key in ("threshold", "val_share", "test_share"):
             if not 0.0 < getattr(self, key) < 1.0:
-                raise bad(key, getattr(self, key), "use a number between 0 and 1 (exclusive)")
+                return key, getattr(self, key), "use a number between 0 and 1 (exclusive)"
         if self.val_share + self.test_share >= 1.0:
-            raise bad("test_share", self.test_share, f"val_share + test_share must stay below 1 "
-                                                     f"(val_share is {self.val_share})")
+            return ("test_share", self.test_share,
+                    f"val_share + test_share must stay below 1 (val_share is {self.val_share})")
+        return None
+
+    def _text_problem(self) -> tuple[str, Any, str] | None:
         if not self.branch.strip() or "{" in self.branch.replace("{date}", ""):
-            raise bad("branch", self.branch, "a branch name; `{date}` is the only placeholder, e.g. sleep/{date}")
+            return "branch", self.branch, "a branch name; `{date}` is the only placeholder, e.g. sleep/{date}"
         if not re.fullmatch(r"(?:[01]\d|2[0-3]):[0-5]\d", self.schedule_at):
-            raise bad("schedule_at", self.schedule_at, "a time of day as HH:MM (24 hours), e.g. 03:00")
+            return "schedule_at", self.schedule_at, "a time of day as HH:MM (24 hours), e.g. 03:00"
         for key in ("tasks_file", "report_dir", "home"):
             if not str(getattr(self, key)).strip():
-                raise bad(key, getattr(self, key), "a path")
+                return key, getattr(self, key), "a path"
         from skillgit.sleep.readers import sources
 
         known = sources()
         for source in self.sources:
             if source not in known:
                 close = difflib.get_close_matches(source, known, n=1, cutoff=0.6)
-                raise bad("sources", source, (f"did you mean '{close[0]}'? " if close else "")
-                          + f"known sources: {', '.join(known)}")
-        try:
-            for pattern in self.scrub_patterns:
+                return "sources", source, ((f"did you mean '{close[0]}'? " if close else "")
+                                           + f"known sources: {', '.join(known)}")
+        for pattern in self.scrub_patterns:
+            try:
                 re.compile(pattern)
-        except re.error as exc:
-            raise bad("scrub_patterns", pattern, f"a Python regular expression ({exc})") from None
+            except re.error as exc:
+                return "scrub_patterns", pattern, f"a Python regular expression ({exc})"
+        return None
 
     def branch_for(self, date: str, skill_branch: str) -> str:
         """The night's branch (see the module contract)."""
