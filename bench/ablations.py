@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from benchlib import say, write_result  # noqa: E402
 
 from skillgit.cli.demo import create_agentic_project, create_project  # noqa: E402
-from skillgit.config import config_digest  # noqa: E402
+from skillgit.config_output import config_digest  # noqa: E402
 from skillgit.project import open_project  # noqa: E402
 from skillgit.session import build_trainer, open_session  # noqa: E402
 from skillgit.types import Edit  # noqa: E402

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import json
 import os
 import re
 import shlex
@@ -557,52 +555,10 @@ def load_config(path: Path | str | None, overrides: tuple[str, ...] | list[str] 
     return config_from_dict(apply_overrides(data, list(overrides)))
 
 
-# ---------------------------------------------------------------------------------------------- output
-def _plain(data: Any) -> Any:
+def plain(data: Any) -> Any:
+    """Plain dicts and lists (YAML- and JSON-ready) of a config's `to_dict`."""
     if isinstance(data, dict):
-        return {str(k): _plain(v) for k, v in data.items()}
+        return {str(k): plain(v) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
-        return [_plain(v) for v in data]
+        return [plain(v) for v in data]
     return data
-
-
-def dump_config(cfg: Config, mask_secrets: bool = True) -> str:
-    """The resolved config as YAML (sections in schema order); `load_config` reads it back to an equal Config
-    when `mask_secrets` is False."""
-    data = _plain(cfg.to_dict())
-    if mask_secrets:
-        from skillgit.redact import redact_mapping  # the one module that decides what a secret is
-
-        data = redact_mapping(data)
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
-
-
-def _leaves(data: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
-    """(dotted key, value) for every leaf of a plain mapping; lists are leaves."""
-    for key, value in data.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            yield from _leaves(value, dotted + ".")
-        else:
-            yield dotted, value
-
-
-@functools.lru_cache(maxsize=1)
-def _default_leaves() -> dict[str, Any]:
-    return dict(_leaves(_plain(config_from_dict({}).to_dict())))
-
-
-def config_digest(cfg: Config, ignore: Iterable[str] = ()) -> str:
-    """First 12 hex digits of sha256 over the canonical JSON of the keys whose value differs from the default
-    (dotted key -> value, sorted), leaving out the dotted keys (or whole sections) in `ignore`, e.g.
-    RUNTIME_ONLY_KEYS. Only departures from the defaults count, so a release that adds a key at its default leaves
-    every existing config's digest, and the resume of an unfinished run, unchanged; a release that changes a default
-    does too (the run keeps the config it started with in its `config.yaml`)."""
-    skip = tuple(ignore)
-    defaults = _default_leaves()
-    missing = object()
-    changed = {key: value for key, value in _leaves(_plain(cfg.to_dict()))
-               if defaults.get(key, missing) != value
-               and not any(key == s or key.startswith(s + ".") for s in skip)}
-    canonical = json.dumps(changed, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]

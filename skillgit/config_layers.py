@@ -164,5 +164,5 @@ def origin_rows(cfg: Config, origins: Mapping[str, str]) -> list[tuple[str, str,
     `default`. Secrets are masked (`redact.redact_mapping`, the one module that decides what a secret is)."""
     from skillgit.redact import redact_mapping
 
-    data = redact_mapping(config_mod._plain(cfg.to_dict()))
+    data = redact_mapping(config_mod.plain(cfg.to_dict()))
     return [(origins.get(key, DEFAULT), key, value) for key, value in leaves(data)]

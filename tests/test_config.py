@@ -13,13 +13,12 @@ from skillgit.config import (
     RUNTIME_ONLY_KEYS,
     Config,
     apply_overrides,
-    config_digest,
     config_from_dict,
-    dump_config,
     known_keys,
     load_config,
     parse_overrides,
 )
+from skillgit.config_output import config_digest, dump_config
 from skillgit.errors import ConfigError, ExitCode
 
 
@@ -394,7 +393,7 @@ def test_digest_survives_a_release_that_adds_a_key_at_its_default(monkeypatch):
     # Before, the digest hashed every key, so `train --resume` no longer matched the run and started a new one.
     import functools
 
-    import skillgit.config as config_module
+    import skillgit.config_output as config_module
 
     cfg = load_config(None, ["train.seed=3"])
     before = config_digest(cfg, RUNTIME_ONLY_KEYS)

@@ -356,7 +356,7 @@ def config_show(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, se
                                                  help="One line per key: where it was set, the key, its value.")
                 ) -> None:
     """Print the resolved config (defaults, the user config, _base_ files and overrides applied; secrets masked)."""
-    from skillgit.config import dump_config
+    from skillgit.config_output import dump_config
     from skillgit.redact import redact_mapping
 
     project = _project(repo, config, _overrides(set_, cfg_options))

@@ -38,20 +38,16 @@ Contract
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from skillgit.errors import ExitCode, SkillgitError
-from skillgit.integrations import jsonedit
 from skillgit.integrations import locations as L
 from skillgit.integrations.artifacts import (
     SCOPES,
     Artifact,
-    BlockArtifact,
     FileArtifact,
     JsonArtifact,
     artifacts,
@@ -60,6 +56,13 @@ from skillgit.integrations.artifacts import (
     root_of,
     roots,
     trust_artifact,
+)
+from skillgit.integrations.install_plan import (
+    Step,
+    kind_of,
+    plan_one,
+    still_there,
+    undo,
 )
 from skillgit.integrations.manifest import (
     Action,
@@ -70,215 +73,12 @@ from skillgit.integrations.manifest import (
     contained,
     lexical,
     missing_dirs,
-    newline,
-    path_problem,
     read_text,
     rel_path,
     remove_dirs,
     sha,
     write_text,
 )
-
-
-# ------------------------------------------------------------------------------------------------ planning
-@dataclass
-class _Step:
-    artifact: Artifact
-    rel: str
-    what: str  # create | insert | update | unchanged | present | conflict | edited | skip
-    detail: str = ""
-    text: str | None = None  # the new file content, for create/insert/update
-    offset: int = 0
-    inserted: str = ""
-    key_path: tuple[str, ...] = ()
-    value: Any = None
-    append: bool = False
-    before: str | None = None  # the content before (for sha_before), None when the file is created
-    hint: str = ""
-    warnings: list[str] = field(default_factory=list)
-
-
-def _kind(art: Artifact) -> str:
-    return "file" if isinstance(art, FileArtifact) else "json" if isinstance(art, JsonArtifact) else "block"
-
-
-def _same_entry(rec: Record, art: Artifact) -> bool:
-    if isinstance(art, JsonArtifact):
-        inner = rec.value
-        for key in art.key_path[len(rec.key_path):]:  # the record may name an outer created key
-            inner = inner.get(key) if isinstance(inner, dict) else None
-        if art.append and len(rec.key_path) < len(art.key_path):
-            inner = inner[0] if isinstance(inner, list) and len(inner) == 1 else None
-        return inner == art.value
-    if isinstance(art, BlockArtifact):
-        return art.block.replace("\n", newline(rec.text)) in rec.text
-    return True
-
-
-def _undo(current: str, rec: Record) -> str | None:
-    """The exact previous content when `current` is what install left (None when it is not)."""
-    if sha(current) != rec.sha_after:
-        return None
-    if rec.kind == "file" or rec.sha_before is None:
-        return ""
-    previous = current[:rec.offset] + current[rec.offset + len(rec.text):]
-    return previous if sha(previous) == rec.sha_before else None
-
-
-def _still_there(current: str, rec: Record) -> tuple[int, int] | None:
-    """The span of skillgit's own entry/block in a file that changed since install, if it is still unchanged."""
-    if rec.kind == "json":
-        return jsonedit.find_owned(current, rec.key_path, rec.value, rec.append)
-    if rec.kind == "block":
-        for candidate in (rec.text, rec.text.lstrip("\r\n")):
-            at = current.find(candidate)
-            if candidate and at >= 0 and current.count(candidate) == 1:
-                return at, at + len(candidate)
-    return None
-
-
-def _slot_taken(current: str, rec: Record, art: Artifact) -> bool:
-    """True when the place skillgit's entry/block occupied still holds something (an edited version of it)."""
-    if isinstance(art, BlockArtifact):
-        return art.begin in current
-    if isinstance(art, JsonArtifact) and not art.append:
-        try:
-            node: jsonedit.Node | None = jsonedit.parse(current)
-        except jsonedit.JsonEditError:
-            return True
-        for key in art.key_path:
-            node = node.get(key) if node is not None and node.kind == "object" else None
-        return node is not None
-    return False
-
-
-def _plan_json(step: _Step, art: JsonArtifact, current: str | None) -> None:
-    if current is None or not current.strip():
-        nested: Any = [art.value] if art.append else art.value
-        for key in reversed(art.key_path[1:]):
-            nested = {key: nested}
-        text = json.dumps({art.key_path[0]: nested}, indent=2, ensure_ascii=False) + "\n"
-        if current is None:
-            step.what, step.text, step.inserted = "create", text, text
-            step.key_path, step.value = art.key_path[:1], nested
-        else:  # an empty file: replace it whole (its previous content is the whitespace, kept in `before`)
-            step.what, step.text, step.inserted = "insert", current + text, text
-            step.offset, step.key_path, step.value = len(current), art.key_path[:1], nested
-        return
-    try:
-        ins = jsonedit.plan_insert(current, art.key_path, art.value, art.append)
-    except jsonedit.JsonEditError as exc:
-        step.what, step.detail = "conflict", str(exc)
-        step.hint = (f"add this to {step.rel} by hand, under {'.'.join(art.key_path)}: "
-                     f"{json.dumps(art.value)}")
-        return
-    if ins is None:
-        step.what, step.detail = "present", "an equal entry is already there (not written by skillgit install)"
-        return
-    step.what, step.offset, step.inserted = "insert", ins.offset, ins.text
-    step.text = current[:ins.offset] + ins.text + current[ins.offset:]
-    step.key_path, step.value, step.append = ins.path, ins.value, ins.append
-    step.detail = ".".join(art.key_path)
-
-
-def _toml_defines(text: str, table: str) -> bool:
-    try:
-        import tomllib  # Python 3.11+
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10: look for the table header
-        import re
-
-        parts = [re.escape(p) for p in table.split(".")]
-        return re.search(r"(?m)^\s*\[\s*" + r"\s*\.\s*".join(parts) + r"\s*\]", text) is not None
-    try:
-        data: Any = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SkillgitError(f"not valid TOML ({exc})", "fix the file first") from None
-    for part in table.split("."):
-        if not isinstance(data, dict) or part not in data:
-            return False
-        data = data[part]
-    return True
-
-
-def _plan_block(step: _Step, art: BlockArtifact, current: str | None) -> None:
-    if current is None:
-        step.what, step.text, step.inserted = "create", art.block, art.block
-        return
-    if art.begin in current:
-        step.what, step.detail = "conflict", "it already holds a skillgit block that skillgit did not record"
-        step.hint = f"remove the block from {step.rel} by hand (from '{art.begin[:30]}…' to its end marker)"
-        return
-    if art.style == "toml":
-        try:
-            defined = _toml_defines(current, "mcp_servers.skillgit")
-        except SkillgitError as exc:
-            step.what, step.detail, step.hint = "conflict", exc.message, exc.hint
-            return
-        if defined:
-            step.what, step.detail = "conflict", "it already defines [mcp_servers.skillgit]"
-            step.hint = f"keep yours (remove it from {step.rel} to let skillgit manage it)"
-            return
-    nl = newline(current)
-    block = art.block.replace("\n", nl)
-    # one blank line between the file's last line and the block: the separator is part of the inserted text
-    if not current or current.endswith(nl + nl):
-        sep = ""
-    elif current.endswith("\n"):
-        sep = nl
-    else:
-        sep = nl + nl
-    step.what, step.offset, step.inserted = "insert", len(current), sep + block
-    step.text = current + sep + block
-
-
-def _plan_one(art: Artifact, rec: Record | None, rel: str, root: Path) -> _Step:
-    problem = path_problem(root, art.path)
-    if problem is not None:
-        return _Step(art, rel, "conflict", f"it is {problem}" if problem.startswith("a ") else problem,
-                     hint=f"make {rel} a plain file (or remove it) and run the install again")
-    step = _Step(art, rel, "unchanged")
-    try:
-        current = read_text(art.path)
-    except SkillgitError as exc:  # not UTF-8
-        return _Step(art, rel, "conflict", exc.message, hint=exc.hint)
-    if rec is not None and current is not None:
-        if sha(current) == rec.sha_after:
-            if current == art.text if isinstance(art, FileArtifact) else _same_entry(rec, art):
-                return step
-            previous = _undo(current, rec)  # written by an older skillgit and untouched: replace it
-            if previous is not None:
-                step.what = "update"
-                current = None if rec.sha_before is None else previous
-        elif _kind(art) == "file":
-            step.what = "edited"
-            step.warnings.append(f"{rel} was changed after skillgit installed it; left as it is")
-            return step
-        elif _still_there(current, rec) is not None:  # their file changed around skillgit's entry: fine
-            step.detail = "skillgit's entry is in place"
-            return step
-        elif _slot_taken(current, rec, art):  # someone edited skillgit's entry itself: theirs now
-            step.what = "edited"
-            step.warnings.append(f"skillgit's entry in {rel} was changed after install; left as it is")
-            return step
-    step.before = current
-    if isinstance(art, FileArtifact):
-        if current is None:
-            step.what = "update" if step.what == "update" else "create"
-            step.text = step.inserted = art.text
-        elif current == art.text:
-            step.what, step.detail = "present", "identical file already there (not written by skillgit install)"
-        else:
-            step.what, step.detail = "conflict", "the file exists and was not written by skillgit install"
-            step.hint = f"move {rel} away (or merge it by hand) and run the install again"
-        return step
-    updating = step.what == "update"
-    if isinstance(art, JsonArtifact):
-        _plan_json(step, art, current)
-    else:
-        _plan_block(step, art, current)
-    if updating and step.what in ("create", "insert"):
-        step.what = "update"
-    return step
 
 
 # ------------------------------------------------------------------------------------------------ targets
@@ -339,7 +139,7 @@ def _save(manifest: Manifest, records: dict[str, Record], order: list[str]) -> M
     return replace(manifest, records=tuple(records[p] for p in order if p in records)).save()
 
 
-def _put_back(step: _Step, prior: str | None, created: list[Path]) -> None:
+def _put_back(step: Step, prior: str | None, created: list[Path]) -> None:
     """Undo one write of a failed install: the file gets the bytes it had just before (or goes, when install
     created it), then the folders install created for it go when empty. A file someone changed meanwhile (its
     content is neither what was there nor what install wrote) is not touched."""
@@ -366,20 +166,20 @@ def _trust(t: Target, home: Path | None, env: Mapping[str, str] | None) -> tuple
 
 
 def _plan(t: Target, manifest: Manifest, before: dict[str, Record], folders: tuple[Path, ...],
-          arts: list[Artifact]) -> tuple[list[_Step], list[str]]:
+          arts: list[Artifact]) -> tuple[list[Step], list[str]]:
     """One step per artifact (pending records settled into `before`), and the warnings of skipped ones."""
-    steps: list[_Step] = []
+    steps: list[Step] = []
     warnings: list[str] = []
     for art in arts:
         rel = rel_path(t.base, art.path)
         if t.protected is not None and art.path.resolve() == t.protected:
             warnings.append(f"skipped {rel}: it is the skill this project trains (skill.path); skillgit never "
                             "edits it outside training")
-            steps.append(_Step(art, rel, "skip", "the project's trained skill"))
+            steps.append(Step(art, rel, "skip", "the project's trained skill"))
             continue
         rec = manifest.record_for(rel)
         if rec is not None and rec.agent != t.agent:
-            steps.append(_Step(art, rel, "conflict", f"already installed by `skillgit install {rec.agent}`",
+            steps.append(Step(art, rel, "conflict", f"already installed by `skillgit install {rec.agent}`",
                                hint=f"run `skillgit uninstall {rec.agent}` first"))
             continue
         if rec is not None and rec.pending:
@@ -388,18 +188,18 @@ def _plan(t: Target, manifest: Manifest, before: dict[str, Record], folders: tup
                 before.pop(rel)
             else:
                 before[rel] = rec
-        steps.append(_plan_one(art, rec, rel, root_of(art.path, folders) or t.base))
+        steps.append(plan_one(art, rec, rel, root_of(art.path, folders) or t.base))
     return steps, warnings
 
 
-def _pending(t: Target, todo: list[_Step], before: dict[str, Record]) -> dict[str, Record]:
+def _pending(t: Target, todo: list[Step], before: dict[str, Record]) -> dict[str, Record]:
     """The manifest's records with every write of `todo` recorded as pending (with the folders it creates)."""
     records, claimed = dict(before), set()
     for s in todo:
         old = before.get(s.rel)
         dirs = [d for d in missing_dirs(t.base, s.artifact.path.parent) if d not in claimed]
         claimed.update(dirs)
-        records[s.rel] = Record(t.agent, _kind(s.artifact), s.rel, sha(s.text) or "", sha(s.before), s.offset,
+        records[s.rel] = Record(t.agent, kind_of(s.artifact), s.rel, sha(s.text) or "", sha(s.before), s.offset,
                                 s.inserted, tuple(s.key_path), s.value, s.append,
                                 (old.created_dirs if old is not None else ()) +
                                 tuple(rel_path(t.base, d) for d in dirs), pending=True)
@@ -414,7 +214,7 @@ def _restore(records: dict[str, Record], before: dict[str, Record], rel: str) ->
         records.pop(rel, None)
 
 
-def _roll_back(t: Target, todo: list[_Step], done: list[tuple[_Step, str | None, list[Path]]], manifest: Manifest,
+def _roll_back(t: Target, todo: list[Step], done: list[tuple[Step, str | None, list[Path]]], manifest: Manifest,
                records: dict[str, Record], before: dict[str, Record], order: list[str]) -> list[str]:
     """Put back what a failed install wrote, in reverse order, and save the records; what could not be put back."""
     left: list[str] = []
@@ -444,7 +244,7 @@ def _failed(t: Target, failed: str, exc: BaseException, left: list[str]) -> Skil
     return SkillgitError(message, hint, ExitCode.USAGE)
 
 
-def _refuse_conflicts(steps: list[_Step]) -> None:
+def _refuse_conflicts(steps: list[Step]) -> None:
     conflicts = [s for s in steps if s.what == "conflict"]
     if conflicts:
         lines = "; ".join(f"{s.rel}: {s.detail}" for s in conflicts)
@@ -452,10 +252,10 @@ def _refuse_conflicts(steps: list[_Step]) -> None:
                             ExitCode.USAGE)
 
 
-def _write_all(t: Target, todo: list[_Step], manifest: Manifest, records: dict[str, Record],
+def _write_all(t: Target, todo: list[Step], manifest: Manifest, records: dict[str, Record],
                before: dict[str, Record], order: list[str]) -> None:
     """Write every step; on any failure put back what was written, in reverse order, and raise."""
-    done: list[tuple[_Step, str | None, list[Path]]] = []
+    done: list[tuple[Step, str | None, list[Path]]] = []
     failed = ""
     try:
         for s in todo:
@@ -553,7 +353,7 @@ def _remove_one(base: Path, root: Path, rec: Record) -> tuple[Action, str | None
     if current is None:
         remove_dirs(base, dirs)
         return Action("gone", rec.path, "already removed"), None
-    previous = _undo(current, rec)
+    previous = undo(current, rec)
     if previous is not None:
         if rec.kind == "file" or rec.sha_before is None:
             path.unlink()
@@ -565,7 +365,7 @@ def _remove_one(base: Path, root: Path, rec: Record) -> tuple[Action, str | None
     if rec.kind == "file":
         warning = f"{rec.path} was changed after skillgit installed it; left in place (delete it if unneeded)"
         return Action("keep", rec.path, "changed after install"), warning
-    span = _still_there(current, rec)
+    span = still_there(current, rec)
     if span is None:
         warning = f"skillgit's {part} in {rec.path} was changed after install; left in place (remove it by hand)"
         return Action("keep", rec.path, f"skillgit's {part} was changed"), warning
@@ -593,7 +393,7 @@ def uninstall(agent: str, scope: str, repo: Path | None = None, home: Path | Non
     if trust is not None:  # recorded only when the person asked for it (install --trust-folder)
         arts.append(trust[0])
         folders = (*folders, trust[1])
-    known = {rel_path(t.base, a.path): _kind(a) for a in arts}
+    known = {rel_path(t.base, a.path): kind_of(a) for a in arts}
     actions, warnings, kept = [], [], []
     for rec in reversed(mine):
         refusal = _refusal(t.base, rec, known, folders)

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from skillgit import redact, textsafe
-from skillgit.config import RUNTIME_ONLY_KEYS, Config, config_digest, dump_config
+from skillgit.config import RUNTIME_ONLY_KEYS, Config
+from skillgit.config_output import config_digest, dump_config
 from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError, raise_if_stop_requested
 from skillgit.executor import Executor
 from skillgit.llm.base import LLM, Student
