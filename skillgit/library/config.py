@@ -79,11 +79,7 @@ def entries(cfg: Config, root: Path | None = None) -> dict[str, SkillEntry]:
         if not isinstance(spec, dict):
             raise ConfigError(f"{where}: expected a mapping with path (and tasks, triggers, branch)",
                               f"e.g. `{where}: {{path: .claude/skills/{name}/SKILL.md}}`")
-        for key in spec:
-            if key not in KEYS:
-                close = difflib.get_close_matches(str(key), KEYS, n=1)
-                raise ConfigError(f"unknown config key '{where}.{key}'",
-                                  f"did you mean '{where}.{close[0]}'?" if close else f"use {', '.join(KEYS)}")
+        _known_keys(spec, where)
         if "path" not in spec:
             raise ConfigError(f"{where}.path is missing", f"give the skill's file: `{where}.path: …/SKILL.md`")
         if isinstance(spec["path"], str) and any(c in spec["path"] for c in GLOB_CHARS):
@@ -98,6 +94,14 @@ def entries(cfg: Config, root: Path | None = None) -> dict[str, SkillEntry]:
                                _relative(spec["triggers"], f"{where}.triggers")
                                if spec.get("triggers") is not None else None, branch)
     return out
+
+
+def _known_keys(spec: dict, where: str) -> None:
+    for key in spec:
+        if key not in KEYS:
+            close = difflib.get_close_matches(str(key), KEYS, n=1)
+            raise ConfigError(f"unknown config key '{where}.{key}'",
+                              f"did you mean '{where}.{close[0]}'?" if close else f"use {', '.join(KEYS)}")
 
 
 def entry(cfg: Config, name: str, root: Path | None = None) -> SkillEntry:
@@ -129,11 +133,7 @@ def _expand_all(items: Any, root: Path) -> dict[str, SkillEntry]:
             raise ConfigError(f"{where}: expected a path, a glob or a mapping with path (and tasks, triggers, "
                               "branch)", 'e.g. `- .claude/skills/*` or `- {path: ".claude/skills/*", tasks: '
                               '"tasks/{name}.jsonl"}`')
-        for key in spec:
-            if key not in KEYS:
-                close = difflib.get_close_matches(str(key), KEYS, n=1)
-                raise ConfigError(f"unknown config key '{where}.{key}'",
-                                  f"did you mean '{where}.{close[0]}'?" if close else f"use {', '.join(KEYS)}")
+        _known_keys(spec, where)
         if "path" not in spec:
             raise ConfigError(f"{where}.path is missing", f"give a path or glob: `{where}.path: .claude/skills/*`")
         pattern = _relative(spec["path"], f"{where}.path")
