@@ -70,6 +70,7 @@ class Reply:
     # comes with the reply (the scorer is not asked), and so does the split of its wall time (setup/agent/verify).
     score: Score | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
+    saved: Usage = field(default_factory=Usage)  # a cached reply: what the call cost when it was paid
 
 
 class LLMError(SkillgitError):

@@ -371,11 +371,12 @@ class CallCache:
             self._mark_used(key, refused=True)
             raise ReplyTooLarge(key, chars, self.max_reply_chars, replayed=True)
         meta = json.loads(meta_json)
-        self._mark_used(key, saved=Usage.from_dict(meta.get("usage") or {}))
+        saved = Usage.from_dict(meta.get("usage") or {})
+        self._mark_used(key, saved=saved)
         score = Score.from_dict(meta["score"]) if isinstance(meta.get("score"), dict) else None
         return Reply(text=_unpack(bool(codec & _TEXT_ZLIB), text), usage=Usage(), model=meta.get("model", ""),
                      trace=_unpack(bool(codec & _TRACE_ZLIB), trace), cached=True, score=score,
-                     timings=meta.get("timings") or {})
+                     timings=meta.get("timings") or {}, saved=saved)
 
     def put(self, key: str, reply: Reply) -> None:
         """Store `reply`; returns once it is committed. A reply over the cap is replaced by a tombstone and

@@ -12,8 +12,9 @@ Contract:
 - `build(ctx, teacher, skill, trajs, budget, step, names)` → [(text, record)]: `optimizer.proposals` candidates
   per proposer, in (proposer, variant) order, built side by side when more than one (one wave per stage). Each
   record carries its `proposer` (a typed field, in the candidate note) and `details.cost`: the teacher calls and
-  tokens its building spent (counted by a `Tally` of its own around the teacher, so proposers running side by
-  side never share a count; a call the journal answered costs nothing).
+  tokens its building needed (counted by a `Tally` of its own around the teacher, so proposers running side by
+  side never share a count; a call the journal answered counts at what it cost when it was paid, so a step
+  resumed after a kill records the same cost as an uninterrupted one).
 - `count(progress, outcome, record)` → progress: a numbered step's candidate (kept or a rival `sN-pk`) counts for
   its proposer (proposed, accepted, cost); the kept one moves the rejected streak (accepted: back to 0).
 """
@@ -39,7 +40,7 @@ PROPOSE: dict[str, Propose] = {"reflect": modes.reflect_update, "agent": agent_s
 
 
 class Tally:
-    """An `LLM` around the teacher that adds up what its calls spent (cached replies cost nothing)."""
+    """An `LLM` around the teacher that adds up what its calls cost (a journal answer at its paid cost)."""
 
     def __init__(self, inner: LLM):
         self.inner = inner
@@ -57,9 +58,9 @@ class Tally:
 
     def complete(self, request: Request) -> Reply:
         reply = self.inner.complete(request)
-        if not reply.cached:
-            with self._lock:
-                self.usage = self.usage + Usage(calls=1) + dataclasses.replace(reply.usage, calls=0)
+        spent = reply.saved if reply.cached else reply.usage  # the journal's answer: what it cost when paid
+        with self._lock:
+            self.usage = self.usage + Usage(calls=1) + dataclasses.replace(spent, calls=0)
         return reply
 
 
