@@ -183,7 +183,11 @@ def test_proposers_script(tmp_path):
             assert key in row, key
     runs = {r["arm"]: r for r in data["runs"]}
     assert set(runs["both"]["proposers"]) == {"reflect", "agent"} and set(runs["agent"]["proposers"]) == {"agent"}
-    for run in data["runs"]:  # each arm spent the same budget (up to the calls in flight when it was reached)
-        assert run["budget"] <= run["calls"] <= run["budget"] + run["max_in_flight"]
+    # each arm spent its budget; whether the overshoot stayed within the calls in flight is the bench's own
+    # validity check (a loaded machine can break it: the bench must then say so, not the test fail)
+    within = all(r["calls"] <= r["budget"] + r["max_in_flight"] for r in data["runs"])
+    assert data["checks"]["budgets_spent_equal_up_to_the_calls_in_flight"] is within
+    for run in data["runs"]:
+        assert run["budget"] <= run["calls"]
         assert run["test_seed"] is not None and 0 < run["waves"] <= run["calls"]
     assert "load" in data and "valid" in data
