@@ -75,7 +75,7 @@ def test_a_night_with_a_library_replays_only_the_tasks_routed_to_the_skill_it_tr
 
     def prompts(skill_path: str, skills: dict) -> list[str]:
         cfg = config_from_dict({"skill": {"path": skill_path}, "skills": skills})
-        return sorted(t.prompt for t in for_configured_skill(cfg, tasks))
+        return sorted(t.prompt for t in for_configured_skill(cfg, tasks, repo))
 
     # the skill the configuration trains takes its own tasks and those no library skill fired for
     assert prompts(".claude/skills/tidy-tests/SKILL.md", library) == ["explain the retry backoff settings",
@@ -83,3 +83,11 @@ def test_a_night_with_a_library_replays_only_the_tasks_routed_to_the_skill_it_tr
     assert prompts(".claude/skills/deploy/SKILL.md", library) == ["explain the retry backoff settings",
                                                                    "ship the release to staging"]
     assert len(prompts("SKILL.md", {})) == 3  # no library: every task, as before
+    # the list form of `skills:` (globs) is expanded against the repository: a night with it routes the same
+    # (before, the night called it without the root and stopped on an internal error)
+    for name in ("deploy", "tidy-tests"):
+        package = repo / ".claude" / "skills" / name
+        package.mkdir(parents=True, exist_ok=True)
+        (package / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {name} things\n---\nBody.\n")
+    assert prompts(".claude/skills/deploy/SKILL.md", [".claude/skills/*/SKILL.md"]) == \
+        ["explain the retry backoff settings", "ship the release to staging"]

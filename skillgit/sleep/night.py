@@ -307,7 +307,7 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
                            path=gathered.path)
         folder = night_folder(repo, date)
         simulated = cfg.model.student_backend == "simulated"
-        pool = for_configured_skill(cfg, gathered.pool)  # with a `skills:` library: this skill's tasks only
+        pool = for_configured_skill(cfg, gathered.pool, sp.root)  # with a `skills:` library: this skill's tasks only
         chosen, meta = _frozen_replay(sp, folder, pool, simulated, Pins(repo, store.tip()))
         record = replace(record, tasks=S.NightTasks.from_dict({**meta, "file": shown_path(gathered.path, sp.root),
                                                                "reviewed": gathered.reviewed, "approval": approval}))

@@ -7,7 +7,7 @@ Contracts:
   skill it was invoked with when that skill is in the library, else (no skill fired, or one outside the library:
   a personal or plugin skill) to `default`. Every task lands in exactly one skill; the order of tasks is kept.
 - `default_skill(cfg, names)`: the library skill whose path is the configuration's `skill.path`, else the first.
-- `for_configured_skill(cfg, tasks)`: what a night replays — every task without a library; with one, the tasks
+- `for_configured_skill(cfg, tasks, root)`: what a night replays — every task without a library; with one, the tasks
   routed to the skill the configuration trains (so each skill is gated on its own tasks only). Not yet: one night
   that trains and gates every library skill in turn (today: one night per configured skill).
 """
@@ -15,7 +15,7 @@ Contracts:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from skillgit.config import Config
 from skillgit.errors import ConfigError
@@ -44,13 +44,13 @@ def default_skill(cfg: Config, library: dict[str, str]) -> str:
     return next(iter(library))
 
 
-def for_configured_skill(cfg: Config, tasks: Sequence[MinedTask]) -> tuple[MinedTask, ...]:
+def for_configured_skill(cfg: Config, tasks: Sequence[MinedTask], root: Path) -> tuple[MinedTask, ...]:
     """The tasks a night training `cfg`'s skill replays: all of them without a `skills:` library; with one, those
     routed to the library skill the configuration trains (`default_skill`: the one whose path is `skill.path`,
     which also receives the tasks no library skill was invoked for)."""
     from skillgit.library.config import entries
 
-    library = {name: e.path for name, e in entries(cfg).items()}
+    library = {name: e.path for name, e in entries(cfg, root).items()}  # (the list form's globs need the root)
     if not library:
         return tuple(tasks)
     own = default_skill(cfg, library)
