@@ -116,3 +116,31 @@ def sdk_modules(env: Mapping[str, str] | None = None) -> list[str]:
     code = "import json, sys, mcp\nprint(json.dumps(sorted(sys.modules)))"
     return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                      timeout=120, env=dict(os.environ if env is None else env)).stdout)
+
+
+# ---------------------------------------------------------------------------------------------- agentic projects
+def agentic_repo(root: Path, files: Mapping[str, str], skill: str) -> Path:
+    """A git repository at `root` holding `files` (path → text) and the skill package `skill/SKILL.md`."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "skill").mkdir(parents=True, exist_ok=True)
+    (root / "skill" / "SKILL.md").write_text(skill)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "init")
+    return root
+
+
+def agentic_tasks(project: Path, rows: list[dict], command: str, *, workers: int, batch_size: int = 1) -> None:
+    """Commit `rows` as tasks.jsonl and a one-step skillgit.yaml whose student is the command agent `command`
+    (its YAML flow mapping: `{preset: generic, …}`), the teacher simulated."""
+    (project / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (project / "skillgit.yaml").write_text(
+        "skill: {path: skill, branch: main}\n"
+        f'env: {{tasks: tasks.jsonl, split_ratio: "1:1:0", workers: {workers}}}\n'
+        "model:\n  student_backend: agent\n  teacher_backend: simulated\n"
+        f"  student:\n    command: {command}\n"
+        f"train: {{max_steps: 1, batch_size: {batch_size}}}\n")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "tasks")
