@@ -121,6 +121,8 @@ def _budget(data: Mapping[str, Any]) -> dict[str, float]:
         except (TypeError, ValueError):
             raise SkillgitError(f"{name} must be a number, got {str(value)[:40]!r}",
                                 f"give a positive number or leave {name} empty") from None
+        except OverflowError:  # JSON's Infinity for a count (int(inf)): a clear error, not a crashed request
+            raise SkillgitError(f"{name} must be finite, got {value}", f"leave {name} empty for no limit") from None
         if not number > 0 or number != number or number == float("inf"):
             raise SkillgitError(f"{name} must be positive, got {value}", f"leave {name} empty for no limit")
         budget[name] = number
