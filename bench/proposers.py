@@ -212,7 +212,8 @@ def run_one(folder: Path, seed: int, arm: str, budget: int, latency: float, work
 
 def in_flight(calls: list[dict[str, Any]]) -> int:
     """The most calls of the timeline running at the same moment (from when each began)."""
-    edges = sorted([(c.get("began", c["start"]), 1) for c in calls] + [(c["end"], -1) for c in calls], key=lambda e: (e[0], e[1]))
+    edges = sorted([(c.get("began", c["start"]), 1) for c in calls] + [(c["end"], -1) for c in calls],
+                   key=lambda e: (e[0], e[1]))
     most = now = 0
     for _, step in edges:
         now += step
