@@ -109,27 +109,54 @@ class Evidence:
     @classmethod
     def read(cls, text: str) -> "Evidence":
         evidence = cls()
-        expected = {t.attrs.get("id", ""): t.first("expected") or "" for t in tags.find(text, "trajectory")}
-        outputs = {t.attrs.get("id", ""): t.first("output") or "" for t in tags.find(text, "trajectory")}
+        shown = {t.attrs.get("id", ""): t for t in tags.find(text, "trajectory")}
         for probe in tags.find(tags.first(text, "probes") or "", "probe"):
-            item_id, answer = probe.attrs.get("id", ""), probe.first("answer") or ""
-            want = expected.get(item_id, "")
+            trajectory = shown.get(probe.attrs.get("id", ""))
+            if trajectory is None:
+                continue
             if probe.attrs.get("action") == "ask":
-                evidence.slips |= {(item_id, m.group(1)) for m in _SLIP.finditer(answer)}
-                failing = {s.topic for s in diagnose(outputs.get(item_id, ""), want)}
-                named = _CAUSE.findall(answer) + [m.group(2) for m in _FOLLOWED.finditer(answer)
-                                                  if m.group(1) in failing]
-                evidence.causes += [c for c in named if c and c not in evidence.causes]
-                continue
-            hint = probe.first("hint") or ""
-            sym = topic_of_text(hint)
-            if sym is None or not want:
-                continue
-            if sym in {(s.topic, s.want) for s in diagnose(answer, want)}:
-                evidence.refuted.add(norm(hint))
+                evidence._asked(trajectory, probe.first("answer") or "")
             else:
-                evidence.confirmed.setdefault(sym, hint)
+                evidence._reran(trajectory, probe.first("hint") or "", probe.first("answer") or "")
         return evidence
+
+    def _asked(self, trajectory: tags.Block, answer: str) -> None:
+        item_id = trajectory.attrs.get("id", "")
+        self.slips |= {(item_id, m.group(1)) for m in _SLIP.finditer(answer)}
+        failing = {s.topic for s in diagnose(trajectory.first("output") or "", trajectory.first("expected"))}
+        named = _CAUSE.findall(answer) + [m.group(2) for m in _FOLLOWED.finditer(answer) if m.group(1) in failing]
+        self.causes += [c for c in named if c and c not in self.causes]
+
+    def _reran(self, trajectory: tags.Block, hint: str, answer: str) -> None:
+        sym, want = topic_of_text(hint), trajectory.first("expected") or ""
+        if sym is None or not want:
+            return
+        if sym in {(s.topic, s.want) for s in diagnose(answer, want)}:
+            self.refuted.add(norm(hint))
+        else:
+            self.confirmed.setdefault(sym, hint)
+
+
+def cause_deletes(evidence: Evidence, skill: str, avoid: set[str], taken: set[str],
+                  budget: int) -> list[dict[str, str]]:
+    """Delete edits for the skill lines the student named as the reason for a failing behaviour."""
+    out: list[dict[str, str]] = []
+    for cause in evidence.causes:
+        if len(out) < budget and cause in skill and f"delete:{norm(cause)}" not in avoid:
+            taken.add(norm(cause))
+            out.append({"op": "delete", "target": cause, "content": "",
+                        "rationale": "the student named this instruction as its reason"})
+    return out
+
+
+def confirmed_edit(evidence: Evidence, sym: tuple[str, str], allowed: Callable[[str], bool], taken: set[str],
+                   why: str) -> dict[str, str] | None:
+    """The fix a re-run confirmed for `sym`, as an append edit (None when there is none or it may not be used)."""
+    hint = evidence.confirmed.get(sym)
+    if not hint or not allowed(hint) or norm(hint) in taken:
+        return None
+    taken.add(norm(hint))
+    return {"op": "append", "target": "", "content": hint, "rationale": f"{why}; a re-run with this hint fixed it"}
 
 
 def probe_answer(text: str, skill_norm: str, avoid: set[str], weights: dict[str, float], rng) -> dict[str, Any]:
@@ -138,26 +165,33 @@ def probe_answer(text: str, skill_norm: str, avoid: set[str], weights: dict[str,
     done: dict[str, list[tags.Block]] = {}
     for probe in tags.find(tags.first(text, "probes") or "", "probe"):
         done.setdefault(probe.attrs.get("id", ""), []).append(probe)
-    out = []
+    out: list[dict[str, str]] = []
     for t in tags.find(text, "trajectory"):
-        item_id, earlier = t.attrs.get("id", ""), done.get(t.attrs.get("id", ""), [])
-        symptoms = [(s.topic, s.want) for s in diagnose(t.first("output") or "", t.first("expected"))]
-        if not earlier:
-            what = ", ".join(dict.fromkeys(topic for topic, _ in symptoms)) or "the record"
-            out.append({"id": item_id, "action": "ask",
-                        "text": f"Which of your instructions decided how you wrote {what}? Did you follow them?"})
-            continue
-        if t.attrs.get("outcome") != "failure":
-            continue
-        told = "\n".join(p.first("answer") or "" for p in earlier if p.attrs.get("action") == "ask")
-        slipped = {m.group(1) for m in _SLIP.finditer(told)}
-        tried = {norm(p.first("hint") or "") for p in earlier if p.attrs.get("action") == "rerun"}
-        fixed = [p for p in earlier if p.attrs.get("action") == "rerun" and p.attrs.get("hard") == "1.00"]
-        hint = None if fixed else _untried_fix(symptoms, slipped, tried | avoid, skill_norm, weights, rng)
-        if hint:
-            out.append({"id": item_id, "action": "rerun", "text": hint})
+        chosen = _probe_for(t, done.get(t.attrs.get("id", ""), []), (avoid, skill_norm), weights, rng)
+        if chosen is not None:
+            out.append(chosen)
     return {"reasoning": f"Probing {len(out)} trajectories: questions first, then hints that test a fix.",
             "probes": out}
+
+
+def _probe_for(t: tags.Block, earlier: list[tags.Block], known: tuple[set[str], str], weights: dict[str, float],
+               rng) -> dict[str, str] | None:
+    """One trajectory's probe this turn; `known`: (ideas to avoid, the skill's normalised text)."""
+    item_id = t.attrs.get("id", "")
+    symptoms = [(s.topic, s.want) for s in diagnose(t.first("output") or "", t.first("expected"))]
+    if not earlier:
+        what = ", ".join(dict.fromkeys(topic for topic, _ in symptoms)) or "the record"
+        return {"id": item_id, "action": "ask",
+                "text": f"Which of your instructions decided how you wrote {what}? Did you follow them?"}
+    reruns = [p for p in earlier if p.attrs.get("action") == "rerun"]
+    if t.attrs.get("outcome") != "failure" or any(p.attrs.get("hard") == "1.00" for p in reruns):
+        return None
+    told = "\n".join(p.first("answer") or "" for p in earlier if p.attrs.get("action") == "ask")
+    slipped = {m.group(1) for m in _SLIP.finditer(told)}
+    avoid, skill_norm = known
+    tried = avoid | {norm(p.first("hint") or "") for p in reruns}
+    hint = _untried_fix(symptoms, slipped, tried, skill_norm, weights, rng)
+    return {"id": item_id, "action": "rerun", "text": hint} if hint else None
 
 
 def _untried_fix(symptoms: list[tuple[str, str]], slipped: set[str], skip: set[str], skill_norm: str,

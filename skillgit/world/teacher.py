@@ -174,21 +174,12 @@ class SimulatedTeacher:
         ordered = sorted(counts, key=lambda k: (-counts[k], rng.random()))
         edits: list[dict[str, str]] = []
         taken: set[str] = set(evidence.refuted)
-        for cause in evidence.causes:  # a line the student named as the reason for a failing behaviour
-            if len(edits) < p.budget and cause in p.skill and f"delete:{norm(cause)}" not in p.avoid:
-                taken.add(norm(cause))
-                edits.append(_edit("delete", "", cause, "the student named this instruction as its reason"))
+        edits += probing.cause_deletes(evidence, p.skill, p.avoid, taken, p.budget)
         for sym in ordered:
             if len(edits) >= p.budget:
                 break
-            confirmed = evidence.confirmed.get(sym)
-            if confirmed and p.allowed(confirmed) and norm(confirmed) not in taken:
-                taken.add(norm(confirmed))
-                edits.append(_edit("append", confirmed, rationale=f"{counts[sym]} of {n} failures; a re-run with "
-                                                                  "this hint fixed it"))
-                continue
-            edit = self._fix(p, sym, f"{counts[sym]} of {n} failures: {_describe(sym, examples.get(sym, ''))}",
-                             taken, rng)
+            why = f"{counts[sym]} of {n} failures: {_describe(sym, examples.get(sym, ''))}"
+            edit = probing.confirmed_edit(evidence, sym, p.allowed, taken, why) or self._fix(p, sym, why, taken, rng)
             if edit:
                 edits.append(edit)
         if failures and len(edits) < p.budget and (not counts or rng.random() < self.off_target_rate):
