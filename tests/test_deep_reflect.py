@@ -6,7 +6,11 @@ recorded at our own seams (the `LLM` and `Student` protocols) or behind a server
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -272,3 +276,55 @@ def test_dry_run_counts_the_probes_and_a_run_stays_within_them(demo: Path) -> No
     assert estimate["calls"]["probe_student"] >= len(student.probes()) > 0
     off = plan.estimate(config_from_dict({}), session.splits, "")
     assert "probe" not in off["calls"] and "probe_student" not in off["calls"]
+
+
+# ---------------------------------------------------------------------------------------------- kill and resume
+RESUME_ARGS = ("train", "--run", "r1", "--events", "--set", "train.max_steps=2", "--set",
+               "model.simulated.latency_s=0.01", "--set", "optimizer.deep_reflect.enabled=true")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    from tests.test_resume import FIXED, git_state, paid_calls
+
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in FIXED.items():
+            mp.setenv(key, value)
+        folder = tmp_path_factory.mktemp("deep-baseline") / "proj"
+        create_project(folder, seed=5)
+        _cli_to_end(folder)
+        return git_state(folder), paid_calls(folder)
+
+
+def _cli(folder: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "skillgit", *RESUME_ARGS], cwd=folder, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+
+
+def _cli_to_end(folder: Path) -> None:
+    proc = _cli(folder)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", ["reflect", "aggregate"])
+def test_a_killed_run_resumes_paying_no_finished_probe_twice(tmp_path: Path, uninterrupted, stage: str) -> None:
+    from tests.test_resume import git_state, paid_calls
+
+    folder = tmp_path / "proj"
+    create_project(folder, seed=5)
+    proc = _cli(folder)
+    assert proc.stderr is not None
+    for line in proc.stderr:  # SIGKILL once step 2 reaches `stage` (reflect: probing under way; aggregate: done)
+        if line.startswith("{") and (event := json.loads(line))["event"] == "stage" \
+                and event["stage"] == stage and str(event["step"]) == "2":
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    _cli_to_end(folder)
+    state, calls = git_state(folder), paid_calls(folder)
+    assert calls[0] == calls[1], "a finished call (a probe among them) was paid twice"
+    assert (state, calls) == uninterrupted
+    assert any(p.get("probes", {}).get("turns") for p in _patches(folder))
