@@ -16,8 +16,8 @@ Contract:
   An empty list ends the probing. A malformed answer (or a teacher call that failed) is recorded and ends the
   probing of that minibatch (the same prompt would get the same answer); a malformed probe entry (unknown id,
   unknown action, empty text, a second probe for one trajectory) is recorded and skipped.
-- Every call is a normal model call: the teacher's under stage `probe`, the student's under `probe` (the
-  student's metered view), so the ledger, the budget and the call journal see them: the probe items are a pure
+- Every call is a normal model call: the teacher's under stage `probe`, the student's under `probe_student` (as
+  `train --dry-run` counts them), so the ledger, the budget and the call journal see them: the probe items are a pure
   function of the journaled teacher answers, so a resumed run replays finished probes from the journal and
   pays none twice. A student error other than a fatal one is recorded in the transcript as the answer's error.
 - The text appended to the trajectories is `PROBES_INTRO` and a `<probes>` block (one `<probe id turn action
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from skillgit import prompts
-from skillgit.errors import SkillgitError
+from skillgit.errors import BudgetReached, SkillgitError
 from skillgit.llm.base import LLMError
 from skillgit.loop import stages
 from skillgit.loop.context import StepContext
@@ -112,7 +112,7 @@ def prober(ctx: StepContext, teacher: stages.Teacher, skill: str) -> Probe | Non
     if not cfg.enabled:
         return None
     train = {item.id: item for item in ctx.train}
-    student = ctx.student_for("probe")
+    student = ctx.student_for("probe_student")
 
     def run(batch: _Minibatch, turn: int, entry: tuple[Trajectory, str, str]) -> Turn:
         trajectory, action, text = entry
@@ -128,6 +128,8 @@ def prober(ctx: StepContext, teacher: stages.Teacher, skill: str) -> Probe | Non
             try:
                 score = reply.score if reply.score is not None else ctx.scorer(item, reply.text)
                 hard = score.hard
+            except BudgetReached:
+                raise
             except SkillgitError as exc:
                 batch.problems.append(f"turn {turn}: {item.id}: the rerun could not be scored: {exc.message}")
         return Turn(item.id, turn, action, text, reply.text, hard)
