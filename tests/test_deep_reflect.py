@@ -328,3 +328,40 @@ def test_a_killed_run_resumes_paying_no_finished_probe_twice(tmp_path: Path, uni
     assert calls[0] == calls[1], "a finished call (a probe among them) was paid twice"
     assert (state, calls) == uninterrupted
     assert any(p.get("probes", {}).get("turns") for p in _patches(folder))
+
+
+# ---------------------------------------------------------------------------------------------- the simulated world
+def test_the_simulated_teacher_acts_on_what_the_probes_showed() -> None:
+    """A re-run that fixed a symptom makes its hint an edit; one that did not keeps it out; an instruction the
+    student names as its reason for a failing behaviour is deleted; the student never sees the expected answer."""
+    from skillgit import prompts
+    from skillgit.llm.base import Message
+    from skillgit.types import Score
+
+    cfg = SimulatedCfg(seed=2, noise=0.0, malformed_rate=0.0)  # house: preamble, separator, date, weight, …
+    item = next(i for i in generate_tasks(cfg, 20) if i.input.startswith("Record for the house style: date"))
+    skill = "# Records\n\nRewrite the record.\nExplain your reasoning.\n"
+    student = ChatStudent(SimulatedStudentLLM(cfg))
+    output = student.run(skill, item).text
+    trajectory = Trajectory(item.id, item.input, output, item.expected, Score(0.0, 0.0, "differs"))
+    from skillgit.world.lexicon import ideas_for
+
+    good, vague = ideas_for("date", "iso").good[0], ideas_for("date", "iso").vague[0]
+    turns = [deep_reflect.Turn(item.id, 1, "ask", "Why did you write the date so?",
+                               student.run(skill, deep_reflect.probe_item(item, trajectory, "ask", "Why?")).text)]
+    for turn, hint in ((2, vague), (2, good)):
+        rerun = deep_reflect.probe_item(item, trajectory, "rerun", hint)
+        assert item.expected not in rerun.input
+        turns.append(deep_reflect.Turn(item.id, turn, "rerun", hint, student.run(skill, rerun).text))
+    assert "because my instructions say: \"Explain your reasoning.\"" in turns[0].answer
+    assert "2" in turns[2].answer.split(",")[0] and "-" in turns[2].answer.split(",")[0]  # ISO after the hint
+    text = (prompts.block_trajectories([trajectory], "failure") + f"\n\n{deep_reflect.PROBES_INTRO}\n"
+            + deep_reflect.block_probes(turns))
+    user = prompts.render("reflect", {"skill": prompts.block_skill(skill), "trajectories": text,
+                                      "budget": prompts.block_budget(6), "rejected_edits": "(none)",
+                                      "meta_skill": "(none)"})[-1]
+    answer = json.loads(SimulatedTeacher(cfg).complete(Request((Message("user", user.content),),
+                                                               stage="reflect")).text)
+    edits = [(e["op"], e["content"] or e["target"]) for e in answer["edits"]]
+    assert ("delete", "Explain your reasoning.") in edits
+    assert ("append", good) in edits and not any(vague in content for _, content in edits)
