@@ -11,6 +11,9 @@ input text and renders it (rules.render_record) with
   `dilution_per_line` per extra line, at most 0.5), one instruction that matters for this record is ignored;
   with probability `lucky_rate`, one relevant topic the skill does not cover is rendered in house style anyway.
 
+A deep-reflect probe (loop/deep_reflect.py) is read by world/probing.py: a re-run with a hint reads the hint as one
+more instruction; a follow-up question is answered from the skill and the student's own earlier answer.
+
 All randomness is seeded by (world seed, the full request incl. its `seed` field): identical requests give
 identical answers; another skill or another sample number gives fresh noise (validation scores wobble).
 """
