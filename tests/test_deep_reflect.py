@@ -365,3 +365,24 @@ def test_the_simulated_teacher_acts_on_what_the_probes_showed() -> None:
     edits = [(e["op"], e["content"] or e["target"]) for e in answer["edits"]]
     assert ("delete", "Explain your reasoning.") in edits
     assert ("append", good) in edits and not any(vague in content for _, content in edits)
+
+
+@pytest.mark.slow
+def test_a_budget_stops_the_run_while_probing_and_a_larger_one_resumes_it(tmp_path: Path, uninterrupted) -> None:
+    from tests.test_resume import git_state, paid_calls
+
+    folder = tmp_path / "proj"
+    create_project(folder, seed=5)
+    # 90 seed val scorings + 20 rollouts come first: a cap of 120 lands among step 1's probes
+    stopped = subprocess.run([sys.executable, "-m", "skillgit", *RESUME_ARGS, "--set", "budget.max_calls=120"],
+                             cwd=folder, capture_output=True, text=True, timeout=240)
+    assert stopped.returncode != 0 and "budget.max_calls" in stopped.stderr
+    status = json.loads(subprocess.run([sys.executable, "-m", "skillgit", "status", "--json"], cwd=folder,
+                                       capture_output=True, text=True, timeout=120).stdout)
+    spent = status["usage_by_stage"]
+    assert spent["probe"]["calls"] + spent["probe_student"]["calls"] > 0 and "merge" not in spent  # mid-reflect
+    assert status["calls"] <= 120 + 16  # only calls already in flight overshoot (the workers)
+    _cli_to_end(folder)
+    state, calls = git_state(folder), paid_calls(folder)
+    assert calls[0] == calls[1], "a finished probe was paid twice"
+    assert (state, calls) == uninterrupted
