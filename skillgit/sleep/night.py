@@ -244,6 +244,10 @@ def night_overrides(sp: SleepProject, branch: str) -> list[str]:
                        ("budget.max_cost_usd", s.max_cost_usd), ("train.max_steps", s.max_steps)):
         if value is not None:
             extra.append(f"{key}={value}")
+    # recall (loop/recall.py): a night is its own branch, so it recalls over every branch of the skill
+    recall_k = s.recall_k if s.recall_k is not None else sp.config.optimizer.recall_k
+    if recall_k > 0:
+        extra += [f"optimizer.recall_k={recall_k}", "optimizer.recall_scope=skill"]
     return extra
 
 
