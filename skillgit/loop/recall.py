@@ -23,7 +23,8 @@ Contract:
   other row; any other row whose outcome differs from the minibatch's counts `CONTRAST_BONUS` times its
   similarity. At most one row per (item, outcome) (the most similar, then the latest); a row that repeats a
   current trajectory (same item, same answer) or shares no word with the minibatch is left out. Ties: the
-  latest (run, step, item id) first. Each recalled trajectory adds at most `chars` characters of text (`optimizer.recall_chars`).
+  latest (run, step, item id) first. Each recalled trajectory adds at most `chars` characters of text
+  (`optimizer.recall_chars`).
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def row_of(value: Any) -> dict[str, Any] | None:
     step, hard, soft = value.get("step"), value.get("hard"), value.get("soft")
     if not isinstance(step, int) or isinstance(step, bool):
         return None
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (hard, soft)):
+    if not isinstance(hard, (int, float)) or not isinstance(soft, (int, float)) or isinstance(hard, bool) \
+            or isinstance(soft, bool):
         return None
     return {**{k: value[k] for k in texts}, "step": step, "hard": float(hard), "soft": float(soft)}
 
