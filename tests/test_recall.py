@@ -299,3 +299,28 @@ def test_a_killed_and_resumed_run_sends_the_same_recall_prompts(tmp_path, stage,
     # no finished call was paid twice: the journal answered what the killed process had paid
     stats = CallCache(tmp_path / "b" / ".git" / "skillgit" / "cache" / "calls.sqlite").stats()
     assert stats.repeated_puts == 0
+
+
+@pytest.mark.parametrize("budget", [1, 2])
+def test_the_simulated_teacher_ranks_current_symptoms_before_recalled_ones(budget):
+    """The world's model of a teacher reading recall (skillgit/world/teacher.py): recalled past failures reorder
+    the current failures' symptoms and add their own after them, never before."""
+    from skillgit import prompts
+    from skillgit.llm.base import Request
+
+    current = [Trajectory("d1", "When was it?", "05/03/2024", "2024-03-05", Score(0.0, 0.0, "wrong"))]
+    past = [_row(f"w{i}", "When was it? weigh it", "Answer: 5 kg", 0.0) for i in range(3)]
+    found = _recaller(past, expected={f"w{i}": "5 kg" for i in range(3)})(current, "failure")
+    assert found is not None and len(found.labels) == 3
+    messages = prompts.render("reflect", {"skill": prompts.block_skill("# Skill\n\nAnswer.\n"),
+                                          "trajectories": prompts.block_trajectories(current, "failure")
+                                          + found.block, "budget": prompts.block_budget(budget),
+                                          "rejected_edits": prompts.block_rejected([]),
+                                          "meta_skill": prompts.block_meta_skill("")})
+    teacher = SimulatedTeacher(SimulatedCfg(seed=0, malformed_rate=0.0, off_target_rate=0.0, vague_rate=0.0,
+                                            harmful_rate=0.0))
+    answer = json.loads(teacher.complete(Request(tuple(messages), stage="reflect")).text)
+    why = [e["rationale"] for e in answer["edits"]]
+    assert why[0].startswith("1 of 1 failures"), why
+    if budget == 2:
+        assert why[1].startswith("3 recalled past failure(s)"), why

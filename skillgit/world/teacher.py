@@ -166,8 +166,9 @@ class SimulatedTeacher:
         counts, examples = self._symptom_counts(failures)
         past, past_examples = self._symptom_counts(list(recalled))
         n = len(failures)
+        # current symptoms first (recalled failures reorder them); a symptom only recalled ones show comes after
         ordered = sorted([*counts, *(k for k in past if k not in counts)],
-                         key=lambda k: (-(counts[k] + 0.5 * past[k]), rng.random()))
+                         key=lambda k: (not counts[k], -(counts[k] + 0.5 * past[k]), rng.random()))
         edits: list[dict[str, str]] = []
         taken: set[str] = set()
         for sym in ordered:
