@@ -324,3 +324,36 @@ def test_the_simulated_teacher_ranks_current_symptoms_before_recalled_ones(budge
     assert why[0].startswith("1 of 1 failures"), why
     if budget == 2:
         assert why[1].startswith("3 recalled past failure(s)"), why
+
+
+class Recording:
+    """The simulated teacher, every prompt kept (a seam we own: the teacher is not under test)."""
+
+    def __init__(self):
+        self.inner = SimulatedTeacher(SimulatedCfg(seed=0, malformed_rate=0.0))
+        self.prompts: list[str] = []
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    def complete(self, request):
+        self.prompts.append("\n".join(m.content for m in request.messages))
+        return self.inner.complete(request)
+
+
+def test_full_rewrite_analysts_see_the_recall_too(tmp_path):
+    from skillgit.cli.demo import create_project
+    from skillgit.project import open_project
+    from skillgit.session import build_trainer, open_session
+
+    create_project(tmp_path / "p", seed=1)
+    teacher = Recording()
+    project = open_project(tmp_path / "p", None, ["train.max_steps=2", "optimizer.recall_k=2",
+                                                  "optimizer.skill_update_mode=full_rewrite_minibatch",
+                                                  "evaluation.gate_repeats=1", "evaluation.eval_test=false"])
+    session = open_session(project, teacher=teacher, cache=False)
+    build_trainer(session, run_id="r1", resume=False).train()
+    rewrites = [t for t in teacher.prompts if "<stage>full_rewrite</stage>" in t]
+    assert rewrites and any(_recalled(t) for t in rewrites)
+    assert all(len(_recalled(t)) <= 2 for t in rewrites)
