@@ -357,3 +357,37 @@ def test_full_rewrite_analysts_see_the_recall_too(tmp_path):
     rewrites = [t for t in teacher.prompts if "<stage>full_rewrite</stage>" in t]
     assert rewrites and any(_recalled(t) for t in rewrites)
     assert all(len(_recalled(t)) <= 2 for t in rewrites)
+
+
+@pytest.mark.slow
+def test_a_second_night_recalls_the_first_nights_trajectories_never_its_val_or_test(tmp_path):
+    """Two nights of `sleep` (the simulated pipeline of tests/test_sleep_night.py) with `sleep.recall_k: 3`: the
+    second night's reflect minibatches were shown the first night's replayed trajectories (the patches record
+    exactly what their prompt showed), and none of the second night's val or test tasks."""
+    from skillgit.sleep.night import NightOptions, night_folder, run_night
+    from skillgit.sleep.settings import open_sleep_project
+    from skillgit.store.git import GitRepo
+    from skillgit.tasks import load_items
+    from skillgit.world import generate_tasks
+    from tests.test_sleep_night import WORLD, make_project, write_sessions
+
+    repo, home = make_project(tmp_path / "repo"), tmp_path / "home"
+    items = generate_tasks(WORLD, 48)
+    write_sessions(home, repo, items[:32], day="2026-01-01")
+    sp = open_sleep_project(repo, None, [])
+    sp = sp.__class__(sp.project, sp.settings.with_options(home=str(home), recall_k=3), sp.data, sp.overrides)
+    first = run_night(sp, NightOptions("2026-01-02"))
+    write_sessions(home, repo, items[16:], day="2026-01-03", first=100)
+    second = run_night(sp, NightOptions("2026-01-04"))
+    assert first.status == second.status == "finished"
+    folder = night_folder(GitRepo.open(repo), "2026-01-04")
+    hidden = {i.id for name in ("val", "test") if (folder / f"{name}.jsonl").exists()
+              for i in load_items(folder / f"{name}.jsonl")}
+    labels = []
+    for line in git(repo, "notes", "--ref", "skillgit", "list").splitlines():
+        for raw in git(repo, "notes", "--ref", "skillgit", "show", line.split()[1]).splitlines():
+            record = json.loads(raw) if raw.startswith("{") else {}
+            if record.get("kind") == "candidate" and record.get("run") == second.run:
+                labels += [x for p in record.get("patches", []) for x in p.get("recalled", [])]
+    assert any(label.startswith(f"{first.run}/") for label in labels), labels
+    assert hidden and not {label.rsplit("/", 1)[1] for label in labels} & hidden
