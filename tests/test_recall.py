@@ -120,6 +120,12 @@ def test_a_step_recalls_only_earlier_steps_of_its_run_and_the_scope_picks_branch
     memory.add([_row("a", "t", "o", 1.0, run="r1", step=1), _row("b", "t", "o", 1.0, run="r1", step=2),
                 _row("c", "t", "o", 1.0, run="r0", step=9), {**_row("d", "t", "o", 1.0), "branch": "other"}])
     assert [r["item"] for r in memory.before("r1", 2)] == ["c", "a"]
+    memory.add([_row("e", "t", "o", 1.0, run="s0", step=5)])  # a later run id than r0
+    with pytest.MonkeyPatch.context() as mp:  # a long history: the newest rows, this run's first
+        mp.setattr(recall, "POOL", 2)
+        assert [r["item"] for r in memory.before("r1", 3)] == ["a", "b"]
+        mp.setattr(recall, "POOL", 3)
+        assert [r["item"] for r in memory.before("r1", 3)] == ["a", "b", "e"]
     skill = recall.Memory("skill", "sleep/2026-01-02", "SKILL.md")
     skill.add([{**_row("d", "t", "o", 1.0), "branch": "sleep/2026-01-01"}, {**_row("e", "t", "o", 1.0),
                                                                              "skill": "OTHER.md"}])

@@ -9,7 +9,8 @@ Contract:
   per process (scope "branch": rows recorded on this skill branch, this run's and earlier runs'; "skill": on any
   branch training the same skill file — a night of sleep recalls the nights before it); `add` keeps it up to date
   in the process. `before(run, step)`: the rows step `step` of `run` may recall: never its own step or a later
-  one of its run, so a restarted step sees exactly what its first attempt saw.
+  one of its run, so a restarted step sees exactly what its first attempt saw; of those, the newest `POOL` rows
+  (its own run's first, then by run id and step) keep a long history's cost bounded.
 - `Recaller(rows, k, chars, hidden, expected)` is what `stages.reflect` asks for one minibatch (its trajectories
   and outcome): the k most similar rows as one `<recalled>` block that follows the minibatch's trajectories, and
   their keys (recorded in the patch). It is a pure function of the rows and the minibatch: a resumed step builds
@@ -43,6 +44,7 @@ from skillgit.tagcodec import container, leaf
 from skillgit.tasks import Splits
 from skillgit.types import Item, Trajectory, is_failure
 
+POOL = 4000  # the newest rows a step searches (its own run's first, then by run id, which is a time stamp)
 MEMORY_CHARS = 2000  # each text field of a row as the note keeps it (recall_chars cuts what a prompt shows)
 CONTRAST_BONUS = 1.5  # a row with the other outcome than the minibatch's counts this many times its similarity
 K1, B = 1.2, 0.75  # BM25
@@ -131,8 +133,8 @@ class Memory:
     def add(self, values: Iterable[Any]) -> None:
         for value in values:
             row = row_of(value)
-            if row is not None and self._in_scope(row):
-                self.by_key.setdefault(key_of(row), row)
+            if row is not None and self._in_scope(row) and key_of(row) not in self.by_key:
+                self.by_key[key_of(row)] = {**row, "_tf": term_counts(row)}  # tokenised once per process
 
     def _in_scope(self, row: Mapping[str, Any]) -> bool:
         if self.scope == "skill":
@@ -140,31 +142,39 @@ class Memory:
         return row["branch"] == self.branch
 
     def before(self, run: str, step: int) -> list[dict[str, Any]]:
-        return [r for k, r in sorted(self.by_key.items()) if not (k[0] == run and k[1] >= step)]
+        eligible = [k for k in self.by_key if not (k[0] == run and k[1] >= step)]
+        newest = sorted(eligible, key=lambda k: (k[0] == run, k[0], k[1], k[2]), reverse=True)[:POOL]
+        return [self.by_key[k] for k in sorted(newest)]
 
 
 # ---------------------------------------------------------------------------------------------- index
 class Index:
-    """Okapi BM25 over the rows' task text and answer."""
+    """Okapi BM25 over the rows' task text and answer, through postings (a query costs what its words occur in)."""
 
     def __init__(self, docs: Sequence[Mapping[str, Any]]):
         self.docs = list(docs)
-        self.tf = [Counter(tokens(d["input"] + "\n" + d["output"])) for d in self.docs]
-        self.length = [sum(c.values()) for c in self.tf]
-        self.avg = (sum(self.length) / len(self.length)) if self.length else 0.0
-        df: Counter = Counter()
-        for c in self.tf:
-            df.update(c.keys())
-        n = len(self.docs)
-        self.idf = {w: math.log(1 + (n - m + 0.5) / (m + 0.5)) for w, m in df.items()}
+        tfs = [d.get("_tf") or term_counts(d) for d in self.docs]
+        length = [sum(c.values()) for c in tfs]
+        avg = (sum(length) / len(length)) if length else 1.0
+        self.postings: dict[str, list[tuple[int, float]]] = {}
+        for i, (tf, n) in enumerate(zip(tfs, length)):
+            norm = K1 * (1 - B + B * n / avg) if avg else K1
+            for word, count in tf.items():
+                self.postings.setdefault(word, []).append((i, count * (K1 + 1) / (count + norm)))
+        total = len(self.docs)
+        self.idf = {w: math.log(1 + (total - len(p) + 0.5) / (len(p) + 0.5)) for w, p in self.postings.items()}
 
     def scores(self, query: str) -> list[float]:
-        words = set(tokens(query)) & set(self.idf)
-        out = []
-        for tf, length in zip(self.tf, self.length):
-            norm = K1 * (1 - B + B * length / self.avg) if self.avg else K1
-            out.append(sum(self.idf[w] * tf[w] * (K1 + 1) / (tf[w] + norm) for w in words if w in tf))
+        out = [0.0] * len(self.docs)
+        for word in sorted(set(tokens(query)) & self.idf.keys()):  # sorted: the same float sums every time
+            idf = self.idf[word]
+            for i, part in self.postings[word]:
+                out[i] += idf * part
         return out
+
+
+def term_counts(row: Mapping[str, Any]) -> Counter:
+    return Counter(tokens(row["input"] + "\n" + row["output"]))
 
 
 @dataclass(frozen=True)
