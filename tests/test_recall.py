@@ -397,3 +397,10 @@ def test_a_second_night_recalls_the_first_nights_trajectories_never_its_val_or_t
                 labels += [x for p in record.get("patches", []) for x in p.get("recalled", [])]
     assert any(label.startswith(f"{first.run}/") for label in labels), labels
     assert hidden and not {label.rsplit("/", 1)[1] for label in labels} & hidden
+
+
+def test_a_row_planted_in_a_note_with_a_secret_is_shown_redacted():
+    key = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    row = recall.row_of({**_row("a", f"convert miles token {key}", "8 km", 0.0), "step": 1})
+    found = _recaller([row])([_traj("n", "convert miles", "km", 1.0)], "success")
+    assert found is not None and key not in found.block and "convert miles" in found.block

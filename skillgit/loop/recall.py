@@ -239,7 +239,8 @@ class Recaller:
             texts = {"input": row["input"], "output": row["output"],
                      "expected": _as_text(self.expected.get(row["item"])) if row["item"] in self.expected else "",
                      "feedback": row["feedback"]}
-            children = [leaf(name, _truncate(texts[name], max(40, int(self.chars * share))), 3)
+            # redacted again: a row read from a collaborator's note was not necessarily written by skillgit
+            children = [leaf(name, redact.redact(_truncate(texts[name], max(40, int(self.chars * share)))), 3)
                         for name, share in SHARES if name != "expected" or row["item"] in self.expected]
             attrs = [("id", row["item"]), ("run", row["run"]), ("step", row["step"]),
                      ("outcome", "failure" if failed(row) else "success"), ("hard", f"{row['hard']:.2f}"),
