@@ -35,6 +35,7 @@ bench/results/proposers.json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import statistics
@@ -181,7 +182,10 @@ def run_one(folder: Path, seed: int, arm: str, budget: int, latency: float, work
     cfg = project.config
     teacher = TimedTeacher(factory.build_teacher(cfg, project.root), timeline, "teacher")
     student = TimedStudent(factory.build_student(cfg, project.root), timeline, "student")
-    session = open_session(project, teacher=teacher, student=student, executor=ReleasingExecutor())
+    # (an injected student runs in this process: the session then has no executor, and the loop's thread pool
+    # would run it; the bench hands it the marking one, which runs in this process too)
+    session = dataclasses.replace(open_session(project, teacher=teacher, student=student),
+                                  executor=ReleasingExecutor())
     trainer = build_trainer(session, run_id=f"proposers-{arm}", resume=False)
     started = time.monotonic()
     result = trainer.train()
