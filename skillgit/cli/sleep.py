@@ -280,6 +280,9 @@ def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: 
                          + (f" ({record.reason})" if record.reason else "")
                          + (f" on {record.branch}: {record.accepted} accepted, {record.rejected} rejected"
                             if record.branch else "") + scores))
+        for k in record.skills:  # a library night: each skill's own part
+            typer.echo(shown(f"  {k.name}: {k.status}" + (f" ({k.reason})" if k.reason else
+                                                          f", {k.accepted} accepted, {k.rejected} rejected")))
         typer.echo(shown(f"report: {report}"))
         if record.accepted:
             _say(f"review it (`git log {record.skill_branch}..{record.branch}`), then `skillgit sleep adopt "
