@@ -261,7 +261,7 @@ def library_status(store: Any, cfg: Any, as_json: bool, status_info: Any) -> Non
     info: dict[str, Any] = {}
     for name in skills:
         if name in newest:
-            progress = read.run_progress(store, newest[name])
+            progress = views.with_own_total(store, read.run_progress(store, newest[name]))
             vals = [e.score for e in store.history(progress.run) if e.verdict in ("seed", "accepted")]
             info[name] = status_info(progress, vals)
         else:
