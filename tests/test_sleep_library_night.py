@@ -133,13 +133,19 @@ def test_a_library_night_trains_and_gates_every_skill_on_the_tasks_routed_to_it(
     assert again.status == "finished" and again.edits == record.edits
 
 
-def test_one_budget_for_the_night_stops_it_and_the_same_command_resumes_it(tmp_path):
+def test_one_budget_for_the_night_stops_it_and_the_same_command_resumes_it(tmp_path, cli_inproc):
     home = tmp_path / "home"
     root = library_project(tmp_path / "repo", home)
     stopped = run_night(night_project(root, home, max_calls=40), NightOptions(DATE))
     assert stopped.status == "stopped" and "reached for the night" in stopped.reason, stopped.reason
     assert stopped.usage.calls <= 40 + 16  # (16: calls already in flight when the budget was reached)
     assert sum(k.steps for k in stopped.skills) < 4
+    # `skillgit status` shows each skill's night run with its own total steps, not its last turn's cap
+    status = cli_inproc("status", "--json", cwd=root)
+    rows = {k: v for k, v in json.loads(status.stdout)["skills"].items() if v}
+    assert "deploy" in rows and "db-migrate" not in rows, status.stderr  # (release-notes may not have started)
+    assert {k: (v["run"], v["total_steps"]) for k, v in rows.items()} == {
+        name: (f"sleep-{DATE}.{name}", 2) for name in rows}  # (deploy's first turn capped its run at 1 step)
     resumed = run_night(night_project(root, home), NightOptions(DATE))
     assert resumed.status == "finished" and [k.steps for k in resumed.skills] == [2, 2, 0]
     assert resumed.harvest.sessions == 6  # what the first run of the night harvested still counts

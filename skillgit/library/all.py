@@ -158,6 +158,17 @@ def save_manifest(git_dir: Path, lib: LibraryRun) -> None:
     os.replace(tmp, folder / f"{lib.run}.json")
 
 
+def save_totals(git_dir: Path, run: str, totals: dict[str, int]) -> None:
+    """Record the own total steps of skill runs that another round-robin owns (a library night's
+    `sleep-<date>.<skill>` runs), for `own_total`; such a record is never a library run to continue."""
+    folder = manifest_dir(git_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{run}.json.tmp"
+    tmp.write_text(json.dumps({"run": run, "kind": "totals", "status": "finished", "totals": totals}, indent=2),
+                   encoding="utf-8")
+    os.replace(tmp, folder / f"{run}.json")
+
+
 def own_total(git_dir: Path, run: str) -> int | None:
     """The steps a library skill's run `<library run>.<skill>` trains in all (its run's own `total_steps` is the
     last turn's cap), from the library run's record; None for any other run."""
@@ -181,7 +192,8 @@ def newest_unfinished(git_dir: Path) -> str | None:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and data.get("status") != "finished" and isinstance(data.get("run"), str):
+        if isinstance(data, dict) and data.get("status") != "finished" and data.get("kind", "library") == "library" \
+                and isinstance(data.get("run"), str):
             found.append((float(data.get("updated") or 0), data["run"]))
     return max(found)[1] if found else None
 

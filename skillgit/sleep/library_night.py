@@ -19,7 +19,8 @@
   configuration's) bound the sum over the skills' runs; each turn is one step of the unfinished skill with the
   fewest decided steps (`library.all.next_turn`, ties in `skills:` order), whose run gets as its budget its own spend
   plus what the night has left (`library.all.turn_overrides`). `sleep.max_steps` caps each skill's steps, as
-  `train.max_steps` does in `train --all`. A skill's test split is read at its last turn only.
+  `train.max_steps` does in `train --all`. A skill's test split is read at its last turn only. Each skill run's own
+  total is recorded (`library.all.save_totals`) so that `skillgit status` shows it, not the last turn's cap.
 - **Resume.** Running the same night again re-derives the turn order from the runs' saved progress on the frozen
   splits: no decided step is redone and no finished call paid twice (each run's call journal). Handoff: a turn
   waiting for answers records the night as `waiting` and `HandoffPending` propagates, as in a one-skill night.
@@ -166,6 +167,7 @@ def run_library(sp: SleepProject, options: Any, gathered: Any, record: S.NightRe
     bases = _start_branches(lanes, folder)
     record = replace(record, base=bases.get(record.branch, ""))
     _plan_turns(sp, lanes, date)
+    rr.save_totals(repo.common_dir, record.run, {lane.state.run: lane.state.total for lane in lanes if lane.state})
     budget = sp.night(lanes[0].overrides(sp)).config.budget  # the night's budget (sleep.* over budget.*)
     teacher = HandoffLLM(options.handoff) if options.handoff is not None else None
     try:
