@@ -74,8 +74,8 @@ def library_project(root: Path, home: Path) -> Path:
     return root
 
 
-def night_project(root: Path, home: Path, **options):
-    sp = open_sleep_project(root, None, [])
+def night_project(root: Path, home: Path, sets: tuple[str, ...] = (), **options):
+    sp = open_sleep_project(root, None, list(sets))
     return sp.__class__(sp.project, sp.settings.with_options(home=str(home), **options), sp.data, sp.overrides)
 
 
@@ -217,3 +217,35 @@ def test_a_skill_with_its_own_branch_trains_on_its_own_night_branch(tmp_path):
         trailers = git(root, "log", "--format=%(trailers:key=Skillgit-Run,valueonly)", f"{k.base}..{k.branch}")
         assert set(trailers.split()) <= {k.run} and k.tip == git(root, "rev-parse", k.branch).strip()
     assert {b: git(root, "rev-parse", b).strip() for b in ("main", "notes")} == bases  # skill branches untouched
+
+
+def test_handoff_a_library_night_waits_for_answers_and_resumes_from_them(tmp_path):
+    """No API key: every skill's teacher prompts go to the handoff folder; the night is recorded as waiting (with
+    each skill's part) and the same command, once answered, goes on until every skill is trained."""
+    from skillgit.llm.factory import build_teacher
+    from skillgit.sleep.handoff import HandoffPending, pending_prompts, request_from_file
+
+    home = tmp_path / "home"
+    root = library_project(tmp_path / "repo", home)
+    sp = night_project(root, home, ("train.batch_size=4",), max_steps=1)  # (step 1 is not an epoch's end)
+    folder = tmp_path / "handoff"
+    agent = build_teacher(sp.config, root)  # stands in for the person's own agent answering the prompts
+    rounds = 0
+    while True:
+        try:
+            record = run_night(sp, NightOptions(DATE, yes=True, handoff=folder))
+            break
+        except HandoffPending as exc:
+            rounds += 1
+            assert exc.code == 5 and exc.pending and rounds < 20
+            waiting = S.night(GitRepo.open(root), DATE)
+            assert waiting is not None and waiting.status == "waiting" and waiting.handoff is not None
+            assert [k.name for k in waiting.skills] == list(SKILLS)
+            for prompt in pending_prompts(folder):
+                request = request_from_file(prompt.with_name(prompt.name.replace(".prompt.md", ".request.json")))
+                prompt.with_name(prompt.name.replace(".prompt.md", ".answer.json")).write_text(
+                    agent.complete(request).text)
+    assert rounds >= 2 and record.status == "finished", record.reason
+    assert [(k.name, k.status, k.steps) for k in record.skills] == [
+        ("deploy", "finished", 1), ("release-notes", "finished", 1), ("db-migrate", "skipped", 0)]
+    assert record.handoff is not None and record.handoff.pending == 0 and record.usage.cost_usd == 0
