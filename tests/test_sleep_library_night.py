@@ -133,6 +133,26 @@ def test_a_library_night_trains_and_gates_every_skill_on_the_tasks_routed_to_it(
     assert again.status == "finished" and again.edits == record.edits
 
 
+def test_dry_run_of_a_library_night_says_what_each_skill_would_train_on_and_writes_nothing(tmp_path, cli_inproc):
+    home = tmp_path / "home"
+    root = library_project(tmp_path / "repo", home)
+    before = git(root, "for-each-ref")
+    done = cli_inproc("sleep", "dry-run", "--date", DATE, "--home", str(home), "--json", cwd=root)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    skills = plan["skills"]
+    assert list(skills) == list(SKILLS) and skills["db-migrate"]["routed"] == 0
+    assert "no task was routed" in skills["db-migrate"]["skipped"] and skills["db-migrate"]["estimate"] is None
+    assert skills["deploy"]["routed"] + skills["release-notes"]["routed"] == plan["tasks"]["in_file"] > 0
+    for name in ("deploy", "release-notes"):
+        k = skills[name]
+        assert not k["skipped"] and k["run"] == f"sleep-{DATE}.{name}" and k["branch"] == f"sleep/{DATE}"
+        assert k["train"] + k["val"] + k["test"] == k["routed"] and k["estimate"]["total_calls"] > 0
+    assert "skill db-migrate: 0 routed → skipped" in plan["text"]
+    # nothing written: no task file, no sleep ref, no branch
+    assert git(root, "for-each-ref") == before and not (root / ".skillgit").exists()
+
+
 def test_one_budget_for_the_night_stops_it_and_the_same_command_resumes_it(tmp_path, cli_inproc):
     home = tmp_path / "home"
     root = library_project(tmp_path / "repo", home)
