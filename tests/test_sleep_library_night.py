@@ -84,7 +84,7 @@ def touched(root: Path, rev: str) -> list[str]:
                f"{rev}^{{commit}}").split()
 
 
-def test_a_library_night_trains_and_gates_every_skill_on_the_tasks_routed_to_it(tmp_path):
+def test_a_library_night_trains_and_gates_every_skill_on_the_tasks_routed_to_it(tmp_path, cli_inproc):
     home = tmp_path / "home"
     root = library_project(tmp_path / "repo", home)
     main_before = git(root, "rev-parse", "main").strip()
@@ -131,6 +131,11 @@ def test_a_library_night_trains_and_gates_every_skill_on_the_tasks_routed_to_it(
     # running the night again changes nothing: every skill's run is finished
     again = run_night(night_project(root, home), NightOptions(DATE))
     assert again.status == "finished" and again.edits == record.edits
+    # adopting the night brings every skill's accepted steps into main at once (one shared night branch)
+    assert record.accepted >= 1
+    adopted = cli_inproc("sleep", "adopt", DATE, cwd=root)
+    assert adopted.returncode == 0, adopted.stderr
+    assert git(root, "rev-parse", "main").strip() == record.tip
 
 
 def test_dry_run_of_a_library_night_says_what_each_skill_would_train_on_and_writes_nothing(tmp_path, cli_inproc):
