@@ -375,11 +375,11 @@ def adopt_cmd(date: Optional[str] = typer.Argument(None, help="The night (defaul
     if pr and merge:
         raise SkillgitError("--pr and --merge exclude each other", "propose the night (--pr) or adopt it (--merge)")
     from skillgit.library.config import entries
-    from skillgit.sleep.night import _own_store
+    from skillgit.sleep.night import own_store
 
     sp = _project(repo, config)
     cfg = sp.config
-    store = _own_store(sp, entries(cfg, sp.root))  # (a library's skill.path may name no file)
+    store = own_store(sp, entries(cfg, sp.root))  # (a library's skill.path may name no file)
     night = _night_to_adopt(store.repo, date)
     branch = night.branch if night is not None and night.branch else \
         sp.settings.branch_for(date or "", cfg.skill.branch)

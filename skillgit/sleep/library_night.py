@@ -36,7 +36,7 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from skillgit.library import all as rr
 from skillgit.library.config import SkillEntry
@@ -52,6 +52,21 @@ from skillgit.sleep.route import default_skill, route
 from skillgit.sleep.settings import SleepProject
 from skillgit.store import Store
 from skillgit.types import Usage
+
+
+@dataclass(frozen=True)
+class NightKit:
+    """What a library night uses of the one-skill night, handed over by `night.run_night` (this module does not
+    import night.py: the two would import each other)."""
+
+    repo: Any  # the repository (`store.repository.Repository`)
+    folder: Path  # the night's folder under the git dir
+    overrides: Callable[[SleepProject, str], list[str]]  # night.night_overrides: the night's budgets, its branch
+    frozen_replay: Callable[..., tuple[R.Replay, dict[str, Any]]]  # night._frozen_replay
+    judge: Callable[[Any, Any], Any]  # night._judge: the judge of rubric tasks
+    decisions: Callable[[Store, str], tuple[Any, ...]]  # night._decisions: a run's decided steps
+    finish: Callable[..., S.NightRecord]  # night._finish: report, record, save
+    shown: Callable[[Path, Path], str]  # night.shown_path
 
 
 @dataclass
@@ -72,10 +87,8 @@ class Lane:
     def name(self) -> str:
         return self.entry.name
 
-    def overrides(self, sp: SleepProject) -> list[str]:
-        from skillgit.sleep.night import night_overrides
-
-        return [f"skill.path={skill_file(self.entry.path)}", *night_overrides(sp, self.branch)]
+    def overrides(self, sp: SleepProject, kit: NightKit) -> list[str]:
+        return [f"skill.path={skill_file(self.entry.path)}", *kit.overrides(sp, self.branch)]
 
 
 def night_branch(sp: SleepProject, date: str, entry: SkillEntry) -> str:
@@ -85,24 +98,21 @@ def night_branch(sp: SleepProject, date: str, entry: SkillEntry) -> str:
     return shared if own == sp.config.skill.branch else f"{shared}-{entry.name}"
 
 
-def skill_run(date: str, name: str) -> str:
-    from skillgit.sleep.night import run_id
+def skill_run(night_run: str, name: str) -> str:
+    """A skill's run in the night whose run is `night_run` (`sleep-<date>`): `sleep-<date>.<name>`."""
+    return rr.skill_run_id(night_run, name)
 
-    return rr.skill_run_id(run_id(date), name)
 
-
-def _lanes(sp: SleepProject, library: dict[str, SkillEntry], pool: tuple[MinedTask, ...], folder: Path,
-           date: str, simulated: bool) -> list[Lane]:
-    from skillgit.sleep.night import _frozen_replay
-
+def _lanes(sp: SleepProject, kit: NightKit, library: dict[str, SkillEntry], pool: tuple[MinedTask, ...], date: str,
+           simulated: bool) -> list[Lane]:
     default = default_skill(sp.config, {n: e.path for n, e in library.items()})
     routed = route(pool, list(library), default)
     lanes = []
     for name, entry in library.items():
         store = Store.open(sp.root, skill_file(entry.path), entry.branch or sp.config.skill.branch)
-        lane = Lane(entry, store, night_branch(sp, date, entry), folder / "skills" / name, len(routed[name]))
+        lane = Lane(entry, store, night_branch(sp, date, entry), kit.folder / "skills" / name, len(routed[name]))
         lane.folder.mkdir(parents=True, exist_ok=True)
-        chosen, meta = _frozen_replay(sp, lane.folder, routed[name], simulated, Pins(store.repo, store.tip()),
+        chosen, meta = kit.frozen_replay(sp, lane.folder, routed[name], simulated, Pins(store.repo, store.tip()),
                                       in_file=len(pool))
         lane.tasks = S.NightTasks.from_dict({**meta, "routed": len(routed[name])})
         if not routed[name]:
@@ -130,76 +140,62 @@ def _start_branches(lanes: list[Lane], folder: Path) -> dict[str, str]:
     return bases
 
 
-def _plan_turns(sp: SleepProject, lanes: list[Lane], date: str) -> None:
+def _plan_turns(sp: SleepProject, kit: NightKit, lanes: list[Lane], night_run: str) -> None:
     """Each trainable lane's splits and its round-robin state, read from its run's saved progress."""
     from skillgit.loop.resume import progress_of
 
     for lane in lanes:
         if lane.skipped:
             continue
-        night = sp.night(lane.overrides(sp))
+        night = sp.night(lane.overrides(sp, kit))
         lane.splits = R.load_splits(lane.folder, night.config.env)
         c = night.config.train
         total = c.num_epochs * max(1, math.ceil(len(lane.splits.train) / c.batch_size))  # = Trainer.total_steps
         total = min(total, c.max_steps) if c.max_steps is not None else total
-        lane.state = rr.SkillState(lane.name, skill_run(date, lane.name), total)
+        lane.state = rr.SkillState(lane.name, skill_run(night_run, lane.name), total)
         progress = progress_of(lane.store, lane.state.run)
         if progress is not None:
             lane.state.update(progress)
 
 
-def run_library(sp: SleepProject, options: Any, gathered: Any, record: S.NightRecord, library: dict[str, SkillEntry],
-                on_event: EventSink) -> S.NightRecord:
+def run_library(sp: SleepProject, kit: NightKit, options: Any, gathered: Any, record: S.NightRecord,
+                library: dict[str, SkillEntry], on_event: EventSink) -> S.NightRecord:
     """See the module contract. `record` is the night's record so far (harvest, mining, approval); returns it
-    finished and saved (through `night._finish`)."""
-    from skillgit.sleep.night import _finish, _own_store, night_folder
-
-    cfg, date = sp.config, record.date
-    repo = _own_store(sp, library).repo
-    folder = night_folder(repo, date)
-    simulated = cfg.model.student_backend == "simulated"
-    lanes = _lanes(sp, library, gathered.pool, folder, date, simulated)
+    finished and saved (through `kit.finish`)."""
+    lanes = _lanes(sp, kit, library, gathered.pool, record.date, sp.config.model.student_backend == "simulated")
     record = replace(record, tasks=_sum_tasks(record.tasks, lanes))
     if all(lane.skipped for lane in lanes):
         record = replace(record, branch="", skills=_skills(lanes, {}), reason="no library skill has tasks to "
                          "replay tonight: " + "; ".join(f"{lane.name}: {lane.skipped}" for lane in lanes))
-        return _finish(sp, repo, record, gathered.head)
-    bases = _start_branches(lanes, folder)
+        return kit.finish(sp, kit.repo, record, gathered.head)
+    bases = _start_branches(lanes, kit.folder)
     record = replace(record, base=bases.get(record.branch, ""))
-    _plan_turns(sp, lanes, date)
-    rr.save_totals(repo.common_dir, record.run, {lane.state.run: lane.state.total for lane in lanes if lane.state})
-    budget = sp.night(lanes[0].overrides(sp)).config.budget  # the night's budget (sleep.* over budget.*)
+    _plan_turns(sp, kit, lanes, record.run)
+    rr.save_totals(kit.repo.common_dir, record.run, {lane.state.run: lane.state.total for lane in lanes if lane.state})
+    budget = sp.night(lanes[0].overrides(sp, kit)).config.budget  # the night's budget (sleep.* over budget.*)
     teacher = HandoffLLM(options.handoff) if options.handoff is not None else None
     try:
-        status, reason = _take_turns(sp, options, lanes, budget, teacher, on_event)
+        status, reason = _take_turns(sp, kit, options, lanes, budget, teacher, on_event)
     except (HandoffPending, HandoffDeferred) as exc:
         stopped = exc.pending if isinstance(exc, HandoffDeferred) else exc
         pending = pending_prompts(stopped.folder)
         waiting = replace(record, status="waiting", reason=f"{len(pending)} teacher prompt(s) wait for answers",
-                          handoff=S.NightHandoff(_shown(stopped.folder, sp.root), len(pending),
+                          handoff=S.NightHandoff(kit.shown(stopped.folder, sp.root), len(pending),
                                                  answered(stopped.folder)))
-        _finish(sp, repo, _closed(waiting, lanes, bases), gathered.head)
+        kit.finish(sp, kit.repo, _closed(kit, waiting, lanes, bases), gathered.head)
         raise HandoffPending(stopped.folder, pending or list(stopped.pending)) from None
     record = replace(record, status=status, reason=reason)
     if options.handoff is not None:
-        record = replace(record, handoff=S.NightHandoff(_shown(options.handoff, sp.root),
+        record = replace(record, handoff=S.NightHandoff(kit.shown(options.handoff, sp.root),
                                                         len(pending_prompts(options.handoff)),
                                                         answered(options.handoff)))
-    return _finish(sp, repo, _closed(record, lanes, bases), gathered.head)
+    return kit.finish(sp, kit.repo, _closed(kit, record, lanes, bases), gathered.head)
 
 
-def _shown(path: Path, root: Path) -> str:
-    from skillgit.sleep.night import shown_path
-
-    return shown_path(path, root)
-
-
-def _take_turns(sp: SleepProject, options: Any, lanes: list[Lane], budget: Any, teacher: Any,
+def _take_turns(sp: SleepProject, kit: NightKit, options: Any, lanes: list[Lane], budget: Any, teacher: Any,
                 on_event: EventSink) -> tuple[str, str]:
     """Round-robin turns until every trainable skill finished or the night's budget is spent: (status, reason)."""
     from skillgit.session import build_trainer, open_session
-    from skillgit.sleep.night import _judge
-
     states = [lane.state for lane in lanes if lane.state is not None]
     by_name = {lane.name: lane for lane in lanes}
     while True:
@@ -211,8 +207,8 @@ def _take_turns(sp: SleepProject, options: Any, lanes: list[Lane], budget: Any, 
         if stop:
             return "stopped", stop.replace("for the library", "for the night")
         lane = by_name[state.name]
-        night = sp.night(lane.overrides(sp) + rr.turn_overrides(state, budget, spent))
-        session = open_session(night, splits=lane.splits, teacher=teacher, judge=_judge(night.config, options))
+        night = sp.night(lane.overrides(sp, kit) + rr.turn_overrides(state, budget, spent))
+        session = open_session(night, splits=lane.splits, teacher=teacher, judge=kit.judge(night.config, options))
         trainer = build_trainer(session, run_id=state.run, resume=True, on_event=on_event)
         result = trainer.train()
         state.update(trainer.progress)
@@ -257,12 +253,10 @@ def _skills(lanes: list[Lane], bases: dict[str, str]) -> tuple[S.NightSkill, ...
     return tuple(out)
 
 
-def _closed(record: S.NightRecord, lanes: list[Lane], bases: dict[str, str]) -> S.NightRecord:
+def _closed(kit: NightKit, record: S.NightRecord, lanes: list[Lane], bases: dict[str, str]) -> S.NightRecord:
     """The record with every skill's part, and the night's sums of them."""
-    from skillgit.sleep.night import _decisions
-
     skills = _skills(lanes, bases)
-    edits = tuple(d for lane in lanes if lane.state is not None for d in _decisions(lane.store, lane.state.run))
+    edits = tuple(d for lane in lanes if lane.state is not None for d in kit.decisions(lane.store, lane.state.run))
     shared = next((lane for lane in lanes if lane.branch == record.branch), None)
     tip = shared.store.branch_tip(record.branch) or "" if shared is not None else ""
     return replace(record, skills=skills, edits=edits, tip=tip, accepted=sum(d.accepted for d in edits),

@@ -287,7 +287,7 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
 
     cfg, settings, date = sp.config, sp.settings, check_date(options.date)
     library = entries(cfg, sp.root)  # (the list form's globs need the root)
-    store = _own_store(sp, library)  # the skill must exist before anything runs
+    store = own_store(sp, library)  # the skill must exist before anything runs
     repo = store.repo
     branch = settings.branch_for(date, cfg.skill.branch)
     started = _now()
@@ -310,9 +310,11 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
         approval = release(cfg, handoff=options.handoff is not None, reviewed=gathered.reviewed, yes=options.yes,
                            path=gathered.path)
         if library:  # every library skill in turn, each on the tasks routed to it
-            from skillgit.sleep.library_night import run_library
+            from skillgit.sleep.library_night import NightKit, run_library
 
-            return run_library(sp, options, gathered, replace(record, tasks=S.NightTasks.from_dict({
+            kit = NightKit(repo, night_folder(repo, date), night_overrides, _frozen_replay, _judge, _decisions,
+                           _finish, shown_path)
+            return run_library(sp, kit, options, gathered, replace(record, tasks=S.NightTasks.from_dict({
                 "file": shown_path(gathered.path, sp.root), "reviewed": gathered.reviewed, "approval": approval,
                 "in_file": len(gathered.pool)})), library, on_event)
         folder = night_folder(repo, date)
@@ -354,7 +356,7 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
         return _finish(sp, repo, _with_run(record, session.store, trainer), gathered.head)
 
 
-def _own_store(sp: SleepProject, library: dict[str, Any]) -> Store:
+def own_store(sp: SleepProject, library: dict[str, Any]) -> Store:
     """The store of the configuration's skill; with a `skills:` library, of the library skill that receives the
     tasks no skill fired for (`route.default_skill`), on the configuration's skill branch."""
     if not library:

@@ -30,11 +30,11 @@ from skillgit.store.repository import open_repository
 def plan_night(sp: SleepProject, date: str, *, handoff: bool = False) -> dict[str, Any]:
     from skillgit.library.config import entries
     from skillgit.loop.plan import estimate
-    from skillgit.sleep.night import _own_store
+    from skillgit.sleep.night import own_store
 
     cfg, settings = sp.config, sp.settings
     library = entries(cfg, sp.root)
-    store = _own_store(sp, library)
+    store = own_store(sp, library)
     branch = settings.branch_for(check_date(date), cfg.skill.branch)
     g = gather(sp, store.repo, write=False, date=date)
     simulated = cfg.model.student_backend == "simulated"
@@ -100,8 +100,8 @@ def _plan_skill(sp: SleepProject, date: str, name: str, entry: Any, routed: Any)
                       agentic=R.agentic_supported())
     why = "no task was routed to it tonight (no session invoked it)" if not routed else chosen.reason
     one: dict[str, Any] = {"routed": len(routed), **chosen.counts(), "excluded": chosen.excluded,
-                           "run": skill_run(date, name), "branch": night_branch(sp, date, entry), "skipped": why,
-                           "estimate": None}
+                           "run": skill_run(run_id(date), name), "branch": night_branch(sp, date, entry),
+                           "skipped": why, "estimate": None}
     if chosen.usable:
         night_cfg = sp.night([f"skill.path={skill_file(entry.path)}", *night_overrides(sp, one["branch"])]).config
         with tempfile.TemporaryDirectory(prefix="skillgit-sleep-plan-") as tmp:
