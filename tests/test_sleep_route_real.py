@@ -96,6 +96,13 @@ def test_real_claude_sessions_route_each_mined_task_to_the_skill_it_invoked(tmp_
     tasks = read_tasks(Path(info["file"])).tasks
     assert {t.prompt: t.skill for t in tasks} == dict(REQUESTS)  # the skill travels in the reviewable file
 
+    # what tonight's library night would route to each skill (the dry run plans it as `sleep run` would)
+    planned = subprocess.run([sys.executable, "-m", "skillgit", "sleep", "dry-run", "--home", str(home), "--json"],
+                             cwd=repo, capture_output=True, text=True, env=clean, timeout=300)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    # deploy: its own task; tidy-tests (the skill at skill.path): its own and the one no skill fired for
+    assert {k: v["routed"] for k, v in json.loads(planned.stdout)["skills"].items()} == {"deploy": 1, "tidy-tests": 2}
+
     from skillgit.config import config_from_dict
     from skillgit.sleep.route import for_configured_skill
 
