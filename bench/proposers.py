@@ -27,9 +27,9 @@ Per arm, over seeds (the same seeds for every arm; 95 % Student-t intervals of t
 paired difference of each gain to the reflect arm on the same seed. The bench checks its own validity and says so
 (`checks`, `valid`): every run stopped at the call budget (not by running out of steps), the budgets spent are
 equal up to the calls in flight when the budget was reached (they finish; `max_in_flight`), the seeds' task sets are
-distinct, every arm of a seed started from the same seed skill score, and no student wave overlapped the next
-(`overlapping_waves` 0: the wave count is clean). Progress on stderr, the table on stdout; writes
-bench/results/proposers.json.
+distinct, every arm of a seed started from the same seed skill score, and no student wave was split by late thread
+pick-ups (`overlapping_waves`, counted by `split_waves`: 0, the wave count is clean). Progress on stderr, the table
+on stdout; writes bench/results/proposers.json.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ablations import mean_ci  # noqa: E402
 from benchlib import git, say, table, workdir, write_result  # noqa: E402
-from proposals import overlapping_waves, wave_levels  # noqa: E402
+from proposals import wave_levels  # noqa: E402
 
 from skillgit.cli.demo import AGENT_TEACHER, create_project  # noqa: E402
 from skillgit.executor import ThreadExecutor  # noqa: E402
@@ -210,8 +210,25 @@ def run_one(folder: Path, seed: int, arm: str, budget: int, latency: float, work
                # the seed skill's first val scoring (the run's start: the same samples in every arm)
                val_seed=progress.seed_score or 0.0, val_final=result.scores["final"]["val"],
                test_seed=tests["seed"], test_final=tests["final"], waves=max((w for _, w in levels), default=0),
-               max_in_flight=in_flight(timeline.calls), overlapping_waves=overlapping_waves(timeline.calls),
+               max_in_flight=in_flight(timeline.calls), overlapping_waves=split_waves(timeline.calls),
                proposers={k: v.to_dict() for k, v in progress.proposers.items()}, seconds=round(seconds, 1))
+
+
+def split_waves(calls: list[dict[str, Any]]) -> int:
+    """Student waves w + 1 whose first call was timed from its thread's pick-up (no batch release mark) and started
+    before the last student call of wave w ended: a batch launched over more than a call's latency, which the chain
+    counted as an extra wave (bench/proposals.py `overlapping_waves`). A released batch that overlaps another is
+    real concurrency (two proposers' batches side by side), not a split; 0 means the count is clean."""
+    order = sorted(calls, key=lambda c: c["start"])
+    first: dict[int, dict[str, Any]] = {}
+    last_end: dict[int, float] = {}
+    for c, (end, w) in zip(order, wave_levels(calls)):
+        if c.get("role") == "student":
+            if w not in first or c["start"] < first[w]["start"]:
+                first[w] = c
+            last_end[w] = max(last_end.get(w, end), end)
+    return sum(first[w + 1]["start"] < last_end[w] - 1e-6 and first[w + 1]["start"] == first[w + 1].get("began")
+               for w in last_end if w + 1 in first)
 
 
 def in_flight(calls: list[dict[str, Any]]) -> int:

@@ -44,3 +44,30 @@ def test_a_batch_larger_than_the_pool_or_sequential_is_timed_from_each_call():
     executor.map(lambda i: timeline.timed("student", lambda: time.sleep(0.01)), list(range(4)), workers=2)
     executor.map(lambda i: timeline.timed("student", lambda: time.sleep(0.01)), list(range(2)), workers=1)
     assert all(c["start"] == c["began"] for c in timeline.calls)  # queued calls wait for others: not released
+
+
+def test_split_waves_counts_late_pick_ups_not_two_released_batches_side_by_side():
+    import threading
+
+    proposers, _ = _bench()
+    late = proposers.Timeline()  # no executor marks: one batch picked up late splits into waves
+    def call(i: int) -> None:
+        time.sleep(0.03 * i)
+        late.timed("student", lambda: time.sleep(0.05))
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert proposers.split_waves(late.calls) >= 1
+
+    side = proposers.Timeline()  # two proposers' batches released side by side, one later than the other
+    executor = proposers.ReleasingExecutor()
+    runner = threading.Thread(target=lambda: executor.map(
+        lambda i: side.timed("student", lambda: time.sleep(0.2)), list(range(4)), workers=8))
+    runner.start()
+    time.sleep(0.1)
+    executor.map(lambda i: side.timed("student", lambda: time.sleep(0.2)), list(range(4)), workers=8)
+    runner.join()
+    assert proposers.split_waves(side.calls) == 0
