@@ -126,6 +126,8 @@ def test_an_episode_uses_the_tools_and_the_teacher_reads_the_whole_transcript():
 
 
 def test_tolerance_is_an_option_checked_like_any_config_key():
+    default = envs.get("officeqa")  # 0: the published evaluation's (reward.py's score_answer, the AgentBeats judge)
+    assert default.tolerance == 0.0 and default.options_default["tolerance"] == 0.0
     env, loaded = items({"max_turns": 6, "tolerance": 0.05})
     assert env.run(Researcher(), "SKILL", loaded["UID0004"]).score.hard == 1.0
     with pytest.raises(ConfigError, match="env.options.tolerance"):
