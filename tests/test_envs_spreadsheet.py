@@ -22,7 +22,7 @@ from skillgit.errors import ConfigError
 from skillgit.resources import example_dir
 from skillgit.types import Item
 from skillgit.world import SimulatedTeacher
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler, request_messages
 from tests.test_envs import point_at
 
@@ -200,7 +200,7 @@ def test_without_openpyxl_the_env_names_the_extra_to_install(monkeypatch):
 
 def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
     folder, key = tmp_path / "proj", {"OPENAI_API_KEY": "sk-test-envs"}
-    proc = run_cli("init", str(folder), "--env", "spreadsheetbench", cwd=tmp_path)
+    proc = run_cli_inproc("init", str(folder), "--env", "spreadsheetbench", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (folder / "data" / "spreadsheetbench" / "spreadsheet" / "ss-north" / "3_ss-north_answer.xlsx").is_file()
     teacher = llm_handler(SimulatedTeacher(SimulatedCfg(seed=1)))
@@ -219,7 +219,7 @@ def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
         assert trained.returncode == 0, trained.stderr[-3000:]
         scored, printed = {}, []
         for split in ("train", "val", "test"):
-            proc = run_cli("eval", "--split", split, "--json", cwd=folder, env=key)
+            proc = run_cli_inproc("eval", "--split", split, "--json", cwd=folder, env=key)
             assert proc.returncode == 0, proc.stderr[-2000:]
             result = json.loads(proc.stdout)
             assert result["env_metric"] == ssb.SpreadsheetBench.metric
