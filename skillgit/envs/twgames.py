@@ -30,6 +30,7 @@ rollouts on several threads never step two games at once; each episode loads its
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import threading
@@ -191,7 +192,8 @@ def _objective(game: Path) -> str:
 
 class TextWorldGames(EpisodeEnv):
     name = "textworld"
-    summary = "TextWorld text adventures (tw-make games), multi-turn through the textworld engine"
+    summary = ("TextWorld text adventures (tw-make games), multi-turn through the textworld engine"
+               + ("" if importlib.util.find_spec("textworld") else " (needs the `textworld` extra)"))
     metric = "success rate (won; soft: score / max score)"
     source = "games generated with TextWorld's `tw-make` (.z8 + .json) or .tw-pddl files; a file or a folder"
     seed_skill = TEXTWORLD_SKILL
@@ -267,7 +269,8 @@ def task_text(meta: dict[str, Any], ident: str) -> str:
 
 class ALFWorld(EpisodeEnv):
     name = "alfworld"
-    summary = "ALFWorld household tasks (text), multi-turn through the alfworld/TextWorld PDDL engine"
+    summary = ("ALFWorld household tasks (text), multi-turn through the alfworld/TextWorld PDDL engine"
+               + ("" if importlib.util.find_spec("alfworld") else " (needs the `alfworld` extra)"))
     metric = "success rate (reward 1 when the task's goal holds)"
     source = ("ALFWorld's json_2.1.1 data (`alfworld-download`: trial folders with traj_data.json and "
               "game.tw-pddl or initial_state.pddl)")
