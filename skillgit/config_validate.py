@@ -202,6 +202,8 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "optimizer.learning_rate": _ge(0), "optimizer.min_learning_rate": _ge(0),
     "optimizer.negative_buffer_size": _ge(0), "optimizer.proposals": _ge(1),
     "optimizer.proposer_schedule.after_rejected": _ge(1), "optimizer.slow_update_samples": _ge(1),
+    "optimizer.deep_reflect.failures": _ge(0), "optimizer.deep_reflect.successes": _ge(0),  # deep reflect
+    "optimizer.deep_reflect.turns": _within(1, 8),
     "evaluation.mixed_weight": _within(0, 1), "evaluation.gate_margin": _ge(0),
     "evaluation.gate_repeats": _within(1, 500),  # loop/evaluate.py: MAX_REPEATS sample numbers per round
     "evaluation.paired_alpha": (lambda v: 0 < v < 1, "must be > 0 and < 1"),
@@ -313,6 +315,24 @@ def _check_optimizer(cfg: Any) -> None:
                           "set optimizer.learning_rate >= 1, or use skill_update_mode: patch")
 
     _check_proposers(opt, cfg.model.teacher_backend)
+    _check_deep_reflect(opt, cfg.model.teacher_backend)
+
+
+def _check_deep_reflect(opt: Any, teacher_backend: str) -> None:
+    """Deep reflect probes before the `reflect` stage: a config where no step reflects would ignore it silently."""
+    if not opt.deep_reflect.enabled:
+        return
+    if opt.skill_update_mode == "full_rewrite_minibatch":
+        raise ConfigError("optimizer.deep_reflect.enabled: skill_update_mode full_rewrite_minibatch has no reflect "
+                          "stage to probe for",
+                          "use skill_update_mode: patch or rewrite_from_suggestions, or set deep_reflect.enabled: "
+                          "false")
+    names = {*proposer_table.configured(opt.proposers, teacher_backend), opt.proposer_schedule.switch_to}
+    if "reflect" not in names:
+        raise ConfigError("optimizer.deep_reflect.enabled: no proposer reflects (the agent teacher edits the "
+                          "package itself)",
+                          "add reflect to optimizer.proposers (`proposers: [reflect, agent]`), or set "
+                          "deep_reflect.enabled: false")
 
 
 def _check_env(cfg: Any) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from skillgit import patch, prompts
 from skillgit.config import OptimizerCfg
-from skillgit.loop import stages
+from skillgit.loop import deep_reflect, stages
 from skillgit.loop.context import StepContext
 from skillgit.records import UpdateRecord
 from skillgit.types import Edit, EditResult, Trajectory, is_failure
@@ -78,8 +78,9 @@ def reflect_update(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs:
 
     ctx.stage(step, "reflect")
     with ctx.ledger.timed("reflect"):
+        probe = deep_reflect.prober(ctx, teacher, skill)  # None unless optimizer.deep_reflect.enabled
         patches = stages.reflect(teacher, skill, trajs, minibatch_size=cfg.gradient.minibatch_size, budget=budget,
-                                 rng=rng)
+                                 rng=rng, probe=probe)
     stages.check_teacher_alive(step, [p.error for p in patches])
     ctx.stage(step, "aggregate")
     with ctx.ledger.timed("aggregate"):

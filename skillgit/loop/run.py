@@ -166,6 +166,7 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ the run
     def train(self) -> RunResult:
         with self.store.lock(self.cfg.skill.branch):
+            resume_mod.check_unmoved(self.store, self.run_id, self._prior)  # read before the lock: still true?
             seed_score, current = self._start()
             self.ledger.budget_check = self._budget_exceeded  # a budget stops before the call that would cross it
             try:
@@ -538,10 +539,13 @@ class Trainer:
         if opt.use_slow_update or opt.use_meta_skill:
             pairs = epoch_mod.compare(self.ctx, epoch, self.store.read_skill(old_rev),
                                       self.store.read_skill(info.steps_rev))
-        accepted = [s for s in info.steps if s.verdict is Verdict.ACCEPTED]
-        rejected = [s for s in info.steps if s.verdict is Verdict.REJECTED]
-        meta_status = ""
-        if opt.use_meta_skill:
+        # the epoch's numbered steps only: a run resumed after its slow update was decided finds that decision in
+        # the log too, and meta reflect must read what it read before the restart
+        steps = [s for s in info.steps if s.kind is StepKind.STEP]
+        accepted = [s for s in steps if s.verdict is Verdict.ACCEPTED]
+        rejected = [s for s in steps if s.verdict is Verdict.REJECTED]
+        meta_status = info.meta_skill  # set: this epoch's meta skill was updated before a restart (and saved)
+        if opt.use_meta_skill and not meta_status:
             meta, meta_status = epoch_mod.update_meta_skill(self.teacher(), self.progress.meta_skill, pairs,
                                                             accepted, rejected)
             self.progress = self.progress.replace(meta_skill=meta)

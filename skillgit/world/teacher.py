@@ -35,14 +35,14 @@ from collections import Counter
 from typing import Any, Callable
 
 from skillgit.llm.base import LLMError, Reply, Request
-from skillgit.world import agentic_teacher, tags
+from skillgit.world import agentic_teacher, probing, tags
 from skillgit.world.common import digest, param, seeded_rng, usage
 from skillgit.world.diagnose import diagnose, kind_of, split_fields
 from skillgit.world.lexicon import OFF_TARGET, REINFORCE, ideas_for, norm, topic_of_text
 from skillgit.world.textedit import apply_edit, editable_lines
 
 STAGES = ("reflect", "merge", "rank", "lr", "slow_update", "meta_skill", "meta_reflect", "rewrite",
-          "full_rewrite", "pick")
+          "full_rewrite", "pick", "probe")
 CAUSE_FIX_RATE = 0.3  # how often a suspected cause line is deleted or rewritten rather than argued with
 _NEGATED = re.compile(r"\b(not|never|no|avoid|without|instead|rather)\b|n't\b", re.I)
 _REGION = re.compile(r"<!--\s*skillgit:([\w.-]+)\s*-->\n?(.*?)\n?<!--\s*/skillgit:\1\s*-->", re.S)
@@ -136,6 +136,13 @@ class SimulatedTeacher:
         return json.dumps({"reasoning": str(answer.get("reasoning", "")), "answer": "see above"})
 
     # ------------------------------------------------------------------------------------------ reflect
+    def _weights(self) -> dict[str, float]:
+        return {"good": max(0.0, 1 - self.vague_rate - self.harmful_rate), "vague": self.vague_rate,
+                "harmful": self.harmful_rate}
+
+    def _stage_probe(self, p: _Prompt, rng) -> dict[str, Any]:  # deep reflect (world/probing.py)
+        return probing.probe_answer(p.text, p.skill_norm, p.avoid, self._weights(), rng)
+
     def _stage_reflect(self, p: _Prompt, rng) -> dict[str, Any]:
         trajectories = tags.find(p.text, "trajectory")
         failures = [t for t in trajectories if _outcome(t) == "failure"]
@@ -143,7 +150,8 @@ class SimulatedTeacher:
             return self._reflect_failures(p, failures, rng)
         return self._reflect_successes(p, trajectories, rng)
 
-    def _symptom_counts(self, trajectories: list[tags.Block]) -> tuple[Counter, dict[tuple[str, str], str]]:
+    def _symptom_counts(self, trajectories: list[tags.Block],
+                        evidence: probing.Evidence) -> tuple[Counter, dict[tuple[str, str], str]]:
         counts: Counter = Counter()
         examples: dict[tuple[str, str], str] = {}
         for t in trajectories:
@@ -151,6 +159,8 @@ class SimulatedTeacher:
             seen = set()
             for s in diagnose(t.first("output") or "", expected):
                 key = (s.topic, s.want)
+                if (t.attrs.get("id", ""), s.topic) in evidence.slips:
+                    continue  # the student said its skill asks for this and it slipped: no edit needed
                 if key not in seen:
                     seen.add(key)
                     counts[key] += 1
@@ -158,16 +168,18 @@ class SimulatedTeacher:
         return counts, examples
 
     def _reflect_failures(self, p: _Prompt, failures: list[tags.Block], rng) -> dict[str, Any]:
-        counts, examples = self._symptom_counts(failures)
+        evidence = probing.Evidence.read(p.text)  # deep reflect's transcripts, when the prompt has them
+        counts, examples = self._symptom_counts(failures, evidence)
         n = len(failures)
         ordered = sorted(counts, key=lambda k: (-counts[k], rng.random()))
         edits: list[dict[str, str]] = []
-        taken: set[str] = set()
+        taken: set[str] = set(evidence.refuted)
+        edits += probing.cause_deletes(evidence, p.skill, p.avoid, taken, p.budget)
         for sym in ordered:
             if len(edits) >= p.budget:
                 break
-            edit = self._fix(p, sym, f"{counts[sym]} of {n} failures: {_describe(sym, examples.get(sym, ''))}",
-                             taken, rng)
+            why = f"{counts[sym]} of {n} failures: {_describe(sym, examples.get(sym, ''))}"
+            edit = probing.confirmed_edit(evidence, sym, p.allowed, taken, why) or self._fix(p, sym, why, taken, rng)
             if edit:
                 edits.append(edit)
         if failures and len(edits) < p.budget and (not counts or rng.random() < self.off_target_rate):
@@ -195,8 +207,7 @@ class SimulatedTeacher:
             edit = _fix_cause(p, causes, pool["good"], taken, why, rng)
             if edit is not None:
                 return edit
-        weights = {"good": max(0.0, 1 - self.vague_rate - self.harmful_rate), "vague": self.vague_rate,
-                   "harmful": self.harmful_rate}
+        weights = self._weights()
         labels = [label for label in pool if pool[label] and weights[label] > 0]
         if not labels:
             return None
