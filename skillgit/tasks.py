@@ -308,7 +308,7 @@ def load_splits(env_cfg: EnvCfg, root: Path, load: Loader = load_items) -> Split
                                 "create it with train.jsonl and val.jsonl (test.jsonl optional), or unset split_dir")
         return _load_split_dir(folder, load)
     if str(env_cfg.tasks).startswith("hf:"):  # rows through the `datasets` library, as a local JSONL file
-        from skillgit.envs.hub import local_path
+        from skillgit.hfsource import local_path
 
         path = local_path(env_cfg.tasks, root)
     else:

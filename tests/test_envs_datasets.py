@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from skillgit import envs
-from skillgit.envs import hub
+from skillgit import hfsource as hub
 from skillgit.errors import ConfigError
 from skillgit.resources import example_dir
 from tests.conftest import run_cli, run_cli_inproc

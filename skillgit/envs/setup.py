@@ -6,7 +6,7 @@ Decisions (on top of `skillgit.store.initialize.init_project`, whose rules all h
 - Without `--data`, the environment's shipped sample folder (`examples/envs/<name>/`) is copied to `data/<name>/`
   in the repository, so a newcomer trains on it at once; with `--data`, `env.tasks` names that path (relative to the
   repository when it lies inside, absolute otherwise) and nothing is copied; `--data hf:NAME[@CONFIG][:SPLIT]`
-  reads the rows through the `datasets` library (`skillgit.envs.hub`) and `env.tasks` keeps that spec.
+  reads the rows through the `datasets` library (`skillgit.hfsource`) and `env.tasks` keeps that spec.
 - The skill: `--skill` as given; else an existing SKILL.md is adopted; else the environment's seed skill is
   written as SKILL.md.
 - skillgit.yaml: a freshly written one gets an `env:` section naming the environment, its data and its default
@@ -22,8 +22,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillgit import envs
-from skillgit.envs import hub
+from skillgit import envs, hfsource
 from skillgit.envs.base import Env
 from skillgit.errors import SkillgitError
 from skillgit.resources import example_dir
@@ -82,9 +81,9 @@ def prepare(folder: Path, name: str, data: Path | None, skill: str | None) -> tu
     the `--skill` to pass to init. Raises before writing anything when the environment or data is wrong."""
     env = envs.get(name)
     folder = Path(folder).expanduser().resolve()
-    if data is not None and hub.is_spec(str(data)):  # through `datasets`: env.tasks keeps the spec
-        spec = hub.rebase(str(data), folder)
-        env.load(hub.local_path(spec, folder))
+    if data is not None and hfsource.is_spec(str(data)):  # through `datasets`: env.tasks keeps the spec
+        spec = hfsource.rebase(str(data), folder)
+        env.load(hfsource.local_path(spec, folder))
         setup = EnvSetup(name, spec, wrote_seed_skill=skill is None and not (folder / "SKILL.md").exists())
         return setup, _seed_skill(folder, env, skill)
     source = Path(data).expanduser().resolve() if data is not None else sample_path(name)

@@ -18,36 +18,31 @@ The contract, as the published `inference_multiple.py` runs it:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from skillgit.agents.trace import AgentTrace, Step
 from skillgit.envs import pysandbox
 from skillgit.llm.base import Reply, Student
 from skillgit.textmatch import clip
-from skillgit.types import Item, Usage
-
-if TYPE_CHECKING:
-    from skillgit.envs.spreadsheet import SpreadsheetBench
+from skillgit.types import Item, Score, Usage
 
 SHOWN_CHARS = 1_500  # of stdout and of stderr, per execution result (their ends: the traceback's last lines)
 HISTORY_CHARS = 16_000
 
 
-def execution_result(env: "SpreadsheetBench", item: Item, code: str) -> tuple[str, bool]:
+def execution_result(item: Item, code: str, timeout_s: float) -> tuple[str, bool]:
     """(what running `code` on the first test case's input produced, whether it wrote output_path)."""
-    from skillgit.envs.spreadsheet import Case
-
     if not code.strip():
         return "no ```python block in the reply: nothing was run", False
     try:
         compile(code, "solution.py", "exec")
     except SyntaxError as exc:
         return clip(f"SyntaxError: {exc.msg} (solution.py line {exc.lineno}); nothing was run", 400), False
-    first = Case(*item.metadata["cases"][0])
-    ran, wrote = pysandbox.run_code(code, {"input.xlsx": Path(first.input)}, env.timeout_s,
+    first_input = item.metadata["cases"][0][0]  # the test case's input workbook (its answer is never opened here)
+    ran, wrote = pysandbox.run_code(code, {"input.xlsx": Path(first_input)}, timeout_s,
                                     lambda folder: (folder / pysandbox.OUTPUT).is_file())
     if ran.timed_out:
-        status = f"stopped: it ran past the {env.timeout_s:g}s limit"
+        status = f"stopped: it ran past the {timeout_s:g}s limit"
     elif ran.returncode != 0:
         status = f"failed: {pysandbox.error_summary(ran)}"
     else:
@@ -76,10 +71,9 @@ def round_prompt(item: Item, rounds: int, history: list[tuple[str, str]]) -> str
     return "\n\n".join(part for part in (item.input, note, text, ask) if part)
 
 
-def run_rounds(env: "SpreadsheetBench", student: Student, skill: str, item: Item, sample: int) -> Reply:
-    from skillgit.envs.spreadsheet import extract_code
-
-    rounds = env.rounds
+def run_rounds(student: Student, skill: str, item: Item, sample: int, *, rounds: int, timeout_s: float,
+               extract_code: Callable[[str], str], score: Callable[[Item, str], Score]) -> Reply:
+    """The conversation of one item; `extract_code` and `score` are SpreadsheetBench's (the single-round ones)."""
     history: list[tuple[str, str]] = []
     steps: list[Step] = []
     usage, cached, text, wrote = Usage(), True, "", False
@@ -88,7 +82,7 @@ def run_rounds(env: "SpreadsheetBench", student: Student, skill: str, item: Item
         reply = student.run(skill, turn, sample)  # an LLMError ends the run: an unknown conversation
         usage, cached, text = usage + reply.usage, cached and reply.cached, reply.text
         code = extract_code(text)
-        result, wrote = execution_result(env, item, code)
+        result, wrote = execution_result(item, code, timeout_s)
         history.append((code, result))
         steps += [Step("call", "run code", code or "(no code)"), Step("result", text=result)]
         if wrote:
@@ -96,5 +90,5 @@ def run_rounds(env: "SpreadsheetBench", student: Student, skill: str, item: Item
     how = "a run wrote output_path" if wrote else f"no run wrote output_path in {rounds} rounds"
     steps.append(Step("text", text=f"conversation ended after {len(history)} round"
                                    f"{'s' * (len(history) != 1)} ({how}); the last code is the solution"))
-    score = env.score(item, text)
-    return Reply(text, usage, trace=AgentTrace(text, tuple(steps)).render(), cached=cached, score=score)
+    verdict = score(item, text)
+    return Reply(text, usage, trace=AgentTrace(text, tuple(steps)).render(), cached=cached, score=verdict)

@@ -271,7 +271,8 @@ class SpreadsheetBench(Env):
             return student.run(skill, item, sample)
         from skillgit.envs.sheetrounds import run_rounds
 
-        return run_rounds(self, student, skill, item, sample)
+        return run_rounds(student, skill, item, sample, rounds=self.rounds, timeout_s=self.timeout_s,
+                          extract_code=extract_code, score=self.score)
 
     @property
     def timeout_s(self) -> float:
