@@ -188,6 +188,12 @@ class OptimizerCfg:
     proposals: int = 1
     proposers: tuple[str, ...] = ()  # reflect, agent or both (proposer_table.py); (): the teacher backend's own
     proposer_schedule: ProposerScheduleCfg = field(default_factory=ProposerScheduleCfg)  # a switch on a plateau
+    # Recall (SkillOpt-Sleep's recall_k; loop/recall.py): each reflect minibatch also shows the k most similar
+    # train trajectories of earlier steps (this run's and earlier runs' on the branch; scope skill: any branch of
+    # the same skill file), contrasting ones first; each adds at most recall_chars characters. 0: off.
+    recall_k: int = 0
+    recall_chars: int = 1200
+    recall_scope: str = "branch"  # branch | skill
     deep_reflect: DeepReflectCfg = field(default_factory=DeepReflectCfg)  # probes before reflect (deep_reflect.py)
 
 

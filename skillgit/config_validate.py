@@ -45,6 +45,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "env.executor": ("threads", "ray"),
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),
     "optimizer.skill_update_mode": UPDATE_MODES,
+    "optimizer.recall_scope": ("branch", "skill"),  # loop/recall.py SCOPES
     "evaluation.gate_metric": ("hard", "soft", "mixed"),
     "evaluation.gate_test": ("stderr", "permutation"),
     "env.scorer.type": SCORER_TYPES,
@@ -210,6 +211,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "evaluation.gate_k": _ge(0), "evaluation.item_tolerance": _within(0, 1, hi_open=True),
     "env.workers": _ge(1), "env.max_reply_chars": _ge(1000),
     "optimizer.max_edits_per_reply": _ge(1), "optimizer.max_edit_chars": _ge(100), "optimizer.leak_ngram": _ge(0),
+    "optimizer.recall_k": _ge(0), "optimizer.recall_chars": _ge(200),  # loop/recall.py
     "skill.max_tokens": _ge(100), "skill.max_description_chars": _ge(1),
     "skill.listing_budget": _ge(1),
     "evaluation.min_val_coverage": _within(0, 1), "evaluation.unscored_retries": _ge(0),

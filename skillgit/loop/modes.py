@@ -143,12 +143,15 @@ def _full_rewrite(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: 
 
     def one(batch: tuple[str, list[Trajectory]]) -> dict[str, Any]:
         outcome, group = batch
+        recalled = teacher.recall(group, outcome) if teacher.recall is not None else None  # loop/recall.py
         obj, error = teacher.ask("full_rewrite", {"skill": prompts.block_skill(skill), "outcome": outcome,
-                                                  "trajectories": prompts.block_trajectories(group, outcome)})
+                                                  "trajectories": prompts.block_trajectories(group, outcome)
+                                                  + (recalled.block if recalled else "")})
         text, problem, stripped = checked_rewrite(skill, obj, error, allow_fm)
         return {"outcome": outcome, "item_ids": [t.item_id for t in group], "error": problem,
                 "reasoning": str((obj or {}).get("reasoning", "")), "text": text if problem is None else None,
-                **({"stripped": stripped} if stripped else {})}
+                **({"stripped": stripped} if stripped else {}),
+                **({"recalled": list(recalled.labels)} if recalled else {})}
 
     with ctx.ledger.timed("reflect"):
         drafts = teacher.map(one, batches)

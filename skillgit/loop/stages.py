@@ -48,6 +48,8 @@ class Teacher:
     stage_max_tokens: dict[str, int] = field(default_factory=dict)
     # Told every HEARTBEAT_S while a call is in flight (stage, seconds so far): the display shows a long call
     on_wait: Callable[[str, float], None] | None = None
+    # optimizer.recall_k: the similar past trajectories shown next to a reflect minibatch (loop/recall.py)
+    recall: Callable[[list[Trajectory], str], Any] | None = None
 
     def ask(self, stage: str, variables: dict[str, str]) -> tuple[dict | None, str | None]:
         """One teacher call. Returns (answer, None) or (None, why it is unusable). Raises LLMError only when the
@@ -178,12 +180,15 @@ class Patch:
     summary: str = ""
     problems: list[str] = field(default_factory=list)
     error: str | None = None
+    recalled: tuple[str, ...] = ()  # the past trajectories shown beside the minibatch (loop/recall.py labels)
     probes: dict[str, Any] = field(default_factory=dict)  # deep reflect's record (loop/deep_reflect.py)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"outcome": self.outcome, "item_ids": self.item_ids, "edits": [e.to_dict() for e in self.edits],
                "reasoning": self.reasoning, "summary": self.summary, "problems": self.problems,
                "error": self.error}
+        if self.recalled:
+            out["recalled"] = list(self.recalled)
         return {**out, "probes": self.probes} if self.probes else out
 
 
@@ -208,12 +213,16 @@ def reflect(teacher: Teacher, skill: str, trajectories: list[Trajectory], *, min
     def one(batch: tuple[str, list[Trajectory]]) -> Patch:
         outcome, trajs = batch
         result = Patch(outcome, [t.item_id for t in trajs])
+        recalled = teacher.recall(trajs, outcome) if teacher.recall is not None else None  # loop/recall.py
+        if recalled is not None:
+            result.recalled = recalled.labels
         probed = ""
         if probe is not None:
             probed, result.probes = probe(outcome, trajs)
         obj, error = teacher.ask(stage, {
             "skill": prompts.block_skill(skill),
-            "trajectories": prompts.block_trajectories(trajs, outcome) + probed,
+            "trajectories": prompts.block_trajectories(trajs, outcome) + (recalled.block if recalled else "")
+            + probed,
             "budget": prompts.block_budget(budget),
             "outcome": outcome,
         })

@@ -15,6 +15,8 @@ Behaviour, per stage:
   now and then a reinforcement of an observed pattern, or harmless padding. Never proposes an idea whose text
   is in `<rejected_edits>` or noted as "avoid:" in `<meta_skill>`, nor one already in the skill; without those
   blocks it happily repeats rejected ideas (that is what the negative buffer is for). At most `<budget>` edits.
+  Recalled past failures (`<recalled_trajectory>` blocks, optimizer.recall_k) count half a current failure
+  toward a symptom's rank (and a symptom only they show comes after the current ones).
 - merge: dedupe identical / near-identical edits, summing support into `merged_from`; rank: by support, with
   noise; lr: step size from the batch failure rate within the bounds; slow_update: guidance from persistent
   failures' symptoms in `<comparison>`; meta_skill: notes on rejected and accepted ideas; meta_reflect:
@@ -32,7 +34,7 @@ import json
 import re
 import time
 from collections import Counter
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.world import agentic_teacher, probing, tags
@@ -147,7 +149,9 @@ class SimulatedTeacher:
         trajectories = tags.find(p.text, "trajectory")
         failures = [t for t in trajectories if _outcome(t) == "failure"]
         if failures or not trajectories:
-            return self._reflect_failures(p, failures, rng)
+            # recalled past failures (optimizer.recall_k) are further evidence, worth half a current one each
+            recalled = [t for t in tags.find(p.text, "recalled_trajectory") if _outcome(t) == "failure"]
+            return self._reflect_failures(p, failures, rng, recalled)
         return self._reflect_successes(p, trajectories, rng)
 
     def _symptom_counts(self, trajectories: list[tags.Block],
@@ -167,18 +171,23 @@ class SimulatedTeacher:
                     examples.setdefault(key, s.detail)
         return counts, examples
 
-    def _reflect_failures(self, p: _Prompt, failures: list[tags.Block], rng) -> dict[str, Any]:
+    def _reflect_failures(self, p: _Prompt, failures: list[tags.Block], rng,
+                          recalled: Sequence[tags.Block] = ()) -> dict[str, Any]:
         evidence = probing.Evidence.read(p.text)  # deep reflect's transcripts, when the prompt has them
         counts, examples = self._symptom_counts(failures, evidence)
+        past, past_examples = self._symptom_counts(list(recalled), probing.Evidence())
         n = len(failures)
-        ordered = sorted(counts, key=lambda k: (-counts[k], rng.random()))
+        # current symptoms first (recalled failures reorder them); a symptom only recalled ones show comes after
+        ordered = sorted([*counts, *(k for k in past if k not in counts)],
+                         key=lambda k: (not counts[k], -(counts[k] + 0.5 * past[k]), rng.random()))
         edits: list[dict[str, str]] = []
         taken: set[str] = set(evidence.refuted)
         edits += probing.cause_deletes(evidence, p.skill, p.avoid, taken, p.budget)
         for sym in ordered:
             if len(edits) >= p.budget:
                 break
-            why = f"{counts[sym]} of {n} failures: {_describe(sym, examples.get(sym, ''))}"
+            seen = (f"{counts[sym]} of {n} failures" if counts[sym] else f"{past[sym]} recalled past failure(s)")
+            why = f"{seen}: {_describe(sym, examples.get(sym) or past_examples.get(sym, ''))}"
             edit = probing.confirmed_edit(evidence, sym, p.allowed, taken, why) or self._fix(p, sym, why, taken, rng)
             if edit:
                 edits.append(edit)
@@ -186,7 +195,8 @@ class SimulatedTeacher:
             idea = _choose([i for i in OFF_TARGET if p.allowed(i) and norm(i) not in taken], rng)
             if idea:
                 edits.append(_edit("append", idea, rationale="a general reminder that may help with these failures"))
-        summary = "; ".join(f"{counts[k]}/{n} {_describe(k, examples.get(k, ''))}" for k in ordered[:6])
+        summary = "; ".join(f"{counts[k]}/{n} {_describe(k, examples.get(k, ''))}" for k in ordered[:6]
+                            if counts[k])
         if not counts:
             summary = ("no expected answers to compare with: cannot tell what went wrong" if failures
                        else "no trajectories")
