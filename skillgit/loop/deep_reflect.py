@@ -21,7 +21,8 @@ Contract:
   function of the journaled teacher answers, so a resumed run replays finished probes from the journal and
   pays none twice. A student error other than a fatal one is recorded in the transcript as the answer's error.
 - The text appended to the trajectories is `PROBES_INTRO` and a `<probes>` block (one `<probe id turn action
-  [hard]>` with its `<question>` or `<hint>` and the student's `<answer>`), so a project's own reflect template
+  [hard]>` with its `<probe_question>` or `<probe_hint>` and the student's `<probe_answer>`: names no skill is
+  likely to use as its own tags, which a prompt would then escape), so a project's own reflect template
   receives it too; with deep reflect off nothing is appended and reflect's prompt is unchanged.
 """
 
@@ -87,12 +88,14 @@ class _Minibatch:
 
 
 def block_probes(turns: list[Turn]) -> str:
-    """`<probes>`: one `<probe id turn action [hard]>` per probe with its `<question>`/`<hint>` and `<answer>`."""
+    """`<probes>`: one `<probe id turn action [hard]>` per probe with its `<probe_question>`/`<probe_hint>` and
+    `<probe_answer>`."""
     children = []
     for t in turns:
-        asked = leaf("question" if t.action == "ask" else "hint", prompts._truncate(t.text, MAX_PROBE_CHARS), 2)
+        asked = leaf("probe_question" if t.action == "ask" else "probe_hint",
+                     prompts._truncate(t.text, MAX_PROBE_CHARS), 2)
         said = t.answer if t.error is None else f"(the student could not answer: {t.error})"
-        answer = leaf("answer", prompts._truncate(said, prompts.DEFAULT_MAX_FIELD_CHARS), 2)
+        answer = leaf("probe_answer", prompts._truncate(said, prompts.DEFAULT_MAX_FIELD_CHARS), 2)
         pairs = [("id", t.item_id), ("turn", t.turn), ("action", t.action),
                  ("hard", None if t.hard is None else f"{t.hard:.2f}")]
         children.append(container("probe", [asked, answer], pairs))

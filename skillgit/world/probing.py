@@ -115,9 +115,9 @@ class Evidence:
             if trajectory is None:
                 continue
             if probe.attrs.get("action") == "ask":
-                evidence._asked(trajectory, probe.first("answer") or "")
+                evidence._asked(trajectory, probe.first("probe_answer") or "")
             else:
-                evidence._reran(trajectory, probe.first("hint") or "", probe.first("answer") or "")
+                evidence._reran(trajectory, probe.first("probe_hint") or "", probe.first("probe_answer") or "")
         return evidence
 
     def _asked(self, trajectory: tags.Block, answer: str) -> None:
@@ -186,10 +186,10 @@ def _probe_for(t: tags.Block, earlier: list[tags.Block], known: tuple[set[str], 
     reruns = [p for p in earlier if p.attrs.get("action") == "rerun"]
     if t.attrs.get("outcome") != "failure" or any(p.attrs.get("hard") == "1.00" for p in reruns):
         return None
-    told = "\n".join(p.first("answer") or "" for p in earlier if p.attrs.get("action") == "ask")
+    told = "\n".join(p.first("probe_answer") or "" for p in earlier if p.attrs.get("action") == "ask")
     slipped = {m.group(1) for m in _SLIP.finditer(told)}
     avoid, skill_norm = known
-    tried = avoid | {norm(p.first("hint") or "") for p in reruns}
+    tried = avoid | {norm(p.first("probe_hint") or "") for p in reruns}
     hint = _untried_fix(symptoms, slipped, tried, skill_norm, weights, rng)
     return {"id": item_id, "action": "rerun", "text": hint} if hint else None
 
