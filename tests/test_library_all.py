@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXED_DATE, git
+from tests.helpers import decided_state
 
 FIXED = {"GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE, "GIT_AUTHOR_NAME": "Test Author",
          "GIT_AUTHOR_EMAIL": "author@example.com", "GIT_COMMITTER_NAME": "Test Committer",
@@ -75,22 +76,6 @@ def paid_calls(folder: Path) -> tuple[int, int]:
     stats = CallCache(folder / ".git" / "skillgit" / "cache" / "calls.sqlite").stats()
     distinct = stats.entries + stats.tombstones
     return distinct + stats.repeated_puts, distinct
-
-
-def git_state(folder: Path) -> dict:
-    refs = git(folder, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags").splitlines()
-    notes = {}
-    for line in git(folder, "notes", "--ref", "skillgit", "list").splitlines():
-        _, sha = line.split()
-        records = []
-        for raw in git(folder, "notes", "--ref", "skillgit", "show", sha).splitlines():
-            if raw.strip():
-                record = json.loads(raw)
-                record.pop("usage", None)
-                record.pop("timings", None)
-                records.append(json.dumps(record, sort_keys=True))
-        notes[sha] = sorted(records)
-    return {"refs": sorted(refs), "notes": notes}
 
 
 def test_next_turn_is_round_robin_and_the_budget_is_the_librarys():
@@ -191,7 +176,7 @@ def baseline(tmp_path_factory):
         folder = project(tmp_path_factory.mktemp("all-baseline") / "lib")
         done = skillgit(folder, *ALL, "--run", "L3", "--events", "--json")
         assert done.returncode == 0, done.stderr[-3000:]
-        return git_state(folder), paid_calls(folder), json.loads(done.stdout)
+        return decided_state(folder), paid_calls(folder), json.loads(done.stdout)
 
 
 @pytest.mark.parametrize("skill,stage", [("release-notes", "gate"), ("deploy", "reflect")])
@@ -218,7 +203,7 @@ def test_a_killed_library_run_resumes_like_an_uninterrupted_one(tmp_path, baseli
     resumed = skillgit(root, *ALL, "--events")  # continues L3, the newest unfinished library run
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert turns(resumed.stderr)[0] == (skill, 2)
-    state, calls = git_state(root), paid_calls(root)
+    state, calls = decided_state(root), paid_calls(root)
     assert state == baseline[0]
     assert calls[0] == calls[1], "a finished call was paid twice"
     assert calls == baseline[1]
