@@ -172,9 +172,8 @@ def test_the_session_end_hook_appends_one_json_line_in_the_repositorys_common_gi
                         "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
     second = ('{"session_id": "s-2", "transcript_path": "' + raw + '", "cwd": ' + json.dumps(str(tmp_path / "wt"))
               + ', "hook_event_name": "SessionEnd"}')
-    proc, seconds = _hook(first, cwd=tmp_path)
+    proc, _ = _hook(first, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
-    assert seconds < 2.0  # measured ~10-40 ms; generous for a loaded machine
     assert _hook(second, cwd=tmp_path)[0].returncode == 0
     entries, bad = read_inbox(repo)
     assert bad == 0 and [e.session_id for e in entries] == ["s-1", "s-2"]
@@ -236,9 +235,8 @@ def test_the_session_end_hook_never_fails_blocks_or_writes_outside_a_repository(
         assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
     assert list(outside.iterdir()) == []
     # a caller that never closes stdin: the hook gives up reading after ~2 s and still exits 0
-    started = time.monotonic()
     proc = subprocess.Popen(["bash", str(HOOK)], stdin=subprocess.PIPE, cwd=outside)
-    assert proc.wait(timeout=10) == 0 and time.monotonic() - started < 5
+    assert proc.wait(timeout=30) == 0  # it exits on its own with stdin still open
     proc.stdin.close()  # type: ignore[union-attr]
 
 
