@@ -31,12 +31,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the checkout: tests/helpers.py
 
 from benchlib import machine, say, write_result  # noqa: E402
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "bench", "version": "0"}}}
+from tests.helpers import initialize_request, mcp_answer_and_modules, sdk_modules  # noqa: E402
+
 HEAVY = ("rich", "typer", "click", "openai", "anthropic", "git", "yaml", "skillgit.store", "skillgit.llm",
          "skillgit.loop")
 
@@ -69,7 +69,8 @@ def first_line(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[
 
 def initialize(folder: Path) -> tuple[float, float, str]:
     """`skillgit mcp` sent one `initialize`: (wall, CPU, the answer line)."""
-    return first_line([sys.executable, "-m", "skillgit", "mcp"], folder, (json.dumps(INITIALIZE) + "\n").encode())
+    return first_line([sys.executable, "-m", "skillgit", "mcp"], folder,
+                      (json.dumps(initialize_request("bench")) + "\n").encode())
 
 
 def import_mcp(folder: Path) -> tuple[float, float]:
@@ -81,37 +82,11 @@ def import_mcp(folder: Path) -> tuple[float, float]:
     return wall, cpu
 
 
-# stdout replaced by a tap that writes sys.modules to a file when the answer's first byte is written (as in
-# tests/test_mcp_start.py)
-PROBE = """
-import io, json, os, sys
-out_file = sys.argv[1]
-class Tap(io.RawIOBase):
-    seen = False
-    def writable(self):
-        return True
-    def write(self, b):
-        if not Tap.seen:
-            Tap.seen = True
-            with open(out_file, "w") as f:
-                json.dump(sorted(sys.modules), f)
-        return os.write(1, bytes(b))
-sys.stdout = io.TextIOWrapper(io.BufferedWriter(Tap()), encoding="utf-8")
-sys.argv = ["skillgit", "mcp"]
-from skillgit.entry import main
-main()
-"""
-
-
 def modules_at_answer(folder: Path) -> tuple[list[str], list[str]]:
-    """(modules loaded when the answer was written, modules `import mcp` loads by itself)."""
-    out = folder / ".git" / "modules.json"
-    proc = subprocess.Popen([sys.executable, "-c", PROBE, str(out)], cwd=folder, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env())
-    proc.communicate((json.dumps(INITIALIZE) + "\n").encode(), timeout=120)
-    sdk = subprocess.run([sys.executable, "-c", "import json, sys, mcp; print(json.dumps(sorted(sys.modules)))"],
-                         capture_output=True, text=True, check=True, env=env()).stdout
-    return json.loads(out.read_text()), json.loads(sdk)
+    """(modules loaded when the answer was written, modules `import mcp` loads by itself), by the probe
+    tests/test_mcp_start.py uses (tests/helpers.py)."""
+    _, modules, _ = mcp_answer_and_modules(folder, folder / ".git" / "modules.json", client="bench", env=env())
+    return modules, sdk_modules(env())
 
 
 def heavy(modules: list[str]) -> list[str]:

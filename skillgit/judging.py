@@ -110,17 +110,28 @@ def mask_copies(text: str, sources: Iterable[str], words: int = MASK_WORDS) -> s
     sources = [s for s in sources if s and s.strip()]
     if not sources or not text:
         return text
-    for source in sources:
-        for piece in sorted({source.strip(), *(line.strip() for line in source.splitlines())}, key=len,
-                            reverse=True):
-            if len(piece) >= 8:
-                text = re.sub(re.escape(piece), MASKED, text, flags=re.IGNORECASE)
+    text = _mask_lines(text, sources)
     grams = {tuple(ws[i:i + words]) for s in sources for ws in [_words(s)] for i in range(len(ws) - words + 1)}
     spans = [(m.start(), m.end(), m.group(0).lower()) for m in _WORD.finditer(text)]
     covered = [False] * len(spans)
     for i in range(len(spans) - words + 1):
         if tuple(w for _, _, w in spans[i:i + words]) in grams:
             covered[i:i + words] = [True] * words
+    return _mask_runs(text, spans, covered)
+
+
+def _mask_lines(text: str, sources: list[str]) -> str:
+    """Every copy of a whole source or one of its lines (8 characters or more, any case), longest first."""
+    for source in sources:
+        for piece in sorted({source.strip(), *(line.strip() for line in source.splitlines())}, key=len,
+                            reverse=True):
+            if len(piece) >= 8:
+                text = re.sub(re.escape(piece), MASKED, text, flags=re.IGNORECASE)
+    return text
+
+
+def _mask_runs(text: str, spans: list[tuple[int, int, str]], covered: list[bool]) -> str:
+    """`text` with each run of covered words (`spans`, their start, end and word) replaced by one mask."""
     out, at, i = [], 0, 0
     while i < len(spans):
         if not covered[i]:

@@ -152,7 +152,25 @@ def write(dest: Path, skill: str, tree: Sequence[TreeFile] = (), *, main: str = 
     """Write the package `skill` (a bundle or a single-file skill) into the folder `dest` with its committed
     `tree` (see the module docstring); `prune` first removes the files under `dest` the package does not have (an
     export into a folder a previous export wrote). Returns the files written."""
-    pkg = parse(skill, main)
+    out = _contents(parse(skill, main), tree)
+    dest.mkdir(parents=True, exist_ok=True)
+    if prune:
+        _prune(dest, set(out))
+    written = []
+    for path, (data, mode) in sorted(out.items()):
+        target = dest / check_path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.is_dir():
+            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+        target.write_bytes(data)
+        os.chmod(target, mode)
+        written.append(target)
+    return written
+
+
+def _contents(pkg: Package, tree: Sequence[TreeFile]) -> dict[str, tuple[bytes, int]]:
+    """path → (bytes, mode) of the package over its committed `tree`: a file the package leaves unchanged keeps
+    its committed bytes and mode; a new file is executable when it starts with `#!`."""
     committed = {t.path: t for t in tree}
     out: dict[str, tuple[bytes, int]] = {}
     for path, committed_file in committed.items():  # binary assets and every file the bundle does not list
@@ -165,22 +183,15 @@ def write(dest: Path, skill: str, tree: Sequence[TreeFile] = (), *, main: str = 
         mode = (0o755 if old.mode == "100755" else 0o644) if old is not None else \
             (0o755 if text.startswith("#!") else 0o644)
         out[path] = (data, mode)
-    dest.mkdir(parents=True, exist_ok=True)
-    if prune:
-        for existing in sorted(dest.rglob("*"), reverse=True):
-            rel = existing.relative_to(dest).as_posix()
-            if existing.is_symlink() or existing.is_file():
-                if rel not in out:
-                    existing.unlink()
-            elif existing.is_dir() and not any(existing.iterdir()):
-                existing.rmdir()
-    written = []
-    for path, (data, mode) in sorted(out.items()):
-        target = dest / check_path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink() or target.is_dir():
-            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
-        target.write_bytes(data)
-        os.chmod(target, mode)
-        written.append(target)
-    return written
+    return out
+
+
+def _prune(dest: Path, keep: set[str]) -> None:
+    """Remove the files under `dest` not in `keep` (relative paths), then the folders left empty."""
+    for existing in sorted(dest.rglob("*"), reverse=True):
+        rel = existing.relative_to(dest).as_posix()
+        if existing.is_symlink() or existing.is_file():
+            if rel not in keep:
+                existing.unlink()
+        elif existing.is_dir() and not any(existing.iterdir()):
+            existing.rmdir()

@@ -188,12 +188,7 @@ def apply_to_skill(skill: str, edits: list[Edit], *, allow_front_matter: bool = 
     pkg = package.parse(skill)
     results = []
     for edit in edits:
-        path, framed = edit.file or pkg.main, ""
-        if not edit.file:  # a target quoted inside its `<file path="P">` frame names P
-            match = FILE_FRAME_RE.search(edit.target)
-            named = _framed_path(match.group(1)) if match else ""
-            if named and named != pkg.main and pkg.get(named) is not None:
-                path, framed = named, f"routed to {named}, the file its target's <file> frame names"
+        path, framed = _edit_path(edit, pkg)
         current = pkg.get(path)
         if current is None:
             if edit.op != "append" or not package.may_create(path, new_files):
@@ -209,6 +204,17 @@ def apply_to_skill(skill: str, edits: list[Edit], *, allow_front_matter: bool = 
             pkg = pkg.with_file(path, text if text.endswith("\n") else text + "\n")
         results.append(_noted(result, framed) if framed else result)
     return pkg.bundle(), results
+
+
+def _edit_path(edit: Edit, pkg: package.Package) -> tuple[str, str]:
+    """(the bundle file an edit goes to, a note when its target's `<file path="P">` frame routed it to P)."""
+    if edit.file:
+        return edit.file, ""
+    match = FILE_FRAME_RE.search(edit.target)
+    named = _framed_path(match.group(1)) if match else ""
+    if named and named != pkg.main and pkg.get(named) is not None:
+        return named, f"routed to {named}, the file its target's <file> frame names"
+    return pkg.main, ""
 
 
 def _framed_path(raw: str) -> str:

@@ -140,24 +140,34 @@ def from_direct_url(data: Any) -> Source:
         return Source("unknown", detail="an unusual subdirectory in direct_url.json")
     vcs, archive, folder = data.get("vcs_info"), data.get("archive_info"), data.get("dir_info")
     if isinstance(vcs, dict):
-        url, commit = _clean_url(raw), str(vcs.get("commit_id") or "")
-        if vcs.get("vcs") != "git" or url is None or url.startswith("file:") or not _COMMIT.fullmatch(commit):
-            return Source("unknown", detail=f"a {vcs.get('vcs')} checkout skillgit cannot name ({raw})")
-        return Source("vcs", url=url, commit=commit, subdirectory=sub)
+        return _from_vcs(raw, sub, vcs)
     if isinstance(archive, dict):
-        url = _clean_url(raw)
-        hashes = archive.get("hashes")
-        hashes = hashes if isinstance(hashes, dict) else {}
-        pick = next((f"{k}={v}" for k, v in sorted(hashes.items()) if _HASH.fullmatch(f"{k}={v}")), "")
-        if not pick and isinstance(archive.get("hash"), str) and _HASH.fullmatch(archive["hash"]):
-            pick = archive["hash"]
-        if url is None:
-            return Source("unknown", detail=f"an archive URL skillgit cannot name ({raw})")
-        return Source("archive", url=url, hash=pick, subdirectory=sub)
+        return _from_archive(raw, sub, archive)
     if isinstance(folder, dict) and raw.startswith("file:"):
         path = unquote(urlsplit(raw).path)
         return Source("local", url=raw, folder=path, editable=bool(folder.get("editable")))
     return Source("unknown", detail="direct_url.json names no vcs, archive or folder")
+
+
+def _from_vcs(raw: str, sub: str, vcs: dict) -> Source:
+    """A git checkout at a full commit, from a URL without credentials; anything else cannot be named."""
+    url, commit = _clean_url(raw), str(vcs.get("commit_id") or "")
+    if vcs.get("vcs") != "git" or url is None or url.startswith("file:") or not _COMMIT.fullmatch(commit):
+        return Source("unknown", detail=f"a {vcs.get('vcs')} checkout skillgit cannot name ({raw})")
+    return Source("vcs", url=url, commit=commit, subdirectory=sub)
+
+
+def _from_archive(raw: str, sub: str, archive: dict) -> Source:
+    """An archive URL with its first well-formed hash (the `hashes` table, then the older `hash`)."""
+    url = _clean_url(raw)
+    hashes = archive.get("hashes")
+    hashes = hashes if isinstance(hashes, dict) else {}
+    pick = next((f"{k}={v}" for k, v in sorted(hashes.items()) if _HASH.fullmatch(f"{k}={v}")), "")
+    if not pick and isinstance(archive.get("hash"), str) and _HASH.fullmatch(archive["hash"]):
+        pick = archive["hash"]
+    if url is None:
+        return Source("unknown", detail=f"an archive URL skillgit cannot name ({raw})")
+    return Source("archive", url=url, hash=pick, subdirectory=sub)
 
 
 def _package_dir() -> Path:

@@ -269,25 +269,31 @@ def _accept(det: Detector, text: str, match: re.Match[str], span: tuple[int, int
     if det.check == "scheme":
         return match.group(1).lower() == "bearer" or _looks_random(secret)
     if det.check == "assign":
-        name, quoted = match.group("name"), match.group("qv") is not None
-        if _PLACEHOLDER.search(secret) or (not quoted and _CODE.search(secret)):
-            return False
-        if secret.strip() == "" or secret.split(None, 1)[0].lower() in _SCHEMES:
-            return False  # `Authorization: Bearer X`: the scheme detector masks X
-        if match.group("flag") and match.group("op").strip() != "=" and not _STRONG_NAME.search(name):
-            return False
-        if _STRONG_NAME.search(name):
-            if _PASSWORD_NAME.search(name):
-                return len(secret) >= (3 if quoted else 4)
-            # a token is no plain word: not `credentials: none`, `token: "AccessKeyId"`
-            return len(secret) >= (3 if quoted else 4) and not _WORD.fullmatch(secret)
-        # any other name holding a secret word: gitleaks' generic rule, which also reads JSON-escaped quotes here
-        generic = _get_scanner().by_id.get("generic-api-key")
-        return bool(_SECRET_WORD.search(name)) and len(secret) >= 10 and entropy(secret) >= 3.5 \
-            and not (generic is not None and generic.allowed(secret, match.group(0)))
+        return _accept_assign(match, secret)
     if det.min_entropy and entropy(secret) < det.min_entropy:
         return False
     return not det.allowed(secret, match.group(0))
+
+
+def _accept_assign(match: re.Match[str], secret: str) -> bool:
+    """An assignment (`name: value`, `--flag value`): a secret when its name says so and the value is no
+    placeholder, code, scheme word or plain word."""
+    name, quoted = match.group("name"), match.group("qv") is not None
+    if _PLACEHOLDER.search(secret) or (not quoted and _CODE.search(secret)):
+        return False
+    if secret.strip() == "" or secret.split(None, 1)[0].lower() in _SCHEMES:
+        return False  # `Authorization: Bearer X`: the scheme detector masks X
+    if match.group("flag") and match.group("op").strip() != "=" and not _STRONG_NAME.search(name):
+        return False
+    if _STRONG_NAME.search(name):
+        if _PASSWORD_NAME.search(name):
+            return len(secret) >= (3 if quoted else 4)
+        # a token is no plain word: not `credentials: none`, `token: "AccessKeyId"`
+        return len(secret) >= (3 if quoted else 4) and not _WORD.fullmatch(secret)
+    # any other name holding a secret word: gitleaks' generic rule, which also reads JSON-escaped quotes here
+    generic = _get_scanner().by_id.get("generic-api-key")
+    return bool(_SECRET_WORD.search(name)) and len(secret) >= 10 and entropy(secret) >= 3.5 \
+        and not (generic is not None and generic.allowed(secret, match.group(0)))
 
 
 def redact_count(text: str, extra_secrets: Iterable[str | None] = (), *, shapes: bool = True) -> tuple[str, int]:
@@ -350,19 +356,7 @@ def redact_mapping(obj: Any, extra_secrets: Iterable[str | None] = ()) -> Any:
 
 def _redact_tree(obj: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(obj, Mapping):
-        out: dict[Any, Any] = {}
-        for key, value in obj.items():
-            name = str(key)
-            if isinstance(value, str) and is_secret_key(name):
-                # `api_key_env: OPENAI_API_KEY` names a variable; keep it when it looks like a name
-                keep = name.lower().endswith("_env") and _ENV_NAME_RE.match(value) and len(value) <= 64
-                out[key] = value if keep or not value else MASK
-            elif isinstance(value, (list, tuple)) and is_secret_key(name) and not name.lower().endswith("_env") \
-                    and all(isinstance(v, str) for v in value):
-                out[key] = type(value)(MASK if v else v for v in value)  # a list of tokens is secret too
-            else:
-                out[key] = _redact_tree(value, secrets)
-        return out
+        return {key: _redact_field(str(key), value, secrets) for key, value in obj.items()}
     if isinstance(obj, list):
         return [_redact_tree(v, secrets) for v in obj]
     if isinstance(obj, tuple):
@@ -370,3 +364,15 @@ def _redact_tree(obj: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(obj, str):
         return _redact_values(obj, secrets)[0] if obj else obj
     return obj
+
+
+def _redact_field(name: str, value: Any, secrets: tuple[str, ...]) -> Any:
+    """One mapping field: a credential key's string (or list of strings) masked whole, anything else walked."""
+    if isinstance(value, str) and is_secret_key(name):
+        # `api_key_env: OPENAI_API_KEY` names a variable; keep it when it looks like a name
+        keep = name.lower().endswith("_env") and _ENV_NAME_RE.match(value) and len(value) <= 64
+        return value if keep or not value else MASK
+    if isinstance(value, (list, tuple)) and is_secret_key(name) and not name.lower().endswith("_env") \
+            and all(isinstance(v, str) for v in value):
+        return type(value)(MASK if v else v for v in value)  # a list of tokens is secret too
+    return _redact_tree(value, secrets)

@@ -217,22 +217,33 @@ class _Mapper:
     def roles_(self) -> None:
         used = set(self.roles.values())
         for so_role, role in ROLES.items():
-            backend = self.roles[so_role]
-            table = TEACHER_BACKENDS if role == "teacher" else STUDENT_BACKENDS
-            ours = table.get(backend)
-            if ours is None:
-                allowed = ", ".join(sorted(table))
-                raise ConfigError(f"model.{so_role}_backend: SkillOpt's {backend!r} has no skillgit equivalent for "
-                                  f"the {role} (SkillOpt's {so_role})",
-                                  f"import with --cfg-options model.{so_role}_backend=<one of {allowed}>")
-            model = self.get(f"model.{so_role}")
-            self.put(f"model.{role}_backend", ours)
-            if _blank(model):
-                model = DEFAULT_MODELS.get(backend, "gpt-4o")
-                self.record(f"model.{so_role}", "approximated", (f"model.{role}_model",),
-                            f"blank in SkillOpt: its default for {backend}, {model}", value=None)
-            self.put(f"model.{role}_model", str(model))
-            getattr(self, f"_{backend}")(so_role, role)
+            self._role(so_role, role)
+        self._shared_role_keys()
+        self._reasoning_effort()
+        self._unused_backend_keys(used)
+
+    def _role(self, so_role: str, role: str) -> None:
+        """SkillOpt's `so_role` (optimizer / target) as skillgit's `role`: its backend, its model (SkillOpt's
+        default for the backend when blank) and the backend's own keys."""
+        backend = self.roles[so_role]
+        table = TEACHER_BACKENDS if role == "teacher" else STUDENT_BACKENDS
+        ours = table.get(backend)
+        if ours is None:
+            allowed = ", ".join(sorted(table))
+            raise ConfigError(f"model.{so_role}_backend: SkillOpt's {backend!r} has no skillgit equivalent for "
+                              f"the {role} (SkillOpt's {so_role})",
+                              f"import with --cfg-options model.{so_role}_backend=<one of {allowed}>")
+        model = self.get(f"model.{so_role}")
+        self.put(f"model.{role}_backend", ours)
+        if _blank(model):
+            model = DEFAULT_MODELS.get(backend, "gpt-4o")
+            self.record(f"model.{so_role}", "approximated", (f"model.{role}_model",),
+                        f"blank in SkillOpt: its default for {backend}, {model}", value=None)
+        self.put(f"model.{role}_model", str(model))
+        getattr(self, f"_{backend}")(so_role, role)
+
+    def _shared_role_keys(self) -> None:
+        """The keys that name both roles' (or one role's) backend or model at once: mapped as the roles resolved."""
         for key in ("backend", "optimizer_backend", "target_backend", "optimizer", "target"):
             dotted = f"model.{key}"
             if dotted in self._leaves():
@@ -241,7 +252,9 @@ class _Mapper:
                     (f"model.{ours}_model",) if ours else ("model.teacher_backend", "model.student_backend")
                 self.record(dotted, "mapped", targets, f"roles resolved as SkillOpt's trainer does: teacher "
                                                        f"{self.roles['optimizer']}, student {self.roles['target']}")
-        self._reasoning_effort()
+
+    def _unused_backend_keys(self, used: set[str]) -> None:
+        """Keys of a backend a role (or no role) uses: recorded as unused, with why."""
         for so_role, backend in self.roles.items():  # per-role keys of a backend this role does not use
             for prefix, owner in (("azure_", "openai_chat"), ("qwen_chat_", "qwen_chat"), ("minimax_", "minimax_chat")):
                 for dotted in self._leaves():

@@ -72,6 +72,16 @@ def clis_prefix() -> Path:
     return Path(os.environ.get(PREFIX_ENV) or _PREFIX_AT_IMPORT or DEFAULT_PREFIX)
 
 
+def require_cli(name: str) -> Path:
+    """`find_cli(name)`, or skip the calling test when the CLI is not installed."""
+    import pytest
+
+    exe = find_cli(name)
+    if exe is None:
+        pytest.skip(f"{name} is not installed (.venv/bin/python -m tests.agent_clis install)")
+    return exe
+
+
 def find_cli(name: str, prefix: Path | None = None, *, use_path: bool = True) -> Path | None:
     """The executable of CLI `name` (`claude`, `codex`, `copilot`, `opencode`) in the prefix, else on PATH (when
     `use_path`), else None."""

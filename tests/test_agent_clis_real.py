@@ -25,21 +25,14 @@ SKILL_TEXT = (f"---\nname: zebra-facts\ndescription: {SKILL_DESCRIPTION}\n---\n\
               f"RULE: {SKILL_BODY_MARKER}\n")
 
 
-def _cli(name: str) -> Path:
-    exe = ac.find_cli(name)
-    if exe is None:
-        pytest.skip(f"{name} is not installed (.venv/bin/python -m tests.agent_clis install)")
-    return exe
-
-
 @pytest.fixture
 def claude() -> Path:
-    return _cli("claude")
+    return ac.require_cli("claude")
 
 
 @pytest.fixture
 def codex() -> Path:
-    return _cli("codex")
+    return ac.require_cli("codex")
 
 
 @pytest.fixture
@@ -276,7 +269,7 @@ def test_codex_lists_agents_skills_and_agents_md_and_applies_a_patch(codex, proj
 # ---------------------------------------------------------------------------------------------- copilot, opencode
 @pytest.mark.agent_cli
 def test_copilot_byok_offline_runs_a_scripted_tool_and_reads_instructions_and_skills(project, agent_home):
-    copilot = _cli("copilot")
+    copilot = ac.require_cli("copilot")
     (project / ".github" / "skills" / "zebra-facts").mkdir(parents=True)
     (project / ".github" / "skills" / "zebra-facts" / "SKILL.md").write_text(SKILL_TEXT)
     (project / ".github" / "copilot-instructions.md").write_text("COPILOT-INSTR-MARKER-3\n")
@@ -309,7 +302,7 @@ def test_copilot_byok_offline_runs_a_scripted_tool_and_reads_instructions_and_sk
 @pytest.mark.agent_cli
 @pytest.mark.slow
 def test_opencode_run_against_the_scripted_anthropic_provider(project, agent_home):
-    opencode = _cli("opencode")
+    opencode = ac.require_cli("opencode")
     skill = project / ".claude" / "skills" / "zebra-facts" / "SKILL.md"  # opencode also reads Claude Code skills
     skill.parent.mkdir(parents=True)
     skill.write_text(SKILL_TEXT)

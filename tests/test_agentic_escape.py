@@ -23,7 +23,7 @@ from skillgit.config import CommandCfg
 from skillgit.llm.base import LLMError
 from skillgit.store.git import GitRepo
 from skillgit.types import Item
-from tests.conftest import git
+from tests.helpers import agentic_repo, agentic_tasks
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="a daemon that left its group is found "
                                 "through /proc (Linux); elsewhere only the process group is killed, and said so")
@@ -74,15 +74,7 @@ def pid_dir(tmp_path):
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    root = tmp_path / "proj"
-    (root / "repos" / "app").mkdir(parents=True)
-    (root / "repos" / "app" / "app.txt").write_text("hello\n")
-    (root / "skill").mkdir()
-    (root / "skill" / "SKILL.md").write_text(SKILL)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
+    return agentic_repo(tmp_path / "proj", {"repos/app/app.txt": "hello\n"}, SKILL)
 
 
 def _agent_argv(pid_dir: Path, sleep: float = 0) -> tuple[str, ...]:
@@ -141,19 +133,8 @@ def test_a_verifier_timeout_kills_the_verifier_and_its_daemon_and_says_so(projec
 def _train_project(project: Path, argv: tuple[str, ...], verify: str) -> None:
     rows = [{"id": f"t{i}", "prompt": f"make done.txt ({i})", "workspace": {"fixture": "repos/app"},
              "verify": {"command": verify, "result": "exit_code", "timeout_s": 600}} for i in range(2)]
-    (project / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (project / "skillgit.yaml").write_text(textwrap.dedent(f"""\
-        skill: {{path: skill, branch: main}}
-        env: {{tasks: tasks.jsonl, split_ratio: "1:1:0", workers: 2}}
-        model:
-          student_backend: agent
-          teacher_backend: simulated
-          student:
-            command: {{preset: generic, output: text, timeout_s: 600, argv: {json.dumps(list(argv))}}}
-        train: {{max_steps: 1, batch_size: 1}}
-        """))
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "tasks")
+    agentic_tasks(project, rows, f"{{preset: generic, output: text, timeout_s: 600, argv: {json.dumps(list(argv))}}}",
+                  workers=2)
 
 
 @pytest.mark.parametrize("hangs", ["agent", "verifier"])

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from skillgit.errors import ConfigError
 from skillgit.store.git import GitRepo
 from skillgit.types import Item
 from tests.conftest import git, run_cli
+from tests.helpers import agentic_repo, agentic_tasks
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX symlinks")
 SKILL = "---\nname: demo\ndescription: d\n---\n# Demo\n"
@@ -28,15 +28,8 @@ SKILL = "---\nname: demo\ndescription: d\n---\n# Demo\n"
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    root = tmp_path / "proj"
-    app = root / "repos" / "app"
-    (app / "docs").mkdir(parents=True)
-    (app / "README.md").write_text("read me\n")
-    (root / "skill").mkdir()
-    (root / "skill" / "SKILL.md").write_text(SKILL)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
+    root = agentic_repo(tmp_path / "proj", {"repos/app/README.md": "read me\n"}, SKILL)
+    (root / "repos" / "app" / "docs").mkdir()
     return root
 
 
@@ -123,21 +116,10 @@ def test_a_fixture_that_is_itself_a_link_out_of_the_project_is_refused(project, 
 
 def test_train_with_a_looping_fixture_exits_2_with_the_link_named(project):
     (project / "repos" / "app" / "loop").symlink_to("loop")
-    (project / "tasks.jsonl").write_text("".join(json.dumps(
-        {"id": f"t{i}", "prompt": "make done.txt", "workspace": {"fixture": "repos/app"},
-         "verify": {"command": "test -f done.txt", "result": "exit_code"}}) + "\n" for i in range(2)))
-    (project / "skillgit.yaml").write_text(textwrap.dedent(f"""\
-        skill: {{path: skill, branch: main}}
-        env: {{tasks: tasks.jsonl, split_ratio: "1:1:0", workers: 1}}
-        model:
-          student_backend: agent
-          teacher_backend: simulated
-          student:
-            command: {{preset: generic, output: text, argv: [{json.dumps(sys.executable)}, "-c", "pass"]}}
-        train: {{max_steps: 1, batch_size: 1}}
-        """))
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "tasks")
+    rows = [{"id": f"t{i}", "prompt": "make done.txt", "workspace": {"fixture": "repos/app"},
+             "verify": {"command": "test -f done.txt", "result": "exit_code"}} for i in range(2)]
+    argv = json.dumps([sys.executable, "-c", "pass"])
+    agentic_tasks(project, rows, f"{{preset: generic, output: text, argv: {argv}}}", workers=1)
     proc = run_cli("train", "--new", cwd=project, timeout=300)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "symlink loop -> loop is a loop" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-3000:]

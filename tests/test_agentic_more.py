@@ -29,6 +29,7 @@ from skillgit.loop import guards
 from skillgit.store.git import GitRepo
 from skillgit.types import Item
 from tests.conftest import git, run_cli
+from tests.helpers import agentic_tasks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agent_cli"
 SKILL = "---\nname: demo\ndescription: d\n---\n# Demo\nRULE: be kind\n"
@@ -117,20 +118,8 @@ def test_train_new_after_breaking_every_verifier_is_not_answered_from_the_journa
     must not report the cached seed score."""
     rows = [{"id": f"t{i}", "prompt": f"make done.txt ({i})", "workspace": {"fixture": "repos/app"},
              "verify": {"command": "test -f done.txt", "result": "exit_code", "timeout_s": 30}} for i in range(4)]
-    (project / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (project / "skillgit.yaml").write_text(textwrap.dedent(f"""\
-        skill: {{path: skill, branch: main}}
-        env: {{tasks: tasks.jsonl, split_ratio: "1:1:0", workers: 2}}
-        model:
-          student_backend: agent
-          teacher_backend: simulated
-          student:
-            command:
-              {{preset: generic, output: text, argv: [{json.dumps(sys.executable)}, "-c", {json.dumps(MAKE_DONE)}]}}
-        train: {{max_steps: 1, batch_size: 2}}
-        """))
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "tasks")
+    argv = json.dumps([sys.executable, "-c", MAKE_DONE])
+    agentic_tasks(project, rows, f"{{preset: generic, output: text, argv: {argv}}}", workers=2, batch_size=2)
 
     def seed_val() -> str:
         proc = run_cli("train", "--new", "--events", cwd=project, timeout=600)

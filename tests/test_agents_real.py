@@ -24,13 +24,6 @@ from tests.test_hermetic import MEMORY_MARK, SKILL, poison_home
 pytestmark = pytest.mark.agent_cli
 
 
-def _cli(name: str) -> Path:
-    exe = ac.find_cli(name)
-    if exe is None:
-        pytest.skip(f"{name} is not installed (.venv/bin/python -m tests.agent_clis install)")
-    return exe
-
-
 @pytest.fixture
 def project(tmp_path) -> Path:
     root = tmp_path / "proj"
@@ -48,7 +41,7 @@ def _item(project: Path, prompt: str = "Say OK.", verify: str = "true") -> Item:
 
 
 def test_the_real_claude_never_sees_a_poisoned_user_home(project, tmp_path):
-    claude = _cli("claude")
+    claude = ac.require_cli("claude")
     home = tmp_path / "user-home"
     markers = poison_home(home)
     with AgentServer(default=lambda _req: text("OK")) as server:
@@ -75,7 +68,7 @@ def test_the_real_claude_never_sees_a_poisoned_user_home(project, tmp_path):
 
 
 def test_the_real_codex_reaches_the_server_named_by_the_student_base_url(project, tmp_path):
-    codex = _cli("codex")
+    codex = ac.require_cli("codex")
     script = [exec_command("printf ok > done.txt", login=False), text("Wrote done.txt.")]
     with AgentServer(script) as server:
         env = {**os.environ, "PATH": f"{codex.parent}:{os.environ['PATH']}", "HOME": str(tmp_path / "user-home"),
@@ -94,7 +87,7 @@ def test_the_real_codex_reaches_the_server_named_by_the_student_base_url(project
 
 @pytest.mark.slow
 def test_the_real_opencode_without_ripgrep_stops_the_run_naming_the_fix(project, tmp_path):
-    opencode = _cli("opencode")
+    opencode = ac.require_cli("opencode")
     bin_dir = tmp_path / "bin-without-rg"
     bin_dir.mkdir()
     for tool in ("sh", "bash", "git", "node", "env", "ls", "cat", "uname"):

@@ -150,3 +150,25 @@ def test_doctor_lists_the_agent_clis_and_how_to_install_a_missing_one(make_repo,
     assert proc.returncode == 0  # a missing CLI the config does not use is no failure
     table = run_cli_inproc("doctor", cwd=root, env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}).stdout
     assert "agent CLIs" in table and "sim-coder" in table
+
+
+def _listed_agents(verb: str, cwd: Path) -> list[str]:
+    """The agents `skillgit VERB --help` lists for its AGENT argument."""
+    proc = run_cli_inproc(verb, "--help", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if "agent" in line and "TEXT" in line)
+    return row.split("TEXT", 1)[1].split("[required]")[0].strip(" │").split(" | ")
+
+
+def test_install_and_uninstall_help_list_the_registry_s_install_targets(tmp_path):
+    """The agents of `install --help` / `uninstall --help` are the registry's install targets, not a hand-written
+    list: an agent registered with install artifacts appears, and goes when it is unregistered."""
+    for verb in ("install", "uninstall"):
+        assert _listed_agents(verb, tmp_path) == ["claude", "codex", "copilot"]
+    registry.register("fakeagent", "tests.fake_agent:AGENT")
+    try:
+        for verb in ("install", "uninstall"):
+            assert _listed_agents(verb, tmp_path) == ["claude", "codex", "copilot", "fakeagent"]
+    finally:
+        registry.unregister("fakeagent")
+    assert _listed_agents("install", tmp_path) == ["claude", "codex", "copilot"]

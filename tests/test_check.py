@@ -12,6 +12,7 @@ import yaml
 
 from skillgit.resources import templates_dir
 from tests.conftest import git, run_cli
+from tests.helpers import demo_project
 
 # Sentences of the house style the demo's world (seed 0) rewards (skillgit/world/rules.py): what its training learns.
 RULES = ("Separate fields with ' | ' (space, pipe, space).\n\nWrite names as 'Last, First' (Lovelace, Ada).\n\n"
@@ -22,11 +23,7 @@ RULES = ("Separate fields with ' | ' (space, pipe, space).\n\nWrite names as 'La
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    from skillgit.cli.demo import create_project
-
-    root = tmp_path / "p"
-    create_project(root, 0)
-    return root
+    return demo_project(tmp_path / "p")
 
 
 def commit_skill(root: Path, text: str, message: str) -> str:

@@ -25,6 +25,7 @@ from skillgit.llm.base import LLMError
 from skillgit.llm.command import CommandStudent
 from skillgit.types import Item
 from tests.conftest import git
+from tests.helpers import agentic_repo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agent_cli"
 SKILL = "---\nname: demo\ndescription: d\n---\n# Demo\nRULE: be kind\n"
@@ -33,15 +34,7 @@ MEMORY_MARK = "POISON-MEMORY-3141"
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    root = tmp_path / "proj"
-    (root / "app").mkdir(parents=True)
-    (root / "app" / "README.md").write_text("# app\n")
-    (root / "skill").mkdir()
-    (root / "skill" / "SKILL.md").write_text(SKILL)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
+    return agentic_repo(tmp_path / "proj", {"app/README.md": "# app\n"}, SKILL)
 
 
 def poison_home(home: Path) -> dict[str, Path]:

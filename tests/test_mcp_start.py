@@ -14,32 +14,10 @@ from pathlib import Path
 import pytest
 
 from skillgit.entry import mcp_arguments
+from tests.helpers import mcp_answer_and_modules, sdk_modules
 
 pytest.importorskip("mcp")
 
-# stdout is replaced by a tap that records sys.modules when the first byte of the answer is written
-PROBE = """
-import io, json, os, sys
-out_file = sys.argv[1]
-class Tap(io.RawIOBase):
-    seen = False
-    def writable(self):
-        return True
-    def write(self, b):
-        if not Tap.seen:
-            Tap.seen = True
-            with open(out_file, "w") as f:
-                json.dump(sorted(sys.modules), f)
-        return os.write(1, bytes(b))
-sys.stdout = io.TextIOWrapper(io.BufferedWriter(Tap()), encoding="utf-8")
-sys.argv = ["skillgit", "mcp", *sys.argv[2:]]
-from skillgit.entry import main
-main()
-"""
-
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "test", "version": "0"}}}
 # (what the SDK imports itself is its floor, not ours: mcp 2.x pulls in click through uvicorn)
 HEAVY = ("skillgit.cli", "skillgit.store", "skillgit.project", "skillgit.config", "skillgit.llm", "skillgit.loop",
          "skillgit.session", "skillgit.world", "skillgit.sleep", "skillgit.report", "typer", "click", "rich", "git",
@@ -50,29 +28,10 @@ def loaded(modules: set[str], prefix: str) -> bool:
     return any(m == prefix or m.startswith(prefix + ".") for m in modules)
 
 
-def sdk_modules() -> set[str]:
-    code = "import json, sys, mcp\nprint(json.dumps(sorted(sys.modules)))"
-    return set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                         timeout=120).stdout))
-
-
 def answer_and_modules(cwd: Path, tmp: Path, *args: str) -> tuple[dict, set[str]]:
-    out = tmp / "modules.json"
-    proc = subprocess.Popen([sys.executable, "-c", PROBE, str(out), *args], cwd=cwd, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        proc.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
-        proc.stdin.flush()
-        line = proc.stdout.readline()
-    finally:
-        try:
-            _, err = proc.communicate(timeout=60)  # (closes stdin: the server then ends)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-    assert line, err.decode(errors="replace")[-3000:]
-    return json.loads(line), set(json.loads(out.read_text()))
+    line, modules, err = mcp_answer_and_modules(cwd, tmp / "modules.json", *args)
+    assert line, err[-3000:]
+    return json.loads(line), set(modules)
 
 
 def test_initialize_is_answered_before_anything_heavy_is_imported(make_repo, tmp_path):
@@ -81,7 +40,7 @@ def test_initialize_is_answered_before_anything_heavy_is_imported(make_repo, tmp
     info = reply["result"]["serverInfo"]
     assert info["name"] == "skillgit"
     assert loaded(modules, "mcp") and "skillgit.integrations.mcp_server" in modules
-    floor = sdk_modules()
+    floor = set(sdk_modules())
     heavy = [h for h in HEAVY if loaded(modules - floor, h)]
     assert not loaded(floor, "skillgit")
     assert not heavy, f"imported before `initialize` was answered: {heavy}"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, run_cli, run_cli_inproc
+from tests.helpers import demo_project
 
 RULES = ("\nSeparate fields with ' | ' (space, pipe, space).\n\nWrite codes in uppercase letters (AB-12).\n\n"
          "Use metric units: weights in kg with two decimals.\n")
@@ -25,11 +26,7 @@ RULES = ("\nSeparate fields with ' | ' (space, pipe, space).\n\nWrite codes in u
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    from skillgit.cli.demo import create_project
-
-    root = tmp_path / "p"
-    create_project(root, 0)
-    return root
+    return demo_project(tmp_path / "p")
 
 
 def runs(root: Path) -> list[str]:

@@ -11,24 +11,14 @@ from pathlib import Path
 import pytest
 
 from skillgit import proposer_table as proposers
-from skillgit.cli.demo import AGENT_TEACHER, create_project
 from skillgit.config import config_from_dict
 from skillgit.errors import ConfigError
 from skillgit.loop import proposing
 from skillgit.project import open_project
 from skillgit.review import data
 from skillgit.session import build_trainer, open_session
-from tests.conftest import git, run_cli_inproc
-
-
-def _agent_project(root: Path) -> Path:
-    """The text-world demo with the simulated agent teacher (whose chat side is the simulated chat teacher)."""
-    create_project(root, seed=5)
-    path = root / "skillgit.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace(
-        "  teacher_backend: simulated\n  teacher_model: sim-teacher\n", AGENT_TEACHER), encoding="utf-8")
-    git(root, "commit", "-qm", "agent teacher", "--", "skillgit.yaml")
-    return root
+from tests.conftest import run_cli_inproc
+from tests.helpers import agent_teacher_project
 
 
 def _train(root: Path, run: str, overrides: list[str]):
@@ -39,7 +29,7 @@ def _train(root: Path, run: str, overrides: list[str]):
 
 
 def test_two_proposers_propose_in_every_step_and_their_rates_reach_status_report_and_pr(tmp_path: Path) -> None:
-    root = _agent_project(tmp_path / "p")
+    root = agent_teacher_project(tmp_path / "p")
     session, trainer = _train(root, "mix", ["optimizer.proposers=[reflect, agent]", "train.max_steps=2"])
     progress = trainer.progress
     assert set(progress.proposers) == {"reflect", "agent"}
@@ -70,7 +60,7 @@ def test_two_proposers_propose_in_every_step_and_their_rates_reach_status_report
 
 
 def test_the_schedule_switches_to_the_agent_after_n_rejected_steps_in_a_row(tmp_path: Path) -> None:
-    root = _agent_project(tmp_path / "p")
+    root = agent_teacher_project(tmp_path / "p")
     # an edit budget of 0: reflect's candidates change nothing and are rejected, step after step
     session, trainer = _train(root, "plateau", [
         "optimizer.proposers=[reflect]", "optimizer.proposer_schedule.switch_to=agent",
@@ -131,7 +121,7 @@ def test_the_field_size_counts_every_proposer() -> None:
 
 
 def test_a_resumed_run_keeps_each_proposers_counts_and_pays_no_proposal_twice(tmp_path: Path) -> None:
-    root = _agent_project(tmp_path / "p")
+    root = agent_teacher_project(tmp_path / "p")
     mixed = ["optimizer.proposers=[reflect, agent]"]
     _train(root, "resumed", [*mixed, "train.max_steps=1"])
     session = open_session(open_project(root, None, [*mixed, "train.max_steps=2"]))

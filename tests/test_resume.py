@@ -15,6 +15,7 @@ import pytest
 
 from skillgit.cli.demo import create_project
 from tests.conftest import FIXED_DATE, git
+from tests.helpers import decided_state
 
 FIXED = {"GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE, "GIT_AUTHOR_NAME": "Test Author",
          "GIT_AUTHOR_EMAIL": "author@example.com", "GIT_COMMITTER_NAME": "Test Committer",
@@ -54,21 +55,8 @@ def kill_during(folder: Path, stage: str, step: str) -> list[dict]:
 
 
 def git_state(folder: Path) -> dict:
-    """Everything the run decided: the skill branch, the rejected tags, and each decided commit's notes without
-    the fields that measure the process rather than the decision (timings, spend)."""
-    refs = git(folder, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags").splitlines()
-    notes = {}
-    for line in git(folder, "notes", "--ref", "skillgit", "list").splitlines():
-        _, sha = line.split()
-        records = []
-        for raw in git(folder, "notes", "--ref", "skillgit", "show", sha).splitlines():
-            if raw.strip():
-                record = json.loads(raw)
-                record.pop("usage", None)
-                record.pop("timings", None)
-                records.append(record)
-        notes[sha] = sorted(json.dumps(r, sort_keys=True) for r in records)
-    return {"refs": sorted(refs), "notes": notes, "skill": (folder / "SKILL.md").read_text()}
+    """Everything the run decided (`decided_state`) and the skill file it left."""
+    return {**decided_state(folder), "skill": (folder / "SKILL.md").read_text()}
 
 
 def paid_calls(folder: Path) -> tuple[int, int]:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from skillgit.cli.demo import AGENT_TEACHER, create_project
 from skillgit.config import BudgetCfg, CommandCfg, config_from_dict
 from skillgit.errors import BudgetReached
 from skillgit.llm.base import LLMError, Message, Request
@@ -22,7 +21,8 @@ from skillgit.project import open_project
 from skillgit.records import AgentSpend
 from skillgit.session import build_trainer, open_session
 from skillgit.teacher.agent import AgentTeacher, Caps, capped
-from tests.conftest import git, run_cli_inproc
+from tests.conftest import run_cli_inproc
+from tests.helpers import agent_teacher_project
 
 # A stream-json agent that reports its argv (and sleeps when told to) as its answer.
 AGENT = r'''
@@ -80,17 +80,8 @@ def test_a_call_that_could_cross_a_cap_does_not_start() -> None:
     assert over_budget(BudgetCfg(), spent) is None
 
 
-def _agent_project(root: Path) -> Path:
-    create_project(root, seed=5)
-    path = root / "skillgit.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace(
-        "  teacher_backend: simulated\n  teacher_model: sim-teacher\n", AGENT_TEACHER), encoding="utf-8")
-    git(root, "commit", "-qm", "agent teacher", "--", "skillgit.yaml")
-    return root
-
-
 def test_a_run_stops_before_the_agent_turn_cap_is_crossed_and_resumes_with_a_larger_one(tmp_path: Path) -> None:
-    root = _agent_project(tmp_path / "p")
+    root = agent_teacher_project(tmp_path / "p")
     session = open_session(open_project(root, None, ["train.max_steps=3"]))
     first = build_trainer(session, run_id="turns", resume=False)
     probe = first.train()  # what the simulated agent spends a call, measured (its turns vary with the evidence)
@@ -99,7 +90,7 @@ def test_a_run_stops_before_the_agent_turn_cap_is_crossed_and_resumes_with_a_lar
     assert json.loads(run_cli_inproc("status", "--json", cwd=root).stdout)["agent_teacher"]["turns"] == spent.turns
 
     cap = spent.max_turns + 1  # room for one call, never two
-    root2 = _agent_project(tmp_path / "q")
+    root2 = agent_teacher_project(tmp_path / "q")
     session = open_session(open_project(root2, None, ["train.max_steps=3", f"budget.max_agent_turns={cap}"]))
     trainer = build_trainer(session, run_id="capped", resume=False)
     result = trainer.train()
@@ -114,7 +105,7 @@ def test_a_run_stops_before_the_agent_turn_cap_is_crossed_and_resumes_with_a_lar
 
 
 def test_the_dry_run_estimates_the_agent_teachers_calls_turns_and_wall_time(tmp_path: Path) -> None:
-    root = _agent_project(tmp_path / "p")
+    root = agent_teacher_project(tmp_path / "p")
     out = run_cli_inproc("train", "--dry-run", "--json", "--set", "optimizer.proposers=[reflect, agent]",
                          "--set", "model.teacher.command.max_turns=12", "--set", "train.max_steps=4", cwd=root)
     plan = json.loads(out.stdout)

@@ -213,7 +213,8 @@ def test_a_start_request_is_validated_and_every_value_is_one_argv_word(tmp_path)
 
     for bad, says in [({"config": "../elsewhere.yaml"}, "unknown config"), ({"run": "--upload-pack=x"}, "run id"),
                       ({"branch": "-x"}, "branch"), ({"steps": -1}, "positive"), ({"max_calls": "many"}, "number"),
-                      ({"max_cost_usd": "inf"}, "positive"), ({"overrides": ["no-equals-sign"]}, "override"),
+                      ({"max_cost_usd": "inf"}, "positive"), ({"steps": float("inf")}, "finite"),
+                      ({"max_calls": float("-inf")}, "finite"), ({"overrides": ["no-equals-sign"]}, "override"),
                       ({"overrides": ["a.b=1\x1b[2J"]}, "control"), ({"run": "r1", "new": True}, "both"),
                       ([1, 2], "JSON object")]:
         with pytest.raises(SkillgitError) as err:

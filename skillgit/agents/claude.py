@@ -32,34 +32,49 @@ def parse(stdout: str) -> AgentTrace:
         kind = e.get("type")
         blocks = as_list(as_dict(e.get("message")).get("content"))
         if kind == "assistant":
-            for b in blocks:
-                if not isinstance(b, dict):
-                    continue
-                if b.get("type") == "tool_use":
-                    steps.append(Step("call", str(b.get("name", "")), show_input(b.get("input", {})),
-                                      call_id=str(b.get("id") or "")))
-                elif b.get("type") == "text" and str(b.get("text", "")).strip():
-                    last_text = str(b["text"])
-                    steps.append(Step("text", text=last_text))
+            last_text = _assistant(blocks, steps) or last_text
         elif kind == "user":
-            for b in blocks:
-                if isinstance(b, dict) and b.get("type") == "tool_result":
-                    steps.append(Step("result", text=text_of(b.get("content")), error=bool(b.get("is_error")),
-                                      call_id=str(b.get("tool_use_id") or "")))
+            steps += [Step("result", text=text_of(b.get("content")), error=bool(b.get("is_error")),
+                           call_id=str(b.get("tool_use_id") or ""))
+                      for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
         elif kind == "result":
             final = str(e.get("result") or last_text)
-            u = as_dict(e.get("usage"))
-            cache_read = int(u.get("cache_read_input_tokens") or 0)
-            prompt = int(u.get("input_tokens") or 0) + cache_read + int(u.get("cache_creation_input_tokens") or 0)
-            cost = e.get("total_cost_usd")
-            usage = Usage(1, prompt, int(u.get("output_tokens") or 0), cache_read, 0,
-                          round(float(cost), 8) if isinstance(cost, (int, float)) else 0.0)
+            usage, error = _result_usage(e), _result_error(e) or error
             turns = e.get("num_turns") if isinstance(e.get("num_turns"), int) else None
-            subtype = str(e.get("subtype") or "")
-            if e.get("is_error") or subtype.startswith("error"):
-                # error_max_turns / error_during_execution; an API error is `is_error` with its text as `result`
-                error = subtype if subtype.startswith("error") else str(e.get("result") or "error")[:300]
     return AgentTrace(final or last_text, tuple(steps), usage, error, turns)
+
+
+def _assistant(blocks: list, steps: list[Step]) -> str:
+    """An assistant message's tool calls and texts, added to `steps`; returns its last non-blank text ("")."""
+    last_text = ""
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") == "tool_use":
+            steps.append(Step("call", str(b.get("name", "")), show_input(b.get("input", {})),
+                              call_id=str(b.get("id") or "")))
+        elif b.get("type") == "text" and str(b.get("text", "")).strip():
+            last_text = str(b["text"])
+            steps.append(Step("text", text=last_text))
+    return last_text
+
+
+def _result_usage(e: dict) -> Usage:
+    """The `result` event's usage: the prompt counts cache reads and cache writes; its cost as reported."""
+    u = as_dict(e.get("usage"))
+    cache_read = int(u.get("cache_read_input_tokens") or 0)
+    prompt = int(u.get("input_tokens") or 0) + cache_read + int(u.get("cache_creation_input_tokens") or 0)
+    cost = e.get("total_cost_usd")
+    return Usage(1, prompt, int(u.get("output_tokens") or 0), cache_read, 0,
+                 round(float(cost), 8) if isinstance(cost, (int, float)) else 0.0)
+
+
+def _result_error(e: dict) -> str | None:
+    """error_max_turns / error_during_execution; an API error is `is_error` with its text as `result`."""
+    subtype = str(e.get("subtype") or "")
+    if e.get("is_error") or subtype.startswith("error"):
+        return subtype if subtype.startswith("error") else str(e.get("result") or "error")[:300]
+    return None
 
 
 def _configure(settings: Settings) -> Setup:

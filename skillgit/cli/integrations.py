@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
+import typer.core
 from rich.markup import escape
 
 from skillgit import console
@@ -19,7 +20,8 @@ from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
 CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
-AGENT = typer.Argument(..., help="claude | codex | copilot")
+AGENT = typer.Argument(..., help="One of the agents skillgit installs into (the list comes from the agents "
+                                   "registry when help is shown).")
 SCOPE = typer.Option(True, "--project/--user", help="Into this repository (default) or into your home folder.")
 DRY_RUN = typer.Option(False, "--dry-run", help="Say what would change; change nothing.")
 JSON = typer.Option(False, "--json", help="Print the report as JSON on stdout.")
@@ -89,7 +91,20 @@ def uninstall(agent: str = AGENT, project: bool = SCOPE, dry_run: bool = DRY_RUN
     _show(report, as_json, "would uninstall" if dry_run else "uninstalled")
 
 
+class _AgentsListed(typer.core.TyperCommand):
+    """`install` / `uninstall`: their help lists the install targets the agents registry holds when it is shown
+    (an agent registered at run time too), and importing the command line imports no agent."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from skillgit.integrations.artifacts import targets
+
+        for param in self.params:
+            if param.name == "agent":
+                param.help = " | ".join(targets())  # type: ignore[attr-defined]  # TyperArgument.help
+        return super().format_help(ctx, formatter)
+
+
 def register(app: typer.Typer) -> None:
     app.command("mcp")(mcp)
-    app.command("install")(install)
-    app.command("uninstall")(uninstall)
+    app.command("install", cls=_AgentsListed)(install)
+    app.command("uninstall", cls=_AgentsListed)(uninstall)

@@ -61,7 +61,6 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                                          "one budget, round-robin (one step per turn), each gated "
                                                          "on its own; `train --all` again continues it.")) -> None:
     """Train the skill: rollout → reflect → aggregate → select → update → gate, one commit per step."""
-    from skillgit.llm.handoff import HandoffPending
     from skillgit.session import build_trainer, open_session
 
     overrides = _overrides(set_, cfg_options) + (["env.keep_workspaces=true"] if keep_workspaces else [])
@@ -83,17 +82,9 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     project = _project(repo, config, overrides)
     session = open_session(project, roles=() if dry_run else ("student", "teacher"))  # a dry run calls no model
     if dry_run:
-        from skillgit.dotenv import project_env
-        from skillgit.loop.plan import estimate
-
-        plan = estimate(project.config, session.splits, session.store.read_skill(), project_env(project.root).env,
-                        project.root)
-        if as_json:
-            console.print_json(plan)
-        else:
-            console.out.print(plan["text"])
+        _print_plan(project, session, as_json)
         return
-    from skillgit.cli.progress import RunDisplay, scores_table  # lazy: rich.progress, the loop's events
+    from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
 
     display = RunDisplay(console.err)
     sink = _json_events if events else display.handle
@@ -102,18 +93,51 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     if review is not None:
         review_branch.record(session.store, trainer.run_id, review, trainer.progress.seed_rev or session.store.tip())
     # How to continue this run: the same command, except that `--new` would start yet another run.
-    again = resume_command(trainer.run_id, repo, config, set_, cfg_options, branch, keep_workspaces) \
+    again = resume_command(trainer.run_id, repo, config, set_, cfg_options, branch, keep_workspaces, skill) \
         if run is None and not resume else None
-    if again and skill:  # the library skill it trained
-        import shlex
+    result = _run(trainer, None if events else display, again)
+    _print_result(result, project.config.evaluation.gate_metric, as_json)
+    if result.status == "stopped":
+        if again:
+            console.info(f"resume this run with: {again}")
+        raise typer.Exit(int(ExitCode.BUDGET))
 
-        again += f" --skill {shlex.quote(skill)}"
+
+def _print_result(result: Any, metric: str, as_json: bool) -> None:
+    from skillgit.cli.progress import scores_table
+
+    if as_json:
+        console.print_json({"run": result.run, "status": result.status, "reason": result.reason,
+                            "steps": result.steps, "accepted": result.accepted, "rejected": result.rejected,
+                            "scores": result.scores, "usage": result.usage})
+        return
+    console.out.print(scores_table(result.scores, metric))
+    console.out.print(f"run {result.run}: {result.status} ({result.reason}); "
+                      f"{result.accepted} accepted, {result.rejected} rejected")
+
+
+def _print_plan(project: Any, session: Any, as_json: bool) -> None:
+    """`train --dry-run`: the plan and its call/token estimate (`loop/plan.estimate`); nothing is spent."""
+    from skillgit.dotenv import project_env
+    from skillgit.loop.plan import estimate
+
+    plan = estimate(project.config, session.splits, session.store.read_skill(), project_env(project.root).env,
+                    project.root)
+    if as_json:
+        console.print_json(plan)
+    else:
+        console.out.print(plan["text"])
+
+
+def _run(trainer: Any, display: Any, again: Optional[str]) -> Any:
+    """Train under the live `display` (None: `--events`); a stop the user can resume says how (`again`)."""
+    from skillgit.llm.handoff import HandoffPending
+
     try:
-        if events:
-            result = trainer.train()
-        else:
-            with display:
-                result = trainer.train()
+        if display is None:
+            return trainer.train()
+        with display:
+            return trainer.train()
     except HandoffPending as exc:  # teacher_backend: handoff: every question the run wrote waits for the agent
         raise _waiting(exc, again) from None
     except (Interrupted, KeyboardInterrupt) as exc:
@@ -123,18 +147,6 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
             exc.hint = f"resume this run with: {again}"
             raise
         raise Interrupted("interrupted", f"resume this run with: {again}") from None
-    if as_json:
-        console.print_json({"run": result.run, "status": result.status, "reason": result.reason,
-                            "steps": result.steps, "accepted": result.accepted, "rejected": result.rejected,
-                            "scores": result.scores, "usage": result.usage})
-    else:
-        console.out.print(scores_table(result.scores, project.config.evaluation.gate_metric))
-        console.out.print(f"run {result.run}: {result.status} ({result.reason}); "
-                          f"{result.accepted} accepted, {result.rejected} rejected")
-    if result.status == "stopped":
-        if again:
-            console.info(f"resume this run with: {again}")
-        raise typer.Exit(int(ExitCode.BUDGET))
 
 
 def _waiting(exc: Any, again: Optional[str]) -> Exception:
@@ -192,8 +204,10 @@ def _train_activation(project: Any, skill: str) -> None:
 
 
 def resume_command(run_id: str, repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]],
-                   cfg_options: Optional[list[str]], branch: Optional[str], keep_workspaces: bool) -> str:
-    """The shell line that continues `run_id` with the options it was started with (`--run ID` for `--new`)."""
+                   cfg_options: Optional[list[str]], branch: Optional[str], keep_workspaces: bool,
+                   skill: Optional[str] = None) -> str:
+    """The shell line that continues `run_id` with the options it was started with (`--run ID` for `--new`;
+    `skill`: the library skill it trained)."""
     import shlex
 
     words = ["skillgit", "train", "--run", run_id]
@@ -205,7 +219,7 @@ def resume_command(run_id: str, repo: Optional[Path], config: Optional[Path], se
         words += ["--cfg-options", value]
     words += ["--branch", branch] if branch else []
     words += ["--keep-workspaces"] if keep_workspaces else []
-    return shlex.join(words)
+    return shlex.join(words) + (f" --skill {shlex.quote(skill)}" if skill else "")
 
 
 def _say_what_val_can_detect(cfg: Any, items: int, sink: Any, events: bool) -> None:
@@ -428,15 +442,9 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
     for key in ("run", "status", "reason", "step", "accepted", "rejected", "val", "seed_val", "val_trend", "errors",
                 "retries", "unscored", "coverage", "calls", "tokens", "cost_usd", "rollout_seconds", "updated",
                 "eta_s"):
-        value = info[key]
-        if key == "step":
-            value = f"{info['step']}/{info['total_steps']}"
-        elif key == "errors":
-            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "0"
-        elif key == "rollout_seconds":
-            if not value:
-                continue
-            value = " · ".join(f"{k} {v:.0f}s" for k, v in value.items())
+        if key == "rollout_seconds" and not info[key]:
+            continue
+        value = _status_value(info, key)
         out.print(f"{key.replace('_', ' '):>12}: {shown(str(value if value is not None else '-'))}", markup=False,
                   highlight=False)
     if progress.agent.calls:  # the agent teacher's turns and wall time (budget.max_agent_turns / max_agent_seconds)
@@ -450,6 +458,18 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
             out.print(f"{'proposer':>12}: {shown(proposer_line(name, stats))}", markup=False, highlight=False)
     if info["usage_by_stage"]:
         out.print(usage_table(info["usage_by_stage"], info["usage_by_role"]))
+
+
+def _status_value(info: dict, key: str) -> Any:
+    """One `status` row's value as shown: step of total, errors by kind, rollout seconds by phase."""
+    value = info[key]
+    if key == "step":
+        return f"{info['step']}/{info['total_steps']}"
+    if key == "errors":
+        return ", ".join(f"{k} {v}" for k, v in value.items()) or "0"
+    if key == "rollout_seconds":
+        return " · ".join(f"{k} {v:.0f}s" for k, v in value.items())
+    return value
 
 
 def status_info(p, vals: list[float | None]) -> dict:

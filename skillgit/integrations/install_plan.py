@@ -188,34 +188,12 @@ def plan_one(art: Artifact, rec: Record | None, rel: str, root: Path) -> Step:
     except SkillgitError as exc:  # not UTF-8
         return Step(art, rel, "conflict", exc.message, hint=exc.hint)
     if rec is not None and current is not None:
-        if sha(current) == rec.sha_after:
-            if current == art.text if isinstance(art, FileArtifact) else _same_entry(rec, art):
-                return step
-            previous = undo(current, rec)  # written by an older skillgit and untouched: replace it
-            if previous is not None:
-                step.what = "update"
-                current = None if rec.sha_before is None else previous
-        elif kind_of(art) == "file":
-            step.what = "edited"
-            step.warnings.append(f"{rel} was changed after skillgit installed it; left as it is")
-            return step
-        elif still_there(current, rec) is not None:  # their file changed around skillgit's entry: fine
-            step.detail = "skillgit's entry is in place"
-            return step
-        elif _slot_taken(current, rec, art):  # someone edited skillgit's entry itself: theirs now
-            step.what = "edited"
-            step.warnings.append(f"skillgit's entry in {rel} was changed after install; left as it is")
+        decided, current = _against_record(step, art, rec, current)
+        if decided:
             return step
     step.before = current
     if isinstance(art, FileArtifact):
-        if current is None:
-            step.what = "update" if step.what == "update" else "create"
-            step.text = step.inserted = art.text
-        elif current == art.text:
-            step.what, step.detail = "present", "identical file already there (not written by skillgit install)"
-        else:
-            step.what, step.detail = "conflict", "the file exists and was not written by skillgit install"
-            step.hint = f"move {rel} away (or merge it by hand) and run the install again"
+        _plan_file(step, art, current)
         return step
     updating = step.what == "update"
     if isinstance(art, JsonArtifact):
@@ -225,3 +203,41 @@ def plan_one(art: Artifact, rec: Record | None, rel: str, root: Path) -> Step:
     if updating and step.what in ("create", "insert"):
         step.what = "update"
     return step
+
+
+def _against_record(step: Step, art: Artifact, rec: Record, current: str) -> tuple[bool, str | None]:
+    """What an earlier install's record says of the file as it is now: (decided, the text to plan against).
+    Decided: skillgit's artifact is in place, or the user edited it (theirs now, left as it is); else an update
+    of what an older skillgit wrote and nobody touched plans against the text from before it (None: no file)."""
+    if sha(current) == rec.sha_after:
+        if current == art.text if isinstance(art, FileArtifact) else _same_entry(rec, art):
+            return True, current
+        previous = undo(current, rec)  # written by an older skillgit and untouched: replace it
+        if previous is not None:
+            step.what = "update"
+            return False, None if rec.sha_before is None else previous
+        return False, current
+    if kind_of(art) == "file":
+        step.what = "edited"
+        step.warnings.append(f"{step.rel} was changed after skillgit installed it; left as it is")
+        return True, current
+    if still_there(current, rec) is not None:  # their file changed around skillgit's entry: fine
+        step.detail = "skillgit's entry is in place"
+        return True, current
+    if _slot_taken(current, rec, art):  # someone edited skillgit's entry itself: theirs now
+        step.what = "edited"
+        step.warnings.append(f"skillgit's entry in {step.rel} was changed after install; left as it is")
+        return True, current
+    return False, current
+
+
+def _plan_file(step: Step, art: FileArtifact, current: str | None) -> None:
+    """A whole file skillgit owns: create it (or update an older one), or say why it is left alone."""
+    if current is None:
+        step.what = "update" if step.what == "update" else "create"
+        step.text = step.inserted = art.text
+    elif current == art.text:
+        step.what, step.detail = "present", "identical file already there (not written by skillgit install)"
+    else:
+        step.what, step.detail = "conflict", "the file exists and was not written by skillgit install"
+        step.hint = f"move {step.rel} away (or merge it by hand) and run the install again"

@@ -341,38 +341,51 @@ def review_summary(ws: Workspace, run: str | None = None, branch: str | None = N
     project = ws.project()
     skill_branch = project.config.skill.branch
     store = ws.store(check_ref(branch, "branch") if branch else None)
-    runs = [e.run for e in read.history(store) if e.run and e.verdict != "revert"]
-    run_id = check_ref(run, "run id") if run else (runs[-1] if runs else None)
-    if run_id is None:
-        raise SkillgitError(f"no training run on '{store.branch}' yet", "train first (train_dry_run, then train)")
+    run_id = check_ref(run, "run id") if run else _newest_run(store)
     entries = read.history(store, run_id)
     accepted = [e for e in entries if e.verdict == "accepted"]
     seed = next((e for e in entries if e.verdict == "seed"), None)
     base = seed.sha if seed else (accepted[0].parent if accepted and accepted[0].parent else store.tip())
-    tip = accepted[-1].sha if accepted else base
-    change = store.diff(base, tip)
+    change = store.diff(base, accepted[-1].sha if accepted else base)
     first = seed.score if seed else None
     last = accepted[-1].score if accepted else first
     out = [f"## skillgit: learned changes to `{store.skill_path}` (run {run_id})", "",
            (f"Val score: {_num(first)} → {_num(last)} over {len(accepted)} accepted step(s); "
            f"{sum(e.verdict == 'rejected' for e in entries)} rejected."), "", "### Accepted steps"]
-    out += [f"- {e.label} ({_num(e.delta, True)} val): {e.subject}" for e in accepted] or ["- none"]
-    rejected_entries = [e for e in entries if e.verdict == "rejected"]
-    if rejected_entries:
-        out += ["", "### Rejected (not part of this change)"]
-        out += [f"- {e.label}: {e.reason}" for e in rejected_entries[-10:]]
+    out += _step_lines(entries, accepted)
     out += ["", "### Diff", "```diff", _cap(change, MAX_DIFF, "diff").rstrip("\n") or "(no change)", "```", "",
-            "### For the reviewer"]
-    if store.branch != skill_branch:
-        out += [(f"- review: `git diff {skill_branch}..{store.branch} -- {store.skill_path}`, "
-                f"`skillgit log --run {run_id}`"),
-                f"- adopt: `git checkout {skill_branch} && git merge --ff-only {store.branch}`",
-                f"- discard: `git branch -D {store.branch}`"]
-    else:
-        out += [f"- review: `skillgit log --run {run_id}`, `skillgit show <step>`",
-                "- undo an adopted step: `skillgit revert --steps 1 --reason \"…\"`"]
-    out += ["", "_Prepared by an agent with skillgit. Adopting it is a person's decision._"]
+            "### For the reviewer", *_for_reviewer(store.branch, skill_branch, store.skill_path, run_id),
+            "", "_Prepared by an agent with skillgit. Adopting it is a person's decision._"]
     return "\n".join(out) + "\n"
+
+
+def _step_lines(entries: list, accepted: list) -> list[str]:
+    """The accepted steps (each with its val gain), then the last 10 rejected ones (not part of the change)."""
+    out = [f"- {e.label} ({_num(e.delta, True)} val): {e.subject}" for e in accepted] or ["- none"]
+    rejected = [e for e in entries if e.verdict == "rejected"]
+    if rejected:
+        out += ["", "### Rejected (not part of this change)", *(f"- {e.label}: {e.reason}" for e in rejected[-10:])]
+    return out
+
+
+def _newest_run(store: Any) -> str:
+    """The run of the branch's newest training step (reverts aside)."""
+    from skillgit.store import read
+
+    runs = [e.run for e in read.history(store) if e.run and e.verdict != "revert"]
+    if not runs:
+        raise SkillgitError(f"no training run on '{store.branch}' yet", "train first (train_dry_run, then train)")
+    return runs[-1]
+
+
+def _for_reviewer(branch: str, skill_branch: str, skill_path: str, run_id: str) -> list[str]:
+    """How to review, adopt or discard a review branch; how to review or undo steps on the skill branch."""
+    if branch != skill_branch:
+        return [f"- review: `git diff {skill_branch}..{branch} -- {skill_path}`, `skillgit log --run {run_id}`",
+                f"- adopt: `git checkout {skill_branch} && git merge --ff-only {branch}`",
+                f"- discard: `git branch -D {branch}`"]
+    return [f"- review: `skillgit log --run {run_id}`, `skillgit show <step>`",
+            "- undo an adopted step: `skillgit revert --steps 1 --reason \"…\"`"]
 
 
 # ------------------------------------------------------------------------------------------------ actions

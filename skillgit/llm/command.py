@@ -271,13 +271,8 @@ class CommandStudent:
         return stdout.strip(), Usage(1), []
 
     def _claude_result(self, stdout: str) -> tuple[str, Usage, list[str]] | None:
-        try:
-            data = json.loads(stdout)
-        except ValueError:
-            return None  # --output-format text, or an older CLI: the plain stdout is the answer
-        if isinstance(data, list):  # --verbose prints every message; the result is the last "result" entry
-            data = next((d for d in reversed(data) if isinstance(d, dict) and d.get("type") == "result"), None)
-        if not isinstance(data, dict) or "result" not in data and data.get("type") != "result":
+        data = _claude_result_event(stdout)
+        if data is None:
             return None
         if data.get("is_error") or str(data.get("subtype", "success")).startswith("error"):
             detail = redact(str(data.get("result") or data.get("subtype") or "error"), self._secrets)[:500]
@@ -298,6 +293,20 @@ class CommandStudent:
         summary = ", ".join(f"{k}={data[k]}" for k in fields if k in data)
         return str(data.get("result") or ""), Usage(1, prompt, completion, cache_read, 0, cost), \
             [summary] if summary else []
+
+
+def _claude_result_event(stdout: str) -> dict | None:
+    """The `result` event of `claude -p --output-format json` (with --verbose: the last of its messages); None for
+    `--output-format text` or an older CLI (the plain stdout is the answer then)."""
+    try:
+        data = json.loads(stdout)
+    except ValueError:
+        return None
+    if isinstance(data, list):  # --verbose prints every message; the result is the last "result" entry
+        data = next((d for d in reversed(data) if isinstance(d, dict) and d.get("type") == "result"), None)
+    if not isinstance(data, dict) or "result" not in data and data.get("type") != "result":
+        return None
+    return data
 
 
 # ---------------------------------------------------------------------------------------------- registry

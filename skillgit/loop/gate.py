@@ -349,9 +349,10 @@ def _paired(ctx: _Context) -> GateCheck:
     return _significance(ctx, "paired", "permutation")
 
 
-def _per_item(ctx: _Context) -> GateCheck:
+def _item_drops(ctx: _Context) -> tuple[list[tuple[str, float, float]], list[float], list[str]]:
+    """Per item in order: (drops beyond the tolerance as (id, was, now), each compared item's chance of such a
+    drop by noise alone, the items scored before but unknown now)."""
     cfg, before, after = ctx.cfg, ctx.before, ctx.after
-    tau = cfg.item_tolerance
     order = list(ctx.items) if ctx.items is not None else sorted(set(before.per_item) | set(after.per_item))
     drops: list[tuple[str, float, float]] = []
     chances: list[float] = []
@@ -359,32 +360,43 @@ def _per_item(ctx: _Context) -> GateCheck:
     for k in order:
         if k in ctx.common:
             was, now = (s.item_metric(k, cfg.gate_metric, cfg.mixed_weight) for s in (before, after))
-            if was - now > tau + _EPS:
+            if was - now > cfg.item_tolerance + _EPS:
                 drops.append((k, was, now))
-            chances.append(stats.chance_of_drop(ctx.rows[0][k], ctx.rows[1][k], tau))
+            chances.append(stats.chance_of_drop(ctx.rows[0][k], ctx.rows[1][k], cfg.item_tolerance))
         elif k in before.per_item:  # scored before, unknown now: it may have broken; never a free pass
             lost.append(k)
+    return drops, chances, lost
+
+
+def _per_item(ctx: _Context) -> GateCheck:
+    before, tau = ctx.before, ctx.cfg.item_tolerance
+    drops, chances, lost = _item_drops(ctx)
     noise_p = stats.tail_at_least(chances, len(drops))
-    noise = bool(drops) and noise_p >= cfg.paired_alpha  # as many drops as the items' own noise explains
+    noise = bool(drops) and noise_p >= ctx.cfg.paired_alpha  # as many drops as the items' own noise explains
     numbers: dict[str, Any] = {"regressed": 0 if noise else len(drops), "dropped": len(drops), "unknown_now": len(lost),
                "tolerance": tau, "noise_p": _r(noise_p), "expected_by_noise": _r(sum(chances)),
                "worst_drop": _r(max((w - n for _, w, n in drops), default=0.0)),
                "items": ([] if noise else [k for k, _, _ in drops]) + lost}
     named = [f"{k} {w:.2f} → {n:.2f}" for k, w, n in drops]
-    if not lost and (not drops or noise):
-        if not drops:
-            return GateCheck("per_item", True, f"no {before.split} item dropped by more than {tau:g}", numbers)
-        return GateCheck("per_item", True, f"{len(drops)} {before.split} item(s) dropped by more than {tau:g} "
-                                           f"({', '.join(named[:5])}), as many as noise explains (p={noise_p:.2f})",
-                         numbers)
-    shown_items = ([] if noise else named) + [f"{k} unknown now ({(after.errors.get(k) or 'not scored')[:60]})"
-                                              for k in lost]
+    if lost or (drops and not noise):
+        return GateCheck("per_item", False, _regressed(ctx, [] if noise else named, lost, bool(drops) and not noise,
+                                                       noise_p), numbers)
+    if not drops:
+        return GateCheck("per_item", True, f"no {before.split} item dropped by more than {tau:g}", numbers)
+    return GateCheck("per_item", True, f"{len(drops)} {before.split} item(s) dropped by more than {tau:g} "
+                                       f"({', '.join(named[:5])}), as many as noise explains (p={noise_p:.2f})",
+                     numbers)
+
+
+def _regressed(ctx: _Context, named: list[str], lost: list[str], beyond_noise: bool, noise_p: float) -> str:
+    """The failing per_item check's reason: the regressed items (`named`: drops beyond noise), the lost ones."""
+    shown_items = named + [f"{k} unknown now ({(ctx.after.errors.get(k) or 'not scored')[:60]})" for k in lost]
     shown = ", ".join(shown_items[:5]) + (f" and {len(shown_items) - 5} more" if len(shown_items) > 5 else "")
     count = len(shown_items)
-    beyond = "" if noise or not drops or noise_p <= 0 else f", beyond noise (p{_p(noise_p)})"
+    beyond = f", beyond noise (p{_p(noise_p)})" if beyond_noise and noise_p > 0 else ""
     rise = f" while the mean went {ctx.b:.4f} → {ctx.a:.4f}" if ctx.a > ctx.b else ""
-    return GateCheck("per_item", False, f"{count} {before.split} item{'s' if count > 1 else ''} regressed "
-                                        f"(tolerance {tau:g}{beyond}): {shown}{rise}", numbers)
+    return (f"{count} {ctx.before.split} item{'s' if count > 1 else ''} regressed "
+            f"(tolerance {ctx.cfg.item_tolerance:g}{beyond}): {shown}{rise}")
 
 
 def _two_split(ctx: _Context) -> GateCheck:

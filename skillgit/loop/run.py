@@ -43,6 +43,7 @@ from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import gate as gate_mod
 from skillgit.loop import resume as resume_mod
 from skillgit.loop.background import Pending, Planned, Saves, in_background, write_later
+from skillgit.loop.batch import require_usable, train_record
 from skillgit.loop.context import StepContext
 from skillgit.loop.decide import BranchMoved, Proposal, commit, gated_commit, judge, rival_step
 from skillgit.loop.events import (
@@ -372,16 +373,7 @@ class Trainer:
         if pending is not None:
             base = self._settle_decision()
         assert base is not None
-        usable = [t for t in trajs if t.ok]
-        if batch and not usable:
-            first = trajs[0].error or ""
-            if first.startswith("scorer:"):
-                raise SkillgitError(f"step {step}: the scorer failed on every rollout ({first})",
-                                    "fix env.scorer (try it with `skillgit eval --split train`); the run resumes "
-                                    "where it stopped", ExitCode.USAGE)
-            raise SkillgitError(f"step {step}: every rollout failed ({first})",
-                                "check the student backend with `skillgit doctor`; the run resumes where it stopped",
-                                ExitCode.BACKEND)
+        require_usable(step, batch, trajs)
         if is_autonomous(self.cfg.optimizer):
             budget, lr_record = modes.choose_budget(teacher, skill, trajs, self.cfg.optimizer, budget)
         names, self.progress, switched = proposing.at_step(self.cfg, self.progress, step)
@@ -389,13 +381,8 @@ class Trainer:
             self.emit(Warning(switched))
         # P proposals per proposer; their teacher calls run side by side: one wave per stage, as for one proposal
         built = proposing.build(self.ctx, teacher, skill, trajs, budget, step, names)
-        seconds = gate_mod.phase_seconds(trajs)
-        train = {"items": [t.item_id for t in trajs], "errors": {t.item_id: t.error for t in trajs if t.error},
-                 "hard_mean": _mean([t.score.hard for t in usable if t.score]),
-                 "soft_mean": _mean([t.score.soft for t in usable if t.score]),
-                 # agentic rollouts: wall time per item split into setup / agent / verify, and the batch's totals
-                 "timings": {t.item_id: dict(t.timings) for t in trajs if t.timings}, "seconds": seconds}
-        self._book_seconds(seconds)
+        train = train_record(trajs)
+        self._book_seconds(train["seconds"])
         train_before = gate_mod.SplitScore.from_trajectories("train", gate_mod.blob_id(skill), trajs)
         remembered = recall.remember(self._memory, self.cfg, trajs, self.run_id, step)  # optimizer.recall_k
         proposals = [Proposal(step, epoch, StepKind.STEP, base, skill, text, record.with_details(lr=lr_record,
@@ -585,10 +572,6 @@ class Trainer:
 
 def _edit_dicts(proposal: Proposal) -> list[dict]:
     return [r.edit.to_dict() for r in proposal.record.applied]
-
-
-def _mean(values: list[float]) -> float | None:
-    return round(sum(values) / len(values), 4) if values else None
 
 
 __all__ = ["Trainer", "RunResult"]

@@ -58,21 +58,36 @@ def sign_flip_p(diffs: Sequence[float], *, seed: int = 0, rounds: int = 4000, la
         positive = sum(d > 0 for d in nonzero)
         return sum(math.comb(m, i) for i in range(positive, m + 1)) / 2 ** m
     if lattice:
-        ints = [round(d * lattice) for d in nonzero]
-        if all(abs(i - d * lattice) <= 1e-6 for i, d in zip(ints, nonzero)):
-            total = sum(abs(i) for i in ints)
-            if lattice <= MAX_LATTICE and m * (2 * total + 1) <= MAX_STATES:
-                return _count_at_least(ints, sum(ints)) / 2 ** m
-    observed = sum(nonzero)
+        exact = _lattice_p(nonzero, lattice)
+        if exact is not None:
+            return exact
     if m <= 14:
-        hits = 0
-        for mask in range(1 << m):
-            total_f = sum(-d if mask >> i & 1 else d for i, d in enumerate(nonzero))
-            hits += total_f >= observed - 1e-9
-        return hits / (1 << m)
+        return _enumerated_p(nonzero)
     rng = random.Random(seed)
+    observed = sum(nonzero)
     hits = sum(sum(d if rng.random() < 0.5 else -d for d in nonzero) >= observed - 1e-9 for _ in range(rounds))
     return (hits + 1) / (rounds + 1)
+
+
+def _lattice_p(nonzero: list[float], lattice: int) -> float | None:
+    """The exact p by counting (`_count_at_least`) when every difference sits on the 1/`lattice` grid and the
+    count stays small enough; None otherwise."""
+    ints = [round(d * lattice) for d in nonzero]
+    if all(abs(i - d * lattice) <= 1e-6 for i, d in zip(ints, nonzero)):
+        total = sum(abs(i) for i in ints)
+        if lattice <= MAX_LATTICE and len(nonzero) * (2 * total + 1) <= MAX_STATES:
+            return _count_at_least(ints, sum(ints)) / 2 ** len(nonzero)
+    return None
+
+
+def _enumerated_p(nonzero: list[float]) -> float:
+    """The exact p over all 2^m signings (small m)."""
+    m, observed = len(nonzero), sum(nonzero)
+    hits = 0
+    for mask in range(1 << m):
+        total_f = sum(-d if mask >> i & 1 else d for i, d in enumerate(nonzero))
+        hits += total_f >= observed - 1e-9
+    return hits / (1 << m)
 
 
 def _count_at_least(values: list[int], observed: int) -> int:

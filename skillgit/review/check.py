@@ -151,27 +151,11 @@ def run_check(session: Session, *, base: str | None = None, head: str = "HEAD", 
     head_sha = store.resolve(head)
     base_label, base_sha = resolve_base(store, head_sha, base)
     val_items, test_items = list(session.splits.val), list(session.splits.test) if with_test else []
-    texts: dict[str, str | None] = {}
-    for name, sha in (("base", base_sha), ("head", head_sha)):
-        data = store.repo.blob_at(sha, store.skill_path) if sha else None
-        texts[name] = data.decode("utf-8", "replace") if data is not None else None
+    texts = {name: _skill_text(store, sha) for name, sha in (("base", base_sha), ("head", head_sha))}
     sides = {"base": (base_label, base_sha or ""), "head": (head, head_sha)}
-
-    def unscored(name: str) -> Side:
-        label, sha = sides[name]
-        return Side(label, sha, texts[name] is not None, val_n=len(val_items), test_n=len(test_items))
-
-    missing = [name for name in ("base", "head") if texts[name] is None]
-    if missing:
-        where = " and ".join(f"{n} ({sides[n][1][:12] or 'no commit'})" for n in missing)
-        return CheckResult("cannot_judge", f"the skill file {store.skill_path} is missing at {where}", metric,
-                           store.skill_path, unscored("base"), unscored("head"))
-    if texts["base"] == texts["head"]:
-        return CheckResult("unchanged", f"{store.skill_path} is identical at both revisions: nothing to score",
-                           metric, store.skill_path, unscored("base"), unscored("head"))
-    if not val_items:
-        return CheckResult("cannot_judge", "the val split is empty: nothing to judge on", metric, store.skill_path,
-                           unscored("base"), unscored("head"))
+    unjudged = _unjudged(store.skill_path, metric, texts, sides, len(val_items), len(test_items))
+    if unjudged is not None:
+        return unjudged
     student = session.student()
     repeats, deterministic = gate.planned_repeats(cfg)
     evaluator = gate.Evaluator(student, session.scorer, {"val": val_items}, workers=cfg.env.workers,
@@ -192,6 +176,32 @@ def run_check(session: Session, *, base: str | None = None, head: str = "HEAD", 
                                             deterministic=evaluator.deterministic)
     return CheckResult(verdict, reason, metric, store.skill_path, base_side, head_side, result.coverage, flips,
                        tuple(c.to_dict() for c in result.checks), detectable, warn)
+
+
+def _skill_text(store: Any, sha: str | None) -> str | None:
+    data = store.repo.blob_at(sha, store.skill_path) if sha else None
+    return data.decode("utf-8", "replace") if data is not None else None
+
+
+def _unjudged(skill_path: str, metric: str, texts: dict[str, str | None], sides: dict[str, tuple[str, str]],
+              val_n: int, test_n: int) -> CheckResult | None:
+    """The result when nothing can be scored: the skill missing at a side, the same text at both, no val split."""
+    def unscored(name: str) -> Side:
+        label, sha = sides[name]
+        return Side(label, sha, texts[name] is not None, val_n=val_n, test_n=test_n)
+
+    missing = [name for name in ("base", "head") if texts[name] is None]
+    if missing:
+        where = " and ".join(f"{n} ({sides[n][1][:12] or 'no commit'})" for n in missing)
+        return CheckResult("cannot_judge", f"the skill file {skill_path} is missing at {where}", metric,
+                           skill_path, unscored("base"), unscored("head"))
+    if texts["base"] == texts["head"]:
+        return CheckResult("unchanged", f"{skill_path} is identical at both revisions: nothing to score",
+                           metric, skill_path, unscored("base"), unscored("head"))
+    if not val_n:
+        return CheckResult("cannot_judge", "the val split is empty: nothing to judge on", metric, skill_path,
+                           unscored("base"), unscored("head"))
+    return None
 
 
 def judge(ecfg: EvaluationCfg, before: gate.SplitScore, after: gate.SplitScore, items: list[str], *, seed: int = 0

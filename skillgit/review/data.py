@@ -337,6 +337,24 @@ def load_run(store: Store, run: str | None = None, *, split_sizes: Mapping[str, 
     run_id = progress.run
     notes = NoteIndex(store)
     metric, weight = run_metric(store, run_id)
+    decisions = _decisions(store, notes, run_id, metric, weight, diff_of)
+    seed_rev = progress.seed_rev or ""
+    seed = notes.notes(seed_rev) if seed_rev else StepNotes()
+    seed_items = item_scores(seed.gate.val, metric, weight) if seed.gate else {}
+    if not seed_items and decisions:
+        seed_items = _first_gate_base(notes, run_id, seed_rev, decisions, metric, weight)
+    sizes = dict(split_sizes or {})
+    val_n = next((d.outcome.coverage.total for d in decisions if d.outcome.coverage and d.outcome.coverage.total),
+                 None) or sizes.get("val")
+    files = store.load_run(run_id) or {}
+    return RunReview(progress, metric, weight, tuple(decisions), progress.branch or store.branch,
+                     recorded_base(seed.reviews, run_id), _scores(progress, tuple(decisions)), val_n,
+                     sizes.get("test"), files.get("config.yaml", ""), seed_items)
+
+
+def _decisions(store: Store, notes: NoteIndex, run_id: str, metric: str, weight: float,
+               diff_of: Callable[[StepReview], bool]) -> list[StepReview]:
+    """The run's decisions in decision order, each with its diff where `diff_of` asks for it."""
     found: list[StepReview] = []
     for sha in notes.decided_in(run_id):
         mine = notes.notes(sha, run_id)
@@ -345,27 +363,19 @@ def load_run(store: Store, run: str | None = None, *, split_sizes: Mapping[str, 
         if built is not None:
             found.append(built)
     found.sort(key=lambda d: (d.outcome.seq, R.step_key(R.parse_step(d.outcome.step) or 0)))
-    decisions = [dataclasses.replace(d, diff=_diff(store, d.outcome.parent, d.outcome.sha))
-                 if d.outcome.parent and diff_of(d) else d for d in found]
-    seed_rev = progress.seed_rev or ""
-    seed = notes.notes(seed_rev) if seed_rev else StepNotes()
-    seed_items = item_scores(seed.gate.val, metric, weight) if seed.gate else {}
-    if not seed_items and decisions:
-        first_gate_base = None  # a gate note's `base` record of the run's first decision is the seed's scores
-        for d in decisions:
-            if d.outcome.parent == seed_rev:
-                gate = notes.notes(d.outcome.sha, run_id).gate
-                if gate is not None and gate.base is not None:
-                    first_gate_base = item_scores(gate.base, metric, weight)
-                    break
-        seed_items = first_gate_base or {}
-    sizes = dict(split_sizes or {})
-    val_n = next((d.outcome.coverage.total for d in decisions if d.outcome.coverage and d.outcome.coverage.total),
-                 None) or sizes.get("val")
-    files = store.load_run(run_id) or {}
-    return RunReview(progress, metric, weight, tuple(decisions), progress.branch or store.branch,
-                     recorded_base(seed.reviews, run_id), _scores(progress, tuple(decisions)), val_n,
-                     sizes.get("test"), files.get("config.yaml", ""), seed_items)
+    return [dataclasses.replace(d, diff=_diff(store, d.outcome.parent, d.outcome.sha))
+            if d.outcome.parent and diff_of(d) else d for d in found]
+
+
+def _first_gate_base(notes: NoteIndex, run_id: str, seed_rev: str, decisions: list[StepReview], metric: str,
+                     weight: float) -> dict[str, float | None]:
+    """The seed's item scores from the `base` record of the gate note of the run's first decision on the seed."""
+    for d in decisions:
+        if d.outcome.parent == seed_rev:
+            gate = notes.notes(d.outcome.sha, run_id).gate
+            if gate is not None and gate.base is not None:
+                return item_scores(gate.base, metric, weight)
+    return {}
 
 
 # ---------------------------------------------------------------------------------------------- HTML report

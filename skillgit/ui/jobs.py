@@ -68,7 +68,6 @@ class StartRequest:
 
     @classmethod
     def from_dict(cls, data: Any, configs: list[str]) -> "StartRequest":
-        from skillgit.config import split_override
         from skillgit.store import refs as R
 
         if not isinstance(data, Mapping):
@@ -84,31 +83,8 @@ class StartRequest:
             R.check_branch(str(branch), "--branch")
             if str(branch).startswith("-"):
                 raise SkillgitError(f"invalid branch name {branch!r}", "a branch name cannot begin with '-'")
-        budget: dict[str, float] = {}
-        for name in BUDGET_KEYS:
-            value = data.get(name)
-            if value is None or value == "":
-                continue
-            try:
-                number = float(value) if name == "max_cost_usd" else int(value)
-            except (TypeError, ValueError):
-                raise SkillgitError(f"{name} must be a number, got {str(value)[:40]!r}",
-                                    f"give a positive number or leave {name} empty") from None
-            if not number > 0 or number != number or number == float("inf"):
-                raise SkillgitError(f"{name} must be positive, got {value}", f"leave {name} empty for no limit")
-            budget[name] = number
-        raw = data.get("overrides") or []
-        if isinstance(raw, str):
-            raw = [line for line in raw.splitlines() if line.strip()]
-        if not isinstance(raw, list) or not all(isinstance(o, str) for o in raw):
-            raise SkillgitError("overrides must be a list of key=value strings", "e.g. [\"train.batch_size=20\"]")
-        overrides = []
-        for item in raw:
-            item = item.strip()
-            if any(ord(c) < 32 for c in item):
-                raise SkillgitError(f"override {item[:80]!r} contains a control character", "one key=value a line")
-            split_override(item)  # ConfigError naming the key when it is not key=value
-            overrides.append(item)
+        budget = _budget(data)
+        overrides = _overrides(data.get("overrides") or [])
         if data.get("new") and run is not None:
             raise SkillgitError("both a run to resume and a new run were asked for", "choose one")
         return cls(config, run, bool(data.get("new")), branch, budget, tuple(overrides))
@@ -131,6 +107,44 @@ class StartRequest:
     def to_dict(self) -> dict[str, Any]:
         return {"config": self.config, "run": self.run, "new": self.new, "branch": self.branch,
                 **dict(self.budget), "overrides": list(self.overrides)}
+
+
+def _budget(data: Mapping[str, Any]) -> dict[str, float]:
+    """The request's budget limits (`BUDGET_KEYS`): positive finite numbers; empty ones are no limit."""
+    budget: dict[str, float] = {}
+    for name in BUDGET_KEYS:
+        value = data.get(name)
+        if value is None or value == "":
+            continue
+        try:
+            number = float(value) if name == "max_cost_usd" else int(value)
+        except (TypeError, ValueError):
+            raise SkillgitError(f"{name} must be a number, got {str(value)[:40]!r}",
+                                f"give a positive number or leave {name} empty") from None
+        except OverflowError:  # JSON's Infinity for a count (int(inf)): a clear error, not a crashed request
+            raise SkillgitError(f"{name} must be finite, got {value}", f"leave {name} empty for no limit") from None
+        if not number > 0 or number != number or number == float("inf"):
+            raise SkillgitError(f"{name} must be positive, got {value}", f"leave {name} empty for no limit")
+        budget[name] = number
+    return budget
+
+
+def _overrides(raw: Any) -> list[str]:
+    """The request's config overrides (a list, or one key=value a line), each checked as `--set` would be."""
+    from skillgit.config import split_override
+
+    if isinstance(raw, str):
+        raw = [line for line in raw.splitlines() if line.strip()]
+    if not isinstance(raw, list) or not all(isinstance(o, str) for o in raw):
+        raise SkillgitError("overrides must be a list of key=value strings", "e.g. [\"train.batch_size=20\"]")
+    overrides = []
+    for item in raw:
+        item = item.strip()
+        if any(ord(c) < 32 for c in item):
+            raise SkillgitError(f"override {item[:80]!r} contains a control character", "one key=value a line")
+        split_override(item)  # ConfigError naming the key when it is not key=value
+        overrides.append(item)
+    return overrides
 
 
 @dataclass(frozen=True)

@@ -363,12 +363,9 @@ def _cause_lines(p: _Prompt, fixes: Fixes, taken: set[str]) -> list[tuple[str, s
 
 def _fix(p: _Prompt, sym: str, why: str, room: int, taken: set[str], rng, cfg) -> list[dict[str, str]]:
     fixes = REPERTOIRE[sym]
-    causes = _cause_lines(p, fixes, taken)
-    if causes and rng.random() < CAUSE_FIX_RATE:
-        path, line = rng.choice(causes)
-        if "delete:" + norm(line) not in p.avoid:
-            taken.add(norm(line))
-            return [_edit("delete", "", line, f"{why}; this line seems to cause it", path)]
+    cause = _cause_fix(p, fixes, why, taken, rng)
+    if cause:
+        return cause
     vague_rate, harmful_rate = float(param(cfg, "vague_rate")), float(param(cfg, "harmful_rate"))
     weights = {"good": max(0.0, 1 - vague_rate - harmful_rate), "vague": vague_rate, "harmful": harmful_rate}
     # A reference idea takes two edits (the file and the SKILL.md line pointing at it) unless SKILL.md points
@@ -383,6 +380,22 @@ def _fix(p: _Prompt, sym: str, why: str, room: int, taken: set[str], rng, cfg) -
     taken.add(norm(idea.text))
     if idea.file != MAIN:
         return _reference_edits(p, idea, why, rng)
+    return _main_edit(p, fixes, idea, why, taken, rng)
+
+
+def _cause_fix(p: _Prompt, fixes: Any, why: str, taken: set[str], rng) -> list[dict[str, str]]:
+    """Sometimes ([] otherwise) the deletion of a line that seems to cause the symptom."""
+    causes = _cause_lines(p, fixes, taken)
+    if causes and rng.random() < CAUSE_FIX_RATE:
+        path, line = rng.choice(causes)
+        if "delete:" + norm(line) not in p.avoid:
+            taken.add(norm(line))
+            return [_edit("delete", "", line, f"{why}; this line seems to cause it", path)]
+    return []
+
+
+def _main_edit(p: _Prompt, fixes: Any, idea: Idea, why: str, taken: set[str], rng) -> list[dict[str, str]]:
+    """`idea` into SKILL.md: replacing a stale wording of the same fix, after a related line, or appended."""
     own = {norm(i.text) for i in fixes.good + fixes.vague}
     stale = [line for line in p.lines(MAIN) if norm(line) in own and norm(line) not in taken]
     roll = rng.random()
