@@ -34,7 +34,7 @@ from skillgit.llm.handoff import (
     write_answer,
 )
 from skillgit.world import SimulatedStudentLLM, SimulatedTeacher
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler
 
 STEPS = ("--set", "train.max_steps=2", "--set", "train.batch_size=10", "--set", "evaluation.gate_repeats=1",
@@ -98,7 +98,9 @@ def test_an_agent_answers_a_two_step_handoff_run_through_the_mcp_tools(tmp_path)
     async def agent(s: ClientSession) -> dict[str, Any]:
         seen: dict[str, Any] = {"rounds": 0, "asked": [], "malformed": None}
         while True:
-            done = await asyncio.to_thread(run_cli, "train", *STEPS, cwd=folder)
+            # in this process (the same entry point as `python -m skillgit`, without a new interpreter for each
+            # round); the MCP server waits meanwhile, as it would for a user's agent
+            done = run_cli_inproc("train", *STEPS, cwd=folder)
             if done.returncode == 0:
                 return seen
             assert done.returncode == 5, done.stderr[-2000:]

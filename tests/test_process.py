@@ -255,7 +255,9 @@ def test_without_proc_it_degrades_to_the_process_group_and_says_so(tmp_path, mon
     monkeypatch.setattr(process, "_proc_readable", lambda: False)
     monkeypatch.setenv(process.CGROUP_ENV, "0")
     assert process.nets() == (process.NET_GROUP, f"no cgroup: {process.CGROUP_ENV}=0")
-    done = process.run("sleep 30 & exit 0", shell=True, cwd=tmp_path, env=os.environ, timeout_s=30)
+    # the background sleep keeps the output pipe open after the shell exits, so `run` waits out its timeout: 2 s,
+    # not 30 (what is checked is how the leftover is killed, not when)
+    done = process.run("sleep 30 & exit 0", shell=True, cwd=tmp_path, env=os.environ, timeout_s=2)
     assert done.cleanup.nets == (process.NET_GROUP,)
     assert done.cleanup.describe("the agent") == ("killed the agent (its process group only: a child that left it "
                                                   f"with setsid is not tracked on {sys.platform})")

@@ -164,7 +164,7 @@ def test_a_kill_between_the_decisions_of_a_step_resumes_to_the_same_history(tmp_
             continue
         assert first.returncode == -signal.SIGKILL, first.stderr
         killed += 1
-        again = run_cli("train", *args, cwd=folder)
+        again = run_cli_inproc("train", *args, cwd=folder)  # the kill needs a process; the resume does not
         assert again.returncode == 0, (fault, again.stderr)
         assert [(e["step"], e["verdict"], e["score"]) for e in _log(folder)] == expected, (fault, _runs(folder),
                                                                                            first.stderr[-2000:])

@@ -438,6 +438,8 @@ def test_teacher_and_agent_climb_from_the_starter_skill(tmp_path_factory):
     best = start = val_score(package)
     rejected: list[RejectedEdit] = []
     for step in range(1, 5):
+        if best >= 0.5:  # what is asserted below is reached within 4 steps: the steps left change nothing
+            break
         failures = first_failures(package, step)
         if not failures:
             break
