@@ -60,6 +60,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "no meta reflect": ("optimizer.use_meta_reflect=false",),
     "proposals 2": ("optimizer.proposals=2",),
     "proposals 4": ("optimizer.proposals=4",),
+    "recall 4": ("optimizer.recall_k=4",),  # loop/recall.py: 4 similar past trajectories per reflect minibatch
+    "deep reflect": ("optimizer.deep_reflect.enabled=true",),  # issue 27: probes before reflect (4 / 2 / 2 turns)
 }
 # `full` is the default config: `gate: significance` (gate_k 1.75, 3 repeats), buffer, slow update, meta skill and
 # meta reflect on, one proposal a step.

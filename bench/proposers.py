@@ -17,21 +17,25 @@ sample per item, the seed and final skills), the same way for every arm.
 **Waves** are counted on the run's own call timeline (every student and teacher call wrapped with its start and
 end; the simulated world sleeps `--latency` per call, the agent teacher runs as its own process): a call's wave is
 1 + the largest wave among the calls that ended before it started (bench/proposals.py `wave_levels`), so the
-proposers of one step side by side cost one wave per stage, not two.
+proposers of one step side by side cost one wave per stage, not two. A student call of a parallel batch starts
+when the loop's executor released the batch (`ReleasingExecutor`), not when a worker thread picked it up: on a
+loaded machine the pick-ups of one batch spread over more than a call's latency, and timed from them one wave
+counted as two.
 
 Per arm, over seeds (the same seeds for every arm; 95 % Student-t intervals of the mean over seeds): accepted edits
 (edits applied by accepted numbered steps), accepted steps, val gain, test gain, calls, waves, and the
 paired difference of each gain to the reflect arm on the same seed. The bench checks its own validity and says so
 (`checks`, `valid`): every run stopped at the call budget (not by running out of steps), the budgets spent are
 equal up to the calls in flight when the budget was reached (they finish; `max_in_flight`), the seeds' task sets are
-distinct, every arm of a seed started from the same seed skill score, and no student wave overlapped the next
-(`overlapping_waves` 0: the wave count is clean). Progress on stderr, the table on stdout; writes
-bench/results/proposers.json.
+distinct, every arm of a seed started from the same seed skill score, and no student wave was split by late thread
+pick-ups (`overlapping_waves`, counted by `split_waves`: 0, the wave count is clean). Progress on stderr, the table
+on stdout; writes bench/results/proposers.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import statistics
@@ -46,9 +50,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ablations import mean_ci  # noqa: E402
 from benchlib import git, say, table, workdir, write_result  # noqa: E402
-from proposals import overlapping_waves, wave_levels  # noqa: E402
+from proposals import wave_levels  # noqa: E402
 
 from skillgit.cli.demo import AGENT_TEACHER, create_project  # noqa: E402
+from skillgit.executor import ThreadExecutor  # noqa: E402
 from skillgit.llm import factory  # noqa: E402
 from skillgit.loop import gate  # noqa: E402
 from skillgit.project import open_project  # noqa: E402
@@ -57,20 +62,45 @@ from skillgit.session import build_trainer, open_session  # noqa: E402
 ARMS = {"reflect": "[reflect]", "agent": "[agent]", "both": "[reflect, agent]"}
 
 
+_released = threading.local()  # when the executor released the parallel batch the running call belongs to
+
+
+class ReleasingExecutor(ThreadExecutor):
+    """The loop's thread executor, marking each call of a parallel batch with the batch's release time: its
+    calls depend on nothing that ended after it, however late a loaded machine lets a worker thread pick one up
+    (timed from the thread's pick-up, a batch launched over more than a call's latency split into two waves)."""
+
+    def map(self, fn, items, *, workers):
+        if workers <= 1 or len(items) <= 1 or len(items) > workers:  # sequential, or queued behind a full pool:
+            return super().map(fn, items, workers=workers)  # a call waits for others, its own start is right
+        released = time.monotonic()
+
+        def marked(item):
+            _released.at = released
+            try:
+                return fn(item)
+            finally:
+                _released.at = None
+
+        return super().map(marked, items, workers=workers)
+
+
 class Timeline:
-    """Every call's (start, end, role), thread-safe."""
+    """Every call's (start, end, role), thread-safe; `start` is its batch's release time when it has one
+    (`ReleasingExecutor`), else when it began."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
     def timed(self, role: str, call):
-        start = time.monotonic()
+        began = time.monotonic()
+        start = getattr(_released, "at", None) or began
         try:
             return call()
         finally:
             with self._lock:
-                self.calls.append({"start": start, "end": time.monotonic(), "role": role})
+                self.calls.append({"start": start, "began": began, "end": time.monotonic(), "role": role})
 
 
 class _Timed:
@@ -152,7 +182,10 @@ def run_one(folder: Path, seed: int, arm: str, budget: int, latency: float, work
     cfg = project.config
     teacher = TimedTeacher(factory.build_teacher(cfg, project.root), timeline, "teacher")
     student = TimedStudent(factory.build_student(cfg, project.root), timeline, "student")
-    session = open_session(project, teacher=teacher, student=student)
+    # (an injected student runs in this process: the session then has no executor, and the loop's thread pool
+    # would run it; the bench hands it the marking one, which runs in this process too)
+    session = dataclasses.replace(open_session(project, teacher=teacher, student=student),
+                                  executor=ReleasingExecutor())
     trainer = build_trainer(session, run_id=f"proposers-{arm}", resume=False)
     started = time.monotonic()
     result = trainer.train()
@@ -177,13 +210,31 @@ def run_one(folder: Path, seed: int, arm: str, budget: int, latency: float, work
                # the seed skill's first val scoring (the run's start: the same samples in every arm)
                val_seed=progress.seed_score or 0.0, val_final=result.scores["final"]["val"],
                test_seed=tests["seed"], test_final=tests["final"], waves=max((w for _, w in levels), default=0),
-               max_in_flight=in_flight(timeline.calls), overlapping_waves=overlapping_waves(timeline.calls),
+               max_in_flight=in_flight(timeline.calls), overlapping_waves=split_waves(timeline.calls),
                proposers={k: v.to_dict() for k, v in progress.proposers.items()}, seconds=round(seconds, 1))
 
 
+def split_waves(calls: list[dict[str, Any]]) -> int:
+    """Student waves w + 1 whose first call was timed from its thread's pick-up (no batch release mark) and started
+    before the last student call of wave w ended: a batch launched over more than a call's latency, which the chain
+    counted as an extra wave (bench/proposals.py `overlapping_waves`). A released batch that overlaps another is
+    real concurrency (two proposers' batches side by side), not a split; 0 means the count is clean."""
+    order = sorted(calls, key=lambda c: c["start"])
+    first: dict[int, dict[str, Any]] = {}
+    last_end: dict[int, float] = {}
+    for c, (end, w) in zip(order, wave_levels(calls)):
+        if c.get("role") == "student":
+            if w not in first or c["start"] < first[w]["start"]:
+                first[w] = c
+            last_end[w] = max(last_end.get(w, end), end)
+    return sum(first[w + 1]["start"] < last_end[w] - 1e-6 and first[w + 1]["start"] == first[w + 1].get("began")
+               for w in last_end if w + 1 in first)
+
+
 def in_flight(calls: list[dict[str, Any]]) -> int:
-    """The most calls of the timeline running at the same moment."""
-    edges = sorted([(c["start"], 1) for c in calls] + [(c["end"], -1) for c in calls], key=lambda e: (e[0], e[1]))
+    """The most calls of the timeline running at the same moment (from when each began)."""
+    edges = sorted([(c.get("began", c["start"]), 1) for c in calls] + [(c["end"], -1) for c in calls],
+                   key=lambda e: (e[0], e[1]))
     most = now = 0
     for _, step in edges:
         now += step

@@ -150,6 +150,20 @@ class GradientCfg:
     merge_batch_size: int = 8
 
 
+# -- deep reflect (issue 27; skillgit/loop/deep_reflect.py)
+@dataclass(frozen=True)
+class DeepReflectCfg:
+    """`optimizer.deep_reflect`: before reflecting on a minibatch the teacher probes up to `failures` of its failed
+    (or `successes` of its successful) train trajectories over at most `turns` turns: a follow-up question to the
+    student or a re-run with a hint it writes; reflect then reads the transcripts (SkillOpt's
+    `gradient.use_deep_reflect`, `deep_reflect_failures`, `deep_reflect_successes`)."""
+
+    enabled: bool = False
+    failures: int = 4
+    successes: int = 2
+    turns: int = 2
+
+
 @dataclass(frozen=True)
 class OptimizerCfg:
     learning_rate: int = 4  # edit budget at the start of the schedule
@@ -174,6 +188,13 @@ class OptimizerCfg:
     proposals: int = 1
     proposers: tuple[str, ...] = ()  # reflect, agent or both (proposer_table.py); (): the teacher backend's own
     proposer_schedule: ProposerScheduleCfg = field(default_factory=ProposerScheduleCfg)  # a switch on a plateau
+    # Recall (SkillOpt-Sleep's recall_k; loop/recall.py): each reflect minibatch also shows the k most similar
+    # train trajectories of earlier steps (this run's and earlier runs' on the branch; scope skill: any branch of
+    # the same skill file), contrasting ones first; each adds at most recall_chars characters. 0: off.
+    recall_k: int = 0
+    recall_chars: int = 1200
+    recall_scope: str = "branch"  # branch | skill
+    deep_reflect: DeepReflectCfg = field(default_factory=DeepReflectCfg)  # probes before reflect (deep_reflect.py)
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "env.executor": ("threads", "ray"),
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),
     "optimizer.skill_update_mode": UPDATE_MODES,
+    "optimizer.recall_scope": ("branch", "skill"),  # loop/recall.py SCOPES
     "evaluation.gate_metric": ("hard", "soft", "mixed"),
     "evaluation.gate_test": ("stderr", "permutation"),
     "env.scorer.type": SCORER_TYPES,
@@ -202,12 +203,15 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "optimizer.learning_rate": _ge(0), "optimizer.min_learning_rate": _ge(0),
     "optimizer.negative_buffer_size": _ge(0), "optimizer.proposals": _ge(1),
     "optimizer.proposer_schedule.after_rejected": _ge(1), "optimizer.slow_update_samples": _ge(1),
+    "optimizer.deep_reflect.failures": _ge(0), "optimizer.deep_reflect.successes": _ge(0),  # deep reflect
+    "optimizer.deep_reflect.turns": _within(1, 8),
     "evaluation.mixed_weight": _within(0, 1), "evaluation.gate_margin": _ge(0),
     "evaluation.gate_repeats": _within(1, 500),  # loop/evaluate.py: MAX_REPEATS sample numbers per round
     "evaluation.paired_alpha": (lambda v: 0 < v < 1, "must be > 0 and < 1"),
     "evaluation.gate_k": _ge(0), "evaluation.item_tolerance": _within(0, 1, hi_open=True),
     "env.workers": _ge(1), "env.max_reply_chars": _ge(1000),
     "optimizer.max_edits_per_reply": _ge(1), "optimizer.max_edit_chars": _ge(100), "optimizer.leak_ngram": _ge(0),
+    "optimizer.recall_k": _ge(0), "optimizer.recall_chars": _ge(200),  # loop/recall.py
     "skill.max_tokens": _ge(100), "skill.max_description_chars": _ge(1),
     "skill.listing_budget": _ge(1),
     "evaluation.min_val_coverage": _within(0, 1), "evaluation.unscored_retries": _ge(0),
@@ -313,6 +317,24 @@ def _check_optimizer(cfg: Any) -> None:
                           "set optimizer.learning_rate >= 1, or use skill_update_mode: patch")
 
     _check_proposers(opt, cfg.model.teacher_backend)
+    _check_deep_reflect(opt, cfg.model.teacher_backend)
+
+
+def _check_deep_reflect(opt: Any, teacher_backend: str) -> None:
+    """Deep reflect probes before the `reflect` stage: a config where no step reflects would ignore it silently."""
+    if not opt.deep_reflect.enabled:
+        return
+    if opt.skill_update_mode == "full_rewrite_minibatch":
+        raise ConfigError("optimizer.deep_reflect.enabled: skill_update_mode full_rewrite_minibatch has no reflect "
+                          "stage to probe for",
+                          "use skill_update_mode: patch or rewrite_from_suggestions, or set deep_reflect.enabled: "
+                          "false")
+    names = {*proposer_table.configured(opt.proposers, teacher_backend), opt.proposer_schedule.switch_to}
+    if "reflect" not in names:
+        raise ConfigError("optimizer.deep_reflect.enabled: no proposer reflects (the agent teacher edits the "
+                          "package itself)",
+                          "add reflect to optimizer.proposers (`proposers: [reflect, agent]`), or set "
+                          "deep_reflect.enabled: false")
 
 
 def _check_env(cfg: Any) -> None:

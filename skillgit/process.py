@@ -1,7 +1,9 @@
 """Running one command so that nothing it started outlives it: agents, task setup, verifiers and command scorers
 all start here.
 
-The invariant: nothing a command started outlives `run`. Everything it left is killed after a normal exit, at the
+The invariant: nothing a command started outlives `run`. Everything it left is killed after a normal exit (a
+leftover that holds the command's output pipes open gets `LEFTOVER_GRACE_S` after the command exited, not the rest
+of the timeout: then it is killed and what was printed until then is returned), at the
 timeout (TERM, then KILL after a grace period), when the caller is interrupted (Ctrl-C while waiting, or a stop the
 CLI recorded while another thread waits here: `errors.stop_requested`, checked every `POLL_S`), and — for a command
 run with `record=folder` — after skillgit itself was killed (kill -9): `kill_recorded(folder)`, which the next
@@ -56,6 +58,7 @@ from typing import Callable, Mapping, Sequence
 from skillgit.errors import Interrupted, raise_if_stop_requested, stop_requested
 
 KILL_GRACE_S = 1.0
+LEFTOVER_GRACE_S = 2.0  # how long the output pipes may stay open after the command itself exited
 POLL_S = 0.1  # how often a waiting `run` checks for a stop requested by a signal
 SCOPES_ENV = "SKILLGIT_PROC_SCOPES"
 CGROUP_ENV = "SKILLGIT_PROC_CGROUP"  # "0": never use a cgroup
@@ -145,9 +148,11 @@ def run(argv: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], timeout
 
 
 def _wait(proc: subprocess.Popen, stdin: str | None, timeout_s: float) -> tuple[str, str]:
-    """`proc.communicate` until `timeout_s` (then TimeoutExpired), checking every POLL_S for a recorded stop."""
+    """`proc.communicate` until `timeout_s` — or until `LEFTOVER_GRACE_S` after the command exited while something
+    it left still holds its pipes — then TimeoutExpired; checking every POLL_S for a recorded stop."""
     deadline = time.monotonic() + timeout_s
     first = True
+    exited_at: float | None = None
     while True:
         try:
             return proc.communicate(stdin if first else None,
@@ -157,7 +162,10 @@ def _wait(proc: subprocess.Popen, stdin: str | None, timeout_s: float) -> tuple[
             if stop_requested():
                 raise_if_stop_requested()  # the main thread: the signal's own Interrupted
                 raise Interrupted("interrupted", "run the same command again to resume where it stopped") from None
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if now >= deadline or (exited_at is not None and now - exited_at >= LEFTOVER_GRACE_S):
                 raise
 
 

@@ -32,7 +32,8 @@ from skillgit.tagcodec import unescape_all as unescape_all
 from skillgit.types import EDIT_OPS, Edit, Message, RejectedEdit, Trajectory, is_failure
 
 STAGES: tuple[str, ...] = ("reflect", "merge", "rank", "lr", "slow_update", "meta_skill", "meta_reflect",
-                           "rewrite", "full_rewrite", "pick")
+                           "rewrite", "full_rewrite", "pick",
+                           "probe")  # deep reflect (loop/deep_reflect.py)
 
 # The placeholders each stage's template may use; every one is a rendered block (see the block_* functions).
 STAGE_VARIABLES: dict[str, tuple[str, ...]] = {
@@ -46,6 +47,7 @@ STAGE_VARIABLES: dict[str, tuple[str, ...]] = {
     "rewrite": ("skill", "edits", "rejected_edits"),
     "full_rewrite": ("skill", "trajectories"),
     "pick": ("candidates",),
+    "probe": ("skill", "trajectories", "probes", "turn", "meta_skill"),  # deep reflect (loop/deep_reflect.py)
 }
 
 USER_SEPARATOR = "<!-- user -->"
@@ -325,6 +327,11 @@ SCHEMAS: dict[str, dict] = {
     "rewrite": _answer({"skill": _STR}),
     "full_rewrite": _answer({"skill": _STR}),
     "pick": _answer({"choice": _STR}),
+    # deep reflect (loop/deep_reflect.py): one probe per trajectory at most; an empty list ends the probing
+    "probe": _answer({"probes": {"type": "array", "items": {
+        "type": "object", "properties": {"id": _STR, "action": {"type": "string", "enum": ["ask", "rerun"]},
+                                         "text": _STR},
+        "required": ["id", "action", "text"]}}}),
 }
 
 _PY_TYPES = {"string": (str,), "array": (list,), "object": (dict,), "integer": (int,), "number": (int, float),

@@ -58,6 +58,11 @@ SIMPLE = {  # SkillOpt key → the same setting in skillgit
     "optimizer.use_meta_skill": "optimizer.use_meta_skill", "evaluation.use_gate": "evaluation.use_gate",
     "evaluation.gate_metric": "evaluation.gate_metric", "evaluation.eval_test": "evaluation.eval_test",
     "env.split_seed": "env.split_seed", "env.workers": "env.workers",
+    "optimizer.recall_k": "optimizer.recall_k",  # SkillOpt-Sleep's recall of similar past tasks (loop/recall.py)
+    # deep reflect (skillgit/loop/deep_reflect.py)
+    "gradient.use_deep_reflect": "optimizer.deep_reflect.enabled",
+    "gradient.deep_reflect_failures": "optimizer.deep_reflect.failures",
+    "gradient.deep_reflect_successes": "optimizer.deep_reflect.successes",
 }
 REFUSED = {  # SkillOpt key → why skillgit has no equivalent (when the value is not blank or SkillOpt's default)
     "train.train_size": "skillgit trains on the whole train split; size the splits with env.split_ratio",

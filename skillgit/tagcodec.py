@@ -26,6 +26,8 @@ TAGS: tuple[str, ...] = (
     "trace", "edit", "target", "content", "rationale", "rejected_edits", "rejected", "reason", "meta_skill",
     "comparison", "pair", "before_output", "after_output", "accepted_steps", "rejected_steps", "step",
     "candidate", "file",
+    "recalled", "recalled_trajectory",  # loop/recall.py
+    "probes", "probe", "question", "hint", "answer",  # deep reflect (loop/deep_reflect.py)
 )
 _TAG_ALT = "|".join(sorted(TAGS, key=len, reverse=True))
 # Line-initial (after optional indentation: some readers accept indented tags) protocol tags, raw or escaped.

@@ -307,7 +307,12 @@ def load_splits(env_cfg: EnvCfg, root: Path, load: Loader = load_items) -> Split
             raise TaskFileError(f"env.split_dir: folder not found: {folder}",
                                 "create it with train.jsonl and val.jsonl (test.jsonl optional), or unset split_dir")
         return _load_split_dir(folder, load)
-    path = root / env_cfg.tasks
+    if str(env_cfg.tasks).startswith("hf:"):  # rows through the `datasets` library, as a local JSONL file
+        from skillgit.hfsource import local_path
+
+        path = local_path(env_cfg.tasks, root)
+    else:
+        path = root / env_cfg.tasks
     if path.is_dir() and (load is load_items or any(_split_sources(path, name) for name in SPLIT_NAMES)):
         return _load_split_dir(path, load)
     if not path.exists():

@@ -19,7 +19,7 @@ from skillgit.llm.base import Reply
 from skillgit.resources import example_dir
 from skillgit.types import Item, Usage
 from skillgit.world import SimulatedTeacher
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler, request_messages
 from tests.test_envs import point_at
 
@@ -126,6 +126,8 @@ def test_an_episode_uses_the_tools_and_the_teacher_reads_the_whole_transcript():
 
 
 def test_tolerance_is_an_option_checked_like_any_config_key():
+    default = envs.get("officeqa")  # 0: the published evaluation's (reward.py's score_answer, the AgentBeats judge)
+    assert default.tolerance == 0.0 and default.options_default["tolerance"] == 0.0
     env, loaded = items({"max_turns": 6, "tolerance": 0.05})
     assert env.run(Researcher(), "SKILL", loaded["UID0004"]).score.hard == 1.0
     with pytest.raises(ConfigError, match="env.options.tolerance"):
@@ -134,7 +136,7 @@ def test_tolerance_is_an_option_checked_like_any_config_key():
 
 def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
     folder, key = tmp_path / "proj", {"OPENAI_API_KEY": "sk-test-envs"}
-    proc = run_cli("init", str(folder), "--env", "officeqa", cwd=tmp_path)
+    proc = run_cli_inproc("init", str(folder), "--env", "officeqa", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     teacher = llm_handler(SimulatedTeacher(SimulatedCfg(seed=1)))
 
@@ -152,14 +154,14 @@ def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
         assert trained.returncode == 0, trained.stderr[-3000:]
         scored, members = {}, {}
         for split in ("train", "val", "test"):
-            proc = run_cli("eval", "--split", split, "--json", "--set", "env.options.max_turns=6", cwd=folder,
+            proc = run_cli_inproc("eval", "--split", split, "--json", "--set", "env.options.max_turns=6", cwd=folder,
                            env=key)
             assert proc.returncode == 0, proc.stderr[-2000:]
             assert json.loads(proc.stdout)["env_metric"] == envs.get("officeqa").metric
             scored.update({row["id"]: (row["hard"], row["soft"]) for row in json.loads(proc.stdout)["items"]})
             members[split] = [row["id"] for row in json.loads(proc.stdout)["items"]]
-        table = run_cli("eval", "--env", "--json", "--set", "env.options.max_turns=6", cwd=folder, env=key)
-        printed = run_cli("eval", "--env", "--set", "env.options.max_turns=6", cwd=folder, env=key)
+        table = run_cli_inproc("eval", "--env", "--json", "--set", "env.options.max_turns=6", cwd=folder, env=key)
+        printed = run_cli_inproc("eval", "--env", "--set", "env.options.max_turns=6", cwd=folder, env=key)
         read = "\n".join(json.dumps(r.json, ensure_ascii=False) for r in server.requests
                          if "teacher" in str(r.json.get("model")))
     assert json.loads(trained.stdout)["steps"] == 1
@@ -181,9 +183,9 @@ def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
     assert all(split in printed.stdout for split in ("train", "val", "test"))
 
     # the PR body and the HTML report name the environment's metric
-    body = run_cli("pr", cwd=folder)
+    body = run_cli_inproc("pr", cwd=folder)
     assert body.returncode == 0, body.stderr[-2000:]
     assert f"Scored by the environment `officeqa`: {envs.get('officeqa').metric}." in body.stdout
-    report = run_cli("report", "-o", str(tmp_path / "report.html"), cwd=folder)
+    report = run_cli_inproc("report", "-o", str(tmp_path / "report.html"), cwd=folder)
     assert report.returncode == 0, report.stderr[-2000:]
     assert "environment officeqa: accuracy: the answer&#x27;s numbers match" in (tmp_path / "report.html").read_text()

@@ -22,7 +22,7 @@ from skillgit.errors import ConfigError
 from skillgit.resources import example_dir
 from skillgit.types import Item
 from skillgit.world import SimulatedTeacher
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler, request_messages
 from tests.test_envs import point_at
 
@@ -200,7 +200,7 @@ def test_without_openpyxl_the_env_names_the_extra_to_install(monkeypatch):
 
 def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
     folder, key = tmp_path / "proj", {"OPENAI_API_KEY": "sk-test-envs"}
-    proc = run_cli("init", str(folder), "--env", "spreadsheetbench", cwd=tmp_path)
+    proc = run_cli_inproc("init", str(folder), "--env", "spreadsheetbench", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (folder / "data" / "spreadsheetbench" / "spreadsheet" / "ss-north" / "3_ss-north_answer.xlsx").is_file()
     teacher = llm_handler(SimulatedTeacher(SimulatedCfg(seed=1)))
@@ -219,7 +219,7 @@ def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
         assert trained.returncode == 0, trained.stderr[-3000:]
         scored, printed = {}, []
         for split in ("train", "val", "test"):
-            proc = run_cli("eval", "--split", split, "--json", cwd=folder, env=key)
+            proc = run_cli_inproc("eval", "--split", split, "--json", cwd=folder, env=key)
             assert proc.returncode == 0, proc.stderr[-2000:]
             result = json.loads(proc.stdout)
             assert result["env_metric"] == ssb.SpreadsheetBench.metric
@@ -244,3 +244,76 @@ def test_the_runner_ends_a_sleeping_child_on_its_own_when_nobody_is_left_to_kill
                                                                 output=pysandbox.OUTPUT), encoding="utf-8")
     done = subprocess.run([sys.executable, "-I", "-B", "runner.py"], cwd=tmp_path, timeout=90, capture_output=True)
     assert done.returncode == -signal.SIGALRM
+
+
+# ---------------------------------------------------------------------------------------------- multi-round
+SHEETNAMES = """```python
+import openpyxl
+print(openpyxl.load_workbook(input_path).sheetnames)
+```"""
+SUMMARY = """```python
+import openpyxl
+wb = openpyxl.load_workbook(input_path)
+amounts = [c.value for c in wb["Amounts"]["A"][1:] if c.value is not None]
+wb["Summary"]["B1"] = len(amounts)
+wb["Summary"]["B2"] = round(sum(amounts), 2)
+wb.save(output_path)
+```"""
+
+
+class Reviser:
+    """A student that sends its scripted rounds in order (the last one again when it runs out)."""
+
+    id = "reviser"
+
+    def __init__(self, *rounds: str):
+        self.rounds, self.prompts = rounds, []
+
+    def run(self, skill, item, sample=0):
+        from skillgit.llm.base import Reply
+        from skillgit.types import Usage
+
+        self.prompts.append(item.input)
+        return Reply(self.rounds[min(len(self.prompts), len(self.rounds)) - 1], Usage(calls=1))
+
+
+def test_multi_round_shows_each_runs_result_and_ends_when_the_output_is_written():
+    import openpyxl
+
+    env = envs.get("spreadsheetbench", {"rounds": 5, "timeout_s": 20})
+    item = env.load(SAMPLE / "dataset.json")[3]
+    assert item.id == "ss-summary"
+    student = Reviser(SUMMARY_TYPO, SHEETNAMES, SUMMARY, TOTALS)
+    reply = env.run(student, "SKILL", item)
+    assert len(student.prompts) == 3 and reply.usage.calls == 3  # the third run wrote output_path: the end
+    assert reply.score is not None and (reply.score.hard, reply.score.soft) == (1.0, 1.0)  # every test case
+    first, second, third = student.prompts
+    assert first.startswith(item.input) and "You have up to 5 rounds" in first and "Round 1 of 5" in first
+    assert "### round 1: your code\n```python\nimport openpyxl" in second
+    assert "The code failed: KeyError: 'Worksheet Amount does not exist.'" in second
+    assert "output_path was not written" in second and "stderr (its end):\nTraceback" in second
+    assert "The code ran to the end (exit 0); output_path was not written.\nstdout (its end):\n" \
+           "['Amounts', 'Summary']" in third and "Round 3 of 5" in third
+    answer = openpyxl.load_workbook(item.metadata["cases"][0][1], data_only=True)["Summary"]
+    total = answer["B2"].value  # the answer workbook is never read into a prompt
+    assert isinstance(total, float) and str(total) not in "".join(student.prompts)
+    trace = reply.trace.splitlines()
+    assert sum(line.startswith("→ run code: import openpyxl") for line in trace) == 3
+    assert "← The code failed: KeyError: 'Worksheet Amount does not exist.'" in reply.trace
+    assert trace[-1] == "· conversation ended after 3 rounds (a run wrote output_path); the last code is the solution"
+
+
+def test_multi_round_scores_the_last_code_when_no_run_writes_the_output():
+    env = envs.get("spreadsheetbench", {"rounds": 2, "timeout_s": 20})
+    item = one_case(items()["ss-summary"])
+    student = Reviser(SHEETNAMES, "I would rather not write code.")
+    reply = env.run(student, "SKILL", item)
+    assert len(student.prompts) == 2 and "nothing was run" not in student.prompts[1]
+    assert reply.score is not None and reply.score.hard == 0.0
+    assert "no Python code" in reply.score.feedback
+    assert reply.trace.splitlines()[-1].startswith("· conversation ended after 2 rounds (no run wrote output_path")
+    assert "→ run code: (no code)" in reply.trace and "nothing was run" in reply.trace
+    single = envs.get("spreadsheetbench")  # rounds: 1 (the default) is one call, scored by the loop
+    assert single.run(Reviser(TOTALS), "SKILL", item).score is None
+    with pytest.raises(ConfigError, match="env.options.rounds: must be a whole number >= 1"):
+        envs.get("spreadsheetbench", {"rounds": 0}).load(SAMPLE / "dataset.json")

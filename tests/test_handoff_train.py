@@ -152,26 +152,58 @@ def test_an_agent_answers_a_two_step_handoff_run_through_the_mcp_tools(tmp_path)
     assert status["last"]["verdict"] in ("accepted", "rejected") and status["last"]["reason"]
 
 
-def test_the_mcp_train_tool_says_the_run_waits_for_answers_and_how_to_resume_it(tmp_path):
+def test_the_mcp_train_tool_resumes_a_waiting_run_on_its_review_branch(tmp_path):
+    """The agent trains through the `train` tool, answers, and continues the same run with `resume` (before, the
+    tool could only start a new run: a handoff run started from MCP could not be finished through MCP)."""
     folder = tmp_path / "proj"
     create_project(folder, 0)
     _configure(folder, teacher_backend="handoff")
+    teacher = _teacher(folder)
+    tip = git(folder, "rev-parse", "HEAD")
 
-    async def session() -> tuple[dict[str, Any], dict[str, Any]]:
+    async def session() -> dict[str, Any]:
         params = StdioServerParameters(command=sys.executable, args=["-m", "skillgit", "mcp"],
                                        env=dict(os.environ), cwd=str(folder))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
-                trained = await s.call_tool("train", {"max_calls": 5000, "max_steps": 1})
-                assert not _is_error(trained), _text(trained)
-                listed = await s.call_tool("pending_questions", {"limit": 1})
-                return json.loads(_text(trained)), json.loads(_text(listed))
+                refused = await s.call_tool("train", {"max_calls": 5000, "resume": True})
+                assert _is_error(refused) and "review branch" in _text(refused)
+                args: dict[str, Any] = {"max_calls": 5000, "max_steps": 1}
+                seen: dict[str, Any] = {"rounds": 0, "branches": set()}
+                while True:
+                    trained = await s.call_tool("train", args)
+                    assert not _is_error(trained), _text(trained)
+                    result = json.loads(_text(trained))
+                    seen["branches"].add(result["review_branch"])
+                    if "waiting_for_answers" not in result:
+                        seen["last"] = result
+                        return seen
+                    assert result["stopped_at_budget"] is False
+                    assert "resume=true" in result["waiting_for_answers"]
+                    seen["rounds"] += 1
+                    assert seen["rounds"] < 30
+                    if seen["rounds"] == 1:
+                        first = json.loads(_text(await s.call_tool("pending_questions", {"limit": 1})))
+                        assert first["pending"] >= 1 and len(first["questions"]) == 1
+                        assert first["questions"][0]["answer_format"]["type"] == "object"
+                    listed = json.loads(_text(await s.call_tool("pending_questions", {"limit": 50})))
+                    for q in listed["questions"]:
+                        reply = teacher.complete(_request(q["prompt"], q["stage"], q["answer_format"])).text
+                        assert json.loads(_text(await s.call_tool("answer", {"id": q["id"], "text": reply})))["stored"]
+                    args = {**args, "resume": True, "review_branch": result["review_branch"]}
 
-    trained, listed = asyncio.run(asyncio.wait_for(session(), timeout=600))
-    assert trained["stopped_at_budget"] is False and "skillgit train --run" in trained["waiting_for_answers"]
-    assert listed["pending"] >= 1 and len(listed["questions"]) == 1 and listed["more"]
-    assert listed["questions"][0]["answer_format"]["type"] == "object"
+    seen = asyncio.run(asyncio.wait_for(session(), timeout=600))
+    assert seen["rounds"] >= 2 and len(seen["branches"]) == 1  # one review branch, continued
+    branch = seen["branches"].pop()
+    runs = git(folder, "for-each-ref", "--format=%(refname)", "refs/skillgit/runs/").split()
+    assert len(runs) == 1, runs  # every resume continued the same run: none started anew
+    run_id = runs[0].rsplit("/", 1)[1]
+    status = json.loads(run_cli("status", "--json", "--run", run_id, cwd=folder).stdout)
+    assert status["status"] == "finished" and status["step"] == 1 and status["cost_usd"] == 0
+    assert status["last"]["verdict"] in ("accepted", "rejected")
+    assert git(folder, "rev-parse", "HEAD") == tip  # the skill branch did not move; the run's was the review branch
+    git(folder, "merge-base", "--is-ancestor", tip, f"refs/heads/{branch}")
 
 
 # ---------------------------------------------------------------------------------------------- killed while waiting

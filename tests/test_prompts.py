@@ -9,6 +9,7 @@ import pytest
 
 from skillgit import prompts as P
 from skillgit.errors import SkillgitError
+from skillgit.loop.deep_reflect import Turn, block_probes
 from skillgit.resources import templates_dir
 from skillgit.skilldoc import split_document
 from skillgit.types import Edit, RejectedEdit, Score, Trajectory
@@ -57,6 +58,9 @@ def all_variables() -> dict[str, str]:
         "accepted_steps": P.block_steps("accepted_steps", STEPS[:1]),
         "rejected_steps": P.block_steps("rejected_steps", STEPS[1:]),
         "candidates": P.block_candidates({"a": SKILL, "b": "# Other\n"}),
+        # deep reflect (loop/deep_reflect.py)
+        "probes": block_probes([Turn("t1", 1, "ask", "Why this date?", "My skill says nothing about dates.")]),
+        "turn": '<turn n="1" of="2"></turn>',
     }
 
 

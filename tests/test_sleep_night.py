@@ -370,3 +370,28 @@ def test_the_night_branch_is_never_the_skill_branch(night):
         run_night(bad, NightOptions(DATE))
     assert subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", "refs/heads/sleep/" + DATE],
                           capture_output=True).returncode != 0
+
+
+def test_a_handoff_night_whose_step_ends_an_epoch_asks_the_meta_skill_once(night, tmp_path):
+    """Step 1 ends the epoch (batch 64): the handoff stop after the meta-skill answer saved the updated memory, and
+    before, the resumed night updated it again from that text — a new question each time it stopped."""
+    from skillgit.llm.factory import build_teacher
+
+    repo, home, _ = night
+    sp = open_sleep_project(repo, None, ["train.batch_size=64"])
+    sp = sp.__class__(sp.project, sp.settings.with_options(home=str(home), max_steps=1), sp.data, sp.overrides)
+    folder = tmp_path / "handoff"
+    agent = build_teacher(sp.config, repo)
+    stages: list[str] = []
+    for _ in range(20):
+        try:
+            record = run_night(sp, NightOptions(DATE, yes=True, handoff=folder))
+            break
+        except HandoffPending:
+            for prompt in pending_prompts(folder):
+                request = request_from_file(prompt.with_name(prompt.name.replace(".prompt.md", ".request.json")))
+                stages.append(request.stage)
+                prompt.with_name(prompt.name.replace(".prompt.md", ".answer.json")).write_text(
+                    agent.complete(request).text)
+    assert record.status == "finished", record.reason
+    assert stages.count("meta_skill") == 1, stages

@@ -87,6 +87,40 @@ def train_all(repo: Optional[Path], config: Optional[Path], overrides: list[str]
         raise typer.Exit(int(ExitCode.BUDGET))
 
 
+def train_activation_all(project: Any, *, run: Optional[str], as_json: bool, excluded: tuple[Any, ...]) -> None:
+    """`skillgit train --all --activation` (see `library.run.run_activation_all`): every skill's description,
+    round-robin, one budget, each step gated with the interference check. Exit 5 when the budget stopped it."""
+    from skillgit.library.run import run_activation_all
+
+    if any(excluded):
+        raise SkillgitError("--all trains every library skill; it excludes --skill, --branch and --dry-run",
+                            "drop them, or train one skill with --skill NAME --activation")
+
+    def say(skill: str, rec: Any) -> None:
+        v = rec.verdict
+        console.err.print(f"{skill} step {rec.step}: {'accepted' if v.accept else f'rejected ({v.stage})'} "
+                          f"{rec.commit[:12]}: {shown(v.reason)}", markup=False, highlight=False)
+
+    out = run_activation_all(project.root, project.config, steps=project.config.train.max_steps or 4, run=run,
+                             on_step=say)
+    data = out.to_dict()
+    for name, why in out.skipped.items():
+        console.info(f"{name}: not trained: {why}")
+    if as_json:
+        console.print_json(data)
+    else:
+        for name, one in data["skills"].items():
+            f1 = ("no candidate was scored" if one["f1_before"] is None
+                  else f"val F1 {one['f1_before']:.2f} → {one['f1_after']:.2f}")
+            console.out.print(f"{name}: {f1} after {one['steps']} step(s): {one['accepted']} accepted, "
+                              f"{one['rejected']} rejected (run {one['run']})", markup=False, highlight=False)
+        console.out.print(f"activation run {out.run}: {out.status}" + (f" ({shown(out.reason)})" if out.reason
+                                                                         else "") + "; round-robin over "
+                          f"{len(out.skills)} skill(s)", markup=False, highlight=False)
+    if out.status == "stopped":
+        raise typer.Exit(int(ExitCode.BUDGET))
+
+
 def _git_dir(project: Any) -> Path:
     """The repository's git dir, through the library's first skill (skill.path may name no file in a library)."""
     from skillgit.library import config as lib_config
@@ -227,7 +261,7 @@ def library_status(store: Any, cfg: Any, as_json: bool, status_info: Any) -> Non
     info: dict[str, Any] = {}
     for name in skills:
         if name in newest:
-            progress = read.run_progress(store, newest[name])
+            progress = views.with_own_total(store, read.run_progress(store, newest[name]))
             vals = [e.score for e in store.history(progress.run) if e.verdict in ("seed", "accepted")]
             info[name] = status_info(progress, vals)
         else:

@@ -280,6 +280,9 @@ def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: 
                          + (f" ({record.reason})" if record.reason else "")
                          + (f" on {record.branch}: {record.accepted} accepted, {record.rejected} rejected"
                             if record.branch else "") + scores))
+        for k in record.skills:  # a library night: each skill's own part
+            typer.echo(shown(f"  {k.name}: {k.status}" + (f" ({k.reason})" if k.reason else
+                                                          f", {k.accepted} accepted, {k.rejected} rejected")))
         typer.echo(shown(f"report: {report}"))
         if record.accepted:
             _say(f"review it (`git log {record.skill_branch}..{record.branch}`), then `skillgit sleep adopt "
@@ -366,15 +369,17 @@ def adopt_cmd(date: Optional[str] = typer.Argument(None, help="The night (defaul
     from skillgit.sleep import adopt as A
     from skillgit.sleep.night import shown_path
     from skillgit.sleep.report import render
-    from skillgit.store import Store
 
     if (gh or push) and not pr:
         raise SkillgitError("--gh and --push go with --pr", "e.g. `skillgit sleep adopt --pr --push origin --gh`")
     if pr and merge:
         raise SkillgitError("--pr and --merge exclude each other", "propose the night (--pr) or adopt it (--merge)")
+    from skillgit.library.config import entries
+    from skillgit.sleep.night import own_store
+
     sp = _project(repo, config)
     cfg = sp.config
-    store = Store.open(sp.root, cfg.skill.path, cfg.skill.branch)
+    store = own_store(sp, entries(cfg, sp.root))  # (a library's skill.path may name no file)
     night = _night_to_adopt(store.repo, date)
     branch = night.branch if night is not None and night.branch else \
         sp.settings.branch_for(date or "", cfg.skill.branch)

@@ -53,7 +53,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
                                                     "debugging (= --set env.keep_workspaces=true)."),
           skill: Optional[str] = typer.Option(None, "--skill", help="Train this skill of the `skills:` library "
                                                                     "(its path, tasks and branch)."),
-          activation: bool = typer.Option(False, "--activation", help="With --skill: train its description "
+          activation: bool = typer.Option(False, "--activation", help="With --skill (or --all: every skill, "
+                                                                      "round-robin): train its description "
                                                                       "against its trigger cases (the activation "
                                                                       "track) instead of its body."),
           all_: bool = typer.Option(False, "--all", help="Train every skill of the `skills:` library in one run under "
@@ -64,21 +65,14 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     from skillgit.session import build_trainer, open_session
 
     overrides = _overrides(set_, cfg_options) + (["env.keep_workspaces=true"] if keep_workspaces else [])
-    if activation and not skill:
-        raise SkillgitError("--activation needs --skill NAME", "name the library skill whose description to train")
-    if all_:
-        from skillgit.cli.library import train_all
-
-        train_all(repo, config, overrides, run=run, resume=resume, as_json=as_json, events=events,
-                  again=(set_, cfg_options), excluded=(skill, branch, dry_run))
+    if all_ or activation:
+        _library_mode(repo, config, overrides, skill=skill, all_=all_, activation=activation, run=run, resume=resume,
+                      as_json=as_json, events=events, again=(set_, cfg_options), excluded=(skill, branch, dry_run))
         return
     if skill:
         from skillgit.library import config as lib_config
 
         base = _project(repo, config, overrides)
-        if activation:
-            _train_activation(base, skill)
-            return
         overrides = lib_config.overrides(lib_config.entry(base.config, skill, base.root)) + overrides
     review = None
     if branch:  # a review branch: the run's skill branch becomes it (skillgit pr proposes it back)
@@ -149,6 +143,27 @@ def _waiting(exc: Any, again: Optional[str]) -> Exception:
 
     how = exc.resume.replace("`skillgit train`", f"`{again}`") if again else exc.resume
     return HandoffPending(exc.folder, pending_prompts(exc.folder) or exc.pending, how)
+
+
+def _library_mode(repo: Optional[Path], config: Optional[Path], overrides: list[str], *, skill: Optional[str],
+                  all_: bool, activation: bool, run: Optional[str], resume: bool, as_json: bool, events: bool,
+                  again: tuple[Any, Any], excluded: tuple[Any, ...]) -> None:
+    """`train --all` (every skill's body), `--all --activation` (every skill's description) and
+    `--skill NAME --activation` (one skill's description)."""
+    if activation and not (skill or all_):
+        raise SkillgitError("--activation needs --skill NAME or --all",
+                            "name the library skill whose description to train, or --all for every skill")
+    if all_ and activation:
+        from skillgit.cli.library import train_activation_all
+
+        train_activation_all(_project(repo, config, overrides), run=run, as_json=as_json, excluded=excluded)
+    elif all_:
+        from skillgit.cli.library import train_all
+
+        train_all(repo, config, overrides, run=run, resume=resume, as_json=as_json, events=events, again=again,
+                  excluded=excluded)
+    else:
+        _train_activation(_project(repo, config, overrides), str(skill))
 
 
 def _train_activation(project: Any, skill: str) -> None:
@@ -404,7 +419,7 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
         if run is None:
             raise SkillgitError(f"skill {skill!r} has no training run yet",
                                 f"start one: skillgit train --skill {skill}")
-    progress = read.run_progress(store, run)
+    progress = views.with_own_total(store, read.run_progress(store, run))
     info = status_info(progress, read.val_trend(store, progress))
     if as_json:
         console.print_json(info)

@@ -44,6 +44,8 @@ _BUILTIN: dict[str, str] = {
     "textgame": "skillgit.envs.textgame:TextGame",
     "spreadsheetbench": "skillgit.envs.spreadsheet:SpreadsheetBench",
     "officeqa": "skillgit.envs.officeqa:OfficeQA",
+    "alfworld": "skillgit.envs.twgames:ALFWorld",
+    "textworld": "skillgit.envs.twgames:TextWorldGames",
 }
 
 

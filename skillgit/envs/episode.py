@@ -3,7 +3,8 @@
 Protocol (`TextEnvironment`; ALFWorld's and TextWorld's environments fit it behind a thin wrapper):
 - `reset() -> str`: start the episode, return the first observation (the task is told there);
 - `step(action) -> Transition(observation, done, reward)`: apply one action; `reward` is the episode's reward so
-  far in [0, 1] (the last one counts); after `done` no more steps are taken.
+  far in [0, 1] (the last one counts); after `done` no more steps are taken;
+- `close()` (optional): called once when the episode ends, however it ends (an engine's game is released there).
 
 `EpisodeEnv.run` plays one episode: each turn is ONE `student.run` with the skill as system prompt and, as the
 user message, the transcript so far and a request for the next action (so every turn is journaled: a killed run
@@ -88,6 +89,14 @@ class EpisodeEnv(Env):
 
     def run(self, student: Student, skill: str, item: Item, sample: int = 0) -> Reply:
         world = self.make(item)
+        try:
+            return self._play(world, student, skill, item, sample)
+        finally:
+            close = getattr(world, "close", None)
+            if callable(close):
+                close()
+
+    def _play(self, world: TextEnvironment, student: Student, skill: str, item: Item, sample: int) -> Reply:
         observation = world.reset()
         steps: list[Step] = [Step("result", text=observation)]
         history: list[tuple[str, str]] = []

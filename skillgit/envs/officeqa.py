@@ -17,12 +17,19 @@ Documents without page markers are paged every `PAGE_CHARS` characters (at a lin
 
 Metric (the release's `reward.py` rules, written here): the answer (inside `<FINAL_ANSWER>` tags when present) is
 compared with the ground truth — numbers with commas removed and unicode minus normalised, unit words ignored
-(`36080 million` equals `36080`), each ground-truth number matched within `env.options.tolerance` (relative; 0 by
-default as the benchmark's harness grades; `reward.py`'s own default is 0.05), year-like numbers in the answer
-ignored unless the truth has them, and any words of the truth (a month, a name) required in the answer; a
-ground truth without numbers must equal the answer as text (case, quotes and parentheticals aside). hard = that
+(`36080 million` equals `36080`), each ground-truth number matched within `env.options.tolerance` (relative),
+year-like numbers in the answer ignored unless the truth has them, and any words of the truth (a month, a name)
+required in the answer; a ground truth without numbers must equal the answer as text (case, quotes and
+parentheticals aside). hard = that
 match; soft = the share of the truth's numbers matched (a list answer half right scores 0.5). Feedback names the
 answer given and whether it matched, never the truth.
+
+The tolerance defaults to 0 — exact after the fuzzy formatting rules — because that is how the published
+evaluation grades: `reward.py`'s entry point `score_answer(ground_truth, predicted, tolerance=0.00)` (the 0.05 in
+its signature belongs to the inner `fuzzy_match_answer`, which `score_answer` always calls with its own 0), the
+AgentBeats green agent (arnavsinghvi11/officeqa_agentbeats) scores "at 0.0 tolerance", and the OfficeQA
+leaderboard's `tolerance` setting defaults to 0.0. Set `env.options.tolerance: 0.05` to grade as
+`fuzzy_match_answer` alone would.
 """
 
 from __future__ import annotations
@@ -252,7 +259,7 @@ class OfficeQA(EpisodeEnv):
         value = self.options.get("tolerance", 0.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
             raise ConfigError(f"env.options.tolerance: must be a number from 0 to 1, got {value!r}",
-                              "e.g. tolerance: 0 (exact, as the benchmark grades) or 0.05 (reward.py's default)")
+                              "e.g. tolerance: 0 (exact, as the published evaluation grades) or 0.05 (5 %)")
         return float(value)
 
     def _corpus_folder(self, data: Path) -> Path:

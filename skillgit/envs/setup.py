@@ -5,7 +5,8 @@ Decisions (on top of `skillgit.store.initialize.init_project`, whose rules all h
   its loader reads the data (the error names the file, the row and the fix).
 - Without `--data`, the environment's shipped sample folder (`examples/envs/<name>/`) is copied to `data/<name>/`
   in the repository, so a newcomer trains on it at once; with `--data`, `env.tasks` names that path (relative to the
-  repository when it lies inside, absolute otherwise) and nothing is copied.
+  repository when it lies inside, absolute otherwise) and nothing is copied; `--data hf:NAME[@CONFIG][:SPLIT]`
+  reads the rows through the `datasets` library (`skillgit.hfsource`) and `env.tasks` keeps that spec.
 - The skill: `--skill` as given; else an existing SKILL.md is adopted; else the environment's seed skill is
   written as SKILL.md.
 - skillgit.yaml: a freshly written one gets an `env:` section naming the environment, its data and its default
@@ -21,7 +22,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillgit import envs
+from skillgit import envs, hfsource
+from skillgit.envs.base import Env
 from skillgit.errors import SkillgitError
 from skillgit.resources import example_dir
 
@@ -79,6 +81,11 @@ def prepare(folder: Path, name: str, data: Path | None, skill: str | None) -> tu
     the `--skill` to pass to init. Raises before writing anything when the environment or data is wrong."""
     env = envs.get(name)
     folder = Path(folder).expanduser().resolve()
+    if data is not None and hfsource.is_spec(str(data)):  # through `datasets`: env.tasks keeps the spec
+        spec = hfsource.rebase(str(data), folder)
+        env.load(hfsource.local_path(spec, folder))
+        setup = EnvSetup(name, spec, wrote_seed_skill=skill is None and not (folder / "SKILL.md").exists())
+        return setup, _seed_skill(folder, env, skill)
     source = Path(data).expanduser().resolve() if data is not None else sample_path(name)
     if source is None:
         raise SkillgitError(f"environment '{name}' ships no sample data", "pass --data PATH to its benchmark data")
@@ -96,14 +103,19 @@ def prepare(folder: Path, name: str, data: Path | None, skill: str | None) -> tu
         setup.tasks = source.relative_to(folder).as_posix()
     except ValueError:
         setup.tasks = str(source)
-    if skill is None:
-        skill_file = folder / "SKILL.md"
-        if not skill_file.exists():
-            skill_file.parent.mkdir(parents=True, exist_ok=True)
-            skill_file.write_text(env.seed_skill or f"# {name}\n", encoding="utf-8")
-            setup.wrote_seed_skill = True
-        skill = "SKILL.md"
-    return setup, skill
+    setup.wrote_seed_skill = skill is None and not (folder / "SKILL.md").exists()
+    return setup, _seed_skill(folder, env, skill)
+
+
+def _seed_skill(folder: Path, env: Env, skill: str | None) -> str:
+    """The `--skill` for init: as given, else SKILL.md (written with the environment's seed skill if missing)."""
+    if skill is not None:
+        return skill
+    skill_file = folder / "SKILL.md"
+    if not skill_file.exists():
+        skill_file.parent.mkdir(parents=True, exist_ok=True)
+        skill_file.write_text(env.seed_skill or f"# {env.name}\n", encoding="utf-8")
+    return "SKILL.md"
 
 
 def finish(setup: EnvSetup, root: Path, config_written: bool, options: dict | None = None) -> None:

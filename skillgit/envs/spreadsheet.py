@@ -10,6 +10,8 @@ Rollout: the item's text is the paper's single-round prompt (instruction, the fi
 first test case, instruction type, answer position, and where to read and write: `input_path`, `output_path`).
 The reply's last fenced Python block (the whole reply when it has none) is the solution; `score` runs it once per
 test case in a sandboxed child (`skillgit.envs.pysandbox`: temp folder, own process group, `timeout_s`).
+`env.options.rounds` > 1 is the paper's multi-round setting (5 there): the student sees each run's execution
+result on the first test case and may revise, up to that many rounds (`skillgit.envs.sheetrounds`).
 
 Metric (the paper's OJ-style evaluation): a test case passes when every cell of `answer_position` (comma-separated
 ranges, `Sheet!A1:B2`, the first sheet when none is named) of the produced workbook equals the answer workbook's
@@ -38,6 +40,7 @@ from typing import Any
 from skillgit.envs import pysandbox, rows
 from skillgit.envs.base import Env
 from skillgit.errors import ConfigError
+from skillgit.llm.base import Reply, Student
 from skillgit.tasks import TaskFileError
 from skillgit.textmatch import clip
 from skillgit.types import Item, Score
@@ -46,6 +49,7 @@ TIMEOUT_S = 30.0
 PREVIEW_ROWS = 5  # rows of each sheet shown to the student (the paper's spreadsheet_content)
 PREVIEW_COLS = 12
 MAX_CASES = 3
+PAPER_ROUNDS = 5  # the published multi-round inference's max_turn_num
 INSTALL_FIX = "pip install 'openpyxl>=3.1' (it reads and writes the workbooks; the `spreadsheet` extra has it)"
 
 SEED_SKILL = """---
@@ -252,7 +256,23 @@ class SpreadsheetBench(Env):
               "spreadsheet/<id>/<k>_<id>_input.xlsx and _answer.xlsx")
     seed_skill = SEED_SKILL
     sample = "dataset.json"
-    options_default = {"timeout_s": TIMEOUT_S}
+    options_default = {"timeout_s": TIMEOUT_S, "rounds": 1}
+
+    @property
+    def rounds(self) -> int:
+        value = self.options.get("rounds", 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"env.options.rounds: must be a whole number >= 1, got {value!r}",
+                              f"1 is the paper's single-round setting, {PAPER_ROUNDS} its multi-round one")
+        return value
+
+    def run(self, student: Student, skill: str, item: Item, sample: int = 0) -> Reply:
+        if self.rounds == 1:
+            return student.run(skill, item, sample)
+        from skillgit.envs.sheetrounds import run_rounds
+
+        return run_rounds(student, skill, item, sample, rounds=self.rounds, timeout_s=self.timeout_s,
+                          extract_code=extract_code, score=self.score)
 
     @property
     def timeout_s(self) -> float:
@@ -264,7 +284,7 @@ class SpreadsheetBench(Env):
 
     def load(self, path: Path) -> list[Item]:
         openpyxl()
-        self.timeout_s  # noqa: B018 — a bad option fails `init` and `doctor`, not the first rollout
+        self.timeout_s, self.rounds  # noqa: B018 — a bad option fails `init` and `doctor`, not the first rollout
         path = Path(path)
         base = path.parent if path.is_file() else path
         items = []

@@ -71,7 +71,8 @@ Add `--json` when you want to parse the output.
 ## Handoff mode: you are the teacher
 When the project sets `model.teacher_backend: handoff`, training stops (exit 5) with open teacher questions instead
 of calling a model. List them with the `pending_questions` tool, answer each with `answer` (its id and your reply in
-the format the question asks for, usually one JSON object), then run the command the stop printed to resume. The
+the format the question asks for, usually one JSON object), then call the `train` tool again with `resume=true` and
+the same `review_branch` (or run the command the stop printed) to resume. The
 questions show training items only; answer from them, never invent scores, and never edit files to answer.
 
 ## Adoption is a person's decision

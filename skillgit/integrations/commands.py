@@ -3,7 +3,9 @@ behaviour can be switched in one place.
 
 Contract
 - `train_command(...)` is THE training command an agent can start: `skillgit train --new --json --events` onto a
-  review branch (`--set skill.branch=skillgit/review/…`), with the budget as `--set budget.*`. It never names the
+  review branch (`--set skill.branch=skillgit/review/…`), with the budget as `--set budget.*`; with `resume` it
+  drops `--new`, so the newest unfinished run on that review branch continues (budget and step caps are not part
+  of a run's config digest; with no unfinished run a new one starts, as `skillgit train` does). It never names the
   skill branch itself, so training started by an agent can only move the review branch; adopting it (a merge) is
   a person's act. (When `skillgit train --branch` exists, switch this function to it.)
 - `prepare_review_branch(...)` creates that branch at the skill branch's tip with `git branch` (which refuses to
@@ -88,9 +90,9 @@ def review_branch_name(requested: str | None = None) -> str:
 
 
 def train_command(root: Path, config: Path | None, budget: Budget, branch: str, *,
-                  max_steps: int | None = None) -> list[str]:
+                  max_steps: int | None = None, resume: bool = False) -> list[str]:
     """THE command an agent's training request runs (see the module contract)."""
-    argv = [*skillgit_argv(), "train", *_common(root, config), "--new", "--json", "--events",
+    argv = [*skillgit_argv(), "train", *_common(root, config), *([] if resume else ["--new"]), "--json", "--events",
             "--set", f"skill.branch={branch}", *budget.require().overrides()]
     if max_steps is not None:
         argv += ["--set", f"train.max_steps={int(max_steps)}"]

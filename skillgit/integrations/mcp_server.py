@@ -182,10 +182,14 @@ def build_server(repo: Path | None = None, config: Path | None = None) -> Any:
                                                                "(created from the skill branch; default: a new "
                                                                "timestamped one).", max_length=120)] = None,
                     timeout_s: Annotated[float, Field(description="Stop waiting after this many seconds.", gt=0,
-                                                      le=86_400)] = 3600) -> str:
+                                                      le=86_400)] = 3600,
+                    resume: Annotated[bool, Field(description="Continue the unfinished run on review_branch (e.g. "
+                                                             "after answering a handoff run's questions) instead "
+                                                             "of starting a new run.")] = False) -> str:
         """Train the skill onto a review branch within an explicit budget (max_calls or max_cost_usd, required).
         Spends model calls. Never touches the skill branch: merging the review branch is the user's decision."""
-        return await call(tools.train, ws, Budget(max_calls, max_cost_usd), max_steps, review_branch, timeout_s)
+        return await call(tools.train, ws, Budget(max_calls, max_cost_usd), max_steps, review_branch, timeout_s,
+                          resume)
 
     @server.tool(annotations=read_only)
     async def sleep_dry_run() -> str:

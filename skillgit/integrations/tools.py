@@ -406,20 +406,28 @@ def train_dry_run(ws: Workspace, max_steps: int | None = None, timeout_s: float 
 
 
 def train(ws: Workspace, budget: C.Budget, max_steps: int | None = None, review_branch: str | None = None,
-          timeout_s: float = 3600) -> str:
+          timeout_s: float = 3600, resume: bool = False) -> str:
     budget.require()
+    if resume and not review_branch:
+        raise SkillgitError("resume needs the review branch the run trains onto",
+                            "pass review_branch (the review_branch of the train result you continue)")
     store = ws.store()
     root, skill_branch = store.repo.root, store.branch
     branch = C.review_branch_name(review_branch)
+    if resume and store.repo.ref(f"refs/heads/{branch}") is None:
+        raise SkillgitError(f"no review branch '{branch}' to resume",
+                            "pass the review_branch a train result named, or train without resume")
     created = C.prepare_review_branch(root, branch, store.tip())
-    done = C.run(C.train_command(root, ws.config, budget, branch, max_steps=max_steps), timeout_s, cwd=root)
+    done = C.run(C.train_command(root, ws.config, budget, branch, max_steps=max_steps, resume=resume), timeout_s,
+                 cwd=root)
     result = _json_result(done, "training", ok_codes=(0, int(ExitCode.BUDGET)))
     if not isinstance(result, dict):
         result = {"output": result}
     waiting = done.returncode == int(ExitCode.BUDGET) and "teacher answer(s)" in done.stderr  # handoff teacher
     if waiting:
         result["waiting_for_answers"] = (f"{_tail(done.stderr, 2)}\nanswer them (pending_questions, answer); then "
-                                         "the command in the hint resumes this run (the train tool starts a new one)")
+                                         f"call train again with resume=true and review_branch={branch!r} (or run "
+                                         "the command in the hint) to continue this run")
     result.update({
         "review_branch": branch, "review_branch_created": created, "skill_branch": skill_branch,
         "stopped_at_budget": done.returncode == int(ExitCode.BUDGET) and not waiting,

@@ -18,9 +18,10 @@ Contract:
 - **Test split.** A skill's closing test scores are read once, at its last turn (earlier turns run with
   `evaluation.eval_test` off): no skill's test split is read once per round.
 - **Resume.** The skill runs on `refs/skillgit/runs/<run>.<skill>` hold the state; `<git-dir>/skillgit/library/
-  <run>.json` records the library run (its skills, status) so that `train --all` without `--run` continues the
-  newest unfinished one. A kill anywhere resumes: the turn's skill run resumes itself (no decided step redone, no
-  finished call paid twice — the call journal), and the turn order is re-derived from git.
+  <run>.json` records the library run (its skills, each skill run's own total steps — `own_total`, what `status`
+  shows: the run's own `total_steps` is its last turn's cap —, status) so that `train --all` without `--run`
+  continues the newest unfinished one. A kill anywhere resumes: the turn's skill run resumes itself (no decided
+  step redone, no finished call paid twice — the call journal), and the turn order is re-derived from git.
 """
 
 from __future__ import annotations
@@ -152,9 +153,34 @@ def save_manifest(git_dir: Path, lib: LibraryRun) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{lib.run}.json.tmp"
     data = {"run": lib.run, "status": lib.status, "reason": lib.reason, "skills": list(lib.skills),
-            "updated": time.time()}
+            "totals": {s.run: s.total for s in lib.skills.values()}, "updated": time.time()}
     tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
     os.replace(tmp, folder / f"{lib.run}.json")
+
+
+def save_totals(git_dir: Path, run: str, totals: dict[str, int]) -> None:
+    """Record the own total steps of skill runs that another round-robin owns (a library night's
+    `sleep-<date>.<skill>` runs), for `own_total`; such a record is never a library run to continue."""
+    folder = manifest_dir(git_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{run}.json.tmp"
+    tmp.write_text(json.dumps({"run": run, "kind": "totals", "status": "finished", "totals": totals}, indent=2),
+                   encoding="utf-8")
+    os.replace(tmp, folder / f"{run}.json")
+
+
+def own_total(git_dir: Path, run: str) -> int | None:
+    """The steps a library skill's run `<library run>.<skill>` trains in all (its run's own `total_steps` is the
+    last turn's cap), from the library run's record; None for any other run."""
+    lib, _, skill = run.rpartition(".")
+    path = manifest_dir(git_dir) / f"{lib}.json"
+    if not lib or not skill or not path.is_file():
+        return None
+    try:
+        total = json.loads(path.read_text(encoding="utf-8")).get("totals", {}).get(run)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return total if isinstance(total, int) and not isinstance(total, bool) else None
 
 
 def newest_unfinished(git_dir: Path) -> str | None:
@@ -166,7 +192,8 @@ def newest_unfinished(git_dir: Path) -> str | None:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and data.get("status") != "finished" and isinstance(data.get("run"), str):
+        if isinstance(data, dict) and data.get("status") != "finished" and data.get("kind", "library") == "library" \
+                and isinstance(data.get("run"), str):
             found.append((float(data.get("updated") or 0), data["run"]))
     return max(found)[1] if found else None
 

@@ -238,16 +238,17 @@ class TrackRun:
 def train(stores: Mapping[str, Store], skill: str, cases: Sequence[TriggerCase], router: Router,
           teacher: DescriptionTeacher,
           cfg: EvaluationCfg, track: TrackCfg = TrackCfg(), *, run: str, steps: int, seed: int = 0,
-          on_step: Callable[[StepRecord], None] | None = None) -> TrackRun:
-    """`steps` activation steps for `skill`. `stores` maps each skill's name to its `store.core.Store` (all on
-    one branch); the library is read from the branch tip each step. The teacher sees train cases only
+          on_step: Callable[[StepRecord], None] | None = None, start: int = 1) -> TrackRun:
+    """`steps` activation steps for `skill`, numbered from `start` (a run continued one step at a time, as
+    `train --all --activation` does). `stores` maps each skill's name to its `store.core.Store` (all on one
+    branch); the library is read from the branch tip each step. The teacher sees train cases only
     (`teacher.propose(skill, description, train results, listings, rejected) -> description | None`)."""
     from skillgit.library.model import LibrarySkill, listing_of, with_listing
     from skillgit.records import GateNote
 
     out = TrackRun(skill)
     rejected = earlier_rejections(stores[skill], skill)
-    for step in range(1, steps + 1):
+    for step in range(start, start + steps):
         library = Library.of(LibrarySkill(s.skill_path, s.read_skill()) for s in stores.values())
         incumbent = library.skill(skill)
         train_results = score_cases(router, library, cases_of(cases, split="train"))

@@ -135,3 +135,12 @@ def step_skill(store: Store, detail: Any, cfg: Config) -> str | None:
 
     run = detail.trailers.get(R.TRAILER_RUN, "")
     return (run_skill(store, run, cfg) if run else None) or skill_of_commit(store, detail.sha, cfg)
+
+
+def with_own_total(store: Store, progress: Any) -> Any:
+    """A `train --all` skill run's progress with the skill's own total steps (`library.all.own_total`) in place of
+    its last turn's cap; any other run's as it is."""
+    from skillgit.library.all import own_total
+
+    total = own_total(store.git_dir, progress.run)
+    return progress.replace(total_steps=total) if total is not None else progress

@@ -19,7 +19,7 @@ from typing import Any
 
 from skillgit import patch, prompts
 from skillgit.config import OptimizerCfg
-from skillgit.loop import stages
+from skillgit.loop import deep_reflect, stages
 from skillgit.loop.context import StepContext
 from skillgit.records import UpdateRecord
 from skillgit.types import Edit, EditResult, Trajectory, is_failure
@@ -78,8 +78,9 @@ def reflect_update(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs:
 
     ctx.stage(step, "reflect")
     with ctx.ledger.timed("reflect"):
+        probe = deep_reflect.prober(ctx, teacher, skill)  # None unless optimizer.deep_reflect.enabled
         patches = stages.reflect(teacher, skill, trajs, minibatch_size=cfg.gradient.minibatch_size, budget=budget,
-                                 rng=rng)
+                                 rng=rng, probe=probe)
     stages.check_teacher_alive(step, [p.error for p in patches])
     ctx.stage(step, "aggregate")
     with ctx.ledger.timed("aggregate"):
@@ -142,12 +143,15 @@ def _full_rewrite(ctx: StepContext, teacher: stages.Teacher, skill: str, trajs: 
 
     def one(batch: tuple[str, list[Trajectory]]) -> dict[str, Any]:
         outcome, group = batch
+        recalled = teacher.recall(group, outcome) if teacher.recall is not None else None  # loop/recall.py
         obj, error = teacher.ask("full_rewrite", {"skill": prompts.block_skill(skill), "outcome": outcome,
-                                                  "trajectories": prompts.block_trajectories(group, outcome)})
+                                                  "trajectories": prompts.block_trajectories(group, outcome)
+                                                  + (recalled.block if recalled else "")})
         text, problem, stripped = checked_rewrite(skill, obj, error, allow_fm)
         return {"outcome": outcome, "item_ids": [t.item_id for t in group], "error": problem,
                 "reasoning": str((obj or {}).get("reasoning", "")), "text": text if problem is None else None,
-                **({"stripped": stripped} if stripped else {})}
+                **({"stripped": stripped} if stripped else {}),
+                **({"recalled": list(recalled.labels)} if recalled else {})}
 
     with ctx.ledger.timed("reflect"):
         drafts = teacher.map(one, batches)

@@ -89,7 +89,18 @@ def _calls(cfg: Config, sh: _Shape, field: int, agent: AgentPlan) -> dict[str, i
         "meta_skill": epochs if opt.use_meta_skill else 0,
         "meta_reflect": epochs * (1 + per_gate * (1 + sh.incumbent)) if opt.use_meta_reflect else 0,
         "test": 3 * sh.n_test if cfg.evaluation.eval_test else 0,
+        **_probe_calls(cfg, sh, reflect * by["reflect"]),
     }
+
+
+def _probe_calls(cfg: Config, sh: _Shape, minibatches: int) -> dict[str, int]:
+    """Deep reflect (loop/deep_reflect.py): per reflect minibatch and turn one teacher call and one student run per
+    probed trajectory (at most `failures`/`successes` of a minibatch, at most the batch)."""
+    dr = cfg.optimizer.deep_reflect
+    if not dr.enabled:
+        return {}
+    probed = min(sh.batch * cfg.optimizer.proposals, minibatches * max(dr.failures, dr.successes))
+    return {"probe": sh.steps * minibatches * dr.turns, "probe_student": sh.steps * probed * dr.turns}
 
 
 def _usage(cfg: Config, splits: Splits, skill: str, calls: dict[str, int], agent: AgentPlan) -> dict[str, Usage]:
@@ -101,7 +112,7 @@ def _usage(cfg: Config, splits: Splits, skill: str, calls: dict[str, int], agent
                          TEACHER_ANSWER_TOKENS)}
     by_role = {"student": Usage(), "teacher": Usage()}
     for stage, n in calls.items():
-        role = "student" if stage in ("rollout", "gate", "test", "try") else "teacher"
+        role = "student" if stage in ("rollout", "gate", "test", "try", "probe_student") else "teacher"
         prompt, answer = sizes[role]
         if stage == "agent":
             prompt, answer = prompt * agent.turns_each, answer * agent.turns_each

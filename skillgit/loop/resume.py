@@ -7,6 +7,9 @@ Contract:
 - `open_run(store, branch, digest, run_id, resume)`: continue `run_id`, or (with `resume`) the newest run if it
   is unfinished and has the same config digest and branch; otherwise a new run named by `new_run_id` (time and
   random: it names the run, it never seeds anything).
+- `check_unmoved(store, run_id, opened)`: called once the run lock is held — raises (exit code LOCKED) when the
+  run's saved progress is no longer what `open_run` read before the lock (another process trained the run in
+  between, or created a run of that id): going on would count its steps and spend on top of stale totals.
 - `Decided.step(step)`: the decisions git holds for `step` — a numbered step's other proposals `s<N>-p<k>` first
   (they were decided before it: `field.plan_field`), then the step itself — or None when git holds none. The
   first undecided step's leftover candidate is discarded (it is rebuilt from journaled calls) and that step is
@@ -28,6 +31,7 @@ import random
 import time
 from typing import Any, Mapping
 
+from skillgit.errors import ExitCode, SkillgitError
 from skillgit.loop.decide import rival_step
 from skillgit.records import RunProgress, StepOutcome
 from skillgit.store import Store
@@ -60,6 +64,17 @@ def open_run(store: Store, branch: str, digest: str, run_id: str | None, resume:
             return run_id, progress
     run_id = run_id or new_run_id()
     return run_id, RunProgress(run=run_id, config_digest=digest, branch=branch)
+
+
+def check_unmoved(store: Store, run_id: str, opened: RunProgress) -> None:
+    """See the module contract."""
+    now = progress_of(store, run_id)
+    saved_before = opened.updated is not None  # a run `open_run` found saved; a new run has never been saved
+    if (now is None and not saved_before) or (now is not None and saved_before and now.to_dict() == opened.to_dict()):
+        return
+    raise SkillgitError(f"run {run_id} moved on while this process was starting (another skillgit process trained "
+                        "it in the meantime)", "run the command again: it continues from where the run is now",
+                        ExitCode.LOCKED)
 
 
 class Decided:

@@ -38,7 +38,7 @@ from skillgit.config_output import config_digest, dump_config
 from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError, raise_if_stop_requested
 from skillgit.executor import Executor
 from skillgit.llm.base import LLM, Student
-from skillgit.loop import agent_step, guards, modes, proposing, stages
+from skillgit.loop import agent_step, guards, modes, proposing, recall, stages
 from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import gate as gate_mod
 from skillgit.loop import resume as resume_mod
@@ -113,6 +113,7 @@ class Trainer:
         self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, self.emit, tuple(splits.train),
                                executor)
         self._blocked_edits: dict | None = None
+        self._memory: recall.Memory | None = None  # optimizer.recall_k: read from the notes once (`_recaller`)
         self._pending: Pending | None = None  # a step's decision being written (`_decide_later`)
         self._said_identical = False  # the evaluator found the student's repeats to be copies, and the run said so
         self.run_id, self.progress = resume_mod.open_run(store, cfg.skill.branch, self.digest, run_id, resume)
@@ -166,6 +167,7 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ the run
     def train(self) -> RunResult:
         with self.store.lock(self.cfg.skill.branch):
+            resume_mod.check_unmoved(self.store, self.run_id, self._prior)  # read before the lock: still true?
             seed_score, current = self._start()
             self.ledger.budget_check = self._budget_exceeded  # a budget stops before the call that would cross it
             try:
@@ -310,7 +312,14 @@ class Trainer:
         limits = {} if self.cfg.model.teacher.max_tokens else dict(stages.STAGE_MAX_TOKENS)
         return stages.Teacher(self.teacher_llm, self.prompts_dir, negative, meta, self.cfg.gradient.analyst_workers,
                               blocked, max_edits=opt.max_edits_per_reply, max_edit_chars=opt.max_edit_chars,
-                              stage_max_tokens=limits, on_wait=self._waiting)
+                              stage_max_tokens=limits, on_wait=self._waiting, recall=self._recaller(step))
+
+    def _recaller(self, step: int | None) -> recall.Recaller | None:
+        """What `step`'s reflect recalls (optimizer.recall_k, loop/recall.py; the notes are read once)."""
+        if self.cfg.optimizer.recall_k <= 0 or step is None:
+            return None
+        self._memory = self._memory or recall.Memory.load(self.store, self.cfg)
+        return recall.recaller(self._memory, self.cfg, self.run_id, step, self.splits, self.ctx.scorer)
 
     def _waiting(self, stage: str, elapsed: float) -> None:
         self.emit(Heartbeat(stage, 1, round(elapsed, 1)))
@@ -388,8 +397,10 @@ class Trainer:
                  "timings": {t.item_id: dict(t.timings) for t in trajs if t.timings}, "seconds": seconds}
         self._book_seconds(seconds)
         train_before = gate_mod.SplitScore.from_trajectories("train", gate_mod.blob_id(skill), trajs)
+        remembered = recall.remember(self._memory, self.cfg, trajs, self.run_id, step)  # optimizer.recall_k
         proposals = [Proposal(step, epoch, StepKind.STEP, base, skill, text, record.with_details(lr=lr_record,
-                                                                                                  train=train),
+                                                                                                  train=train,
+                                                                                                  **remembered),
                               batch=tuple(batch), train_before=train_before) for text, record in built]
         if len(proposals) == 1:
             judged = judge(self.ctx, proposals[0], current)
@@ -538,10 +549,13 @@ class Trainer:
         if opt.use_slow_update or opt.use_meta_skill:
             pairs = epoch_mod.compare(self.ctx, epoch, self.store.read_skill(old_rev),
                                       self.store.read_skill(info.steps_rev))
-        accepted = [s for s in info.steps if s.verdict is Verdict.ACCEPTED]
-        rejected = [s for s in info.steps if s.verdict is Verdict.REJECTED]
-        meta_status = ""
-        if opt.use_meta_skill:
+        # the epoch's numbered steps only: a run resumed after its slow update was decided finds that decision in
+        # the log too, and meta reflect must read what it read before the restart
+        steps = [s for s in info.steps if s.kind is StepKind.STEP]
+        accepted = [s for s in steps if s.verdict is Verdict.ACCEPTED]
+        rejected = [s for s in steps if s.verdict is Verdict.REJECTED]
+        meta_status = info.meta_skill  # set: this epoch's meta skill was updated before a restart (and saved)
+        if opt.use_meta_skill and not meta_status:
             meta, meta_status = epoch_mod.update_meta_skill(self.teacher(), self.progress.meta_skill, pairs,
                                                             accepted, rejected)
             self.progress = self.progress.replace(meta_skill=meta)

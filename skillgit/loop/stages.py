@@ -48,6 +48,8 @@ class Teacher:
     stage_max_tokens: dict[str, int] = field(default_factory=dict)
     # Told every HEARTBEAT_S while a call is in flight (stage, seconds so far): the display shows a long call
     on_wait: Callable[[str, float], None] | None = None
+    # optimizer.recall_k: the similar past trajectories shown next to a reflect minibatch (loop/recall.py)
+    recall: Callable[[list[Trajectory], str], Any] | None = None
 
     def ask(self, stage: str, variables: dict[str, str]) -> tuple[dict | None, str | None]:
         """One teacher call. Returns (answer, None) or (None, why it is unusable). Raises LLMError only when the
@@ -132,7 +134,8 @@ FATAL_KINDS = ("auth", "config", "not_found")  # no later call of this backend c
 
 
 STAGE_MAX_TOKENS = {"reflect": 4096, "merge": 4096, "rank": 1024, "lr": 512, "slow_update": 2048,
-                    "meta_skill": 2048, "meta_reflect": 4096, "rewrite": 8192, "full_rewrite": 8192, "pick": 512}
+                    "meta_skill": 2048, "meta_reflect": 4096, "rewrite": 8192, "full_rewrite": 8192, "pick": 512,
+                    "probe": 2048}
 HEARTBEAT_S = 15.0
 
 
@@ -177,11 +180,16 @@ class Patch:
     summary: str = ""
     problems: list[str] = field(default_factory=list)
     error: str | None = None
+    recalled: tuple[str, ...] = ()  # the past trajectories shown beside the minibatch (loop/recall.py labels)
+    probes: dict[str, Any] = field(default_factory=dict)  # deep reflect's record (loop/deep_reflect.py)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "item_ids": self.item_ids, "edits": [e.to_dict() for e in self.edits],
-                "reasoning": self.reasoning, "summary": self.summary, "problems": self.problems,
-                "error": self.error}
+        out = {"outcome": self.outcome, "item_ids": self.item_ids, "edits": [e.to_dict() for e in self.edits],
+               "reasoning": self.reasoning, "summary": self.summary, "problems": self.problems,
+               "error": self.error}
+        if self.recalled:
+            out["recalled"] = list(self.recalled)
+        return {**out, "probes": self.probes} if self.probes else out
 
 
 def minibatches(trajectories: list[Trajectory], size: int, rng: random.Random) -> list[tuple[str, list[Trajectory]]]:
@@ -196,16 +204,25 @@ def minibatches(trajectories: list[Trajectory], size: int, rng: random.Random) -
 
 
 def reflect(teacher: Teacher, skill: str, trajectories: list[Trajectory], *, minibatch_size: int, budget: int,
-            rng: random.Random, stage: str = "reflect") -> list[Patch]:
-    """One teacher call per minibatch (in parallel); every answer or failure becomes a `Patch`."""
+            rng: random.Random, stage: str = "reflect",
+            probe: Callable[[str, list[Trajectory]], tuple[str, dict[str, Any]]] | None = None) -> list[Patch]:
+    """One teacher call per minibatch (in parallel); every answer or failure becomes a `Patch`. `probe` (deep
+    reflect, loop/deep_reflect.py) first probes the minibatch: its transcripts follow the trajectories."""
     batches = minibatches(trajectories, minibatch_size, rng)
 
     def one(batch: tuple[str, list[Trajectory]]) -> Patch:
         outcome, trajs = batch
         result = Patch(outcome, [t.item_id for t in trajs])
+        recalled = teacher.recall(trajs, outcome) if teacher.recall is not None else None  # loop/recall.py
+        if recalled is not None:
+            result.recalled = recalled.labels
+        probed = ""
+        if probe is not None:
+            probed, result.probes = probe(outcome, trajs)
         obj, error = teacher.ask(stage, {
             "skill": prompts.block_skill(skill),
-            "trajectories": prompts.block_trajectories(trajs, outcome),
+            "trajectories": prompts.block_trajectories(trajs, outcome) + (recalled.block if recalled else "")
+            + probed,
             "budget": prompts.block_budget(budget),
             "outcome": outcome,
         })

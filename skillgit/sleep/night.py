@@ -29,6 +29,8 @@ Contracts:
   no short accepted answer (replay.py); offline (simulated teacher) the judge is `world.judge.SimulatedJudge`.
   Judge calls are journaled and metered like teacher calls (they count against the night's budgets).
 - Paths in the record and the report are relative to the repository (`shown_path`): a report is a PR body.
+- Library: with a `skills:` section, after the privacy gate the night is `library_night.run_library`'s — every
+  library skill trained and gated in turn on the tasks routed to it, under the night's one budget (see there).
 """
 
 from __future__ import annotations
@@ -51,7 +53,6 @@ from skillgit.sleep.harvest import HarvestResult, consume_inbox, git_remotes, ha
 from skillgit.sleep.mine import MinedTask, Miner, MineResult, read_tasks, rev_before, write_tasks
 from skillgit.sleep.pins import Pins
 from skillgit.sleep.report import render
-from skillgit.sleep.route import for_configured_skill
 from skillgit.sleep.scrub import Scrubber, build_scrubber
 from skillgit.sleep.settings import SleepProject, check_date
 from skillgit.store import Store
@@ -244,12 +245,17 @@ def night_overrides(sp: SleepProject, branch: str) -> list[str]:
                        ("budget.max_cost_usd", s.max_cost_usd), ("train.max_steps", s.max_steps)):
         if value is not None:
             extra.append(f"{key}={value}")
+    # recall (loop/recall.py): a night is its own branch, so it recalls over every branch of the skill
+    recall_k = s.recall_k if s.recall_k is not None else sp.config.optimizer.recall_k
+    if recall_k > 0:
+        extra += [f"optimizer.recall_k={recall_k}", "optimizer.recall_scope=skill"]
     return extra
 
 
 def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], simulated: bool,
-                   pins: Pins | None = None) -> tuple[R.Replay, dict[str, Any]]:
-    """The night's replay: the splits written the first time, or read back when the night resumes."""
+                   pins: Pins | None = None, in_file: int | None = None) -> tuple[R.Replay, dict[str, Any]]:
+    """The night's replay: the splits written the first time, or read back when the night resumes. `in_file`: the
+    task file's count when `pool` is part of it (a library skill's routed tasks)."""
     meta_path = folder / "replay.json"
     if R.has_splits(folder) and meta_path.is_file():
         return R.Replay(simulated=simulated), json.loads(meta_path.read_text(encoding="utf-8"))
@@ -257,7 +263,7 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
     meta = {**chosen.counts(), "used": chosen.used, "judged": chosen.judged, "excluded": chosen.excluded,
             "repinned": chosen.repinned,
             "simulated": simulated,
-            "reason": chosen.reason, "in_file": len(pool)}
+            "reason": chosen.reason, "in_file": len(pool) if in_file is None else in_file}
     if chosen.usable:
         R.write_splits(folder, chosen)
         meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -280,10 +286,12 @@ def _decisions(store: Store, run: str) -> tuple[StepOutcome, ...]:
 
 def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ignore) -> S.NightRecord:
     """See the module contract."""
+    from skillgit.library.config import entries
     from skillgit.session import build_trainer, open_session
 
     cfg, settings, date = sp.config, sp.settings, check_date(options.date)
-    store = Store.open(sp.root, cfg.skill.path, cfg.skill.branch)  # the skill must exist before anything runs
+    library = entries(cfg, sp.root)  # (the list form's globs need the root)
+    store = own_store(sp, library)  # the skill must exist before anything runs
     repo = store.repo
     branch = settings.branch_for(date, cfg.skill.branch)
     started = _now()
@@ -305,10 +313,17 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
                            gathered.head)
         approval = release(cfg, handoff=options.handoff is not None, reviewed=gathered.reviewed, yes=options.yes,
                            path=gathered.path)
+        if library:  # every library skill in turn, each on the tasks routed to it
+            from skillgit.sleep.library_night import NightKit, run_library
+
+            kit = NightKit(repo, night_folder(repo, date), night_overrides, _frozen_replay, _judge, _decisions,
+                           _finish, shown_path)
+            return run_library(sp, kit, options, gathered, replace(record, tasks=S.NightTasks.from_dict({
+                "file": shown_path(gathered.path, sp.root), "reviewed": gathered.reviewed, "approval": approval,
+                "in_file": len(gathered.pool)})), library, on_event)
         folder = night_folder(repo, date)
         simulated = cfg.model.student_backend == "simulated"
-        pool = for_configured_skill(cfg, gathered.pool, sp.root)  # with a `skills:` library: this skill's tasks only
-        chosen, meta = _frozen_replay(sp, folder, pool, simulated, Pins(repo, store.tip()))
+        chosen, meta = _frozen_replay(sp, folder, gathered.pool, simulated, Pins(repo, store.tip()))
         record = replace(record, tasks=S.NightTasks.from_dict({**meta, "file": shown_path(gathered.path, sp.root),
                                                                "reviewed": gathered.reviewed, "approval": approval}))
         if not R.has_splits(folder):
@@ -343,6 +358,18 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
                                                             len(pending_prompts(options.handoff)),
                                                             answered(options.handoff)))
         return _finish(sp, repo, _with_run(record, session.store, trainer), gathered.head)
+
+
+def own_store(sp: SleepProject, library: dict[str, Any]) -> Store:
+    """The store of the configuration's skill; with a `skills:` library, of the library skill that receives the
+    tasks no skill fired for (`route.default_skill`), on the configuration's skill branch."""
+    if not library:
+        return Store.open(sp.root, sp.config.skill.path, sp.config.skill.branch)
+    from skillgit.library.views import skill_file
+    from skillgit.sleep.route import default_skill
+
+    own = library[default_skill(sp.config, {n: e.path for n, e in library.items()})]
+    return Store.open(sp.root, skill_file(own.path), sp.config.skill.branch)
 
 
 def _with_run(record: S.NightRecord, store: Store, trainer: Any) -> S.NightRecord:

@@ -3,8 +3,9 @@
 Contracts:
 - `plan_night(sp, date)` harvests and mines in memory (`gather(write=False)`), chooses and splits the tasks as the
   night would, and estimates the training (`skillgit.loop.plan.estimate`) — it writes nothing anywhere (no task
-  file, no state, no branch, no night folder) and calls no model. It also says whether the night would be refused
-  for want of review.
+  file, no state, no branch, no night folder) and calls no model. With a `skills:` library the plan has `skills`:
+  per skill the tasks routed to it, its replay, run, night branch, why it would be skipped, and its estimate. It
+  also says whether the night would be refused for want of review.
 - `status_info(sp, limit)` reads the sleep ref, the task file's header and the schedule (the crontab through
   `crontab -l`, whose failure is reported as "unknown", and the systemd unit files); it changes nothing.
 """
@@ -27,13 +28,18 @@ from skillgit.store.repository import open_repository
 
 
 def plan_night(sp: SleepProject, date: str, *, handoff: bool = False) -> dict[str, Any]:
+    from skillgit.library.config import entries
     from skillgit.loop.plan import estimate
+    from skillgit.sleep.night import own_store
 
     cfg, settings = sp.config, sp.settings
-    store = Store.open(sp.root, cfg.skill.path, cfg.skill.branch)
+    library = entries(cfg, sp.root)
+    store = own_store(sp, library)
     branch = settings.branch_for(check_date(date), cfg.skill.branch)
     g = gather(sp, store.repo, write=False, date=date)
     simulated = cfg.model.student_backend == "simulated"
+    if library:
+        return _plan_library(sp, date, g, library, handoff)
     chosen = R.choose(g.pool, settings, simulated=simulated, agentic=R.agentic_supported())
     who = leaves_machine(cfg, handoff)
     release = "offline" if not who else ("reviewed" if g.reviewed else "needs review (or --yes)")
@@ -58,6 +64,54 @@ def plan_night(sp: SleepProject, date: str, *, handoff: bool = False) -> dict[st
     return plan
 
 
+def _plan_library(sp: SleepProject, date: str, g: Any, library: dict[str, Any], handoff: bool) -> dict[str, Any]:
+    """A library night's plan: each skill's routed tasks and its replay (`library_night`: the same routing and
+    choice), the skills it would skip and why, and each trainable skill's estimate."""
+    from skillgit.sleep.route import default_skill, route
+
+    cfg, settings = sp.config, sp.settings
+    routed = route(g.pool, list(library), default_skill(cfg, {n: e.path for n, e in library.items()}))
+    skills = {name: _plan_skill(sp, date, name, entry, routed[name]) for name, entry in library.items()}
+    who = leaves_machine(cfg, handoff)
+    trained = [k for k in skills.values() if not k["skipped"]]
+    plan: dict[str, Any] = {
+        "date": date, "branch": settings.branch_for(check_date(date), cfg.skill.branch), "run": run_id(date),
+        "skill_branch": cfg.skill.branch, "harvest": g.harvest.summary(),
+        "mined": {**g.mined.summary(), "new_tasks": len(g.new)},
+        "tasks": {"file": str(g.path), "in_file": len(g.pool), "reviewed": g.reviewed,
+                  **{k: sum(x[k] for x in trained) for k in ("train", "val", "test")},
+                  "excluded": {w: sum(x["excluded"].get(w, 0) for x in skills.values())
+                               for w in sorted({w for x in skills.values() for w in x["excluded"]})}},
+        "release": "offline" if not who else ("reviewed" if g.reviewed else "needs review (or --yes)"),
+        "sent_to": who, "budget": {k: v for k, v in settings.to_dict().items() if k.startswith("max_")},
+        "estimate": None, "skills": skills,
+        "reason": "" if trained else "no library skill has tasks to replay tonight"}
+    plan["text"] = _text(plan)
+    return plan
+
+
+def _plan_skill(sp: SleepProject, date: str, name: str, entry: Any, routed: Any) -> dict[str, Any]:
+    from skillgit.library.views import skill_file
+    from skillgit.loop.plan import estimate
+    from skillgit.sleep.library_night import night_branch, skill_run
+
+    cfg = sp.config
+    chosen = R.choose(routed, sp.settings, simulated=cfg.model.student_backend == "simulated",
+                      agentic=R.agentic_supported())
+    why = "no task was routed to it tonight (no session invoked it)" if not routed else chosen.reason
+    one: dict[str, Any] = {"routed": len(routed), **chosen.counts(), "excluded": chosen.excluded,
+                           "run": skill_run(run_id(date), name), "branch": night_branch(sp, date, entry),
+                           "skipped": why, "estimate": None}
+    if chosen.usable:
+        night_cfg = sp.night([f"skill.path={skill_file(entry.path)}", *night_overrides(sp, one["branch"])]).config
+        with tempfile.TemporaryDirectory(prefix="skillgit-sleep-plan-") as tmp:
+            R.write_splits(Path(tmp), chosen)
+            splits = R.load_splits(Path(tmp), night_cfg.env)
+        skill = Store.open(sp.root, skill_file(entry.path), entry.branch or cfg.skill.branch).read_skill()
+        one["estimate"] = {k: v for k, v in estimate(night_cfg, splits, skill).items() if k != "text"}
+    return one
+
+
 def _text(plan: dict[str, Any]) -> str:
     h, m, t = plan["harvest"], plan["mined"], plan["tasks"]
     skipped = ", ".join(f"{k} {v}" for k, v in h["skipped"].items()) or "none"
@@ -68,6 +122,11 @@ def _text(plan: dict[str, Any]) -> str:
              f"  replay: train {t['train']}, val {t['val']}, test {t['test']}"]
     for why, n in t["excluded"].items():
         lines.append(f"    left out {n}: {why}")
+    for name, k in plan.get("skills", {}).items():  # a library night: each skill on the tasks routed to it
+        calls = k["estimate"]["total_calls"] if k["estimate"] else None
+        lines.append(f"  skill {name}: {k['routed']} routed → " + (f"skipped: {k['skipped']}" if k["skipped"] else
+                     f"train {k['train']}, val {k['val']}, test {k['test']}; run {k['run']} on {k['branch']}"
+                     + (f"; ~{calls} call(s)" if calls is not None else "")))
     if plan["reason"]:
         lines.append(f"  no training tonight: {plan['reason']}")
     else:

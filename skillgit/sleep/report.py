@@ -37,6 +37,25 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def _scores(r: NightRecord) -> list[str]:
+    return ["", "## Scores", ""] + _table(["", "before", "after"], [
+        [split, _num(r.score("seed", split)), _num(r.score("final", split))] for split in ("val", "test")])
+
+
+def _skills(r: NightRecord) -> list[str]:
+    """A library night: one row per skill — its routed and replayed tasks, its own gate's decisions and scores."""
+    rows = []
+    for k in r.skills:
+        t = k.tasks
+        moved = [f"{_num(k.score('seed', split))} → {_num(k.score('final', split))}" for split in ("val", "test")]
+        rows.append([code_span(k.name), str(t.routed or 0), f"{t.used} ({t.train} / {t.val} / {t.test})",
+                     f"{k.accepted} / {k.rejected}", *moved,
+                     inert_markdown(k.status + (f": {k.reason}" if k.reason else ""))])
+    return ["", "## Skills", "", "Each library skill trained on the tasks routed to it (the skill its sessions "
+            "invoked), gated on its own; one budget for the night.", ""] + _table(
+        ["skill", "routed", "replayed (train / val / test)", "accepted / rejected", "val", "test", "status"], rows)
+
+
 def render(record: NightRecord) -> str:
     r = record
     status = _STATUS.get(r.status, r.status)
@@ -75,18 +94,18 @@ def render(record: NightRecord) -> str:
     if t.simulated:
         lines += ["", "_This night ran on the offline simulated world: a simulation of the pipeline, not learning "
                       "from real work._"]
-    lines += ["", "## Scores", ""]
-    lines += _table(["", "before", "after"], [[split, _num(r.score("seed", split)), _num(r.score("final", split))]
-                                              for split in ("val", "test")])
+    lines += _skills(r) if r.skills else _scores(r)
     lines += ["", f"{r.accepted} step(s) accepted, {r.rejected} rejected by the gate.", ""]
     if r.edits:
         lines += ["## Decisions", ""]
         rows = []
+        by_run = {k.run: k.name for k in r.skills}
         for e in r.edits:
             edits = "<br>".join(inert_markdown(x) for x in e.edits) or "–"
-            rows.append([inert_markdown(e.step), inert_markdown(e.verdict.value), f"{e.delta:+.3f}", edits,
-                         inert_markdown(e.reason)])
-        lines += _table(["step", "verdict", "Δ val", "edits", "gate"], rows)
+            rows.append(([inert_markdown(by_run.get(e.run, e.run))] if r.skills else [])
+                        + [inert_markdown(e.step), inert_markdown(e.verdict.value), f"{e.delta:+.3f}", edits,
+                           inert_markdown(e.reason)])
+        lines += _table((["skill"] if r.skills else []) + ["step", "verdict", "Δ val", "edits", "gate"], rows)
         lines.append("")
     u, b = r.usage, r.budget
     lines += ["## Cost and privacy", ""]

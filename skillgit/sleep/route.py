@@ -7,9 +7,9 @@ Contracts:
   skill it was invoked with when that skill is in the library, else (no skill fired, or one outside the library:
   a personal or plugin skill) to `default`. Every task lands in exactly one skill; the order of tasks is kept.
 - `default_skill(cfg, names)`: the library skill whose path is the configuration's `skill.path`, else the first.
-- `for_configured_skill(cfg, tasks, root)`: what a night replays — every task without a library; with one, the tasks
-  routed to the skill the configuration trains (so each skill is gated on its own tasks only). Not yet: one night
-  that trains and gates every library skill in turn (today: one night per configured skill).
+- `for_configured_skill(cfg, tasks, root)`: the tasks of the skill the configuration trains — every task without a
+  library; with one, those routed to it. A night with a library routes every skill's tasks and trains each in turn
+  (sleep/library_night.py).
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ DEFAULT_TASKS_FILE = ".skillgit/sleep/tasks.jsonl"
 DEFAULT_REPORT_DIR = ".skillgit/sleep"
 DEFAULT_BRANCH = "sleep/{date}"
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_NO_LIMIT = frozenset({"max_tasks", "max_steps", "max_calls", "max_tokens", "max_cost_usd"})  # null = no limit
+# null = no limit (recall_k: null = optimizer.recall_k)
+_NO_LIMIT = frozenset({"max_tasks", "max_steps", "max_calls", "max_tokens", "max_cost_usd", "recall_k"})
 _DOLLARS = frozenset({"max_cost_usd"})
 _OPTION = {"schedule_at": "--at", "max_cost_usd": "--max-cost", "tasks_file": "--tasks",
            "crontab_file": "--crontab-file"}  # key → its CLI option
@@ -60,6 +61,9 @@ class SleepSettings:
     schedule_at: str = "03:00"  # `skillgit sleep schedule` default time (HH:MM, local)
     crontab_file: str = ""  # schedule: keep the cron block in this file, not the user's crontab (sleep/schedule.py)
     judge_over_chars: int = 400  # a longer accepted answer is judged by the teacher (as a reference), not matched
+    # a night's reflect recalls the k most similar trajectories of earlier nights and steps (optimizer.recall_k for
+    # the night, over every branch of the skill: loop/recall.py); None: optimizer.recall_k as configured
+    recall_k: int | None = None
 
     @classmethod
     def from_mapping(cls, data: Any, where: str = "sleep") -> SleepSettings:
@@ -109,6 +113,8 @@ class SleepSettings:
             value = getattr(self, key)
             if value is not None and value < 1:
                 return key, value, "use a whole number of 1 or more, or leave it out for no limit"
+        if self.recall_k is not None and self.recall_k < 0:
+            return "recall_k", self.recall_k, "use a whole number of 0 (off) or more, or leave it out"
         if self.max_cost_usd is not None and self.max_cost_usd <= 0:
             return "max_cost_usd", self.max_cost_usd, "use a positive amount of dollars, e.g. 2.50"
         for key in ("threshold", "val_share", "test_share"):

@@ -139,12 +139,15 @@ class NightTotals:
 class NightTasks:
     """The night's tasks: the file they came from, whether it was reviewed and under which approval they were
     used ("offline" | "header" | "--yes"), how many were in the file, used (train / val / test), judged by the
-    teacher against a rubric, and left out (why → n); `simulated` when the night ran on the offline world."""
+    teacher against a rubric, and left out (why → n); `simulated` when the night ran on the offline world.
+    `routed`: in a library night, how many of the file's tasks were routed to this skill (`sleep/route.py`);
+    None in a one-skill night, which replays from the whole file."""
 
     file: str = ""
     reviewed: bool = False
     approval: str = ""
     in_file: int = 0
+    routed: int | None = None
     used: int = 0
     train: int = 0
     val: int = 0
@@ -170,7 +173,51 @@ class NightTasks:
                    used=_count(d.get("used")), train=_count(d.get("train")), val=_count(d.get("val")),
                    test=_count(d.get("test")), judged=_count(d.get("judged")), excluded=_counts(d.get("excluded")),
                    repinned=_counts(d.get("repinned")),
-                   simulated=d.get("simulated") is True, reason=text("reason"))
+                   simulated=d.get("simulated") is True, reason=text("reason"),
+                   routed=_count(d["routed"]) if isinstance(d.get("routed"), int) else None)
+
+
+@dataclass(frozen=True)
+class NightSkill:
+    """One library skill in a library night (sleep/library_night.py): its run and night branch, the tasks routed
+    to it and replayed, what its own gate decided, its scores and spend. `status`: finished | stopped (the night's
+    budget, or its turn stopped) | skipped (`reason` says why: no task routed, too few usable) | waiting."""
+
+    name: str
+    status: str
+    reason: str = ""
+    run: str = ""
+    branch: str = ""
+    base: str = ""
+    tip: str = ""
+    tasks: NightTasks = field(default_factory=NightTasks)
+    scores: Mapping[str, SkillScores] = field(default_factory=dict)
+    steps: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    def score(self, which: str, split: str) -> float | None:
+        scores = self.scores.get(which)
+        return getattr(scores, split) if scores is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "reason": self.reason, "run": self.run,
+                "branch": self.branch, "base": self.base, "tip": self.tip, "tasks": self.tasks.to_dict(),
+                "scores": {k: v.to_dict() for k, v in self.scores.items()}, "steps": self.steps,
+                "accepted": self.accepted, "rejected": self.rejected, "usage": _usage_to_dict(self.usage)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> NightSkill | None:
+        d = _map(data)
+        if not isinstance(d.get("name"), str):
+            return None
+        text = {k: d[k] for k in ("status", "reason", "run", "branch", "base", "tip") if isinstance(d.get(k), str)}
+        return cls(**{"status": "", **text}, name=d["name"], tasks=NightTasks.from_dict(d.get("tasks")),
+                   scores={str(k): SkillScores.from_dict(v) for k, v in _map(d.get("scores")).items()
+                           if isinstance(v, Mapping)},
+                   steps=_count(d.get("steps")), accepted=_count(d.get("accepted")),
+                   rejected=_count(d.get("rejected")), usage=_usage_from(d.get("usage")))
 
 
 @dataclass(frozen=True)
@@ -269,6 +316,7 @@ class NightRecord:
     started: str = ""
     ended: str = ""
     adopted: str = ""  # the skill branch's tip after `skillgit sleep adopt`
+    skills: tuple[NightSkill, ...] = ()  # a library night: each skill's own part (empty for a one-skill night)
 
     def score(self, which: str, split: str) -> float | None:
         """`which` (seed | final) skill's score on `split` (val | test), None when not measured."""
@@ -283,7 +331,8 @@ class NightRecord:
                 "rejected": self.rejected, "edits": [e.to_dict() for e in self.edits],
                 "usage": _usage_to_dict(self.usage), "budget": self.budget.to_dict(),
                 "redactions": self.redactions.to_dict(), "handoff": self.handoff.to_dict() if self.handoff else {},
-                "started": self.started, "ended": self.ended, "adopted": self.adopted}
+                "started": self.started, "ended": self.ended, "adopted": self.adopted,
+                "skills": [k.to_dict() for k in self.skills]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NightRecord:
@@ -301,7 +350,9 @@ class NightRecord:
                    edits=tuple(e for e in edits if e is not None), usage=_usage_from(data.get("usage")),
                    budget=NightBudget.from_dict(data.get("budget")),
                    redactions=Redactions.from_dict(_counts(data.get("redactions"))),
-                   handoff=NightHandoff.from_dict(data.get("handoff")))
+                   handoff=NightHandoff.from_dict(data.get("handoff")),
+                   skills=tuple(k for k in (NightSkill.from_dict(x) for x in data.get("skills") or ()
+                                            if isinstance(data.get("skills"), list)) if k is not None))
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
@@ -370,5 +421,5 @@ def mark_adopted(repo: Repository, record: NightRecord, tip: str) -> None:
 
 
 __all__ = ["SLEEP_REF", "STATE_FILE", "TOTALS_FILE", "NightRecord", "NightTotals", "HarvestCounts", "MinedCounts",
-           "NightTasks", "NightBudget", "NightHandoff", "SleepState", "load", "read", "night", "totals", "save",
-           "mark_adopted", "night_json", "night_md"]
+           "NightTasks", "NightSkill", "NightBudget", "NightHandoff", "SleepState", "load", "read", "night", "totals",
+           "save", "mark_adopted", "night_json", "night_md"]

@@ -11,6 +11,9 @@ input text and renders it (rules.render_record) with
   `dilution_per_line` per extra line, at most 0.5), one instruction that matters for this record is ignored;
   with probability `lucky_rate`, one relevant topic the skill does not cover is rendered in house style anyway.
 
+A deep-reflect probe (loop/deep_reflect.py) is read by world/probing.py: a re-run with a hint reads the hint as one
+more instruction; a follow-up question is answered from the skill and the student's own earlier answer.
+
 All randomness is seeded by (world seed, the full request incl. its `seed` field): identical requests give
 identical answers; another skill or another sample number gives fresh noise (validation scores wobble).
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import time
 
 from skillgit.llm.base import Reply, Request
+from skillgit.world import probing
 from skillgit.world.common import digest, param, seeded_rng, usage
 from skillgit.world.rules import read_skill, relevant_topics, render_record
 from skillgit.world.tasks import labels_answer, parse_record
@@ -87,7 +91,11 @@ class SimulatedStudentLLM:
         skill = "\n".join(m.content for m in request.messages if m.role == "system")
         users = [m.content for m in request.messages if m.role == "user"]
         task_input = users[-1] if users else ""
-        text = self.answer(skill, task_input, request.cache_key_material())
+        task, hint, earlier = probing.split_probe(task_input)  # deep reflect's probes (world/probing.py)
+        if earlier is not None:
+            text = probing.explain(skill, task, earlier)
+        else:
+            text = self.answer(skill + ("\n\n" + hint if hint else ""), task, request.cache_key_material())
         if request.max_tokens:
             text = text[: max(1, request.max_tokens) * 4]
         if self.latency_s > 0:

@@ -15,6 +15,8 @@ Behaviour, per stage:
   now and then a reinforcement of an observed pattern, or harmless padding. Never proposes an idea whose text
   is in `<rejected_edits>` or noted as "avoid:" in `<meta_skill>`, nor one already in the skill; without those
   blocks it happily repeats rejected ideas (that is what the negative buffer is for). At most `<budget>` edits.
+  Recalled past failures (`<recalled_trajectory>` blocks, optimizer.recall_k) count half a current failure
+  toward a symptom's rank (and a symptom only they show comes after the current ones).
 - merge: dedupe identical / near-identical edits, summing support into `merged_from`; rank: by support, with
   noise; lr: step size from the batch failure rate within the bounds; slow_update: guidance from persistent
   failures' symptoms in `<comparison>`; meta_skill: notes on rejected and accepted ideas; meta_reflect:
@@ -32,17 +34,17 @@ import json
 import re
 import time
 from collections import Counter
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from skillgit.llm.base import LLMError, Reply, Request
-from skillgit.world import agentic_teacher, tags
+from skillgit.world import agentic_teacher, probing, tags
 from skillgit.world.common import digest, param, seeded_rng, usage
 from skillgit.world.diagnose import diagnose, kind_of, split_fields
 from skillgit.world.lexicon import OFF_TARGET, REINFORCE, ideas_for, norm, topic_of_text
 from skillgit.world.textedit import apply_edit, editable_lines
 
 STAGES = ("reflect", "merge", "rank", "lr", "slow_update", "meta_skill", "meta_reflect", "rewrite",
-          "full_rewrite", "pick")
+          "full_rewrite", "pick", "probe")
 CAUSE_FIX_RATE = 0.3  # how often a suspected cause line is deleted or rewritten rather than argued with
 _NEGATED = re.compile(r"\b(not|never|no|avoid|without|instead|rather)\b|n't\b", re.I)
 _REGION = re.compile(r"<!--\s*skillgit:([\w.-]+)\s*-->\n?(.*?)\n?<!--\s*/skillgit:\1\s*-->", re.S)
@@ -136,14 +138,24 @@ class SimulatedTeacher:
         return json.dumps({"reasoning": str(answer.get("reasoning", "")), "answer": "see above"})
 
     # ------------------------------------------------------------------------------------------ reflect
+    def _weights(self) -> dict[str, float]:
+        return {"good": max(0.0, 1 - self.vague_rate - self.harmful_rate), "vague": self.vague_rate,
+                "harmful": self.harmful_rate}
+
+    def _stage_probe(self, p: _Prompt, rng) -> dict[str, Any]:  # deep reflect (world/probing.py)
+        return probing.probe_answer(p.text, p.skill_norm, p.avoid, self._weights(), rng)
+
     def _stage_reflect(self, p: _Prompt, rng) -> dict[str, Any]:
         trajectories = tags.find(p.text, "trajectory")
         failures = [t for t in trajectories if _outcome(t) == "failure"]
         if failures or not trajectories:
-            return self._reflect_failures(p, failures, rng)
+            # recalled past failures (optimizer.recall_k) are further evidence, worth half a current one each
+            recalled = [t for t in tags.find(p.text, "recalled_trajectory") if _outcome(t) == "failure"]
+            return self._reflect_failures(p, failures, rng, recalled)
         return self._reflect_successes(p, trajectories, rng)
 
-    def _symptom_counts(self, trajectories: list[tags.Block]) -> tuple[Counter, dict[tuple[str, str], str]]:
+    def _symptom_counts(self, trajectories: list[tags.Block],
+                        evidence: probing.Evidence) -> tuple[Counter, dict[tuple[str, str], str]]:
         counts: Counter = Counter()
         examples: dict[tuple[str, str], str] = {}
         for t in trajectories:
@@ -151,30 +163,40 @@ class SimulatedTeacher:
             seen = set()
             for s in diagnose(t.first("output") or "", expected):
                 key = (s.topic, s.want)
+                if (t.attrs.get("id", ""), s.topic) in evidence.slips:
+                    continue  # the student said its skill asks for this and it slipped: no edit needed
                 if key not in seen:
                     seen.add(key)
                     counts[key] += 1
                     examples.setdefault(key, s.detail)
         return counts, examples
 
-    def _reflect_failures(self, p: _Prompt, failures: list[tags.Block], rng) -> dict[str, Any]:
-        counts, examples = self._symptom_counts(failures)
+    def _reflect_failures(self, p: _Prompt, failures: list[tags.Block], rng,
+                          recalled: Sequence[tags.Block] = ()) -> dict[str, Any]:
+        evidence = probing.Evidence.read(p.text)  # deep reflect's transcripts, when the prompt has them
+        counts, examples = self._symptom_counts(failures, evidence)
+        past, past_examples = self._symptom_counts(list(recalled), probing.Evidence())
         n = len(failures)
-        ordered = sorted(counts, key=lambda k: (-counts[k], rng.random()))
+        # current symptoms first (recalled failures reorder them); a symptom only recalled ones show comes after
+        ordered = sorted([*counts, *(k for k in past if k not in counts)],
+                         key=lambda k: (not counts[k], -(counts[k] + 0.5 * past[k]), rng.random()))
         edits: list[dict[str, str]] = []
-        taken: set[str] = set()
+        taken: set[str] = set(evidence.refuted)
+        edits += probing.cause_deletes(evidence, p.skill, p.avoid, taken, p.budget)
         for sym in ordered:
             if len(edits) >= p.budget:
                 break
-            edit = self._fix(p, sym, f"{counts[sym]} of {n} failures: {_describe(sym, examples.get(sym, ''))}",
-                             taken, rng)
+            seen = (f"{counts[sym]} of {n} failures" if counts[sym] else f"{past[sym]} recalled past failure(s)")
+            why = f"{seen}: {_describe(sym, examples.get(sym) or past_examples.get(sym, ''))}"
+            edit = probing.confirmed_edit(evidence, sym, p.allowed, taken, why) or self._fix(p, sym, why, taken, rng)
             if edit:
                 edits.append(edit)
         if failures and len(edits) < p.budget and (not counts or rng.random() < self.off_target_rate):
             idea = _choose([i for i in OFF_TARGET if p.allowed(i) and norm(i) not in taken], rng)
             if idea:
                 edits.append(_edit("append", idea, rationale="a general reminder that may help with these failures"))
-        summary = "; ".join(f"{counts[k]}/{n} {_describe(k, examples.get(k, ''))}" for k in ordered[:6])
+        summary = "; ".join(f"{counts[k]}/{n} {_describe(k, examples.get(k, ''))}" for k in ordered[:6]
+                            if counts[k])
         if not counts:
             summary = ("no expected answers to compare with: cannot tell what went wrong" if failures
                        else "no trajectories")
@@ -195,8 +217,7 @@ class SimulatedTeacher:
             edit = _fix_cause(p, causes, pool["good"], taken, why, rng)
             if edit is not None:
                 return edit
-        weights = {"good": max(0.0, 1 - self.vague_rate - self.harmful_rate), "vague": self.vague_rate,
-                   "harmful": self.harmful_rate}
+        weights = self._weights()
         labels = [label for label in pool if pool[label] and weights[label] > 0]
         if not labels:
             return None
