@@ -157,6 +157,26 @@ def measure(algo: str, n: int, seed: int, timeout: float, code: Path | None = No
     return row
 
 
+def compare(rows: list[dict[str, Any]], sizes: list[int]) -> None:
+    """Adds to the rows what they are measured against: agreement and ratios against the exact grouping, and the
+    before/after ratios of the `--baseline` checkout's Miner."""
+    by = {(r["algo"], r["requests"]): r for r in rows}
+    for n in sizes:
+        new, ref = by.get(("cluster", n)), by.get(("reference", n))
+        exact = ref if ref and "digest" in ref else by.get(("uncapped", n))
+        if new and exact and "digest" in new and "digest" in exact:
+            new["agree"] = new["digest"] == exact["digest"]
+            new["same_units"] = same_units(new["members"], exact["members"])
+        if new and ref and "cpu_s" in new and "cpu_s" in ref:
+            new["cpu_ratio"] = round(ref["cpu_s"] / max(new["cpu_s"], 1e-3), 1)
+            new["mem_ratio"] = round(ref["grew_mb"] / max(new["grew_mb"], 0.1), 1)
+        miner, base = by.get(("miner", n)), by.get(("baseline miner", n))
+        if miner and base and "cpu_s" in miner and "cpu_s" in base:  # before/after: baseline ÷ this checkout
+            miner["cpu_ratio"] = round(base["cpu_s"] / max(miner["cpu_s"], 1e-3), 2)
+            miner["mem_ratio"] = round(base["grew_mb"] / max(miner["grew_mb"], 0.1), 2)
+            miner["same_groups"] = miner["groups"] == base["groups"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="150 and 300 requests: seconds")
@@ -192,21 +212,7 @@ def main() -> None:
     if harvest_n:
         say(f"harvest of {harvest_n} session files …")
         harvest_row = measure("harvest", harvest_n, args.seed, args.timeout)
-    by = {(r["algo"], r["requests"]): r for r in rows}
-    for n in sizes:
-        new, ref = by.get(("cluster", n)), by.get(("reference", n))
-        exact = ref if ref and "digest" in ref else by.get(("uncapped", n))
-        if new and exact and "digest" in new and "digest" in exact:
-            new["agree"] = new["digest"] == exact["digest"]
-            new["same_units"] = same_units(new["members"], exact["members"])
-        if new and ref and "cpu_s" in new and "cpu_s" in ref:
-            new["cpu_ratio"] = round(ref["cpu_s"] / max(new["cpu_s"], 1e-3), 1)
-            new["mem_ratio"] = round(ref["grew_mb"] / max(new["grew_mb"], 0.1), 1)
-        miner, base = by.get(("miner", n)), by.get(("baseline miner", n))
-        if miner and base and "cpu_s" in miner and "cpu_s" in base:  # before/after: baseline ÷ this checkout
-            miner["cpu_ratio"] = round(base["cpu_s"] / max(miner["cpu_s"], 1e-3), 2)
-            miner["mem_ratio"] = round(base["grew_mb"] / max(miner["grew_mb"], 0.1), 2)
-            miner["same_groups"] = miner["groups"] == base["groups"]
+    compare(rows, sizes)
     for row in rows:
         row.pop("members", None)
     print(table(rows, [("algo", "grouping", ""), ("requests", "requests", "d"), ("units", "units", "d"),
