@@ -4,7 +4,7 @@ used before (tests/sleep_reference.py: the full cosine matrix, every pair in a d
 the same requests.
 
     python bench/sleep_scale.py [--quick] [--sizes 1000,2000,4000] [--reference-max 4000] [--exact-max 20000]
-        [--timeout 900]
+        [--timeout 900] [--baseline CHECKOUT]
 
 The requests come from tests/sleep_synthetic.py (recurring task families in a few phrasings with Zipf popularity,
 follow-ups, one-off requests in the project's vocabulary), cut into units and featurised by `skillgit.sleep.mine`
@@ -15,7 +15,9 @@ group, build the tasks). Validity: where both groupings ran, the clusters must b
 grouping says when one of its caps bound (`exact` false), and then agreement is not promised. Above
 `--reference-max` the agreement is checked against the new grouping with its caps lifted (exact by the argument in
 skillgit/sleep/cluster.py, and checked against the reference on small data by tests/test_sleep_mine_scale.py). A
-reference run over `--timeout` seconds is reported as not finished.
+reference run over `--timeout` seconds is reported as not finished. `--baseline CHECKOUT` also measures another
+checkout's whole `Miner` (its own copy of this script, its own skillgit) at every size, right after this one's:
+the before/after ratio of a change, measured in the same run.
 
 Harvest (`--harvest N`, default 200 sessions of ~540 KB, real-sized Claude Code 2.1 files with planted secrets):
 the first pass over every file (the baseline) and the incremental pass after one more session was written (what
@@ -137,11 +139,14 @@ def same_units(found: list[list[int]], exact: list[list[int]]) -> float:
     return sum(len(c) for c in found if theirs.get(c[0]) == tuple(c)) / total
 
 
-def measure(algo: str, n: int, seed: int, timeout: float) -> dict[str, Any]:
-    row: dict[str, Any] = {"algo": algo, "requests": n}
+def measure(algo: str, n: int, seed: int, timeout: float, code: Path | None = None) -> dict[str, Any]:
+    """One child measurement; with `code` (another checkout of skillgit), that checkout's own copy of this script
+    measures with its own skillgit (the `baseline` rows)."""
+    row: dict[str, Any] = {"algo": f"baseline {algo}" if code else algo, "requests": n}
+    script, cwd = (code / "bench" / "sleep_scale.py", code) if code else (Path(__file__), ROOT)
     try:
-        proc = subprocess.run([sys.executable, __file__, "--child", algo, str(n), str(seed)], capture_output=True,
-                              text=True, timeout=timeout, cwd=ROOT)
+        proc = subprocess.run([sys.executable, str(script), "--child", algo, str(n), str(seed)], capture_output=True,
+                              text=True, timeout=timeout, cwd=cwd)
     except subprocess.TimeoutExpired:
         row["note"] = f"not finished in {timeout:.0f} s"
         return row
@@ -150,6 +155,26 @@ def measure(algo: str, n: int, seed: int, timeout: float) -> dict[str, Any]:
         return row
     row.update(json.loads(proc.stdout))
     return row
+
+
+def compare(rows: list[dict[str, Any]], sizes: list[int]) -> None:
+    """Adds to the rows what they are measured against: agreement and ratios against the exact grouping, and the
+    before/after ratios of the `--baseline` checkout's Miner."""
+    by = {(r["algo"], r["requests"]): r for r in rows}
+    for n in sizes:
+        new, ref = by.get(("cluster", n)), by.get(("reference", n))
+        exact = ref if ref and "digest" in ref else by.get(("uncapped", n))
+        if new and exact and "digest" in new and "digest" in exact:
+            new["agree"] = new["digest"] == exact["digest"]
+            new["same_units"] = same_units(new["members"], exact["members"])
+        if new and ref and "cpu_s" in new and "cpu_s" in ref:
+            new["cpu_ratio"] = round(ref["cpu_s"] / max(new["cpu_s"], 1e-3), 1)
+            new["mem_ratio"] = round(ref["grew_mb"] / max(new["grew_mb"], 0.1), 1)
+        miner, base = by.get(("miner", n)), by.get(("baseline miner", n))
+        if miner and base and "cpu_s" in miner and "cpu_s" in base:  # before/after: baseline ÷ this checkout
+            miner["cpu_ratio"] = round(base["cpu_s"] / max(miner["cpu_s"], 1e-3), 2)
+            miner["mem_ratio"] = round(base["grew_mb"] / max(miner["grew_mb"], 0.1), 2)
+            miner["same_groups"] = miner["groups"] == base["groups"]
 
 
 def main() -> None:
@@ -161,6 +186,9 @@ def main() -> None:
                     help="largest size the uncapped grouping runs at (the exact clusters, to compare with)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds a reference run may take")
     ap.add_argument("--harvest", type=int, default=200, help="session files for the harvest measurement (0: none)")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another checkout of skillgit (e.g. `git worktree add /tmp/base main`): its Miner is "
+                         "measured at every size in the same run, interleaved, for the before/after ratio")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -176,28 +204,24 @@ def main() -> None:
         for algo in ("cluster", "miner", *((exact,) if exact else ())):
             say(f"{algo} at {n} requests …")
             rows.append(measure(algo, n, args.seed, args.timeout))
+            if algo == "miner" and args.baseline:
+                say(f"baseline miner ({args.baseline}) at {n} requests …")
+                rows.append(measure("miner", n, args.seed, args.timeout, code=args.baseline.resolve()))
     harvest_n = 4 if args.quick else args.harvest
     harvest_row = None
     if harvest_n:
         say(f"harvest of {harvest_n} session files …")
         harvest_row = measure("harvest", harvest_n, args.seed, args.timeout)
-    by = {(r["algo"], r["requests"]): r for r in rows}
-    for n in sizes:
-        new, ref = by.get(("cluster", n)), by.get(("reference", n))
-        exact = ref if ref and "digest" in ref else by.get(("uncapped", n))
-        if new and exact and "digest" in new and "digest" in exact:
-            new["agree"] = new["digest"] == exact["digest"]
-            new["same_units"] = same_units(new["members"], exact["members"])
-        if new and ref and "cpu_s" in new and "cpu_s" in ref:
-            new["cpu_ratio"] = round(ref["cpu_s"] / max(new["cpu_s"], 1e-3), 1)
-            new["mem_ratio"] = round(ref["grew_mb"] / max(new["grew_mb"], 0.1), 1)
+    compare(rows, sizes)
     for row in rows:
         row.pop("members", None)
     print(table(rows, [("algo", "grouping", ""), ("requests", "requests", "d"), ("units", "units", "d"),
                        ("groups", "groups", "d"), ("cpu_s", "CPU s", ".2f"), ("wall_s", "wall s", ".2f"),
                        ("peak_mb", "peak RSS MB", ".0f"), ("grew_mb", "grew MB", ".0f"), ("exact", "exact", ""),
                        ("agree", "agrees", ""), ("same_units", "same cluster", ".1%"),
-                       ("cpu_ratio", "ref/new CPU", ".1f"), ("mem_ratio", "ref/new MB", ".1f"), ("note", "note", "")]))
+                       ("cpu_ratio", "ref/new CPU", ".2f"), ("mem_ratio", "ref/new MB", ".2f"), ("note", "note", "")]))
+    if args.baseline:
+        print("(miner rows: ref = the --baseline checkout's Miner, measured in this run)")
     if harvest_row:
         print()
         print(table([harvest_row], [("requests", "sessions", "d"), ("mb", "MB", ".1f"), ("kept", "kept", "d"),

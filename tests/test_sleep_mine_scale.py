@@ -90,3 +90,24 @@ def test_the_streaming_miner_gives_what_mine_gives_in_any_order():
     streamed = miner.result()
     assert streamed.tasks == whole.tasks and streamed.units == whole.units
     assert whole.summary()["capped"] == 0 and whole.summary()["recurring"] >= 3
+
+
+def test_the_default_neighbour_cap_groups_a_capped_history_as_the_wider_one_did():
+    # 1,500 synthetic requests: the caps bind (stats.exact False). The agglomeration keeps 32 neighbours per
+    # cluster (it kept 128): the clusters and their mean similarities stay the ones 128 gave
+    docs = synthetic_docs(1500, 0)
+    stats = Stats()
+    found = cluster(docs, DEFAULT_THRESHOLD, stats=stats)
+    wide = cluster(docs, DEFAULT_THRESHOLD, neighbours=128)
+    assert not stats.exact and stats.capped_clusters  # the cap did bind
+    assert [c.members for c in found] == [c.members for c in wide]
+    assert [s for c in found for s in c.mean_sims] == pytest.approx([s for c in wide for s in c.mean_sims])
+
+
+def test_weighted_nodes_out_of_order_merge_like_the_pairwise_algorithm():
+    # identical requests (one weighted node) whose first unit comes after other nodes' units: clusters are named
+    # by node, and the tie order must stay the one of the lowest unit indices
+    base = synthetic_docs(120, 6)
+    docs = base[40:] + base + base[:40] + base[::-1]
+    found = cluster(docs, DEFAULT_THRESHOLD)
+    assert_same(docs, DEFAULT_THRESHOLD, found)
