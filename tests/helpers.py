@@ -58,6 +58,16 @@ def decided_state(folder: Path) -> dict:
     return {"refs": sorted(refs), "notes": notes}
 
 
+def paid_calls(folder: Path) -> tuple[int, int]:
+    """(calls paid, distinct calls): every finished model call is journaled once, when it is paid; a call paid
+    again (a resume that failed to reuse the journal) shows as a repeated put."""
+    from skillgit.llm.cache import CallCache
+
+    stats = CallCache(folder / ".git" / "skillgit" / "cache" / "calls.sqlite").stats()
+    distinct = stats.entries + stats.tombstones
+    return distinct + stats.repeated_puts, distinct
+
+
 # ---------------------------------------------------------------------------------------------- MCP start-up
 # `skillgit mcp` in a fresh interpreter whose stdout is a tap: when the first byte of the answer is written, the
 # tap records sys.modules in the file argv[1]; the rest of argv goes to `skillgit mcp`.

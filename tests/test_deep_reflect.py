@@ -285,7 +285,8 @@ RESUME_ARGS = ("train", "--run", "r1", "--events", "--set", "train.max_steps=2",
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    from tests.test_resume import FIXED, git_state, paid_calls
+    from tests.helpers import paid_calls
+    from tests.test_resume import FIXED, git_state
 
     with pytest.MonkeyPatch.context() as mp:
         for key, value in FIXED.items():
@@ -310,7 +311,8 @@ def _cli_to_end(folder: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", ["reflect", "aggregate"])
 def test_a_killed_run_resumes_paying_no_finished_probe_twice(tmp_path: Path, uninterrupted, stage: str) -> None:
-    from tests.test_resume import git_state, paid_calls
+    from tests.helpers import paid_calls
+    from tests.test_resume import git_state
 
     folder = tmp_path / "proj"
     create_project(folder, seed=5)
@@ -369,7 +371,8 @@ def test_the_simulated_teacher_acts_on_what_the_probes_showed() -> None:
 
 @pytest.mark.slow
 def test_a_budget_stops_the_run_while_probing_and_a_larger_one_resumes_it(tmp_path: Path, uninterrupted) -> None:
-    from tests.test_resume import git_state, paid_calls
+    from tests.helpers import paid_calls
+    from tests.test_resume import git_state
 
     folder = tmp_path / "proj"
     create_project(folder, seed=5)

@@ -21,6 +21,7 @@ from skillgit.resources import example_dir
 from skillgit.types import Item, Usage
 from tests.conftest import git, run_cli, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler, request_messages
+from tests.test_envs import point_at
 
 ALFWORLD_SAMPLE = example_dir("envs") / "alfworld" / "json_2.1.1" / "train"
 PENCIL = "pick_and_place_simple-Pencil-None-Dresser-301/trial_T20250101_000000_000001"
@@ -182,13 +183,9 @@ def scripted(plays: dict[str, list[str]]) -> FakeLLMServer:
 
 
 def train_and_score(folder: Path, server: FakeLLMServer, ratio: str) -> tuple[dict, dict[str, float], str]:
+    point_at(folder, server)
     path = folder / "skillgit.yaml"
     cfg = yaml.safe_load(path.read_text())
-    both = {"base_url": server.openai_base_url, "max_retries": 1, "concurrency": 4}
-    cfg["model"] = {"teacher_backend": "openai", "teacher_model": "sim-teacher", "teacher": both,
-                    "student_backend": "openai", "student_model": "scripted-student", "student": both}
-    cfg["train"] = {"batch_size": 4, "num_epochs": 1}
-    cfg["evaluation"] = {"gate_repeats": 1, "eval_test": False}
     cfg["env"]["split_ratio"] = ratio
     path.write_text(yaml.safe_dump(cfg))
     git(folder, "add", "-A")

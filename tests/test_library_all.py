@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXED_DATE, git
-from tests.helpers import decided_state
+from tests.helpers import decided_state, paid_calls
 
 FIXED = {"GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE, "GIT_AUTHOR_NAME": "Test Author",
          "GIT_AUTHOR_EMAIL": "author@example.com", "GIT_COMMITTER_NAME": "Test Committer",
@@ -68,14 +68,6 @@ def turns(stderr: str) -> list[tuple[str, int]]:
     return [(e["skill"], e["step"]) for e in (json.loads(x) for x in stderr.splitlines() if x.startswith("{"))
             if e["event"] == "library_turn"]
 
-
-def paid_calls(folder: Path) -> tuple[int, int]:
-    """(calls paid, distinct calls): a call paid twice shows as a repeated put in the journal."""
-    from skillgit.llm.cache import CallCache
-
-    stats = CallCache(folder / ".git" / "skillgit" / "cache" / "calls.sqlite").stats()
-    distinct = stats.entries + stats.tombstones
-    return distinct + stats.repeated_puts, distinct
 
 
 def test_next_turn_is_round_robin_and_the_budget_is_the_librarys():

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -271,19 +269,11 @@ def test_recalled_trajectories_reach_reflect_and_no_val_or_test_item_ever_does(t
 
 
 def _kill_during(folder: Path, stage: str, step: str) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "skillgit", "train", "--run", "r1", *ARGS], cwd=folder,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **ENV})
-    deadline = time.monotonic() + 240
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if line.startswith("{"):
-            event = json.loads(line)
-            if event["event"] == "stage" and event["stage"] == stage and str(event["step"]) == step:
-                proc.send_signal(signal.SIGKILL)
-                break
-        assert time.monotonic() < deadline
-    proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, f"the run ended before {stage} of step {step}"
+    from tests.test_resume import kill_during
+
+    kill_during(folder, stage, step, lambda f: subprocess.Popen(
+        [sys.executable, "-m", "skillgit", "train", "--run", "r1", *ARGS], cwd=f, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env={**os.environ, **ENV}))
 
 
 @pytest.mark.slow

@@ -10,12 +10,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from skillgit.cli.demo import create_project
 from tests.conftest import FIXED_DATE, git
-from tests.helpers import decided_state
+from tests.helpers import decided_state, paid_calls
 
 FIXED = {"GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE, "GIT_AUTHOR_NAME": "Test Author",
          "GIT_AUTHOR_EMAIL": "author@example.com", "GIT_COMMITTER_NAME": "Test Committer",
@@ -35,9 +36,11 @@ def run_to_end(folder: Path) -> None:
     assert proc.returncode == 0, err[-3000:]
 
 
-def kill_during(folder: Path, stage: str, step: str) -> list[dict]:
-    """Start training and SIGKILL it once it announces `stage` of `step`; returns the events it printed."""
-    proc = start(folder)
+def kill_during(folder: Path, stage: str, step: str, begin: Callable[[Path], subprocess.Popen] | None = None
+                ) -> list[dict]:
+    """Start training (`begin(folder)`, default `start`: a process printing its --events on stderr) and SIGKILL
+    it once it announces `stage` of `step`; returns the events it printed."""
+    proc = (begin or start)(folder)
     seen = []
     deadline = time.monotonic() + 240
     for line in proc.stderr:
@@ -58,15 +61,6 @@ def git_state(folder: Path) -> dict:
     """Everything the run decided (`decided_state`) and the skill file it left."""
     return {**decided_state(folder), "skill": (folder / "SKILL.md").read_text()}
 
-
-def paid_calls(folder: Path) -> tuple[int, int]:
-    """(calls paid, distinct calls): every finished model call is journaled once, when it is paid; a call paid
-    again (a resume that failed to reuse the journal) shows as a repeated put."""
-    from skillgit.llm.cache import CallCache
-
-    stats = CallCache(folder / ".git" / "skillgit" / "cache" / "calls.sqlite").stats()
-    distinct = stats.entries + stats.tombstones
-    return distinct + stats.repeated_puts, distinct
 
 
 @pytest.fixture(scope="module")

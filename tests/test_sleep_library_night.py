@@ -25,7 +25,7 @@ from skillgit.store.git import GitRepo
 from skillgit.world import default_skill, generate_tasks
 from tests.conftest import git
 from tests.test_sleep_harvest import ClaudeSession
-from tests.test_sleep_night import natural
+from tests.test_sleep_night import answer_pending, natural
 
 DATE = "2026-01-03"
 SKILLS = ("deploy", "release-notes", "db-migrate")
@@ -217,7 +217,7 @@ def test_a_killed_library_night_resumes_like_an_uninterrupted_one(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert json.loads(resumed.stdout)["status"] == "finished"
     assert state(root) == state(whole)
-    from tests.test_library_all import paid_calls
+    from tests.helpers import paid_calls
 
     paid, distinct = paid_calls(root)
     assert paid == distinct, "a finished call was paid twice"
@@ -248,7 +248,7 @@ def test_handoff_a_library_night_waits_for_answers_and_resumes_from_them(tmp_pat
     """No API key: every skill's teacher prompts go to the handoff folder; the night is recorded as waiting (with
     each skill's part) and the same command, once answered, goes on until every skill is trained."""
     from skillgit.llm.factory import build_teacher
-    from skillgit.sleep.handoff import HandoffPending, pending_prompts, request_from_file
+    from skillgit.sleep.handoff import HandoffPending
 
     home = tmp_path / "home"
     root = library_project(tmp_path / "repo", home)
@@ -266,10 +266,7 @@ def test_handoff_a_library_night_waits_for_answers_and_resumes_from_them(tmp_pat
             waiting = S.night(GitRepo.open(root), DATE)
             assert waiting is not None and waiting.status == "waiting" and waiting.handoff is not None
             assert [k.name for k in waiting.skills] == list(SKILLS)
-            for prompt in pending_prompts(folder):
-                request = request_from_file(prompt.with_name(prompt.name.replace(".prompt.md", ".request.json")))
-                prompt.with_name(prompt.name.replace(".prompt.md", ".answer.json")).write_text(
-                    agent.complete(request).text)
+            answer_pending(folder, agent)
     assert rounds >= 2 and record.status == "finished", record.reason
     assert [(k.name, k.status, k.steps) for k in record.skills] == [
         ("deploy", "finished", 1), ("release-notes", "finished", 1), ("db-migrate", "skipped", 0)]

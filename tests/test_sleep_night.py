@@ -300,6 +300,16 @@ def test_a_budget_stops_the_night_and_the_same_command_resumes_it(night):
 
 
 # ---------------------------------------------------------------------------------------------- handoff
+def answer_pending(folder: Path, agent) -> list[str]:
+    """Answer every pending handoff prompt in `folder` as `agent` (the person's own agent) would; their stages."""
+    stages = []
+    for prompt in pending_prompts(folder):
+        request = request_from_file(prompt.with_name(prompt.name.replace(".prompt.md", ".request.json")))
+        stages.append(request.stage)
+        prompt.with_name(prompt.name.replace(".prompt.md", ".answer.json")).write_text(agent.complete(request).text)
+    return stages
+
+
 def test_handoff_writes_prompts_stops_and_resumes_from_the_answers(night, tmp_path):
     from skillgit.llm.factory import build_teacher
 
@@ -388,10 +398,6 @@ def test_a_handoff_night_whose_step_ends_an_epoch_asks_the_meta_skill_once(night
             record = run_night(sp, NightOptions(DATE, yes=True, handoff=folder))
             break
         except HandoffPending:
-            for prompt in pending_prompts(folder):
-                request = request_from_file(prompt.with_name(prompt.name.replace(".prompt.md", ".request.json")))
-                stages.append(request.stage)
-                prompt.with_name(prompt.name.replace(".prompt.md", ".answer.json")).write_text(
-                    agent.complete(request).text)
+            stages += answer_pending(folder, agent)
     assert record.status == "finished", record.reason
     assert stages.count("meta_skill") == 1, stages
