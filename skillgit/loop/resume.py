@@ -69,8 +69,7 @@ def open_run(store: Store, branch: str, digest: str, run_id: str | None, resume:
 def check_unmoved(store: Store, run_id: str, opened: RunProgress) -> None:
     """See the module contract."""
     now = progress_of(store, run_id)
-    saved_before = opened.updated is not None  # a run `open_run` found saved; a new run has never been saved
-    if (now is None and not saved_before) or (now is not None and saved_before and now.to_dict() == opened.to_dict()):
+    if now is None or now.to_dict() == opened.to_dict():  # (a new run: still unsaved; a saved one: unchanged)
         return
     raise SkillgitError(f"run {run_id} moved on while this process was starting (another skillgit process trained "
                         "it in the meantime)", "run the command again: it continues from where the run is now",
