@@ -104,20 +104,25 @@ def wave_levels(calls: Sequence[dict]) -> list[tuple[float, int]]:
     return out
 
 
-def overlapping_waves(calls: Sequence[dict]) -> int:
+def overlapping_waves(calls: Sequence[dict], *, unreleased_only: bool = False) -> int:
     """Student waves w + 1 with a student call that started before the last student call of wave w ended. Student
     calls always wait for a whole stage (rollout, gate, slow-update rollouts), so such an overlap means one wave's
     calls were launched over more than a call's latency and the chain counted part of them as an extra wave; 0 means
     the count is clean. (Teacher waves overlap legitimately: one side's merge may start while the other side's
-    reflect still runs.)"""
+    reflect still runs.) With `unreleased_only`, only waves whose first call was timed from when it began (its
+    `start` is its `began`: no batch release mark, bench/proposers.py) count: a released batch overlapping another
+    is real concurrency, not a split."""
     order = sorted(calls, key=lambda c: c["start"])
-    first_start: dict[int, float] = {}
+    first: dict[int, dict] = {}
     last_end: dict[int, float] = {}
     for c, (end, w) in zip(order, wave_levels(calls)):
         if c.get("role") == "student":
-            first_start[w] = min(first_start.get(w, c["start"]), c["start"])
+            if w not in first or c["start"] < first[w]["start"]:
+                first[w] = c
             last_end[w] = max(last_end.get(w, end), end)
-    return sum(first_start[w + 1] < last_end[w] - 1e-6 for w in last_end if w + 1 in first_start)
+    return sum(first[w + 1]["start"] < last_end[w] - 1e-6
+               and (not unreleased_only or first[w + 1]["start"] == first[w + 1].get("began", first[w + 1]["start"]))
+               for w in last_end if w + 1 in first)
 
 
 def waves_by(levels: list[tuple[float, int]], when: float) -> int:

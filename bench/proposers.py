@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ablations import mean_ci  # noqa: E402
 from benchlib import git, say, table, workdir, write_result  # noqa: E402
-from proposals import wave_levels  # noqa: E402
+from proposals import overlapping_waves, wave_levels  # noqa: E402
 
 from skillgit.cli.demo import AGENT_TEACHER, create_project  # noqa: E402
 from skillgit.executor import ThreadExecutor  # noqa: E402
@@ -215,20 +215,9 @@ def run_one(folder: Path, seed: int, arm: str, budget: int, latency: float, work
 
 
 def split_waves(calls: list[dict[str, Any]]) -> int:
-    """Student waves w + 1 whose first call was timed from its thread's pick-up (no batch release mark) and started
-    before the last student call of wave w ended: a batch launched over more than a call's latency, which the chain
-    counted as an extra wave (bench/proposals.py `overlapping_waves`). A released batch that overlaps another is
-    real concurrency (two proposers' batches side by side), not a split; 0 means the count is clean."""
-    order = sorted(calls, key=lambda c: c["start"])
-    first: dict[int, dict[str, Any]] = {}
-    last_end: dict[int, float] = {}
-    for c, (end, w) in zip(order, wave_levels(calls)):
-        if c.get("role") == "student":
-            if w not in first or c["start"] < first[w]["start"]:
-                first[w] = c
-            last_end[w] = max(last_end.get(w, end), end)
-    return sum(first[w + 1]["start"] < last_end[w] - 1e-6 and first[w + 1]["start"] == first[w + 1].get("began")
-               for w in last_end if w + 1 in first)
+    """Student waves split by late thread pick-ups: `overlapping_waves` counting only waves whose first call has no
+    batch release mark (`ReleasingExecutor`); two proposers' released batches side by side are real concurrency."""
+    return overlapping_waves(calls, unreleased_only=True)
 
 
 def in_flight(calls: list[dict[str, Any]]) -> int:
