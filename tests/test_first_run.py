@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from skillgit.store import refs as R
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 
 
 def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -61,7 +61,7 @@ def test_git_log_is_quiet_right_after_init_and_shows_the_note_after_a_decision(m
                                   ".cursor/rules/team/backend/api.mdc", ".cursorrules"])
 def test_init_finds_each_agent_instruction_file(make_repo, path):
     root = make_repo({path: "Use ISO dates.\n", "src/app.py": "x = 1\n"})
-    proc = ok(run_cli("init", cwd=root))
+    proc = ok(run_cli_inproc("init", cwd=root))
     assert yaml.safe_load((root / "skillgit.yaml").read_text())["skill"]["path"] == path, proc.stderr
     assert f"adopted the skill {path}" in proc.stderr
     assert not (root / "SKILL.md").exists()
@@ -71,7 +71,7 @@ def test_init_lists_several_instruction_files_and_chooses_none(make_repo):
     files = {".cursorrules": "a\n", ".cursor/rules/team/api.mdc": "b\n", "GEMINI.md": "c\n",
              ".github/copilot-instructions.md": "d\n"}
     root = make_repo(files)
-    proc = run_cli("init", cwd=root)
+    proc = run_cli_inproc("init", cwd=root)
     assert proc.returncode == 2, proc.stderr
     for path in files:
         assert path in proc.stderr
@@ -91,26 +91,26 @@ train:
 def test_init_branch_writes_skill_branch_into_a_kept_config_without_one(make_repo):
     root = make_repo({"SKILL.md": "# Skill\n", "skillgit.yaml": KEPT})
     git(root, "branch", "-m", "main", "master")
-    warned = ok(run_cli("init", cwd=root))  # on master, no --branch: warns, changes nothing
+    warned = ok(run_cli_inproc("init", cwd=root))  # on master, no --branch: warns, changes nothing
     assert "has no skill.branch, so skillgit trains 'main', not 'master'" in warned.stderr
     assert "skillgit init --branch master" in warned.stderr
     assert (root / "skillgit.yaml").read_text() == KEPT
 
-    fixed = ok(run_cli("init", "--branch", "master", cwd=root))
+    fixed = ok(run_cli_inproc("init", "--branch", "master", cwd=root))
     text = (root / "skillgit.yaml").read_text()
     assert text.replace('    branch: "master"  # accepted skills land here (written by skillgit init)\n', "") == KEPT
     assert yaml.safe_load(text)["skill"] == {"path": "SKILL.md", "allow_front_matter_edits": False,
                                              "branch": "master"}
     assert "warning" not in fixed.stderr, fixed.stderr
     assert "set skill.branch: master in the kept skillgit.yaml" in fixed.stderr  # says what it changed
-    resolved = yaml.safe_load(ok(run_cli("config", "show", cwd=root)).stdout)
+    resolved = yaml.safe_load(ok(run_cli_inproc("config", "show", cwd=root)).stdout)
     assert resolved["skill"]["branch"] == "master" and resolved["train"]["seed"] == 3
 
 
 def test_init_branch_never_rewrites_a_skill_branch_that_is_set(make_repo):
     kept = "skill:\n  branch: trunk\n"
     root = make_repo({"SKILL.md": "# Skill\n", "skillgit.yaml": kept})
-    proc = ok(run_cli("init", "--branch", "master", cwd=root))
+    proc = ok(run_cli_inproc("init", "--branch", "master", cwd=root))
     assert (root / "skillgit.yaml").read_text() == kept
     assert "uses skill.branch 'trunk', not 'master'" in proc.stderr
 
@@ -135,18 +135,18 @@ def test_export_to_stdout_and_into_a_new_folder(make_repo, tmp_path):
     first = git(root, "rev-parse", "HEAD")
     (root / "SKILL.md").write_text(new)
     git(root, "commit", "-qam", "edit")
-    ok(run_cli("init", cwd=root))
-    assert ok(run_cli("export", first, "-", cwd=root)).stdout == old  # the revision's text, nothing else
-    assert ok(run_cli("export", "main", "-", cwd=root)).stdout == new
+    ok(run_cli_inproc("init", cwd=root))
+    assert ok(run_cli_inproc("export", first, "-", cwd=root)).stdout == old  # the revision's text, nothing else
+    assert ok(run_cli_inproc("export", "main", "-", cwd=root)).stdout == new
 
     folder = tmp_path / "new" / "deeper"
-    proc = ok(run_cli("export", first, f"{folder}/", cwd=root))  # a trailing / names a folder, made when missing
+    proc = ok(run_cli_inproc("export", first, f"{folder}/", cwd=root))  # a trailing / names a folder, made when missing
     assert proc.stdout.strip() == str(folder / "SKILL.md")
     assert (folder / "SKILL.md").read_text() == old
-    ok(run_cli("export", "main", str(folder), cwd=root))  # an existing folder gets the skill's file name
+    ok(run_cli_inproc("export", "main", str(folder), cwd=root))  # an existing folder gets the skill's file name
     assert (folder / "SKILL.md").read_text() == new
     file = tmp_path / "other" / "skill-v1.md"
-    ok(run_cli("export", first, str(file), cwd=root))
+    ok(run_cli_inproc("export", first, str(file), cwd=root))
     assert file.read_text() == old
 
 
@@ -164,7 +164,7 @@ prices:
 
 def _dry_run(root: Path, **prices: float) -> dict:
     (root / "skillgit.yaml").write_text(PRICED.format(**prices))
-    return json.loads(ok(run_cli("train", "--dry-run", "--json", cwd=root)).stdout)
+    return json.loads(ok(run_cli_inproc("train", "--dry-run", "--json", cwd=root)).stdout)
 
 
 def test_train_dry_run_estimates_dollars_from_the_price_table(make_repo):
@@ -182,7 +182,7 @@ def test_train_dry_run_estimates_dollars_from_the_price_table(make_repo):
     # the shipped table prices the default models; the text names the dollars
     (root / "skillgit.yaml").write_text("model:\n  teacher_backend: openai\n  teacher_model: gpt-4.1\n"
                                         "  student_backend: openai\n  student_model: gpt-4.1-mini\n")
-    shipped = json.loads(ok(run_cli("train", "--dry-run", "--json", cwd=root)).stdout)
+    shipped = json.loads(ok(run_cli_inproc("train", "--dry-run", "--json", cwd=root)).stdout)
     assert shipped["cost_usd"]["teacher"] > shipped["cost_usd"]["student"] > 0
     line = next(x for x in shipped["text"].splitlines() if x.startswith("estimated cost"))
     assert f"total ${sum(shipped['cost_usd'].values()):.2f}" in line
@@ -206,4 +206,4 @@ def test_shell_completion_is_on(tmp_path):
                            env={**os.environ, "_SKILLGIT_COMPLETE": "complete_bash", "COMP_WORDS": "skillgit tr",
                                 "COMP_CWORD": "1"})
     assert words.stdout.split() == ["train"], words.stderr
-    assert "--install-completion" in ok(run_cli("--help", cwd=tmp_path)).stdout
+    assert "--install-completion" in ok(run_cli_inproc("--help", cwd=tmp_path)).stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from skillgit.world import generate_tasks
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.fake_servers import FakeLLMServer
 from tests.test_sleep_harvest import ClaudeSession
 from tests.test_sleep_night import DATE, WORLD, make_project, write_sessions
@@ -35,7 +35,7 @@ def test_harvest_json_is_one_object_per_session_with_skip_reasons_and_saves_noth
     ClaudeSession("headless-1", repo, entrypoint="sdk-cli").user("Normalise this record: code ab-12").say("AB-12") \
         .write(home)
     ClaudeSession("elsewhere", tmp_path / "other").user("hello").say("hi").write(home)
-    proc = run_cli("sleep", "harvest", "--json", "--home", str(home), "--sources", "claude,codex", cwd=repo)
+    proc = run_cli_inproc("sleep", "harvest", "--json", "--home", str(home), "--sources", "claude,codex", cwd=repo)
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert {r["session"]: (r["source"], r["skipped_reason"]) for r in rows} == {
@@ -45,13 +45,13 @@ def test_harvest_json_is_one_object_per_session_with_skip_reasons_and_saves_noth
     assert kept["source"] == "claude" and kept["user_turns"] == 10 and kept["started"].startswith("2026-01-01")
     assert kept["project"] == str(repo) or kept["project"].endswith("/repo")
     assert "2 session(s) kept" in proc.stderr
-    only_codex = run_cli("sleep", "harvest", "--json", "--home", str(home), "--sources", "codex", cwd=repo)
+    only_codex = run_cli_inproc("sleep", "harvest", "--json", "--home", str(home), "--sources", "codex", cwd=repo)
     assert [json.loads(line)["session"] for line in only_codex.stdout.splitlines()] == ["norm-1"]
     # read-only: nothing on the sleep ref, so the same sessions are new again
     assert not any(r.startswith("refs/skillgit/sleep") for r in _refs(repo))
-    again = run_cli("sleep", "harvest", "--json", "--home", str(home), cwd=repo)
+    again = run_cli_inproc("sleep", "harvest", "--json", "--home", str(home), cwd=repo)
     assert len(again.stdout.splitlines()) == 4
-    unknown = run_cli("sleep", "harvest", "--home", str(home), "--sources", "clippy", cwd=repo)
+    unknown = run_cli_inproc("sleep", "harvest", "--home", str(home), "--sources", "clippy", cwd=repo)
     assert unknown.returncode == 2 and "--sources: 'clippy' is not allowed" in unknown.stderr
 
 
@@ -61,7 +61,7 @@ def test_a_second_harvest_reads_only_the_changed_files_and_lists_exactly_what_a_
     grown.write(home)
 
     def listing(*extra: str) -> tuple[dict[str, dict], str]:
-        proc = run_cli("sleep", "harvest", "--json", "--home", str(home), *extra, cwd=repo)
+        proc = run_cli_inproc("sleep", "harvest", "--json", "--home", str(home), *extra, cwd=repo)
         assert proc.returncode == 0, proc.stderr
         return {json.loads(line)["session"]: json.loads(line) for line in proc.stdout.splitlines()}, proc.stderr
 
@@ -127,7 +127,7 @@ def test_review_approve_flips_only_the_header_and_dry_run_writes_nothing(tmp_pat
     repo, home = _project(tmp_path, n=12)
     (repo / "skillgit.yaml").write_text(REAL.format(url="http://127.0.0.1:9/v1"))
     before = set(_refs(repo))
-    plan = run_cli("sleep", "dry-run", "--home", str(home), "--date", DATE, "--json", cwd=repo)
+    plan = run_cli_inproc("sleep", "dry-run", "--home", str(home), "--date", DATE, "--json", cwd=repo)
     assert plan.returncode == 0, plan.stderr
     data = json.loads(plan.stdout)
     n = data["mined"]["tasks"]  # a request seen once, in one session, accepted at once, does not recur: not mined
@@ -135,15 +135,15 @@ def test_review_approve_flips_only_the_header_and_dry_run_writes_nothing(tmp_pat
     assert data["branch"] == f"sleep/{DATE}" and data["estimate"]["calls"]["rollout"] > 0
     assert set(_refs(repo)) == before and not (repo / ".skillgit").exists()
 
-    mined = run_cli("sleep", "mine", "--home", str(home), "--json", cwd=repo)
+    mined = run_cli_inproc("sleep", "mine", "--home", str(home), "--json", cwd=repo)
     assert mined.returncode == 0 and json.loads(mined.stdout)["new_tasks"] == n
     path = repo / ".skillgit" / "sleep" / "tasks.jsonl"
     rows = path.read_text().splitlines()[1:]
-    approved = run_cli("sleep", "review", "--approve", cwd=repo)
+    approved = run_cli_inproc("sleep", "review", "--approve", cwd=repo)
     assert approved.returncode == 0 and f"{n} task(s)" in approved.stderr and "NOT" not in approved.stderr
     lines = path.read_text().splitlines()
     assert json.loads(lines[0])["reviewed"] is True and lines[1:] == rows
-    plan = json.loads(run_cli("sleep", "dry-run", "--home", str(home), "--json", cwd=repo).stdout)
+    plan = json.loads(run_cli_inproc("sleep", "dry-run", "--home", str(home), "--json", cwd=repo).stdout)
     assert plan["release"] == "reviewed" and plan["mined"]["new_tasks"] == 0
 
 
@@ -155,13 +155,13 @@ def test_sleep_mine_without_a_git_identity_saves_its_state_as_skillgit(tmp_path,
     # no identity anywhere, and git must not guess one from the host name
     env = {"GIT_CONFIG_GLOBAL": str(empty), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_COUNT": "1",
            "GIT_CONFIG_KEY_0": "user.useConfigOnly", "GIT_CONFIG_VALUE_0": "true"}
-    assert run_cli("sleep", "status", cwd=repo, env=env).returncode == 0
-    mined = run_cli("sleep", "mine", "--home", str(home), "--json", cwd=repo, env=env)
+    assert run_cli_inproc("sleep", "status", cwd=repo, env=env).returncode == 0
+    mined = run_cli_inproc("sleep", "mine", "--home", str(home), "--json", cwd=repo, env=env)
     assert mined.returncode == 0, mined.stderr  # was: the task file written, then exit 3 before saving state
     n = json.loads(mined.stdout)["new_tasks"]
     assert n > 0 and len((repo / ".skillgit" / "sleep" / "tasks.jsonl").read_text().splitlines()) == n + 1
     assert git(repo, "log", "-1", "--format=%an <%ae>", "refs/skillgit/sleep") == "skillgit <skillgit@localhost>"
-    again = run_cli("sleep", "mine", "--home", str(home), "--json", cwd=repo, env=env)
+    again = run_cli_inproc("sleep", "mine", "--home", str(home), "--json", cwd=repo, env=env)
     assert again.returncode == 0 and json.loads(again.stdout)["new_tasks"] == 0  # the harvest state was saved
 
 
@@ -182,10 +182,10 @@ def test_sleep_section_errors_name_the_key(tmp_path):
         with pytest.raises(ConfigError, match=message):
             open_sleep_project(repo)
     config.write_text(base + "  max_step: 3\n")
-    proc = run_cli("sleep", "status", cwd=repo)
+    proc = run_cli_inproc("sleep", "status", cwd=repo)
     assert proc.returncode == 2 and "did you mean 'sleep.max_steps'?" in proc.stderr
     config.write_text(base)
-    bad = run_cli("sleep", "run", "--home", str(home), "--branch", "main", cwd=repo)
+    bad = run_cli_inproc("sleep", "run", "--home", str(home), "--branch", "main", cwd=repo)
     assert bad.returncode == 2 and "names the skill branch" in bad.stderr
 
 
@@ -197,7 +197,7 @@ def _broken_files(repo: Path, home: Path) -> Path:
 
 
 def _harvested(repo: Path, home: Path) -> tuple[dict[str, str | None], dict[str, str]]:
-    proc = run_cli("sleep", "harvest", "--json", "--all", "--home", str(home), "--sources", "claude", cwd=repo)
+    proc = run_cli_inproc("sleep", "harvest", "--json", "--all", "--home", str(home), "--sources", "claude", cwd=repo)
     assert proc.returncode == 0, proc.stderr
     rows = {(r := json.loads(line))["session"]: r["skipped_reason"] for line in proc.stdout.splitlines()}
     warned = {line.split(".jsonl: ", 1)[0].rsplit("/", 1)[-1]: line.split(".jsonl: ", 1)[1]
@@ -257,19 +257,19 @@ def test_an_unreadable_session_file_is_skipped_as_unreadable_and_not_recorded(tm
 def test_run_status_adopt_fast_forwards_only_and_refuses_when_the_skill_branch_moved(tmp_path):
     repo, home = _project(tmp_path, n=24, steps=2)
     main = git(repo, "rev-parse", "main")
-    run = run_cli("sleep", "run", "--home", str(home), "--date", DATE, cwd=repo)
+    run = run_cli_inproc("sleep", "run", "--home", str(home), "--date", DATE, cwd=repo)
     assert run.returncode == 0, run.stderr
     assert f"night {DATE}: finished" in run.stdout and f"sleep adopt {DATE}" in run.stderr
     night_tip = git(repo, "rev-parse", f"sleep/{DATE}")
     assert git(repo, "rev-parse", "main") == main and night_tip != main
 
     no_cron = {"SKILLGIT_CRONTAB": str(tmp_path / "no-such-crontab")}  # never the machine's real crontab
-    status = json.loads(run_cli("sleep", "status", "--json", cwd=repo, env=no_cron).stdout)
+    status = json.loads(run_cli_inproc("sleep", "status", "--json", cwd=repo, env=no_cron).stdout)
     (night,) = status["nights"]
     assert night["status"] == "finished" and night["accepted"] >= 1 and night["branch_exists"] and not night["adopted"]
     assert status["tasks"]["count"] >= 20 and status["schedule"] == {"cron": None, "systemd": False}
 
-    printed = run_cli("sleep", "adopt", "--print", cwd=repo)
+    printed = run_cli_inproc("sleep", "adopt", "--print", cwd=repo)
     assert printed.returncode == 0
     assert f"git switch main && git merge --ff-only sleep/{DATE}" in printed.stdout
     assert f"# skillgit sleep: night of {DATE}" in printed.stdout  # the pull-request body
@@ -278,16 +278,16 @@ def test_run_status_adopt_fast_forwards_only_and_refuses_when_the_skill_branch_m
     (repo / "NOTES.md").write_text("a teammate's commit\n")
     git(repo, "add", "NOTES.md")
     git(repo, "commit", "-q", "-m", "teammate")
-    moved = run_cli("sleep", "adopt", DATE, cwd=repo)
+    moved = run_cli_inproc("sleep", "adopt", DATE, cwd=repo)
     assert moved.returncode == 3 and "moved since the night" in moved.stderr and "--merge" in moved.stderr
     assert git(repo, "rev-parse", "sleep/" + DATE) == night_tip
     git(repo, "reset", "-q", "--hard", main)
 
-    adopted = run_cli("sleep", "adopt", cwd=repo)
+    adopted = run_cli_inproc("sleep", "adopt", cwd=repo)
     assert adopted.returncode == 0, adopted.stderr
     assert git(repo, "rev-parse", "main") == night_tip
     assert (repo / "SKILL.md").read_text() == git(repo, "show", f"{night_tip}:SKILL.md") + "\n"
     assert git(repo, "status", "--porcelain") == ""
-    again = run_cli("sleep", "status", "--json", cwd=repo, env=no_cron)
+    again = run_cli_inproc("sleep", "status", "--json", cwd=repo, env=no_cron)
     assert json.loads(again.stdout)["nights"][0]["adopted"] == night_tip
-    assert "no night with accepted steps" in run_cli("sleep", "adopt", cwd=repo).stderr
+    assert "no night with accepted steps" in run_cli_inproc("sleep", "adopt", cwd=repo).stderr

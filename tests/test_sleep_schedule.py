@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.test_sleep_night import make_project
 
 FAKE_CRONTAB = """\
@@ -83,7 +83,7 @@ def test_schedule_adds_one_block_keeps_other_lines_and_unschedule_removes_exactl
 def test_the_installed_cron_line_runs_a_night_in_the_repository(tmp_path, fakes):
     env, state, _ = fakes
     repo = make_project(tmp_path / "repo")
-    assert run_cli("sleep", "schedule", cwd=repo, env=env).returncode == 0
+    assert run_cli_inproc("sleep", "schedule", cwd=repo, env=env).returncode == 0
     line = (state / "crontab").read_text().splitlines()[1]
     command = line.split(" ", 5)[5]  # after the five time fields
     proc = subprocess.run(["sh", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=120,
@@ -96,14 +96,14 @@ def test_the_installed_cron_line_runs_a_night_in_the_repository(tmp_path, fakes)
 def test_no_crontab_yet_and_a_broken_block_are_handled(tmp_path, fakes):
     env, state, _ = fakes
     repo = make_project(tmp_path / "repo")
-    assert run_cli("sleep", "schedule", "--at", "23:59", cwd=repo, env=env).returncode == 0
+    assert run_cli_inproc("sleep", "schedule", "--at", "23:59", cwd=repo, env=env).returncode == 0
     assert (state / "crontab").read_text().splitlines()[0] == f"# skillgit sleep {repo}"
     (state / "crontab").write_text(f"# skillgit sleep {repo}\n0 3 * * * something\n")  # end marker lost
-    broken = run_cli("sleep", "schedule", cwd=repo, env=env)
+    broken = run_cli_inproc("sleep", "schedule", cwd=repo, env=env)
     assert broken.returncode == 2 and "no `# end skillgit sleep" in broken.stderr
-    bad_time = run_cli("sleep", "schedule", "--at", "25:00", cwd=repo, env=env)
+    bad_time = run_cli_inproc("sleep", "schedule", "--at", "25:00", cwd=repo, env=env)
     assert bad_time.returncode == 2 and "--at: '25:00'" in bad_time.stderr
-    printed = run_cli("sleep", "schedule", "--print", "--at", "02:15", cwd=repo, env=env)
+    printed = run_cli_inproc("sleep", "schedule", "--print", "--at", "02:15", cwd=repo, env=env)
     assert printed.stdout.splitlines()[1].startswith("15 2 * * * cd ")
     assert (state / "crontab").read_text().count("something") == 1  # --print installed nothing
 
@@ -112,7 +112,8 @@ def test_systemd_timer_is_written_enabled_and_removed_exactly(tmp_path, fakes):
     env, state, bin_dir = fakes
     repo = make_project(tmp_path / "repo")
     systemctl = str(bin_dir / "systemctl")
-    proc = run_cli("sleep", "schedule", "--systemd", "--systemctl", systemctl, "--at", "05:10", cwd=repo, env=env)
+    proc = run_cli_inproc("sleep", "schedule", "--systemd", "--systemctl", systemctl, "--at", "05:10", cwd=repo,
+                          env=env)
     assert proc.returncode == 0, proc.stderr
     units = tmp_path / "xdg" / "systemd" / "user"
     timer, service = sorted(units.glob("*.timer")), sorted(units.glob("*.service"))
@@ -126,7 +127,7 @@ def test_systemd_timer_is_written_enabled_and_removed_exactly(tmp_path, fakes):
     mine = {p.name for p in units.iterdir()}
     (units / "unrelated.service").write_text("[Service]\nExecStart=/bin/true\n")
 
-    removed = run_cli("sleep", "unschedule", "--systemd", "--systemctl", systemctl, cwd=repo, env=env)
+    removed = run_cli_inproc("sleep", "unschedule", "--systemd", "--systemctl", systemctl, cwd=repo, env=env)
     assert removed.returncode == 0 and "removed" in removed.stdout
     assert {p.name for p in units.iterdir()} == {"unrelated.service"} and mine
     assert (state / "systemctl").read_text().splitlines()[-2:] == [
@@ -135,7 +136,7 @@ def test_systemd_timer_is_written_enabled_and_removed_exactly(tmp_path, fakes):
 
     # a unit of the same name that skillgit did not write is never overwritten
     service[0].write_text("[Service]\nExecStart=/bin/mine\n")
-    clash = run_cli("sleep", "schedule", "--systemd", "--systemctl", systemctl, cwd=repo, env=env)
+    clash = run_cli_inproc("sleep", "schedule", "--systemd", "--systemctl", systemctl, cwd=repo, env=env)
     assert clash.returncode == 2 and "was not written by skillgit" in clash.stderr
     assert service[0].read_text() == "[Service]\nExecStart=/bin/mine\n"
 
@@ -144,7 +145,7 @@ def test_an_unattended_night_sends_unreviewed_tasks_only_by_explicit_choice_and_
         tmp_path, fakes):
     env, state, _ = fakes
     repo = make_project(tmp_path / "repo")
-    chosen = run_cli("sleep", "schedule", "--yes", cwd=repo, env=env)
+    chosen = run_cli_inproc("sleep", "schedule", "--yes", cwd=repo, env=env)
     assert chosen.returncode == 0, chosen.stderr
     assert "-m skillgit sleep run --yes >> " in (state / "crontab").read_text() and "unreviewed" in chosen.stderr
 
@@ -152,22 +153,22 @@ def test_an_unattended_night_sends_unreviewed_tasks_only_by_explicit_choice_and_
     (repo / "skillgit.yaml").write_text(config.replace("teacher_backend: simulated", "teacher_backend: openai")
                                         .replace("student_backend: simulated", "student_backend: openai"))
     before = (state / "crontab").read_text()
-    refused = run_cli("sleep", "schedule", cwd=repo, env=env)
+    refused = run_cli_inproc("sleep", "schedule", cwd=repo, env=env)
     assert refused.returncode != 0 and "no dollar cap" in refused.stderr and "--max-cost" in refused.stderr
     assert (state / "crontab").read_text() == before  # nothing was installed
-    capped = run_cli("sleep", "schedule", "--max-cost", "2.5", cwd=repo, env=env)
+    capped = run_cli_inproc("sleep", "schedule", "--max-cost", "2.5", cwd=repo, env=env)
     assert capped.returncode == 0, capped.stderr
     line = (state / "crontab").read_text().splitlines()[1]
     assert "sleep run --max-cost 2.5 >> " in line  # and without --yes: it was not asked for this time
     (repo / "skillgit.yaml").write_text((repo / "skillgit.yaml").read_text() + "  max_cost_usd: 1.0\n")
-    assert run_cli("sleep", "schedule", cwd=repo, env=env).returncode == 0  # the config's cap is enough
+    assert run_cli_inproc("sleep", "schedule", cwd=repo, env=env).returncode == 0  # the config's cap is enough
 
 
 def test_the_real_crontab_is_out_of_reach_of_every_test(tmp_path):
     """conftest points SKILLGIT_CRONTAB at a program that does not exist: a test that forgets its fake fails
     instead of editing the machine's crontab."""
     repo = make_project(tmp_path / "repo")
-    proc = run_cli("sleep", "schedule", cwd=repo)
+    proc = run_cli_inproc("sleep", "schedule", cwd=repo)
     assert proc.returncode == 2 and "is not installed or not on PATH" in proc.stderr
 
 
@@ -177,13 +178,13 @@ def test_schedule_says_whose_crontab_it_wrote_and_warns_when_home_is_not_that_us
     env, state, _ = fakes
     repo = make_project(tmp_path / "repo")
     user = pwd.getpwuid(os.getuid())
-    proc = run_cli("sleep", "schedule", cwd=repo, env=env)  # HOME is the test's own folder, not the user's home
+    proc = run_cli_inproc("sleep", "schedule", cwd=repo, env=env)  # HOME is the test's own folder, not the user's home
     assert proc.returncode == 0, proc.stderr
     said = " ".join(proc.stderr.split())
     assert f"installed in the crontab of user {user.pw_name}" in said
     assert f"HOME is {os.environ['HOME']} but crontab(1) picks the crontab by user id" in said
     assert "--crontab-file FILE" in said
-    same_home = run_cli("sleep", "schedule", cwd=repo, env={**env, "HOME": user.pw_dir})
+    same_home = run_cli_inproc("sleep", "schedule", cwd=repo, env={**env, "HOME": user.pw_dir})
     assert same_home.returncode == 0 and "note: HOME" not in same_home.stderr
 
 
@@ -193,21 +194,21 @@ def test_a_configured_crontab_file_is_honoured_and_crontab_never_runs(tmp_path, 
     cron_file = tmp_path / "cron" / "skillgit.crontab"
     cron_file.parent.mkdir(exist_ok=True)
     cron_file.write_text(THEIRS)
-    proc = run_cli("sleep", "schedule", "--crontab-file", str(cron_file), "--at", "02:30", cwd=repo, env=env)
+    proc = run_cli_inproc("sleep", "schedule", "--crontab-file", str(cron_file), "--at", "02:30", cwd=repo, env=env)
     assert proc.returncode == 0, proc.stderr
     text = cron_file.read_text()
     assert text.startswith(THEIRS) and f"# skillgit sleep {repo}" in text and "\n30 2 * * * cd " in text
     assert f"installed in {cron_file}" in " ".join(proc.stderr.split())
-    status = json.loads(run_cli("sleep", "status", "--json", "--crontab-file", str(cron_file), cwd=repo,
-                                env=env).stdout)
+    status = json.loads(run_cli_inproc("sleep", "status", "--json", "--crontab-file", str(cron_file), cwd=repo,
+                                       env=env).stdout)
     assert status["schedule"]["cron"] is True
-    assert run_cli("sleep", "unschedule", "--crontab-file", str(cron_file), cwd=repo, env=env).stdout.strip() == \
-        "removed the crontab entry"
+    removed = run_cli_inproc("sleep", "unschedule", "--crontab-file", str(cron_file), cwd=repo, env=env)
+    assert removed.stdout.strip() == "removed the crontab entry"
     assert cron_file.read_text() == THEIRS  # byte for byte
     # the same from skillgit.yaml (sleep.crontab_file, `~` expanded)
     cfg = repo / "skillgit.yaml"
     cfg.write_text(cfg.read_text().replace("sleep:\n", "sleep:\n  crontab_file: ~/my.crontab\n", 1))
     assert "crontab_file" in cfg.read_text()
-    assert run_cli("sleep", "schedule", cwd=repo, env=env).returncode == 0
+    assert run_cli_inproc("sleep", "schedule", cwd=repo, env=env).returncode == 0
     assert f"# skillgit sleep {repo}" in (Path(os.environ["HOME"]) / "my.crontab").read_text()
     assert not (state / "calls").exists()  # the crontab program never ran
