@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from skillgit.resources import templates_dir
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.helpers import demo_project
 
 # Sentences of the house style the demo's world (seed 0) rewards (skillgit/world/rules.py): what its training learns.
@@ -34,11 +34,11 @@ def commit_skill(root: Path, text: str, message: str) -> str:
 
 def check(root: Path, *args: str, markdown: bool = True) -> tuple[int, dict, str]:
     """`skillgit check --json` and (unless not asked) the Markdown CI posts: the same verdict (replayed calls)."""
-    as_json = run_cli("check", "--json", *args, cwd=root)
+    as_json = run_cli_inproc("check", "--json", *args, cwd=root)
     assert as_json.returncode in (0, 1, 2), as_json.stderr
     if not markdown:
         return as_json.returncode, json.loads(as_json.stdout), ""
-    markdown_run = run_cli("check", *args, cwd=root)
+    markdown_run = run_cli_inproc("check", *args, cwd=root)
     assert markdown_run.returncode == as_json.returncode, markdown_run.stderr
     return as_json.returncode, json.loads(as_json.stdout), markdown_run.stdout
 
@@ -178,7 +178,7 @@ def test_the_workflow_installs_the_exact_source_or_fails_saying_so(project, sour
 
 
 def test_print_workflow_on_the_demo_keeps_the_shipped_key_line(project):
-    printed = run_cli("check", "--print-workflow", cwd=project)
+    printed = run_cli_inproc("check", "--print-workflow", cwd=project)
     assert printed.returncode == 0, printed.stderr
     assert "OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}" in printed.stdout  # simulated: no key to name
     assert 'SKILL_BRANCH: "main"' in printed.stdout and '- "tasks.jsonl"' in printed.stdout

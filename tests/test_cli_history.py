@@ -56,7 +56,7 @@ def assert_one_line_error(proc, code: int, *needles: str) -> None:
 # ---------------------------------------------------------------------------------------------- init
 def test_init_creates_repo_skill_and_config_and_commits_only_when_asked(tmp_path):
     folder = tmp_path / "fresh"
-    proc = run_cli("init", str(folder), cwd=tmp_path)
+    proc = run_cli_inproc("init", str(folder), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (folder / ".git").is_dir()
     assert (folder / "SKILL.md").read_text().startswith("---\nname: ")
@@ -141,7 +141,7 @@ def test_log_show_diff_rejected_export(trained, tmp_path):
     rows = [line.split() for line in log.stdout.splitlines()[1:]]
     assert [(r[0], r[1], r[2]) for r in rows] == [("r1/0000", "seed", "0.5000"), ("r1/0001", "accepted", "0.6000"),
                                                   ("r1/0002", "rejected", "0.4000")]
-    data = json.loads(run_cli_inproc("log", "--json", "-n", "1", "--repo", str(trained), cwd=tmp_path).stdout)
+    data = json.loads(run_cli("log", "--json", "-n", "1", "--repo", str(trained), cwd=tmp_path).stdout)
     assert [(e["label"], e["verdict"], e["delta"]) for e in data] == [("r1/0002", "rejected", pytest.approx(-0.2))]
 
     show = run_cli("show", "1", "--full", cwd=trained)
@@ -149,7 +149,7 @@ def test_log_show_diff_rejected_export(trained, tmp_path):
     assert "+Check units." in show.stdout and "--- a/SKILL.md" in show.stdout
     assert "[decision] accepted: val 0.5000 → 0.6000 (+0.1000) — better" in show.stdout
     assert "units were missing" in show.stdout  # the reflections in the note
-    shown = json.loads(run_cli_inproc("show", "rejected/r1/2", "--json", cwd=trained).stdout)
+    shown = json.loads(run_cli("show", "rejected/r1/2", "--json", cwd=trained).stdout)
     assert "+Shout." in shown["diff"]
     assert {r["kind"] for r in shown["notes"]} == {"candidate", "reflect", "decision"}
 
@@ -162,7 +162,7 @@ def test_log_show_diff_rejected_export(trained, tmp_path):
 
 
 def test_revert_via_cli(trained):
-    proc = run_cli("revert", "--steps", "1", "--reason", "undo units", cwd=trained)
+    proc = run_cli_inproc("revert", "--steps", "1", "--reason", "undo units", cwd=trained)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == git(trained, "rev-parse", "main")
     assert (trained / "SKILL.md").read_text() == SEED and git(trained, "status", "--porcelain") == ""
@@ -210,13 +210,13 @@ def test_errors_are_one_line_with_a_hint_and_write_nothing(trained, make_repo, t
 def test_push_pull_share_branch_tags_and_merge_notes(trained, tmp_path):
     remote = tmp_path / "shared.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
-    assert run_cli("push", str(remote), cwd=trained).returncode == 0
+    assert run_cli_inproc("push", str(remote), cwd=trained).returncode == 0
     assert git(remote, "rev-parse", "main") == git(trained, "rev-parse", "main")
     assert git(remote, "tag", "-l") == "rejected/r1/0002"
 
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(remote), str(other))
-    pulled = run_cli("pull", str(remote), cwd=other)
+    pulled = run_cli_inproc("pull", str(remote), cwd=other)
     assert pulled.returncode == 0, pulled.stderr
     tip = git(other, "rev-parse", "main")
     assert "better" in git(other, "notes", "--ref", "skillgit", "show", tip)
@@ -246,7 +246,7 @@ def test_gc_via_cli_survives_git_gc(trained):
     store = Store.open(trained, "SKILL.md")
     for n in (3, 4):
         step(store, SEED + f"Check units.\nno {n}\n", n, False, 0.6, 0.3)
-    proc = run_cli("gc", "--keep", "1", cwd=trained)
+    proc = run_cli_inproc("gc", "--keep", "1", cwd=trained)
     assert proc.returncode == 0 and "folded 2" in proc.stderr
     git(trained, "reflog", "expire", "--expire=now", "--all")
     git(trained, "gc", "-q", "--prune=now")

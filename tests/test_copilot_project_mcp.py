@@ -22,7 +22,7 @@ from skillgit.integrations.install import install, uninstall
 from tests import agent_clis as ac
 from tests.agent_server import AgentServer
 from tests.agent_server import text as reply
-from tests.conftest import run_cli
+from tests.conftest import run_cli_inproc
 
 
 def _trust(home: Path, folder: Path, key: str = "trustedFolders") -> None:
@@ -43,19 +43,19 @@ def test_the_project_install_says_copilot_needs_the_folder_trusted(make_repo, tm
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("COPILOT_HOME", raising=False)
-    proc = run_cli("install", "copilot", "--project", cwd=repo)
+    proc = run_cli_inproc("install", "copilot", "--project", cwd=repo)
     assert proc.returncode == 0, proc.stderr
     said = " ".join(proc.stderr.split())
     assert "note: Copilot CLI loads this repository's MCP servers (.github/mcp.json) only in a folder you trust" \
         in said
     assert f"trustedFolders in {home / '.copilot' / 'config.json'}" in said and "--trust-folder" in said
     assert not (home / ".copilot").exists()  # install does not trust a folder unless asked
-    as_json = json.loads(run_cli("install", "copilot", "--project", "--json", cwd=repo).stdout)
+    as_json = json.loads(run_cli_inproc("install", "copilot", "--project", "--json", cwd=repo).stdout)
     assert as_json["notes"] and "trust" in as_json["notes"][0]
     # trusted (here: a folder above the repository, in the older key): nothing left to say
     _trust(home, repo.parent, key="trusted_folders")
-    assert "note:" not in run_cli("install", "copilot", "--project", cwd=repo).stderr
-    assert run_cli("uninstall", "copilot", "--project", cwd=repo).returncode == 0
+    assert "note:" not in run_cli_inproc("install", "copilot", "--project", cwd=repo).stderr
+    assert run_cli_inproc("uninstall", "copilot", "--project", cwd=repo).returncode == 0
     assert json.loads((home / ".copilot" / "config.json").read_text()) == {"trusted_folders": [str(repo.parent)]}
 
 
@@ -104,20 +104,20 @@ def test_trust_folder_adds_one_entry_and_uninstall_takes_exactly_it_out(make_rep
     config.write_text(theirs)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("COPILOT_HOME", raising=False)
-    proc = run_cli("install", "copilot", "--project", "--trust-folder", cwd=repo)
+    proc = run_cli_inproc("install", "copilot", "--project", "--trust-folder", cwd=repo)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(config.read_text()) == {"banner": "never", "trustedFolders": ["/srv/other", str(repo)]}
     assert "note:" not in proc.stderr  # trusted now: nothing left to do
-    assert run_cli("uninstall", "copilot", "--project", cwd=repo).returncode == 0
+    assert run_cli_inproc("uninstall", "copilot", "--project", cwd=repo).returncode == 0
     assert config.read_text() == theirs  # byte for byte
     # without a config yet: created, and removed again with the folder install made
     config.unlink()
     config.parent.rmdir()
-    assert run_cli("install", "copilot", "--project", "--trust-folder", cwd=repo).returncode == 0
+    assert run_cli_inproc("install", "copilot", "--project", "--trust-folder", cwd=repo).returncode == 0
     assert json.loads(config.read_text()) == {"trustedFolders": [str(repo)]}
-    assert run_cli("uninstall", "copilot", "--project", cwd=repo).returncode == 0
+    assert run_cli_inproc("uninstall", "copilot", "--project", cwd=repo).returncode == 0
     assert not (home / ".copilot").exists()
-    refused = run_cli("install", "claude", "--project", "--trust-folder", cwd=repo)
+    refused = run_cli_inproc("install", "claude", "--project", "--trust-folder", cwd=repo)
     assert refused.returncode == 2 and "--trust-folder is for `skillgit install copilot --project` only" in \
         refused.stderr
 

@@ -250,9 +250,9 @@ def test_activation_steps_are_commits_with_gate_notes_and_rejected_tags(tmp_path
         Library.load(EXAMPLE, "skills/*/SKILL.md").skill("deploy").text.split("---\n", 2)[2]
 
 
-def test_demo_library_raises_one_skills_f1_without_lowering_the_others(cli, tmp_path):
+def test_demo_library_raises_one_skills_f1_without_lowering_the_others(cli_inproc, tmp_path):
     folder = tmp_path / "demo"
-    result = cli("demo", "--library", "--dir", str(folder), cwd=tmp_path)
+    result = cli_inproc("demo", "--library", "--dir", str(folder), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "deploy: val F1 0.00 → 1.00 after 2 step(s): 1 accepted, 1 rejected" in result.stdout
     assert "other skills' val F1: not lowered" in result.stdout
@@ -275,8 +275,8 @@ def test_demo_library_raises_one_skills_f1_without_lowering_the_others(cli, tmp_
     assert changed and set(changed) == {"skills/deploy/SKILL.md"}, changed
 
 
-def test_demo_library_refuses_other_demo_modes(cli, tmp_path):
-    result = cli("demo", "--library", "--sleep", cwd=tmp_path)
+def test_demo_library_refuses_other_demo_modes(cli_inproc, tmp_path):
+    result = cli_inproc("demo", "--library", "--sleep", cwd=tmp_path)
     assert result.returncode != 0 and "--library excludes --agentic and --sleep" in result.stderr
 
 
@@ -413,24 +413,24 @@ def test_train_skill_activation_through_the_cli_commits_on_the_library_branch(cl
     assert again.returncode == 0 and "nothing to learn" in again.stdout, again.stderr
 
 
-def test_train_skill_errors_name_the_key_and_the_choices(cli, tmp_path):
+def test_train_skill_errors_name_the_key_and_the_choices(cli_inproc, tmp_path):
     root = library_project(tmp_path)
-    missing = cli("train", "--skill", "nope", "--activation", cwd=root)
+    missing = cli_inproc("train", "--skill", "nope", "--activation", cwd=root)
     assert missing.returncode != 0 and "choose one of deploy, release-notes, db-migrate" in missing.stderr
     bad = library_project(tmp_path / "b", LIBRARY_CONFIG.replace("triggers: triggers.jsonl}", "trigger: t}", 1))
-    typo = cli("train", "--skill", "deploy", "--activation", cwd=bad)
+    typo = cli_inproc("train", "--skill", "deploy", "--activation", cwd=bad)
     assert "unknown config key 'skills.deploy.trigger'" in typo.stderr and "skills.deploy.triggers" in typo.stderr
     outside = library_project(tmp_path / "c", LIBRARY_CONFIG.replace("skills/deploy/SKILL.md", "../x/SKILL.md"))
-    assert "is outside the repository" in cli("train", "--skill", "deploy", cwd=outside).stderr
-    assert "--activation needs --skill" in cli("train", "--activation", cwd=root).stderr
+    assert "is outside the repository" in cli_inproc("train", "--skill", "deploy", cwd=outside).stderr
+    assert "--activation needs --skill" in cli_inproc("train", "--activation", cwd=root).stderr
 
 
-def test_train_skill_runs_the_body_track_on_that_skills_file_and_tasks(cli, tmp_path):
+def test_train_skill_runs_the_body_track_on_that_skills_file_and_tasks(cli_inproc, tmp_path):
     root = library_project(tmp_path)
     before = {p: (root / p).read_text() for p in ("skills/release-notes/SKILL.md", "skills/db-migrate/SKILL.md")}
     base = git(root, "rev-parse", "HEAD").strip()
-    result = cli("train", "--skill", "deploy", "--set", "train.max_steps=1", "--set", "train.batch_size=8",
-                 "--json", cwd=root)
+    result = cli_inproc("train", "--skill", "deploy", "--set", "train.max_steps=1", "--set", "train.batch_size=8",
+                        "--json", cwd=root)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["steps"] >= 1 and out["accepted"] + out["rejected"] >= 1

@@ -30,10 +30,10 @@ def library(root: Path, *, thin_db: bool = False) -> Path:
     return root
 
 
-def test_train_all_activation_trains_every_skill_round_robin_each_gated_with_interference(cli, tmp_path):
+def test_train_all_activation_trains_every_skill_round_robin_each_gated_with_interference(cli_inproc, tmp_path):
     root = library(tmp_path / "lib")
     base = git(root, "rev-parse", "main").strip()
-    done = cli("train", "--all", "--activation", "--run", "A1", "--json", cwd=root)
+    done = cli_inproc("train", "--all", "--activation", "--run", "A1", "--json", cwd=root)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["status"] == "finished" and out["track"] == "activation" and out["schedule"] == "round-robin"
@@ -52,9 +52,9 @@ def test_train_all_activation_trains_every_skill_round_robin_each_gated_with_int
     assert listing_of((root / "skills/deploy/SKILL.md").read_text()).description != "Deploy services."
 
 
-def test_train_all_activation_takes_turns_in_library_order(cli, tmp_path):
+def test_train_all_activation_takes_turns_in_library_order(cli_inproc, tmp_path):
     root = library(tmp_path / "lib", thin_db=True)
-    done = cli("train", "--all", "--activation", "--run", "A2", cwd=root)
+    done = cli_inproc("train", "--all", "--activation", "--run", "A2", cwd=root)
     assert done.returncode == 0, done.stderr
     turns = [line.split(" step ")[0] + " " + line.split(" step ")[1].split(":")[0]
              for line in done.stderr.splitlines() if " step " in line]
@@ -83,13 +83,13 @@ def test_train_all_activation_stops_at_one_budget_for_the_whole_library(tmp_path
     assert [len(t.steps) for t in out.skills.values()] == [1, 0, 0]  # deploy's turn ran; db-migrate's was stopped
 
 
-def test_train_all_activation_refuses_what_it_cannot_do(cli, tmp_path):
+def test_train_all_activation_refuses_what_it_cannot_do(cli_inproc, tmp_path):
     root = library(tmp_path / "lib")
-    assert "--activation needs --skill NAME or --all" in cli("train", "--activation", cwd=root).stderr
-    both = cli("train", "--all", "--activation", "--skill", "deploy", cwd=root)
+    assert "--activation needs --skill NAME or --all" in cli_inproc("train", "--activation", cwd=root).stderr
+    both = cli_inproc("train", "--all", "--activation", "--skill", "deploy", cwd=root)
     assert both.returncode != 0 and "excludes --skill" in both.stderr
     (root / "triggers.jsonl").write_text("".join(
         line + "\n" for line in (root / "triggers.jsonl").read_text().splitlines() if '"val"' not in line))
-    none = cli("train", "--all", "--activation", cwd=root)
+    none = cli_inproc("train", "--all", "--activation", cwd=root)
     assert none.returncode != 0 and "no skill of `skills:` has val trigger cases" in none.stderr
 

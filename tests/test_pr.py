@@ -17,23 +17,11 @@ from skillgit.records import RunProgress
 from skillgit.review import data
 from skillgit.review import pr as pr_mod
 from skillgit.store import Store
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
+from tests.helpers import demo_project
 from tests.test_review_report import SEED, _decide, build_history, hermetic, log_json, ok
 
 BRANCH = "review/learned"
-CREATE = "from pathlib import Path; from skillgit.cli.demo import create_project; create_project(Path({!r}), 0)"
-
-
-def demo_project(folder: Path) -> Path:
-    """The demo's project (simulated world, seed skill on main), untrained."""
-    ok(run_cli_python(CREATE.format(str(folder)), cwd=folder.parent))
-    return folder
-
-
-def run_cli_python(code: str, cwd: Path):
-    import subprocess
-
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +32,7 @@ def review(tmp_path_factory) -> dict:
         root = demo_project(base / "p")
         main_before = git(root, "rev-parse", "main")
         skill_before = (root / "SKILL.md").read_bytes()
-        proc = ok(run_cli("train", "--branch", BRANCH, "--set", "train.max_steps=4", "--json", cwd=root))
+        proc = ok(run_cli_inproc("train", "--branch", BRANCH, "--set", "train.max_steps=4", "--json", cwd=root))
         # the review branch's own view of the history: the same config, skill.branch pointing at it
         config = (root / "skillgit.yaml").read_text().replace("branch: main", f"branch: {BRANCH}")
         (root / ".git" / "review.yaml").write_text(config)
@@ -73,7 +61,7 @@ def test_train_branch_continues_a_descendant_and_refuses_the_rest(tmp_path):
     from skillgit.review import branch
 
     root = demo_project(tmp_path / "p")
-    assert ok(run_cli("train", "--branch", "review/x", "--dry-run", cwd=root))
+    assert ok(run_cli_inproc("train", "--branch", "review/x", "--dry-run", cwd=root))
     assert git(root, "branch", "--list", "review/x") == ""  # a dry run creates nothing
     store = Store.open(root, "SKILL.md")
     made = branch.prepare(store, "review/x")
@@ -85,12 +73,12 @@ def test_train_branch_continues_a_descendant_and_refuses_the_rest(tmp_path):
     assert (again.created, again.existed, again.start) == (False, True, git(root, "rev-parse", "review/x"))
     with pytest.raises(SkillgitError, match="candidates/"):
         branch.prepare(store, "candidates/r/0001")
-    same = run_cli("train", "--branch", "main", cwd=root)
+    same = run_cli_inproc("train", "--branch", "main", cwd=root)
     assert same.returncode == 2 and "is the skill branch itself" in same.stderr
     (root / "README.md").write_text("main moved on\n")
     git(root, "commit", "-qam", "main moves")
     before = git(root, "for-each-ref")
-    stale = run_cli("train", "--branch", "review/x", cwd=root)
+    stale = run_cli_inproc("train", "--branch", "review/x", cwd=root)
     assert stale.returncode == 3 and "does not contain the tip of 'main'" in stale.stderr
     assert "git merge main" in stale.stderr and git(root, "for-each-ref") == before
 
@@ -99,7 +87,7 @@ def test_train_branch_continues_a_descendant_and_refuses_the_rest(tmp_path):
 def test_pr_body_has_every_section_and_the_history_numbers(review):
     root, result = review["root"], review["result"]
     run = result["run"]
-    body = ok(run_cli("pr", cwd=root)).stdout
+    body = ok(run_cli_inproc("pr", cwd=root)).stdout
     for heading in ("## What skillgit learned", "### Scores", "### Accepted edits", "### Rejected alternatives",
                     "### Cost and tokens", "### Reproduce"):
         assert f"\n{heading}" in "\n" + body, heading
@@ -131,7 +119,7 @@ def test_pr_body_has_every_section_and_the_history_numbers(review):
 def test_pr_body_lists_the_items_each_accepted_edit_fixed_and_broke(make_repo):
     root = make_repo({"SKILL.md": SEED})
     shas = build_history(root)
-    body = ok(run_cli("pr", "--run", "r1", cwd=root)).stdout
+    body = ok(run_cli_inproc("pr", "--run", "r1", cwd=root)).stdout
     first, second = body.split("#### ")[1:3]
     assert first.startswith(f"1. `r1/0001` (`{shas['s1'][:10]}`) — val 0.2500 → 0.5000 (Δ +0.2500)")
     assert "flips not recorded" in first
@@ -197,8 +185,8 @@ def test_pr_gh_missing_says_what_to_install_and_pushes_nothing(review, tmp_path)
     remote = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     body = tmp_path / "body.md"
-    proc = run_cli("pr", "--push", str(remote), "--gh", "--body-file", str(body), cwd=root,
-                   env={"PATH": _bin_with(tmp_path, gh=False)})
+    proc = run_cli_inproc("pr", "--push", str(remote), "--gh", "--body-file", str(body), cwd=root,
+                          env={"PATH": _bin_with(tmp_path, gh=False)})
     assert proc.returncode == 2, proc.stderr
     assert "`gh` (the GitHub CLI) is not installed" in proc.stderr
     assert "https://cli.github.com" in proc.stderr and "brew install gh" in proc.stderr
@@ -208,7 +196,7 @@ def test_pr_gh_missing_says_what_to_install_and_pushes_nothing(review, tmp_path)
 
 
 def test_pr_refuses_to_propose_a_branch_into_itself(demo_on_main):
-    proc = run_cli("pr", "--gh", cwd=demo_on_main)
+    proc = run_cli_inproc("pr", "--gh", cwd=demo_on_main)
     assert proc.returncode == 2 and "there is no branch to propose" in proc.stderr and "--branch" in proc.stderr
 
 

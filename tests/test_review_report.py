@@ -19,7 +19,7 @@ import pytest
 from skillgit.records import Coverage, RunProgress, SkillScores, StepKind, StepOutcome, Verdict
 from skillgit.review import data
 from skillgit.store import Store, read
-from tests.conftest import FIXED_DATE, git, run_cli
+from tests.conftest import FIXED_DATE, git, run_cli, run_cli_inproc
 
 SEED = "# Skill\n\nRewrite records in the house style.\n"
 
@@ -53,7 +53,7 @@ def ok(proc):
 
 
 def log_json(root: Path, *args: str) -> list[dict]:
-    return json.loads(ok(run_cli("log", "--json", *args, cwd=root)).stdout)
+    return json.loads(ok(run_cli_inproc("log", "--json", *args, cwd=root)).stdout)
 
 
 def gate_items(root: Path, sha: str) -> dict[str, float | None]:
@@ -125,7 +125,7 @@ def demo(tmp_path_factory) -> Path:
     """`skillgit demo --dir D --steps 4`: a repository trained on main with the simulated world."""
     base = tmp_path_factory.mktemp("demo")
     with hermetic(base / "home"):
-        ok(run_cli("demo", "--dir", str(base / "d"), "--steps", "4", cwd=base))
+        ok(run_cli_inproc("demo", "--dir", str(base / "d"), "--steps", "4", cwd=base))
     return base / "d"
 
 
@@ -195,7 +195,7 @@ def test_show_opens_with_a_summary_that_names_the_flips(demo):
     target = next(e for e in entries if e["verdict"] in ("accepted", "rejected") and e["parent"] in kept
                   and gate_items(demo, e["parent"]))
     fixed, broke = flips(gate_items(demo, target["parent"]), gate_items(demo, target["sha"]))
-    proc = ok(run_cli("show", target["label"], cwd=demo))
+    proc = ok(run_cli_inproc("show", target["label"], cwd=demo))
     text = proc.stdout
     first = text.splitlines()[0]
     assert first.startswith(f"{target['verdict']} {target['label']}")
@@ -204,7 +204,7 @@ def test_show_opens_with_a_summary_that_names_the_flips(demo):
     assert f"broke ({len(broke)}): {', '.join(broke[:12]) or 'none'}" in text
     assert "why: " in text and "\ndiff:\n" in text and "cost: $" in text
     assert "[candidate]" not in text  # the full records stay behind --full
-    full = ok(run_cli("show", target["label"], "--full", cwd=demo)).stdout
+    full = ok(run_cli_inproc("show", target["label"], "--full", cwd=demo)).stdout
     assert "[decision]" in full and "[candidate]" in full and "[gate]" in full
 
 
@@ -230,7 +230,7 @@ def test_plain_git_log_shows_the_short_note_and_no_json(demo):
 
 def test_show_summary_of_a_hand_built_history(history):
     root, shas = history
-    text = ok(run_cli("show", "2", cwd=root)).stdout
+    text = ok(run_cli_inproc("show", "2", cwd=root)).stdout
     assert text.startswith("accepted r1/0002 (step, epoch 1)")
     assert "val 0.5000 → 0.8000  Δ +0.3000 · 5/5 val items scored" in text
     assert "fixed (2): b, c" in text and "broke (1): a" in text and "unknown on one side (1): d" in text
@@ -240,12 +240,12 @@ def test_show_summary_of_a_hand_built_history(history):
     assert "train" not in cost  # the train batch's score is no cost: its own, labelled line
     assert ("train batch: 0.5000 (mean rollout score of the skill before this step's edits, on the step's train "
             "items)") in text
-    first = ok(run_cli("show", "1", cwd=root)).stdout
+    first = ok(run_cli_inproc("show", "1", cwd=root)).stdout
     assert "flips not recorded" in first  # the seed's per-item scores are not in git: never "nothing changed"
-    rejected = ok(run_cli("show", "rejected/r1/3", cwd=root)).stdout
+    rejected = ok(run_cli_inproc("show", "rejected/r1/3", cwd=root)).stdout
     assert rejected.startswith("rejected r1/0003") and "tag rejected/r1/0003" in rejected
     assert "broke (3): b, c, e" in rejected
-    plain = ok(run_cli("show", shas["seed"], cwd=root)).stdout
+    plain = ok(run_cli_inproc("show", shas["seed"], cwd=root)).stdout
     assert "not a skillgit decision" in plain
 
 

@@ -15,7 +15,7 @@ import yaml
 from skillgit.config import load_config
 from skillgit.errors import ConfigError
 from skillgit.skillopt_import import STATUSES, import_skillopt, render
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_inproc
 
 CONFIGS = Path(__file__).parent / "fixtures" / "skillopt" / "configs"
 BASE = CONFIGS / "_base_" / "default.yaml"
@@ -61,7 +61,7 @@ def test_every_skillopt_key_is_mapped_or_listed_with_why(source):
 
 
 def test_searchqa_maps_roles_sections_and_refuses_what_skillgit_lacks(tmp_path):
-    proc = run_cli("config", "import", str(SEARCHQA), "--out", "skillgit.yaml", "--json", cwd=tmp_path)
+    proc = run_cli_inproc("config", "import", str(SEARCHQA), "--out", "skillgit.yaml", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     cfg = load_config(tmp_path / "skillgit.yaml")  # the written file validates
@@ -128,8 +128,8 @@ def test_a_role_backend_without_equivalent_is_an_error_naming_the_key(tmp_path):
         import_skillopt(SEARCHQA, ["model.target_backend=cursor_exec"])
     assert "model.target_backend" in info.value.message and "cursor_exec" in info.value.message
     assert "--cfg-options model.target_backend=" in info.value.hint and "claude_code_exec" in info.value.hint
-    proc = run_cli("config", "import", str(SEARCHQA), "--cfg-options", "model.backend=copilot_chat",
-                   cwd=tmp_path)
+    proc = run_cli_inproc("config", "import", str(SEARCHQA), "--cfg-options", "model.backend=copilot_chat",
+                          cwd=tmp_path)
     assert proc.returncode == 2 and "model.optimizer_backend" in proc.stderr and "hint:" in proc.stderr
     assert not (tmp_path / "skillgit.yaml").exists()
 
@@ -146,7 +146,7 @@ def test_cfg_options_and_backend_names_follow_skillopt():
 
 def test_an_existing_file_is_not_overwritten_without_force(tmp_path):
     (tmp_path / "skillgit.yaml").write_text("train: {num_epochs: 9}\n")
-    proc = run_cli("config", "import", str(SEARCHQA), cwd=tmp_path)
+    proc = run_cli_inproc("config", "import", str(SEARCHQA), cwd=tmp_path)
     assert proc.returncode == 2 and "--force" in proc.stderr
     assert (tmp_path / "skillgit.yaml").read_text() == "train: {num_epochs: 9}\n"
 

@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.test_sleep_cli import _project
 from tests.test_sleep_night import DATE
 
@@ -17,7 +17,7 @@ from tests.test_sleep_night import DATE
 def _night(tmp_path: Path) -> tuple[Path, str, str]:
     repo, home = _project(tmp_path, n=24, steps=2)
     main = git(repo, "rev-parse", "main")
-    done = run_cli("sleep", "run", "--home", str(home), "--date", DATE, cwd=repo)
+    done = run_cli_inproc("sleep", "run", "--home", str(home), "--date", DATE, cwd=repo)
     assert done.returncode == 0, done.stderr
     tip = git(repo, "rev-parse", f"sleep/{DATE}")
     assert tip != main
@@ -41,13 +41,13 @@ def test_adopt_finishes_an_interrupted_skillgit_step_before_fast_forwarding(tmp_
     tree = git(repo, "write-tree")
     step = git(repo, "commit-tree", tree, "-p", parent, "-m", "skillgit: step 1\n\nSkillgit-Run: r1\nSkillgit-Step: 1")
     git(repo, "update-ref", "refs/heads/main", step, parent)
-    done = run_cli("sleep", "run", "--home", str(home), "--date", DATE, cwd=repo)
+    done = run_cli_inproc("sleep", "run", "--home", str(home), "--date", DATE, cwd=repo)
     assert done.returncode == 0, done.stderr
     git(repo, "checkout", parent, "--", "SKILL.md")  # the interrupted update: index and file hold the parent's
     assert git(repo, "status", "--porcelain") == "M  SKILL.md"
     tip = git(repo, "rev-parse", f"sleep/{DATE}")
 
-    adopted = run_cli("sleep", "adopt", DATE, cwd=repo)
+    adopted = run_cli_inproc("sleep", "adopt", DATE, cwd=repo)
     assert adopted.returncode == 0, adopted.stderr
     assert "stash" not in adopted.stderr
     assert git(repo, "rev-parse", "main") == tip and git(repo, "status", "--porcelain") == ""
@@ -58,7 +58,7 @@ def test_adopt_refuses_over_the_persons_uncommitted_skill_edits_and_changes_noth
     repo, main, tip = _night(tmp_path)
     mine = (repo / "SKILL.md").read_text() + "\nmy own unsaved idea\n"
     (repo / "SKILL.md").write_text(mine)
-    refused = run_cli("sleep", "adopt", DATE, cwd=repo)
+    refused = run_cli_inproc("sleep", "adopt", DATE, cwd=repo)
     assert refused.returncode == 3 and "SKILL.md" in refused.stderr  # theirs to keep: the Store's own refusal
     assert git(repo, "rev-parse", "main") == main and (repo / "SKILL.md").read_text() == mine
 
@@ -68,10 +68,10 @@ def test_adopt_merge_makes_a_merge_commit_when_the_skill_branch_moved(tmp_path):
     teammate = _commit_on_main(repo, "NOTES.md", "a teammate's commit\n", "teammate")
     (repo / "scratch.txt").write_text("the person's uncommitted work elsewhere\n")
 
-    plain = run_cli("sleep", "adopt", DATE, cwd=repo)
+    plain = run_cli_inproc("sleep", "adopt", DATE, cwd=repo)
     assert plain.returncode == 3 and "--merge" in plain.stderr and git(repo, "rev-parse", "main") == teammate
 
-    merged = run_cli("sleep", "adopt", DATE, "--merge", "--json", cwd=repo)
+    merged = run_cli_inproc("sleep", "adopt", DATE, "--merge", "--json", cwd=repo)
     assert merged.returncode == 0, merged.stderr
     info = json.loads(merged.stdout)
     head = git(repo, "rev-parse", "main")
@@ -90,7 +90,7 @@ def test_adopt_merge_refuses_conflicts_and_changes_nothing(tmp_path):
     (repo / "SKILL.md").write_text("".join(f"{line} (teammate)\n" for line in base_skill.splitlines()))
     git(repo, "commit", "-q", "-am", "teammate rewrites the skill")
     moved = git(repo, "rev-parse", "main")
-    refused = run_cli("sleep", "adopt", DATE, "--merge", cwd=repo)
+    refused = run_cli_inproc("sleep", "adopt", DATE, "--merge", cwd=repo)
     assert refused.returncode == 3 and "conflict" in refused.stderr and "sleep run" in refused.stderr
     assert git(repo, "rev-parse", "main") == moved and git(repo, "status", "--porcelain") == ""
 

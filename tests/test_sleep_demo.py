@@ -13,7 +13,7 @@ import pytest
 from skillgit.config import SimulatedCfg
 from skillgit.sleep import demo as D
 from skillgit.world import generate_tasks
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.test_sleep_harvest import ClaudeSession
 from tests.test_sleep_night import make_project
 
@@ -98,7 +98,7 @@ def test_the_reader_roots_point_into_the_fixture_home_and_are_restored(tmp_path,
 def test_a_second_demo_refuses_a_folder_that_is_not_empty(tmp_path):
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "keep.txt").write_text("mine")
-    proc = run_cli("demo", "--sleep", "--dir", str(tmp_path / "busy"), cwd=tmp_path)
+    proc = run_cli_inproc("demo", "--sleep", "--dir", str(tmp_path / "busy"), cwd=tmp_path)
     assert proc.returncode == 2 and "not empty" in proc.stderr
     assert (tmp_path / "busy" / "keep.txt").read_text() == "mine"
 
@@ -108,11 +108,11 @@ def test_review_right_after_a_mine_that_found_nothing_shows_what_was_mined(tmp_p
     repo = make_project(tmp_path / "repo")
     home = tmp_path / "home"
     ClaudeSession("once", repo).user("Record to normalise: price 71.9 GBP").say("£71.90").user("thanks").write(home)
-    mined = run_cli("sleep", "mine", "--home", str(home), cwd=repo)
+    mined = run_cli_inproc("sleep", "mine", "--home", str(home), cwd=repo)
     assert mined.returncode == 0, mined.stderr
     assert "0 new task(s)" in mined.stdout
 
-    review = run_cli("sleep", "review", *(["--json"] if as_json else []), cwd=repo)
+    review = run_cli_inproc("sleep", "review", *(["--json"] if as_json else []), cwd=repo)
 
     assert review.returncode == 0, review.stderr
     assert "run `skillgit sleep mine` first" not in review.stderr
@@ -128,5 +128,5 @@ def test_review_right_after_a_mine_that_found_nothing_shows_what_was_mined(tmp_p
 
 def test_review_before_any_mine_still_says_to_mine_first(tmp_path):
     repo = make_project(tmp_path / "repo")
-    review = run_cli("sleep", "review", cwd=repo)
+    review = run_cli_inproc("sleep", "review", cwd=repo)
     assert review.returncode == 2 and "run `skillgit sleep mine` first" in review.stderr

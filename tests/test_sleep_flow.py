@@ -15,7 +15,7 @@ from skillgit.sleep.night import NightOptions, run_night
 from skillgit.sleep.settings import open_sleep_project
 from skillgit.store.git import GitRepo
 from skillgit.world import generate_tasks
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli_inproc
 from tests.test_sleep_night import DATE, WORLD, make_project, write_sessions
 
 LATER = "2026-01-03"
@@ -26,18 +26,18 @@ def test_a_night_after_sleep_mine_reports_what_the_mines_harvested_and_then_star
     home = tmp_path / "home"
     items = generate_tasks(WORLD, 36)
     write_sessions(home, repo, items[:20], day="2026-01-01")
-    first = run_cli("sleep", "mine", "--home", str(home), "--json", cwd=repo)
+    first = run_cli_inproc("sleep", "mine", "--home", str(home), "--json", cwd=repo)
     assert first.returncode == 0, first.stderr
     write_sessions(home, repo, items[20:], day="2026-01-02", first=100)
-    second = run_cli("sleep", "mine", "--home", str(home), "--json", cwd=repo)
+    second = run_cli_inproc("sleep", "mine", "--home", str(home), "--json", cwd=repo)
     assert second.returncode == 0, second.stderr
     mined = [json.loads(p.stdout) for p in (first, second)]
     sessions = sum(m["sessions"] for m in mined)
     new_tasks = sum(m["new_tasks"] for m in mined)
     assert sessions == 9 and new_tasks > 30
-    assert run_cli("sleep", "review", "--approve", cwd=repo).returncode == 0
+    assert run_cli_inproc("sleep", "review", "--approve", cwd=repo).returncode == 0
 
-    done = run_cli("sleep", "run", "--home", str(home), "--date", DATE, "--json", cwd=repo)
+    done = run_cli_inproc("sleep", "run", "--home", str(home), "--date", DATE, "--json", cwd=repo)
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     assert record["harvest"]["sessions"] == sessions and record["mined"]["new_tasks"] == new_tasks
@@ -47,7 +47,7 @@ def test_a_night_after_sleep_mine_reports_what_the_mines_harvested_and_then_star
     assert str(tmp_path) not in report and str(home) not in report
 
     # the totals were the night's: the next night starts from zero
-    later = run_cli("sleep", "run", "--home", str(home), "--date", LATER, "--json", cwd=repo)
+    later = run_cli_inproc("sleep", "run", "--home", str(home), "--date", LATER, "--json", cwd=repo)
     assert later.returncode == 0, later.stderr
     assert json.loads(later.stdout)["harvest"].get("sessions", 0) == 0
 

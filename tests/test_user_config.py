@@ -13,7 +13,7 @@ from skillgit import config_layers
 from skillgit.cli import config_shorthand
 from skillgit.errors import ConfigError
 from skillgit.project import open_project
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_inproc
 
 USER = """\
 model:
@@ -112,26 +112,26 @@ def test_sleep_reads_the_user_config_too(make_repo, xdg):
 def test_config_show_says_where_each_key_came_from(make_repo, xdg):
     user = user_config(xdg)
     root = make_repo({"SKILL.md": "# S\n", "skillgit.yaml": "budget:\n  max_cost_usd: 2\n"})
-    proc = run_cli("config", "show", "--show-origin", "-c", "train.batch_size=4", cwd=root)
+    proc = run_cli_inproc("config", "show", "--show-origin", "-c", "train.batch_size=4", cwd=root)
     assert proc.returncode == 0, proc.stderr
     lines = dict((line.split("\t")[1], line.split("\t")[0]) for line in proc.stdout.splitlines())
     assert lines["model.teacher_model=gpt-4o"] == str(user).replace(str(Path.home()), "~", 1)
     assert lines["budget.max_cost_usd=2.0"] == str(root / "skillgit.yaml").replace(str(Path.home()), "~", 1)
     assert lines["train.batch_size=4"] == config_layers.COMMAND_LINE
     assert lines["skill.path=SKILL.md"] == "default"
-    as_json = json.loads(run_cli("config", "show", "--show-origin", "--json", cwd=root).stdout)
+    as_json = json.loads(run_cli_inproc("config", "show", "--show-origin", "--json", cwd=root).stdout)
     assert {"origin": "default", "key": "skill.path", "value": "SKILL.md"} in as_json
 
 
 def test_doctor_lists_the_config_files_in_effect(make_repo, xdg):
     user = user_config(xdg)
     root = make_repo()
-    proc = run_cli("doctor", "--json", cwd=root)
+    proc = run_cli_inproc("doctor", "--json", cwd=root)
     report = json.loads(proc.stdout)
     assert {"origin": str(user), "keys": sorted(["model.teacher_model", "prices.gpt-4o.prompt",
                                                  "prices.gpt-4o.completion", "budget.max_cost_usd",
                                                  "budget.max_calls"])} in report["config"]
-    text = run_cli("doctor", cwd=root).stdout
+    text = run_cli_inproc("doctor", cwd=root).stdout
     assert f"{user}: budget.max_calls" in text and "config show --show-origin" in text
 
 
@@ -149,11 +149,11 @@ def test_dash_c_sets_a_key_as_git_does(make_repo):
 def test_dash_c_with_a_file_still_works_and_says_it_is_deprecated(make_repo):
     root = make_repo()
     (root / "other.yaml").write_text("train:\n  batch_size: 9\n")
-    proc = run_cli("config", "show", "--json", "-c", "other.yaml", cwd=root)
+    proc = run_cli_inproc("config", "show", "--json", "-c", "other.yaml", cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["train"]["batch_size"] == 9
     assert "warning: `-c FILE` is deprecated" in proc.stderr and "--config FILE" in proc.stderr
-    proc = run_cli("config", "show", "--json", "--config", "other.yaml", "-c", "train.batch_size=3", cwd=root)
+    proc = run_cli_inproc("config", "show", "--json", "--config", "other.yaml", "-c", "train.batch_size=3", cwd=root)
     assert json.loads(proc.stdout)["train"]["batch_size"] == 3 and "deprecated" not in proc.stderr
 
 
@@ -174,10 +174,10 @@ def test_config_shorthand(argv, expected, deprecated):
 
 def test_dash_c_before_the_command_and_on_a_command_without_keys(make_repo):
     root = make_repo()
-    proc = run_cli("-c", "train.batch_size=5", "config", "show", "--json", cwd=root)
+    proc = run_cli_inproc("-c", "train.batch_size=5", "config", "show", "--json", cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["train"]["batch_size"] == 5
-    proc = run_cli("sleep", "harvest", "-c", "a.b=1", cwd=root)
+    proc = run_cli_inproc("sleep", "harvest", "-c", "a.b=1", cwd=root)
     assert proc.returncode == 2 and "error: `skillgit sleep harvest` takes no config keys" in proc.stderr
 
 
