@@ -22,7 +22,7 @@ from skillgit.config import CommandCfg
 from skillgit.llm.base import LLMError
 from skillgit.resources import example_dir
 from skillgit.types import Edit, Item
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 
 EXAMPLE = example_dir("agentic")
 FIXTURES = Path(__file__).parent / "fixtures" / "agent_cli"
@@ -244,7 +244,7 @@ def test_demo_agentic_trains_a_package_offline_and_leaves_nothing_behind(tmp_pat
     changed = git(tmp_path / "d", "log", "--format=", "--name-only", "main", "--not", root)
     assert "skill/references/" in changed, changed
     assert len(_worktrees(tmp_path / "d")) == 1 and git(tmp_path / "d", "status", "--porcelain") == ""
-    status = json.loads(run_cli("status", "--json", cwd=tmp_path / "d").stdout)
+    status = json.loads(run_cli_inproc("status", "--json", cwd=tmp_path / "d").stdout)
     assert set(status["rollout_seconds"]) == {"setup", "agent", "verify"}  # time accounting per phase
     # Every gate note names the student it measured: the agent CLI's version (a change between the incumbent's
     # scoring and the candidate's is drift, refused by the gate).
@@ -281,4 +281,4 @@ def test_a_killed_agentic_run_resumes_with_no_leftover_workspace(project):
 
     root = Workspaces(GitRepo.open(project)).root
     assert not root.exists() or not any(root.iterdir())
-    assert json.loads(run_cli("status", "--json", cwd=project).stdout)["status"] == "finished"
+    assert json.loads(run_cli_inproc("status", "--json", cwd=project).stdout)["status"] == "finished"

@@ -533,11 +533,11 @@ def test_ctrl_c_says_how_to_resume_and_the_run_resumes(project, sig):
         said = "interrupted" if sig == "SIGINT" else "stopped by SIGTERM"
         assert f"error: {said}" in rest and "run the same command again to resume" in rest
         assert "Aborted" not in rest and "Traceback" not in rest
-    status = json.loads(run_cli("status", "--json", cwd=project).stdout)
+    status = json.loads(run_cli_inproc("status", "--json", cwd=project).stdout)
     assert status["status"] == "interrupted"  # after kill -9 too: nobody holds the run's lock any more
-    again = run_cli("train", "--set", "train.max_steps=4", cwd=project)
+    again = run_cli_inproc("train", "--set", "train.max_steps=4", cwd=project)
     assert again.returncode == 0, again.stderr
-    assert json.loads(run_cli("status", "--json", cwd=project).stdout)["status"] == "finished"
+    assert json.loads(run_cli_inproc("status", "--json", cwd=project).stdout)["status"] == "finished"
 
 
 def test_a_fresh_clone_on_another_branch_gets_the_right_hint_and_pull_sets_the_notes_display(project, tmp_path):
@@ -547,10 +547,10 @@ def test_a_fresh_clone_on_another_branch_gets_the_right_hint_and_pull_sets_the_n
     git(bare, "symbolic-ref", "HEAD", "refs/heads/docs")  # the remote's default branch is not the skill branch
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(bare), str(clone))
-    proc = run_cli("log", cwd=clone)
+    proc = run_cli_inproc("log", cwd=clone)
     assert proc.returncode == 3 and "it is on origin/main: git switch main" in proc.stderr
     git(clone, "switch", "-q", "main")
-    assert run_cli("pull", "origin", cwd=clone).returncode == 0
+    assert run_cli_inproc("pull", "origin", cwd=clone).returncode == 0
     assert git(clone, "config", "--get-all", "notes.displayRef") == "refs/notes/skillgit-log*"
 
 

@@ -61,10 +61,10 @@ def test_a_plain_text_student_is_ok(fake_server, tmp_path):
     assert check_role(cfg, "teacher", tmp_path, environ={})["status"] == "error"  # the teacher still needs JSON
 
 
-def test_doctor_missing_key_fails_with_hint_and_json(make_repo, cli, fake_server):
+def test_doctor_missing_key_fails_with_hint_and_json(make_repo, cli_inproc, fake_server):
     root = make_repo()
     write_config(root, {"model": {"teacher_backend": "openai", "teacher_model": "gpt-4o-mini"}})
-    proc = cli("doctor", "--json", cwd=root)
+    proc = cli_inproc("doctor", "--json", cwd=root)
     assert proc.returncode == 4, proc.stderr  # ExitCode.BACKEND
     report = json.loads(proc.stdout)
     assert report["ok"] is False
@@ -78,10 +78,10 @@ def test_doctor_missing_key_fails_with_hint_and_json(make_repo, cli, fake_server
     assert fake_server.requests == []
 
 
-def test_doctor_table_shows_the_fix(make_repo, cli):
+def test_doctor_table_shows_the_fix(make_repo, cli_inproc):
     root = make_repo()
-    proc = cli("doctor", "--set", "model.teacher_backend=anthropic", "--set", "model.teacher_model=claude-haiku-4-5",
-               cwd=root)
+    proc = cli_inproc("doctor", "--set", "model.teacher_backend=anthropic",
+                      "--set", "model.teacher_model=claude-haiku-4-5", cwd=root)
     assert proc.returncode == 4
     assert "ANTHROPIC_API_KEY" in proc.stdout and "error" in proc.stdout
     assert "offline simulation" in proc.stdout  # the student is still the simulated default
@@ -134,13 +134,13 @@ def test_a_server_that_cannot_give_json_is_not_ok(fake_server, tmp_path):
     assert row["status"] == "error" and "instruction-following model" in row["fix"]
 
 
-def test_doctor_reports_the_json_mode_the_server_accepted(make_repo, cli):
+def test_doctor_reports_the_json_mode_the_server_accepted(make_repo, cli_inproc):
     # llama.cpp-like: json_schema is refused with a 500 naming it; the schema-in-json_object form works
     with FakeLLMServer(json_ok, reject_formats={"json_schema": 500}) as server:
         root = make_repo()
         write_config(root, {"model": {"teacher_backend": "openai", "teacher_model": "local",
                                       "teacher": {"base_url": server.openai_base_url}}})
-        proc = cli("doctor", "--json", cwd=root)
+        proc = cli_inproc("doctor", "--json", cwd=root)
         kinds = [r.format_kind for r in server.requests]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     teacher = json.loads(proc.stdout)["roles"][0]

@@ -14,7 +14,7 @@ import yaml
 from skillgit.cli.demo import create_project
 from skillgit.config import SimulatedCfg
 from skillgit.world import SimulatedStudentLLM, SimulatedTeacher
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler
 
 OPENAI_KEY = "sk-proj-LEAKCHECKopenai0123456789abcdefXYZ"
@@ -71,9 +71,9 @@ def test_train_through_real_sdks_for_both_roles_and_no_key_leaks(tmp_path, teach
         proc = run_cli("train", "--set", "train.max_steps=3", "--json", cwd=folder, env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]
         result = json.loads(proc.stdout)
-        status = run_cli("status", "--json", cwd=folder, env=env)
-        shown = run_cli("show", "1", "--json", cwd=folder, env=env)
-        config = run_cli("config", "show", cwd=folder, env=env)
+        status = run_cli_inproc("status", "--json", cwd=folder, env=env)
+        shown = run_cli_inproc("show", "1", "--json", cwd=folder, env=env)
+        config = run_cli_inproc("config", "show", cwd=folder, env=env)
         requests = list(server.requests)
 
     assert result["steps"] == 3 and result["accepted"] + result["rejected"] >= 3
@@ -109,7 +109,7 @@ def test_a_dollar_budget_stops_a_run_through_a_real_sdk_before_it_is_crossed(tmp
         git(folder, "commit", "-qam", "priced")
         proc = run_cli("train", "--json", "--set", f"env.workers={workers}", "--set",
                        f"gradient.analyst_workers={workers}", cwd=folder, env={"OPENAI_API_KEY": OPENAI_KEY})
-        status = json.loads(run_cli("status", "--json", cwd=folder).stdout)
+        status = json.loads(run_cli_inproc("status", "--json", cwd=folder).stdout)
     assert proc.returncode == 5, proc.stderr[-2000:]  # stopped by a budget
     result = json.loads(proc.stdout)
     assert result["status"] == "stopped" and "budget.max_cost_usd" in result["reason"]

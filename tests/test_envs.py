@@ -25,7 +25,7 @@ from skillgit.llm.base import Reply
 from skillgit.resources import example_dir
 from skillgit.types import Item, Usage
 from skillgit.world import SimulatedTeacher
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler, request_messages
 
 SAMPLES = example_dir("envs")
@@ -269,7 +269,7 @@ def point_at(folder: Path, server: FakeLLMServer) -> None:
 @pytest.mark.parametrize("env", ["searchqa", "math", "textgame", "docvqa"])
 def test_one_training_step_on_each_adapters_sample_through_the_cli(tmp_path, env):
     folder, key = tmp_path / "proj", {"OPENAI_API_KEY": "sk-test-envs"}
-    proc = run_cli("init", str(folder), "--env", env, cwd=tmp_path)
+    proc = run_cli_inproc("init", str(folder), "--env", env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert f"name: \"{env}\"" in (folder / "skillgit.yaml").read_text()
     assert (folder / "SKILL.md").read_text() == envs.get(env).seed_skill
@@ -277,13 +277,13 @@ def test_one_training_step_on_each_adapters_sample_through_the_cli(tmp_path, env
         point_at(folder, server)
         git(folder, "add", "-A")
         git(folder, "commit", "-qm", f"train on {env}")
-        trained = run_cli("train", "--set", "train.max_steps=1", "--set", "env.options.max_turns=6", "--json",
-                          cwd=folder, env=key)
+        trained = run_cli_inproc("train", "--set", "train.max_steps=1", "--set", "env.options.max_turns=6", "--json",
+                                 cwd=folder, env=key)
         assert trained.returncode == 0, trained.stderr[-3000:]
         scored = {}
         for split in ("train", "val", "test"):
-            proc = run_cli("eval", "--split", split, "--json", "--set", "env.options.max_turns=6", cwd=folder,
-                           env=key)
+            proc = run_cli_inproc("eval", "--split", split, "--json", "--set", "env.options.max_turns=6", cwd=folder,
+                                  env=key)
             assert proc.returncode == 0, proc.stderr[-2000:]
             assert json.loads(proc.stdout)["env_metric"] == envs.get(env).metric
             scored.update({row["id"]: (row["hard"], row["soft"]) for row in json.loads(proc.stdout)["items"]})

@@ -264,10 +264,10 @@ def test_cli_train_dry_run_eval_and_status(sim_project):
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["steps"] == 2 and set(result["scores"]) == {"seed", "best", "final"}
-    status = run_cli("status", "--json", cwd=folder)
+    status = run_cli_inproc("status", "--json", cwd=folder)
     info = json.loads(status.stdout)
     assert info["status"] == "finished" and (info["step"], info["total_steps"]) == (2, 2) and info["calls"] > 0
-    ev = run_cli("eval", "--split", "test", "--json", cwd=folder)
+    ev = run_cli_inproc("eval", "--split", "test", "--json", cwd=folder)
     data = json.loads(ev.stdout)
     assert data["split"] == "test" and len(data["items"]) == data["n"] and abs(
         data["mean"] - result["scores"]["final"]["test"]) < 1e-9

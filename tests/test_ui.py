@@ -27,7 +27,7 @@ import pytest
 from skillgit.errors import SkillgitError
 from skillgit.ui import guard as G
 from skillgit.ui.jobs import EVENTS_FILE, Job, Jobs, StartRequest
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_inproc
 from tests.test_json_docs import check, table
 
 HAVE_SERVER = importlib.util.find_spec("aiohttp") is not None
@@ -370,9 +370,9 @@ def test_stopping_the_dashboard_stops_its_run_which_saves_and_resumes(demo):
     record = json.loads((demo / ".git/skillgit/ui/jobs" / job["id"] / "job.json").read_text())
     assert record["exit_code"] == 130 and record["run"] == run  # stopped as Ctrl-C stops `skillgit train`
     assert not _alive(job["pid"])
-    status = json.loads(run_cli("status", "--run", run, "--json", cwd=demo).stdout)
+    status = json.loads(run_cli_inproc("status", "--run", run, "--json", cwd=demo).stdout)
     assert status["status"] == "interrupted" and status["step"] >= 1
-    again = run_cli("train", "--run", run, "--set", "train.max_steps=2", cwd=demo)
+    again = run_cli_inproc("train", "--run", run, "--set", "train.max_steps=2", cwd=demo)
     assert again.returncode == 0, again.stderr  # and it resumes
 
 
