@@ -62,7 +62,7 @@ def _request(messages: list[dict[str, str]], stage: str, schema: Any) -> Request
 
 
 def _decisions(folder: Path) -> list[tuple[str, str]]:
-    entries = json.loads(run_cli("log", "--json", cwd=folder).stdout)
+    entries = json.loads(run_cli_inproc("log", "--json", cwd=folder).stdout)
     return [(e["label"], e["verdict"]) for e in entries if e["verdict"] in ("accepted", "rejected")]
 
 
@@ -87,10 +87,10 @@ def test_an_agent_answers_a_two_step_handoff_run_through_the_mcp_tools(tmp_path)
     teacher = _teacher(folder)
     env = {k: v for k, v in os.environ.items()}
 
-    plan = run_cli("train", "--dry-run", *STEPS, cwd=folder)
+    plan = run_cli_inproc("train", "--dry-run", *STEPS, cwd=folder)
     assert plan.returncode == 0 and "handoff teacher: no model is called" in plan.stdout
     assert "stops at once with exit 5" in plan.stdout and "pending_questions" in plan.stdout
-    doctor = run_cli("doctor", "--json", cwd=folder)
+    doctor = run_cli_inproc("doctor", "--json", cwd=folder)
     row = next(r for r in json.loads(doctor.stdout)["roles"] if r["role"] == "teacher")
     assert row["status"] == "ok" and "your own agent" in row["detail"]
     assert not (folder / ".git" / "skillgit" / "handoff").exists()  # neither asked a question
@@ -123,7 +123,7 @@ def test_an_agent_answers_a_two_step_handoff_run_through_the_mcp_tools(tmp_path)
                 stored = json.loads(_text(await s.call_tool("answer", {"id": q["id"], "text": reply})))
                 assert stored["stored"] is True
             if seen["rounds"] == 1:
-                status = json.loads(run_cli("status", "--json", cwd=folder).stdout)
+                status = json.loads(run_cli_inproc("status", "--json", cwd=folder).stdout)
                 assert status["status"] == "stopped" and "waiting for" in status["reason"]  # not "failed"
                 for bad_id in ("../../etc/passwd", "12"):
                     refused = await s.call_tool("answer", {"id": bad_id, "text": "{}"})
@@ -146,7 +146,7 @@ def test_an_agent_answers_a_two_step_handoff_run_through_the_mcp_tools(tmp_path)
     repair = [json.loads(p.read_text()) for p in sorted(handoff.glob("*.request.json"))
               if any("sure, will do" in m["content"] for m in json.loads(p.read_text())["messages"])]
     assert repair and not pending_prompts(handoff)
-    status = json.loads(run_cli("status", "--json", cwd=folder).stdout)
+    status = json.loads(run_cli_inproc("status", "--json", cwd=folder).stdout)
     assert status["status"] == "finished" and status["step"] == 2 and status["cost_usd"] == 0
     assert status["usage_by_role"]["teacher"]["calls"] >= len(seen["asked"])  # every answer came through the loop
     decisions = _decisions(folder)
@@ -201,7 +201,7 @@ def test_the_mcp_train_tool_resumes_a_waiting_run_on_its_review_branch(tmp_path)
     runs = git(folder, "for-each-ref", "--format=%(refname)", "refs/skillgit/runs/").split()
     assert len(runs) == 1, runs  # every resume continued the same run: none started anew
     run_id = runs[0].rsplit("/", 1)[1]
-    status = json.loads(run_cli("status", "--json", "--run", run_id, cwd=folder).stdout)
+    status = json.loads(run_cli_inproc("status", "--json", "--run", run_id, cwd=folder).stdout)
     assert status["status"] == "finished" and status["step"] == 1 and status["cost_usd"] == 0
     assert status["last"]["verdict"] in ("accepted", "rejected")
     assert git(folder, "rev-parse", "HEAD") == tip  # the skill branch did not move; the run's was the review branch
@@ -376,8 +376,8 @@ def test_the_folder_stays_inside_the_repository_and_config_names_the_key(tmp_pat
     (repo / "out").symlink_to(tmp_path)  # a folder inside the repository that links out of it
     with pytest.raises(ConfigError, match="outside the repository"):
         folder_for(config_from_dict({"model": {"teacher": {"handoff": {"dir": "out/h"}}}}), repo)
-    doctor = run_cli("doctor", "--json", "--set", "model.teacher_backend=handoff", "--set",
-                     "model.teacher.handoff.dir=out/h", cwd=repo)
+    doctor = run_cli_inproc("doctor", "--json", "--set", "model.teacher_backend=handoff", "--set",
+                            "model.teacher.handoff.dir=out/h", cwd=repo)
     row = next(r for r in json.loads(doctor.stdout)["roles"] if r["role"] == "teacher")
     assert doctor.returncode == 4 and row["status"] == "error" and "outside the repository" in row["detail"]
     assert not (tmp_path / "h").exists()  # nothing was written through the link
@@ -386,7 +386,7 @@ def test_the_folder_stays_inside_the_repository_and_config_names_the_key(tmp_pat
     data = yaml.safe_load(path.read_text())
     data["model"].update(cfg["model"])
     path.write_text(yaml.safe_dump(data))
-    done = run_cli("train", *STEPS, cwd=repo)
+    done = run_cli_inproc("train", *STEPS, cwd=repo)
     assert done.returncode == 5 and ".skillgit/handoff" in done.stderr
     assert (repo / ".skillgit" / "handoff" / ".gitignore").read_text().endswith("*\n")
     assert git(repo, "status", "--porcelain", "--", ".skillgit") == ""  # the questions never show up in git
