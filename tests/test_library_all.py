@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXED_DATE, git
+from tests.conftest import FIXED_DATE, git, run_cli_inproc
 from tests.helpers import decided_state, paid_calls
 
 FIXED = {"GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE, "GIT_AUTHOR_NAME": "Test Author",
@@ -60,8 +60,7 @@ def project(folder: Path) -> Path:
 
 
 def skillgit(folder: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "skillgit", *args], cwd=folder, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300)
+    return run_cli_inproc(*args, cwd=folder, env=env)  # the killed run below is the one that needs a process
 
 
 def turns(stderr: str) -> list[tuple[str, int]]:

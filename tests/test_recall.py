@@ -26,7 +26,7 @@ from skillgit.prompts import parse_blocks
 from skillgit.skillopt_import import import_skillopt
 from skillgit.types import Item, Score, Trajectory
 from skillgit.world import SimulatedTeacher
-from tests.conftest import git
+from tests.conftest import git, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler
 
 MARKS = {"val": "VALMARKQZ", "test": "TESTMARKQZ"}
@@ -206,8 +206,7 @@ ENV = {"OPENAI_API_KEY": "sk-test-recall"}
 
 
 def _train(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "skillgit", "train", *args, *ARGS], cwd=folder, text=True,
-                          capture_output=True, env={**os.environ, **ENV}, timeout=300)
+    done = run_cli_inproc("train", *args, *ARGS, cwd=folder, env=ENV)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
