@@ -28,7 +28,7 @@ from skillgit.llm.cache import CachedStudent, CallCache
 from skillgit.loop import guards
 from skillgit.store.git import GitRepo
 from skillgit.types import Item
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli, run_cli_inproc
 from tests.helpers import agentic_tasks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agent_cli"
@@ -295,7 +295,7 @@ def test_a_setup_failure_is_unknown_and_not_run_again(project, tmp_path):
 
 
 def test_train_has_a_keep_workspaces_flag(project):
-    proc = run_cli("train", "--help", cwd=project)
+    proc = run_cli_inproc("train", "--help", cwd=project)
     assert "--keep-workspaces" in proc.stdout
 
 

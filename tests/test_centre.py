@@ -237,7 +237,7 @@ def test_the_readme_sample_output_is_what_the_demo_prints(tmp_path):
     readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
     block = readme.split("## The demo", 1)[1].split("```", 2)[1]
     sample = [line for line in block.splitlines() if line.strip() and line.strip() != "…"]
-    proc = run_cli("demo", "--dir", str(tmp_path / "d"), "--seed", "0", cwd=tmp_path)
+    proc = run_cli_inproc("demo", "--dir", str(tmp_path / "d"), "--seed", "0", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     printed = (proc.stderr + proc.stdout).splitlines()
     at = 0

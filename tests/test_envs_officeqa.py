@@ -19,7 +19,7 @@ from skillgit.llm.base import Reply
 from skillgit.resources import example_dir
 from skillgit.types import Item, Usage
 from skillgit.world import SimulatedTeacher
-from tests.conftest import git, run_cli, run_cli_inproc
+from tests.conftest import git, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler, request_messages
 from tests.test_envs import point_at
 
@@ -149,13 +149,13 @@ def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
         point_at(folder, server)
         git(folder, "add", "-A")
         git(folder, "commit", "-qm", "train on officeqa")
-        trained = run_cli("train", "--set", "train.max_steps=1", "--set", "env.options.max_turns=6", "--json",
-                          cwd=folder, env=key)
+        trained = run_cli_inproc("train", "--set", "train.max_steps=1", "--set", "env.options.max_turns=6", "--json",
+                                 cwd=folder, env=key)
         assert trained.returncode == 0, trained.stderr[-3000:]
         scored, members = {}, {}
         for split in ("train", "val", "test"):
             proc = run_cli_inproc("eval", "--split", split, "--json", "--set", "env.options.max_turns=6", cwd=folder,
-                           env=key)
+                                  env=key)
             assert proc.returncode == 0, proc.stderr[-2000:]
             assert json.loads(proc.stdout)["env_metric"] == envs.get("officeqa").metric
             scored.update({row["id"]: (row["hard"], row["soft"]) for row in json.loads(proc.stdout)["items"]})

@@ -22,7 +22,7 @@ from skillgit.errors import ConfigError
 from skillgit.resources import example_dir
 from skillgit.types import Item
 from skillgit.world import SimulatedTeacher
-from tests.conftest import git, run_cli, run_cli_inproc
+from tests.conftest import git, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler, request_messages
 from tests.test_envs import point_at
 
@@ -215,7 +215,7 @@ def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
         point_at(folder, server)
         git(folder, "add", "-A")
         git(folder, "commit", "-qm", "train on spreadsheetbench")
-        trained = run_cli("train", "--set", "train.max_steps=1", "--json", cwd=folder, env=key)
+        trained = run_cli_inproc("train", "--set", "train.max_steps=1", "--json", cwd=folder, env=key)
         assert trained.returncode == 0, trained.stderr[-3000:]
         scored, printed = {}, []
         for split in ("train", "val", "test"):

@@ -19,7 +19,7 @@ from skillgit.errors import ConfigError
 from skillgit.llm.base import Reply
 from skillgit.resources import example_dir
 from skillgit.types import Item, Usage
-from tests.conftest import git, run_cli, run_cli_inproc
+from tests.conftest import git, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler, request_messages
 from tests.test_envs import point_at
 
@@ -191,8 +191,8 @@ def train_and_score(folder: Path, server: FakeLLMServer, ratio: str) -> tuple[di
     git(folder, "add", "-A")
     git(folder, "commit", "-qm", "train")
     key = {"OPENAI_API_KEY": "sk-test-tw"}
-    trained = run_cli("train", "--set", "train.max_steps=1", "--set", "env.options.max_turns=8", "--json",
-                      cwd=folder, env=key)
+    trained = run_cli_inproc("train", "--set", "train.max_steps=1", "--set", "env.options.max_turns=8", "--json",
+                             cwd=folder, env=key)
     assert trained.returncode == 0, trained.stderr[-3000:]
     scored: dict[str, float] = {}
     for split in ("train", "val", "test"):

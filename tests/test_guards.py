@@ -16,7 +16,7 @@ from skillgit.loop import guards
 from skillgit.project import open_project
 from skillgit.session import build_trainer, open_session
 from skillgit.world import SimulatedStudentLLM, SimulatedTeacher
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli_inproc
 
 
 @pytest.fixture
@@ -126,7 +126,7 @@ def test_a_leaking_edit_is_rejected_and_remembered(project):
 
     session = open_session(open_project(project, None, ["train.max_steps=1"]), teacher=Leaker(), cache=False)
     build_trainer(session, run_id="r1", resume=False).train()
-    rejected = json.loads(run_cli("rejected", "--json", cwd=project).stdout)
+    rejected = json.loads(run_cli_inproc("rejected", "--json", cwd=project).stdout)
     assert rejected and rejected[0]["reason"].startswith("leakage:") and victim.id in rejected[0]["reason"]
     assert str(victim.expected) not in (project / "SKILL.md").read_text()
 

@@ -28,7 +28,7 @@ from skillgit.scorers import build_scorer
 from skillgit.session import build_trainer, open_session
 from skillgit.types import Item, Usage
 from skillgit.world import SimulatedTeacher
-from tests.conftest import git, run_cli
+from tests.conftest import git, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler
 
 SPLITS = {"train": 4, "val": 2, "test": 2}
@@ -379,7 +379,8 @@ def test_a_candidate_that_copies_the_judge_is_rejected_before_it_is_scored(tmp_p
             scorer = RubricScorer(SimulatedJudge(SimulatedCfg(seed=0, malformed_rate=0.0)),
                                   build_scorer(open_project(root, None, []).config.env.scorer, root))
         _train(root, monkeypatch, student=student, scorer=scorer)
-    reasons = {str(r.get("step")): r["reason"] for r in json.loads(run_cli("rejected", "--json", cwd=root).stdout)}
+    rejected = json.loads(run_cli_inproc("rejected", "--json", cwd=root).stdout)
+    reasons = {str(r.get("step")): r["reason"] for r in rejected}
     expected = "the regex pattern env.scorer.pattern" if what == "regex pattern" else "the rubric of item 'train-"
     assert reasons.get("1", "").startswith("leakage: the edit copies") and expected in reasons["1"], reasons
     assert student.skills and not any(copied in s for s in student.skills), "the copying candidate was scored"

@@ -137,7 +137,7 @@ def test_dry_run_and_the_backend_agree_on_the_price():
     (("show", "no-such-step"), "error: unknown revision 'no-such-step'", "hint: see the steps with `skillgit log`"),
 ])
 def test_usage_mistakes_are_one_error_and_hint_line_with_exit_2(project, args, message, hint):
-    proc = run_cli(*args, cwd=project)
+    proc = run_cli_inproc(*args, cwd=project)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2, proc.stderr
     assert lines[0] == message and lines[1].startswith(hint) and len(lines) == 2, lines

@@ -107,7 +107,7 @@ def test_the_gate_runs_every_repeat_of_every_item_in_one_wave():
 def test_a_step_with_three_proposals_keeps_one_and_rejects_the_others(tmp_path):
     folder = tmp_path / "p3"
     create_project(folder, 0)
-    done = run_cli("train", *P3, "--set", "train.max_steps=3", "--set", "evaluation.use_gate=false", cwd=folder)
+    done = run_cli_inproc("train", *P3, "--set", "train.max_steps=3", "--set", "evaluation.use_gate=false", cwd=folder)
     assert done.returncode == 0, done.stderr
     log = [e for e in _log(folder) if e["verdict"] != "seed"]
     numbered = [e for e in log if e["step"].isdigit()]
@@ -151,7 +151,7 @@ def test_a_kill_between_the_decisions_of_a_step_resumes_to_the_same_history(tmp_
     args = [*P3, "--set", "train.max_steps=1", "--set", "evaluation.use_gate=false"]
     reference = tmp_path / "reference"
     create_project(reference, 0)
-    assert run_cli("train", *args, cwd=reference).returncode == 0
+    assert run_cli_inproc("train", *args, cwd=reference).returncode == 0
     expected = [(e["step"], e["verdict"], e["score"]) for e in _log(reference)]
     assert any(s.startswith("s1-p") for s, _, _ in expected)  # the step had other proposals to decide first
     skill = (reference / "SKILL.md").read_text()
@@ -209,8 +209,8 @@ def test_proposals_on_a_small_val_set_warn_with_what_a_step_must_fix(tmp_path):
     assert "fix 6 of them outright to be accepted (5 with proposals: 1)" in (gate.small_val_warning(cfg, 7, 2) or "")
     folder = tmp_path / "small"
     create_project(folder, 0)
-    done = run_cli("train", "--set", "optimizer.proposals=2", "--set", "env.split_ratio=10:1:10",
-                   "--set", "train.max_steps=1", cwd=folder)
+    done = run_cli_inproc("train", "--set", "optimizer.proposals=2", "--set", "env.split_ratio=10:1:10",
+                          "--set", "train.max_steps=1", cwd=folder)
     assert done.returncode == 0, done.stderr
     assert "warning: optimizer.proposals is 2" in done.stderr and "with 7 val item(s)" in done.stderr
     # said before any call: what 7 val items let the gate see

@@ -26,10 +26,10 @@ def ref_text(repo: Path) -> str:
 
 
 def test_the_sleep_demo_saves_no_user_name_on_the_sleep_ref(tmp_path):
-    from tests.conftest import run_cli
+    from tests.conftest import run_cli_inproc
 
     folder = tmp_path / "home" / USER / "src" / "records"
-    proc = run_cli("demo", "--sleep", "--dir", str(folder), cwd=tmp_path)
+    proc = run_cli_inproc("demo", "--sleep", "--dir", str(folder), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     text = ref_text(folder)
     state = json.loads(subprocess.run(["git", "-C", str(folder), "show", "refs/skillgit/sleep:state.json"],

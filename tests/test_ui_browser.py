@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.cdp import CHROMIUM, Browser
-from tests.conftest import run_cli
+from tests.conftest import run_cli_inproc
 from tests.test_ui import SLOW, demo, demo_template, ui_server  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
@@ -67,7 +67,7 @@ def test_the_dashboard_starts_watches_stops_and_resumes_a_run_in_chromium(demo, 
             page.eval("document.getElementById('stop-btn').click()")
             page.wait("document.getElementById('job-state').textContent.includes('exit 130')", 90, "exit 130")
             page.wait("document.getElementById('run-status').textContent === 'interrupted'", 30, "interrupted")
-            status = json.loads(run_cli("status", "--run", run, "--json", cwd=demo).stdout)
+            status = json.loads(run_cli_inproc("status", "--run", run, "--json", cwd=demo).stdout)
             assert status["status"] == "interrupted"
             before = status["step"]
 

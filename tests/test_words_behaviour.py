@@ -15,7 +15,7 @@ import pytest
 
 from skillgit.cli import optional_values
 from skillgit.store import Store
-from tests.conftest import git, run_cli, run_cli_inproc
+from tests.conftest import git, run_cli_inproc
 from tests.test_cli_history import SEED, step
 from tests.test_pr import demo_project
 
@@ -25,9 +25,10 @@ README = Path(__file__).parents[1] / "README.md"
 # ---------------------------------------------------------------------------------------------- status after exit 4
 def test_status_after_a_backend_failure_says_what_happened_not_killed(tmp_path):
     root = demo_project(tmp_path / "p")
-    proc = run_cli("train", "--set", "model.teacher_backend=openai", "--set", "model.teacher_model=gpt-x",
-                   "--set", "model.teacher.base_url=http://127.0.0.1:9/v1", "--set", "model.teacher.max_retries=0",
-                   "--set", "train.max_steps=2", cwd=root, env={"OPENAI_API_KEY": "sk-test-0123456789abcdefghij"})
+    proc = run_cli_inproc("train", "--set", "model.teacher_backend=openai", "--set", "model.teacher_model=gpt-x",
+                          "--set", "model.teacher.base_url=http://127.0.0.1:9/v1",
+                          "--set", "model.teacher.max_retries=0", "--set", "train.max_steps=2", cwd=root,
+                          env={"OPENAI_API_KEY": "sk-test-0123456789abcdefghij"})
     assert proc.returncode == 4, proc.stderr  # ExitCode.BACKEND: the teacher cannot be reached
     status = json.loads(run_cli_inproc("status", "--json", cwd=root).stdout)
     assert status["status"] == "failed"
