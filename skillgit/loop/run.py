@@ -65,6 +65,7 @@ from skillgit.loop.ledger import Ledger
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.records import EpochStep, StepKind, StepOutcome, UpdateRecord, Verdict
 from skillgit.store import Store
+from skillgit.store.negative import NegativeBuffer
 from skillgit.tasks import Splits, epoch_batches
 from skillgit.types import Edit, RejectedEdit
 
@@ -113,7 +114,8 @@ class Trainer:
                                                executor=executor)  # reported: one sample
         self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, self.emit, tuple(splits.train),
                                executor)
-        self._blocked_edits: dict | None = None
+        self._blocked_edits: dict | None = None  # `_blocked`
+        self._negative: NegativeBuffer | None = None  # the teacher's negative buffer: read once (`_read_buffers`)
         self._memory: recall.Memory | None = None  # optimizer.recall_k: read from the notes once (`_recaller`)
         self._pending: Pending | None = None  # a step's decision being written (`_decide_later`)
         self._said_identical = False  # the evaluator found the student's repeats to be copies, and the run said so
@@ -306,7 +308,7 @@ class Trainer:
         negative: list[RejectedEdit] = []
         if opt.use_negative_buffer:
             size = opt.negative_buffer_size
-            negative = [r for r in self.store.negative_buffer(size + self.field_size - 1)
+            negative = [r for r in self._read_buffers().newest(size + self.field_size - 1)
                         if not self._rival(r, step)][:size]
         meta = self.progress.meta_skill if opt.use_meta_skill else ""
         blocked = self._blocked() if opt.use_negative_buffer else {}
@@ -329,10 +331,22 @@ class Trainer:
         """Every edit rejected so far in this run *without a gain* (Δ ≤ 0), read from git once and then kept up to
         date as steps are rejected (so resuming rebuilds the same set). An edit rejected with a gain the gate found
         too small to trust is not blocked: it may come back and be measured again (bench/README.md)."""
-        if self._blocked_edits is None:  # built in the first step this process runs (`_fresh_step`)
-            self._blocked_edits = {r.edit.key(): r for r in reversed(self.store.negative_buffer(10 ** 9))
-                                   if r.run == self.run_id and r.delta <= 0 and not self._rival(r, self._decided.fresh)}
+        self._read_buffers()
+        assert self._blocked_edits is not None
         return self._blocked_edits
+
+    def _read_buffers(self) -> NegativeBuffer:
+        """The negative buffer and the blocked set, read from git together once, in the first step this process
+        runs (`_fresh_step`: what git holds then includes every decision of earlier processes), then kept up to
+        date by the decisions this process makes (`commit(negative=…)`, `_block`): a step's reads do not grow with
+        the history, and a resumed run sees what an uninterrupted one saw (`store/negative.py`)."""
+        if self._negative is None:
+            every = self.store.negative_buffer(10 ** 9)
+            keep = self.cfg.optimizer.negative_buffer_size + self.field_size - 1  # what `teacher` asks for
+            self._negative = NegativeBuffer(keep, every[:keep])
+            self._blocked_edits = {r.edit.key(): r for r in reversed(every)
+                                   if r.run == self.run_id and r.delta <= 0 and not self._rival(r, self._decided.fresh)}
+        return self._negative
 
     def _rival(self, r: RejectedEdit, step: int | str | None) -> bool:
         """True for an edit of one of `step`'s other proposals (named `s<step>-p<k>`, see `field.plan_field`)."""
@@ -406,7 +420,7 @@ class Trainer:
         """Gate and decide `proposal` inline (an epoch's candidates)."""
         self._settle_decision()
         outcome, score = gated_commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, proposal, current,
-                                      usage_before)
+                                      usage_before, negative=self._negative)
         self._block([r.edit for r in proposal.record.applied], outcome, proposal.step)
         self._record(proposal.epoch, outcome, _edit_dicts(proposal))
         self.emit(StepDecided(outcome, self._usage()[0].to_dict()))
@@ -437,7 +451,7 @@ class Trainer:
                 self._block(self._found_edits(item.found), outcome, item.proposal.step)
                 return outcome, None
             outcome = commit(self.ctx, self.store, self.run_id, seq0 + n, item.proposal, item.judgement, current,
-                             item.usage)
+                             item.usage, negative=self._negative)
             self._block([r.edit for r in item.proposal.record.applied], outcome, item.proposal.step)
             return outcome, StepDecided(outcome, self._usage()[0].to_dict())
 

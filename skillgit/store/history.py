@@ -1,4 +1,4 @@
-"""Reading the training history back out of git: the log, step lookup and the negative buffer.
+"""Reading the training history back out of git: the log and step lookup (the negative buffer: `negative.py`).
 
 Everything is read with a fixed number of git calls, whatever the number of steps (the first-parent chain, the
 skillgit commits on it, the rejected tags, the archive and, when needed, the notes in one batch), so `skillgit log`
@@ -20,7 +20,7 @@ from typing import Any, Callable, Protocol
 from skillgit.store import notes as N
 from skillgit.store import refs as R
 from skillgit.store.git import GitError, GitRepo
-from skillgit.types import Edit, RejectedEdit
+from skillgit.types import Edit
 
 
 @dataclass
@@ -316,7 +316,12 @@ def read_notes(store: "Store", shas: list[str] | None,
     """sha → (decision/candidate/revert records, number of corrupt lines) for the shas (None: all) that have a
     note, with two git calls (one when the caller passes `mapping`, `repo.notes_map()`); other kinds (per-item
     scores, reflections…) are not parsed."""
-    return {sha: _decode(text, _LOG_KINDS) for sha, text in _note_texts(store, shas, mapping).items()}
+    return {sha: log_records(text) for sha, text in _note_texts(store, shas, mapping).items()}
+
+
+def log_records(text: str | None) -> tuple[list[dict[str, Any]], int]:
+    """One note's text as `read_notes` decodes it (None: a note blob that could not be read)."""
+    return _decode(text, _LOG_KINDS)
 
 
 def _note_texts(store: "Store", shas: list[str] | None, mapping: dict[str, str] | None = None
@@ -431,47 +436,6 @@ def history(store: "Store", run: str | None = None, edits: bool = True) -> list[
     needs_edits = {e.sha for e in entries if not e.edits} if edits else set()
     notes = {sha: _decode(text, _LOG_KINDS if sha in needs_edits else lean) for sha, text in texts.items()}
     return with_notes(store, entries, notes)
-
-
-def _edits_of(records: list[dict[str, Any]], entry: LogEntry) -> list[Edit]:
-    edits = [Edit.from_dict(x) for c in N.of_kind(records, "candidate") for x in c.get("edits", [])
-             if isinstance(x, dict) and isinstance(x.get("op"), str)]
-    if edits:
-        return edits
-    # No candidate record (e.g. tags pulled without notes): fall back to the summaries in the tag message.
-    out = []
-    for line in entry.edits:
-        op, _, text = line.partition(": ")
-        out.append(Edit(op=op, content=text, rationale="(from the tag summary)"))
-    return out
-
-
-def negative_buffer(store: "Store", limit: int) -> list[RejectedEdit]:
-    """Up to `limit` edits of rejected candidates, newest step first, with that step's delta and reason.
-    Bad notes are skipped here (the buffer must never stop a training run); `read_notes` reports them."""
-    if limit <= 0:
-        return []
-    # The loop asks for the buffer at every step: list the notes once (not once per chunk), and read chunks that
-    # double in size, so that a long run of rejected steps without edits costs a few calls, not one per 16.
-    entries, mapping = concurrently(lambda: scan(store), store.repo.notes_map)
-    rejected = [e for e in reversed(entries) if e.verdict == "rejected"]
-    out: list[RejectedEdit] = []
-    start, chunk = 0, max(limit, 16)
-    while start < len(rejected):
-        batch = rejected[start:start + chunk]
-        start, chunk = start + chunk, chunk * 2
-        notes = read_notes(store, [e.sha for e in batch], mapping)
-        for e in batch:
-            records = notes.get(e.sha, ([], 0))[0]
-            decision = next(iter(N.of_kind(records, "decision")), {})
-            delta = N.to_float(decision.get("delta"))
-            delta = delta if delta is not None else (e.delta if e.delta is not None else 0.0)
-            reason = str(decision.get("reason") or e.reason)
-            for edit in _edits_of(records, e):
-                out.append(RejectedEdit(edit, delta, reason, e.run, e.step))
-                if len(out) >= limit:
-                    return out
-    return out
 
 
 # ---------------------------------------------------------------------------------------------- one run's trend
