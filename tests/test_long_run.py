@@ -12,9 +12,9 @@ import pytest
 
 from skillgit.cli.demo import create_project
 from skillgit.llm import cache as cache_mod
-from skillgit.loop.run import Trainer
 from skillgit.llm.base import Reply
 from skillgit.llm.cache import CallCache
+from skillgit.loop.run import Trainer
 from skillgit.project import open_project
 from skillgit.recent import Recent
 from skillgit.session import build_trainer, open_session
@@ -160,7 +160,7 @@ def test_the_running_negative_buffer_is_what_git_holds_at_every_step(tmp_path, m
     trainer = _trainer(folder, 14, "later")
     trainer.train()
     assert len(seen) >= 14
-    for step, shown, _, (running, read) in seen:
+    for step, _, _, (running, read) in seen:
         assert running == read, step
     assert any(r.run == "later" for r in seen[-1][3][0]) and any(r.run == "earlier" for r in seen[0][3][0])
     assert all(len(shown) <= 3 for _, shown, _, _ in seen) and any(shown for _, shown, _, _ in seen[-4:])
