@@ -39,7 +39,7 @@ from skillgit.config import BackendCfg, Config
 from skillgit.llm import pricing
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.llm.registry import DUMMY_KEY, Backend, missing_key
-from skillgit.llm.retry import classify_status, parse_retry_after
+from skillgit.llm.retry import sdk_error
 from skillgit.redact import SecretSet, redact
 from skillgit.types import Usage
 
@@ -252,23 +252,10 @@ class AnthropicBackend:
     def _map_error(self, exc: BaseException) -> LLMError | None:
         import anthropic
 
-        if isinstance(exc, anthropic.APITimeoutError):
-            return self._error(f"no answer within {self.cfg.timeout_s:g}s", "timeout", retryable=True)
-        if isinstance(exc, anthropic.APIConnectionError):
-            return self._error(f"cannot reach {self.endpoint}: {exc.__cause__ or exc}", "connection",
-                               retryable=True)
-        if isinstance(exc, anthropic.APIStatusError):
-            status = exc.status_code
-            kind, retryable = classify_status(status)
-            detail = _status_detail(exc)
-            return self._error(f"HTTP {status} ({kind}): {detail}", kind, retryable=retryable, status=status,
-                               retry_after=parse_retry_after(exc.response.headers))
-        if isinstance(exc, json.JSONDecodeError):
-            return self._error(f"the server's answer is not valid JSON ({exc.msg})", "server", retryable=True)
-        if isinstance(exc, anthropic.APIResponseValidationError):
-            return self._error("the server's answer does not have the expected shape", "server", retryable=True)
-        if isinstance(exc, anthropic.AnthropicError):
-            return self._error(str(exc), "config", retryable=False)
+        mapped = sdk_error(exc, anthropic, anthropic.AnthropicError, self._error, timeout_s=self.cfg.timeout_s,
+                           endpoint=self.endpoint, detail=_status_detail)
+        if mapped is not None:
+            return mapped
         if isinstance(exc, ValueError) and "Streaming is required" in str(exc):
             return self._error(str(exc), "bad_request", retryable=False)
         return None

@@ -12,17 +12,19 @@ Contracts:
 - At most `concurrency` calls run inside the inner object at once (a semaphore per wrapper, so per role);
   the slot is released while waiting between attempts.
 - `stats` counts calls, attempts, retries and failures (thread-safe), so the loop can report them.
-- `classify_status(status)` and `parse_retry_after(headers)` decide kind/retryable and the wait for HTTP errors.
+- `classify_status(status)` and `parse_retry_after(headers)` decide kind/retryable and the wait for HTTP errors;
+  `sdk_error` maps an exception of either official SDK to its LLMError with them.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, Protocol, TypeVar
 
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.types import Item
@@ -71,6 +73,40 @@ def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = 
     if when is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+
+class ErrorMaker(Protocol):
+    """A backend's `_error`: an LLMError with its own prefix, hint and redaction."""
+
+    def __call__(self, message: str, kind: str, *, retryable: bool, status: int | None = None,
+                 retry_after: float | None = None) -> LLMError: ...
+
+
+def sdk_error(exc: BaseException, sdk: Any, base: type[BaseException], error: ErrorMaker, *, timeout_s: float,
+              endpoint: str, detail: Callable[[Any], str]) -> LLMError | None:
+    """The LLMError for an exception of the `openai` or `anthropic` SDK (`sdk`, the imported module: both name
+    their exceptions alike; `base`, its root exception), or None when `exc` is none of the SDK's (or a JSON
+    decoding failure): timeouts, connection failures, an unparsable or mis-shaped answer are retried; an HTTP
+    status is classified by `classify_status` (with the server's `retry-after`); any other SDK error is a
+    configuration error. `detail(exc)` is the server's message of a status error. A backend maps its own
+    special cases before calling this (a quota 429) and after it (errors of other libraries)."""
+    if isinstance(exc, sdk.APITimeoutError):
+        return error(f"no answer within {timeout_s:g}s", "timeout", retryable=True)
+    if isinstance(exc, sdk.APIConnectionError):
+        return error(f"cannot reach {endpoint}: {exc.__cause__ or exc}", "connection", retryable=True)
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        kind, retryable = classify_status(status)
+        return error(f"HTTP {status} ({kind}): {detail(exc)}", kind, retryable=retryable, status=status,
+                     retry_after=parse_retry_after(exc.response.headers))
+    if isinstance(exc, json.JSONDecodeError):
+        return error(f"the server's answer is not valid JSON ({exc.msg})", "server", retryable=True)
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return error("the server's answer does not have the expected shape", "server", retryable=True)
+    if isinstance(exc, base):
+        return error(str(exc), "config", retryable=False)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- policy
