@@ -13,7 +13,8 @@ Contracts:
   the slot is released while waiting between attempts.
 - `stats` counts calls, attempts, retries and failures (thread-safe), so the loop can report them.
 - `classify_status(status)` and `parse_retry_after(headers)` decide kind/retryable and the wait for HTTP errors;
-  `sdk_error` maps an exception of either official SDK to its LLMError with them.
+  `sdk_error` maps an exception of either official SDK to its LLMError with them; `call_sdk` makes a backend's
+  call, stepping down the structured-output form the server refused.
 """
 
 from __future__ import annotations
@@ -107,6 +108,36 @@ def sdk_error(exc: BaseException, sdk: Any, base: type[BaseException], error: Er
     if isinstance(exc, base):
         return error(str(exc), "config", retryable=False)
     return None
+
+
+
+M = TypeVar("M")
+
+
+def call_sdk(call: Callable[[M], T], mode: M, *, map_error: Callable[[BaseException], LLMError | None],
+             refuses: Callable[[BaseException], bool], step_down: Callable[[M], M | None]) -> tuple[T, M, float]:
+    """`call(mode)` (`mode`: the structured-output form asked for) until the server answers: an exception is mapped
+    by `map_error` (one it does not know propagates as it is); when `refuses(exc)` says the server refused the form
+    and `step_down(mode)` names another, that one is tried; otherwise the LLMError is raised, outside the except
+    block, so the SDK exception (which holds request headers) is not chained. Returns (the answer, the mode it
+    answered in, the answering call's seconds)."""
+    while True:
+        started = time.monotonic()
+        error: LLMError | None = None
+        refused = False
+        try:
+            answer = call(mode)
+        except Exception as exc:  # noqa: BLE001 - mapped here; unknown exceptions are re-raised
+            error = map_error(exc)
+            if error is None:
+                raise
+            refused = refuses(exc)
+        if error is None:
+            return answer, mode, time.monotonic() - started
+        lower = step_down(mode) if refused else None
+        if lower is None:
+            raise error
+        mode = lower
 
 
 # ---------------------------------------------------------------------------------------------- policy
