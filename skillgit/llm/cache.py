@@ -61,6 +61,7 @@ _TEXT_ZLIB, _TRACE_ZLIB = 1, 2  # bits of `codec`
 _IMPORT_BATCH = (500, 8 << 20)  # rows, stored bytes: an import commits (and frees) a batch at either bound
 MARKED_MEMO = 4096  # keys remembered as already tagged with the bound run (forgotten ones are tagged again: a no-op)
 _READER_CACHE_KIB = 256  # page cache of each thread's read connection (SQLite's default: 2 MiB; the OS caches the file)
+WAL_PAGES = 256  # pages written to the WAL before it is folded into the database (SQLite's default: 1,000)
 _SELECT = "SELECT kind, chars, codec, meta, trace, text FROM calls WHERE key = ?"
 
 _SCHEMA = """
@@ -312,6 +313,9 @@ class CallCache:
         c = self._conn
         c.execute("PRAGMA journal_mode=WAL")
         c.execute("PRAGMA synchronous=NORMAL")  # no fsync per commit: durable across a process kill (see above)
+        # The WAL is folded into the database every WAL_PAGES pages (and then written over from its start), so a
+        # long run's journal holds ~1 MB of WAL, not the 4 MB SQLite's default leaves on disk.
+        c.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
         c.execute("PRAGMA journal_size_limit=67108864")  # truncate a WAL that a burst grew, after checkpoints
         version = c.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
