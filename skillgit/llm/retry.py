@@ -76,7 +76,6 @@ def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = 
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-
 class ErrorMaker(Protocol):
     """A backend's `_error`: an LLMError with its own prefix, hint and redaction."""
 
@@ -87,8 +86,8 @@ class ErrorMaker(Protocol):
 def sdk_error(exc: BaseException, sdk: Any, base: type[BaseException], error: ErrorMaker, *, timeout_s: float,
               endpoint: str, detail: Callable[[Any], str]) -> LLMError | None:
     """The LLMError for an exception of the `openai` or `anthropic` SDK (`sdk`, the imported module: both name
-    their exceptions alike; `base`, its root exception), or None when `exc` is none of the SDK's (or a JSON
-    decoding failure): timeouts, connection failures, an unparsable or mis-shaped answer are retried; an HTTP
+    their exceptions alike; `base`, its root exception), or None when `exc` is neither the SDK's nor a JSON
+    decoding failure: timeouts, connection failures, an unparsable or mis-shaped answer are retried; an HTTP
     status is classified by `classify_status` (with the server's `retry-after`); any other SDK error is a
     configuration error. `detail(exc)` is the server's message of a status error. A backend maps its own
     special cases before calling this (a quota 429) and after it (errors of other libraries)."""
@@ -108,7 +107,6 @@ def sdk_error(exc: BaseException, sdk: Any, base: type[BaseException], error: Er
     if isinstance(exc, base):
         return error(str(exc), "config", retryable=False)
     return None
-
 
 
 M = TypeVar("M")
