@@ -114,8 +114,8 @@ class Trainer:
                                                executor=executor)  # reported: one sample
         self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, self.emit, tuple(splits.train),
                                executor)
-        self._blocked_edits: dict | None = None  # `_blocked`
-        self._negative: NegativeBuffer | None = None  # the teacher's negative buffer: read once (`_read_buffers`)
+        self._blocked_edits: dict | None = None  # with the teacher's negative buffer: read once (`_buffers`)
+        self._negative: NegativeBuffer | None = None
         self._memory: recall.Memory | None = None  # optimizer.recall_k: read from the notes once (`_recaller`)
         self._pending: Pending | None = None  # a step's decision being written (`_decide_later`)
         self._epoch_to_close: tuple[int, gate_mod.SplitScore] | None = None  # the last epoch's end (`_wind_up`)
@@ -327,13 +327,10 @@ class Trainer:
         """The teacher for `step` (None: an epoch's end). Its negative buffer leaves out `step`'s own other
         proposals, which a restarted step may find decided already: it must see what the first attempt saw."""
         opt = self.cfg.optimizer
-        negative: list[RejectedEdit] = []
-        if opt.use_negative_buffer:
-            size = opt.negative_buffer_size
-            negative = [r for r in self._read_buffers().newest(size + self.field_size - 1)
-                        if not self._rival(r, step)][:size]
+        buffer, blocked = self._buffers() if opt.use_negative_buffer else (NegativeBuffer(0), {})
+        negative = [r for r in buffer.newest(opt.negative_buffer_size + self.field_size - 1)
+                    if not self._rival(r, step)][:opt.negative_buffer_size]
         meta = self.progress.meta_skill if opt.use_meta_skill else ""
-        blocked = self._blocked() if opt.use_negative_buffer else {}
         limits = {} if self.cfg.model.teacher.max_tokens else dict(stages.STAGE_MAX_TOKENS)
         return stages.Teacher(self.teacher_llm, self.prompts_dir, negative, meta, self.cfg.gradient.analyst_workers,
                               blocked, max_edits=opt.max_edits_per_reply, max_edit_chars=opt.max_edit_chars,
@@ -349,26 +346,17 @@ class Trainer:
     def _waiting(self, stage: str, elapsed: float) -> None:
         self.emit(Heartbeat(stage, 1, round(elapsed, 1)))
 
-    def _blocked(self) -> dict:
-        """Every edit rejected so far in this run *without a gain* (Δ ≤ 0), read from git once and then kept up to
-        date as steps are rejected (so resuming rebuilds the same set). An edit rejected with a gain the gate found
-        too small to trust is not blocked: it may come back and be measured again (bench/README.md)."""
-        self._read_buffers()
-        assert self._blocked_edits is not None
-        return self._blocked_edits
-
-    def _read_buffers(self) -> NegativeBuffer:
-        """The negative buffer and the blocked set, read from git together once, in the first step this process
-        runs (`_fresh_step`: what git holds then includes every decision of earlier processes), then kept up to
-        date by the decisions this process makes (`commit(negative=…)`, `_block`): a step's reads do not grow with
-        the history, and a resumed run sees what an uninterrupted one saw (`store/negative.py`)."""
-        if self._negative is None:
+    def _buffers(self) -> tuple[NegativeBuffer, dict]:
+        """(the negative buffer, the blocked set: this run's edits rejected *without a gain*, Δ ≤ 0 — one the gate
+        found too small to trust may come back), read from git in the first step this process runs, then kept up to
+        date by its decisions (`commit(negative=…)`, `_block`): a step's reads do not grow with the history."""
+        if self._negative is None or self._blocked_edits is None:
             every = self.store.negative_buffer(10 ** 9)
             keep = self.cfg.optimizer.negative_buffer_size + self.field_size - 1  # what `teacher` asks for
             self._negative = NegativeBuffer(keep, every[:keep])
             self._blocked_edits = {r.edit.key(): r for r in reversed(every)
                                    if r.run == self.run_id and r.delta <= 0 and not self._rival(r, self._decided.fresh)}
-        return self._negative
+        return self._negative, self._blocked_edits
 
     def _rival(self, r: RejectedEdit, step: int | str | None) -> bool:
         """True for an edit of one of `step`'s other proposals (named `s<step>-p<k>`, see `field.plan_field`)."""
@@ -389,8 +377,8 @@ class Trainer:
         usage_before = self.ledger.snapshot()
         pending = self._pending
         # The previous step's decision may still be being written: its skill text is known, and the students need
-        # nothing else. The teacher's negative buffer (a history scan and a notes read) is read from git once that
-        # decision has landed, while the students run, so neither adds git calls to the step's wall time.
+        # nothing else. The teacher (its negative buffer includes that decision) is built once the decision has
+        # landed, while the students run.
         base = self.store.tip() if pending is None else None
         skill = pending.text if pending is not None else self.store.read_skill(base)
         pending_teacher = in_background(functools.partial(self._teacher_after, pending, step))
