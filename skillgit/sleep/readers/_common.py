@@ -47,6 +47,7 @@ _PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "target_file", "
 _COMMAND_KEYS = ("command", "cmd", "commandLine", "script")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _EXIT_CODE = re.compile(r"(?i)\b(?:exit(?:ed)?(?: with)? code|exit status|process exited with code)[:\s]+(-?\d+)")
+_EXIT_WORD = re.compile(r"(?i)exit")  # every match of _EXIT_CODE holds it; used on text that is not ASCII
 
 D = TypeVar("D", bound="Draft")
 
@@ -76,7 +77,13 @@ def short(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 def exit_code_in(text: str) -> int | None:
     """The exit code a tool output announces ("Exit code 1", "Process exited with code 2"), if any."""
-    match = _EXIT_CODE.search(text or "")
+    if not text:
+        return None
+    # the regex (case-insensitive, anchored at a word boundary) has no literal the engine can skip to: it is run
+    # only on outputs that say "exit" (lower-casing ASCII is exact; other text asks the regex's own case folding)
+    if "exit" not in text.lower() and (text.isascii() or not _EXIT_WORD.search(text)):
+        return None
+    match = _EXIT_CODE.search(text)
     return int(match.group(1)) if match else None
 
 
