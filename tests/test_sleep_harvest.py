@@ -670,3 +670,32 @@ def test_a_streaming_harvest_hands_each_session_to_the_miner_and_holds_none(tmp_
     again = harvest(["claude"], home, repo, [], streamed.state, sink=sink)
     assert len(got) == 1 and got[0][0] == "claude:ffff0001" and got[0][1] > 0
     assert again.streamed == 1 and again.first_new_turn == {got[0][0]: got[0][1]}
+
+
+def test_a_secret_the_excerpt_cut_split_is_masked_on_the_side_harvest_keeps(tmp_path):
+    # a long tool output is kept as head + tail (readers/_common.excerpt); a credential whose name fell in the cut
+    # part and whose value opens the tail, or a known secret value cut in two by the head's end, must not be kept
+    from skillgit.sleep.readers._common import HEAD_CHARS, TAIL_CHARS, excerpt
+    from skillgit.sleep.scrub import build_scrubber
+
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    aws = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4trsW9Zk"  # an AWS secret access key's shape: no prefix of its own
+    known = "correct-horse-battery-staple-42"  # a .env value: masked by value, whatever it looks like
+    tail_split = "x" * 3000 + "\naws_secret_access_key = " + aws + "\n" + "y" * (TAIL_CHARS - len(aws) - 1)
+    head_split = "c" * (HEAD_CHARS - 9) + " " + known + "\n" + "d" * 4000
+    plain = "token = compute_token(user)\n" + "e " * 3000 + "\npassword_hint = lookup_hint(user)\n"
+    (ClaudeSession("cccc0001", repo).user("read the config").bash("cat deploy.log", tail_split)
+     .bash("cat run.log", head_split).bash("cat app.py", plain).write(home))
+    scrubber = build_scrubber(secrets=[known], environ={}, homes=[])
+    kept: list[Session] = []
+    result = harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None,
+                     sink=lambda s, first: kept.append(s))
+    outputs = [r.output for t in kept[0].turns for r in t.tool_results]
+    flat = json.dumps([s.to_dict() for s in kept])
+    for fragment in (aws[:12], aws[-12:], known[:8], known[-8:]):
+        assert fragment not in flat, f"{fragment!r} leaked through an excerpt's cut"
+    assert outputs[0].endswith("y" * 40) and "chars cut]" in outputs[0] and "\n***\n" in outputs[0]
+    assert outputs[1].startswith("c" * 40) and outputs[1].split("\n…[")[0] == "c" * (HEAD_CHARS - 9) + " ***"
+    assert outputs[2] == excerpt(plain)  # nothing secret near a cut: the reader's excerpt as it was
+    assert all(r.cut is None for t in kept[0].turns for r in t.tool_results)  # the raw margins are dropped
+    assert result.redactions.secrets >= 2

@@ -12,7 +12,11 @@ Contracts:
   `/Users/<user>/`, `/root/`, `C:\\Users\\<user>\\`; (4) each extra regex → `<redacted>`.
   It is idempotent and never raises.
 - `Scrubber.scrub_session` returns a copy of a `Session` in which every free-text field (turn text, tool summaries,
-  commands, paths, outputs, cwd, file path, branch, remote) went through `scrub`; ids and counts are kept.
+  commands, paths, outputs, cwd, file path, branch, remote) went through `scrub`; ids and counts are kept. An
+  output a reader cut (`ToolResult.cut`: head, marker, tail) is scrubbed with the raw margins around its cut, so a
+  secret the cut split (a credential's name in the part cut, its value at the tail's start; a known value cut in
+  two) is masked on the side that is kept; the margins are dropped, except what a mask reaching into one covers
+  (scrubbed). Only what is kept is scanned (plus the margins), never the text the reader cut.
 - `build_scrubber` raises `ConfigError` for an extra pattern that is not a valid regex, naming the pattern.
 - Speed: each category runs only when a literal it needs occurs (`@`, `/home/`, `Users`, `/root`, a home's
   path), and every pattern starts with a literal the regex engine can skip to.
@@ -161,6 +165,23 @@ class Scrubber:
     def text(self, text: str) -> str:
         return self.scrub(text)[0]
 
+    def _scrub_cut(self, output: str, cut: tuple[int, str, str], secrets: tuple[str, ...],
+                   counts: list[int]) -> str:
+        """An excerpt (head, marker, tail) scrubbed with the raw margins the reader kept around its cut, so a
+        secret the cut split is masked on the side that is kept; the margins are then dropped (see `_trim`)."""
+        head_len, after, before = cut
+        head, rest = output[:head_len], output[head_len:]
+        end = rest.find("]…\n")
+        if not rest.startswith("\n…[") or end < 0:
+            return self._scrub(output, secrets, counts)  # not the reader's excerpt: scrubbed as it is
+        marker, tail = rest[:end + 3], rest[end + 3:]
+        scrubbed = self._scrub(head + after + marker + before + tail, secrets, counts)
+        if scrubbed.count(marker) != 1:  # a mask swallowed the cut (a key block across it): all of it is masked
+            return scrubbed
+        left, _, right = scrubbed.partition(marker)
+        return _trim(left, head + after, len(after), tail=False) + marker + _trim(right, before + tail, len(before),
+                                                                                   tail=True)
+
     def scrub_session(self, session: Session) -> tuple[Session, Redactions]:
         counts = [0, 0, 0, 0]
         secrets = resolve_secrets(self.secrets)  # once per session, not once per string
@@ -173,7 +194,9 @@ class Scrubber:
                            paths=tuple(clean(p) or "" for p in call.paths))
 
         def clean_result(result: ToolResult) -> ToolResult:
-            return replace(result, output=clean(result.output) or "")
+            if result.cut is None:
+                return replace(result, output=clean(result.output) or "")
+            return replace(result, output=self._scrub_cut(result.output, result.cut, secrets, counts), cut=None)
 
         turns = tuple(
             replace(t, text=clean(t.text) or "", tool_calls=tuple(map(clean_call, t.tool_calls)),
@@ -184,6 +207,31 @@ class Scrubber:
         scrubbed = replace(session, turns=turns, cwd=clean(session.cwd), path=clean(session.path),
                            git_branch=clean(session.git_branch), git_remote=clean(session.git_remote))
         return scrubbed, Redactions(*counts)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # slice comparisons run in C: a binary search, not a loop over characters
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _trim(scrubbed: str, raw: str, margin: int, *, tail: bool) -> str:
+    """`scrubbed` (the scrub of `raw`, the kept part with `margin` raw characters on its cut side) without the
+    margin. Text outside masks is unchanged by scrubbing, so an untouched margin is cut off by length; when a mask
+    reaches into it, the scrubbed text is cut where the raw text last differs (the mask, and what it covers of
+    the margin, stay: scrubbed, never raw)."""
+    if tail:
+        if scrubbed.startswith(raw[:margin]):
+            return scrubbed[margin:]
+        return scrubbed[_common_prefix(scrubbed, raw):]
+    if scrubbed.endswith(raw[len(raw) - margin:]):
+        return scrubbed[:len(scrubbed) - margin]
+    return scrubbed[:len(scrubbed) - _common_prefix(scrubbed[::-1], raw[::-1])]
 
 
 def dotenv_secrets(repo_root: Path | str | None) -> list[str]:

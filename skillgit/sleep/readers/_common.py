@@ -10,7 +10,9 @@ Invariants:
   attaches to the agent turn in progress, or to the next one when none is open or the person invoked it by a
   command (a skill loaded before the agent answered belongs to that answer); one `SkillUse` per (kind, name) per
   turn, a later one only fills a missing path.
-- `excerpt` keeps the head and the tail of long outputs, because test runners print their verdict last.
+- `excerpt` keeps the head and the tail of long outputs, because test runners print their verdict last; a tool
+  result's excerpt also carries the raw `CUT_MARGIN` characters either side of its cut (`ToolResult.cut`, never
+  serialised), for `Scrubber.scrub_session` to mask a secret the cut split.
 - Nothing here raises on odd input: wrong types become empty strings, unparsable lines are counted by the caller.
 """
 
@@ -31,6 +33,7 @@ from skillgit.sleep.model import MALFORMED, Session, SkillHow, SkillUse, ToolCal
 HEAD_CHARS = 600
 TAIL_CHARS = 1600
 SUMMARY_CHARS = 300
+CUT_MARGIN = 160  # raw characters kept either side of an excerpt's cut for scrubbing (a credential's name and value)
 
 SHELL_TOOLS = {
     "bash", "shell", "shell_command", "exec_command", "local_shell", "powershell", "run_in_terminal",
@@ -64,10 +67,19 @@ def as_str(value: Any) -> str | None:
 
 def excerpt(text: Any, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> str:
     """`text` as a string of at most head + tail characters (plus a marker saying how much was cut)."""
+    return cut_excerpt(text, head, tail)[0]
+
+
+def cut_excerpt(text: Any, head: int = HEAD_CHARS, tail: int = TAIL_CHARS,
+                margin: int = CUT_MARGIN) -> tuple[str, tuple[int, str, str] | None]:
+    """`excerpt(text)` and, when it cut, (head length, the `margin` characters after the head, the `margin`
+    before the tail): what scrubbing needs to mask a secret the cut split (`ToolResult.cut`)."""
     s = text if isinstance(text, str) else ("" if text is None else json.dumps(text, ensure_ascii=False))
     if len(s) <= head + tail:
-        return s
-    return f"{s[:head]}\n…[{len(s) - head - tail} chars cut]…\n{s[-tail:]}"
+        return s, None
+    end = len(s) - tail
+    cut = (head, s[head:min(end, head + margin)], s[max(head, end - margin):end])
+    return f"{s[:head]}\n…[{len(s) - head - tail} chars cut]…\n{s[end:]}", cut
 
 
 def short(text: str, limit: int = SUMMARY_CHARS) -> str:
@@ -151,11 +163,11 @@ def tool_call(name: str, arguments: Any, call_id: str = "") -> ToolCall:
 
 
 def tool_result(output: Any, is_error: bool = False, call_id: str = "", exit_code: int | None = None) -> ToolResult:
-    text = excerpt(output)
+    text, cut = cut_excerpt(output)
     if exit_code is None:
         exit_code = exit_code_in(text)
     return ToolResult(output=text, is_error=bool(is_error) or bool(exit_code), call_id=call_id or "",
-                      exit_code=exit_code)
+                      exit_code=exit_code, cut=cut)
 
 
 # ------------------------------------------------------------------------------------------------ skills
