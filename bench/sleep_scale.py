@@ -173,8 +173,13 @@ class _Leaks:
     def in_raw_sessions(self, paths: list[Path]) -> int:
         from skillgit.sleep.readers import get_reader
 
+        try:  # what harvest keeps of a session before scrubbing it
+            from skillgit.sleep.scrub import previews
+        except ImportError:  # a checkout from before previews: it keeps the reader's whole session
+            def previews(session: Any) -> Any:
+                return session
         reader = get_reader("claude")
-        return sum(len(self.pattern.findall(self.texts(s))) for p in paths for s in reader.read(p))
+        return sum(len(self.pattern.findall(self.texts(previews(s)))) for p in paths for s in reader.read(p))
 
     def sink(self, session: Any, first_new_turn: int) -> None:
         cpu = time.process_time()

@@ -7,6 +7,7 @@ inbox (read, scoped, trimmed without losing a line appended meanwhile)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -699,3 +700,30 @@ def test_a_secret_the_excerpt_cut_split_is_masked_on_the_side_harvest_keeps(tmp_
     assert outputs[2] == excerpt(plain)  # nothing secret near a cut: the reader's excerpt as it was
     assert all(r.cut is None for t in kept[0].turns for r in t.tool_results)  # the raw margins are dropped
     assert result.redactions.secrets >= 2
+
+
+def test_harvest_keeps_a_preview_of_what_a_tool_read_and_the_whole_excerpt_of_a_command(tmp_path):
+    # only what is kept is scrubbed: a read's output is kept as its head (nothing past harvest reads it), a shell
+    # command's as the reader's head + tail (the test verdict is last); a secret the preview's cut splits is masked,
+    # and the session's digest is the reader's, so the next harvest finds nothing new
+    from skillgit.sleep.readers._common import excerpt
+    from skillgit.sleep.scrub import PREVIEW_CHARS, build_scrubber
+
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    source = "".join(f"{n:>6}\tdef step_{n}(x):\n" for n in range(400))
+    split = "c" * (PREVIEW_CHARS - 12) + "\napi_key = 'Zq8Rk2Lw9Xv4Tn7P'\n" + "d" * 3000
+    log = "collected 90 items\n" + "." * 4000 + "\n1 failed, 89 passed in 0.5s"
+    (ClaudeSession("dddd0001", repo).user("fix step 3").tool("Read", {"file_path": "src/steps.py"}, source)
+     .tool("Grep", {"pattern": "api_key"}, split).bash("pytest -q", log, is_error=True).write(home))
+    scrubber = build_scrubber(environ={}, homes=[])
+    first = harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None)
+    read, grep, test = (r.output for t in first.sessions[0].turns for r in t.tool_results)
+    assert read == f"{source[:PREVIEW_CHARS]}\n…[{len(source) - PREVIEW_CHARS} chars cut]…\n"
+    assert "Zq8Rk2" not in grep and grep.startswith("c" * 40) and "api_key = '***" in grep
+    assert test == excerpt(log) and test.endswith("1 failed, 89 passed in 0.5s")
+    again = harvest(["claude"], home, repo, [], first.state, scrubber=scrubber, remote_lookup=None)
+    assert again.sessions == () and again.files_unchanged == 1
+    written = ClaudeSession("dddd0001", repo).path(home)
+    os.utime(written, ns=(written.stat().st_atime_ns, written.stat().st_mtime_ns + 10**9))  # read again: same digest
+    reread = harvest(["claude"], home, repo, [], first.state, scrubber=scrubber, remote_lookup=None)
+    assert reread.files_read == 1 and reread.sessions == ()

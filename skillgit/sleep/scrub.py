@@ -35,6 +35,7 @@ from skillgit.dotenv import read_dotenv
 from skillgit.errors import ConfigError
 from skillgit.redact import MIN_SECRET_LEN, redact_resolved, resolve_secrets
 from skillgit.sleep.model import Session, ToolCall, ToolResult
+from skillgit.sleep.readers._common import CUT_MARGIN
 
 EMAIL_MASK = "<email>"
 CUSTOM_MASK = "<redacted>"
@@ -207,6 +208,42 @@ class Scrubber:
         scrubbed = replace(session, turns=turns, cwd=clean(session.cwd), path=clean(session.path),
                            git_branch=clean(session.git_branch), git_remote=clean(session.git_remote))
         return scrubbed, Redactions(*counts)
+
+
+PREVIEW_CHARS = 600  # what harvest keeps of the output of a tool call that ran no command
+_MARKER = re.compile(r"\n…\[(\d+) chars cut\]…\n")
+
+
+def previews(session: Session, chars: int = PREVIEW_CHARS) -> Session:
+    """`session` with the output of every tool call that ran no command (a read, a search, an edit, a fetch) cut
+    to its first `chars` characters: nothing past harvest reads them (mining reads the outputs of test commands),
+    and scrubbing them whole was most of harvest's time. Shell outputs (a test verdict sits at the end) and results
+    without their call are left whole. The cut keeps its raw margin (`ToolResult.cut`), so `scrub_session` still
+    masks a secret it splits."""
+    turns = []
+    for turn in session.turns:
+        ran = {c.call_id: c.command is not None for c in turn.tool_calls if c.call_id}
+        if not any(ran.get(r.call_id) is False and len(r.output) > chars + 40 for r in turn.tool_results):
+            turns.append(turn)
+            continue
+        turns.append(replace(turn, tool_results=tuple(
+            _preview(r, chars) if ran.get(r.call_id) is False and len(r.output) > chars + 40 else r
+            for r in turn.tool_results)))
+    return replace(session, turns=tuple(turns))
+
+
+def _preview(result: ToolResult, chars: int) -> ToolResult:
+    output, margin = result.output, CUT_MARGIN
+    if result.cut is None:
+        total, after = len(output), output[chars:chars + margin]
+    else:
+        head_len, cut_after, _ = result.cut
+        marker = _MARKER.match(output, head_len)
+        if marker is None or chars > head_len:
+            return result
+        total = len(output) - len(marker.group()) + int(marker.group(1))
+        after = (output[chars:head_len] + cut_after)[:margin]
+    return replace(result, output=f"{output[:chars]}\n…[{total - chars} chars cut]…\n", cut=(chars, after, ""))
 
 
 def _common_prefix(a: str, b: str) -> int:
