@@ -727,3 +727,20 @@ def test_harvest_keeps_a_preview_of_what_a_tool_read_and_the_whole_excerpt_of_a_
     os.utime(written, ns=(written.stat().st_atime_ns, written.stat().st_mtime_ns + 10**9))  # read again: same digest
     reread = harvest(["claude"], home, repo, [], first.state, scrubber=scrubber, remote_lookup=None)
     assert reread.files_read == 1 and reread.sessions == ()
+
+
+def test_the_scrubbers_memo_of_short_strings_follows_the_secret_values(monkeypatch):
+    # a short string is scrubbed once per set of secret values; a secret set after that is masked all the same,
+    # and every repeat is counted
+    from skillgit.sleep.model import ToolCall, Turn
+    from skillgit.sleep.scrub import build_scrubber
+
+    scrubber = build_scrubber(environ={}, homes=[])
+    value = "late-value-" + "7f3e" * 4
+    text = f"deploy --to prod {value}"
+    session = Session("claude", "m1", turns=(Turn("assistant", tool_calls=(ToolCall("Bash", text, text),)),))
+    assert scrubber.scrub_session(session)[0].turns[0].tool_calls[0].command == text
+    monkeypatch.setenv("SLEEP_MEMO_TOKEN", value)
+    clean, counts = scrubber.scrub_session(session)
+    assert clean.turns[0].tool_calls[0].command == "deploy --to prod ***" and counts.secrets == 2
+    assert scrubber.scrub_session(session)[1].secrets == 2

@@ -37,6 +37,8 @@ from skillgit.redact import MIN_SECRET_LEN, redact_resolved, resolve_secrets
 from skillgit.sleep.model import Session, ToolCall, ToolResult
 from skillgit.sleep.readers._common import CUT_MARGIN
 
+MEMO_CHARS = 256  # strings up to this long are remembered once scrubbed
+MEMO_SIZE = 8192  # and at most this many of them
 EMAIL_MASK = "<email>"
 CUSTOM_MASK = "<redacted>"
 _SEP = r"(?:\\\\|\\|/)"  # \\ (JSON-escaped), \ or /
@@ -119,6 +121,10 @@ class Scrubber:
     homes: tuple[str, ...] = ()  # home folders masked wherever they appear (absolute paths, not "/")
     _compiled: tuple[re.Pattern[str], ...] = field(default=(), repr=False, compare=False)
     _homes: tuple[tuple[str, re.Pattern[str]], ...] = field(default=(), repr=False, compare=False)
+    # short strings scrubbed already (paths, commands, a summary that is its path): text → (scrubbed, counts),
+    # valid for one tuple of resolved secret values (the memo is emptied when another comes)
+    _memo: dict[str, tuple[str, tuple[int, int, int, int]]] = field(default_factory=dict, repr=False, compare=False)
+    _memo_for: list[tuple[str, ...] | None] = field(default_factory=lambda: [None], repr=False, compare=False)
 
     def __post_init__(self) -> None:
         compiled = []
@@ -142,9 +148,24 @@ class Scrubber:
         return self._scrub(text, resolve_secrets(self.secrets), counts), Redactions(*counts)
 
     def _scrub(self, text: str, secrets: tuple[str, ...], counts: list[int]) -> str:
-        """`text` scrubbed with the resolved secret values; adds (secrets, emails, home paths, custom) to counts."""
+        """`text` scrubbed with the resolved secret values; adds (secrets, emails, home paths, custom) to counts.
+        A short string is scrubbed once per set of secret values (a session repeats its paths and commands)."""
         if not text:
             return text
+        if len(text) > MEMO_CHARS:
+            return self._scrub_once(text, secrets, counts)
+        if self._memo_for[0] is not secrets or len(self._memo) > MEMO_SIZE:
+            self._memo.clear()
+            self._memo_for[0] = secrets
+        hit = self._memo.get(text)
+        if hit is None:
+            mine = [0, 0, 0, 0]
+            hit = self._memo[text] = (self._scrub_once(text, secrets, mine), (mine[0], mine[1], mine[2], mine[3]))
+        for i, n in enumerate(hit[1]):
+            counts[i] += n
+        return hit[0]
+
+    def _scrub_once(self, text: str, secrets: tuple[str, ...], counts: list[int]) -> str:
         text, n = redact_resolved(text, secrets)
         counts[0] += n
         if "@" in text:

@@ -91,12 +91,20 @@ def exit_code_in(text: str) -> int | None:
     """The exit code a tool output announces ("Exit code 1", "Process exited with code 2"), if any."""
     if not text:
         return None
-    # the regex (case-insensitive, anchored at a word boundary) has no literal the engine can skip to: it is run
-    # only on outputs that say "exit" (lower-casing ASCII is exact; other text asks the regex's own case folding)
-    if "exit" not in text.lower() and (text.isascii() or not _EXIT_WORD.search(text)):
-        return None
-    match = _EXIT_CODE.search(text)
-    return int(match.group(1)) if match else None
+    if not text.isascii():
+        match = _EXIT_CODE.search(text) if _EXIT_WORD.search(text) else None
+        return int(match.group(1)) if match else None
+    # the regex (case-insensitive, from a word boundary) has no literal the engine can skip to: it is tried only
+    # where a match can start, at each "exit" (lower-casing ASCII keeps offsets) or the "process " before one
+    low = text.lower()
+    at = low.find("exit")
+    while at >= 0:
+        for start in ((at - 8, at) if at >= 8 and low.startswith("process ", at - 8) else (at,)):
+            match = _EXIT_CODE.match(text, start)
+            if match:
+                return int(match.group(1))
+        at = low.find("exit", at + 1)
+    return None
 
 
 def patch_paths(patch: str) -> tuple[str, ...]:
@@ -217,7 +225,10 @@ def skills_read(call: ToolCall) -> tuple[SkillUse, ...]:
     path, or a shell command that only reads one (`cat …/SKILL.md`, `sed -n 1,80p …`)."""
     if call.writes:
         return ()
-    named = [*call.paths, *(_read_targets(call.command) if call.command else ())]
+    # every file skill_at names ends in ".md": a command without "md" is not split into words (shlex is slow)
+    named = [*call.paths, *(_read_targets(call.command) if call.command and "md" in call.command else ())]
+    if not named:
+        return ()
     found = (skill_at(p) for p in named)
     return tuple(dict.fromkeys(u for u in found if u is not None))
 
@@ -331,9 +342,10 @@ class Draft:
 
     def keep(self, **values: Any) -> None:
         """Remember each non-empty string value under its key, unless the key already has one (the first wins)."""
+        meta = self.meta
         for key, value in values.items():
-            if as_str(value) and key not in self.meta:
-                self.meta[key] = value
+            if value and key not in meta and isinstance(value, str):
+                meta[key] = value
 
     def session(self, session_id: str, **fields: Any) -> Session:
         fields.setdefault("started", self.started)
@@ -366,18 +378,21 @@ def read_jsonl(path: Path, counts: Counter[str]) -> Iterator[dict[str, Any]]:
         return
     with handle:
         for line in handle:
-            obj = _json_line(line.strip(), counts)
+            obj = _json_line(line, counts)
             if obj is not None:
                 yield obj
 
 
 def _json_line(line: str, counts: Counter[str]) -> dict[str, Any] | None:
-    if not line:
+    if not line or line.isspace():
         return None
-    try:
+    try:  # json.loads skips JSON's whitespace around a value: no stripped copy of every line is made
         obj = json.loads(line)
     except ValueError:
-        obj = None
+        try:  # other whitespace at an end (a form feed, a no-break space) is stripped as before
+            obj = json.loads(line.strip())
+        except ValueError:
+            obj = None
     if not isinstance(obj, dict):
         counts[MALFORMED] += 1
         return None
