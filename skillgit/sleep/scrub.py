@@ -34,7 +34,7 @@ from typing import Any
 from skillgit.dotenv import read_dotenv
 from skillgit.errors import ConfigError
 from skillgit.redact import MIN_SECRET_LEN, redact_resolved, resolve_secrets
-from skillgit.sleep.model import Session, ToolCall, ToolResult
+from skillgit.sleep.model import Session, ToolCall, ToolResult, Turn
 from skillgit.sleep.readers._common import CUT_MARGIN
 
 MEMO_CHARS = 256  # strings up to this long are remembered once scrubbed
@@ -175,10 +175,12 @@ class Scrubber:
             if home in text:
                 text, n = pattern.subn(_home_repl, text)
                 counts[2] += n
-        for literal, pattern in _HOME_GATES:
-            if any(lit in text for lit in literal):
-                text, n = pattern.subn(_home_repl, text)
-                counts[2] += n
+        for literals, pattern in _HOME_GATES:
+            for literal in literals:
+                if literal in text:
+                    text, n = pattern.subn(_home_repl, text)
+                    counts[2] += n
+                    break
         for compiled in self._compiled:
             text, n = compiled.subn(CUSTOM_MASK, text)
             counts[3] += n
@@ -212,23 +214,35 @@ class Scrubber:
             return None if value is None else self._scrub(value, secrets, counts)
 
         def clean_call(call: ToolCall) -> ToolCall:
-            return replace(call, summary=clean(call.summary) or "", command=clean(call.command),
-                           paths=tuple(clean(p) or "" for p in call.paths))
+            summary, command = clean(call.summary) or "", clean(call.command)
+            paths = tuple(clean(p) or "" for p in call.paths)
+            if summary is call.summary and command is call.command and _same(paths, call.paths):
+                return call  # nothing masked (scrubbing returns the very string it was given): no copy
+            return replace(call, summary=summary, command=command, paths=paths)
 
         def clean_result(result: ToolResult) -> ToolResult:
             if result.cut is None:
-                return replace(result, output=clean(result.output) or "")
+                output = clean(result.output) or ""
+                return result if output is result.output else replace(result, output=output)
             return replace(result, output=self._scrub_cut(result.output, result.cut, secrets, counts), cut=None)
 
-        turns = tuple(
-            replace(t, text=clean(t.text) or "", tool_calls=tuple(map(clean_call, t.tool_calls)),
-                    tool_results=tuple(map(clean_result, t.tool_results)),
-                    skills=tuple(replace(s, name=clean(s.name) or "", path=clean(s.path)) for s in t.skills))
-            for t in session.turns
-        )
+        def clean_turn(turn: Turn) -> Turn:
+            text = clean(turn.text) or ""
+            calls, results = tuple(map(clean_call, turn.tool_calls)), tuple(map(clean_result, turn.tool_results))
+            skills = tuple(replace(s, name=clean(s.name) or "", path=clean(s.path)) for s in turn.skills)
+            if text is turn.text and _same(calls, turn.tool_calls) and _same(results, turn.tool_results) \
+                    and not skills:
+                return turn
+            return replace(turn, text=text, tool_calls=calls, tool_results=results, skills=skills)
+
+        turns = tuple(map(clean_turn, session.turns))
         scrubbed = replace(session, turns=turns, cwd=clean(session.cwd), path=clean(session.path),
                            git_branch=clean(session.git_branch), git_remote=clean(session.git_remote))
         return scrubbed, Redactions(*counts)
+
+
+def _same(these: tuple[Any, ...], those: tuple[Any, ...]) -> bool:
+    return all(a is b for a, b in zip(these, those))
 
 
 PREVIEW_CHARS = 600  # what harvest keeps of the output of a tool call that ran no command

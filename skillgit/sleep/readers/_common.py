@@ -226,7 +226,9 @@ def skills_read(call: ToolCall) -> tuple[SkillUse, ...]:
     if call.writes:
         return ()
     # every file skill_at names ends in ".md": a command without "md" is not split into words (shlex is slow)
-    named = [*call.paths, *(_read_targets(call.command) if call.command and "md" in call.command else ())]
+    named = [p for p in call.paths if "md" in p]
+    if call.command and "md" in call.command:
+        named += _read_targets(call.command)
     if not named:
         return ()
     found = (skill_at(p) for p in named)
