@@ -161,6 +161,8 @@ class Scrubber:
         if hit is None:
             mine = [0, 0, 0, 0]
             hit = self._memo[text] = (self._scrub_once(text, secrets, mine), (mine[0], mine[1], mine[2], mine[3]))
+        if not any(hit[1]):
+            return text  # unchanged: the very string given (scrub_session copies no record it need not)
         for i, n in enumerate(hit[1]):
             counts[i] += n
         return hit[0]
