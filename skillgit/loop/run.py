@@ -60,7 +60,7 @@ from skillgit.loop.events import (
     ignore,
 )
 from skillgit.loop.field import plan_field
-from skillgit.loop.final import final_scores
+from skillgit.loop.final import Closing, final_scores
 from skillgit.loop.ledger import Ledger
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.records import EpochStep, StepKind, StepOutcome, UpdateRecord, Verdict
@@ -116,6 +116,7 @@ class Trainer:
         self._blocked_edits: dict | None = None
         self._memory: recall.Memory | None = None  # optimizer.recall_k: read from the notes once (`_recaller`)
         self._pending: Pending | None = None  # a step's decision being written (`_decide_later`)
+        self._epoch_to_close: tuple[int, gate_mod.SplitScore] | None = None  # the last epoch's end (`_wind_up`)
         self._said_identical = False  # the evaluator found the student's repeats to be copies, and the run said so
         self.run_id, self.progress = resume_mod.open_run(store, cfg.skill.branch, self.digest, run_id, resume)
         self.field_size = proposing.field_size(cfg)  # the most candidates a step makes (optimizer.proposers)
@@ -180,17 +181,17 @@ class Trainer:
                     self._record_stop(exc)
                     raise
                 status, reason = "stopped", exc.message  # mid-step: undecided; its finished calls are journaled
-            self.progress = self.progress.replace(status=status, stop_reason=reason)
             try:
-                closing = final_scores(self.ctx, self.store, self.run_id, self.progress.seed_rev, seed_score,
-                                       self.evaluator, self._sealed_test, self._budget_exceeded)
+                closing = self._closing_scores(seed_score)
             except BaseException:
-                self._settle_save(quiet=True)  # as above: the lock must outlive every write
+                self._settle_decision(quiet=True)  # as above: the lock must outlive every write
+                self._settle_save(quiet=True)
                 raise
             if closing.warning:
                 self.emit(Warning(closing.warning))
             self._book_seconds()
-            self.progress = self.progress.replace(final_scores=closing.scores,
+            # (the status only now: a step save that lands after the last step must not say the run finished)
+            self.progress = self.progress.replace(status=status, stop_reason=reason, final_scores=closing.scores,
                                                   test_reads=self.progress.test_reads + closing.test_reads)
             self._save(f"run {status}: {reason}", maintain=True)
         score_dicts = {k: v.to_dict() for k, v in closing.scores.items()}
@@ -249,13 +250,34 @@ class Trainer:
                 self.progress = self.progress.replace(next_step=step + 1,
                                                       current_score=round(current.mean(metric, weight), 4))
                 self._save(f"step {step}", background=True)
-        self._settle_decision()
         last_epoch = (self.total_steps - 1) // self.batches_per_epoch
         if self.total_steps % self.batches_per_epoch == 0 and self.total_steps > 0 \
                 and not self.progress.epoch(last_epoch).ended:
-            self._end_epoch(last_epoch, current)
+            if self._epoch_has_work():
+                self._end_epoch(last_epoch, current)  # (it waits for the last step's decision first)
+            else:
+                self._epoch_to_close = (last_epoch, current)  # closed by `_wind_up`, once the decision landed
+        return "finished", "finished all steps"  # the last decision may still be landing: see `_wind_up`
+
+    def _closing_scores(self, seed_score: gate_mod.SplitScore) -> Closing:
+        """The run's closing scores (`final.final_scores`). The run's last decision may still be landing (`_steps`):
+        the final skill's test scoring overlaps it, and `_wind_up` waits for it before anything reads the branch."""
+        return final_scores(self.ctx, self.store, self.run_id, self.progress.seed_rev, seed_score, self.evaluator,
+                            self._sealed_test, self._budget_exceeded,
+                            final_text=self._pending.text if self._pending is not None else None,
+                            wind_up=self._wind_up)
+
+    def _wind_up(self) -> None:
+        """After the last step: wait for its decision and close the last epoch when its end has no work (the
+        closing test scoring of the final skill runs while they land, `final.final_scores`)."""
         self._settle_decision()
-        return "finished", "finished all steps"
+        if self._epoch_to_close is not None:
+            (epoch, current), self._epoch_to_close = self._epoch_to_close, None
+            self._end_epoch(epoch, current)
+
+    def _epoch_has_work(self) -> bool:
+        opt = self.cfg.optimizer
+        return bool(opt.use_slow_update or opt.use_meta_skill or opt.use_meta_reflect)
 
     def _record_stop(self, exc: BaseException) -> None:
         """What a run stopped by `exc` (other than a budget) leaves in its progress: interrupted, stopped because
@@ -510,8 +532,7 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ epochs
     def _end_epoch(self, epoch: int, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
         self._settle_decision()
-        opt = self.cfg.optimizer
-        if opt.use_slow_update or opt.use_meta_skill or opt.use_meta_reflect:
+        if self._epoch_has_work():
             current = self._epoch_work(epoch, current)
         # Only the running epoch's step log is read (by meta reflect); keeping every ended epoch's would make
         # progress.json, rewritten at every step, grow with the run (200 KB after 1,000 steps).
