@@ -19,7 +19,10 @@ Contracts:
   (scrubbed). Only what is kept is scanned (plus the margins), never the text the reader cut.
 - `build_scrubber` raises `ConfigError` for an extra pattern that is not a valid regex, naming the pattern.
 - Speed: each category runs only when a literal it needs occurs (`@`, `/home/`, `Users`, `/root`, a home's
-  path), and every pattern starts with a literal the regex engine can skip to.
+  path), and every pattern starts with a literal the regex engine can skip to. A string of at most `MEMO_CHARS`
+  is scrubbed once per set of resolved secret values (its result and counts remembered); a string nothing was
+  masked in comes back as the very object given, and `scrub_session` copies only the records that changed.
+- `previews(session)` is what harvest keeps of tool outputs before scrubbing (see its docstring).
 """
 
 from __future__ import annotations
