@@ -196,10 +196,7 @@ class Scanner:
         run: dict[str, list[Detector]] = {}
         self.text_rules: tuple[tuple[bytes, Detector], ...] = tuple(
             (k.encode(), d) for d in self.detectors if d.gate == "text" for k in d.keywords)
-        by_keyword: dict[bytes, list[Detector]] = {}
-        for keyword, det in self.text_rules:  # one substring test per keyword (two rules share `curl`)
-            by_keyword.setdefault(keyword, []).append(det)
-        self.text_keywords = tuple((k, tuple(v)) for k, v in by_keyword.items())
+        self.text_keywords = _by_keyword(self.text_rules)  # one substring test per keyword (rules share `curl`)
         for det in self.detectors:
             for k in det.keywords if det.gate in ("context", "run") else ():
                 (context if det.gate == "context" else run).setdefault(k, []).append(det)
@@ -280,6 +277,13 @@ class Scanner:
             for kw in self.run_re.finditer(low, lo, hi):
                 for det in self.run_rules.get(kw.group().decode(), ()):
                     hits.run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
+
+
+def _by_keyword(rules: Iterable[tuple[bytes, Detector]]) -> tuple[tuple[bytes, tuple[Detector, ...]], ...]:
+    grouped: dict[bytes, list[Detector]] = {}
+    for keyword, det in rules:
+        grouped.setdefault(keyword, []).append(det)
+    return tuple((k, tuple(v)) for k, v in grouped.items())
 
 
 class _Hits:
