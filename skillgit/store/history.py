@@ -16,6 +16,7 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from skillgit.store import notes as N
@@ -37,9 +38,8 @@ class RejectedCache:
 class ChainCache:
     """What `scan` read of the skill branch's first-parent chain, kept by each `Store` (`Store.chain_cache`): the
     chain at `tip` (commit, committer time; oldest first) and the step entries of its commits. When the branch only
-    moved forward (`tip` is the first parent of the oldest new commit) only the new commits are read: the loop
-    scans the history at every step (the negative buffer), and reading the whole chain made a step's reads grow
-    with the history."""
+    moved forward (`tip` is the first parent of the oldest new commit) only the new commits are read (the loop
+    scanned the history at every step for its negative buffer before it kept the buffer itself)."""
 
     tip: str | None = None
     chain: list[tuple[str, int]] = field(default_factory=list)
@@ -142,9 +142,9 @@ def _tag_entry(row: list[str]) -> LogEntry | None:
 def rejected_entries(store: "Store") -> list[LogEntry]:
     """Rejected steps from live tags and from the gc archive (unordered).
 
-    The loop reads the negative buffer at every step, so a store keeps what it parsed: an entry depends only on
-    its ref name and the (immutable) tag object, and the archive's entries only on the archive commit. Each call
-    lists the tags (names and ids) and parses only those it has not seen."""
+    An entry depends only on its ref name and the (immutable) tag object, and the archive's entries only on the
+    archive commit: a store keeps what it parsed, and the first call of a process starts from what earlier ones
+    parsed (the tag cache below). Each call lists the tags (names and ids) and parses only those it has not seen."""
     repo = store.repo
     cache = store.rejected_cache
     seen = cache.tags
@@ -186,7 +186,8 @@ _ENTRY_TYPES: dict[str, Any] = {"run": str, "verdict": str, "sha": str, "subject
                                 "parent": (str, type(None)), "seq": (int, type(None)), "step": (int, str)}
 
 
-def tag_cache_path(repo: GitRepo):
+def tag_cache_path(repo: GitRepo) -> Path:
+    """Where a repository's parsed rejected tags are kept (shared by its worktrees)."""
     return repo.common_dir / "skillgit" / "cache" / "rejected-tags.json"
 
 

@@ -44,7 +44,9 @@ def note_edits(records: list[dict[str, Any]], entry: LogEntry) -> list[RejectedE
 def decided_edits(run: str, step: int | str, commit: str, parent: str, tag_message: str, commit_message: str,
                   note: list[dict[str, Any]]) -> tuple[RejectedEdit, ...]:
     """The buffer entries of a rejection being decided (`Store.decide`): what `negative_buffer` will read of it
-    once its tag and `note` (the records written to the candidate's note) are in git."""
+    once its tag and `note` (the records appended to the candidate's note) are in git — exactly, when the
+    candidate had no note before its decision (its records deferred to it: `propose(defer_note=True)`, as the
+    loop's candidates are)."""
     parsed = R.parse_step_ref(R.rejected_ref(run, step))
     if parsed is None:
         return ()
