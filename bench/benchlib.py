@@ -186,16 +186,19 @@ class StepClock:
 
     A numbered step starts when the loop enters `trainer._step` (its rollout is the first thing it does) and ends
     when the next one starts: its decision is written in the background during that next rollout, so that is
-    where its bookkeeping lands. The last step ends when its decision has landed (`trainer._settle_decision`).
+    where its bookkeeping lands. The last step ends when its decision has landed (`trainer._settle_decision`) or,
+    when the run scores test at its end, when that closing scoring starts (`trainer._closing_scores`: the decision
+    lands during it, as a step's lands during the next rollout).
     Epoch-end work falls into the window of the step before it. `usage_windows` is per progress save instead
     (`trainer._save`; a step's save lands after the next step's rollout)."""
 
     def __init__(self, trainer) -> None:
         # (save message, when it finished, ledger snapshot); the first mark opens the run's first window
         self.marks: list[tuple[str, float, dict]] = [("(start)", time.monotonic(), trainer.ledger.snapshot())]
-        # ("step N" | "settled", when, ledger snapshot)
+        # ("step N" | "settled" | "closing", when, ledger snapshot)
         self.edges: list[tuple[str, float, dict]] = []
         inner_save, inner_step, inner_settle = trainer._save, trainer._step, trainer._settle_decision
+        inner_closing = getattr(trainer, "_closing_scores", None)  # (absent in older trees)
 
         def save(message: str, **kwargs: Any) -> None:
             inner_save(message, **kwargs)  # a background save ends when the loop moves on, not when it lands
@@ -211,6 +214,13 @@ class StepClock:
             return out
 
         trainer._save, trainer._step, trainer._settle_decision = save, step, settle
+        scores_test = bool(trainer.cfg.evaluation.eval_test and trainer._sealed_test.splits.get("test"))
+        if inner_closing is not None and scores_test:  # (no test scoring: nothing for the decision to land during)
+            def closing(*args: Any, **kwargs: Any) -> Any:
+                self.edges.append(("closing", time.monotonic(), trainer.ledger.snapshot()))
+                return inner_closing(*args, **kwargs)
+
+            trainer._closing_scores = closing
 
     def windows(self) -> list[tuple[int, float, float]]:
         """(step, start, end) for every numbered step."""
@@ -241,11 +251,12 @@ class StepClock:
             label, begin, snap0 = self.edges[i]
             if k + 1 < len(starts):
                 _, after, snap1 = self.edges[starts[k + 1]]
-            else:  # the last step: until its decision landed
+            else:  # the last step: until its decision landed, or the closing scoring it lands during began
+                closing = [e for e in self.edges[i + 1:] if e[0] == "closing"]
                 settled = [e for e in self.edges[i + 1:] if e[0] == "settled"]
-                if not settled:
+                if not (closing or settled):
                     continue
-                _, after, snap1 = settled[-1]
+                _, after, snap1 = closing[0] if closing else settled[-1]
             calls = {stage: u.get("calls", 0) - snap0["by_stage"].get(stage, {}).get("calls", 0)
                      for stage, u in snap1["by_stage"].items()}
             yield int(label[5:]), begin, after, {k: v for k, v in calls.items() if v}

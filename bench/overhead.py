@@ -5,8 +5,10 @@
 A step at batch 40 / minibatch 8 / 16 workers (both roles' `concurrency` set to match), every model call taking
 `--latency` seconds on the latency server (bench/simserver.py, through the real openai SDK). Per step:
 
-- wall: from the end of the previous progress save to the end of this step's save (budget check, batch,
-  rollout … gate, propose, decide, notes, run-ref save: everything the loop does for a step);
+- wall: the step's window (`benchlib.StepClock`): from the start of its rollout to the start of the next step's,
+  during which its decision (commit, notes, ref transaction, progress save) is written; the last step's ends when
+  the run's closing test scoring starts (`--test` items, scored as a run does by default: the decision lands
+  during it) or, with `--test 0`, when its decision has landed;
 - critical path: the longest chain of model calls in which each starts after the previous one ended, from the
   server's call timeline — the waves of calls the configured parallelism cannot avoid (bench/README.md);
 - ratio = wall ÷ critical path (target ≤ 1.15);
@@ -59,19 +61,22 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--batch", type=int, default=40)
     p.add_argument("--minibatch", type=int, default=8)
     p.add_argument("--val", type=int, default=30)
+    p.add_argument("--test", type=int, default=30,
+                   help="test items scored at the run's end, as a run does by default (0: none, no closing scoring)")
     p.add_argument("--no-capped", action="store_true", help="skip the concurrency-8 variant")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--keep", action="store_true", help="keep the work folder")
     a = p.parse_args(argv)
     if a.quick:
-        a.latency, a.steps, a.workers, a.batch, a.minibatch, a.val, a.no_capped = 0.05, 1, 4, 8, 4, 6, True
+        a.latency, a.steps, a.workers, a.batch, a.minibatch, a.val, a.test, a.no_capped = 0.05, 1, 4, 8, 4, 6, 4, True
 
     settings = simserver.Settings(latency=a.latency, lifetime=1800)
     rows, variants = [], {}
     with simserver.spawn(settings) as server, workdir("overhead", a.keep) as tmp:
         base = deep_merge(PLAIN_STEPS, {"train": {"batch_size": a.batch, "num_epochs": 1},
-                                        "gradient": {"minibatch_size": a.minibatch}})
-        template = make_project(tmp / "template", n_train=a.batch * a.steps, n_val=a.val,
+                                        "gradient": {"minibatch_size": a.minibatch},
+                                        "evaluation": {"eval_test": a.test > 0}})
+        template = make_project(tmp / "template", n_train=a.batch * a.steps, n_val=a.val, n_test=a.test,
                                 config=deep_merge(base, server_config(server.base_url, a.workers)))
         warm_seed_scores(template)
         plan = [("configured", [])]
@@ -99,7 +104,7 @@ def main(argv: list[str] | None = None) -> dict:
                "meets_targets": bool(main_v["ratio"] is not None and main_v["ratio"] <= TARGET_RATIO
                                      and main_v["outside_share"] <= TARGET_OUTSIDE)}
     data = {"config": {"latency_s": a.latency, "steps": a.steps, "workers": a.workers, "batch_size": a.batch,
-                       "minibatch_size": a.minibatch, "val_items": a.val, "quick": a.quick},
+                       "minibatch_size": a.minibatch, "val_items": a.val, "test_items": a.test, "quick": a.quick},
             "variants": variants, "summary": summary}
     write_result("overhead", data, a.out)
     print(table(rows, COLUMNS))

@@ -6,7 +6,8 @@ In-process, the simulated backends without latency and small batches, epoch ends
 run takes minutes on two cores. Measured:
 - git bookkeeping per step: the store's writes (propose, decide — both with their notes — and the run-ref
   progress save) and reads (step lookup, the negative buffer, reading the skill), in milliseconds and git
-  subprocesses, for the first, middle and last hundred steps (to see whether they grow with the history);
+  subprocesses (and of those, the listings whose output grows with the history: `for-each-ref`, `notes list`,
+  `log`), for the first, middle and last hundred steps (to see whether they grow with the history);
 - memory: the process's resident set (RSS) after each step, and its growth per step (least-squares slope over the
   steps after the first third, when the run's caches and pools have filled): target ≤ 5 KB per step; also what
   the bench's own records (git calls, step clocks, store timings: alive in the same process) hold per step, and
@@ -40,6 +41,9 @@ from benchlib import GitMeter, StepClock, dir_size, git, make_project, say, tabl
 
 WRITES = ("propose", "decide", "save_run")
 READS = ("step_record", "discard_candidate", "negative_buffer", "read_skill")
+# git commands whose output grows with the history (every tag, note or commit): a step that runs one reads more
+# the longer the run (the negative buffer did, before the loop kept it as it goes)
+LISTINGS = ("for-each-ref", "notes", "log")
 
 
 class StoreTimer:
@@ -107,7 +111,8 @@ def slice_figures(rows: list[dict], label: str) -> dict:
         return {"mean": round(statistics.fmean(values), 2), "p50": round(values[len(values) // 2], 2),
                 "p95": round(values[min(len(values) - 1, int(len(values) * 0.95))], 2)}
     return {"steps": label, "writes_ms": stat("writes_ms"), "reads_ms": stat("reads_ms"),
-            "git_calls": stat("git_calls"), "git_requests": stat("git_requests"), "step_ms": stat("step_ms")}
+            "git_calls": stat("git_calls"), "git_requests": stat("git_requests"), "listings": stat("listings"),
+            "step_ms": stat("step_ms")}
 
 
 def rss_bytes() -> int:
@@ -203,6 +208,7 @@ def main(argv: list[str] | None = None) -> dict:
                          "writes_ms": 1000 * timer.within(start, end, WRITES),
                          "reads_ms": 1000 * timer.within(start, end, READS),
                          "git_calls": len(meter.within(start, end)),
+                         "listings": sum(c[2] in LISTINGS for c in meter.within(start, end)),
                          "git_requests": len(meter.reads_within(start, end))})
         n = len(rows)
         k = max(1, min(100, n // 3))
@@ -257,10 +263,10 @@ def main(argv: list[str] | None = None) -> dict:
     write_result("scale", data, a.out)
     cols = [("steps", "steps", "")]
     for key, head in (("writes_ms", "writes ms"), ("reads_ms", "reads ms"), ("git_calls", "git calls"),
-                      ("git_requests", "git requests"), ("step_ms", "step ms")):
+                      ("git_requests", "git requests"), ("listings", "listings"), ("step_ms", "step ms")):
         for m in ("mean", "p95"):
             cols.append((f"{key}.{m}", f"{head} {m}", ".1f"))
-    kinds = ("writes_ms", "reads_ms", "git_calls", "git_requests", "step_ms")
+    kinds = ("writes_ms", "reads_ms", "git_calls", "git_requests", "listings", "step_ms")
     flat = [{"steps": s["steps"], **{f"{k}.{m}": s[k][m] for k in kinds for m in ("mean", "p95")}} for s in slices]
     print(table(flat, cols))
     print(f"\n{a.steps} steps ({data['decided']} decided candidates incl. epoch ends) in {run_s:.0f} s; "

@@ -20,9 +20,12 @@ checkout's whole `Miner` (its own copy of this script, its own skillgit) at ever
 the before/after ratio of a change, measured in the same run.
 
 Harvest (`--harvest N`, default 200 sessions of ~540 KB, real-sized Claude Code 2.1 files with planted secrets):
-the first pass over every file (the baseline) and the incremental pass after one more session was written (what
-`sleep harvest`'s cache and a night's saved state make the next run read), CPU seconds and the peak RSS of the
-child. Writes bench/results/sleep_scale.json.
+the first pass over every file, streamed as a night streams it (`harvest(sink=…)`), and the incremental pass after
+one more session was written (what `sleep harvest`'s cache and a night's saved state make the next run read), CPU
+seconds, seconds per GB and the peak RSS of the child; valid when planted secrets reached the kept text and none
+survived in a kept session. With `--baseline`, `--harvest-baseline M` files (written once) are harvested by both
+checkouts' skillgit, interleaved twice, each run in its own process: the before/after CPU ratio (lowest of each).
+Writes bench/results/sleep_scale.json.
 """
 
 from __future__ import annotations
@@ -99,6 +102,11 @@ def child(algo: str, n: int, seed: int) -> dict[str, Any]:
 
 
 def harvest_child(n: int, seed: int, kb: int = 540) -> dict[str, Any]:
+    """`n` real-sized Claude Code files, harvested as a night does (`harvest(sink=…)`: each kept session handed on,
+    none held), then once more after one more file was written (the incremental pass). CPU seconds are harvest's
+    own (the sink's leak check is timed apart and left out). Validity, checked here: every planted secret that a
+    kept session would show is masked — the planted values that reach the reader's kept text of the first files
+    are counted (so the check is not vacuous), and no planted value occurs in any session the sink got."""
     import shutil
     import tempfile
 
@@ -114,20 +122,124 @@ def harvest_child(n: int, seed: int, kb: int = 540) -> dict[str, Any]:
         history = History(seed)
         paths = history.write_claude(home, str(repo), n, kb)
         size = sum(p.stat().st_size for p in paths)
+        leaks = _Leaks()
+        planted = leaks.in_raw_sessions(paths[:50])
         base = _rss_mb()
         scrubber = build_scrubber(repo)
         cpu = time.process_time()
-        first = harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None)
-        first_cpu = time.process_time() - cpu
+        first = harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None,
+                        sink=leaks.sink)
+        first_cpu = time.process_time() - cpu - leaks.cpu
         first_peak = _peak_mb()
-        kept, state = len(first.sessions), first.state
+        kept, state, secrets = first.streamed, first.state, first.redactions.secrets
         del first
         history.write_claude(home, str(repo), 1, kb)
+        leaks.cpu = 0.0
         cpu = time.process_time()
-        again = harvest(["claude"], home, repo, [], state, scrubber=scrubber, remote_lookup=None)
+        again = harvest(["claude"], home, repo, [], state, scrubber=scrubber, remote_lookup=None, sink=leaks.sink)
         return {"units": n, "mb": round(size / 1e6, 1), "kept": kept, "cpu_s": round(first_cpu, 3),
-                "incremental_cpu_s": round(time.process_time() - cpu, 3), "incremental_read": again.files_read,
-                "peak_mb": round(first_peak, 1), "grew_mb": round(max(0.0, first_peak - base), 1)}
+                "s_per_gb": round(first_cpu / (size / 1e9), 1),
+                "incremental_cpu_s": round(time.process_time() - cpu - leaks.cpu, 3),
+                "incremental_read": again.files_read, "incremental_kept": again.streamed,
+                "peak_mb": round(first_peak, 1), "grew_mb": round(max(0.0, first_peak - base), 1),
+                "masked": secrets, "planted_kept": planted, "leaked": sorted(leaks.found),
+                "valid": planted > 0 and not leaks.found}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class _Leaks:
+    """The planted secrets (tests/secret_corpus.FORMATS) found in text: in the reader's raw sessions (what the
+    scrubber must mask) and in the sessions harvest hands on (must be none)."""
+
+    def __init__(self) -> None:
+        import re
+
+        from tests.secret_corpus import FORMATS
+
+        self.names = {leak: f.name for f in FORMATS for leak in f.leaks}
+        self.pattern = re.compile("|".join(re.escape(leak) for leak in sorted(self.names, key=len, reverse=True)))
+        self.found: set[str] = set()
+        self.cpu = 0.0
+
+    def texts(self, session: Any) -> str:
+        parts = [session.cwd or "", session.path or ""]
+        for turn in session.turns:
+            parts.append(turn.text)
+            for call in turn.tool_calls:
+                parts += [call.summary, call.command or "", *call.paths]
+            parts += [result.output for result in turn.tool_results]
+        return "\n".join(parts)
+
+    def in_raw_sessions(self, paths: list[Path]) -> int:
+        from skillgit.sleep.readers import get_reader
+
+        try:  # what harvest keeps of a session before scrubbing it
+            from skillgit.sleep.scrub import previews
+        except ImportError:  # a checkout from before previews: it keeps the reader's whole session
+            def previews(session: Any) -> Any:
+                return session
+        reader = get_reader("claude")
+        return sum(len(self.pattern.findall(self.texts(previews(s)))) for p in paths for s in reader.read(p))
+
+    def sink(self, session: Any, first_new_turn: int) -> None:
+        cpu = time.process_time()
+        self.found.update(self.names[m] for m in self.pattern.findall(self.texts(session)))
+        self.cpu += time.process_time() - cpu
+
+
+# one first-pass harvest of the files under argv[2] by the skillgit of checkout argv[1], streamed (no session held)
+_HARVEST_AT = """
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from skillgit.sleep.harvest import HarvestState, harvest
+from skillgit.sleep.scrub import build_scrubber
+home, repo = Path(sys.argv[2]) / "home", Path(sys.argv[2]) / "repo"
+scrubber, kept = build_scrubber(repo), []
+cpu = time.process_time()
+result = harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None,
+                 sink=lambda session, first: kept.append(session.key))
+print(json.dumps({"cpu_s": round(time.process_time() - cpu, 3), "kept": len(kept),
+                  "masked": result.redactions.secrets,
+                  "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+"""
+
+
+def harvest_pair(n: int, seed: int, baseline: Path, timeout: float, repeats: int = 2) -> list[dict[str, Any]]:
+    """The before/after pair: the same `n` files (written once) harvested by this checkout's skillgit and by
+    `baseline`'s, interleaved `repeats` times, each run in its own process; the rows keep each one's lowest CPU."""
+    import shutil
+    import tempfile
+
+    from tests.sleep_synthetic import History
+
+    folder = Path(tempfile.mkdtemp(prefix="skillgit-bench-harvest-pair-"))
+    try:
+        (folder / "repo").mkdir()
+        subprocess.run(["git", "init", "-q", str(folder / "repo")], check=True)
+        size = sum(p.stat().st_size for p in History(seed).write_claude(folder / "home", str(folder / "repo"), n))
+        runs: dict[str, list[dict[str, Any]]] = {"this": [], "baseline": []}
+        for _ in range(repeats):
+            for name, code in (("this", ROOT), ("baseline", baseline)):
+                say(f"harvest of the same {n} files by {name} ({code}) …")
+                proc = subprocess.run([sys.executable, "-c", _HARVEST_AT, str(code), str(folder)], cwd=code,
+                                      capture_output=True, text=True, timeout=timeout)
+                if proc.returncode == 0:
+                    runs[name].append(json.loads(proc.stdout))
+        rows = []
+        for name, got in runs.items():
+            row: dict[str, Any] = {"algo": f"same {n} files: {name}", "requests": n, "mb": round(size / 1e6, 1)}
+            if got:
+                best = min(got, key=lambda r: r["cpu_s"])
+                row.update(best, s_per_gb=round(best["cpu_s"] / (size / 1e9), 1),
+                           cpu_runs=[r["cpu_s"] for r in got])
+            else:
+                row["note"] = "failed"
+            rows.append(row)
+        if "cpu_s" in rows[0] and "cpu_s" in rows[1]:
+            rows[0]["cpu_ratio"] = round(rows[1]["cpu_s"] / max(rows[0]["cpu_s"], 1e-3), 2)
+        return rows
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -189,6 +301,8 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, default=None,
                     help="another checkout of skillgit (e.g. `git worktree add /tmp/base main`): its Miner is "
                          "measured at every size in the same run, interleaved, for the before/after ratio")
+    ap.add_argument("--harvest-baseline", type=int, default=0,
+                    help="with --baseline: session files both checkouts harvest, for the before/after CPU ratio")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -208,10 +322,12 @@ def main() -> None:
                 say(f"baseline miner ({args.baseline}) at {n} requests …")
                 rows.append(measure("miner", n, args.seed, args.timeout, code=args.baseline.resolve()))
     harvest_n = 4 if args.quick else args.harvest
-    harvest_row = None
+    harvest_rows = []
     if harvest_n:
         say(f"harvest of {harvest_n} session files …")
-        harvest_row = measure("harvest", harvest_n, args.seed, args.timeout)
+        harvest_rows.append(measure("harvest", harvest_n, args.seed, args.timeout))
+    if args.baseline and args.harvest_baseline:
+        harvest_rows += harvest_pair(args.harvest_baseline, args.seed, args.baseline.resolve(), args.timeout)
     compare(rows, sizes)
     for row in rows:
         row.pop("members", None)
@@ -222,14 +338,19 @@ def main() -> None:
                        ("cpu_ratio", "ref/new CPU", ".2f"), ("mem_ratio", "ref/new MB", ".2f"), ("note", "note", "")]))
     if args.baseline:
         print("(miner rows: ref = the --baseline checkout's Miner, measured in this run)")
-    if harvest_row:
+    if harvest_rows:
         print()
-        print(table([harvest_row], [("requests", "sessions", "d"), ("mb", "MB", ".1f"), ("kept", "kept", "d"),
-                                    ("cpu_s", "first CPU s", ".2f"), ("incremental_cpu_s", "incremental CPU s", ".3f"),
-                                    ("incremental_read", "files read", "d"), ("peak_mb", "peak RSS MB", ".0f"),
-                                    ("grew_mb", "grew MB", ".0f"), ("note", "note", "")]))
-    write_result("sleep_scale", {"sizes": sizes, "seed": args.seed, "rows": rows, "harvest": harvest_row},
-                 args.out)
+        print(table(harvest_rows, [("algo", "harvest", ""), ("requests", "sessions", "d"), ("mb", "MB", ".1f"),
+                                   ("kept", "kept", "d"), ("cpu_s", "first CPU s", ".2f"),
+                                   ("s_per_gb", "s per GB", ".1f"), ("cpu_ratio", "× baseline CPU", ".2f"),
+                                   ("incremental_cpu_s", "incremental CPU s", ".3f"),
+                                   ("incremental_read", "files read", "d"), ("peak_mb", "peak RSS MB", ".0f"),
+                                   ("grew_mb", "grew MB", ".0f"), ("masked", "secrets masked", "d"),
+                                   ("planted_kept", "planted in kept text", "d"),
+                                   ("leaked", "leaked", ""), ("valid", "valid", ""), ("note", "note", "")]))
+    write_result("sleep_scale", {"sizes": sizes, "seed": args.seed, "rows": rows,
+                                 "harvest": harvest_rows[0] if harvest_rows else None,
+                                 "harvest_before_after": harvest_rows[1:]}, args.out)
 
 
 if __name__ == "__main__":

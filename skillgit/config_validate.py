@@ -17,8 +17,7 @@ from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Union
 
 from skillgit import proposer_table
-from skillgit.agents import registry as agents
-from skillgit.backend_table import names_for
+from skillgit.backend_table import TABLE, names_for
 from skillgit.errors import ConfigError
 from skillgit.scorers import SCORER_TYPES
 
@@ -40,7 +39,6 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "model.*.auth_mode": AUTH_MODES,
     "model.*.command.permission_mode": ("acceptEdits", "auto", "default", "dontAsk", "plan"),
     "model.*.command.sandbox": ("read-only", "workspace-write"),
-    "model.*.command.profile": agents.PROFILES,
     "optimizer.lr_scheduler": ("constant", "linear", "cosine", "autonomous"),
     "env.executor": ("threads", "ray"),
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),
@@ -56,9 +54,29 @@ DYNAMIC_ENUMS: dict[str, Callable[[], tuple[str, ...]]] = {
     # installed packages add theirs through the `skillgit.backends` entry points: read when checked, not at import
     "model.teacher_backend": lambda: names_for("teacher"),
     "model.student_backend": lambda: names_for("student"),
-    "model.*.command.preset": agents.student_names,
-    "model.*.command.output": lambda: ("", *agents.trace_formats()),
+    "model.*.command.preset": lambda: _agents().student_names(),
+    "model.*.command.output": lambda: ("", *_agents().trace_formats()),
+    "model.*.command.profile": lambda: _agents().PROFILES,
 }
+
+
+_BACKEND_ROLES = {"model.teacher_backend": "teacher", "model.student_backend": "student"}
+
+
+def _builtin_backend(generic: str, value: Any) -> bool:
+    """True for a built-in backend that may play the key's role: valid without reading the installed plugins
+    (a built-in name wins over a plugin's, `backend_table.table`; the plugins' entry points cost every command
+    that reads the config, `log` and `status` too, a sixth of their imports)."""
+    entry = TABLE.get(value) if generic in _BACKEND_ROLES and isinstance(value, str) else None
+    return entry is not None and _BACKEND_ROLES[generic] in entry.roles
+
+
+def _agents():
+    """The agent registry, imported when an agent key's value is checked (`skillgit log` and `status` read the
+    config without ever naming an agent: the registry is a fifth of their imports)."""
+    from skillgit.agents import registry
+
+    return registry
 
 
 def allowed_values(generic: str) -> tuple[str, ...] | None:
@@ -234,7 +252,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
 def check_field(key: str, value: Any, default: Any = None) -> None:
     """Allowed values and ranges of one already-typed field."""
     generic = generic_key(key)
-    allowed = allowed_values(generic)
+    allowed = None if _builtin_backend(generic, value) else allowed_values(generic)
     if allowed is not None and value not in allowed:
         close = difflib.get_close_matches(str(value), allowed, n=1, cutoff=0.6)
         raise ConfigError(f"{key}: {_short(value)} is not one of {', '.join(allowed)}",
@@ -380,7 +398,7 @@ def _check_model(cfg: Any) -> None:
 
 
 def _check_command_student(command: Any) -> None:
-    answers = agents.answer_names()
+    answers = _agents().answer_names()
     if command.preset == "generic" and not command.argv:
         raise ConfigError("model.student.command.argv: student_backend 'command' with preset 'generic' "
                           "needs the command to run",
@@ -389,7 +407,7 @@ def _check_command_student(command: Any) -> None:
     if command.preset not in answers:
         raise ConfigError(f"model.student.command.preset: '{command.preset}' is an agent preset",
                           f"use student_backend: agent for coding agents on agentic tasks "
-                          f"({', '.join(agents.student_names())}), or preset {'|'.join(answers)} with "
+                          f"({', '.join(_agents().student_names())}), or preset {'|'.join(answers)} with "
                           "student_backend: command")
 
 
@@ -428,7 +446,7 @@ def _check_proposers(opt: Any, teacher_backend: str) -> None:
         if need and teacher_backend != need:
             raise ConfigError(f"{key}: {name!r} needs model.teacher_backend: {need}, got {teacher_backend!r}",
                               f"set model.teacher_backend: {need} and model.teacher.command.preset "
-                              f"({', '.join(agents.student_names())}); its chat side answers reflect's questions")
+                              f"({', '.join(_agents().student_names())}); its chat side answers reflect's questions")
 
 
 def _check_handoff_dir(value: str) -> None:

@@ -196,6 +196,7 @@ class Scanner:
         run: dict[str, list[Detector]] = {}
         self.text_rules: tuple[tuple[bytes, Detector], ...] = tuple(
             (k.encode(), d) for d in self.detectors if d.gate == "text" for k in d.keywords)
+        self.text_keywords = _by_keyword(self.text_rules)  # one substring test per keyword (rules share `curl`)
         for det in self.detectors:
             for k in det.keywords if det.gate in ("context", "run") else ():
                 (context if det.gate == "context" else run).setdefault(k, []).append(det)
@@ -218,33 +219,38 @@ class Scanner:
     def spans(self, text: str) -> list[tuple[int, int, int]]:
         raw = text.encode("ascii", "replace")  # one byte per character: byte offsets are text offsets
         low = raw.lower()
-        names = low.translate(_NAME_MAP)
-        found: list[tuple[int, int, int]] = []
-        tried: set[tuple[str, int]] = set()
-        accept = self.accept
+        hits = _Hits(text, self.accept)
+        self._schemes(low, hits)
+        if b"--" in low:  # every flag starts with it
+            self._flags(low, hits)
+        self._words(low, hits)
+        self._runs(raw, low, hits)
+        for keyword, dets in self.text_keywords:
+            if keyword in low:
+                for det in dets:
+                    hits.run(det, -1, det.pattern.finditer(text))
+        return hits.found
 
-        def run(det: Detector, at: int, matches: Iterable[re.Match[str] | None]) -> None:
-            if (det.id, at) in tried:
-                return
-            tried.add((det.id, at))
-            for match in matches:
-                span = det.span(match) if match is not None else None
-                if span is not None and span[1] > span[0] and accept(det, text, match, span):  # type: ignore[arg-type]
-                    keep = len(match.group(1)) if det.keep < 0 else det.keep  # type: ignore[union-attr]
-                    found.append((span[0], span[1], max(0, min(keep, span[1] - span[0] - 1))))
-
+    def _schemes(self, low: bytes, hits: _Hits) -> None:
+        text = hits.text
         for scheme in self.scheme_re.finditer(low):
             at = scheme.start()
             if at and _NAME_MAP[low[at - 1]] == 97:  # inside a longer word ("mytoken x")
                 continue
             for det in self.word_rules:
                 if scheme.group("w").decode() in det.keywords:
-                    run(det, at, (det.pattern.match(text, at),))
+                    hits.run(det, at, (det.pattern.match(text, at),))
+
+    def _flags(self, low: bytes, hits: _Hits) -> None:
         for flag in self.flag_re.finditer(low):
             for det in self.name_rules:
-                run(det, flag.start(), (det.pattern.match(text, flag.start()),))
+                hits.run(det, flag.start(), (det.pattern.match(hits.text, flag.start()),))
+
+    def _words(self, low: bytes, hits: _Hits) -> None:
+        text, names = hits.text, b""
         hit = self.word_re.search(low)
         while hit is not None:
+            names = names or low.translate(_NAME_MAP)  # made once, when the first word is found
             p, word = hit.start(), hit.group("w").decode()
             # the assigned name is the one just before the operator; when the secret word begins it, it begins
             # earlier still (`OPENAI_API_KEY` holds `api`)
@@ -255,24 +261,50 @@ class Scanner:
             while start < p and low[start:start + 1] in b".-":
                 start += 1
             for det in self.name_rules:
-                run(det, start, (det.pattern.match(text, start),))
+                hits.run(det, start, (det.pattern.match(text, start),))
             for det in self.context_rules.get(word, ()):  # gitleaks' generic rule is keyed by the secret words
-                run(det, p, (det.pattern.match(text, p),))
+                hits.run(det, p, (det.pattern.match(text, p),))
             for kw in self.context_re.finditer(low, max(0, start - 24), end):  # a vendor's name (ADAFRUIT_KEY)
                 if kw.start() != p:
                     for det in self.context_rules.get(kw.group().decode(), ()):
-                        run(det, kw.start(), (det.pattern.match(text, kw.start()),))
+                        hits.run(det, kw.start(), (det.pattern.match(text, kw.start()),))
             hit = self.word_re.search(low, hit.end("w"))  # after the word, not its tail: no word is skipped
-        n = len(text)
+
+    def _runs(self, raw: bytes, low: bytes, hits: _Hits) -> None:
+        text, n = hits.text, len(hits.text)
         for token in _RUN.finditer(raw.translate(_RUN_MAP)):
             lo, hi = token.span()
             for kw in self.run_re.finditer(low, lo, hi):
                 for det in self.run_rules.get(kw.group().decode(), ()):
-                    run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
-        for keyword, det in self.text_rules:
-            if keyword in low:
-                run(det, -1, det.pattern.finditer(text))
-        return found
+                    hits.run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
+
+
+def _by_keyword(rules: Iterable[tuple[bytes, Detector]]) -> tuple[tuple[bytes, tuple[Detector, ...]], ...]:
+    grouped: dict[bytes, list[Detector]] = {}
+    for keyword, det in rules:
+        grouped.setdefault(keyword, []).append(det)
+    return tuple((k, tuple(v)) for k, v in grouped.items())
+
+
+class _Hits:
+    """One text's accepted spans; each detector runs once per place (`tried`)."""
+
+    __slots__ = ("text", "accept", "found", "tried")
+
+    def __init__(self, text: str, accept: Accept) -> None:
+        self.text, self.accept = text, accept
+        self.found: list[tuple[int, int, int]] = []
+        self.tried: set[tuple[str, int]] = set()
+
+    def run(self, det: Detector, at: int, matches: Iterable[re.Match[str] | None]) -> None:
+        if (det.id, at) in self.tried:
+            return
+        self.tried.add((det.id, at))
+        for match in matches:
+            span = det.span(match) if match is not None else None
+            if span is not None and span[1] > span[0] and self.accept(det, self.text, match, span):  # type: ignore[arg-type]
+                keep = len(match.group(1)) if det.keep < 0 else det.keep  # type: ignore[union-attr]
+                self.found.append((span[0], span[1], max(0, min(keep, span[1] - span[0] - 1))))
 
 
 def mask(text: str, spans: list[tuple[int, int, int]], token: str) -> tuple[str, int]:

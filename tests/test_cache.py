@@ -419,3 +419,15 @@ def test_opening_reads_no_entry_however_many_there_are(tmp_path, monkeypatch):
         counts.append(steps[0])
         assert [t for t in reads if t in ("calls", "uses")] == []  # no row of either table is read at open
     assert counts[0] == counts[1]  # the same work for 3 and 3,000 entries
+
+
+def test_a_long_runs_journal_keeps_a_small_write_ahead_log(tmp_path):
+    """Thousands of puts (a 1,000-step run journals ~14,000 calls) leave the WAL near its bound, not SQLite's
+    default 4 MB: the journal lives in the user's .git."""
+    cache = CallCache(db(tmp_path))
+    for i in range(3000):
+        cache.put(f"k{i}", Reply(prose(400, seed=i), USAGE))
+    wal = db(tmp_path).with_name("calls.sqlite-wal")
+    assert wal.stat().st_size <= 2 * cache_mod.WAL_PAGES * 4096
+    assert cache.get("k2999") is not None and cache.get("k0") is not None
+    cache.close()

@@ -5,7 +5,6 @@ the write (the branch moved) still stops the run with nothing built over the use
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -20,20 +19,24 @@ from tests.test_train import train
 def test_the_next_rollout_runs_while_the_previous_decision_is_written(tmp_path, monkeypatch):
     folder = tmp_path / "p"
     create_project(folder, 0)
-    marks: dict[str, float] = {}
+    order: list[str] = []
     lock = threading.Lock()
+    second_rollout = threading.Event()
     real_decide, real_rollout = Store.decide, stages.rollout
 
     def slow_decide(self, cand, **kw):
-        time.sleep(0.6)  # a slow disk or a big repository
+        if str(cand.step) == "1":  # a slow disk: step 1's write lasts until step 2's students have started…
+            second_rollout.wait(20)  # …or 20 s, when the loop waits for the write (the order below then fails)
         out = real_decide(self, cand, **kw)
         with lock:
-            marks.setdefault(f"decided {cand.step}", time.perf_counter())
+            order.append(f"decided {cand.step}")
         return out
 
     def rollout(*args, **kw):
         with lock:
-            marks.setdefault(f"rollout {len(marks)}", time.perf_counter())
+            order.append("rollout")
+            if order.count("rollout") == 2:
+                second_rollout.set()
         return real_rollout(*args, **kw)
 
     monkeypatch.setattr(Store, "decide", slow_decide)
@@ -42,9 +45,8 @@ def test_the_next_rollout_runs_while_the_previous_decision_is_written(tmp_path, 
     result, _ = train(folder, "train.max_steps=2", "optimizer.use_slow_update=false", "optimizer.use_meta_skill=false",
                       "optimizer.use_meta_reflect=false", events=events)
     assert result.steps == 2
-    starts = sorted(v for k, v in marks.items() if k.startswith("rollout"))
-    assert len(starts) == 2
-    assert starts[1] < marks["decided 1"]  # step 2's students ran before step 1's decision had landed
+    # step 2's students ran before step 1's decision had landed
+    assert order == ["rollout", "rollout", "decided 1", "decided 2"]
     # …and the events read as if it had been inline: step 1's end before anything of step 2
     kinds = [(e.kind, getattr(e, "step", None) or e.outcome.step) for e in events
              if isinstance(e, (StepStarted, StepDecided))]
@@ -79,17 +81,18 @@ def test_the_ordered_sink_holds_other_threads_until_the_release():
     sink = OrderedSink(lambda e: seen.append(e.step))  # type: ignore[attr-defined]
     sink(StepStarted("1", 0, 4))
     sink.hold()
-    done = threading.Event()
+    claimed, done = threading.Event(), threading.Event()
 
     def writer() -> None:
         sink.claim()
         sink(StepStarted("decide", 0, 0))  # the writer's own events pass
+        claimed.set()
         done.wait(5)
         sink.release([StepStarted("end-1", 0, 0)])
 
     t = threading.Thread(target=writer)
     t.start()
-    time.sleep(0.05)
+    assert claimed.wait(5)
     sink(StepStarted("2", 0, 4))  # held
     assert seen == ["1", "decide"]
     done.set()

@@ -78,6 +78,15 @@ def test_searchqa_names_the_row_of_a_malformed_file(tmp_path):
         envs.get("searchqa").load(bad)
 
 
+def test_every_adapter_names_rows_alike_and_refuses_repeated_ids(tmp_path):
+    rows_file = tmp_path / "qa.jsonl"
+    rows_file.write_text('{"question": "q1", "answer": "a"}\n{"id": 7, "question": "q2", "answer": "b"}\n')
+    assert [i.id for i in envs.get("searchqa").load(rows_file)] == ["qa-1", "7"]
+    rows_file.write_text('{"id": "x", "problem": "1+1", "answer": "2"}\n{"id": "x", "problem": "2+2", "answer": "4"}\n')
+    with pytest.raises(ConfigError, match=r"duplicate item id 'x'"):
+        envs.get("math").load(rows_file)
+
+
 # ---------------------------------------------------------------------------------------------- math
 def test_math_reads_the_sample_and_scores_final_answer_equivalence():
     env = envs.get("math")

@@ -143,6 +143,7 @@ def test_fallback_does_not_happen_for_other_errors(fake_server):
         llm.complete(ASK_JSON)
     assert info.value.kind == "rate_limit" and llm.json_mode_in_use == "json_schema"
     assert len(fake_server.requests) == 1
+    assert info.value.__context__ is None  # the SDK exception (it holds the request's headers) is not chained
 
 
 def test_a_transient_500_is_retried_without_stepping_the_json_mode_down(fake_server):

@@ -14,6 +14,7 @@ from skillgit.cli.demo import create_project
 from skillgit.llm import cache as cache_mod
 from skillgit.llm.base import Reply
 from skillgit.llm.cache import CallCache
+from skillgit.loop.run import Trainer
 from skillgit.project import open_project
 from skillgit.recent import Recent
 from skillgit.session import build_trainer, open_session
@@ -120,3 +121,109 @@ def test_a_run_keeps_no_trajectories_of_the_steps_it_finished(tmp_path):
         del trainer, session
     assert counts[12] <= counts[3] + 4, counts  # not a handful more per step
     assert rules.read_skill.cache_info().maxsize <= 256
+
+
+# ---------------------------------------------------------------------------------------------- the negative buffer
+SMALL = ["train.batch_size=2", "train.num_epochs=50", "evaluation.eval_test=false", "optimizer.proposals=2",
+         "optimizer.negative_buffer_size=3"]
+
+
+def _trainer(folder, steps: int, run: str, resume: bool = False, on_event=None):
+    session = open_session(open_project(folder, None, [f"train.max_steps={steps}", *SMALL]))
+    return build_trainer(session, run_id=run, resume=resume, **({"on_event": on_event} if on_event else {}))
+
+
+def _recording_teacher(monkeypatch) -> list[tuple[int | None, list, dict, list]]:
+    """Wrap `Trainer.teacher`: each call's (step, negative buffer shown, blocked set, what git holds now)."""
+    seen: list[tuple[int | None, list, dict, list]] = []
+    original = Trainer.teacher
+
+    def teacher(self, step=None):
+        made = original(self, step)
+        assert self._negative is not None
+        seen.append((step, list(made.negative), dict(made.blocked),
+                     [self._negative.newest(self._negative.keep), self.store.negative_buffer(self._negative.keep)]))
+        return made
+
+    monkeypatch.setattr(Trainer, "teacher", teacher)
+    return seen
+
+
+def test_the_running_negative_buffer_is_what_git_holds_at_every_step(tmp_path, monkeypatch):
+    """The loop reads the negative buffer from git once and then adds the rejections it decides (two proposals a
+    step, epoch ends, an earlier run's rejections in the same repository): at every teacher call it equals a fresh
+    read of the whole history."""
+    folder = tmp_path / "p"
+    create_project(folder, 0)
+    _trainer(folder, 4, "earlier").train()
+    seen = _recording_teacher(monkeypatch)
+    trainer = _trainer(folder, 14, "later")
+    trainer.train()
+    assert len(seen) >= 14
+    for step, _, _, (running, read) in seen:
+        assert running == read, step
+    assert any(r.run == "later" for r in seen[-1][3][0]) and any(r.run == "earlier" for r in seen[0][3][0])
+    assert all(len(shown) <= 3 for _, shown, _, _ in seen) and any(shown for _, shown, _, _ in seen[-4:])
+
+
+def test_a_resumed_run_shows_the_teacher_the_buffer_an_uninterrupted_run_showed(tmp_path, monkeypatch):
+    """A run stopped at step 7 and resumed by a new process (which reads the buffer from git) gives every later
+    step's teacher the same negative buffer and blocked set as a run that never stopped."""
+    whole = tmp_path / "whole"
+    create_project(whole, 3)
+    seen = _recording_teacher(monkeypatch)
+    _trainer(whole, 12, "r1").train()
+    uninterrupted = {step: (shown, blocked) for step, shown, blocked, _ in seen if step is not None}
+
+    cut = tmp_path / "cut"
+    create_project(cut, 3)
+    seen.clear()
+    original = Trainer.teacher
+
+    def stop_at_7(self, step=None):
+        if step == 7:
+            raise KeyboardInterrupt
+        return original(self, step)
+
+    monkeypatch.setattr(Trainer, "teacher", stop_at_7)
+    with pytest.raises(KeyboardInterrupt):
+        _trainer(cut, 12, "r1").train()
+    monkeypatch.setattr(Trainer, "teacher", original)
+    seen = _recording_teacher(monkeypatch)
+    _trainer(cut, 12, "r1", resume=True).train()
+    resumed = {step: (shown, blocked) for step, shown, blocked, _ in seen if step is not None}
+    assert min(resumed) == 7 and max(resumed) == 12
+    assert any(shown for shown, _ in resumed.values())
+    for step in resumed:
+        assert resumed[step] == uninterrupted[step], step
+
+
+def test_a_step_lists_no_tags_notes_or_history(tmp_path, monkeypatch):
+    """A step's git reads do not grow with the history: after the first step, no step inside an epoch runs
+    `git for-each-ref` (every rejected tag), `git notes list` or `git log` (before: two to three a step, whose
+    output grows with every decided step)."""
+    folder = tmp_path / "p"
+    create_project(folder, 0)
+    calls: list[str] = []
+    original = GitRepo._exec
+
+    def counted(g, args, stdin=None, env=None):
+        calls.append(git_mod._subcommand(args))
+        return original(g, args, stdin, env)
+
+    monkeypatch.setattr(GitRepo, "_exec", staticmethod(counted))
+    marks: list[tuple[str, int]] = []
+
+    def on_event(event):
+        if event.kind == "step_start":
+            marks.append((event.step, len(calls)))
+
+    trainer = _trainer(folder, 10, "r1", on_event=on_event)
+    trainer.train()
+    marks.append(("end", len(calls)))
+    per_step = {step: calls[a:b] for (step, a), (_, b) in zip(marks, marks[1:])}
+    inside = [s for s in per_step if s.isdigit() and 1 < int(s) < 10 and int(s) % trainer.batches_per_epoch != 1]
+    assert len(inside) >= 5
+    for step in inside:
+        listed = [c for c in per_step[step] if c in ("for-each-ref", "notes", "log")]
+        assert listed == [], (step, listed)

@@ -7,6 +7,7 @@ inbox (read, scoped, trimmed without losing a line appended meanwhile)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -670,3 +671,76 @@ def test_a_streaming_harvest_hands_each_session_to_the_miner_and_holds_none(tmp_
     again = harvest(["claude"], home, repo, [], streamed.state, sink=sink)
     assert len(got) == 1 and got[0][0] == "claude:ffff0001" and got[0][1] > 0
     assert again.streamed == 1 and again.first_new_turn == {got[0][0]: got[0][1]}
+
+
+def test_a_secret_the_excerpt_cut_split_is_masked_on_the_side_harvest_keeps(tmp_path):
+    # a long tool output is kept as head + tail (readers/_common.excerpt); a credential whose name fell in the cut
+    # part and whose value opens the tail, or a known secret value cut in two by the head's end, must not be kept
+    from skillgit.sleep.readers._common import HEAD_CHARS, TAIL_CHARS, excerpt
+    from skillgit.sleep.scrub import build_scrubber
+
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    aws = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4trsW9Zk"  # an AWS secret access key's shape: no prefix of its own
+    known = "correct-horse-battery-staple-42"  # a .env value: masked by value, whatever it looks like
+    tail_split = "x" * 3000 + "\naws_secret_access_key = " + aws + "\n" + "y" * (TAIL_CHARS - len(aws) - 1)
+    head_split = "c" * (HEAD_CHARS - 9) + " " + known + "\n" + "d" * 4000
+    plain = "token = compute_token(user)\n" + "e " * 3000 + "\npassword_hint = lookup_hint(user)\n"
+    (ClaudeSession("cccc0001", repo).user("read the config").bash("cat deploy.log", tail_split)
+     .bash("cat run.log", head_split).bash("cat app.py", plain).write(home))
+    scrubber = build_scrubber(secrets=[known], environ={}, homes=[])
+    kept: list[Session] = []
+    result = harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None,
+                     sink=lambda s, first: kept.append(s))
+    outputs = [r.output for t in kept[0].turns for r in t.tool_results]
+    flat = json.dumps([s.to_dict() for s in kept])
+    for fragment in (aws[:12], aws[-12:], known[:8], known[-8:]):
+        assert fragment not in flat, f"{fragment!r} leaked through an excerpt's cut"
+    assert outputs[0].endswith("y" * 40) and "chars cut]" in outputs[0] and "\n***\n" in outputs[0]
+    assert outputs[1].startswith("c" * 40) and outputs[1].split("\n…[")[0] == "c" * (HEAD_CHARS - 9) + " ***"
+    assert outputs[2] == excerpt(plain)  # nothing secret near a cut: the reader's excerpt as it was
+    assert all(r.cut is None for t in kept[0].turns for r in t.tool_results)  # the raw margins are dropped
+    assert result.redactions.secrets >= 2
+
+
+def test_harvest_keeps_a_preview_of_what_a_tool_read_and_the_whole_excerpt_of_a_command(tmp_path):
+    # only what is kept is scrubbed: a read's output is kept as its head (nothing past harvest reads it), a shell
+    # command's as the reader's head + tail (the test verdict is last); a secret the preview's cut splits is masked,
+    # and the session's digest is the reader's, so the next harvest finds nothing new
+    from skillgit.sleep.readers._common import excerpt
+    from skillgit.sleep.scrub import PREVIEW_CHARS, build_scrubber
+
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    source = "".join(f"{n:>6}\tdef step_{n}(x):\n" for n in range(400))
+    split = "c" * (PREVIEW_CHARS - 12) + "\napi_key = 'Zq8Rk2Lw9Xv4Tn7P'\n" + "d" * 3000
+    log = "collected 90 items\n" + "." * 4000 + "\n1 failed, 89 passed in 0.5s"
+    (ClaudeSession("dddd0001", repo).user("fix step 3").tool("Read", {"file_path": "src/steps.py"}, source)
+     .tool("Grep", {"pattern": "api_key"}, split).bash("pytest -q", log, is_error=True).write(home))
+    scrubber = build_scrubber(environ={}, homes=[])
+    first = harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None)
+    read, grep, test = (r.output for t in first.sessions[0].turns for r in t.tool_results)
+    assert read == f"{source[:PREVIEW_CHARS]}\n…[{len(source) - PREVIEW_CHARS} chars cut]…\n"
+    assert "Zq8Rk2" not in grep and grep.startswith("c" * 40) and "api_key = '***" in grep
+    assert test == excerpt(log) and test.endswith("1 failed, 89 passed in 0.5s")
+    again = harvest(["claude"], home, repo, [], first.state, scrubber=scrubber, remote_lookup=None)
+    assert again.sessions == () and again.files_unchanged == 1
+    written = ClaudeSession("dddd0001", repo).path(home)
+    os.utime(written, ns=(written.stat().st_atime_ns, written.stat().st_mtime_ns + 10**9))  # read again: same digest
+    reread = harvest(["claude"], home, repo, [], first.state, scrubber=scrubber, remote_lookup=None)
+    assert reread.files_read == 1 and reread.sessions == ()
+
+
+def test_the_scrubbers_memo_of_short_strings_follows_the_secret_values(monkeypatch):
+    # a short string is scrubbed once per set of secret values; a secret set after that is masked all the same,
+    # and every repeat is counted
+    from skillgit.sleep.model import ToolCall, Turn
+    from skillgit.sleep.scrub import build_scrubber
+
+    scrubber = build_scrubber(environ={}, homes=[])
+    value = "late-value-" + "7f3e" * 4
+    text = f"deploy --to prod {value}"
+    session = Session("claude", "m1", turns=(Turn("assistant", tool_calls=(ToolCall("Bash", text, text),)),))
+    assert scrubber.scrub_session(session)[0].turns[0].tool_calls[0].command == text
+    monkeypatch.setenv("SLEEP_MEMO_TOKEN", value)
+    clean, counts = scrubber.scrub_session(session)
+    assert clean.turns[0].tool_calls[0].command == "deploy --to prod ***" and counts.secrets == 2
+    assert scrubber.scrub_session(session)[1].secrets == 2

@@ -282,3 +282,20 @@ def test_a_task_no_commit_of_its_time_explains_is_pinned_to_head_resolved_when_m
     (task,) = mine(sessions, rev_for=lambda u: rev_before(repo, u.timestamp, u.git_branch), fallback_rev=head).tasks
     assert task.rev == head and task.rev != "HEAD"
     assert task.signals["rev_from"].startswith("HEAD when mined")
+
+
+def test_the_miner_holds_what_mining_reads_of_a_unit_not_its_answer_nor_every_command(tmp_path):
+    # a long history's units are held until grouping: the agent's last answer and the commands past the first are
+    # not part of any task, so they are not held; the task is the one the whole units give
+    repo = make_repo(tmp_path / "repo")
+    sessions, _ = harvested(tmp_path, *(fix_dates(ClaudeSession(f"k{n}", repo, day=f"2025-10-0{n + 3}")
+                                                  .user("Fix the failing date parsing test")) for n in range(2)))
+    whole = [u for s in sessions for u in split_units(s)]
+    assert all(u.answer and len(u.commands) == 2 for u in whole)
+    result = mine(sessions)
+    assert [(u.answer, u.commands) for u in result.units] == [("", whole[0].commands[:1])] * 2
+    assert all(u.did_work for u in result.units)
+    assert [(u.request, u.test_runs, u.paths, u.outcome) for u in result.units] == \
+        [(u.request, u.test_runs, u.paths, u.outcome) for u in whole]
+    (task,) = result.tasks
+    assert task.kind == "agentic" and task.verify["command"] == DATE_TEST and task.signals["passed_units"] == 2

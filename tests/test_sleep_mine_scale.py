@@ -111,3 +111,37 @@ def test_weighted_nodes_out_of_order_merge_like_the_pairwise_algorithm():
     docs = base[40:] + base + base[:40] + base[::-1]
     found = cluster(docs, DEFAULT_THRESHOLD)
     assert_same(docs, DEFAULT_THRESHOLD, found)
+
+
+def test_a_capped_merge_skips_the_one_sided_dots_that_cannot_make_the_cap(monkeypatch):
+    # a merge keeps the `neighbours` best; a neighbour known on one side only gets the exact dot of the sums,
+    # unless its bound (the missing side below the threshold) cannot outrank the weakest kept: same grouping,
+    # fewer dots than computing every one
+    from skillgit.sleep import cluster as module
+
+    docs = synthetic_docs(1500, 0)
+    dots = {"on": False, "count": 0}
+    real_dot, real_run, real_two_sided = module._dot, module._Agglomeration.run, module._Agglomeration._two_sided
+
+    def counting_dot(a, b):
+        dots["count"] += dots["on"]
+        return real_dot(a, b)
+
+    def counting_run(self):
+        dots["on"] = True
+        real_run(self)
+        dots["on"] = False
+
+    def every_dot(self, *args):  # the bounds lifted: every one-sided neighbour is computed, as before the cap
+        merged, one_sided = real_two_sided(self, *args)
+        return merged, [(float("inf"), k) for _, k in one_sided]
+
+    monkeypatch.setattr(module, "_dot", counting_dot)
+    monkeypatch.setattr(module._Agglomeration, "run", counting_run)
+    found = cluster(docs, DEFAULT_THRESHOLD)
+    pruned, dots["count"] = dots["count"], 0
+    monkeypatch.setattr(module._Agglomeration, "_two_sided", every_dot)
+    full = cluster(docs, DEFAULT_THRESHOLD)
+    assert [c.members for c in found] == [c.members for c in full]
+    assert [s for c in found for s in c.mean_sims] == pytest.approx([s for c in full for s in c.mean_sims])
+    assert pruned < 0.9 * dots["count"]

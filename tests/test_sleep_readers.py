@@ -282,3 +282,23 @@ def test_an_agent_registered_with_a_reader_is_harvested_without_any_other_file_c
     finally:
         registry.unregister("fakelog")
     assert "fakelog" not in sources()
+
+
+def test_exit_codes_are_read_as_the_whole_regex_reads_them_from_any_text():
+    # exit_code_in tries its regex only where a match can start: it must find what a search of the whole text finds
+    import random
+
+    from skillgit.sleep.readers._common import _EXIT_CODE, exit_code_in
+
+    def whole(text: str) -> int | None:
+        match = _EXIT_CODE.search(text)
+        return int(match.group(1)) if match else None
+
+    words = ["exit", "exited", " with", " code", " status", "process ", "Process ", ":", " ", "\n", "\t", "1", "-2",
+             "x", "É", "EXİT", "Exit", "EXIT", "_", "sys.exit(", "myexit"]
+    rng = random.Random(7)
+    texts = ["Exit code 1", "process exited with code 2", "EXITED WITH CODE 4", "exit status: -5", "sys.exit(1)",
+             "the exit code is 3", "Process Exited With Code 12", "ÉTAT exit code 6", "", "nothing"]
+    texts += ["".join(rng.choice(words) for _ in range(rng.randint(1, 14))) for _ in range(5000)]
+    assert [exit_code_in(t) for t in texts] == [whole(t) for t in texts]
+    assert exit_code_in("ok\nProcess exited with code 2\n") == 2 and exit_code_in("sys.exit(0) in main") is None

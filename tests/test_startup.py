@@ -71,5 +71,26 @@ def test_log_imports_the_store_but_nothing_of_training(make_repo, args):
     code, modules, out = imported(args, root)
     assert code == 0, out
     assert loaded(modules, "skillgit.store") and loaded(modules, "git")
-    for heavy in TRAINING:
+    for heavy in TRAINING + NOT_READ:
         assert not loaded(modules, heavy), f"`skillgit {' '.join(args)}` imported {heavy}"
+
+
+# Read by neither `log` nor `status`: the agent registry (only a config naming an agent needs it checked) and the
+# installed backend plugins' entry points (a built-in backend name is valid without them).
+NOT_READ = ("skillgit.agents", "importlib.metadata")
+
+
+def test_status_imports_its_sparkline_but_not_the_report_page(tmp_path):
+    from skillgit.cli.demo import create_project
+    from skillgit.project import open_project
+    from skillgit.session import build_trainer, open_session
+
+    create_project(tmp_path / "p", 0)
+    session = open_session(open_project(tmp_path / "p", None, ["train.max_steps=2", "evaluation.eval_test=false"]))
+    build_trainer(session, run_id="r1", resume=False).train()
+    code, modules, out = imported(["status"], tmp_path / "p")
+    assert code == 0 and "r1" in out, out
+    assert loaded(modules, "skillgit.report.sparkline") and loaded(modules, "skillgit.store")
+    for heavy in ("skillgit.report.charts", "skillgit.report.html", "skillgit.report.svg", *NOT_READ,
+                  *(m for m in TRAINING if m != "skillgit.report")):
+        assert not loaded(modules, heavy), f"`skillgit status` imported {heavy}"

@@ -104,3 +104,34 @@ def test_the_history_scan_reads_only_the_commits_added_since_the_last_one(make_r
     middle = git(root, "rev-parse", "main~4")
     git(root, "update-ref", "refs/heads/main", middle)  # reset behind what the store had read
     assert H.scan(store) == H.scan(Store.open(root, "SKILL.md"))
+
+
+def test_the_rejected_tags_are_parsed_once_per_repository(two_runs, monkeypatch):
+    """`log` and `status` list the rejected tags each time but parse a tag's messages once per repository (the
+    tag cache in .git/skillgit/cache): a new process reads the same entries without parsing them again, a tag
+    re-made over another commit is parsed again, and a damaged cache is ignored and rewritten."""
+    first = Store.open(two_runs, "SKILL.md")
+    expected = first.history()
+    assert H.tag_cache_path(first.repo).is_file()
+    parsed: list[str] = []
+    original = H._tag_entry
+
+    def counted(row):
+        parsed.append(row[0])
+        return original(row)
+
+    monkeypatch.setattr(H, "_tag_entry", counted)
+    assert Store.open(two_runs, "SKILL.md").history() == expected and parsed == []
+    assert H.run_scores(Store.open(two_runs, "SKILL.md"), "r1", 2) == [0.30, 0.40, 0.55] and parsed == []
+    # the same tag name over another commit (a hand-made rejection): only it is parsed again, and shown as it is now
+    tip = git(two_runs, "rev-parse", "HEAD")
+    git(two_runs, "tag", "-f", "-a", "-m", "rejected r2/2 by hand: not wanted", "rejected/r2/0002", tip)
+    again = Store.open(two_runs, "SKILL.md").history()
+    assert parsed == ["refs/tags/rejected/r2/0002"]
+    assert [(e.label, e.reason) for e in again if e.verdict == "rejected"] == [
+        ("r1/0001", "worse"), ("r1/0003", "worse"), ("r2/0002", "not wanted")]
+    parsed.clear()
+    H.tag_cache_path(first.repo).write_text('{"v": 1, "tags": [["refs/tags/rejected/r1/0001", "x", {"run": 5}]]}')
+    assert Store.open(two_runs, "SKILL.md").history() == again and len(parsed) == 3  # every tag, once
+    parsed.clear()
+    assert Store.open(two_runs, "SKILL.md").history() == again and parsed == []

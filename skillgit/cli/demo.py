@@ -7,9 +7,7 @@ real model: the simulated world is documented in skillgit/world and says so on s
 
 from __future__ import annotations
 
-import json
 import shutil
-import tempfile
 from pathlib import Path
 
 from skillgit import console
@@ -23,15 +21,7 @@ DEMO_CONFIG = """\
 skill:
   path: SKILL.md
   branch: main
-model:
-  teacher_backend: simulated
-  teacher_model: sim-teacher
-  student_backend: simulated
-  student_model: sim-student
-  simulated:
-    seed: {seed}
-    num_rules: 6
-    noise: 0.05
+{model}
 train:
   num_epochs: 3
   batch_size: 20
@@ -60,23 +50,16 @@ N_TASKS = 150
 def create_project(folder: Path, seed: int) -> None:
     """Write the demo project into `folder` (created or empty) and commit it on `main`."""
     from skillgit.config import SimulatedCfg
+    from skillgit.demo_project import init_demo_repository
     from skillgit.store.initialize import init_project
-    from skillgit.store.repository import init_repository
-    from skillgit.world import default_skill, generate_tasks
+    from skillgit.world import SIMULATED_MODEL, default_skill, write_tasks
 
-    if folder.exists() and any(folder.iterdir()):
-        raise SkillgitError(f"{folder} is not empty",
-                            "pass --dir with a new or empty folder (or cd into an existing demo and run "
-                            "`skillgit train`)")
-    folder.mkdir(parents=True, exist_ok=True)
-    repo = init_repository(folder, "main")
-    for key, value in (("user.name", "skillgit demo"), ("user.email", "demo@skillgit.invalid")):
-        if not repo.config_get_all(key):  # a fresh machine may have no git identity at all
-            repo.config_set(key, value)
+    repo = init_demo_repository(folder, "pass --dir with a new or empty folder (or cd into an existing demo and "
+                                        "run `skillgit train`)")
     (folder / "SKILL.md").write_text(default_skill(), encoding="utf-8")
-    tasks = generate_tasks(SimulatedCfg(seed=seed), N_TASKS)
-    (folder / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks), encoding="utf-8")
-    (folder / "skillgit.yaml").write_text(DEMO_CONFIG.format(seed=seed), encoding="utf-8")
+    write_tasks(folder / "tasks.jsonl", SimulatedCfg(seed=seed), N_TASKS)
+    (folder / "skillgit.yaml").write_text(DEMO_CONFIG.format(seed=seed, model=SIMULATED_MODEL.format(seed=seed)),
+                                          encoding="utf-8")
     (folder / "README.md").write_text(
         "# skillgit demo project\n\nA skill trained on skillgit's offline simulated world. Try `skillgit log`, "
         "`skillgit show 1`, `skillgit rejected`, `skillgit train`.\n", encoding="utf-8")
@@ -98,11 +81,10 @@ def create_agentic_project(folder: Path, seed: int, teacher: str = "chat") -> No
     """Write the agentic example (a skill package, 16 coding tasks over two fixture repositories with pytest
     verifiers, the simulated coding agent as student) into `folder` and commit it on `main`. `teacher` "agent":
     the simulated agent teacher edits the package instead of the simulated chat teacher."""
+    from skillgit.demo_project import init_demo_repository
     from skillgit.resources import example_dir
-    from skillgit.store.repository import init_repository
 
-    if folder.exists() and any(folder.iterdir()):
-        raise SkillgitError(f"{folder} is not empty", "pass --dir with a new or empty folder")
+    repo = init_demo_repository(folder)
     shutil.copytree(example_dir("agentic"), folder, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("reference_skill", "__pycache__", "*.pyc", "__init__.py"))
     config = (folder / "skillgit.yaml").read_text(encoding="utf-8")
@@ -114,10 +96,6 @@ def create_agentic_project(folder: Path, seed: int, teacher: str = "chat") -> No
                                 "reinstall skillgit")
         config = config.replace(chat, AGENT_TEACHER)
     (folder / "skillgit.yaml").write_text(config, encoding="utf-8")
-    repo = init_repository(folder, "main")
-    for key, value in (("user.name", "skillgit demo"), ("user.email", "demo@skillgit.invalid")):
-        if not repo.config_get_all(key):
-            repo.config_set(key, value)
     repo.commit_paths(["."], "demo: agentic example (skill package, coding tasks, fixture repositories)")
 
 
@@ -125,6 +103,7 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay,
              teacher: str = "chat") -> None:
     from skillgit.cli.history import log
     from skillgit.config import SimulatedCfg
+    from skillgit.demo_project import demo_folder
     from skillgit.project import open_project
     from skillgit.session import build_trainer, open_session
     from skillgit.world import describe
@@ -136,9 +115,7 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay,
     if teacher == "agent" and not agentic:
         raise SkillgitError("--teacher agent needs --agentic (the agent teacher edits a skill package)",
                             "run `skillgit demo --agentic --teacher agent`")
-    keep = folder is not None
-    folder = Path(folder).resolve() if folder else Path(tempfile.mkdtemp(prefix="skillgit-demo-")) / "project"
-    try:
+    with demo_folder(folder) as (folder, keep):
         if agentic:
             create_agentic_project(folder, seed, teacher)
             console.err.print(f"[bold]skillgit demo --agentic[/] in {folder}")
@@ -171,6 +148,3 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay,
         if keep:
             out.print(f"kept {folder}: cd there and try `skillgit log`, `skillgit show 1`, `skillgit rejected`, "
                       f"`skillgit train` (continues on the simulated world)")
-    finally:
-        if not keep:
-            shutil.rmtree(folder.parent, ignore_errors=True)

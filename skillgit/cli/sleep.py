@@ -94,10 +94,10 @@ def harvest_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, ho
     cache_path = git_repo.common_dir / "skillgit" / "sleep" / CACHE_FILE
     since = HarvestState() if all_ else saved.harvest
     cache = HarvestCache.load(cache_path, basis) or HarvestCache(basis, since)
+    listed: list[dict[str, Any]] = []  # a row per kept session as it is harvested: no session is held
     result = harvest(sp.settings.sources or None, home_of(sp), sp.root, git_remotes(str(sp.root)), cache.state,
-                     scrubber=scrubber)
-    cache = cache.extend(result, (_session_row(s, result.first_new_turn) for s in (*result.sessions,
-                                                                                   *result.skipped)))
+                     scrubber=scrubber, sink=lambda s, first: listed.append(_session_row(s, {s.key: first})))
+    cache = cache.extend(result, (*listed, *(_session_row(s, result.first_new_turn) for s in result.skipped)))
     try:
         cache.save(cache_path)
     except OSError as exc:

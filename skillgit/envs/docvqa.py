@@ -67,8 +67,7 @@ class DocVQA(Env):
 
     def load(self, path: Path) -> list[Item]:
         path = Path(path)
-        items = []
-        for number, (row, where) in enumerate(rows.rows(path), start=1):
+        def item(row: rows.Row, where: str, item_id: str) -> Item:
             question = rows.field(row, ("question",), where, "question")
             answers = rows.field(row, ("answers", "answer"), where, "answers")
             answers = [answers] if isinstance(answers, str) else answers
@@ -80,10 +79,10 @@ class DocVQA(Env):
             if not file.is_file():
                 raise TaskFileError(f"{where}: image not found: {file}",
                                     "keep the documents/ folder next to the annotation file")
-            item_id = str(row.get("questionId") or rows.row_id(row, path.stem, number))
-            items.append(Item(item_id, f"Question: {question}\n[page image: {image}]", answers,
-                              {"images": [str(file)], "image": image}))
-        return rows.unique(items, path)
+            return Item(str(row.get("questionId") or item_id), f"Question: {question}\n[page image: {image}]", answers,
+                        {"images": [str(file)], "image": image})
+
+        return rows.items(path, item)
 
     def score(self, item: Item, output: str) -> Score:
         answers = [str(a) for a in (item.expected or [])]

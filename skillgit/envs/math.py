@@ -145,8 +145,7 @@ class MathEnv(Env):
     sample = "math.jsonl"
 
     def load(self, path: Path) -> list[Item]:
-        items = []
-        for number, (row, where) in enumerate(rows.rows(path), start=1):
+        def item(row: rows.Row, where: str, item_id: str) -> Item:
             problem = rows.field(row, ("problem", "question", "prompt"), where, "problem")
             answer = row.get("answer")
             if answer in (None, "") and isinstance(row.get("solution"), str):
@@ -154,9 +153,10 @@ class MathEnv(Env):
             if answer in (None, ""):
                 raise TaskFileError(f"{where}: no answer (looked for `answer`, and \\boxed{{}} in `solution`)",
                                     "each row needs its final answer under `answer`")
-            items.append(Item(rows.row_id(row, Path(path).stem, number), str(problem), str(answer),
-                              {k: row[k] for k in ("subject", "level", "source") if k in row}))
-        return rows.unique(items, Path(path))
+            return Item(item_id, str(problem), str(answer),
+                        {k: row[k] for k in ("subject", "level", "source") if k in row})
+
+        return rows.items(path, item)
 
     def score(self, item: Item, output: str) -> Score:
         got = final_answer(output)

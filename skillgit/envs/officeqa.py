@@ -283,14 +283,13 @@ class OfficeQA(EpisodeEnv):
         folder = self._corpus_folder(path)
         self._corpora[str(folder)] = Corpus.load(folder)
         table = _csv_rows(path) if path.suffix.lower() == ".csv" else list(rows.rows(path))
-        items = []
-        for number, (row, where) in enumerate(table, start=1):
+        def item(row: rows.Row, where: str, item_id: str) -> Item:
             question = rows.field(row, ("question",), where, "question")
             answer = rows.field(row, ("answer",), where, "answer")
-            item_id = str(row.get("uid") or rows.row_id(row, path.stem, number))
             meta = {"corpus": str(folder), "difficulty": str(row.get("difficulty") or "")}
-            items.append(Item(item_id, " ".join(str(question).split()), str(answer).strip(), meta))
-        return rows.unique(items, path)
+            return Item(str(row.get("uid") or item_id), " ".join(str(question).split()), str(answer).strip(), meta)
+
+        return rows.items(path, item, table)
 
     def corpus(self, item: Item) -> Corpus:
         folder = str(item.metadata["corpus"])

@@ -1,15 +1,17 @@
 """Reading a benchmark's rows: JSONL, a JSON list (or `{"data": [...]}` / `{"items": [...]}`), or a folder of
-such files, each row with where it came from (`file:line`) for error messages. Adapters turn rows into items."""
+such files, each row with where it came from (`file:line`) for error messages. Adapters turn rows into items:
+`items(path, make)` calls `make(row, where, item_id)` for each row and checks the items' ids."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from skillgit.tasks import TaskFileError
 
 SUFFIXES = (".jsonl", ".json")
+Row = dict[str, Any]
 
 
 def files(path: Path) -> list[Path]:
@@ -89,3 +91,13 @@ def unique(items: list[Any], source: Path) -> list[Any]:
     if not items:
         raise TaskFileError(f"{source}: no items", "add at least one row")
     return items
+
+
+def items(path: Path, make: Callable[[Row, str, str], Any],
+          table: Iterable[tuple[Row, str]] | None = None) -> list[Any]:
+    """One item per row of the file(s) at `path` (or of `table`, rows read another way):
+    `make(row, where, row_id(row, stem, n))` (n counts rows from 1), the ids then checked by `unique`."""
+    path = Path(path)
+    made = [make(row, where, row_id(row, path.stem, number))
+            for number, (row, where) in enumerate(rows(path) if table is None else table, start=1)]
+    return unique(made, path)

@@ -59,12 +59,12 @@ class Environment(Env):
 
     def load(self, path: Path) -> list[Item]:
         # Read the benchmark's published format here.
-        items = []
-        for number, (row, where) in enumerate(rows.rows(path), start=1):
+        def item(row: rows.Row, where: str, item_id: str) -> Item:
             question = rows.field(row, ("question",), where, "question")
             answer = rows.field(row, ("answer",), where, "answer")
-            items.append(Item(rows.row_id(row, Path(path).stem, number), str(question), str(answer)))
-        return rows.unique(items, Path(path))
+            return Item(item_id, str(question), str(answer))
+
+        return rows.items(path, item)
 
     def score(self, item: Item, output: str) -> Score:
         # The benchmark's metric. Feedback is for the teacher: say what is wrong, never the answer.

@@ -97,8 +97,7 @@ class SearchQA(Env):
     sample = "searchqa.jsonl"
 
     def load(self, path: Path) -> list[Item]:
-        items = []
-        for number, (row, where) in enumerate(rows.rows(path), start=1):
+        def item(row: rows.Row, where: str, item_id: str) -> Item:
             question = rows.field(row, ("question", "query", "jeopardy_question"), where, "question")
             answer = rows.field(row, ("answer", "answers"), where, "answer")
             if isinstance(answer, list) and not all(isinstance(a, str) for a in answer):
@@ -108,9 +107,9 @@ class SearchQA(Env):
             if row.get("category"):
                 lines.insert(0, f"Category: {row['category']}")
             lines += ["", "Search results:"] + [f"[{i}] {s}" for i, s in enumerate(snippets, start=1)]
-            items.append(Item(rows.row_id(row, Path(path).stem, number), "\n".join(lines), answer,
-                              {"snippets": len(snippets)}))
-        return rows.unique(items, Path(path))
+            return Item(item_id, "\n".join(lines), answer, {"snippets": len(snippets)})
+
+        return rows.items(path, item)
 
     def score(self, item: Item, output: str) -> Score:
         references = item.expected if isinstance(item.expected, list) else [item.expected]

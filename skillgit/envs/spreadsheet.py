@@ -287,21 +287,20 @@ class SpreadsheetBench(Env):
         self.timeout_s, self.rounds  # noqa: B018 — a bad option fails `init` and `doctor`, not the first rollout
         path = Path(path)
         base = path.parent if path.is_file() else path
-        items = []
-        for number, (row, where) in enumerate(rows.rows(path), start=1):
+        def item(row: rows.Row, where: str, item_id: str) -> Item:
             for key in ("instruction", "spreadsheet_path", "answer_position"):
                 rows.field(row, (key,), where, key)
-            item_id = rows.row_id(row, path.stem, number)
             try:
                 parse_position(row["answer_position"])
             except ValueError as exc:
                 raise TaskFileError(f"{where}: answer_position: {exc}", "e.g. \"'Sheet1'!D2:D10\" or \"B2,B5\"") \
                     from None
             cases = _cases((base / str(row["spreadsheet_path"])).resolve(), item_id, where)
-            items.append(Item(item_id, prompt(row, preview(cases[0].input)), str(row["answer_position"]),
-                              {"cases": [[c.input, c.answer] for c in cases],
-                               "instruction_type": str(row.get("instruction_type") or "")}))
-        return rows.unique(items, path)
+            return Item(item_id, prompt(row, preview(cases[0].input)), str(row["answer_position"]),
+                        {"cases": [[c.input, c.answer] for c in cases],
+                         "instruction_type": str(row.get("instruction_type") or "")})
+
+        return rows.items(path, item)
 
     def score(self, item: Item, output: str) -> Score:
         openpyxl()

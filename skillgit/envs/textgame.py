@@ -159,13 +159,13 @@ class TextGame(EpisodeEnv):
     options_default = {"max_turns": 15}
 
     def load(self, path: Path) -> list[Item]:
-        items = []
-        for number, (row, where) in enumerate(rows.rows(path), start=1):
+        def item(row: rows.Row, where: str, item_id: str) -> Item:
             _check(row, where)
             spec = {k: row[k] for k in ("start", "goal", "rooms")}
             task = f"Put the {row['goal']['put']} in the {row['goal']['in']}."
-            items.append(Item(rows.row_id(row, Path(path).stem, number), task, None, {"game": spec}))
-        return rows.unique(items, Path(path))
+            return Item(item_id, task, None, {"game": spec})
+
+        return rows.items(path, item)
 
     def make(self, item: Item) -> TextEnvironment:
         return Game(item.metadata["game"])

@@ -12,7 +12,6 @@ track trains `deploy`'s body for a few steps on simulated tasks through the `ski
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +30,7 @@ skills:
 skill:
   path: skills/deploy/SKILL.md
   listing_budget: 15000
-model:
-  teacher_backend: simulated
-  teacher_model: sim-teacher
-  student_backend: simulated
-  student_model: sim-student
-  simulated:
-    seed: {seed}
-    num_rules: 6
-    noise: 0.05
+{model}
 train:
   batch_size: 20
   seed: {seed}
@@ -56,24 +47,18 @@ env:
 def create_library_project(folder: Path, seed: int = 0) -> None:
     """Copy the shipped library example into `folder` (new or empty), add a `skills:` configuration and simulated
     body tasks for `deploy`, and commit it on `main`."""
-    import json
 
     from skillgit.config import SimulatedCfg
+    from skillgit.demo_project import init_demo_repository
     from skillgit.resources import example_dir
-    from skillgit.store.repository import init_repository
-    from skillgit.world import generate_tasks
+    from skillgit.world import SIMULATED_MODEL, write_tasks
 
-    if folder.exists() and any(folder.iterdir()):
-        raise SkillgitError(f"{folder} is not empty", "pass --dir with a new or empty folder")
+    repo = init_demo_repository(folder)
     shutil.copytree(example_dir("library"), folder, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "__init__.py"))
-    (folder / "skillgit.yaml").write_text(LIBRARY_CONFIG.format(seed=seed), encoding="utf-8")
-    tasks = generate_tasks(SimulatedCfg(seed=seed), 100)
-    (folder / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks), encoding="utf-8")
-    repo = init_repository(folder, "main")
-    for key, value in (("user.name", "skillgit demo"), ("user.email", "demo@skillgit.invalid")):
-        if not repo.config_get_all(key):
-            repo.config_set(key, value)
+    (folder / "skillgit.yaml").write_text(LIBRARY_CONFIG.format(seed=seed, model=SIMULATED_MODEL.format(seed=seed)),
+                                          encoding="utf-8")
+    write_tasks(folder / "tasks.jsonl", SimulatedCfg(seed=seed), 100)
     repo.commit_paths(["."], "demo: a library of three skills, their trigger cases, deploy's simulated tasks")
 
 
@@ -83,6 +68,7 @@ def run_library_demo(folder: Path | None, *, seed: int, steps: int, display: Any
     from rich.table import Table
 
     from skillgit.config import EvaluationCfg
+    from skillgit.demo_project import demo_folder
     from skillgit.library.activation import OverlapRouter, metrics, score_cases
     from skillgit.library.model import Library, LibrarySkill, cases_of, load_cases
     from skillgit.library.teacher import SimulatedDescriptionTeacher
@@ -91,9 +77,7 @@ def run_library_demo(folder: Path | None, *, seed: int, steps: int, display: Any
 
     if steps < 1:
         raise SkillgitError(f"--steps must be at least 1, got {steps}", "try --steps 4")
-    keep = folder is not None
-    folder = Path(folder).resolve() if folder else Path(tempfile.mkdtemp(prefix="skillgit-demo-")) / "project"
-    try:
+    with demo_folder(folder) as (folder, keep):
         create_library_project(folder, seed)
         console.err.print(f"[bold]skillgit demo --library[/] in {folder}")
         console.err.print("SIMULATED router (word overlap of each prompt with the skills' descriptions) and "
@@ -138,9 +122,6 @@ def run_library_demo(folder: Path | None, *, seed: int, steps: int, display: Any
         if keep:
             out.print(f"kept {folder}: try `git log --oneline main`, `git tag -l 'rejected/*'`, "
                       f"`git notes --ref=skillgit show main`, `skillgit train --skill deploy [--activation]`")
-    finally:
-        if not keep:
-            shutil.rmtree(folder.parent, ignore_errors=True)
 
 
 def _body_track(folder: Path, seed: int, display: Any) -> None:

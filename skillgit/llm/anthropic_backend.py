@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
@@ -39,7 +38,7 @@ from skillgit.config import BackendCfg, Config
 from skillgit.llm import pricing
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.llm.registry import DUMMY_KEY, Backend, missing_key
-from skillgit.llm.retry import classify_status, parse_retry_after
+from skillgit.llm.retry import call_sdk, sdk_error
 from skillgit.redact import SecretSet, redact
 from skillgit.types import Usage
 
@@ -148,29 +147,14 @@ class AnthropicBackend:
         schema = request.json_schema
         use_tool = (schema is not None and self.json_mode_in_use == "tool"
                     and isinstance(schema, Mapping) and schema.get("type", "object") == "object")
-        stepped_down = False
-        while True:
-            started = time.monotonic()
-            error: LLMError | None = None
-            refused = False
-            try:
-                message = self.client.messages.create(**self._kwargs(request, use_tool))
-            except Exception as exc:  # noqa: BLE001 - mapped below; unknown exceptions are re-raised
-                error = self._map_error(exc)
-                if error is None:
-                    raise
-                refused = _refuses_tools(exc)
-            if error is None:
-                break
-            # outside the except block: the SDK exception (which holds request headers) is not chained
-            if use_tool and self.cfg.json_mode == "auto" and refused:
-                use_tool, stepped_down = False, True
-                continue
-            raise error
-        if stepped_down:  # remembered only once the text form worked: a 400 both forms get changes nothing
+        message, used_tool, latency = call_sdk(
+            lambda tool: self.client.messages.create(**self._kwargs(request, tool)), use_tool,
+            map_error=self._map_error, refuses=_refuses_tools,
+            step_down=lambda tool: False if tool and self.cfg.json_mode == "auto" else None)
+        if use_tool and not used_tool:  # remembered once the text form worked: a 400 both forms get changes nothing
             with self._lock:
                 self._use_tool = False
-        return self._reply(message, time.monotonic() - started)
+        return self._reply(message, latency)
 
     def _kwargs(self, request: Request, use_tool: bool) -> dict[str, Any]:
         system_parts = [m.content for m in request.messages if m.role in ("system", "developer")]
@@ -252,23 +236,10 @@ class AnthropicBackend:
     def _map_error(self, exc: BaseException) -> LLMError | None:
         import anthropic
 
-        if isinstance(exc, anthropic.APITimeoutError):
-            return self._error(f"no answer within {self.cfg.timeout_s:g}s", "timeout", retryable=True)
-        if isinstance(exc, anthropic.APIConnectionError):
-            return self._error(f"cannot reach {self.endpoint}: {exc.__cause__ or exc}", "connection",
-                               retryable=True)
-        if isinstance(exc, anthropic.APIStatusError):
-            status = exc.status_code
-            kind, retryable = classify_status(status)
-            detail = _status_detail(exc)
-            return self._error(f"HTTP {status} ({kind}): {detail}", kind, retryable=retryable, status=status,
-                               retry_after=parse_retry_after(exc.response.headers))
-        if isinstance(exc, json.JSONDecodeError):
-            return self._error(f"the server's answer is not valid JSON ({exc.msg})", "server", retryable=True)
-        if isinstance(exc, anthropic.APIResponseValidationError):
-            return self._error("the server's answer does not have the expected shape", "server", retryable=True)
-        if isinstance(exc, anthropic.AnthropicError):
-            return self._error(str(exc), "config", retryable=False)
+        mapped = sdk_error(exc, anthropic, anthropic.AnthropicError, self._error, timeout_s=self.cfg.timeout_s,
+                           endpoint=self.endpoint, detail=_status_detail)
+        if mapped is not None:
+            return mapped
         if isinstance(exc, ValueError) and "Streaming is required" in str(exc):
             return self._error(str(exc), "bad_request", retryable=False)
         return None

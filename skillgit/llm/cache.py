@@ -40,7 +40,7 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,7 @@ _TEXT_ZLIB, _TRACE_ZLIB = 1, 2  # bits of `codec`
 _IMPORT_BATCH = (500, 8 << 20)  # rows, stored bytes: an import commits (and frees) a batch at either bound
 MARKED_MEMO = 4096  # keys remembered as already tagged with the bound run (forgotten ones are tagged again: a no-op)
 _READER_CACHE_KIB = 256  # page cache of each thread's read connection (SQLite's default: 2 MiB; the OS caches the file)
+WAL_PAGES = 256  # pages written to the WAL before it is folded into the database (SQLite's default: 1,000)
 _SELECT = "SELECT kind, chars, codec, meta, trace, text FROM calls WHERE key = ?"
 
 _SCHEMA = """
@@ -312,6 +313,9 @@ class CallCache:
         c = self._conn
         c.execute("PRAGMA journal_mode=WAL")
         c.execute("PRAGMA synchronous=NORMAL")  # no fsync per commit: durable across a process kill (see above)
+        # The WAL is folded into the database every WAL_PAGES pages (and then written over from its start), so a
+        # long run's journal holds ~1 MB of WAL, not the 4 MB SQLite's default leaves on disk.
+        c.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
         c.execute("PRAGMA journal_size_limit=67108864")  # truncate a WAL that a burst grew, after checkpoints
         version = c.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
@@ -526,13 +530,29 @@ class CallCache:
 
 
 # ---------------------------------------------------------------------------------------------- wrappers
-class CachedLLM:
+class _Cached:
+    """What both wrappers share: the wrapped caller, the journal, the model identity keys are made from, and the
+    journal's one rule (a hit is served; a miss is called once and stored)."""
+
+    def __init__(self, inner: LLM | Student, cache: CallCache, identity: str | None = None):
+        self.cache = cache
+        self.identity = model_identity(inner, identity)
+
+    def _through(self, key: str, call: Callable[[], Reply]) -> Reply:
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        reply = call()
+        self.cache.put(key, reply)
+        return reply
+
+
+class CachedLLM(_Cached):
     """Wraps an `LLM`; identical requests to the same model identity are answered from the journal."""
 
     def __init__(self, inner: LLM, cache: CallCache, identity: str | None = None):
+        super().__init__(inner, cache, identity)
         self.inner = inner
-        self.cache = cache
-        self.identity = model_identity(inner, identity)
 
     @property
     def id(self) -> str:
@@ -542,22 +562,15 @@ class CachedLLM:
         return llm_key(self.identity, request)
 
     def complete(self, request: Request) -> Reply:
-        key = self.key(request)
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
-        reply = self.inner.complete(request)
-        self.cache.put(key, reply)
-        return reply
+        return self._through(self.key(request), lambda: self.inner.complete(request))
 
 
-class CachedStudent:
+class CachedStudent(_Cached):
     """Wraps a `Student`; the same skill text, item and sample index are run once per model identity."""
 
     def __init__(self, inner: Student, cache: CallCache, identity: str | None = None):
+        super().__init__(inner, cache, identity)
         self.inner = inner
-        self.cache = cache
-        self.identity = model_identity(inner, identity)
 
     @property
     def id(self) -> str:
@@ -570,10 +583,4 @@ class CachedStudent:
         return student_key(self.identity, skill, item, sample, extra if isinstance(extra, str) else "")
 
     def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
-        key = self.key(skill, item, sample)
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
-        reply = self.inner.run(skill, item, sample)
-        self.cache.put(key, reply)
-        return reply
+        return self._through(self.key(skill, item, sample), lambda: self.inner.run(skill, item, sample))

@@ -45,7 +45,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
@@ -53,7 +52,7 @@ from skillgit.config import BackendCfg, Config
 from skillgit.llm import pricing
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.llm.registry import DUMMY_KEY, Backend, missing_key
-from skillgit.llm.retry import classify_status, parse_retry_after
+from skillgit.llm.retry import call_sdk, sdk_error
 from skillgit.redact import SecretSet, redact
 from skillgit.types import Usage
 
@@ -262,34 +261,20 @@ class OpenAIBackend:
 
     # -- the call
     def complete(self, request: Request) -> Reply:
-        mode = self.json_mode_in_use if request.json_schema is not None else None
-        while True:
-            started = time.monotonic()
-            error: LLMError | None = None
-            refused = False
-            try:
-                if self.cfg.api == "responses":
-                    response = self.client.responses.create(**self._responses_kwargs(request, mode))
-                else:
-                    response = self.client.chat.completions.create(**self._chat_kwargs(request, mode))
-            except Exception as exc:  # noqa: BLE001 - mapped below; unknown exceptions are re-raised
-                error = self._map_error(exc)
-                if error is None:
-                    raise
-                refused = _refuses_format(exc)
-            if error is None:
-                break
-            # outside the except block: the SDK exception (which holds request headers) is not chained
-            next_mode = self._next_mode(mode) if refused else None
-            if next_mode is None:
-                raise error
-            mode = next_mode
+        asked = self.json_mode_in_use if request.json_schema is not None else None
+        response, mode, latency = call_sdk(self._create(request), asked, map_error=self._map_error,
+                                           refuses=_refuses_format, step_down=self._next_mode)
         if mode is not None:
             self._remember(mode)
-        latency = time.monotonic() - started
         if self.cfg.api == "responses":
             return self._responses_reply(response, latency)
         return self._chat_reply(response, latency)
+
+    def _create(self, request: Request) -> Callable[[str | None], Any]:
+        """The SDK call of `request` in a structured-output mode."""
+        if self.cfg.api == "responses":
+            return lambda mode: self.client.responses.create(**self._responses_kwargs(request, mode))
+        return lambda mode: self.client.chat.completions.create(**self._chat_kwargs(request, mode))
 
     def _next_mode(self, mode: str | None) -> str | None:
         """The structured-output form to try after the server refused `mode` (None: nothing left to try)."""
@@ -451,27 +436,15 @@ class OpenAIBackend:
     def _map_error(self, exc: BaseException) -> LLMError | None:
         import openai
 
-        if isinstance(exc, openai.APITimeoutError):
-            return self._error(f"no answer within {self.timeout_s:g}s", "timeout", retryable=True)
-        if isinstance(exc, openai.APIConnectionError):
-            return self._error(f"cannot reach {self.endpoint}: {exc.__cause__ or exc}", "connection",
-                               retryable=True)
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            kind, retryable = classify_status(status)
-            detail = _status_detail(exc)
-            if status == 429 and "insufficient_quota" in (str(exc.code), str(exc.type)):
-                # a 429 that waiting does not cure: the account has no credit left
-                return self._error(f"HTTP 429 (quota): {detail}", "rate_limit", retryable=False, status=status,
-                                   hint=self._hint("quota"))
-            return self._error(f"HTTP {status} ({kind}): {detail}", kind, retryable=retryable, status=status,
-                               retry_after=parse_retry_after(exc.response.headers))
-        if isinstance(exc, json.JSONDecodeError):
-            return self._error(f"the server's answer is not valid JSON ({exc.msg})", "server", retryable=True)
-        if isinstance(exc, openai.APIResponseValidationError):
-            return self._error("the server's answer does not have the expected shape", "server", retryable=True)
-        if isinstance(exc, openai.OpenAIError):
-            return self._error(str(exc), "config", retryable=False)
+        if (isinstance(exc, openai.APIStatusError) and exc.status_code == 429
+                and "insufficient_quota" in (str(exc.code), str(exc.type))):
+            # a 429 that waiting does not cure: the account has no credit left
+            return self._error(f"HTTP 429 (quota): {_status_detail(exc)}", "rate_limit", retryable=False,
+                               status=429, hint=self._hint("quota"))
+        mapped = sdk_error(exc, openai, openai.OpenAIError, self._error, timeout_s=self.timeout_s,
+                           endpoint=self.endpoint, detail=_status_detail)
+        if mapped is not None:
+            return mapped
         if type(exc).__module__.startswith("azure."):  # azure-identity failed to get a token
             return self._error(f"Entra ID token: {type(exc).__name__}: {exc}", "auth", retryable=False)
         return None

@@ -12,17 +12,20 @@ Contracts:
 - At most `concurrency` calls run inside the inner object at once (a semaphore per wrapper, so per role);
   the slot is released while waiting between attempts.
 - `stats` counts calls, attempts, retries and failures (thread-safe), so the loop can report them.
-- `classify_status(status)` and `parse_retry_after(headers)` decide kind/retryable and the wait for HTTP errors.
+- `classify_status(status)` and `parse_retry_after(headers)` decide kind/retryable and the wait for HTTP errors;
+  `sdk_error` maps an exception of either official SDK to its LLMError with them; `call_sdk` makes a backend's
+  call, stepping down the structured-output form the server refused.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, Protocol, TypeVar
 
 from skillgit.llm.base import LLMError, Reply, Request
 from skillgit.types import Item
@@ -71,6 +74,68 @@ def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = 
     if when is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class ErrorMaker(Protocol):
+    """A backend's `_error`: an LLMError with its own prefix, hint and redaction."""
+
+    def __call__(self, message: str, kind: str, *, retryable: bool, status: int | None = None,
+                 retry_after: float | None = None) -> LLMError: ...
+
+
+def sdk_error(exc: BaseException, sdk: Any, base: type[BaseException], error: ErrorMaker, *, timeout_s: float,
+              endpoint: str, detail: Callable[[Any], str]) -> LLMError | None:
+    """The LLMError for an exception of the `openai` or `anthropic` SDK (`sdk`, the imported module: both name
+    their exceptions alike; `base`, its root exception), or None when `exc` is neither the SDK's nor a JSON
+    decoding failure: timeouts, connection failures, an unparsable or mis-shaped answer are retried; an HTTP
+    status is classified by `classify_status` (with the server's `retry-after`); any other SDK error is a
+    configuration error. `detail(exc)` is the server's message of a status error. A backend maps its own
+    special cases before calling this (a quota 429) and after it (errors of other libraries)."""
+    if isinstance(exc, sdk.APITimeoutError):
+        return error(f"no answer within {timeout_s:g}s", "timeout", retryable=True)
+    if isinstance(exc, sdk.APIConnectionError):
+        return error(f"cannot reach {endpoint}: {exc.__cause__ or exc}", "connection", retryable=True)
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        kind, retryable = classify_status(status)
+        return error(f"HTTP {status} ({kind}): {detail(exc)}", kind, retryable=retryable, status=status,
+                     retry_after=parse_retry_after(exc.response.headers))
+    if isinstance(exc, json.JSONDecodeError):
+        return error(f"the server's answer is not valid JSON ({exc.msg})", "server", retryable=True)
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return error("the server's answer does not have the expected shape", "server", retryable=True)
+    if isinstance(exc, base):
+        return error(str(exc), "config", retryable=False)
+    return None
+
+
+M = TypeVar("M")
+
+
+def call_sdk(call: Callable[[M], T], mode: M, *, map_error: Callable[[BaseException], LLMError | None],
+             refuses: Callable[[BaseException], bool], step_down: Callable[[M], M | None]) -> tuple[T, M, float]:
+    """`call(mode)` (`mode`: the structured-output form asked for) until the server answers: an exception is mapped
+    by `map_error` (one it does not know propagates as it is); when `refuses(exc)` says the server refused the form
+    and `step_down(mode)` names another, that one is tried; otherwise the LLMError is raised, outside the except
+    block, so the SDK exception (which holds request headers) is not chained. Returns (the answer, the mode it
+    answered in, the answering call's seconds)."""
+    while True:
+        started = time.monotonic()
+        error: LLMError | None = None
+        refused = False
+        try:
+            answer = call(mode)
+        except Exception as exc:  # noqa: BLE001 - mapped here; unknown exceptions are re-raised
+            error = map_error(exc)
+            if error is None:
+                raise
+            refused = refuses(exc)
+        if error is None:
+            return answer, mode, time.monotonic() - started
+        lower = step_down(mode) if refused else None
+        if lower is None:
+            raise error
+        mode = lower
 
 
 # ---------------------------------------------------------------------------------------------- policy

@@ -45,6 +45,7 @@ from skillgit.records import (
 from skillgit.store import Store
 from skillgit.store import refs as R
 from skillgit.store.core import BranchMoved
+from skillgit.store.negative import NegativeBuffer
 from skillgit.types import Edit, Item
 
 __all__ = ["Proposal", "Judgement", "judge", "commit", "gated_commit", "best_of", "outranked", "rival_step",
@@ -145,12 +146,14 @@ def judge(ctx: StepContext, p: Proposal, current: gate_mod.SplitScore, *, candid
 
 
 def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: Proposal,
-                 current: gate_mod.SplitScore, usage_before: Mapping[str, Any]
-                 ) -> tuple[StepOutcome, gate_mod.SplitScore]:
+                 current: gate_mod.SplitScore, usage_before: Mapping[str, Any], *,
+                 negative: NegativeBuffer | None = None) -> tuple[StepOutcome, gate_mod.SplitScore]:
     """Gate `proposal` against `current` (the base's val score), commit it as a candidate on its base and decide
-    it. Returns the outcome and the val score of the skill the branch now holds (the freshest one)."""
+    it (`negative`: as `commit`). Returns the outcome and the val score of the skill the branch now holds (the
+    freshest one)."""
     judgement = judge(ctx, proposal, current)
-    outcome = commit(ctx, store, run, seq, proposal, judgement, current, ctx.ledger.diff_since(usage_before))
+    outcome = commit(ctx, store, run, seq, proposal, judgement, current, ctx.ledger.diff_since(usage_before),
+                     negative=negative)
     return outcome, (judgement.score if judgement.result.accept else judgement.incumbent(current))
 
 
@@ -185,9 +188,11 @@ def outranked(j: Judgement, winner: str, winner_score: float) -> Judgement:
 
 
 def commit(ctx: StepContext, store: Store, run: str, seq: int, p: Proposal, judgement: Judgement,
-           current: gate_mod.SplitScore, usage: Mapping[str, Any]) -> StepOutcome:
+           current: gate_mod.SplitScore, usage: Mapping[str, Any], *,
+           negative: NegativeBuffer | None = None) -> StepOutcome:
     """Commit `p` as a candidate on its base and decide it as `judgement` says, with its notes, in one ref
-    transaction (`usage`: the calls booked to this candidate)."""
+    transaction (`usage`: the calls booked to this candidate). A rejection's edits join `negative` (a run's
+    running negative buffer) once decided."""
     ecfg = ctx.cfg.evaluation
     metric = ecfg.gate_metric
     verdict, cand_score = judgement.result, judgement.score
@@ -219,9 +224,11 @@ def commit(ctx: StepContext, store: Store, run: str, seq: int, p: Proposal, judg
                          body=body, trailers=trailers, note=[redact.redact_mapping(candidate.to_note())],
                          defer_note=True)
     try:
-        store.decide(cand, accept=verdict.accept, reason=reason, score_before=verdict.before,
-                     score_after=verdict.after, note=[gate], decision=outcome)
+        decision = store.decide(cand, accept=verdict.accept, reason=reason, score_before=verdict.before,
+                                score_after=verdict.after, note=[gate], decision=outcome)
     except BranchMoved:
         store.discard(cand)  # nothing was decided: leave no pending candidate behind
         raise
+    if negative is not None:
+        negative.add(decision)
     return dataclasses.replace(outcome, sha=cand.sha, parent=cand.parent)

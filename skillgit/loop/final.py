@@ -8,6 +8,10 @@ Contract of `final_scores(...)`:
 - test: the only reader of the test split, through its own evaluator (`sealed`: one sample per item), when
   `evaluation.eval_test` and there are test items; every read is counted (`Closing.test_reads`). The budget holds
   for it too: past it, the remaining skills stay unscored on test and `Closing.warning` says how to score them later.
+- the run's last decision: `final_text` is the skill text the branch holds once it lands (None: nothing is being
+  written). That text is scored on test first, while the decision lands; `wind_up()` (which waits for it) is called
+  exactly once, before the branch or its history is read, and before anything when there is nothing to score. The
+  scores are the same as when the decision had landed first: the final skill is that text.
 """
 
 from __future__ import annotations
@@ -30,11 +34,26 @@ class Closing:
 
 
 def final_scores(ctx: StepContext, store: Store, run_id: str, seed_rev: str | None, seed_score: SplitScore,
-                 evaluator: Evaluator, sealed: Evaluator, budget_exceeded: Callable[[], str | None]) -> Closing:
+                 evaluator: Evaluator, sealed: Evaluator, budget_exceeded: Callable[[], str | None], *,
+                 final_text: str | None = None, wind_up: Callable[[], None] = lambda: None) -> Closing:
     """See the module contract."""
     ecfg = ctx.cfg.evaluation
     metric, weight = ecfg.gate_metric, ecfg.mixed_weight
     with_test = bool(ecfg.eval_test and sealed.splits.get("test"))
+    reads = 0
+    over = None  # the budget the test scoring stopped at
+    early: float | None = None  # the final text's test score, read while the last decision landed
+    if with_test and final_text is not None:
+        over = budget_exceeded()
+        if over is None:
+            ctx.stage(0, "test:final")
+            try:
+                early = sealed.score(final_text, "test", ctx.progress(0, "test:final")).mean(metric, weight)
+            except BudgetReached as exc:
+                over = exc.message
+            else:
+                reads += 1
+    wind_up()
     tip = store.tip()
     revs = {"seed": seed_rev or tip, "best": tip, "final": tip}
     best_rev, best_val = revs["seed"], seed_score.mean(metric, weight)
@@ -43,8 +62,6 @@ def final_scores(ctx: StepContext, store: Store, run_id: str, seed_rev: str | No
             best_rev, best_val = entry.sha, entry.score
     revs["best"] = best_rev
     out: dict[str, SkillScores] = {}
-    reads = 0
-    over = None  # the budget the test scoring stopped at
     for name, rev in revs.items():
         text = store.read_skill(rev)
         check, ctx.ledger.budget_check = ctx.ledger.budget_check, None
@@ -54,7 +71,9 @@ def final_scores(ctx: StepContext, store: Store, run_id: str, seed_rev: str | No
             ctx.ledger.budget_check = check
         test = None
         over = over or budget_exceeded()
-        if with_test and over is None:
+        if name == "final" and early is not None and text == final_text:
+            test = early
+        elif with_test and over is None:
             ctx.stage(0, f"test:{name}")
             try:
                 test = sealed.score(text, "test", ctx.progress(0, f"test:{name}")).mean(metric, weight)

@@ -60,11 +60,12 @@ from skillgit.loop.events import (
     ignore,
 )
 from skillgit.loop.field import plan_field
-from skillgit.loop.final import final_scores
+from skillgit.loop.final import Closing, final_scores
 from skillgit.loop.ledger import Ledger
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.records import EpochStep, StepKind, StepOutcome, UpdateRecord, Verdict
 from skillgit.store import Store
+from skillgit.store.negative import NegativeBuffer
 from skillgit.tasks import Splits, epoch_batches
 from skillgit.types import Edit, RejectedEdit
 
@@ -113,9 +114,11 @@ class Trainer:
                                                executor=executor)  # reported: one sample
         self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, self.emit, tuple(splits.train),
                                executor)
-        self._blocked_edits: dict | None = None
+        self._blocked_edits: dict | None = None  # with the teacher's negative buffer: read once (`_buffers`)
+        self._negative: NegativeBuffer | None = None
         self._memory: recall.Memory | None = None  # optimizer.recall_k: read from the notes once (`_recaller`)
         self._pending: Pending | None = None  # a step's decision being written (`_decide_later`)
+        self._epoch_to_close: tuple[int, gate_mod.SplitScore] | None = None  # the last epoch's end (`_wind_up`)
         self._said_identical = False  # the evaluator found the student's repeats to be copies, and the run said so
         self.run_id, self.progress = resume_mod.open_run(store, cfg.skill.branch, self.digest, run_id, resume)
         self.field_size = proposing.field_size(cfg)  # the most candidates a step makes (optimizer.proposers)
@@ -180,17 +183,17 @@ class Trainer:
                     self._record_stop(exc)
                     raise
                 status, reason = "stopped", exc.message  # mid-step: undecided; its finished calls are journaled
-            self.progress = self.progress.replace(status=status, stop_reason=reason)
             try:
-                closing = final_scores(self.ctx, self.store, self.run_id, self.progress.seed_rev, seed_score,
-                                       self.evaluator, self._sealed_test, self._budget_exceeded)
+                closing = self._closing_scores(seed_score)
             except BaseException:
-                self._settle_save(quiet=True)  # as above: the lock must outlive every write
+                self._settle_decision(quiet=True)  # as above: the lock must outlive every write
+                self._settle_save(quiet=True)
                 raise
             if closing.warning:
                 self.emit(Warning(closing.warning))
             self._book_seconds()
-            self.progress = self.progress.replace(final_scores=closing.scores,
+            # (the status only now: a step save that lands after the last step must not say the run finished)
+            self.progress = self.progress.replace(status=status, stop_reason=reason, final_scores=closing.scores,
                                                   test_reads=self.progress.test_reads + closing.test_reads)
             self._save(f"run {status}: {reason}", maintain=True)
         score_dicts = {k: v.to_dict() for k, v in closing.scores.items()}
@@ -249,13 +252,34 @@ class Trainer:
                 self.progress = self.progress.replace(next_step=step + 1,
                                                       current_score=round(current.mean(metric, weight), 4))
                 self._save(f"step {step}", background=True)
-        self._settle_decision()
         last_epoch = (self.total_steps - 1) // self.batches_per_epoch
         if self.total_steps % self.batches_per_epoch == 0 and self.total_steps > 0 \
                 and not self.progress.epoch(last_epoch).ended:
-            self._end_epoch(last_epoch, current)
+            if self._epoch_has_work():
+                self._end_epoch(last_epoch, current)  # (it waits for the last step's decision first)
+            else:
+                self._epoch_to_close = (last_epoch, current)  # closed by `_wind_up`, once the decision landed
+        return "finished", "finished all steps"  # the last decision may still be landing: see `_wind_up`
+
+    def _closing_scores(self, seed_score: gate_mod.SplitScore) -> Closing:
+        """The run's closing scores (`final.final_scores`). The run's last decision may still be landing (`_steps`):
+        the final skill's test scoring overlaps it, and `_wind_up` waits for it before anything reads the branch."""
+        return final_scores(self.ctx, self.store, self.run_id, self.progress.seed_rev, seed_score, self.evaluator,
+                            self._sealed_test, self._budget_exceeded,
+                            final_text=self._pending.text if self._pending is not None else None,
+                            wind_up=self._wind_up)
+
+    def _wind_up(self) -> None:
+        """After the last step: wait for its decision and close the last epoch when its end has no work (the
+        closing test scoring of the final skill runs while they land, `final.final_scores`)."""
         self._settle_decision()
-        return "finished", "finished all steps"
+        if self._epoch_to_close is not None:
+            (epoch, current), self._epoch_to_close = self._epoch_to_close, None
+            self._end_epoch(epoch, current)
+
+    def _epoch_has_work(self) -> bool:
+        opt = self.cfg.optimizer
+        return bool(opt.use_slow_update or opt.use_meta_skill or opt.use_meta_reflect)
 
     def _record_stop(self, exc: BaseException) -> None:
         """What a run stopped by `exc` (other than a budget) leaves in its progress: interrupted, stopped because
@@ -303,13 +327,10 @@ class Trainer:
         """The teacher for `step` (None: an epoch's end). Its negative buffer leaves out `step`'s own other
         proposals, which a restarted step may find decided already: it must see what the first attempt saw."""
         opt = self.cfg.optimizer
-        negative: list[RejectedEdit] = []
-        if opt.use_negative_buffer:
-            size = opt.negative_buffer_size
-            negative = [r for r in self.store.negative_buffer(size + self.field_size - 1)
-                        if not self._rival(r, step)][:size]
+        buffer, blocked = self._buffers() if opt.use_negative_buffer else (NegativeBuffer(0), {})
+        negative = [r for r in buffer.newest(opt.negative_buffer_size + self.field_size - 1)
+                    if not self._rival(r, step)][:opt.negative_buffer_size]
         meta = self.progress.meta_skill if opt.use_meta_skill else ""
-        blocked = self._blocked() if opt.use_negative_buffer else {}
         limits = {} if self.cfg.model.teacher.max_tokens else dict(stages.STAGE_MAX_TOKENS)
         return stages.Teacher(self.teacher_llm, self.prompts_dir, negative, meta, self.cfg.gradient.analyst_workers,
                               blocked, max_edits=opt.max_edits_per_reply, max_edit_chars=opt.max_edit_chars,
@@ -325,14 +346,17 @@ class Trainer:
     def _waiting(self, stage: str, elapsed: float) -> None:
         self.emit(Heartbeat(stage, 1, round(elapsed, 1)))
 
-    def _blocked(self) -> dict:
-        """Every edit rejected so far in this run *without a gain* (Δ ≤ 0), read from git once and then kept up to
-        date as steps are rejected (so resuming rebuilds the same set). An edit rejected with a gain the gate found
-        too small to trust is not blocked: it may come back and be measured again (bench/README.md)."""
-        if self._blocked_edits is None:  # built in the first step this process runs (`_fresh_step`)
-            self._blocked_edits = {r.edit.key(): r for r in reversed(self.store.negative_buffer(10 ** 9))
+    def _buffers(self) -> tuple[NegativeBuffer, dict]:
+        """(the negative buffer, the blocked set: this run's edits rejected *without a gain*, Δ ≤ 0 — one the gate
+        found too small to trust may come back), read from git in the first step this process runs, then kept up to
+        date by its decisions (`commit(negative=…)`, `_block`): a step's reads do not grow with the history."""
+        if self._negative is None or self._blocked_edits is None:
+            every = self.store.negative_buffer(10 ** 9)
+            keep = self.cfg.optimizer.negative_buffer_size + self.field_size - 1  # what `teacher` asks for
+            self._negative = NegativeBuffer(keep, every[:keep])
+            self._blocked_edits = {r.edit.key(): r for r in reversed(every)
                                    if r.run == self.run_id and r.delta <= 0 and not self._rival(r, self._decided.fresh)}
-        return self._blocked_edits
+        return self._negative, self._blocked_edits
 
     def _rival(self, r: RejectedEdit, step: int | str | None) -> bool:
         """True for an edit of one of `step`'s other proposals (named `s<step>-p<k>`, see `field.plan_field`)."""
@@ -353,8 +377,8 @@ class Trainer:
         usage_before = self.ledger.snapshot()
         pending = self._pending
         # The previous step's decision may still be being written: its skill text is known, and the students need
-        # nothing else. The teacher's negative buffer (a history scan and a notes read) is read from git once that
-        # decision has landed, while the students run, so neither adds git calls to the step's wall time.
+        # nothing else. The teacher (its negative buffer includes that decision) is built once the decision has
+        # landed, while the students run.
         base = self.store.tip() if pending is None else None
         skill = pending.text if pending is not None else self.store.read_skill(base)
         pending_teacher = in_background(functools.partial(self._teacher_after, pending, step))
@@ -406,7 +430,7 @@ class Trainer:
         """Gate and decide `proposal` inline (an epoch's candidates)."""
         self._settle_decision()
         outcome, score = gated_commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, proposal, current,
-                                      usage_before)
+                                      usage_before, negative=self._negative)
         self._block([r.edit for r in proposal.record.applied], outcome, proposal.step)
         self._record(proposal.epoch, outcome, _edit_dicts(proposal))
         self.emit(StepDecided(outcome, self._usage()[0].to_dict()))
@@ -437,7 +461,7 @@ class Trainer:
                 self._block(self._found_edits(item.found), outcome, item.proposal.step)
                 return outcome, None
             outcome = commit(self.ctx, self.store, self.run_id, seq0 + n, item.proposal, item.judgement, current,
-                             item.usage)
+                             item.usage, negative=self._negative)
             self._block([r.edit for r in item.proposal.record.applied], outcome, item.proposal.step)
             return outcome, StepDecided(outcome, self._usage()[0].to_dict())
 
@@ -510,8 +534,7 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ epochs
     def _end_epoch(self, epoch: int, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
         self._settle_decision()
-        opt = self.cfg.optimizer
-        if opt.use_slow_update or opt.use_meta_skill or opt.use_meta_reflect:
+        if self._epoch_has_work():
             current = self._epoch_work(epoch, current)
         # Only the running epoch's step log is read (by meta reflect); keeping every ended epoch's would make
         # progress.json, rewritten at every step, grow with the run (200 KB after 1,000 steps).

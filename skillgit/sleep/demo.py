@@ -24,8 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -103,17 +101,11 @@ def write_home(home: Path, project: Path) -> int:
 
 def create_project(folder: Path, *, seed: int, steps: int) -> DemoProject:
     """Write the demo project and its fixture home into `folder` (new or empty); commit the project on `main`."""
+    from skillgit.demo_project import init_demo_repository
     from skillgit.store.initialize import init_project
-    from skillgit.store.repository import init_repository
     from skillgit.world import default_skill
 
-    if folder.exists() and any(folder.iterdir()):
-        raise SkillgitError(f"{folder} is not empty", "pass --dir with a new or empty folder")
-    folder.mkdir(parents=True, exist_ok=True)
-    repo = init_repository(folder, "main")
-    for key, value in (("user.name", "skillgit demo"), ("user.email", "demo@skillgit.invalid")):
-        if not repo.config_get_all(key):
-            repo.config_set(key, value)
+    repo = init_demo_repository(folder)
     home = folder / HOME_DIR
     home.mkdir(parents=True)
     (home / ".gitignore").write_text("# the sleep demo's fixture agent home: shipped sessions, never committed\n*\n",
@@ -150,6 +142,7 @@ def readers_in(home: Path) -> Iterator[None]:
 
 def run_sleep_demo(folder: Path | None, *, seed: int, steps: int, display: Any, date: str | None = None) -> Any:
     """See the module contract; returns the night's `NightRecord`."""
+    from skillgit.demo_project import demo_folder
     from skillgit.sleep.night import LOCK, NightOptions, gather, run_night, today
     from skillgit.sleep.settings import open_sleep_project
     from skillgit.store.lock import hold
@@ -157,11 +150,9 @@ def run_sleep_demo(folder: Path | None, *, seed: int, steps: int, display: Any, 
 
     if steps < 1:
         raise SkillgitError(f"--steps must be at least 1, got {steps}", "try --steps 4")
-    keep = folder is not None
-    folder = Path(folder).resolve() if folder else Path(tempfile.mkdtemp(prefix="skillgit-sleep-demo-")) / "project"
     night = date or today()
     err, out = console.err, console.out
-    try:
+    with demo_folder(folder, "skillgit-sleep-demo-") as (folder, keep):
         demo = create_project(folder, seed=seed, steps=steps)
         err.print(f"[bold]skillgit demo --sleep[/] in {folder}")
         err.print("A SIMULATION of the sleep pipeline: shipped Claude Code sessions in a fixture home, the offline "
@@ -187,9 +178,6 @@ def run_sleep_demo(folder: Path | None, *, seed: int, steps: int, display: Any, 
                 record = run_night(sp, NightOptions(night), on_event=display.handle)
         _summary(folder, record, keep)
         return record
-    finally:
-        if not keep:
-            shutil.rmtree(folder.parent, ignore_errors=True)
 
 
 def _summary(folder: Path, record: Any, keep: bool) -> None:

@@ -30,6 +30,8 @@ Contracts:
   read once it can be, and it is reported at every harvest until then), one that is not text is `binary` (a
   reader's own SQLite store excepted), and one with no record of the agent's format is `malformed`; its warning
   says which, with the OS error for an unreadable one.
+- What is kept: a session as its reader read it, except that the output of a tool call that ran no command (a
+  read, a search, an edit) is cut to its head (`scrub.previews`); the digest is of the reader's whole session.
 - Streaming (`sink`): with `sink(session, first_new_turn)` given, each kept session goes to it as soon as it is
   scrubbed (a night hands them to the `Miner`, which keeps units, not sessions) and is not held: `sessions` is
   then empty and `streamed` counts them; `first_new_turn` is filled all the same.
@@ -54,7 +56,7 @@ from skillgit.sleep.model import MALFORMED, REPLAY_ENV, REPLAY_MARKER, Session, 
 from skillgit.sleep.readers import Reader, get_reader
 from skillgit.sleep.readers import inbox as inbox_files
 from skillgit.sleep.readers import sources as reader_sources
-from skillgit.sleep.scrub import Redactions, Scrubber, build_scrubber
+from skillgit.sleep.scrub import Redactions, Scrubber, build_scrubber, previews
 
 UNKNOWN_WARN_RATIO = 0.2
 NO_TURN_WARN_RECORDS = 3  # a file with at least this many records and no readable turn is a format warning
@@ -410,7 +412,7 @@ class _Harvest:
                 if old is None:
                     self.skipped.append(_bare(session, reason, self.scrub))
                 continue
-            clean, counts = self.scrub.scrub_session(session)
+            clean, counts = self.scrub.scrub_session(previews(session))  # only what is kept is scrubbed
             self.redactions = self.redactions + counts
             self.first_new[clean.key] = old.turns if old is not None and old.turns <= mark.turns else 0
             if self.sink is not None:

@@ -16,6 +16,9 @@ Contracts:
   With `answers=True`, a kept group whose text units have accepted answers yields one text task per distinct
   request instead (`expected` = the accepted answer, id = a hash of the request's words and numbers, so the same
   request gives the same id on every night); a group without any accepted answer still yields its one task.
+- `MineResult.units` (and its groups' units) hold what mining reads of a unit, not all of it: the agent's last
+  answer is dropped (the accepted answer stays) and the commands are cut to the first (`Miner._kept`), so a night
+  streaming a long history into a `Miner` holds ~a request and its signals per unit.
 - `write_tasks` / `read_tasks`: a reviewable JSONL file whose first line is the header
   `{"skillgit_mined_tasks": 1, "reviewed": false, …}`; `reviewed` round-trips. Rows: agentic
   `{"id", "prompt", "workspace": {"repo": ".", "rev"}, "setup": [], "verify": {"command", "timeout_s", "result":
@@ -32,7 +35,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -281,10 +284,18 @@ def to_instances(group: TaskGroup, *, scrubber: Scrubber | None = None) -> list[
     return tasks
 
 
+def _kept(unit: TaskUnit) -> TaskUnit:
+    """What mining reads of a unit: its agent's last answer is dropped (its accepted answer is kept) and its
+    commands are cut to the first (mining reads only whether there was one: `did_work`)."""
+    if not unit.answer and len(unit.commands) <= 1:
+        return unit
+    return replace(unit, answer="", commands=unit.commands[:1])
+
+
 class Miner:
     """`mine`, one session at a time: `add` cuts a session into units at once (the session is not kept), `result`
-    groups every unit added and returns the `MineResult`. Holds the units (a request, its commands, test
-    summaries, paths and the agent's last answer), never the sessions: a night streams harvest into it."""
+    groups every unit added and returns the `MineResult`. Holds the units (a request, its test summaries, paths
+    and accepted answer: `_kept`), never the sessions: a night streams harvest into it."""
 
     def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, min_sessions: int = 2,
                  label: Callable[[TaskGroup], str] | None = None,
@@ -301,7 +312,7 @@ class Miner:
         started = session.started or ""
         for unit in split_units(session, first_new_turn):
             if unit.request:
-                self._units.append(((started, unit.session_key, unit.index, len(self._units)), unit))
+                self._units.append(((started, unit.session_key, unit.index, len(self._units)), _kept(unit)))
 
     def result(self) -> MineResult:
         # the order harvest gives sessions in (by start, then key), whatever order they were added in
@@ -316,6 +327,7 @@ class Miner:
             seen.add(fingerprint)
             units.append(unit)
         self._units = []
+        del seen  # not held while grouping
         stats = Stats()
         groups: list[TaskGroup] = []
         for found in cluster((unit_features(u) for u in units), self.threshold, stats=stats):

@@ -82,13 +82,19 @@ class ToolResult:
     is_error: bool = False
     call_id: str = ""
     exit_code: int | None = None
+    # set by a reader that cut `output` (readers/_common.excerpt): (head length, the raw text just after the head,
+    # the raw text just before the tail), so scrubbing sees a secret the cut split; never serialised or compared,
+    # and dropped by `Scrubber.scrub_session`
+    cut: tuple[int, str, str] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:  # by hand, not `asdict` (harvest digests every turn): the same keys
         return {"output": self.output, "is_error": self.is_error, "call_id": self.call_id, "exit_code": self.exit_code}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:
-        return cls(**known_fields(cls, data))
+        d = known_fields(cls, data)
+        d.pop("cut", None)  # a reader's, never read back
+        return cls(**d)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,17 @@ Contracts:
   `/Users/<user>/`, `/root/`, `C:\\Users\\<user>\\`; (4) each extra regex → `<redacted>`.
   It is idempotent and never raises.
 - `Scrubber.scrub_session` returns a copy of a `Session` in which every free-text field (turn text, tool summaries,
-  commands, paths, outputs, cwd, file path, branch, remote) went through `scrub`; ids and counts are kept.
+  commands, paths, outputs, cwd, file path, branch, remote) went through `scrub`; ids and counts are kept. An
+  output a reader cut (`ToolResult.cut`: head, marker, tail) is scrubbed with the raw margins around its cut, so a
+  secret the cut split (a credential's name in the part cut, its value at the tail's start; a known value cut in
+  two) is masked on the side that is kept; the margins are dropped, except what a mask reaching into one covers
+  (scrubbed). Only what is kept is scanned (plus the margins), never the text the reader cut.
 - `build_scrubber` raises `ConfigError` for an extra pattern that is not a valid regex, naming the pattern.
 - Speed: each category runs only when a literal it needs occurs (`@`, `/home/`, `Users`, `/root`, a home's
-  path), and every pattern starts with a literal the regex engine can skip to.
+  path), and every pattern starts with a literal the regex engine can skip to. A string of at most `MEMO_CHARS`
+  is scrubbed once per set of resolved secret values (its result and counts remembered); a string nothing was
+  masked in comes back as the very object given, and `scrub_session` copies only the records that changed.
+- `previews(session)` is what harvest keeps of tool outputs before scrubbing (see its docstring).
 """
 
 from __future__ import annotations
@@ -30,8 +37,11 @@ from typing import Any
 from skillgit.dotenv import read_dotenv
 from skillgit.errors import ConfigError
 from skillgit.redact import MIN_SECRET_LEN, redact_resolved, resolve_secrets
-from skillgit.sleep.model import Session, ToolCall, ToolResult
+from skillgit.sleep.model import Session, ToolCall, ToolResult, Turn
+from skillgit.sleep.readers._common import CUT_MARGIN
 
+MEMO_CHARS = 256  # strings up to this long are remembered once scrubbed
+MEMO_SIZE = 8192  # and at most this many of them
 EMAIL_MASK = "<email>"
 CUSTOM_MASK = "<redacted>"
 _SEP = r"(?:\\\\|\\|/)"  # \\ (JSON-escaped), \ or /
@@ -114,6 +124,10 @@ class Scrubber:
     homes: tuple[str, ...] = ()  # home folders masked wherever they appear (absolute paths, not "/")
     _compiled: tuple[re.Pattern[str], ...] = field(default=(), repr=False, compare=False)
     _homes: tuple[tuple[str, re.Pattern[str]], ...] = field(default=(), repr=False, compare=False)
+    # short strings scrubbed already (paths, commands, a summary that is its path): text → (scrubbed, counts),
+    # valid for one tuple of resolved secret values (the memo is emptied when another comes)
+    _memo: dict[str, tuple[str, tuple[int, int, int, int]]] = field(default_factory=dict, repr=False, compare=False)
+    _memo_for: list[tuple[str, ...] | None] = field(default_factory=lambda: [None], repr=False, compare=False)
 
     def __post_init__(self) -> None:
         compiled = []
@@ -137,9 +151,26 @@ class Scrubber:
         return self._scrub(text, resolve_secrets(self.secrets), counts), Redactions(*counts)
 
     def _scrub(self, text: str, secrets: tuple[str, ...], counts: list[int]) -> str:
-        """`text` scrubbed with the resolved secret values; adds (secrets, emails, home paths, custom) to counts."""
+        """`text` scrubbed with the resolved secret values; adds (secrets, emails, home paths, custom) to counts.
+        A short string is scrubbed once per set of secret values (a session repeats its paths and commands)."""
         if not text:
             return text
+        if len(text) > MEMO_CHARS:
+            return self._scrub_once(text, secrets, counts)
+        if self._memo_for[0] is not secrets or len(self._memo) > MEMO_SIZE:
+            self._memo.clear()
+            self._memo_for[0] = secrets
+        hit = self._memo.get(text)
+        if hit is None:
+            mine = [0, 0, 0, 0]
+            hit = self._memo[text] = (self._scrub_once(text, secrets, mine), (mine[0], mine[1], mine[2], mine[3]))
+        if not any(hit[1]):
+            return text  # unchanged: the very string given (scrub_session copies no record it need not)
+        for i, n in enumerate(hit[1]):
+            counts[i] += n
+        return hit[0]
+
+    def _scrub_once(self, text: str, secrets: tuple[str, ...], counts: list[int]) -> str:
         text, n = redact_resolved(text, secrets)
         counts[0] += n
         if "@" in text:
@@ -149,10 +180,12 @@ class Scrubber:
             if home in text:
                 text, n = pattern.subn(_home_repl, text)
                 counts[2] += n
-        for literal, pattern in _HOME_GATES:
-            if any(lit in text for lit in literal):
-                text, n = pattern.subn(_home_repl, text)
-                counts[2] += n
+        for literals, pattern in _HOME_GATES:
+            for literal in literals:
+                if literal in text:
+                    text, n = pattern.subn(_home_repl, text)
+                    counts[2] += n
+                    break
         for compiled in self._compiled:
             text, n = compiled.subn(CUSTOM_MASK, text)
             counts[3] += n
@@ -160,6 +193,23 @@ class Scrubber:
 
     def text(self, text: str) -> str:
         return self.scrub(text)[0]
+
+    def _scrub_cut(self, output: str, cut: tuple[int, str, str], secrets: tuple[str, ...],
+                   counts: list[int]) -> str:
+        """An excerpt (head, marker, tail) scrubbed with the raw margins the reader kept around its cut, so a
+        secret the cut split is masked on the side that is kept; the margins are then dropped (see `_trim`)."""
+        head_len, after, before = cut
+        head, rest = output[:head_len], output[head_len:]
+        end = rest.find("]…\n")
+        if not rest.startswith("\n…[") or end < 0:
+            return self._scrub(output, secrets, counts)  # not the reader's excerpt: scrubbed as it is
+        marker, tail = rest[:end + 3], rest[end + 3:]
+        scrubbed = self._scrub(head + after + marker + before + tail, secrets, counts)
+        if scrubbed.count(marker) != 1:  # a mask swallowed the cut (a key block across it): all of it is masked
+            return scrubbed
+        left, _, right = scrubbed.partition(marker)
+        return _trim(left, head + after, len(after), tail=False) + marker + _trim(right, before + tail, len(before),
+                                                                                   tail=True)
 
     def scrub_session(self, session: Session) -> tuple[Session, Redactions]:
         counts = [0, 0, 0, 0]
@@ -169,21 +219,96 @@ class Scrubber:
             return None if value is None else self._scrub(value, secrets, counts)
 
         def clean_call(call: ToolCall) -> ToolCall:
-            return replace(call, summary=clean(call.summary) or "", command=clean(call.command),
-                           paths=tuple(clean(p) or "" for p in call.paths))
+            summary, command = clean(call.summary) or "", clean(call.command)
+            paths = tuple(clean(p) or "" for p in call.paths)
+            if summary is call.summary and command is call.command and _same(paths, call.paths):
+                return call  # nothing masked (scrubbing returns the very string it was given): no copy
+            return replace(call, summary=summary, command=command, paths=paths)
 
         def clean_result(result: ToolResult) -> ToolResult:
-            return replace(result, output=clean(result.output) or "")
+            if result.cut is None:
+                output = clean(result.output) or ""
+                return result if output is result.output else replace(result, output=output)
+            return replace(result, output=self._scrub_cut(result.output, result.cut, secrets, counts), cut=None)
 
-        turns = tuple(
-            replace(t, text=clean(t.text) or "", tool_calls=tuple(map(clean_call, t.tool_calls)),
-                    tool_results=tuple(map(clean_result, t.tool_results)),
-                    skills=tuple(replace(s, name=clean(s.name) or "", path=clean(s.path)) for s in t.skills))
-            for t in session.turns
-        )
+        def clean_turn(turn: Turn) -> Turn:
+            text = clean(turn.text) or ""
+            calls, results = tuple(map(clean_call, turn.tool_calls)), tuple(map(clean_result, turn.tool_results))
+            skills = tuple(replace(s, name=clean(s.name) or "", path=clean(s.path)) for s in turn.skills)
+            if text is turn.text and _same(calls, turn.tool_calls) and _same(results, turn.tool_results) \
+                    and not skills:
+                return turn
+            return replace(turn, text=text, tool_calls=calls, tool_results=results, skills=skills)
+
+        turns = tuple(map(clean_turn, session.turns))
         scrubbed = replace(session, turns=turns, cwd=clean(session.cwd), path=clean(session.path),
                            git_branch=clean(session.git_branch), git_remote=clean(session.git_remote))
         return scrubbed, Redactions(*counts)
+
+
+def _same(these: tuple[Any, ...], those: tuple[Any, ...]) -> bool:
+    return all(a is b for a, b in zip(these, those))
+
+
+PREVIEW_CHARS = 600  # what harvest keeps of the output of a tool call that ran no command
+_MARKER = re.compile(r"\n…\[(\d+) chars cut\]…\n")
+
+
+def previews(session: Session, chars: int = PREVIEW_CHARS) -> Session:
+    """`session` with the output of every tool call that ran no command (a read, a search, an edit, a fetch) cut
+    to its first `chars` characters: nothing past harvest reads them (mining reads the outputs of test commands),
+    and scrubbing them whole was most of harvest's time. Shell outputs (a test verdict sits at the end) and results
+    without their call are left whole. The cut keeps its raw margin (`ToolResult.cut`), so `scrub_session` still
+    masks a secret it splits."""
+    turns = []
+    for turn in session.turns:
+        ran = {c.call_id: c.command is not None for c in turn.tool_calls if c.call_id}
+        if not any(ran.get(r.call_id) is False and len(r.output) > chars + 40 for r in turn.tool_results):
+            turns.append(turn)
+            continue
+        turns.append(replace(turn, tool_results=tuple(
+            _preview(r, chars) if ran.get(r.call_id) is False and len(r.output) > chars + 40 else r
+            for r in turn.tool_results)))
+    return replace(session, turns=tuple(turns))
+
+
+def _preview(result: ToolResult, chars: int) -> ToolResult:
+    output, margin = result.output, CUT_MARGIN
+    if result.cut is None:
+        total, after = len(output), output[chars:chars + margin]
+    else:
+        head_len, cut_after, _ = result.cut
+        marker = _MARKER.match(output, head_len)
+        if marker is None or chars > head_len:
+            return result
+        total = len(output) - len(marker.group()) + int(marker.group(1))
+        after = (output[chars:head_len] + cut_after)[:margin]
+    return replace(result, output=f"{output[:chars]}\n…[{total - chars} chars cut]…\n", cut=(chars, after, ""))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # slice comparisons run in C: a binary search, not a loop over characters
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _trim(scrubbed: str, raw: str, margin: int, *, tail: bool) -> str:
+    """`scrubbed` (the scrub of `raw`, the kept part with `margin` raw characters on its cut side) without the
+    margin. Text outside masks is unchanged by scrubbing, so an untouched margin is cut off by length; when a mask
+    reaches into it, the scrubbed text is cut where the raw text last differs (the mask, and what it covers of
+    the margin, stay: scrubbed, never raw)."""
+    if tail:
+        if scrubbed.startswith(raw[:margin]):
+            return scrubbed[margin:]
+        return scrubbed[_common_prefix(scrubbed, raw):]
+    if scrubbed.endswith(raw[len(raw) - margin:]):
+        return scrubbed[:len(scrubbed) - margin]
+    return scrubbed[:len(scrubbed) - _common_prefix(scrubbed[::-1], raw[::-1])]
 
 
 def dotenv_secrets(repo_root: Path | str | None) -> list[str]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence, Union
 
 from skillgit.errors import GitStateError
+from skillgit.types import RejectedEdit
 
 
 class NoteRecord(Protocol):
@@ -60,3 +61,6 @@ class Decision:
     score_after: float
     delta: float
     reason: str
+    # what a rejection adds to the negative buffer (newest first), as a read of its note and tag would give them
+    # (`negative.note_edits`): a running buffer (`negative.NegativeBuffer`) takes them without reading git
+    buffered: tuple[RejectedEdit, ...] = ()

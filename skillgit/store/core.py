@@ -33,6 +33,7 @@ from skillgit.errors import GitStateError, SkillgitError, UnknownRevision
 from skillgit.records import StepKind, StepNotes, StepOutcome, Verdict, to_float
 from skillgit.store import branches as store_branches
 from skillgit.store import history as store_history
+from skillgit.store import negative as store_negative
 from skillgit.store import notes as N
 from skillgit.store import refs as R
 from skillgit.store import revert as store_revert
@@ -389,14 +390,17 @@ class Store:
         old_notes, new_notes = self.repo.build_notes({cand.sha: N.encode(notes)})
         old_show, new_show = self.repo.build_notes({cand.sha: N.display_lines(outcome)}, R.DISPLAY_NOTES_REF)
         updates = [RefUpdate("delete", cand.ref, old=cand.sha)]
-        tag = None
+        tag: str | None = None
+        buffered: tuple[RejectedEdit, ...] = ()
         if accept:
             updates.insert(0, RefUpdate("update", self.branch_ref, cand.sha, tip))
         else:
             tag = R.rejected_tag(cand.run, cand.step)
-            body = N.parse_message(self.repo.commit_message(cand.sha))[1]
-            tag_obj = self.repo.make_tag(cand.sha, tag, N.format_rejected_tag(label, reason, score_before,
-                                                                             score_after, body))
+            message = self.repo.commit_message(cand.sha)
+            tag_message = N.format_rejected_tag(label, reason, score_before, score_after,
+                                                N.parse_message(message)[1])
+            tag_obj = self.repo.make_tag(cand.sha, tag, tag_message)
+            buffered = store_negative.decided_edits(cand.run, cand.step, cand.sha, tip, tag_message, message, notes)
             updates += [RefUpdate("verify", self.branch_ref, old=tip),
                         RefUpdate("update", f"refs/tags/{tag}", tag_obj, None)]
         updates += [RefUpdate("update", R.NOTES_REF, new_notes, old_notes),
@@ -407,7 +411,7 @@ class Store:
         if accept:
             W.sync(self.repo, worktrees, tip, cand.sha, self.skill_path)
         return Decision("accepted" if accept else "rejected", cand.run, cand.step, cand.sha,
-                        cand.sha if accept else tip, tag, score_before, score_after, delta, reason)
+                        cand.sha if accept else tip, tag, score_before, score_after, delta, reason, buffered)
 
     # ------------------------------------------------------------------------------------------ transactions
     def _moved(self, expected: str, now: str | None) -> BranchMoved:
@@ -481,7 +485,7 @@ class Store:
 
     def negative_buffer(self, limit: int) -> list[RejectedEdit]:
         """Up to `limit` edits of rejected candidates, newest first (archived ones included)."""
-        return store_history.negative_buffer(self, limit)
+        return store_negative.negative_buffer(self, limit)
 
     # ------------------------------------------------------------------------------------------ revert
     def revert(self, *, rev: str | None = None, to: str | None = None, steps: int | None = None,

@@ -1,4 +1,4 @@
-"""Reading the training history back out of git: the log, step lookup and the negative buffer.
+"""Reading the training history back out of git: the log and step lookup (the negative buffer: `negative.py`).
 
 Everything is read with a fixed number of git calls, whatever the number of steps (the first-parent chain, the
 skillgit commits on it, the rejected tags, the archive and, when needed, the notes in one batch), so `skillgit log`
@@ -12,15 +12,17 @@ that commit, ordered by date, then run, then step (so tests with fixed dates get
 from __future__ import annotations
 
 import json
+import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from skillgit.store import notes as N
 from skillgit.store import refs as R
 from skillgit.store.git import GitError, GitRepo
-from skillgit.types import Edit, RejectedEdit
+from skillgit.types import Edit
 
 
 @dataclass
@@ -36,9 +38,8 @@ class RejectedCache:
 class ChainCache:
     """What `scan` read of the skill branch's first-parent chain, kept by each `Store` (`Store.chain_cache`): the
     chain at `tip` (commit, committer time; oldest first) and the step entries of its commits. When the branch only
-    moved forward (`tip` is the first parent of the oldest new commit) only the new commits are read: the loop
-    scans the history at every step (the negative buffer), and reading the whole chain made a step's reads grow
-    with the history."""
+    moved forward (`tip` is the first parent of the oldest new commit) only the new commits are read (the loop
+    scanned the history at every step for its negative buffer before it kept the buffer itself)."""
 
     tip: str | None = None
     chain: list[tuple[str, int]] = field(default_factory=list)
@@ -127,16 +128,30 @@ _TAG_FIELDS = ["refname", "objectname", "*objectname", "*parent", "*committerdat
                "parent", "committerdate:unix"]
 
 
+def _tag_entry(row: list[str]) -> LogEntry | None:
+    """The rejected step of one `for-each-ref _TAG_FIELDS` row (what `rejected_entries` parses)."""
+    ref, obj, commit, parent, date, contents, commit_msg, lw_parent, lw_date = row
+    parsed = R.parse_step_ref(ref)
+    if parsed is None:
+        return None
+    if not commit:  # a lightweight tag made by hand: the ref is the commit itself
+        commit, parent, date, commit_msg, contents = obj, lw_parent, lw_date, contents, ""
+    return _rejected_entry(*parsed, commit, parent, date, contents, commit_msg)
+
+
 def rejected_entries(store: "Store") -> list[LogEntry]:
     """Rejected steps from live tags and from the gc archive (unordered).
 
-    The loop reads the negative buffer at every step, so a store keeps what it parsed: an entry depends only on
-    its ref name and the (immutable) tag object, and the archive's entries only on the archive commit. Each call
-    lists the tags (names and ids) and parses only those it has not seen."""
+    An entry depends only on its ref name and the (immutable) tag object, and the archive's entries only on the
+    archive commit: a store keeps what it parsed, and the first call of a process starts from what earlier ones
+    parsed (the tag cache below). Each call lists the tags (names and ids) and parses only those it has not seen."""
     repo = store.repo
     cache = store.rejected_cache
     seen = cache.tags
     listing: list[tuple[str, str]] | None
+    if not seen:  # what an earlier process parsed (`skillgit log` after a run, a resumed run)
+        seen.update(read_tag_cache(repo))
+    known = len(seen)
     if seen:
         listing = [(ref, obj) for ref, obj in repo.for_each_ref(["refname", "objectname"], R.REJECTED_PREFIX)]
         fresh = [ref for ref, obj in listing if (ref, obj) not in seen]
@@ -144,15 +159,13 @@ def rejected_entries(store: "Store") -> list[LogEntry]:
         listing, fresh = None, [R.REJECTED_PREFIX]
     if fresh:
         patterns = fresh if len(fresh) <= 64 else [R.REJECTED_PREFIX]
-        for ref, obj, commit, parent, date, contents, commit_msg, lw_parent, lw_date in repo.for_each_ref(
-                _TAG_FIELDS, *patterns):
-            parsed = R.parse_step_ref(ref)
-            if parsed is not None and not commit:  # a lightweight tag made by hand: the ref is the commit itself
-                commit, parent, date, commit_msg, contents = obj, lw_parent, lw_date, contents, ""
-            seen[(ref, obj)] = None if parsed is None else _rejected_entry(*parsed, commit, parent, date, contents,
-                                                                            commit_msg)
+        for row in repo.for_each_ref(_TAG_FIELDS, *patterns):
+            if (row[0], row[1]) not in seen:
+                seen[(row[0], row[1])] = _tag_entry(list(row))
     if listing is None:  # nothing was listed, so everything was fresh and parsed just now
         listing = list(seen)
+    if fresh and len(seen) > known:  # parsed some: keep them for the next process
+        write_tag_cache(repo, {key: seen[key] for key in listing if key in seen})
     out = [entry for key in listing if (entry := seen.get(key)) is not None]
     archive = repo.ref(R.ARCHIVE_REF)
     if cache.archive[0] != archive:
@@ -161,6 +174,59 @@ def rejected_entries(store: "Store") -> list[LogEntry]:
                                                       doc.get("commit_message", ""), archived=True)
                                       for doc in archived_docs(store)])
     return out + cache.archive[1]
+
+
+# The parsed rejected tags, kept across processes: `.git/skillgit/cache/rejected-tags.json`. An entry depends only
+# on its ref name and tag object (a tag object never changes), so a cached entry is never stale, only unlisted
+# (its tag was deleted or moved: `rejected_entries` lists the tags each time and parses only the unknown ones).
+# Without it every `skillgit log` parsed every tag and commit message again (a third of `log` at 1,000 steps).
+TAG_CACHE_VERSION = 1
+_ENTRY_TYPES: dict[str, Any] = {"run": str, "verdict": str, "sha": str, "subject": str, "reason": str, "tag": str,
+                                "date": int, "score": (float, int, type(None)), "delta": (float, int, type(None)),
+                                "parent": (str, type(None)), "seq": (int, type(None)), "step": (int, str)}
+
+
+def tag_cache_path(repo: GitRepo) -> Path:
+    """Where a repository's parsed rejected tags are kept (shared by its worktrees)."""
+    return repo.common_dir / "skillgit" / "cache" / "rejected-tags.json"
+
+
+def read_tag_cache(repo: GitRepo) -> dict[tuple[str, str], LogEntry | None]:
+    """(tag ref, tag object) → its entry (None: not a step's tag), as a process wrote them; {} when the file is
+    missing, of another version or malformed anywhere (then every tag is parsed again, and the file rewritten)."""
+    try:
+        data = json.loads(tag_cache_path(repo).read_text(encoding="utf-8"))
+        if data.get("v") != TAG_CACHE_VERSION:
+            return {}
+        return {(ref, obj): _cached_entry(fields) for ref, obj, fields in data["tags"]}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def _cached_entry(fields: dict[str, Any] | None) -> LogEntry | None:
+    if fields is None:
+        return None
+    if set(fields) != set(_ENTRY_TYPES) | {"edits"} or not isinstance(fields["edits"], list) \
+            or not all(isinstance(e, str) for e in fields["edits"]) \
+            or not all(isinstance(fields[k], t) and not isinstance(fields[k], bool) for k, t in _ENTRY_TYPES.items()) \
+            or fields["verdict"] != "rejected":
+        raise ValueError("not a cached entry")
+    return LogEntry(**{**fields, "edits": tuple(fields["edits"])})
+
+
+def write_tag_cache(repo: GitRepo, entries: dict[tuple[str, str], LogEntry | None]) -> None:
+    """Replace the cache with `entries` (atomically: a reader sees the old file or the new one). A repository
+    skillgit cannot write to (read-only clone) just has no cache."""
+    rows = [[ref, obj, None if e is None else {**{k: getattr(e, k) for k in _ENTRY_TYPES}, "edits": list(e.edits)}]
+            for (ref, obj), e in entries.items()]
+    path = tag_cache_path(repo)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"v": TAG_CACHE_VERSION, "tags": rows}, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def archived_docs(store: "Store") -> list[dict[str, Any]]:
@@ -316,7 +382,12 @@ def read_notes(store: "Store", shas: list[str] | None,
     """sha → (decision/candidate/revert records, number of corrupt lines) for the shas (None: all) that have a
     note, with two git calls (one when the caller passes `mapping`, `repo.notes_map()`); other kinds (per-item
     scores, reflections…) are not parsed."""
-    return {sha: _decode(text, _LOG_KINDS) for sha, text in _note_texts(store, shas, mapping).items()}
+    return {sha: log_records(text) for sha, text in _note_texts(store, shas, mapping).items()}
+
+
+def log_records(text: str | None) -> tuple[list[dict[str, Any]], int]:
+    """One note's text as `read_notes` decodes it (None: a note blob that could not be read)."""
+    return _decode(text, _LOG_KINDS)
 
 
 def _note_texts(store: "Store", shas: list[str] | None, mapping: dict[str, str] | None = None
@@ -433,70 +504,19 @@ def history(store: "Store", run: str | None = None, edits: bool = True) -> list[
     return with_notes(store, entries, notes)
 
 
-def _edits_of(records: list[dict[str, Any]], entry: LogEntry) -> list[Edit]:
-    edits = [Edit.from_dict(x) for c in N.of_kind(records, "candidate") for x in c.get("edits", [])
-             if isinstance(x, dict) and isinstance(x.get("op"), str)]
-    if edits:
-        return edits
-    # No candidate record (e.g. tags pulled without notes): fall back to the summaries in the tag message.
-    out = []
-    for line in entry.edits:
-        op, _, text = line.partition(": ")
-        out.append(Edit(op=op, content=text, rationale="(from the tag summary)"))
-    return out
-
-
-def negative_buffer(store: "Store", limit: int) -> list[RejectedEdit]:
-    """Up to `limit` edits of rejected candidates, newest step first, with that step's delta and reason.
-    Bad notes are skipped here (the buffer must never stop a training run); `read_notes` reports them."""
-    if limit <= 0:
-        return []
-    # The loop asks for the buffer at every step: list the notes once (not once per chunk), and read chunks that
-    # double in size, so that a long run of rejected steps without edits costs a few calls, not one per 16.
-    entries, mapping = concurrently(lambda: scan(store), store.repo.notes_map)
-    rejected = [e for e in reversed(entries) if e.verdict == "rejected"]
-    out: list[RejectedEdit] = []
-    start, chunk = 0, max(limit, 16)
-    while start < len(rejected):
-        batch = rejected[start:start + chunk]
-        start, chunk = start + chunk, chunk * 2
-        notes = read_notes(store, [e.sha for e in batch], mapping)
-        for e in batch:
-            records = notes.get(e.sha, ([], 0))[0]
-            decision = next(iter(N.of_kind(records, "decision")), {})
-            delta = N.to_float(decision.get("delta"))
-            delta = delta if delta is not None else (e.delta if e.delta is not None else 0.0)
-            reason = str(decision.get("reason") or e.reason)
-            for edit in _edits_of(records, e):
-                out.append(RejectedEdit(edit, delta, reason, e.run, e.step))
-                if len(out) >= limit:
-                    return out
-    return out
-
-
 # ---------------------------------------------------------------------------------------------- one run's trend
 def _bre(text: str) -> str:
     """`text` as a literal in a git basic regular expression."""
     return "".join(f"\\{c}" if c in ".[]\\*^$" else c for c in text)
 
 
-def _tag_entry(row: list[str]) -> LogEntry | None:
-    """The rejected step of one `for-each-ref _TAG_FIELDS` row (what `rejected_entries` parses)."""
-    ref, obj, commit, parent, date, contents, commit_msg, lw_parent, lw_date = row
-    parsed = R.parse_step_ref(ref)
-    if parsed is None:
-        return None
-    if not commit:  # a lightweight tag made by hand: the ref is the commit itself
-        commit, parent, date, commit_msg, contents = obj, lw_parent, lw_date, contents, ""
-    return _rejected_entry(*parsed, commit, parent, date, contents, commit_msg)
-
-
 def run_scores(store: "Store", run: str, accepted: int) -> list[float | None] | None:
     """The val scores of `run`'s seed and accepted steps in history order — what
     `[e.score for e in history(store, run) if e.verdict in ("seed", "accepted")]` gives — read from the run's own
-    commits, tags and notes only: one `git log --first-parent` of the chain (ids and dates), the run's commits and
-    rejected tags, and the notes of the accepted steps and of the run's first decision. `status` calls it: its
-    cost grows with the run's accepted steps, not with the history's length or the notes' bytes. None when the
+    commits, tags and notes only: one `git log --first-parent` of the chain (ids and dates), the run's commits, the
+    rejected tags (listed; parsed once per repository: the tag cache), and the notes of the accepted steps and of
+    the run's first decision. `status` calls it: its cost grows with the run's accepted steps, not with the
+    history's notes' bytes. None when the
     chain does not hold the run's `accepted` steps (a run trained onto another branch, a reset branch, pulled
     history): then the caller reads the whole history."""
     entries = _run_entries(store, run, accepted)
@@ -524,14 +544,12 @@ def _run_entries(store: "Store", run: str, accepted: int) -> list[LogEntry] | No
     chain, rows, tags = concurrently(
         lambda: repo.first_parent_chain(tip),
         lambda: repo.grep_first_parent(tip, f"^{R.TRAILER_RUN}: {_bre(run)}$"),
-        lambda: repo.for_each_ref(_TAG_FIELDS, f"{R.REJECTED_PREFIX}{run}/"))
+        lambda: rejected_entries(store))  # (every tag is listed, but parsed once per repository: the tag cache)
     entries = [e for sha, parents, date, message in rows
                if (e := _commit_entry(sha, parents, str(date), message)) is not None and e.run == run]
     if sum(e.verdict == "accepted" for e in entries) != accepted:
         return None
-    entries += [e for row in tags if (e := _tag_entry(row)) is not None and e.run == run]
-    if repo.ref(R.ARCHIVE_REF) is not None:
-        entries += [e for e in rejected_entries(store) if e.archived and e.run == run]
+    entries += [e for e in tags if e.run == run]
     entries += _seeds(repo, entries)
     chain.reverse()
     entries.sort(key=_history_order(chain))

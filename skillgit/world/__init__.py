@@ -18,9 +18,9 @@ Why it is not tautological (the lesson of SkillOpt's offline mode, DESIGN.md §5
 
 Public API:
 - `SimulatedStudentLLM(cfg, model="sim-student")`, `SimulatedTeacher(cfg, model="sim-teacher")`: `LLM`s.
-- `generate_tasks(cfg, n) -> list[Item]`, `default_skill()`, `all_rules_skill(cfg)`, `describe(cfg)`,
-  `hidden_rules(cfg)` (tests/docs only), `reference_score(item, output)`, `read_skill(text)`,
-  `hurtful_concepts(cfg, skill)`, `hill_climb(cfg, ...)`.
+- `generate_tasks(cfg, n) -> list[Item]`, `write_tasks(path, cfg, n)`, `SIMULATED_MODEL`, `default_skill()`,
+  `all_rules_skill(cfg)`, `describe(cfg)`, `hidden_rules(cfg)` (tests/docs only), `reference_score(item, output)`,
+  `read_skill(text)`, `hurtful_concepts(cfg, skill)`, `hill_climb(cfg, ...)`.
 `cfg` is a `skillgit.config.SimulatedCfg` (seed, num_rules, noise, malformed_rate, latency_s, lucky_rate,
 min_fields, max_fields, dilution_lines, dilution_per_line, vague_rate, harmful_rate, off_target_rate).
 """
@@ -29,6 +29,7 @@ from skillgit.world.climb import ClimbResult, hill_climb
 from skillgit.world.rules import RULES, read_skill
 from skillgit.world.student import SimulatedStudentLLM
 from skillgit.world.tasks import (
+                                  SIMULATED_MODEL,
                                   all_rules_skill,
                                   default_skill,
                                   describe,
@@ -36,9 +37,10 @@ from skillgit.world.tasks import (
                                   hidden_rules,
                                   hurtful_concepts,
                                   reference_score,
+                                  write_tasks,
 )
 from skillgit.world.teacher import SimulatedTeacher
 
 __all__ = ["SimulatedStudentLLM", "SimulatedTeacher", "generate_tasks", "default_skill", "all_rules_skill",
            "describe", "hidden_rules", "hurtful_concepts", "reference_score", "read_skill", "RULES", "hill_climb",
-           "ClimbResult"]
+           "ClimbResult", "write_tasks", "SIMULATED_MODEL"]

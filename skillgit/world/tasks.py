@@ -4,6 +4,9 @@ Contracts:
 - `generate_tasks(cfg, n)` is deterministic in (cfg.seed, cfg.num_rules, cfg.min_fields, cfg.max_fields) and
   prefix-stable: item i depends only on the seed and i, so asking for more items keeps the first ones.
   Items carry `metadata = {"world": "simulated"}` and nothing about the rules.
+- `write_tasks(path, cfg, n)` writes those items as a JSONL task file; `SIMULATED_MODEL` is the `model:` section
+  of a project on this world that the demos' skillgit.yaml name (a `str.format` template of `{seed}`, without a
+  final newline).
 - `default_skill()` conveys none of the rules (a weak, generic starter with Claude-Code-style front matter).
 - `describe(cfg)` is for humans and docs; it is the only place that lists the hidden rules in prose.
 - `reference_score(item, output)` mirrors the project's `exact` scorer (hard 0/1 after stripping, soft = token
@@ -13,9 +16,11 @@ Contracts:
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from skillgit.errors import ConfigError
@@ -128,6 +133,23 @@ def make_item(cfg: Any, index: int) -> Item:
 def generate_tasks(cfg: Any, n: int) -> list[Item]:
     """`n` record-normalisation items of the world `cfg`; see the module docstring for the contract."""
     return [make_item(cfg, i) for i in range(n)]
+
+
+def write_tasks(path: Path, cfg: Any, n: int) -> None:
+    """`generate_tasks(cfg, n)` as a JSONL task file at `path` (what `env.tasks` reads)."""
+    path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in generate_tasks(cfg, n)), encoding="utf-8")
+
+
+SIMULATED_MODEL = """\
+model:
+  teacher_backend: simulated
+  teacher_model: sim-teacher
+  student_backend: simulated
+  student_model: sim-student
+  simulated:
+    seed: {seed}
+    num_rules: 6
+    noise: 0.05"""
 
 
 def default_skill() -> str:

@@ -10,7 +10,9 @@ Invariants:
   attaches to the agent turn in progress, or to the next one when none is open or the person invoked it by a
   command (a skill loaded before the agent answered belongs to that answer); one `SkillUse` per (kind, name) per
   turn, a later one only fills a missing path.
-- `excerpt` keeps the head and the tail of long outputs, because test runners print their verdict last.
+- `excerpt` keeps the head and the tail of long outputs, because test runners print their verdict last; a tool
+  result's excerpt also carries the raw `CUT_MARGIN` characters either side of its cut (`ToolResult.cut`, never
+  serialised), for `Scrubber.scrub_session` to mask a secret the cut split.
 - Nothing here raises on odd input: wrong types become empty strings, unparsable lines are counted by the caller.
 """
 
@@ -31,6 +33,7 @@ from skillgit.sleep.model import MALFORMED, Session, SkillHow, SkillUse, ToolCal
 HEAD_CHARS = 600
 TAIL_CHARS = 1600
 SUMMARY_CHARS = 300
+CUT_MARGIN = 160  # raw characters kept either side of an excerpt's cut for scrubbing (a credential's name and value)
 
 SHELL_TOOLS = {
     "bash", "shell", "shell_command", "exec_command", "local_shell", "powershell", "run_in_terminal",
@@ -47,6 +50,7 @@ _PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "target_file", "
 _COMMAND_KEYS = ("command", "cmd", "commandLine", "script")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _EXIT_CODE = re.compile(r"(?i)\b(?:exit(?:ed)?(?: with)? code|exit status|process exited with code)[:\s]+(-?\d+)")
+_EXIT_WORD = re.compile(r"(?i)exit")  # every match of _EXIT_CODE holds it; used on text that is not ASCII
 
 D = TypeVar("D", bound="Draft")
 
@@ -63,10 +67,19 @@ def as_str(value: Any) -> str | None:
 
 def excerpt(text: Any, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> str:
     """`text` as a string of at most head + tail characters (plus a marker saying how much was cut)."""
+    return cut_excerpt(text, head, tail)[0]
+
+
+def cut_excerpt(text: Any, head: int = HEAD_CHARS, tail: int = TAIL_CHARS,
+                margin: int = CUT_MARGIN) -> tuple[str, tuple[int, str, str] | None]:
+    """`excerpt(text)` and, when it cut, (head length, the `margin` characters after the head, the `margin`
+    before the tail): what scrubbing needs to mask a secret the cut split (`ToolResult.cut`)."""
     s = text if isinstance(text, str) else ("" if text is None else json.dumps(text, ensure_ascii=False))
     if len(s) <= head + tail:
-        return s
-    return f"{s[:head]}\n…[{len(s) - head - tail} chars cut]…\n{s[-tail:]}"
+        return s, None
+    end = len(s) - tail
+    cut = (head, s[head:min(end, head + margin)], s[max(head, end - margin):end])
+    return f"{s[:head]}\n…[{len(s) - head - tail} chars cut]…\n{s[end:]}", cut
 
 
 def short(text: str, limit: int = SUMMARY_CHARS) -> str:
@@ -76,8 +89,22 @@ def short(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 def exit_code_in(text: str) -> int | None:
     """The exit code a tool output announces ("Exit code 1", "Process exited with code 2"), if any."""
-    match = _EXIT_CODE.search(text or "")
-    return int(match.group(1)) if match else None
+    if not text:
+        return None
+    if not text.isascii():
+        match = _EXIT_CODE.search(text) if _EXIT_WORD.search(text) else None
+        return int(match.group(1)) if match else None
+    # the regex (case-insensitive, from a word boundary) has no literal the engine can skip to: it is tried only
+    # where a match can start, at each "exit" (lower-casing ASCII keeps offsets) or the "process " before one
+    low = text.lower()
+    at = low.find("exit")
+    while at >= 0:
+        for start in ((at - 8, at) if at >= 8 and low.startswith("process ", at - 8) else (at,)):
+            match = _EXIT_CODE.match(text, start)
+            if match:
+                return int(match.group(1))
+        at = low.find("exit", at + 1)
+    return None
 
 
 def patch_paths(patch: str) -> tuple[str, ...]:
@@ -144,11 +171,11 @@ def tool_call(name: str, arguments: Any, call_id: str = "") -> ToolCall:
 
 
 def tool_result(output: Any, is_error: bool = False, call_id: str = "", exit_code: int | None = None) -> ToolResult:
-    text = excerpt(output)
+    text, cut = cut_excerpt(output)
     if exit_code is None:
         exit_code = exit_code_in(text)
     return ToolResult(output=text, is_error=bool(is_error) or bool(exit_code), call_id=call_id or "",
-                      exit_code=exit_code)
+                      exit_code=exit_code, cut=cut)
 
 
 # ------------------------------------------------------------------------------------------------ skills
@@ -198,7 +225,12 @@ def skills_read(call: ToolCall) -> tuple[SkillUse, ...]:
     path, or a shell command that only reads one (`cat …/SKILL.md`, `sed -n 1,80p …`)."""
     if call.writes:
         return ()
-    named = [*call.paths, *(_read_targets(call.command) if call.command else ())]
+    # every file skill_at names ends in ".md": a command without "md" is not split into words (shlex is slow)
+    named = [p for p in call.paths if "md" in p]
+    if call.command and "md" in call.command:
+        named += _read_targets(call.command)
+    if not named:
+        return ()
     found = (skill_at(p) for p in named)
     return tuple(dict.fromkeys(u for u in found if u is not None))
 
@@ -312,9 +344,10 @@ class Draft:
 
     def keep(self, **values: Any) -> None:
         """Remember each non-empty string value under its key, unless the key already has one (the first wins)."""
+        meta = self.meta
         for key, value in values.items():
-            if as_str(value) and key not in self.meta:
-                self.meta[key] = value
+            if value and key not in meta and isinstance(value, str):
+                meta[key] = value
 
     def session(self, session_id: str, **fields: Any) -> Session:
         fields.setdefault("started", self.started)
@@ -347,18 +380,21 @@ def read_jsonl(path: Path, counts: Counter[str]) -> Iterator[dict[str, Any]]:
         return
     with handle:
         for line in handle:
-            obj = _json_line(line.strip(), counts)
+            obj = _json_line(line, counts)
             if obj is not None:
                 yield obj
 
 
 def _json_line(line: str, counts: Counter[str]) -> dict[str, Any] | None:
-    if not line:
+    if not line or line.isspace():
         return None
-    try:
+    try:  # json.loads skips JSON's whitespace around a value: no stripped copy of every line is made
         obj = json.loads(line)
     except ValueError:
-        obj = None
+        try:  # other whitespace at an end (a form feed, a no-break space) is stripped as before
+            obj = json.loads(line.strip())
+        except ValueError:
+            obj = None
     if not isinstance(obj, dict):
         counts[MALFORMED] += 1
         return None
