@@ -18,6 +18,14 @@ import pytest
 FIXED_DATE = "2026-01-01T00:00:00+00:00"
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (pyproject's addopts): one worker more than the cores. Many tests wait on child processes (the
+    CLI, git, the agent CLIs, pytest verifiers, a simulated model's latency), and with a worker per core the cores
+    idle meanwhile: on 2 cores, 3 workers ran a 362-test sample under CI's coverage in 139 s against 154–159 s for
+    2 (4 workers: 149 s)."""
+    return (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) + 1
+
+
 @pytest.fixture(autouse=True)
 def hermetic_env(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
