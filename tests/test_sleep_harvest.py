@@ -744,3 +744,24 @@ def test_the_scrubbers_memo_of_short_strings_follows_the_secret_values(monkeypat
     clean, counts = scrubber.scrub_session(session)
     assert clean.turns[0].tool_calls[0].command == "deploy --to prod ***" and counts.secrets == 2
     assert scrubber.scrub_session(session)[1].secrets == 2
+
+
+def test_a_known_secret_the_summarys_cut_split_is_masked(tmp_path):
+    # a tool call's summary is cut at SUMMARY_CHARS ("…"): a known secret value split by that cut leaves its first
+    # characters at the end of the summary, where no whole-value match finds them; the command is kept whole
+    from skillgit.sleep.readers._common import SUMMARY_CHARS
+    from skillgit.sleep.scrub import build_scrubber
+
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    known = "correct-horse-battery-staple-42"
+    command = "echo " + "a" * (SUMMARY_CHARS - 20) + " " + known + " && pytest -q"
+    (ClaudeSession("eeee0001", repo).user("deploy it").bash(command, "ok").write(home))
+    scrubber = build_scrubber(secrets=[known], environ={}, homes=[])
+    kept: list[Session] = []
+    harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None,
+            sink=lambda s, first: kept.append(s))
+    calls = [c for t in kept[0].turns for c in t.tool_calls]
+    assert calls and calls[0].summary.endswith("***…") and len(calls[0].summary) < SUMMARY_CHARS + 3
+    assert known not in (calls[0].command or "") and "***" in (calls[0].command or "")
+    flat = json.dumps([s.to_dict() for s in kept])
+    assert known[:4] not in flat, "the start of a known secret leaked through a summary's cut"

@@ -36,7 +36,7 @@ from typing import Any
 
 from skillgit.dotenv import read_dotenv
 from skillgit.errors import ConfigError
-from skillgit.redact import MIN_SECRET_LEN, redact_resolved, resolve_secrets
+from skillgit.redact import MASK, MIN_SECRET_LEN, redact_resolved, resolve_secrets
 from skillgit.sleep.model import Session, ToolCall, ToolResult, Turn
 from skillgit.sleep.readers._common import CUT_MARGIN
 
@@ -219,7 +219,7 @@ class Scrubber:
             return None if value is None else self._scrub(value, secrets, counts)
 
         def clean_call(call: ToolCall) -> ToolCall:
-            summary, command = clean(call.summary) or "", clean(call.command)
+            summary, command = _cut_tail(clean(call.summary) or "", secrets), clean(call.command)
             paths = tuple(clean(p) or "" for p in call.paths)
             if summary is call.summary and command is call.command and _same(paths, call.paths):
                 return call  # nothing masked (scrubbing returns the very string it was given): no copy
@@ -244,6 +244,22 @@ class Scrubber:
         scrubbed = replace(session, turns=turns, cwd=clean(session.cwd), path=clean(session.path),
                            git_branch=clean(session.git_branch), git_remote=clean(session.git_remote))
         return scrubbed, Redactions(*counts)
+
+
+CUT_PARTIAL = 4  # the fewest characters of a known secret value a cut summary may end in before they are masked
+
+
+def _cut_tail(summary: str, secrets: tuple[str, ...]) -> str:
+    """A summary the reader cut (`readers._common.short`: it ends in "…") whose cut split a known secret value ends
+    in that value's first characters, which no whole-value match finds: they are masked (`CUT_PARTIAL` or more)."""
+    if not summary.endswith("…"):
+        return summary
+    body = summary[:-1]
+    for value in secrets:
+        for k in range(min(len(value) - 1, len(body)), CUT_PARTIAL - 1, -1):
+            if body.endswith(value[:k]):
+                return body[:-k] + MASK + "…"
+    return summary
 
 
 def _same(these: tuple[Any, ...], those: tuple[Any, ...]) -> bool:
