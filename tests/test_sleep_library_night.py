@@ -25,7 +25,7 @@ from skillgit.store.git import GitRepo
 from skillgit.world import default_skill, generate_tasks
 from tests.conftest import git
 from tests.test_sleep_harvest import ClaudeSession
-from tests.test_sleep_night import answer_pending, natural
+from tests.test_sleep_night import answer_pending, natural, night_through_handoff
 
 DATE = "2026-01-03"
 SKILLS = ("deploy", "release-notes", "db-migrate")
@@ -248,25 +248,18 @@ def test_handoff_a_library_night_waits_for_answers_and_resumes_from_them(tmp_pat
     """No API key: every skill's teacher prompts go to the handoff folder; the night is recorded as waiting (with
     each skill's part) and the same command, once answered, goes on until every skill is trained."""
     from skillgit.llm.factory import build_teacher
-    from skillgit.sleep.handoff import HandoffPending
 
     home = tmp_path / "home"
     root = library_project(tmp_path / "repo", home)
     sp = night_project(root, home, ("train.batch_size=4",), max_steps=1)  # (step 1 is not an epoch's end)
     folder = tmp_path / "handoff"
     agent = build_teacher(sp.config, root)  # stands in for the person's own agent answering the prompts
-    rounds = 0
-    while True:
-        try:
-            record = run_night(sp, NightOptions(DATE, yes=True, handoff=folder))
-            break
-        except HandoffPending as exc:
-            rounds += 1
-            assert exc.code == 5 and exc.pending and rounds < 20
-            waiting = S.night(GitRepo.open(root), DATE)
-            assert waiting is not None and waiting.status == "waiting" and waiting.handoff is not None
-            assert [k.name for k in waiting.skills] == list(SKILLS)
-            answer_pending(folder, agent)
+
+    def answer(waiting) -> None:
+        assert [k.name for k in waiting.skills] == list(SKILLS)
+        answer_pending(folder, agent)
+
+    record, rounds = night_through_handoff(sp, folder, root, DATE, answer)
     assert rounds >= 2 and record.status == "finished", record.reason
     assert [(k.name, k.status, k.steps) for k in record.skills] == [
         ("deploy", "finished", 1), ("release-notes", "finished", 1), ("db-migrate", "skipped", 0)]

@@ -13,6 +13,7 @@ import importlib
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -300,6 +301,21 @@ def test_a_budget_stops_the_night_and_the_same_command_resumes_it(night):
 
 
 # ---------------------------------------------------------------------------------------------- handoff
+def night_through_handoff(sp, folder: Path, repo: Path, date: str, on_waiting) -> tuple[Any, int]:
+    """Run the night with `--handoff folder` until it finishes: after each stop for answers (exit 5, prompts
+    pending), `on_waiting(the night's waiting record)` checks it and answers. (the finished record, rounds)"""
+    rounds = 0
+    while True:
+        try:
+            return run_night(sp, NightOptions(date, yes=True, handoff=folder)), rounds
+        except HandoffPending as exc:
+            rounds += 1
+            assert exc.code == 5 and exc.pending and rounds < 20
+            waiting = S.night(GitRepo.open(repo), date)
+            assert waiting is not None and waiting.status == "waiting" and waiting.handoff is not None
+            on_waiting(waiting)
+
+
 def answer_pending(folder: Path, agent) -> list[str]:
     """Answer every pending handoff prompt in `folder` as `agent` (the person's own agent) would; their stages."""
     stages = []
@@ -324,32 +340,26 @@ def test_handoff_writes_prompts_stops_and_resumes_from_the_answers(night, tmp_pa
 
     agent = build_teacher(sp.config, repo)  # stands in for the person's own agent answering the prompts
     consumed: set[str] = set()
-    rounds = 0
-    while True:
-        try:
-            record = run_night(sp, NightOptions(DATE, yes=True, handoff=folder))
-            break
-        except HandoffPending as exc:
-            rounds += 1
-            assert exc.code == 5 and exc.pending and rounds < 20
-            waiting = S.night(GitRepo.open(repo), DATE)
-            assert waiting is not None and waiting.status == "waiting"
-            assert waiting.handoff is not None and waiting.handoff.pending >= 1
-            # the answers of earlier rounds were read by now: the journal keeps them, so their files can go, and
-            # a prompt that was answered once is never asked again (its file would come back)
-            for number in consumed:
-                for path in folder.glob(f"{number}.*"):
-                    path.unlink()
-            pending = pending_prompts(folder)
-            numbers = {p.name[:4] for p in pending}
-            assert numbers and not numbers & consumed
-            for prompt in pending:
-                text = prompt.read_text()
-                answer = prompt.with_name(prompt.name.replace(".prompt.md", ".answer.json"))
-                assert "## Answer format (JSON schema)" in text and answer.name in text
-                request = request_from_file(prompt.with_name(prompt.name.replace(".prompt.md", ".request.json")))
-                answer.write_text(agent.complete(request).text)
-            consumed |= numbers
+
+    def answer(waiting) -> None:
+        assert waiting.handoff.pending >= 1
+        # the answers of earlier rounds were read by now: the journal keeps them, so their files can go, and
+        # a prompt that was answered once is never asked again (its file would come back)
+        for number in consumed:
+            for path in folder.glob(f"{number}.*"):
+                path.unlink()
+        pending = pending_prompts(folder)
+        numbers = {p.name[:4] for p in pending}
+        assert numbers and not numbers & consumed
+        for prompt in pending:
+            text = prompt.read_text()
+            answer = prompt.with_name(prompt.name.replace(".prompt.md", ".answer.json"))
+            assert "## Answer format (JSON schema)" in text and answer.name in text
+            request = request_from_file(prompt.with_name(prompt.name.replace(".prompt.md", ".request.json")))
+            answer.write_text(agent.complete(request).text)
+        consumed.update(numbers)
+
+    record, rounds = night_through_handoff(sp, folder, repo, DATE, answer)
     assert rounds >= 2  # reflect, then merge/rank: each round asked only what was new
     assert record.status == "finished" and record.handoff is not None and record.handoff.pending == 0
     assert record.usage.cost_usd == 0
