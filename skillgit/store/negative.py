@@ -4,10 +4,11 @@ the gate's reason (what the teacher is shown so that it does not propose them ag
 Two ways to the same list:
 - `negative_buffer(store, limit)` reads it from git: the history scan (every rejected tag of the repository, the
   gc archive) in history order and the notes of the newest rejected steps;
-- `NegativeBuffer` is a training run's copy of its newest entries: read from git once (`NegativeBuffer.read`),
-  then extended by each rejection this process decides (`add`, from the `Decision` the store returns: the entries
-  its note yields, computed by `note_edits` exactly as a read of that note would). A run asked for the buffer at
-  every step, and each read listed every rejected tag of the repository: a step's reads grew with the history.
+- `NegativeBuffer` is a training run's copy of its newest entries: read from git once (`negative_buffer`, by
+  `Trainer._buffers`), then extended by each rejection this process decides (`add`, from the `Decision` the store
+  returns: the entries its note yields, computed by `note_edits` exactly as a read of that note would). A run
+  asked for the buffer at every step, and each read listed every rejected tag of the repository: a step's reads
+  grew with the history.
 
 Why a running copy equals a fresh read: a rejection this process decides is built on the skill branch's tip, so
 in history order (`history._history_order`) it comes after every entry anchored on an older commit of the chain,
@@ -97,10 +98,6 @@ class NegativeBuffer:
 
     keep: int
     entries: list[RejectedEdit] = field(default_factory=list)
-
-    @classmethod
-    def read(cls, store: "Store", keep: int) -> "NegativeBuffer":
-        return cls(keep, negative_buffer(store, keep))
 
     def newest(self, limit: int) -> list[RejectedEdit]:
         return self.entries[:max(0, min(limit, self.keep))]
