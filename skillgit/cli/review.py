@@ -30,14 +30,6 @@ def _say(message: str) -> None:
     console.info(escape(shown(message)))
 
 
-def _project_and_store(repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]] = None):
-    from skillgit.project import open_project
-    from skillgit.store import Store
-
-    project = open_project(repo, config, list(sets or []))
-    return project, Store.open(project.root, project.config.skill.path, project.config.skill.branch)
-
-
 def _split_sizes(project) -> dict[str, int]:
     """Items per split (the n of the uncertainty intervals); empty when the tasks cannot be read here."""
     from skillgit.tasks import load_splits
