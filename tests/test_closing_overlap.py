@@ -24,14 +24,19 @@ NO_EPOCH_WORK = ("optimizer.use_slow_update=false", "optimizer.use_meta_skill=fa
                  "optimizer.use_meta_reflect=false")
 
 
-def _marked(monkeypatch, delay: float) -> dict[str, float]:
-    """Slow every decision down by `delay` and mark when each landed and when each test scoring started."""
+def _marked(monkeypatch, delay: float = 0.0, hold: int | None = None) -> dict[str, float]:
+    """Slow every decision down by `delay`, and hold step `hold`'s decision until a test scoring starts (at most
+    30 s; `marks["held"]`: whether one started meanwhile); mark when each decision landed and when the first test
+    scoring started."""
     marks: dict[str, float] = {}
     lock = threading.Lock()
+    testing = threading.Event()
     real_decide, real_score = Store.decide, Evaluator.score
 
     def slow_decide(self, cand, **kw):
         time.sleep(delay)  # a slow disk or a big repository
+        if hold is not None and str(cand.step) == str(hold):
+            marks["held"] = float(testing.wait(30))
         out = real_decide(self, cand, **kw)
         with lock:
             marks[f"decided {cand.step}"] = time.perf_counter()
@@ -41,6 +46,7 @@ def _marked(monkeypatch, delay: float) -> dict[str, float]:
         if split == "test":
             with lock:
                 marks.setdefault("test", time.perf_counter())
+            testing.set()
         return real_score(self, text, split, *args, **kw)
 
     monkeypatch.setattr(Store, "decide", slow_decide)
@@ -56,11 +62,12 @@ def test_the_final_test_scoring_runs_while_the_last_decision_lands(tmp_path, mon
 
     folder = tmp_path / "p"
     create_project(folder, 0)
-    marks = _marked(monkeypatch, 0.5)
+    marks = _marked(monkeypatch, hold=steps)
     events: list[Event] = []
     result, _ = train(folder, f"train.max_steps={steps}", *NO_EPOCH_WORK, events=events)
 
-    assert marks["test"] < marks[f"decided {steps}"]  # the closing test scoring did not wait for the last decision
+    # the closing test scoring did not wait for the last decision: it started while that decision was held
+    assert marks["held"] and marks["test"] < marks[f"decided {steps}"]
     # the same run as when the decision landed first: scores, counts, branch
     assert (result.status, result.steps, result.accepted, result.rejected) == \
         (expected.status, expected.steps, expected.accepted, expected.rejected)
@@ -84,7 +91,7 @@ def test_the_final_test_scoring_runs_while_the_last_decision_lands(tmp_path, mon
 def test_without_test_scoring_the_last_decision_lands_before_the_run_ends(tmp_path, monkeypatch):
     folder = tmp_path / "p"
     create_project(folder, 0)
-    marks = _marked(monkeypatch, 0.3)
+    marks = _marked(monkeypatch, delay=0.3)
     result, _ = train(folder, "train.max_steps=2", "evaluation.eval_test=false", *NO_EPOCH_WORK)
     assert "test" not in marks and "decided 2" in marks
     progress = json.loads(git(folder, "show", "refs/skillgit/runs/r1:progress.json"))
@@ -98,7 +105,7 @@ def test_interrupted_while_the_last_decision_lands_resumes_like_an_uninterrupted
 
     folder = tmp_path / "p"
     create_project(folder, 0)
-    marks = _marked(monkeypatch, 0.5)
+    marks = _marked(monkeypatch, delay=0.5)
     real_score = Evaluator.score
 
     def interrupted(self, text, split, *args, **kw):
