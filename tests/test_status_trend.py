@@ -135,3 +135,28 @@ def test_the_rejected_tags_are_parsed_once_per_repository(two_runs, monkeypatch)
     assert Store.open(two_runs, "SKILL.md").history() == again and len(parsed) == 3  # every tag, once
     parsed.clear()
     assert Store.open(two_runs, "SKILL.md").history() == again and parsed == []
+
+
+def test_the_tag_cache_keeps_a_rejected_step_in_few_bytes_and_replaces_the_old_file(two_runs):
+    """At 1,000 steps version 1 of the cache (every field by name, uncompressed) held ~480 bytes a tag, 0.5 MB of
+    .git; version 2 keeps what the ref does not say, compressed. Entries come back equal, including odd ones."""
+    store = Store.open(two_runs, "SKILL.md")
+    store.history()
+    legacy = H.tag_cache_path(store.repo).with_name("rejected-tags.json")
+    legacy.write_text('{"v": 1, "tags": []}')  # what an earlier skillgit left
+    entries: dict[tuple[str, str], H.LogEntry | None] = {}
+    for n in range(1, 1001):
+        step_id: int | str = n if n % 50 else f"e{n // 50}-slow-update"
+        tag = f"rejected/2026-11-26-scale/{step_id if isinstance(step_id, str) else f'{n:04d}'}"
+        edits = tuple(f"append: Rule {(n * k) % 17} of the house style." for k in range(1 + n % 3))
+        entries[(f"refs/tags/{tag}", f"{n * 7919:040x}")] = H.LogEntry(
+            "2026-11-26-scale", step_id, "rejected", f"{n * 104729:040x}",
+            f"skill: {edits[0]} (+{len(edits) - 1} more) (-{n % 40}.5 val)", score=(n % 8) / 8,
+            delta=-(n % 5) / 8 if n % 7 else None, edits=edits,
+            reason=f"significance: -0.{n % 9}750 on val hard (8 items × 3 repeats): worse; broke {n % 4}",
+            parent=f"{n // 100:040x}" if n % 11 else None, date=1795686464 + n, tag=tag, seq=n if n % 13 else None)
+    entries[("refs/tags/rejected/by-hand", "ab" * 20)] = None  # a tag under the prefix that is not a step's
+    H.write_tag_cache(store.repo, entries)
+    assert not legacy.exists()
+    assert H.read_tag_cache(store.repo) == entries
+    assert H.tag_cache_path(store.repo).stat().st_size / len(entries) <= 150  # version 1: ~480 here
