@@ -70,11 +70,17 @@ def show(store: Store, rev: str) -> StepDetail:
                       typed.gate, typed.revert, tuple(note.raw), note.corrupt_lines, typed.skipped)
 
 
-def history(store: Store, run: str | None = None, edits: bool = True) -> list[LogEntry]:
+def history(store: Store, run: str | None = None, edits: bool = True, cached: bool = False) -> list[LogEntry]:
     """Seeds, accepted, rejected (also archived) and revert entries, oldest → newest. `edits=False`: an entry's
     `edits` are only what its commit message or tag lists (the candidate records are not read; for `skillgit log`,
-    which does not show them)."""
-    return store_history.history(store, run, edits=edits)
+    which does not show them). `cached`: answered from what an earlier process read in the same ref state, and
+    kept for the next one (`store/logcache.py`; for commands that print the history, never a training run)."""
+    if not cached:
+        return store_history.history(store, run, edits=edits)
+    from skillgit.store.logcache import cached_history
+
+    entries = cached_history(store, edits, lambda: store_history.history(store, None, edits=edits))
+    return entries if run is None else [e for e in entries if e.run == run]
 
 
 def runs(store: Store) -> list[str]:
