@@ -90,9 +90,10 @@ class Store:
         exist or the skill file is not committed on it."""
         repo = GitRepo.open(Path(root))
         store = cls(repo, _normalize_path(repo.root, skill_path), branch)
-        if not repo.valid_branch_name(branch):
+        # an existing branch has a name git accepted (its own check costs two git processes: only for a new one)
+        tip = repo.ref(store.branch_ref) if R.branch_problem(branch) is None else None
+        if tip is None and not repo.valid_branch_name(branch):
             raise GitStateError(f"invalid branch name '{branch}'", "set skill.branch to a valid branch name")
-        tip = repo.ref(store.branch_ref)
         if tip is None:
             names = [row[0] for row in repo.for_each_ref(["refname:short"], "refs/heads/")
                      if not row[0].startswith("candidates/")]
