@@ -458,3 +458,26 @@ def test_a_call_costs_its_reply_and_little_else_on_disk(tmp_path):
     assert hit is not None and hit.text == "answer " + "x" * 7 and hit.saved.prompt_tokens == 87
     assert reopened.prune({"2026-11-26T09-47-41-scale"}).entries_kept == n
 
+
+
+def test_a_threads_read_connection_closes_when_the_thread_ends(tmp_path):
+    """The loop reads the journal from pool threads that come and go: each thread's connection is closed when the
+    thread ends (it stayed open until a garbage collection before, and with it the WAL, ~1 MB, after the journal
+    was closed)."""
+    import gc
+
+    path = db(tmp_path)
+    cache = CallCache(path)
+    for i in range(50):
+        cache.put(f"k{i}", Reply(prose(300, i)))
+    gc.disable()
+    try:
+        for _ in range(3):
+            reader = threading.Thread(target=lambda: cache.get("k7"))
+            reader.start()
+            reader.join()
+        cache.close()
+        assert not path.with_name("calls.sqlite-wal").exists()  # the last connection folded and removed it
+    finally:
+        gc.enable()
+    assert CallCache(path).get("k7").text == prose(300, 7)

@@ -184,12 +184,17 @@ class PruneReport:
 
 # ---------------------------------------------------------------------------------------------- the journal
 class _Reader:
-    """A thread's own read connection; referenced by that thread only, so it is closed when the thread ends."""
+    """A thread's own read connection; referenced by that thread only, so it is closed when the thread ends (by
+    `__del__`: a connection is in a reference cycle with its statement cache, so dropping it would leave it open
+    until a garbage collection, and the journal's WAL with it)."""
 
     __slots__ = ("__weakref__", "conn")
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
+
+    def __del__(self) -> None:
+        self.conn.close()
 
 
 class CallCache:
