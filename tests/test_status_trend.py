@@ -5,6 +5,8 @@ branch does not hold the run's accepted steps."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from skillgit.store import Store, read
@@ -78,8 +80,36 @@ def test_status_shows_the_same_trend(two_runs, monkeypatch):
     shown = run_cli_inproc("status", "--json", "--run", "r1", cwd=two_runs)
     assert shown.returncode == 0, shown.stderr
     monkeypatch.setattr(H, "run_scores", lambda *a: None)  # the whole-history path draws the same line
+    (two_runs / ".git" / "skillgit" / "cache" / "status.json.z").unlink()  # (not what the last status kept)
     again = run_cli_inproc("status", "--json", "--run", "r1", cwd=two_runs)
     assert again.stdout == shown.stdout and '"val_trend"' in shown.stdout
+
+
+def test_status_keeps_its_trend_until_a_ref_moves(two_runs, monkeypatch):
+    """`status` keeps the trend it read (.git/skillgit/cache/status.json.z): the next `status` in the same ref
+    state reads no commit, tag or note of the run; a new step of the run draws the new line, as a fresh read does."""
+    store = Store.open(two_runs, "SKILL.md")
+    store.save_run("r1", {"progress.json": '{"run": "r1", "status": "finished", "accepted": 2, "rejected": 2}'},
+                   "progress")
+    reads: list[str] = []
+    real = H.run_scores
+    monkeypatch.setattr(H, "run_scores", lambda *a: reads.append(a[1]) or real(*a))
+
+    def trend() -> list:
+        out = run_cli_inproc("status", "--json", "--run", "r1", cwd=two_runs)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["val_trend"]
+
+    first = trend()
+    assert reads == ["r1"] and trend() == first and reads == ["r1"]  # the second status: from the cache
+    step(store, SEED + "Rule r1.1.\nRule r1.2.\nRule r2.1.\nRule r1.4.\nRule r2.3.\nRule r1.5.\n", 5, True,
+         0.70, 0.80, run="r1")
+    store.save_run("r1", {"progress.json": '{"run": "r1", "status": "finished", "accepted": 3, "rejected": 2}'},
+                   "progress")
+    moved = trend()
+    assert reads == ["r1", "r1"] and moved[:-1] == first and moved != first
+    (two_runs / ".git" / "skillgit" / "cache" / "status.json.z").write_bytes(b"damaged")
+    assert trend() == moved and len(reads) == 3
 
 
 def test_the_history_scan_reads_only_the_commits_added_since_the_last_one(make_repo, monkeypatch):

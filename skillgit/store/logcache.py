@@ -1,5 +1,5 @@
 """The history `skillgit log` prints, kept across processes: `.git/skillgit/cache/log.json.z` (`log-edits.json.z`
-for `log --json`, whose entries carry every edit).
+for `log --json`, whose entries carry every edit); `status`'s val trend likewise.
 
 Contract:
 - What `history.history(store, None, edits)` returns is decided by refs alone (the objects a ref names never
@@ -11,7 +11,9 @@ Contract:
   of listing the chain, the tags and the runs, grepping and decoding the notes); otherwise it reads the history
   as before and replaces the file, unless a ref moved while it read (a run writing meanwhile): then nothing is
   kept. The file holds one state; a missing, damaged or foreign file is a miss (safe to delete).
-- Only commands that print the history use it (`skillgit log`): a training run never reads or writes it.
+  `cached_value` does the same for any JSON value decided by refs alone (`status`'s val trend: `status.json.z`).
+- Only commands that print the history use it (`skillgit log`, `skillgit status`): a training run never reads or
+  writes it.
 """
 
 from __future__ import annotations
@@ -37,10 +39,6 @@ _TYPES: dict[str, Any] = {"run": str, "step": (int, str), "verdict": str, "sha":
                           "note": str, "seq": (int, type(None))}
 
 
-def cache_path(store: "Store", edits: bool) -> Path:
-    return store.repo.common_dir / "skillgit" / "cache" / ("log-edits.json.z" if edits else "log.json.z")
-
-
 def state(store: "Store") -> str:
     """A digest of every ref of the repository (name and object) with what else picks the entries."""
     listing = store.repo.for_each_ref(["objectname", "refname"], "refs/")
@@ -52,25 +50,47 @@ def state(store: "Store") -> str:
 
 def cached_history(store: "Store", edits: bool, read: Callable[[], list[LogEntry]]) -> list[LogEntry]:
     """`read()` (the whole history), or the entries it gave in the same ref state (see the module contract)."""
-    path = cache_path(store, edits)
-    before = state(store)
+    fresh: list[list[LogEntry]] = []
+
+    def compute() -> list[list[Any]]:
+        fresh.append(read())
+        return [_row(e) for e in fresh[0]]
+
+    rows = cached_value(store, "log-edits" if edits else "log", "", compute)
+    if fresh:
+        return fresh[0]
+    try:
+        return [_entry(list(row)) for row in rows]
+    except (ValueError, TypeError):  # a damaged file: read the history (the next call rewrites the file)
+        return read()
+
+
+def cached_value(store: "Store", name: str, key: str, compute: Callable[[], Any]) -> Any:
+    """`compute()` (a JSON value decided by refs alone, e.g. `status`'s trend), or what it gave for the same `key`
+    in the same ref state, kept in `.git/skillgit/cache/<name>.json.z` (one state and key per file)."""
+    path = store.repo.common_dir / "skillgit" / "cache" / f"{name}.json.z"
+    before = f"{state(store)}\0{key}"
     found = _load(path, before)
     if found is not None:
         return found
-    entries = read()
-    if state(store) == before:
-        _save(path, before, entries)
-    return entries
+    value = compute()
+    if f"{state(store)}\0{key}" == before:
+        _save(path, before, value)
+    return value
 
 
-def _load(path: Path, key: str) -> list[LogEntry] | None:
+def _load(path: Path, key: str) -> Any:
     try:
         data = json.loads(zlib.decompress(path.read_bytes()))
         if data.get("v") != VERSION or data.get("state") != key:
             return None
-        return [_entry(row) for row in data["entries"]]
+        return data["value"]
     except (OSError, ValueError, TypeError, KeyError, AttributeError, zlib.error):
         return None
+
+
+def _row(e: LogEntry) -> list[Any]:
+    return [list(e.edits) if name == "edits" else getattr(e, name) for name in _FIELDS]
 
 
 _KINDS = [_TYPES[name] for name in _FIELDS]
@@ -90,12 +110,11 @@ def _entry(row: list[Any]) -> LogEntry:
     return LogEntry(*row)
 
 
-def _save(path: Path, key: str, entries: list[LogEntry]) -> None:
-    rows = [[list(e.edits) if name == "edits" else getattr(e, name) for name in _FIELDS] for e in entries]
+def _save(path: Path, key: str, value: Any) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        doc = json.dumps({"v": VERSION, "state": key, "entries": rows}, ensure_ascii=False, separators=(",", ":"))
+        doc = json.dumps({"v": VERSION, "state": key, "value": value}, ensure_ascii=False, separators=(",", ":"))
         tmp.write_bytes(zlib.compress(doc.encode("utf-8"), 6))
         os.replace(tmp, path)
     except OSError:  # a read-only repository just has no cache

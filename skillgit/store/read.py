@@ -110,10 +110,18 @@ def run_progress(store: Store, run: str | None = None) -> RunProgress:
     return progress
 
 
-def val_trend(store: Store, progress: RunProgress) -> list[float | None]:
+def val_trend(store: Store, progress: RunProgress, cached: bool = False) -> list[float | None]:
     """The val scores of the run's seed and accepted steps, in history order (`status`'s trend line): read from the
     run's own commits and notes (`history.run_scores`), the whole history only when those do not hold all of
-    the run's accepted steps (a run trained onto another branch, a reset or pulled branch)."""
+    the run's accepted steps (a run trained onto another branch, a reset or pulled branch). `cached`: what an
+    earlier process read in the same ref state (`store/logcache.py`)."""
+    if cached:
+        from skillgit.store.logcache import cached_value
+
+        found = cached_value(store, "status", f"{progress.run}\0{progress.accepted}",
+                             lambda: val_trend(store, progress))
+        if isinstance(found, list) and all(v is None or type(v) in (int, float) for v in found):
+            return found
     scores = store_history.run_scores(store, progress.run, progress.accepted)
     if scores is None:
         scores = [e.score for e in store_history.history(store, progress.run, edits=False)
