@@ -111,7 +111,6 @@ class Store:
         entry = repo.tree_entry(tip, store.skill_path)
         if entry is not None and entry.type == "tree":
             from skillgit import package  # (imported for a package skill only: `log` of a file skill never needs it)
-
             store.is_package = True
             if repo.tree_entry(tip, f"{store.skill_path}/{package.MAIN}") is None:
                 raise GitStateError(f"skill package '{store.skill_path}' has no {package.MAIN} in branch '{branch}'",
@@ -195,7 +194,6 @@ class Store:
             except UnicodeDecodeError:
                 continue  # binary assets are carried over by the tree, never shown to a model
         from skillgit import package
-
         return package.bundle(files)
 
     def _skill_tree(self, base: str, text: str) -> tuple[str, str]:
@@ -205,7 +203,6 @@ class Store:
             blob = self.repo.write_blob(text.encode("utf-8"))
             return self.repo.replace_in_tree(base, self.skill_path, blob, entry.mode), blob
         from skillgit import package
-
         pkg = package.parse(text)
         current = {e.name: e for e in self.repo.ls_tree(f"{base}:{self.skill_path}", recursive=True)}
         tree = self.repo.rev_parse(f"{base}^{{tree}}")
@@ -575,7 +572,6 @@ class Store:
         dest = Path(path)
         if self.is_package:  # binary assets byte-exact, git modes kept; a folder an earlier export wrote is pruned
             from skillgit import package
-
             tree = package.tree_files(self.repo, self.resolve(rev), self.skill_path)
             package.write(dest, text, tree, prune=(dest / package.MAIN).is_file())
             return dest
