@@ -24,6 +24,7 @@ Contract
 # No `from __future__ import annotations` here: the SDK reads the tools' parameter annotations at registration, and
 # they name aliases local to build_server (pydantic is only importable when the SDK is installed).
 import inspect
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -248,5 +249,110 @@ def build_server(repo: Path | None = None, config: Path | None = None) -> Any:
 
 
 def serve(repo: Path | None = None, config: Path | None = None) -> None:
-    """Run the server on stdio until the client closes it."""
+    """Run the server on stdio until the client closes it (the SDK's own transport; `skillgit mcp` serves through
+    the light front, mcp_front.serve, which ends in `serve_session`)."""
     build_server(repo, config).run("stdio")
+
+
+# ------------------------------------------------------------------------ the hand-over from the light front
+def lowlevel(server: Any) -> Any:
+    """The SDK's low-level server under the high-level one (2.x `_lowlevel_server`, 1.x `_mcp_server`): what the
+    SDK's `run_stdio_async` runs on stdio, run here on the front's streams instead."""
+    low = getattr(server, "_lowlevel_server", None) or getattr(server, "_mcp_server", None)
+    if low is None or not hasattr(low, "run") or not hasattr(low, "create_initialization_options"):
+        raise SkillgitError("this version of the MCP SDK has no low-level server skillgit can hand a session to",
+                            f"install a supported one: {provenance.extra_hint('mcp')}")
+    return low
+
+
+def serve_session(repo: Path | None, config: Path | None, front: Any, record_key: dict | None) -> None:
+    """Serve the front's session (mcp_front.Front: its `feed` as stdin, its `sink` as stdout) until the client
+    closes it; with `record_key`, first record this SDK's handshake answers for the next start."""
+    import anyio
+
+    low = lowlevel(build_server(repo, config))
+    front.handed_over = True
+    anyio.run(_session, low, front.feed, front.sink, record_key)
+
+
+async def _session(low: Any, feed: Any, sink: Any, record_key: dict | None) -> None:
+    if record_key is not None:  # (~20 ms CPU, once per installation: before the session, so a short one records)
+        from skillgit.integrations import mcp_front
+
+        answers = await record(low)
+        if answers is not None:
+            mcp_front.save_handshake(record_key, answers)
+    await _serve(low, feed, sink)
+
+
+async def _serve(low: Any, feed: Any, sink: Any) -> None:
+    """What the SDK's `run_stdio_async` does, on the given streams (the SDK then claims no file descriptor: the
+    front has)."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server(anyio.wrap_file(feed), anyio.wrap_file(sink)) as (read_stream, write_stream):
+        await low.run(read_stream, write_stream, low.create_initialization_options())
+
+
+def probe_versions() -> list[str]:
+    """Every protocol version this SDK knows, and one it does not (mcp_front.UNKNOWN_VERSION)."""
+    import importlib
+
+    from skillgit.integrations.mcp_front import UNKNOWN_VERSION
+
+    try:
+        known = importlib.import_module("mcp_types.version").KNOWN_PROTOCOL_VERSIONS  # 2.x
+    except ImportError:
+        known = importlib.import_module("mcp.shared.version").SUPPORTED_PROTOCOL_VERSIONS  # 1.x
+    return [*known, UNKNOWN_VERSION]
+
+
+async def record(low: Any) -> dict[str, dict[str, Any]] | None:
+    """{protocol version: {"initialize": result, "ping": result}}: the SDK's own answers, each from a session of
+    its own over in-memory streams; None if any is not a result."""
+    answers = {}
+    for version in probe_versions():
+        answer = await probe(low, version)
+        if answer is None:
+            return None
+        answers[version] = answer
+    return answers
+
+
+async def probe(low: Any, version: str) -> dict[str, Any] | None:
+    """The SDK's answers to `initialize` (id 1, `version`) and then `ping` (id 2) in one session."""
+    import threading
+
+    import anyio
+
+    from skillgit.integrations.mcp_front import Feed
+
+    got: dict[Any, Any] = {}
+    both = threading.Event()
+
+    class Capture:
+        def write(self, text: str) -> int:
+            msg = json.loads(text)
+            got[msg.get("id")] = msg
+            if 1 in got and 2 in got:
+                both.set()
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    feed = Feed()
+    for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                     "params": {"protocolVersion": version, "capabilities": {},
+                                "clientInfo": {"name": "skillgit-probe", "version": "0"}}},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    {"jsonrpc": "2.0", "id": 2, "method": "ping"}):
+        feed.put(json.dumps(message) + "\n")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_serve, low, feed, Capture())
+        done = await anyio.to_thread.run_sync(both.wait, 30)
+        feed.put("")
+    if not done or not all("result" in got[i] for i in (1, 2)):
+        return None
+    return {"initialize": got[1]["result"], "ping": got[2]["result"]}
