@@ -189,12 +189,14 @@ def test_a_first_start_records_what_the_sdk_answers_and_the_next_start_answers_b
     record = json.loads(recorded.read_text())
     assert set(record["answers"]) == {*mcp_server.probe_versions()}
     assert record["answers"]["2025-06-18"]["ping"] == {}
+    assert {"log", "status", "train"} <= {t["name"] for t in record["answers"]["2025-06-18"]["tools/list"]["tools"]}
     proc = subprocess.run([sys.executable, "-m", "skillgit", "mcp"], input=init_line(3, "2025-03-26"),
                           capture_output=True, text=True, env=run_env(recorded), cwd=tmp_path, timeout=120)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     reply = json.loads(proc.stdout.splitlines()[0])
     assert reply == {"jsonrpc": "2.0", "id": 3, "result": record["answers"]["2025-03-26"]["initialize"]}
     assert len(proc.stdout.splitlines()) == 1  # the SDK's answer to the replayed request was dropped
+    assert "differs" not in proc.stderr and recorded.exists()  # and it was the front's
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -237,9 +239,15 @@ CASES = {
                                           request("p", "ping"), request(4, "resources/list")],
     "a ping with params": [INIT, INITIALIZED, request(2, "ping", {"_meta": {}})],
     "an unknown method": [INIT, INITIALIZED, request(2, "no/such")],
+    "a list before initialized": [INIT, request(2, "tools/list"), INITIALIZED, request(3, "tools/list")],
+    "every list, params empty or absent": [init_line(1, "2024-11-05"), INITIALIZED, request(2, "tools/list", {}),
+                                           request(3, "prompts/list"), request(4, "resources/templates/list"),
+                                           request(5, "resources/list", {"cursor": "x"})],
+    "an unknown version's lists": [init_line(1, "1999-01-01"), INITIALIZED, request(2, "tools/list")],
 }
-FRONT_ANSWERS = {"initialize twice": 1, "a string id, then pings and a list": 3, "a ping with params": 1,
-                 "an unknown method": 1}
+FRONT_ANSWERS = {"initialize twice": 1, "a string id, then pings and a list": 5, "a ping with params": 1,
+                 "an unknown method": 1, "a list before initialized": 2, "every list, params empty or absent": 4,
+                 "an unknown version's lists": 2}
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -18,20 +18,23 @@ Contract
   the handshake file matches this installation (`handshake_key`: skillgit's version, mcp_server.py's and the SDK's
   files by size and time). Its answer is the SDK's recorded answer for the client's protocol version (an unknown
   version gets the one recorded for an unknown version), with the client's id.
-- After that answer and until the SDK takes over, a `ping` without params is answered from the same record;
-  every other line is queued in arrival order. Anything the front does not answer goes to the SDK unchanged; a
-  first line the front does not answer (malformed JSON, another method, invalid params, no handshake file) means
-  the front answers nothing at all: the SDK sees the whole session as it would have.
-- The SDK reads `Feed`: the client's `initialize` replayed first (its answer is dropped by request id and compared
-  with the front's: a difference is reported on stderr and removes the handshake file), then the queue, then the
-  live stdin. It writes through `Sink`, which the front's answers share (one lock: lines never interleave).
+- After that answer and until the SDK takes over, a `ping`, and once the client sent `notifications/initialized`
+  a `tools/list`, `prompts/list`, `resources/list` or `resources/templates/list`, without params, is answered
+  from the same record (what the client asks right after the handshake: its tools are listed before the SDK is
+  imported). A first line the front does not answer (malformed JSON, another method, invalid params, no
+  handshake file) means the front answers nothing at all: the SDK sees the session as it would have.
+- Every line goes to the SDK, in arrival order (`Feed`; the client's `initialize` first): the SDK's answer to a
+  request the front answered is dropped by request id and compared with the front's (`Sink`): a difference is
+  reported on stderr and removes the handshake file (the next start records it again). The front's answers and
+  the SDK's share one lock: lines never interleave.
 - The SDK is imported as soon as the process starts, unless the client's first line is already waiting: then
   after the front's answer (one interpreter lock: the answer does not wait for the import).
 - EOF is the SDK's to handle, as without the front (it ends the session cleanly; a missing SDK is still the clear
   error of `skillgit mcp`).
-- The handshake file: `$SKILLGIT_MCP_HANDSHAKE`, else `__pycache__/skillgit-mcp-handshake.json` next to this
-  module (derived data, like the bytecode beside it); written by a session that found it missing or stale, after
-  the SDK took over; unwritable means no front (the SDK answers, as before).
+- The handshake file: `$SKILLGIT_MCP_HANDSHAKE`, else `__pycache__/skillgit-mcp-handshake-<environment>.json`
+  next to this module (derived data, like the bytecode beside it; one per Python environment sharing the source);
+  recorded (~20 ms CPU) by a start that found it missing or stale, before its SDK serves; where it cannot be
+  written there is no front (the SDK answers, as before).
 """
 
 from __future__ import annotations
@@ -47,12 +50,20 @@ from typing import Any, Callable
 HANDSHAKE_ENV = "SKILLGIT_MCP_HANDSHAKE"
 UNKNOWN_VERSION = "skillgit-probe-unknown-version"  # recorded as "a version this SDK does not know"
 _INFO_FIELDS = {"name", "version", "title", "description", "websiteUrl"}
+INITIALIZED = "notifications/initialized"
+# what the SDK's answers are recorded for (mcp_server.probe): the handshake, then what a client asks first
+RECORDED = ("initialize", "ping", "tools/list", "prompts/list", "resources/list", "resources/templates/list")
+AFTER_INITIALIZED = RECORDED[2:]  # answered only after the client's notifications/initialized (as 1.x requires)
 
 
 # ------------------------------------------------------------------------------------------- the handshake file
 def handshake_path() -> str:
-    return os.environ.get(HANDSHAKE_ENV) or os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__",
-                                                         "skillgit-mcp-handshake.json")
+    if os.environ.get(HANDSHAKE_ENV):
+        return os.environ[HANDSHAKE_ENV]
+    from zlib import crc32
+
+    name = f"skillgit-mcp-handshake-{crc32(os.fsencode(sys.prefix)):08x}.json"
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__", name)
 
 
 def _file_id(path: str | None) -> list[Any] | None:
@@ -210,9 +221,21 @@ def initialize_request(msg: Any) -> tuple[int | str, str] | None:
     return rid, version
 
 
-def ping_request(msg: Any) -> int | str | None:
-    rid = _request_id(msg, "ping")
-    return rid if rid is not None and "params" not in msg else None
+def plain_request(msg: Any) -> tuple[str, int | str] | None:
+    """(method, id) of a request for a recorded method (`RECORDED`, initialize aside) without params (absent or
+    an empty object), else None."""
+    method = msg.get("method") if isinstance(msg, dict) else None
+    if method not in RECORDED or method == "initialize":
+        return None
+    rid = _request_id(msg, method)
+    if rid is None or msg.get("params", {}) != {}:
+        return None
+    return method, rid
+
+
+def initialized_notification(msg: Any) -> bool:
+    return (isinstance(msg, dict) and msg.get("jsonrpc") == "2.0" and msg.get("method") == INITIALIZED
+            and "id" not in msg and msg.get("params", {}) == {} and set(msg) <= {"jsonrpc", "method", "params"})
 
 
 def response(rid: int | str, result: Any) -> str:
@@ -242,26 +265,25 @@ class Feed:
 
 
 class Sink:
-    """The SDK server's stdout, shared with the front's own answers. Drops the SDK's answer to a replayed request
-    (by id, once) and hands it to `on_dropped`."""
+    """The SDK server's stdout, shared with the front's own answers (one lock: lines never interleave). The SDK's
+    answer to a request the front answered is dropped (by id, once) and compared with the front's: a difference
+    goes to `on_mismatch` (the request id)."""
 
-    def __init__(self, out: io.TextIOBase, on_dropped: Callable[[Any], None] | None = None) -> None:
+    def __init__(self, out: io.TextIOBase, on_mismatch: Callable[[Any], None] | None = None) -> None:
         self._out = out
         self._lock = threading.Lock()
-        self._drop: set[Any] = set()
-        self._on_dropped = on_dropped
+        self._sent: dict[str, Any] = {}  # json of an id -> the result the front sent for it
+        self._on_mismatch = on_mismatch
 
-    def drop(self, rid: int | str) -> None:
+    def answer(self, rid: int | str, result: Any) -> None:
+        """Write the front's answer to request `rid` (the SDK's own answer to it is then dropped)."""
         with self._lock:
-            self._drop.add(json.dumps(rid))
-
-    def answer(self, line: str) -> None:
-        with self._lock:
-            self._out.write(line)
+            self._sent[json.dumps(rid)] = result
+            self._out.write(response(rid, result))
             self._out.flush()
 
     def write(self, text: str) -> int:
-        if self._drop and self._dropped(text):
+        if self._sent and self._dropped(text):
             return len(text)
         with self._lock:
             self._out.write(text)
@@ -271,13 +293,13 @@ class Sink:
         msg = parse(text)
         if not isinstance(msg, dict) or "method" in msg or "id" not in msg:
             return False
+        rid = json.dumps(msg["id"])
         with self._lock:
-            rid = json.dumps(msg["id"])
-            if rid not in self._drop:
+            if rid not in self._sent:
                 return False
-            self._drop.discard(rid)
-        if self._on_dropped is not None:
-            self._on_dropped(msg)
+            sent = self._sent.pop(rid)
+        if msg.get("result") != sent and self._on_mismatch is not None:
+            self._on_mismatch(msg["id"])
         return True
 
     def flush(self) -> None:
@@ -328,13 +350,15 @@ def _divert_stdout() -> int:
 
 
 class Front:
-    """Reads the client's lines (in its own thread), answers what it can, queues the rest for the SDK."""
+    """Reads the client's lines (in its own thread) and passes every one to the SDK, in order; answers first,
+    from the record, what it can (`initialize` as the first line, then `ping` and the lists of `AFTER_INITIALIZED`
+    until the hand-over)."""
 
     def __init__(self, text_in: io.TextIOBase, sink: Sink, handshake: dict[str, Any] | None) -> None:
         self.text_in, self.sink, self.feed = text_in, sink, Feed()
         self.answers: dict[str, Any] = handshake["answers"] if handshake else {}
-        self.version: str | None = None  # the protocol version whose answers the front gave
-        self.sent: dict[str, Any] | None = None  # the initialize result the front sent
+        self.version: str | None = None  # the protocol version whose answers the front gives
+        self.initialized = False  # the client sent notifications/initialized
         self.first_done = threading.Event()
         self.handed_over = False
         self.mismatch: str | None = None
@@ -350,40 +374,39 @@ class Front:
         line = self.text_in.readline()
         if line and self.answers:
             self._first(line)
-        elif line:
-            self.feed.put(line)
+        self.feed.put(line)
         self.first_done.set()
         while line:
             line = self.text_in.readline()
-            if line and not self._answer_ping(line):
-                self.feed.put(line)
+            if line and self.version is not None and not self.handed_over:
+                self._early(line)
+            self.feed.put(line)
 
     def _first(self, line: str) -> None:
         request = initialize_request(parse(line))
         if request is not None:
             rid, version = request
             self.version = version if version in self.answers else UNKNOWN_VERSION
-            self.sent = self.answers[self.version]["initialize"]
-            self.sink.drop(rid)
-            self.sink.answer(response(rid, self.sent))
-        self.feed.put(line)
+            self.sink.answer(rid, self.answers[self.version]["initialize"])
 
-    def _answer_ping(self, line: str) -> bool:
-        if self.version is None or self.handed_over:
-            return False
-        rid = ping_request(parse(line))
-        if rid is None:
-            return False
-        self.sink.answer(response(rid, self.answers[self.version]["ping"]))
-        return True
+    def _early(self, line: str) -> None:
+        msg = parse(line)
+        if initialized_notification(msg):
+            self.initialized = True
+            return
+        request = plain_request(msg)
+        if request is None or (request[0] in AFTER_INITIALIZED and not self.initialized):
+            return
+        result = self.answers[self.version or UNKNOWN_VERSION].get(request[0])
+        if result is not None:
+            self.sink.answer(request[1], result)
 
-    def check(self, answer: Any) -> None:
-        """The SDK's own answer to the replayed `initialize`: it must be what the front sent."""
-        if answer.get("result") != self.sent:
-            self.mismatch = "the SDK's initialize answer differs from the recorded one"
-            forget_handshake()
-            print(f"skillgit mcp: {self.mismatch}; the record is removed (the next start records it again)",
-                  file=sys.stderr)
+    def check(self, rid: Any) -> None:
+        """The SDK answered request `rid` otherwise than the front did from the record: the record is stale."""
+        self.mismatch = f"the SDK's answer to request {json.dumps(rid)} differs from the recorded one"
+        forget_handshake()
+        print(f"skillgit mcp: {self.mismatch}; the record is removed (the next start records it again)",
+              file=sys.stderr)
 
 
 def _stdin_waiting(stream: Any) -> bool:
@@ -404,7 +427,7 @@ def serve(repo: Any = None, config: Any = None, prepare: Callable[[], None] | No
     text_in = io.TextIOWrapper(in_buffer, encoding="utf-8", errors="replace")
     text_out = io.TextIOWrapper(out_buffer, encoding="utf-8")
     front: Front
-    sink = Sink(text_out, lambda msg: front.check(msg))
+    sink = Sink(text_out, lambda rid: front.check(rid))
     front = Front(text_in, sink, handshake)
     waiting = handshake is not None and _stdin_waiting(in_buffer)
     threading.Thread(target=front.run, name="skillgit-mcp-front", daemon=True).start()

@@ -309,8 +309,9 @@ def probe_versions() -> list[str]:
 
 
 async def record(low: Any) -> dict[str, dict[str, Any]] | None:
-    """{protocol version: {"initialize": result, "ping": result}}: the SDK's own answers, each from a session of
-    its own over in-memory streams; None if any is not a result."""
+    """{protocol version: {method: result}} for the methods of mcp_front.RECORDED: the SDK's own answers, each
+    version from a session of its own over in-memory streams; None if `initialize` or `ping` is not a result.
+    (The lists are fixed when build_server returns: no tool, prompt or resource is added at run time.)"""
     answers = {}
     for version in probe_versions():
         answer = await probe(low, version)
@@ -321,38 +322,39 @@ async def record(low: Any) -> dict[str, dict[str, Any]] | None:
 
 
 async def probe(low: Any, version: str) -> dict[str, Any] | None:
-    """The SDK's answers to `initialize` (id 1, `version`) and then `ping` (id 2) in one session."""
+    """The SDK's answers to `initialize` (id 1, `version`), `notifications/initialized`, then each other method of
+    mcp_front.RECORDED without params (ids 2, 3, …), in one session: {method: result}, errors left out."""
     import threading
 
     import anyio
 
-    from skillgit.integrations.mcp_front import Feed
+    from skillgit.integrations.mcp_front import INITIALIZED, RECORDED, Feed
 
     got: dict[Any, Any] = {}
-    both = threading.Event()
+    every = threading.Event()
+    ids = {rid: method for rid, method in enumerate(RECORDED, 1)}
 
     class Capture:
         def write(self, text: str) -> int:
             msg = json.loads(text)
             got[msg.get("id")] = msg
-            if 1 in got and 2 in got:
-                both.set()
+            if set(ids) <= set(got):
+                every.set()
             return len(text)
 
         def flush(self) -> None:
             pass
 
     feed = Feed()
-    for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                     "params": {"protocolVersion": version, "capabilities": {},
-                                "clientInfo": {"name": "skillgit-probe", "version": "0"}}},
-                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                    {"jsonrpc": "2.0", "id": 2, "method": "ping"}):
-        feed.put(json.dumps(message) + "\n")
+    feed.put(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                         "params": {"protocolVersion": version, "capabilities": {},
+                                    "clientInfo": {"name": "skillgit-probe", "version": "0"}}}) + "\n")
+    feed.put(json.dumps({"jsonrpc": "2.0", "method": INITIALIZED}) + "\n")
+    for rid, method in list(ids.items())[1:]:
+        feed.put(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method}) + "\n")
     async with anyio.create_task_group() as tg:
         tg.start_soon(_serve, low, feed, Capture())
-        done = await anyio.to_thread.run_sync(both.wait, 30)
+        done = await anyio.to_thread.run_sync(every.wait, 30)
         feed.put("")
-    if not done or not all("result" in got[i] for i in (1, 2)):
-        return None
-    return {"initialize": got[1]["result"], "ping": got[2]["result"]}
+    answers = {method: got[rid]["result"] for rid, method in ids.items() if "result" in got.get(rid, {})}
+    return answers if done and {"initialize", "ping"} <= set(answers) else None
