@@ -362,8 +362,9 @@ def test_claude_connects_through_the_front_and_calls_a_tool_at_once(recorded, ma
     with AgentServer([tool(name), text("done")]) as server:
         argv = ac.claude_print_argv(claude, "Show the skillgit status.", allowed_tools=[name],
                                     extra=["--mcp-config", str(config), "--strict-mcp-config"])
-        env = ac.claude_env(home, server.base_url, extra={"MCP_CONNECTION_NONBLOCKING": "0",
-                                                          "ENABLE_TOOL_SEARCH": "false"})
+        extra = {"MCP_CONNECTION_NONBLOCKING": "0", "ENABLE_TOOL_SEARCH": "false"}
+        extra.update({k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ})
+        env = ac.claude_env(home, server.base_url, extra=extra)
         proc = ac.run_cli(argv, cwd=repo, env=env)
         requests = server.agent_requests()
     assert proc.returncode == 0, proc.stderr[-3000:]
