@@ -15,9 +15,9 @@ Contract
   construction (`initialize_request`: JSON-RPC 2.0, an int or string id, exactly `protocolVersion` (a string),
   `capabilities` (a tree of objects; `roots.listChanged` a boolean), `clientInfo` (`name`, `version` and optional
   `title`, `description`, `websiteUrl`, all strings); anything else, duplicate keys included, goes to the SDK) and
-  the handshake file matches this installation (`handshake_key`: skillgit's version, mcp_server.py's and the SDK's
-  files by size and time). Its answer is the SDK's recorded answer for the client's protocol version (an unknown
-  version gets the one recorded for an unknown version), with the client's id.
+  the handshake file matches this installation (`handshake_key`: skillgit's version, the files of mcp_server.py,
+  the SDK and pydantic by size and time). Its answer is the SDK's recorded answer for the client's protocol
+  version (an unknown version gets the one recorded for an unknown version), with the client's id.
 - After that answer and until the SDK takes over, a `ping`, and once the client sent `notifications/initialized`
   a `tools/list`, `prompts/list`, `resources/list` or `resources/templates/list`, without params, is answered
   from the same record (what the client asks right after the handshake: its tools are listed before the SDK is
@@ -76,20 +76,29 @@ def _file_id(path: str | None) -> list[Any] | None:
     return [path, st.st_size, st.st_mtime_ns]
 
 
-def handshake_key() -> dict[str, Any] | None:
-    """What the recorded answers depend on: skillgit's version, the server module, the SDK's files (found, not
-    imported). None when the SDK is not installed."""
-    from importlib.util import find_spec
+def _origin(name: str) -> str | None:
+    """Where top-level module `name` would be imported from (what importlib.util.find_spec answers, without
+    importing importlib.util)."""
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        try:
+            spec = find(name, None) if find else None
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            return spec.origin
+    return None
 
+
+def handshake_key() -> dict[str, Any] | None:
+    """What the recorded answers depend on: skillgit's version, the server module, the SDK's and pydantic's files
+    (found, not imported). None when the SDK is not installed."""
     from skillgit import __version__
 
     sdk = []
-    for name in ("mcp", "mcp_types"):  # (mcp_types: the 2.x SDK's protocol types, a package of their own)
-        try:
-            spec = find_spec(name)
-        except (ImportError, ValueError):
-            spec = None
-        sdk.append(_file_id(spec.origin if spec else None))
+    # mcp_types: the 2.x SDK's protocol types, a package of their own; pydantic writes the tools' JSON schemas
+    for name in ("mcp", "mcp_types", "pydantic", "pydantic_core"):
+        sdk.append(_file_id(_origin(name)))
     if sdk[0] is None:
         return None
     server = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_server.py")
