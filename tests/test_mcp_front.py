@@ -199,15 +199,20 @@ def test_a_first_start_records_what_the_sdk_answers_and_the_next_start_answers_b
     assert "differs" not in proc.stderr and recorded.exists()  # and it was the front's
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_what_the_front_answers_the_sdk_answers_the_same_way(handshake, low, data):
     scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=4))
     keys = st.sampled_from(["roots", "sampling", "elicitation", "experimental", "tasks", "listChanged", "form",
                             "context", "x"])
-    trees = st.recursive(scalars, lambda inner: st.dictionaries(keys, inner, max_size=3), max_leaves=6)
-    info = st.dictionaries(st.sampled_from(["name", "version", "title", "description", "websiteUrl", "icons"]),
-                           st.one_of(st.text(max_size=5), st.integers(0, 2), st.none()), max_size=5)
+    objects = st.recursive(st.just({}), lambda inner: st.dictionaries(keys, inner, max_size=3), max_leaves=6)
+    member = st.one_of(objects, st.fixed_dictionaries({"listChanged": scalars}), scalars)  # (mostly objects)
+    trees = st.dictionaries(keys, member, max_size=4)
+    text_or_not = st.one_of(st.text(max_size=5), st.text(max_size=5), st.integers(0, 2), st.none())
+    info = st.fixed_dictionaries({"name": text_or_not, "version": st.text(max_size=5)},
+                                 optional={"title": text_or_not, "websiteUrl": st.text(max_size=5),
+                                           "icons": st.lists(st.fixed_dictionaries({"src": st.text(max_size=3)}),
+                                                             max_size=1)})
     version = st.one_of(st.sampled_from(mcp_server.probe_versions()[:-1]), st.text(max_size=12))
     params = st.fixed_dictionaries({"protocolVersion": version, "capabilities": trees, "clientInfo": info})
     msg = {"jsonrpc": "2.0", "id": data.draw(st.one_of(st.integers(-5, 10 ** 6), st.text(max_size=6))),
