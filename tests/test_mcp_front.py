@@ -199,7 +199,7 @@ def test_a_first_start_records_what_the_sdk_answers_and_the_next_start_answers_b
     assert "differs" not in proc.stderr and recorded.exists()  # and it was the front's
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_what_the_front_answers_the_sdk_answers_the_same_way(handshake, low, data):
     scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=4))
