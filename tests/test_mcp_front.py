@@ -378,3 +378,17 @@ def test_claude_connects_through_the_front_and_calls_a_tool_at_once(recorded, ma
     assert name in requests[0].tool_names()
     assert len(requests) >= 2 and "skillgit" in requests[1].messages_text().lower()
     assert recorded.exists()
+
+
+# ------------------------------------------------------------------------------------------------- the wire
+def test_stray_output_and_children_miss_the_wire_and_stdin_reads_nothing(tmp_path):
+    code = ("import os, subprocess, sys\nfrom skillgit.integrations import mcp_front as f\n"
+            "out, give_out = f._claim(1, sys.stdout, 'wb', f._divert_stdout)\n"
+            "inp, give_in = f._claim(0, sys.stdin, 'rb', lambda: os.open(os.devnull, os.O_RDONLY))\n"
+            "print('stray print', flush=True)\nsubprocess.run(['sh', '-c', 'echo child; cat'])\n"
+            "out.write(inp.readline().upper())\nout.flush()\ngive_out()\nprint('given back', flush=True)\n")
+    proc = subprocess.run([sys.executable, "-c", code], input="wire line\nmore\n", capture_output=True, text=True,
+                          cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "WIRE LINE\ngiven back\n"  # the child's `cat` read the null device, not the client
+    assert "stray print" in proc.stderr and "child" in proc.stderr

@@ -320,27 +320,49 @@ class Sink:
 
 
 # --------------------------------------------------------------------------------------------- stdin / stdout
+def _dup_above_std(fd: int) -> int | None:
+    """A duplicate of `fd` outside 0–2 (not inherited by children), or None."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        try:
+            private = os.dup(fd)
+        except OSError:
+            return None
+        if private > 2:
+            return private
+        os.close(private)
+        return None
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        return None
+
+
 def _claim(fd: int, stream: Any, mode: str, divert: Callable[[], int]) -> tuple[Any, Callable[[], None]]:
-    """(the wire as a binary stream, how to give fd back): the SDK's stdio claim (mcp/server/stdio.py)."""
+    """(the wire as a binary stream, how to give fd back): the SDK's stdio claim (mcp/server/stdio.py): serve the
+    wire from a private duplicate and point `fd` elsewhere; where that cannot be done, the stream in place."""
     buffer = getattr(stream, "buffer", stream)
     try:
         backed = buffer.fileno() == fd
     except (AttributeError, OSError, ValueError):
         backed = False
-    if not backed:
-        return buffer, lambda: None
-    try:
-        import fcntl
-
-        private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-    except (ImportError, OSError):
+    private = _dup_above_std(fd) if backed else None
+    if private is None:
         return buffer, lambda: None
     try:
         diversion = divert()
-        os.dup2(diversion, fd)
-        os.close(diversion)
     except OSError:
-        pass
+        os.close(private)
+        return buffer, lambda: None
+    try:
+        os.dup2(diversion, fd)
+    except OSError:  # (two writers on one pipe would tear lines: serve in place)
+        os.dup2(private, fd)
+        os.close(private)
+        return buffer, lambda: None
+    finally:
+        os.close(diversion)
 
     def release() -> None:
         try:
