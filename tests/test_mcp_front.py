@@ -351,6 +351,21 @@ def test_a_record_for_another_installation_is_not_used(recorded, tmp_path):
     assert json.loads(other.read_text()) == json.loads(recorded.read_text())  # recorded again for this one
 
 
+def test_a_damaged_record_is_not_used(recorded, tmp_path, monkeypatch):
+    damaged = tmp_path / "handshake.json"
+    monkeypatch.setenv(HANDSHAKE_ENV, str(damaged))
+    key = mcp_front.handshake_key()
+    data = json.loads(recorded.read_text())
+    assert mcp_front.save_handshake(key, data["answers"]) and mcp_front.load_handshake(key) is not None
+    for damage in ({"2025-06-18": {"ping": {}}}, {"2025-06-18": []}, {"2025-06-18": {"initialize": "x", "ping": {}}}):
+        mcp_front.save_handshake(key, {**data["answers"], **damage})
+        assert mcp_front.load_handshake(key) is None, damage
+    mcp_front.save_handshake(key, {v: a for v, a in data["answers"].items() if v != mcp_front.UNKNOWN_VERSION})
+    assert mcp_front.load_handshake(key) is None
+    damaged.write_text("{not json")
+    assert mcp_front.load_handshake(key) is None
+
+
 # ----------------------------------------------------------------------------------------------------- claude
 @pytest.mark.agent_cli
 def test_claude_connects_through_the_front_and_calls_a_tool_at_once(recorded, make_repo, tmp_path):

@@ -106,8 +106,8 @@ def handshake_key() -> dict[str, Any] | None:
 
 
 def load_handshake(key: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The recorded answers, if recorded for `key`: {"key", "answers": {version: {"initialize": result,
-    "ping": result}}}."""
+    """The record, if made for `key`: {"key", "answers": {protocol version: {method: result}}}, every version
+    with `initialize` and `ping`, one of them UNKNOWN_VERSION."""
     if key is None:
         return None
     try:
@@ -115,8 +115,10 @@ def load_handshake(key: dict[str, Any] | None) -> dict[str, Any] | None:
             data = json.load(f)
     except (OSError, ValueError):
         return None
-    ok = (isinstance(data, dict) and data.get("key") == key and isinstance(data.get("answers"), dict)
-          and isinstance(data["answers"].get(UNKNOWN_VERSION), dict))
+    answers = data.get("answers") if isinstance(data, dict) and data.get("key") == key else None
+    ok = (isinstance(answers, dict) and UNKNOWN_VERSION in answers
+          and all(isinstance(a, dict) and isinstance(a.get("initialize"), dict) and "ping" in a
+                  for a in answers.values()))
     return data if ok else None
 
 
@@ -410,7 +412,12 @@ class Front:
         while line:
             line = self.text_in.readline()
             if line and self.version is not None and not self.handed_over:
-                self._early(line)
+                try:
+                    self._early(line)
+                except Exception as exc:  # noqa: BLE001 - a bug here must not end the session: the SDK answers
+                    self.version = None
+                    print(f"skillgit mcp: the front stopped answering ({type(exc).__name__}: {exc})",
+                          file=sys.stderr)
             self.feed.put(line)
 
     def _first(self, line: str) -> None:
