@@ -16,9 +16,11 @@ Contract
   rejected by the SDK's schema validation with the field named; nothing returns a traceback.
 - The repository is opened on each call (the server may start outside one and reports that per call).
 - stdout belongs to the protocol: nothing here prints.
-- Start-up is light (`skillgit.entry` serves `skillgit mcp` without the command line): before `initialize` is
-  answered nothing is imported beyond the SDK and the few modules below; the store, GitPython, YAML, rich and the
-  model SDKs are imported by the first tool call that needs them (tests/test_mcp_start.py).
+- Start-up is light (`skillgit.entry` serves `skillgit mcp` without the command line): the light front
+  (mcp_front.py) answers `initialize` and the first lists from this server's recorded answers (`record`) before
+  this module or the SDK is imported, then hands the session over (`serve_session`); without a record, nothing
+  is imported before the answer beyond the SDK and the few modules below. The store, GitPython, YAML, rich and
+  the model SDKs are imported by the first tool call that needs them (tests/test_mcp_start.py).
 """
 
 # No `from __future__ import annotations` here: the SDK reads the tools' parameter annotations at registration, and
