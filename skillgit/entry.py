@@ -47,18 +47,18 @@ def _has_command(*names: str) -> bool:
     return has_command(*names)
 
 
-def _prepare() -> None:
-    from skillgit.integrations import commands
-
-    commands.use_cli(_has_command)  # the command line is imported only if a tool asks (before `skillgit sleep …`)
-
-
 def serve_mcp(options: dict[str, Path]) -> None:
     from skillgit.errors import ExitCode, SkillgitError
     from skillgit.integrations import mcp_front
 
+    def hand_over(front: mcp_front.Front, record_key: dict | None) -> None:
+        from skillgit.integrations import commands, mcp_server
+
+        commands.use_cli(_has_command)  # the command line is imported only if a tool asks (`skillgit sleep …`)
+        mcp_server.serve_session(options.get("repo"), options.get("config"), front, record_key)
+
     try:  # the light front answers `initialize`, then hands the session to the SDK's server
-        mcp_front.serve(options.get("repo"), options.get("config"), _prepare)
+        mcp_front.serve(hand_over)
     except SkillgitError as exc:
         from skillgit.console import print_error
 

@@ -456,8 +456,10 @@ def _stdin_waiting(stream: Any) -> bool:
         return False
 
 
-def serve(repo: Any = None, config: Any = None, prepare: Callable[[], None] | None = None) -> None:
-    """`skillgit mcp`: the front, then the SDK's server on the same session until the client closes it."""
+def serve(hand_over: Callable[[Front, dict[str, Any] | None], None]) -> None:
+    """`skillgit mcp`: the front, then `hand_over(front, record_key)` — the SDK's server on the front's streams
+    until the client closes the session (mcp_server.serve_session; recording first when `record_key` is set).
+    (skillgit.entry joins the two: this module imports neither the SDK nor mcp_server, which imports it.)"""
     key = handshake_key()
     handshake = load_handshake(key)
     in_buffer, give_stdin = _claim(0, sys.stdin, "rb", lambda: os.open(os.devnull, os.O_RDONLY))
@@ -472,12 +474,7 @@ def serve(repo: Any = None, config: Any = None, prepare: Callable[[], None] | No
     try:
         if waiting:
             front.first_done.wait(1.0)
-        from skillgit.integrations import mcp_server
-
-        if prepare is not None:
-            prepare()
-        record = key if handshake is None and key is not None and can_save_handshake() else None
-        mcp_server.serve_session(repo, config, front, record)
+        hand_over(front, key if handshake is None and key is not None and can_save_handshake() else None)
     finally:
         give_stdout()
         give_stdin()
