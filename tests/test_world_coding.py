@@ -1,6 +1,7 @@
 """The simulated coding world (skillgit/world/coding.py, agent.py, agentic_teacher.py) and the agentic example
-(examples/agentic/): the agent runs as a real subprocess in a temporary copy of a fixture repository with a skill
-package installed, then the task's real pytest verifier runs in that copy."""
+(examples/agentic/): the agent runs in a temporary copy of a fixture repository with a skill package installed — a
+real subprocess where its output or its process is under test, its own steps in this process elsewhere (`agent`) —
+then the task's real pytest verifier runs in that copy, a subprocess."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import pytest
 from skillgit import prompts
 from skillgit.config import SimulatedCfg
 from skillgit.types import Edit, RejectedEdit, Score, Trajectory
+from skillgit.world import agent as world_agent
+from skillgit.world import agent_profile
 from skillgit.world.agent import AgentError, Session, decide, find_package, run_agent
 from skillgit.world.agentic_teacher import answer, is_agentic, package_files, symptoms_of
 from skillgit.world.coding import RECIPES, parse_request, read_coding, recipe_for, referenced_files
@@ -51,15 +54,24 @@ def workspace(tmp: Path, task: dict, package: dict[str, str] | None, install: st
 
 
 def agent(ws: Path, prompt: str, *, seed: int = 0, sample: int = 0, noise: float | None = None,
-          fmt: str = "text", env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+          fmt: str = "text", env: dict[str, str] | None = None, process: bool = False) -> subprocess.CompletedProcess:
+    """The simulated agent's run in `ws`, as `python -m skillgit.world.agent` prints it. Where the process itself is
+    under test — its stream-json, its text output (`process=True`), an environment of its own — it is that real
+    process; elsewhere `agent.main`'s own steps run in this process (same session start, same `run_agent`, same
+    output: what a test asks of the world is its runs, and an interpreter per run cost ~0.2 CPU-s under coverage)."""
     full_env = {**os.environ, **(env or {})}
     if noise is not None:
         full_env["SKILLGIT_AGENT_NOISE"] = str(noise)
     argv = [sys.executable, "-m", "skillgit.world.agent", "--seed", str(seed), "--sample", str(sample),
             "--output-format", fmt, prompt]
-    proc = subprocess.run(argv, check=False, cwd=ws, env=full_env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc
+    if process or fmt != "text" or env:
+        proc = subprocess.run(argv, check=False, cwd=ws, env=full_env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc
+    agent_profile.run_session_start(agent_profile.load(full_env), ws, full_env)
+    run = run_agent(ws, prompt, seed=seed, sample=sample,
+                    noise=float(full_env.get("SKILLGIT_AGENT_NOISE", str(world_agent.NOISE))), env=full_env)
+    return subprocess.CompletedProcess(argv, 0, run.final + "\n", "")
 
 
 def verify(ws: Path, task: dict) -> tuple[bool, str]:
@@ -270,7 +282,7 @@ def test_stream_json_has_claude_code_shape(tmp_path):
     assert [r["tool_use_id"] for r in results] == list(uses)
     assert result["num_turns"] == sum(1 for e in events if e["type"] == "assistant")
     assert events[-2]["message"]["content"][0]["text"] == result["result"]
-    text_out = agent(workspace(tmp_path / "t", task, load_package(FULL)), task["prompt"]).stdout.strip()
+    text_out = agent(workspace(tmp_path / "t", task, load_package(FULL)), task["prompt"], process=True).stdout.strip()
     assert text_out == result["result"]
 
 
