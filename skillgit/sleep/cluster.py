@@ -47,6 +47,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
 
 _STOP = frozenset("""a an and are as at be but by can could do does for from have how i if in into is it its
 just let me my no not now of on or our please should so some that the their them then there these this to up us
@@ -57,6 +58,7 @@ _WRAPPER = re.compile(r"^(?:\w+=\S*\s+)*(?:(?:uv|poetry|pdm|hatch|pipenv)\s+run\
 _NOISE_FLAG = re.compile(r"-[qxsv]+|--tb=\w+|--color=\w+")
 _EPS = 1e-9  # slack on the threshold when looking for pairs: a pair found in excess costs one exact check
 _DIGITS = 12  # linkages compare rounded: the same mean computed two ways is the same number
+_TIE = 1e-11  # a linkage this far under the best may round to the same number (rounding to _DIGITS moves 5e-13)
 WALK = 1000  # a lookup walks at most this many posting entries (rarest features first, latest entries first)
 KEEP = 64  # a unit keeps at most this many similar earlier units
 _STEM_CACHE = 200_000  # words whose stem is remembered (a history's vocabulary; bounded)
@@ -118,10 +120,11 @@ Vector = dict[int, float]
 
 
 def _dot(a: Vector, b: Vector) -> float:
+    """Σ a[t]·b[t] over the smaller one's terms, in its order (C maps: the same products summed in the same order
+    as a Python loop)."""
     if len(a) > len(b):
         a, b = b, a
-    get = b.get
-    return sum(v * get(t, 0.0) for t, v in a.items())
+    return sum(map(operator.mul, a.values(), map(b.get, a, repeat(0.0))))
 
 
 def _nodes(docs: Iterable[Counter[str]]) -> tuple[list[Vector], list[list[int]], int]:
@@ -327,8 +330,12 @@ class _Agglomeration:
             self.best.pop(c, None)
             return
         size, own = self.size, self.size[c]
-        # _rank for every neighbour, inlined (this is the agglomeration's inner loop)
-        rank = min((-round(d / (own * size[k]), _DIGITS), *((c, k) if c < k else (k, c))) for k, d in near.items())
+        # the agglomeration's inner loop: every neighbour's linkage in C maps, then `_rank` only for those whose
+        # linkage rounds to the best one's (rounding is monotonic: the best rank is among them)
+        links = list(map(operator.truediv, near.values(), map(operator.mul, repeat(own), map(size.__getitem__, near))))
+        floor = round(max(links), _DIGITS) - _TIE
+        rank = min((-round(near[k] / (own * size[k]), _DIGITS), *((c, k) if c < k else (k, c)))
+                   for k in compress(near, map(floor.__le__, links)))
         self.best[c] = rank
         heapq.heappush(self.heap, (*rank, c, self.stamp[c]))
 

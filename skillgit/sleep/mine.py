@@ -34,7 +34,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -60,8 +60,10 @@ DEFAULT_TIMEOUT_S = 600
 
 
 # ------------------------------------------------------------------------------------------------ similarity
-def unit_features(unit: TaskUnit) -> Counter[str]:
-    feats: Counter[str] = Counter(normalize(unit.request))
+def unit_features(unit: TaskUnit, words: list[str] | None = None) -> Counter[str]:
+    """The features `group_units` compares: the request's normalised `words` (computed when not given), the names
+    of the files the unit wrote, its test commands."""
+    feats: Counter[str] = Counter(normalize(unit.request) if words is None else words)
     tests = {_test_key(t.command) for t in unit.test_runs}
     for path in unit.paths:
         name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
@@ -292,6 +294,24 @@ def _kept(unit: TaskUnit) -> TaskUnit:
     return replace(unit, answer="", commands=unit.commands[:1])
 
 
+def _features(pending: list[tuple[tuple[str, str, int, int], TaskUnit]], units: list[TaskUnit]
+              ) -> Iterator[Counter[str]]:
+    """The features of each unit of `pending` (in order) that is not a resumed conversation's copy, appended to
+    `units` as it goes; each request is normalised once, for its fingerprint and its features. Nothing is held once
+    it has run (the fingerprints, `pending`)."""
+    seen: set[tuple[str, str | None]] = set()
+    for _, unit in pending:
+        words = normalize(unit.request)
+        # a resumed conversation copies earlier turns into a new file: count each request once
+        fingerprint = (" ".join(words), unit.timestamp)
+        if unit.timestamp and fingerprint in seen:
+            continue
+        seen.add(fingerprint)
+        units.append(unit)
+        yield unit_features(unit, words)
+    pending.clear()
+
+
 class Miner:
     """`mine`, one session at a time: `add` cuts a session into units at once (the session is not kept), `result`
     groups every unit added and returns the `MineResult`. Holds the units (a request, its test summaries, paths
@@ -316,21 +336,14 @@ class Miner:
 
     def result(self) -> MineResult:
         # the order harvest gives sessions in (by start, then key), whatever order they were added in
-        self._units.sort(key=lambda pair: pair[0])
+        pending, self._units = self._units, []
+        pending.sort(key=lambda pair: pair[0])
         units: list[TaskUnit] = []
-        seen: set[tuple[str, str | None]] = set()
-        for _, unit in self._units:
-            # a resumed conversation copies earlier turns into a new file: count each request once
-            fingerprint = (" ".join(normalize(unit.request)), unit.timestamp)
-            if unit.timestamp and fingerprint in seen:
-                continue
-            seen.add(fingerprint)
-            units.append(unit)
-        self._units = []
-        del seen  # not held while grouping
+        docs = _features(pending, units)
+        del pending  # held by `docs` until it has run
         stats = Stats()
         groups: list[TaskGroup] = []
-        for found in cluster((unit_features(u) for u in units), self.threshold, stats=stats):
+        for found in cluster(docs, self.threshold, stats=stats):
             mean = dict(zip(found.members, found.mean_sims))
             # most typical unit; ties go to the earliest, so the choice does not depend on the order of sessions
             rep = min(found.members, key=lambda i: (-round(mean[i], 9), units[i].timestamp or "",
