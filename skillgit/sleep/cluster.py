@@ -448,7 +448,7 @@ class _Agglomeration:
         near_b.pop(a, None)
         small, large = sorted((sums.pop(a), sums.pop(b)), key=len)
         # a merged sum is ours to grow in place; a single unit's is its vector (read again at the end): copy it
-        total = large if id(large) in self.owned else dict(large.items())
+        total: Vector = large if isinstance(large, dict) and id(large) in self.owned else dict(large.items())
         self.owned.discard(id(small))
         self.owned.add(id(total))
         for t, w in small.items():
