@@ -239,23 +239,27 @@ class _Postings:
             self.weights[t].append(w)
 
     def accumulate(self, ordered: list[tuple[int, float]], peak: list[float], walk: int
-                   ) -> tuple[dict[int, float], float]:
-        """(partial dot products with the earlier vectors met, a bound on what the entries not walked could
-        add): the postings of `ordered` (rarest feature first), latest entries first, `walk` entries in all."""
+                   ) -> tuple[dict[int, float], float, int, int | None]:
+        """(partial dot products with the earlier vectors met, a bound on what the entries not walked could add,
+        the position in `ordered` of the first feature not walked through, the first id walked in that feature or
+        None when none was): the postings of `ordered` (rarest feature first), latest entries first, `walk`
+        entries in all. The features after the first one cut were not walked at all."""
         partial: dict[int, float] = {}
         get = partial.get
-        budget, rest = walk, 0.0
-        for t, w in ordered:
+        budget, rest, cut, since = walk, 0.0, len(ordered), None
+        for i, (t, w) in enumerate(ordered):
             ids = self.ids[t]
             n = len(ids)
             take = min(n, budget)
             if take < n:
                 rest += w * peak[t]
+                if cut == len(ordered):
+                    cut, since = i, (ids[n - take] if take else None)
             if take:
                 for y, wy in zip(ids[n - take:], self.weights[t][n - take:]):
                     partial[y] = get(y, 0.0) + w * wy
                 budget -= take
-        return partial, rest
+        return partial, rest, cut, since
 
 
 def _largest(partial: dict[int, float], keep: int, floor: float) -> list[tuple[float, int]]:
@@ -268,21 +272,29 @@ def _largest(partial: dict[int, float], keep: int, floor: float) -> list[tuple[f
     return sorted(((part, y) for y, part in partial.items() if part >= floor), reverse=True)[:keep]
 
 
-def _candidates(vec: Vector, vectors: Sequence[Vector], partial: dict[int, float], rest: float, limit: float,
-                keep: int) -> tuple[list[tuple[float, int]], bool]:
+def _candidates(ordered: list[tuple[int, float]], vectors: Sequence[Vector], walked: tuple[dict[int, float], float,
+                int, int | None], limit: float, keep: int) -> tuple[list[tuple[float, int]], bool]:
     """(the earlier vectors at cosine ≥ `limit`, at most `keep` of them, most similar first; whether a cap cut).
     Without a cut walk (`rest` 0) the partial dot products are the exact cosines; after one, the likeliest
-    candidates get their exact cosine."""
+    candidates get their exact cosine: the partial dot plus the features the walk did not read for them (those
+    after the cut, and the cut one for the ids under the first one walked in it): a third of a whole dot's
+    lookups at 100,000 requests (6.4 of 18.4 features walked)."""
+    partial, rest, cut, since = walked
     if not rest:
         found = [(cos, y) for y, cos in partial.items() if cos >= limit]
         if len(found) <= keep:
             return found, False
         return heapq.nlargest(keep, found), True
     likely = _largest(partial, keep, limit - rest)
-    terms, weights, zeros = list(vec), list(vec.values()), [0.0] * len(vec)
+    first_t, first_w = ordered[cut]
+    unread = ordered[cut if since is None else cut + 1:]
+    terms, weights, zeros = [t for t, _ in unread], [w for _, w in unread], [0.0] * len(unread)
     found = []
-    for _, y in likely:  # the exact dot product, in C loops: map over x's terms, y's weights looked up
-        cos = sum(map(operator.mul, weights, map(vectors[y].get, terms, zeros)))
+    for part, y in likely:  # the unread products, in C loops: map over x's terms, y's weights looked up
+        get = vectors[y].get
+        cos = part + sum(map(operator.mul, weights, map(get, terms, zeros)))
+        if since is not None and y < since:
+            cos += first_w * get(first_t, 0.0)
         if cos >= limit:
             found.append((cos, y))
     return found, True
@@ -299,10 +311,13 @@ def similar_pairs(vectors: Sequence[Vector], threshold: float, vocabulary: int, 
     postings = _Postings(vocabulary)
     adjacency: list[dict[int, float]] = [{} for _ in vectors]
     limit = threshold - _EPS
+    rank = [0] * vocabulary  # rarest first: (df, term id) order, as one number a C sort can key on
+    for r, t in enumerate(sorted(range(vocabulary), key=lambda t: (df[t], t))):
+        rank[t] = r
     for x, vec in enumerate(vectors):
-        ordered = sorted(vec.items(), key=lambda tw: (df[tw[0]], tw[0]))
-        partial, rest = postings.accumulate(ordered, peak, walk)
-        found, cut = _candidates(vec, vectors, partial, rest, limit, keep)
+        terms = sorted(vec, key=rank.__getitem__)
+        ordered = list(zip(terms, map(vec.__getitem__, terms)))
+        found, cut = _candidates(ordered, vectors, postings.accumulate(ordered, peak, walk), limit, keep)
         stats.capped_pairs += cut
         for cos, y in found:
             adjacency[x][y] = adjacency[y][x] = cos
