@@ -85,11 +85,13 @@ def group_units(units: Sequence[TaskUnit], threshold: float = DEFAULT_THRESHOLD)
 # ------------------------------------------------------------------------------------------------ tasks
 @dataclass(frozen=True)
 class TaskGroup:
-    """Units judged to be the same task; `representative` is the unit most similar to the others."""
+    """Units judged to be the same task; `representative` is the unit most similar to the others. `words`: each
+    unit's normalised request (in `units` order) when the miner kept them (task ids read them), else empty."""
 
     units: tuple[TaskUnit, ...]
     representative: TaskUnit
     cohesion: float = 1.0
+    words: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def sessions(self) -> tuple[str, ...]:
@@ -162,7 +164,7 @@ class MineResult:
 
 
 def _task_id(group: TaskGroup, test_command: str | None) -> str:
-    key = "\n".join(sorted(" ".join(normalize(u.request)) for u in group.units))
+    key = "\n".join(sorted(group.words or (" ".join(normalize(u.request)) for u in group.units)))
     key += "|" + _test_key(test_command or "")
     return "sleep-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
 
@@ -294,11 +296,11 @@ def _kept(unit: TaskUnit) -> TaskUnit:
     return replace(unit, answer="", commands=unit.commands[:1])
 
 
-def _features(pending: list[tuple[tuple[str, str, int, int], TaskUnit]], units: list[TaskUnit]
+def _features(pending: list[tuple[tuple[str, str, int, int], TaskUnit]], units: list[TaskUnit], spoken: list[str]
               ) -> Iterator[Counter[str]]:
     """The features of each unit of `pending` (in order) that is not a resumed conversation's copy, appended to
-    `units` as it goes; each request is normalised once, for its fingerprint and its features. Nothing is held once
-    it has run (the fingerprints, `pending`)."""
+    `units` as it goes, and its normalised request to `spoken`: each request is normalised once, for its
+    fingerprint, its features and its task id. Nothing else is held once it has run (the fingerprints, `pending`)."""
     seen: set[tuple[str, str | None]] = set()
     for _, unit in pending:
         words = normalize(unit.request)
@@ -308,6 +310,7 @@ def _features(pending: list[tuple[tuple[str, str, int, int], TaskUnit]], units: 
             continue
         seen.add(fingerprint)
         units.append(unit)
+        spoken.append(fingerprint[0])
         yield unit_features(unit, words)
     pending.clear()
 
@@ -339,7 +342,8 @@ class Miner:
         pending, self._units = self._units, []
         pending.sort(key=lambda pair: pair[0])
         units: list[TaskUnit] = []
-        docs = _features(pending, units)
+        spoken: list[str] = []
+        docs = _features(pending, units, spoken)
         del pending  # held by `docs` until it has run
         stats = Stats()
         groups: list[TaskGroup] = []
@@ -348,9 +352,10 @@ class Miner:
             # most typical unit; ties go to the earliest, so the choice does not depend on the order of sessions
             rep = min(found.members, key=lambda i: (-round(mean[i], 9), units[i].timestamp or "",
                                                     units[i].session_key, units[i].index))
-            ordered = sorted((units[i] for i in found.members),
-                             key=lambda u: (u.timestamp or "", u.session_key, u.index))
-            groups.append(TaskGroup(tuple(ordered), units[rep], found.cohesion))
+            ordered = sorted(found.members, key=lambda i: (units[i].timestamp or "", units[i].session_key,
+                                                             units[i].index))
+            groups.append(TaskGroup(tuple(units[i] for i in ordered), units[rep], found.cohesion,
+                                    tuple(spoken[i] for i in ordered)))
         kept = [g for g in groups if len(g.sessions) >= self.min_sessions or g.failed]
         tasks: list[MinedTask] = []
         for g in kept:
