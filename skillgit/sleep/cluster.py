@@ -44,7 +44,7 @@ import math
 import operator
 import re
 from array import array
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
@@ -419,12 +419,12 @@ class _Agglomeration:
         size_a = size - size_b
         merged: dict[int, float] = {}
         one_sided: list[tuple[float, int]] = []
+        # every neighbour forgets a and b (C maps over their dicts)
+        deque(map(dict.pop, map(dots.__getitem__, near_a), repeat(a), repeat(None)), 0)
+        deque(map(dict.pop, map(dots.__getitem__, near_b), repeat(b), repeat(None)), 0)
         for k in near_a.keys() | near_b.keys():
             da = near_a.get(k)
             db = near_b.get(k)
-            theirs = dots[k]
-            theirs.pop(a, None)
-            theirs.pop(b, None)
             size_k = sizes[k]
             if da is not None and db is not None:
                 if round((da + db) / (size * size_k), _DIGITS) >= threshold:
