@@ -26,7 +26,8 @@ Why it is the same result without the matrix:
    ids and weights in flat lists) accumulates each node's dot products with the earlier nodes it shares a
    feature with — the exact cosines when no cap cuts. A lookup walks its rarest features first and their latest
    entries first, at most `walk` entries in all: on a huge history the long postings of common words are what
-   the cap cuts, and then the likeliest candidates (largest partial dot) get their exact cosine.
+   the cap cuts, and then the likeliest candidates (largest partial dot) get their exact cosine (the partial dot
+   plus the products of the features the walk did not read for them).
 4. Average linkage is reducible (merging two clusters never brings a third closer than the nearer of the two), so
    merging identical nodes first (1.) gives the same clusters as merging pairs in the global order.
 5. The agglomeration keeps one heap entry per cluster, its best neighbour's rank; a merge re-ranks the merged
@@ -34,7 +35,8 @@ Why it is the same result without the matrix:
    (a merge into a new best is offered at once): when it comes up, its linkage is checked and, when stale, the
    neighbour looks again (lazy evaluation, so a large cluster's merges do not rescan all its neighbours).
 Cost: near-linear in the units when few pairs are similar; the work and memory grow with the pairs at cosine ≥
-threshold (a lower threshold costs more) and are bounded per unit by the caps, never with n².
+threshold (a lower threshold costs more) and are bounded per unit by the caps, never with n². Once the pairs are
+found, the node vectors are held packed (`_Packed`: two arrays) through the agglomeration.
 """
 
 from __future__ import annotations
