@@ -1,0 +1,93 @@
+"""What harvest's speed work must not change: the session digest (`sleep/harvest_digest.py`) changes exactly when
+a session's turns do and keeps an older state's digests valid; the reader's lean paths read what its general path
+reads; the scanner finds what it found before."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+
+from skillgit.sleep import HarvestState, harvest
+from skillgit.sleep.harvest import FileState, SessionMark
+from skillgit.sleep.harvest_digest import DIGEST_PREFIX, digest, digest_v1, same
+from skillgit.sleep.model import Session, SkillUse, ToolCall, ToolResult, Turn
+from tests.test_sleep_harvest import ClaudeSession, make_repo
+
+
+def _session() -> Session:
+    call = ToolCall("Bash", "pytest -q", "pytest -q", ("tests/a.py",), False, "t1")
+    result = ToolResult("1 failed", True, "t1", 1)
+    return Session("claude", "s1", turns=(
+        Turn("user", "fix it", timestamp="2025-01-01T00:00:00Z"),
+        Turn("assistant", "ran", (call,), (result,), "2025-01-01T00:00:01Z", (SkillUse("x", "skill", "tool", "p"),)),
+    ))
+
+
+def test_the_digest_changes_with_every_field_a_turn_serialises_and_only_with_them():
+    base = _session()
+    user, agent = base.turns
+    call, result, skill = agent.tool_calls[0], agent.tool_results[0], agent.skills[0]
+    variants = [
+        (replace(user, role="assistant"), agent), (replace(user, text="fix it!"), agent),
+        (replace(user, timestamp=None), agent), (replace(user, timestamp=""), agent),
+        (user, replace(agent, text="")), (user, replace(agent, tool_calls=())),
+        *((user, replace(agent, tool_calls=(replace(call, **{k: v}),))) for k, v in (
+            ("name", "bash"), ("summary", "pytest"), ("command", None), ("command", ""), ("paths", ()),
+            ("paths", ("tests/a.p", "y")), ("writes", True), ("call_id", "t2"))),
+        *((user, replace(agent, tool_results=(replace(result, **{k: v}),))) for k, v in (
+            ("output", "1 failed "), ("is_error", False), ("call_id", ""), ("exit_code", None), ("exit_code", 0))),
+        *((user, replace(agent, skills=(replace(skill, **{k: v}),))) for k, v in (
+            ("name", "y"), ("kind", "instructions"), ("how", "read"), ("path", None), ("path", ""))),
+        (user, replace(agent, skills=())), (user,), (user, agent, Turn("user", "more")),
+    ]
+    seen = {digest(base)}
+    for turns in variants:
+        found = digest(replace(base, turns=turns))
+        assert found not in seen, f"two different sessions share a digest: {turns}"
+        seen.add(found)
+    # a field moved across a boundary ("fix it" + "ran" vs "fix i" + "tran") is another session
+    shifted = (replace(user, text="fix i"), replace(agent, text="tran"))
+    assert digest(replace(base, turns=shifted)) not in seen
+    # what is not serialised does not count: the session's other fields, a reader's cut margins
+    cut = replace(agent, tool_results=(replace(result, cut=(3, "raw", "raw")),))
+    assert digest(replace(base, session_id="s2", cwd="/x", turns=(user, cut))) == digest(base)
+    assert digest(base).startswith(DIGEST_PREFIX) and same(digest(base), base, digest(base))
+
+
+def test_a_state_written_with_the_older_digests_finds_its_unchanged_sessions_unchanged(tmp_path):
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    written = ClaudeSession("aaaa0001", repo).user("fix the parser").say("done").bash("pytest", "1 passed").write(home)
+    first = harvest(["claude"], home, repo, [], HarvestState(), remote_lookup=None)
+    session = first.sessions[0]
+    # the state an older skillgit saved: the same marks, with the JSON digest of the turns
+    older = HarvestState({key: FileState(f.fingerprint, {sid: SessionMark(digest_v1(session), m.turns)
+                                                         for sid, m in f.sessions.items()})
+                          for key, f in first.state.files.items()})
+    older = HarvestState.from_json(older.to_json())
+    assert not next(iter(older.files.values())).sessions["aaaa0001"].digest.startswith(DIGEST_PREFIX)
+    os.utime(written, ns=(written.stat().st_atime_ns, written.stat().st_mtime_ns + 10**9))  # read again
+    again = harvest(["claude"], home, repo, [], older, remote_lookup=None)
+    assert again.files_read == 1 and again.sessions == ()
+    mark = next(iter(again.state.files.values())).sessions["aaaa0001"]
+    assert mark.digest == digest(session)  # the state moves to the new digest
+    # a session that grew since the older state is found, from its first new turn
+    (ClaudeSession("aaaa0001", repo).user("fix the parser").say("done").bash("pytest", "1 passed")
+     .user("now the docs").say("ok").write(home))
+    grown = harvest(["claude"], home, repo, [], older, remote_lookup=None)
+    assert [s.session_id for s in grown.sessions] == ["aaaa0001"]
+    assert grown.first_new_turn["claude:aaaa0001"] == len(session.turns)
+
+
+def test_a_lone_surrogate_in_a_transcript_does_not_stop_the_harvest(tmp_path):
+    # JSON may spell a lone surrogate (`\ud800`); the digest of such a session raised UnicodeEncodeError and
+    # stopped the whole harvest
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    target = ClaudeSession("bbbb0001", repo).user("fix \ud800 this").say("ok").write(home)
+    assert "\\ud800" in target.read_text()
+    ClaudeSession("bbbb0002", repo).user("and this one").say("ok").write(home)
+    result = harvest(["claude"], home, repo, [], HarvestState(), remote_lookup=None)
+    assert sorted(s.session_id for s in result.sessions) == ["bbbb0001", "bbbb0002"]
+    again = harvest(["claude"], home, repo, [], HarvestState.from_json(result.state.to_json()), remote_lookup=None)
+    assert again.sessions == () and again.files_unchanged == 2
+    assert json.loads(result.state.to_json())  # the state stays JSON
