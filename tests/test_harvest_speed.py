@@ -8,6 +8,9 @@ import json
 import os
 from dataclasses import replace
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from skillgit.sleep import HarvestState, harvest
 from skillgit.sleep.harvest import FileState, SessionMark
 from skillgit.sleep.harvest_digest import DIGEST_PREFIX, digest, digest_v1, same
@@ -91,3 +94,33 @@ def test_a_lone_surrogate_in_a_transcript_does_not_stop_the_harvest(tmp_path):
     again = harvest(["claude"], home, repo, [], HarvestState.from_json(result.state.to_json()), remote_lookup=None)
     assert again.sessions == () and again.files_unchanged == 2
     assert json.loads(result.state.to_json())  # the state stays JSON
+
+
+def _exit_reference(text: str) -> int | None:
+    from skillgit.sleep.readers._common import _EXIT_CODE
+
+    match = _EXIT_CODE.search(text)
+    return int(match.group(1)) if match else None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["exit", "EXIT", "Exıt", "EXİT", "exited", " with", " code", " status", "proceſs ",
+                                 "process ", "Process exited with code", ": ", " ", "-", "2", "17", "é", "…", "→",
+                                 "\n", "xexit", "exit_code", "ı", "ſ", "K"]), max_size=14).map("".join))
+def test_the_exit_code_is_the_regex_search_whatever_the_characters_around_it(text):
+    # the reader finds "exit" on a one-byte-per-character copy of the text; a search of the whole text is the
+    # definition (non-ASCII text included: `(?i)` matches ı and İ for i, ſ for s)
+    from skillgit.sleep.readers._common import exit_code_in
+
+    assert exit_code_in(text) == _exit_reference(text)
+    assert exit_code_in("ü " + text) == _exit_reference("ü " + text)
+
+
+def test_the_exit_code_of_text_that_is_not_ascii():
+    from skillgit.sleep.readers._common import exit_code_in
+
+    assert exit_code_in("… FAILED tests/test_ü.py\nExit code 2") == 2
+    assert exit_code_in("→ proceſs exited with code 3") == 3
+    assert exit_code_in("EXİT CODE 4 …") == 4 and exit_code_in("exıt status 5") == 5
+    assert exit_code_in("ééé exit\u00a0code 6") == _exit_reference("ééé exit\u00a0code 6")
+    assert exit_code_in("… nothing to see") is None
