@@ -209,6 +209,9 @@ class Scanner:
         # a word rule's keyword then a space (`Bearer X`); a flag holding a secret word then a space (`--token X`)
         spaced = {k for d in self.word_rules for k in d.keywords}
         self.scheme_re = re.compile(b"(?P<w>" + trie(spaced).encode() + rb")[ \t]+(?=[^\s])")
+        # one search finds the places of both passes (see `_words`): a word of either, then an assignment or a space
+        self.either_re = re.compile(b"(?P<w>" + trie(set(words) | spaced).encode() + b")(?:" + _WORD_TAIL
+                                    + rb"|[ \t]+(?=[^\s]))")
         self.flag_re = re.compile(b"--[a-z0-9_.\\-]{0,40}?(?:" + trie(words).encode() + b")[a-z0-9_.\\-]{0,20}[ \t]+"
                                   b"(?=[^\\s-])")
         self.context_re = re.compile(trie(context).encode())
@@ -220,7 +223,6 @@ class Scanner:
         raw = text.encode("ascii", "replace")  # one byte per character: byte offsets are text offsets
         low = raw.lower()
         hits = _Hits(text, self.accept)
-        self._schemes(low, hits)
         if b"--" in low:  # every flag starts with it
             self._flags(low, hits)
         self._words(low, hits)
@@ -231,15 +233,12 @@ class Scanner:
                     hits.run(det, -1, det.pattern.finditer(text))
         return hits.found
 
-    def _schemes(self, low: bytes, hits: _Hits) -> None:
-        text = hits.text
-        for scheme in self.scheme_re.finditer(low):
-            at = scheme.start()
-            if at and _NAME_MAP[low[at - 1]] == 97:  # inside a longer word ("mytoken x")
-                continue
-            for det in self.word_rules:
-                if scheme.group("w").decode() in det.keywords:
-                    hits.run(det, at, (det.pattern.match(text, at),))
+    def _scheme(self, low: bytes, at: int, word: str, hits: _Hits) -> None:
+        if at and _NAME_MAP[low[at - 1]] == 97:  # inside a longer word ("mytoken x")
+            return
+        for det in self.word_rules:
+            if word in det.keywords:
+                hits.run(det, at, (det.pattern.match(hits.text, at),))
 
     def _flags(self, low: bytes, hits: _Hits) -> None:
         for flag in self.flag_re.finditer(low):
@@ -247,28 +246,43 @@ class Scanner:
                 hits.run(det, flag.start(), (det.pattern.match(hits.text, flag.start()),))
 
     def _words(self, low: bytes, hits: _Hits) -> None:
-        text, names = hits.text, b""
-        hit = self.word_re.search(low)
-        while hit is not None:
+        """The scheme pass and the secret-word pass, from one search: at each place `either_re` finds, each pass's
+        own regex is matched (`scheme_re`, `word_re`), so each finds what it would find alone. The search goes on
+        after a word the word pass took, else one character on: a scheme starting inside a word is skipped by
+        either pass (a name character precedes it), and nothing starts in the spaces after a scheme."""
+        search, match_word, match_scheme, names = self.either_re.search, self.word_re.match, self.scheme_re.match, b""
+        place = search(low)
+        while place is not None:
+            p = place.start()
+            scheme = match_scheme(low, p)
+            if scheme is not None:
+                self._scheme(low, p, scheme.group("w").decode(), hits)
+            hit = match_word(low, p)
+            if hit is None:
+                place = search(low, p + 1)
+                continue
             names = names or low.translate(_NAME_MAP)  # made once, when the first word is found
-            p, word = hit.start(), hit.group("w").decode()
-            # the assigned name is the one just before the operator; when the secret word begins it, it begins
-            # earlier still (`OPENAI_API_KEY` holds `api`)
-            end = hit.end("nm")
-            while end > p and low[end - 1:end] in b" \t":
-                end -= 1
-            start = names.rfind(b" ", max(0, end - _MAX_NAME), end) + 1 or max(0, end - _MAX_NAME)
-            while start < p and low[start:start + 1] in b".-":
-                start += 1
-            for det in self.name_rules:
-                hits.run(det, start, (det.pattern.match(text, start),))
-            for det in self.context_rules.get(word, ()):  # gitleaks' generic rule is keyed by the secret words
-                hits.run(det, p, (det.pattern.match(text, p),))
-            for kw in self.context_re.finditer(low, max(0, start - 24), end):  # a vendor's name (ADAFRUIT_KEY)
-                if kw.start() != p:
-                    for det in self.context_rules.get(kw.group().decode(), ()):
-                        hits.run(det, kw.start(), (det.pattern.match(text, kw.start()),))
-            hit = self.word_re.search(low, hit.end("w"))  # after the word, not its tail: no word is skipped
+            self._word(low, names, hit, hits)
+            place = search(low, hit.end("w"))  # after the word, not its tail: no word is skipped
+
+    def _word(self, low: bytes, names: bytes, hit: re.Match[bytes], hits: _Hits) -> None:
+        text, p, word = hits.text, hit.start(), hit.group("w").decode()
+        # the assigned name is the one just before the operator; when the secret word begins it, it begins
+        # earlier still (`OPENAI_API_KEY` holds `api`)
+        end = hit.end("nm")
+        while end > p and low[end - 1:end] in b" \t":
+            end -= 1
+        start = names.rfind(b" ", max(0, end - _MAX_NAME), end) + 1 or max(0, end - _MAX_NAME)
+        while start < p and low[start:start + 1] in b".-":
+            start += 1
+        for det in self.name_rules:
+            hits.run(det, start, (det.pattern.match(text, start),))
+        for det in self.context_rules.get(word, ()):  # gitleaks' generic rule is keyed by the secret words
+            hits.run(det, p, (det.pattern.match(text, p),))
+        for kw in self.context_re.finditer(low, max(0, start - 24), end):  # a vendor's name (ADAFRUIT_KEY)
+            if kw.start() != p:
+                for det in self.context_rules.get(kw.group().decode(), ()):
+                    hits.run(det, kw.start(), (det.pattern.match(text, kw.start()),))
 
     def _runs(self, raw: bytes, low: bytes, hits: _Hits) -> None:
         text, n = hits.text, len(hits.text)
