@@ -29,6 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Any
 
 MIN_RUN = 16
@@ -197,6 +198,7 @@ class Scanner:
         self.text_rules: tuple[tuple[bytes, Detector], ...] = tuple(
             (k.encode(), d) for d in self.detectors if d.gate == "text" for k in d.keywords)
         self.text_keywords = _by_keyword(self.text_rules)  # one substring test per keyword (rules share `curl`)
+        self.text_gates = _gates(self.text_keywords)  # keywords sharing a part are tested for it first
         for det in self.detectors:
             for k in det.keywords if det.gate in ("context", "run") else ():
                 (context if det.gate == "context" else run).setdefault(k, []).append(det)
@@ -227,10 +229,12 @@ class Scanner:
             self._flags(low, hits)
         self._words(low, hits)
         self._runs(raw, low, hits)
-        for keyword, dets in self.text_keywords:
-            if keyword in low:
-                for det in dets:
-                    hits.run(det, -1, det.pattern.finditer(text))
+        for gate, keywords in self.text_gates:
+            if gate in low:
+                for keyword, dets in keywords:
+                    if keyword in low:
+                        for det in dets:
+                            hits.run(det, -1, det.pattern.finditer(text))
         return hits.found
 
     def _scheme(self, low: bytes, at: int, word: str, hits: _Hits) -> None:
@@ -298,6 +302,30 @@ def _by_keyword(rules: Iterable[tuple[bytes, Detector]]) -> tuple[tuple[bytes, t
     for keyword, det in rules:
         grouped.setdefault(keyword, []).append(det)
     return tuple((k, tuple(v)) for k, v in grouped.items())
+
+
+GATE_MIN = 6  # the shortest part keywords must share to be tested for it first
+
+
+def _gates(keywords: tuple[tuple[bytes, tuple[Detector, ...]], ...]
+           ) -> tuple[tuple[bytes, tuple[tuple[bytes, tuple[Detector, ...]], ...]], ...]:
+    """The text keywords grouped under a part they all hold (`webhook` for `webhookb2` and `incomingwebhook`):
+    where the part is absent, so is every keyword of its group, and one substring test replaces several. A keyword
+    sharing no part of `GATE_MIN` characters is its own gate."""
+    left, out = list(keywords), []
+    while left:
+        first = left.pop(0)
+        keyword, best = first[0], b""
+        for other, _ in left:
+            match = SequenceMatcher(None, keyword, other, autojunk=False).find_longest_match(
+                0, len(keyword), 0, len(other))
+            if match.size > len(best):
+                best = keyword[match.a:match.a + match.size]
+        gate = best if len(best) >= GATE_MIN else keyword
+        group = [first] + [(k, d) for k, d in left if gate in k]
+        left = [(k, d) for k, d in left if gate not in k]
+        out.append((gate, tuple(group)))
+    return tuple(out)
 
 
 class _Hits:
