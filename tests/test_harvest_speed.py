@@ -124,3 +124,51 @@ def test_the_exit_code_of_text_that_is_not_ascii():
     assert exit_code_in("EXİT CODE 4 …") == 4 and exit_code_in("exıt status 5") == 5
     assert exit_code_in("ééé exit\u00a0code 6") == _exit_reference("ééé exit\u00a0code 6")
     assert exit_code_in("… nothing to see") is None
+
+
+def _json_line_reference(line: str) -> object:
+    """What the reader made of a line before its fast path: json.loads, else json.loads of the stripped line."""
+    if not line or line.isspace():
+        return "blank"
+    for text in (line, line.strip()):
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            continue
+        return obj if isinstance(obj, dict) else "malformed"
+    return "malformed"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(['{"a": 1}', '{"type":"user","x":[1,{"y":"\\u00e9\\n"}]}', "{", "}", " ", "\t",
+                                 "\n", "\r", "\x0c", "\u00a0", "\u2028", "[1]", '"s"', "x", "{}", ",", '{"a":',
+                                 "NaN", '"\\ud800"', "1e999"]), max_size=6).map("".join))
+def test_a_jsonl_line_is_read_as_json_loads_read_it(line):
+    from collections import Counter
+
+    from skillgit.sleep.readers._common import _json_line
+
+    counts: Counter[str] = Counter()
+    got = _json_line(line, counts)
+    expected = _json_line_reference(line)
+    if expected == "blank":
+        assert got is None and not counts
+    elif expected == "malformed":
+        assert got is None and counts["<malformed>"] == 1
+    else:
+        assert got == expected and not counts
+
+
+def test_records_are_copied_as_dataclasses_replace_copies_them():
+    from skillgit.sleep import scrub
+
+    session = _session()
+    user, agent = session.turns
+    assert scrub._PLAIN  # the fast copy is in use (a record with __post_init__ or slots would take replace)
+    for record, changes in ((session, {"cwd": "/x"}), (agent, {"text": "t", "skills": ()}),
+                            (agent.tool_calls[0], {"summary": "s", "paths": ("p",)}),
+                            (agent.tool_results[0], {"output": "o", "cut": None}), (agent.skills[0], {"path": None})):
+        before = replace(record)
+        copy = scrub._with(record, **changes)
+        assert copy == replace(record, **changes) and type(copy) is type(record) and copy is not record
+        assert record == before and record.__dict__ == before.__dict__  # the original is left as it was
