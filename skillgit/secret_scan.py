@@ -289,12 +289,16 @@ class Scanner:
                     hits.run(det, kw.start(), (det.pattern.match(text, kw.start()),))
 
     def _runs(self, raw: bytes, low: bytes, hits: _Hits) -> None:
-        text, n = hits.text, len(hits.text)
+        text, n, search = hits.text, len(hits.text), self.run_re.search
+        if n < MIN_RUN:
+            return
         for token in _RUN.finditer(raw.translate(_RUN_MAP)):
             lo, hi = token.span()
-            for kw in self.run_re.finditer(low, lo, hi):
+            kw = search(low, lo, hi)  # most runs hold no keyword: one search, no iterator
+            while kw is not None:
                 for det in self.run_rules.get(kw.group().decode(), ()):
                     hits.run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
+                kw = search(low, kw.end(), hi)
 
 
 def _by_keyword(rules: Iterable[tuple[bytes, Detector]]) -> tuple[tuple[bytes, tuple[Detector, ...]], ...]:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillgit import redact
-from skillgit.secret_scan import _NAME_MAP, Scanner
+from skillgit.secret_scan import _NAME_MAP, _RUN, _RUN_MAP, Scanner
 from tests.secret_corpus import FORMATS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 class _Separate(Scanner):
     """The scanner as it was: a scheme pass, then a word pass, each with its own search; one substring test per
-    text keyword."""
+    text keyword; an iterator of run keywords per run."""
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -42,6 +42,14 @@ class _Separate(Scanner):
             names = names or low.translate(_NAME_MAP)
             self._word(low, names, hit, hits)
             hit = self.word_re.search(low, hit.end("w"))
+
+    def _runs(self, raw: bytes, low: bytes, hits) -> None:  # type: ignore[no-untyped-def]
+        text, n = hits.text, len(hits.text)
+        for token in _RUN.finditer(raw.translate(_RUN_MAP)):
+            lo, hi = token.span()
+            for kw in self.run_re.finditer(low, lo, hi):
+                for det in self.run_rules.get(kw.group().decode(), ()):
+                    hits.run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
 
 
 def _scanners() -> tuple[Scanner, Scanner]:
