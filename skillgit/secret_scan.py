@@ -35,7 +35,8 @@ from typing import Any
 MIN_RUN = 16
 _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~+/=%|"
 _RUN_MAP = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
-_RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a literal prefix: the engine skips to it at C speed
+_RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a run (the scanner finds them with `_RUN_START` and the next space)
+_RUN_START = b"a" * MIN_RUN
 # after a secret word: within a name's length an assignment operator (gitleaks' set, plus JSON-escaped quotes)
 _WORD_TAIL = rb"""(?P<nm>[ \t\w.\-]{0,30}?)[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)"""
 # name characters → "a", the rest → " ": a name's start is found with bytes.rfind, not a backtracking regex
@@ -292,13 +293,17 @@ class Scanner:
         text, n, search = hits.text, len(hits.text), self.run_re.search
         if n < MIN_RUN:
             return
-        for token in _RUN.finditer(raw.translate(_RUN_MAP)):
-            lo, hi = token.span()
+        runs = raw.translate(_RUN_MAP)
+        lo = runs.find(_RUN_START)  # the runs, as `_RUN` finds them: a substring search is ~3× its regex scan
+        while lo >= 0:
+            hi = runs.find(b" ", lo)
+            hi = n if hi < 0 else hi
             kw = search(low, lo, hi)  # most runs hold no keyword: one search, no iterator
             while kw is not None:
                 for det in self.run_rules.get(kw.group().decode(), ()):
                     hits.run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
                 kw = search(low, kw.end(), hi)
+            lo = runs.find(_RUN_START, hi)
 
 
 def _by_keyword(rules: Iterable[tuple[bytes, Detector]]) -> tuple[tuple[bytes, tuple[Detector, ...]], ...]:
