@@ -14,10 +14,11 @@ Contract
   choosing each rule's gate from its pattern.
 - `Scanner(detectors, words, accept).spans(text)` returns (start, end, characters kept) for every match `accept`
   takes. A few cheap passes over the lower-cased ASCII bytes find the candidates: a trie of `words` followed by an
-  assignment operator; the word rules' keywords followed by a space; `--` flags holding a word; runs of at least
-  `MIN_RUN` token characters (a byte translation and a literal search), then a trie of the run keywords over those
-  runs only (keywords of ≤ 3 characters only where a token starts); and a substring test per text keyword. A
-  detector runs only where a pass put it, once per place.
+  assignment operator, and the word rules' keywords followed by a space (one search finds the places of both);
+  `--` flags holding a word; runs of at least `MIN_RUN` token characters (a byte translation and a substring
+  search), then a trie of the run keywords over those runs only (keywords of ≤ 3 characters only where a token
+  starts); and a substring test per text keyword (keywords sharing a part are tested for it first). A detector runs
+  only where a pass put it, once per place.
 - `mask(text, spans, token)` merges overlapping spans and replaces each with `token`, after its kept prefix.
 Every pattern is Python `re`; nothing here raises on any input text (a pattern error is a bug in the table).
 """
