@@ -2,7 +2,8 @@
 
 `skillgit mcp [--repo/-C DIR] [--config FILE]` — how an agent starts skillgit's MCP server — is served without
 importing the command line (typer, rich, click): the agent waits for the server's `initialize` answer before it
-can list skillgit's tools, and that answer should cost about what importing the MCP SDK costs (bench/mcp_start.py).
+can list skillgit's tools: the light front (integrations/mcp_front.py) answers it before the SDK is imported, then
+hands the session to the SDK's server (bench/mcp_start.py).
 Anything else, including `skillgit mcp --help` or an argument the fast path does not know, goes to
 `skillgit.cli.main` unchanged (which also serves `mcp`, with the same result).
 """
@@ -48,12 +49,16 @@ def _has_command(*names: str) -> bool:
 
 def serve_mcp(options: dict[str, Path]) -> None:
     from skillgit.errors import ExitCode, SkillgitError
-    from skillgit.integrations import commands
-    from skillgit.integrations.mcp_server import serve
+    from skillgit.integrations import mcp_front
 
-    commands.use_cli(_has_command)  # imported only if a tool asks (before `skillgit sleep …`)
-    try:
-        serve(options.get("repo"), options.get("config"))
+    def hand_over(front: mcp_front.Front, record_key: dict | None) -> None:
+        from skillgit.integrations import commands, mcp_server
+
+        commands.use_cli(_has_command)  # the command line is imported only if a tool asks (`skillgit sleep …`)
+        mcp_server.serve_session(options.get("repo"), options.get("config"), front, record_key)
+
+    try:  # the light front answers `initialize`, then hands the session to the SDK's server
+        mcp_front.serve(hand_over)
     except SkillgitError as exc:
         from skillgit.console import print_error
 

@@ -1,12 +1,15 @@
 """`skillgit mcp` answers `initialize` light: the real entry point in a fresh interpreter, one `initialize` request
 on stdin, and the *set of modules* loaded at the moment the answer is written (never a time: bench/mcp_start.py
-measures that). An agent waits for this answer before it lists skillgit's tools; nothing of the command line,
-the store, GitPython, YAML, rich or the model SDKs may be paid for before it.
+measures that). An agent waits for this answer before it lists skillgit's tools: with the SDK's answers recorded
+(every start after an installation's first), nothing but the light front (integrations/mcp_front.py) is paid
+for before it, not even the SDK; without, nothing of the command line, the store, GitPython, YAML, rich or the
+model SDKs. tests/test_mcp_front.py checks that the front's answers are the SDK's.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from skillgit.entry import mcp_arguments
-from tests.helpers import mcp_answer_and_modules, sdk_modules
+from skillgit.integrations.mcp_front import HANDSHAKE_ENV
+from tests.helpers import MCP_PROBE, initialize_request, mcp_answer_and_modules, sdk_modules
 
 pytest.importorskip("mcp")
 
@@ -28,18 +32,47 @@ def loaded(modules: set[str], prefix: str) -> bool:
     return any(m == prefix or m.startswith(prefix + ".") for m in modules)
 
 
-def answer_and_modules(cwd: Path, tmp: Path, *args: str) -> tuple[dict, set[str]]:
-    line, modules, err = mcp_answer_and_modules(cwd, tmp / "modules.json", *args)
+def answer_and_modules(cwd: Path, tmp: Path, *args: str, handshake: Path | None = None) -> tuple[dict, set[str]]:
+    env = {**os.environ, HANDSHAKE_ENV: str(handshake)} if handshake else None
+    line, modules, err = mcp_answer_and_modules(cwd, tmp / "modules.json", *args, env=env)
     assert line, err[-3000:]
     return json.loads(line), set(modules)
 
 
+def waiting_answer_and_modules(cwd: Path, out: Path, handshake: Path) -> tuple[str, set[str]]:
+    """As `mcp_answer_and_modules`, with the `initialize` line already waiting on stdin (then EOF) when the process
+    starts, as it is when an agent spawns the server: (the answer line, the modules loaded when it was written)."""
+    read, write = os.pipe()
+    os.write(write, (json.dumps(initialize_request("test")) + "\n").encode())
+    os.close(write)
+    try:
+        proc = subprocess.run([sys.executable, "-c", MCP_PROBE, str(out)], cwd=cwd, stdin=read, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, HANDSHAKE_ENV: str(handshake)})
+    finally:
+        os.close(read)
+    assert proc.returncode == 0 and proc.stdout, proc.stderr[-3000:]
+    return proc.stdout.splitlines()[0], set(json.loads(out.read_text()))
+
+
 def test_initialize_is_answered_before_anything_heavy_is_imported(make_repo, tmp_path):
     root = make_repo({"SKILL.md": "# Skill\n"})
-    reply, modules = answer_and_modules(root, tmp_path)
-    info = reply["result"]["serverInfo"]
-    assert info["name"] == "skillgit"
-    assert loaded(modules, "mcp") and "skillgit.integrations.mcp_server" in modules
+    handshake = tmp_path / "handshake.json"
+    # the first start of an installation: the SDK answers (and its answers are recorded for the next start)
+    first, first_modules = waiting_answer_and_modules(root, tmp_path / "first.json", handshake)
+    assert loaded(first_modules, "mcp") and handshake.exists()
+    line, modules = waiting_answer_and_modules(root, tmp_path / "modules.json", handshake)
+    assert line == first  # the same answer, byte for byte
+    assert json.loads(line)["result"]["serverInfo"]["name"] == "skillgit"
+    assert "skillgit.integrations.mcp_front" in modules
+    heavy = [h for h in (*HEAVY, "mcp", "mcp_types", "pydantic", "anyio", "skillgit.integrations.mcp_server",
+                         "skillgit.integrations.tools", "subprocess") if loaded(modules, h)]
+    assert not heavy, f"imported before `initialize` was answered: {heavy}"
+
+
+def test_without_a_record_the_sdk_answers_and_nothing_of_skillgits_heavy_parts_comes_first(make_repo, tmp_path):
+    root = make_repo({"SKILL.md": "# Skill\n"})
+    reply, modules = answer_and_modules(root, tmp_path, handshake=tmp_path / "none-yet" / "handshake.json")
+    assert reply["result"]["serverInfo"]["name"] == "skillgit" and loaded(modules, "mcp")
     floor = set(sdk_modules())
     heavy = [h for h in HEAVY if loaded(modules - floor, h)]
     assert not loaded(floor, "skillgit")

@@ -16,14 +16,17 @@ Contract
   rejected by the SDK's schema validation with the field named; nothing returns a traceback.
 - The repository is opened on each call (the server may start outside one and reports that per call).
 - stdout belongs to the protocol: nothing here prints.
-- Start-up is light (`skillgit.entry` serves `skillgit mcp` without the command line): before `initialize` is
-  answered nothing is imported beyond the SDK and the few modules below; the store, GitPython, YAML, rich and the
-  model SDKs are imported by the first tool call that needs them (tests/test_mcp_start.py).
+- Start-up is light (`skillgit.entry` serves `skillgit mcp` without the command line): the light front
+  (mcp_front.py) answers `initialize` and the first lists from this server's recorded answers (`record`) before
+  this module or the SDK is imported, then hands the session over (`serve_session`); without a record, nothing
+  is imported before the answer beyond the SDK and the few modules below. The store, GitPython, YAML, rich and
+  the model SDKs are imported by the first tool call that needs them (tests/test_mcp_start.py).
 """
 
 # No `from __future__ import annotations` here: the SDK reads the tools' parameter annotations at registration, and
 # they name aliases local to build_server (pydantic is only importable when the SDK is installed).
 import inspect
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -248,5 +251,112 @@ def build_server(repo: Path | None = None, config: Path | None = None) -> Any:
 
 
 def serve(repo: Path | None = None, config: Path | None = None) -> None:
-    """Run the server on stdio until the client closes it."""
+    """Run the server on stdio until the client closes it (the SDK's own transport; `skillgit mcp` serves through
+    the light front, mcp_front.serve, which ends in `serve_session`)."""
     build_server(repo, config).run("stdio")
+
+
+# ------------------------------------------------------------------------ the hand-over from the light front
+def lowlevel(server: Any) -> Any:
+    """The SDK's low-level server under the high-level one (2.x `_lowlevel_server`, 1.x `_mcp_server`): what the
+    SDK's `run_stdio_async` runs on stdio, run here on the front's streams instead."""
+    low = getattr(server, "_lowlevel_server", None) or getattr(server, "_mcp_server", None)
+    if low is None or not hasattr(low, "run") or not hasattr(low, "create_initialization_options"):
+        raise SkillgitError("this version of the MCP SDK has no low-level server skillgit can hand a session to",
+                            f"install a supported one: {provenance.extra_hint('mcp')}")
+    return low
+
+
+def serve_session(repo: Path | None, config: Path | None, front: Any, record_key: dict | None) -> None:
+    """Serve the front's session (mcp_front.Front: its `feed` as stdin, its `sink` as stdout) until the client
+    closes it; with `record_key`, first record this SDK's handshake answers for the next start."""
+    import anyio
+
+    low = lowlevel(build_server(repo, config))
+    front.handed_over = True
+    anyio.run(_session, low, front.feed, front.sink, record_key)
+
+
+async def _session(low: Any, feed: Any, sink: Any, record_key: dict | None) -> None:
+    if record_key is not None:  # (~20 ms CPU, once per installation: before the session, so a short one records)
+        from skillgit.integrations import mcp_front
+
+        answers = await record(low)
+        if answers is not None:
+            mcp_front.save_handshake(record_key, answers)
+    await _serve(low, feed, sink)
+
+
+async def _serve(low: Any, feed: Any, sink: Any) -> None:
+    """What the SDK's `run_stdio_async` does, on the given streams (the SDK then claims no file descriptor: the
+    front has)."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server(anyio.wrap_file(feed), anyio.wrap_file(sink)) as (read_stream, write_stream):
+        await low.run(read_stream, write_stream, low.create_initialization_options())
+
+
+def probe_versions() -> list[str]:
+    """Every protocol version this SDK knows, and one it does not (mcp_front.UNKNOWN_VERSION)."""
+    import importlib
+
+    from skillgit.integrations.mcp_front import UNKNOWN_VERSION
+
+    try:
+        known = importlib.import_module("mcp_types.version").KNOWN_PROTOCOL_VERSIONS  # 2.x
+    except ImportError:
+        known = importlib.import_module("mcp.shared.version").SUPPORTED_PROTOCOL_VERSIONS  # 1.x
+    return [*known, UNKNOWN_VERSION]
+
+
+async def record(low: Any) -> dict[str, dict[str, Any]] | None:
+    """{protocol version: {method: result}} for the methods of mcp_front.RECORDED: the SDK's own answers, each
+    version from a session of its own over in-memory streams; None if `initialize` or `ping` is not a result.
+    (The lists are fixed when build_server returns: no tool, prompt or resource is added at run time.)"""
+    answers = {}
+    for version in probe_versions():
+        answer = await probe(low, version)
+        if answer is None:
+            return None
+        answers[version] = answer
+    return answers
+
+
+async def probe(low: Any, version: str) -> dict[str, Any] | None:
+    """The SDK's answers to `initialize` (id 1, `version`), `notifications/initialized`, then each other method of
+    mcp_front.RECORDED without params (ids 2, 3, …), in one session: {method: result}, errors left out."""
+    import threading
+
+    import anyio
+
+    from skillgit.integrations.mcp_front import INITIALIZED, RECORDED, Feed
+
+    got: dict[Any, Any] = {}
+    every = threading.Event()
+    ids = {rid: method for rid, method in enumerate(RECORDED, 1)}
+
+    class Capture:
+        def write(self, text: str) -> int:
+            msg = json.loads(text)
+            got[msg.get("id")] = msg
+            if set(ids) <= set(got):
+                every.set()
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    feed = Feed()
+    feed.put(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                         "params": {"protocolVersion": version, "capabilities": {},
+                                    "clientInfo": {"name": "skillgit-probe", "version": "0"}}}) + "\n")
+    feed.put(json.dumps({"jsonrpc": "2.0", "method": INITIALIZED}) + "\n")
+    for rid, method in list(ids.items())[1:]:
+        feed.put(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method}) + "\n")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_serve, low, feed, Capture())
+        done = await anyio.to_thread.run_sync(every.wait, 30)
+        feed.put("")
+    answers = {method: got[rid]["result"] for rid, method in ids.items() if "result" in got.get(rid, {})}
+    return answers if done and {"initialize", "ping"} <= set(answers) else None
