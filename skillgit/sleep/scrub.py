@@ -271,7 +271,7 @@ def _same(these: tuple[Any, ...], those: tuple[Any, ...]) -> bool:
 
 # the records harvest copies per string it scrubs: plain frozen dataclasses (no __post_init__, no slots), so a copy
 # is their __dict__ updated; `dataclasses.replace` checks every field per call (it was a tenth of scrubbing's own work)
-_PLAIN = all(not hasattr(cls, "__post_init__") and hasattr(cls, "__dict__") and "__slots__" not in vars(cls)
+_PLAIN = all(not hasattr(cls, "__post_init__") and "__slots__" not in vars(cls)
              for cls in (Session, Turn, ToolCall, ToolResult, SkillUse))
 _T = TypeVar("_T")
 
