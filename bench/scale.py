@@ -105,6 +105,24 @@ def objects(folder: Path) -> dict[str, int]:
             "loose_kib": int(info["size"]), "pack_kib": int(info["size-pack"])}
 
 
+def git_parts(git_dir: Path) -> dict[str, int]:
+    """Bytes in files of what .git holds: loose objects, packs, the call journal, skillgit's other caches, the
+    reflogs, the rest."""
+    parts = {"loose objects": 0, "packs": 0, "call journal": 0, "other caches": 0, "reflogs": 0, "rest": 0}
+    for p in git_dir.rglob("*"):
+        if not p.is_file() or p.is_symlink():
+            continue
+        rel = p.relative_to(git_dir).parts
+        if rel[0] == "objects":
+            part = "packs" if rel[1] == "pack" else "loose objects" if len(rel[1]) == 2 else "rest"
+        elif len(rel) > 2 and rel[:2] == ("skillgit", "cache"):
+            part = "call journal" if rel[2].startswith("calls.sqlite") else "other caches"
+        else:
+            part = "reflogs" if rel[0] == "logs" else "rest"
+        parts[part] += p.stat().st_size
+    return parts
+
+
 def slice_figures(rows: list[dict], label: str) -> dict:
     def stat(key):
         values = sorted(r[key] for r in rows)
@@ -199,6 +217,13 @@ def main(argv: list[str] | None = None) -> dict:
         with GitMeter() as meter:
             result = trainer.train()
         run_s = time.monotonic() - started
+        # The run is over: its process would exit here, closing the call journal (the last connection folds the
+        # WAL, up to ~1 MB, into the database and removes it). .git is measured as a finished `skillgit train`
+        # leaves it; the WAL the open journal held is recorded apart.
+        journal = session.cache.path
+        wal = journal.with_name(journal.name + "-wal") if journal is not None else None
+        open_wal = wal.stat().st_size if wal is not None and wal.exists() else 0
+        session.cache.close()
         # What this bench itself kept per step (its records are alive in the measured process, so they are in the
         # RSS slope): the growth net of them is skillgit's.
         own_bytes = deep_size([meter.calls, meter.reads, timer.events, clock.marks, clock.edges, rss])
@@ -224,6 +249,7 @@ def main(argv: list[str] | None = None) -> dict:
         help_s, help_median_s, _ = cli_seconds(folder, "--help", repeat=repeat)
         version_s, version_median_s, _ = cli_seconds(folder, "--version", repeat=repeat)
         git_size = dir_size(folder / ".git")
+        parts = git_parts(folder / ".git")
         objs = objects(folder)
         refs_before = ref_counts(folder)
         if a.keep:
@@ -253,7 +279,7 @@ def main(argv: list[str] | None = None) -> dict:
             "version_s": round(version_s, 3), "version_median_s": round(version_median_s, 3),
             "gc_s": round(gc_s, 3),
             "git_dir": {"before_run": size_before, "after_run": git_size, "after_gc": size_after_gc,
-                        "objects": objs},
+                        "objects": objs, "parts": parts, "journal_wal_while_open": open_wal},
             "refs": {"before_gc": refs_before, "after_gc": refs_after},
             "targets": {"log_median_s": 0.25, "status_median_s": 0.25, "help_median_s": 0.2, "git_dir_mb": 10.0,
                         "rss_growth_kb_per_step": 5.0},
@@ -282,6 +308,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"--version {version_s:.3f}/{version_median_s:.3f} s")
     print(f".git: {git_size['bytes'] / 1e6:.1f} MB in files, {git_size['disk'] / 1e6:.1f} MB on disk, "
           f"{objs['loose']} loose objects (target ≤ 10 MB); after gc {size_after_gc['disk'] / 1e6:.1f} MB on disk")
+    print("  of which " + ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in parts.items())
+          + f" (the open journal's WAL before the run's end: {open_wal / 1e6:.2f} MB)")
     print(f"refs: {refs_before['refs']} before gc ({refs_before['loose_ref_files']} loose files), "
           f"{refs_after['refs']} after ({refs_after['loose_ref_files']} loose files); gc took {gc_s:.2f} s")
     return data

@@ -19,6 +19,7 @@ import pytest
 from skillgit.config import config_from_dict
 from skillgit.errors import SkillgitError
 from skillgit.llm import cache as cache_mod
+from skillgit.llm import journal
 from skillgit.llm.base import LLMError, Message, Reply, Request
 from skillgit.llm.cache import CachedLLM, CachedStudent, CallCache, ReplyTooLarge
 from skillgit.llm.factory import build_student, build_teacher
@@ -45,7 +46,7 @@ def raw_rows(path: Path) -> dict[str, tuple[int, int, int, int]]:
     """key -> (kind, codec, stored bytes, puts), read straight from the file."""
     con = sqlite3.connect(path)
     try:
-        return {k: (kind, codec, size, puts) for k, kind, codec, size, puts in
+        return {journal.key_text(k): (kind, codec, size, puts) for k, kind, codec, size, puts in
                 con.execute("SELECT key, kind, codec, length(text) + length(trace) + length(meta), puts FROM calls")}
     finally:
         con.close()
@@ -431,3 +432,52 @@ def test_a_long_runs_journal_keeps_a_small_write_ahead_log(tmp_path):
     assert wal.stat().st_size <= 2 * cache_mod.WAL_PAGES * 4096
     assert cache.get("k2999") is not None and cache.get("k0") is not None
     cache.close()
+
+
+def test_a_call_costs_its_reply_and_little_else_on_disk(tmp_path):
+    """A 1,000-step run journals ~7,000 short calls: sha256 keys are stored as 32 bytes (twice: row and index),
+    runs by id and the meta without defaults (schema 1 stored each call in ~650 bytes here: 64-hex keys four times,
+    the run's name per tag, ~140 bytes of meta)."""
+    import hashlib
+
+    path = db(tmp_path)
+    cache = CallCache(path)
+    cache.bind_run("2026-11-26T09-47-41-scale")
+    n, text_bytes = 3000, 0
+    for i in range(n):
+        reply = Reply("answer " + "x" * (i % 200), usage=Usage(calls=1, prompt_tokens=80 + i % 9, completion_tokens=7),
+                      model="sim-student")
+        text_bytes += len(reply.text)
+        cache.put(hashlib.sha256(str(i).encode()).hexdigest(), reply)
+    cache.close()
+    assert not path.with_name("calls.sqlite-wal").exists()  # closed: the WAL is folded in and removed
+    per_call = (path.stat().st_size - text_bytes) / n
+    assert per_call <= 200, per_call  # schema 1: ~545 bytes a call besides the text
+    reopened = CallCache(path)
+    hit = reopened.get(hashlib.sha256(b"7").hexdigest())
+    assert hit is not None and hit.text == "answer " + "x" * 7 and hit.saved.prompt_tokens == 87
+    assert reopened.prune({"2026-11-26T09-47-41-scale"}).entries_kept == n
+
+
+
+def test_a_threads_read_connection_closes_when_the_thread_ends(tmp_path):
+    """The loop reads the journal from pool threads that come and go: each thread's connection is closed when the
+    thread ends (it stayed open until a garbage collection before, and with it the WAL, ~1 MB, after the journal
+    was closed)."""
+    import gc
+
+    path = db(tmp_path)
+    cache = CallCache(path)
+    for i in range(50):
+        cache.put(f"k{i}", Reply(prose(300, i)))
+    gc.disable()
+    try:
+        for _ in range(3):
+            reader = threading.Thread(target=lambda: cache.get("k7"))
+            reader.start()
+            reader.join()
+        cache.close()
+        assert not path.with_name("calls.sqlite-wal").exists()  # the last connection folded and removed it
+    finally:
+        gc.enable()
+    assert CallCache(path).get("k7").text == prose(300, 7)

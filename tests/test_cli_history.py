@@ -254,3 +254,43 @@ def test_gc_via_cli_survives_git_gc(trained):
     assert [(r["label"], r["archived"]) for r in listed] == [("r1/0004", False), ("r1/0003", True),
                                                              ("r1/0002", True)]
     assert "no 3" in run_cli_inproc("show", "rejected/r1/3", cwd=trained).stdout
+
+
+def test_log_answers_from_its_cache_until_any_ref_moves(trained, monkeypatch):
+    """`skillgit log` keeps what it read (.git/skillgit/cache/log.json.z) and answers the next `log` in the same
+    ref state without reading the history; after a new step, a note written by hand, a deleted tag or with a
+    damaged cache file it reads the history again and prints exactly what reading it afresh prints."""
+    from skillgit.store import history as H
+
+    reads: list[bool] = []
+    real = H.history
+    monkeypatch.setattr(H, "history", lambda *a, **k: reads.append(True) or real(*a, **k))
+    cache = trained / ".git" / "skillgit" / "cache"
+
+    def log(*args: str) -> tuple[str, bool]:
+        reads.clear()
+        out = run_cli_inproc("log", *args, cwd=trained)
+        assert out.returncode == 0, out.stderr
+        return out.stdout, bool(reads)
+
+    def check(*args: str) -> str:
+        """The first `log` of a ref state reads the history, the second answers from the cache, the same."""
+        first, read_first = log(*args)
+        again, read_again = log(*args)
+        assert read_first and not read_again and again == first
+        for name in ("log.json.z", "log-edits.json.z"):
+            (cache / name).unlink(missing_ok=True)
+        assert log(*args) == (first, True)  # what reading it afresh prints
+        return first
+
+    assert "r1/0002" in check() and '"r1/0002"' in check("--json")
+    step(Store.open(trained, "SKILL.md"), SEED + "Check units.\nWhisper.\n", 3, True, 0.6, 0.7)
+    assert "r1/0003" in check()
+    git(trained, "notes", "--ref", "skillgit", "append", "-m", '{"kind":"decision","run":"r1","step":3,'
+        '"verdict":"accepted","score_after":0.65,"reason":"by hand"}', git(trained, "rev-parse", "main"))
+    assert check("--json") == log("--json")[0]
+    git(trained, "tag", "-d", "rejected/r1/0002")
+    assert "r1/0002" not in check()
+    (cache / "log.json.z").write_bytes(b"\x78\x9c not zlib")
+    out, read = log()
+    assert read and log() == (out, False) and "r1/0003" in out  # ignored, then rewritten

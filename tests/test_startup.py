@@ -71,13 +71,15 @@ def test_log_imports_the_store_but_nothing_of_training(make_repo, args):
     code, modules, out = imported(args, root)
     assert code == 0, out
     assert loaded(modules, "skillgit.store") and loaded(modules, "git")
-    for heavy in TRAINING + NOT_READ:
+    for heavy in TRAINING + NOT_READ + NOT_READ_BY_LOG:
         assert not loaded(modules, heavy), f"`skillgit {' '.join(args)}` imported {heavy}"
 
 
 # Read by neither `log` nor `status`: the agent registry (only a config naming an agent needs it checked) and the
 # installed backend plugins' entry points (a built-in backend name is valid without them).
 NOT_READ = ("skillgit.agents", "importlib.metadata")
+# Nor by `log` of a single-file skill without `skills:`: the library's config, skill packages, the lock's host name.
+NOT_READ_BY_LOG = ("skillgit.library.config", "skillgit.package", "socket")
 
 
 def test_status_imports_its_sparkline_but_not_the_report_page(tmp_path):

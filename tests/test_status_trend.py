@@ -5,6 +5,8 @@ branch does not hold the run's accepted steps."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from skillgit.store import Store, read
@@ -78,8 +80,36 @@ def test_status_shows_the_same_trend(two_runs, monkeypatch):
     shown = run_cli_inproc("status", "--json", "--run", "r1", cwd=two_runs)
     assert shown.returncode == 0, shown.stderr
     monkeypatch.setattr(H, "run_scores", lambda *a: None)  # the whole-history path draws the same line
+    (two_runs / ".git" / "skillgit" / "cache" / "status.json.z").unlink()  # (not what the last status kept)
     again = run_cli_inproc("status", "--json", "--run", "r1", cwd=two_runs)
     assert again.stdout == shown.stdout and '"val_trend"' in shown.stdout
+
+
+def test_status_keeps_its_trend_until_a_ref_moves(two_runs, monkeypatch):
+    """`status` keeps the trend it read (.git/skillgit/cache/status.json.z): the next `status` in the same ref
+    state reads no commit, tag or note of the run; a new step of the run draws the new line, as a fresh read does."""
+    store = Store.open(two_runs, "SKILL.md")
+    store.save_run("r1", {"progress.json": '{"run": "r1", "status": "finished", "accepted": 2, "rejected": 2}'},
+                   "progress")
+    reads: list[str] = []
+    real = H.run_scores
+    monkeypatch.setattr(H, "run_scores", lambda *a: reads.append(a[1]) or real(*a))
+
+    def trend() -> list:
+        out = run_cli_inproc("status", "--json", "--run", "r1", cwd=two_runs)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["val_trend"]
+
+    first = trend()
+    assert reads == ["r1"] and trend() == first and reads == ["r1"]  # the second status: from the cache
+    step(store, SEED + "Rule r1.1.\nRule r1.2.\nRule r2.1.\nRule r1.4.\nRule r2.3.\nRule r1.5.\n", 5, True,
+         0.70, 0.80, run="r1")
+    store.save_run("r1", {"progress.json": '{"run": "r1", "status": "finished", "accepted": 3, "rejected": 2}'},
+                   "progress")
+    moved = trend()
+    assert reads == ["r1", "r1"] and moved[:-1] == first and moved != first
+    (two_runs / ".git" / "skillgit" / "cache" / "status.json.z").write_bytes(b"damaged")
+    assert trend() == moved and len(reads) == 3
 
 
 def test_the_history_scan_reads_only_the_commits_added_since_the_last_one(make_repo, monkeypatch):
@@ -135,3 +165,28 @@ def test_the_rejected_tags_are_parsed_once_per_repository(two_runs, monkeypatch)
     assert Store.open(two_runs, "SKILL.md").history() == again and len(parsed) == 3  # every tag, once
     parsed.clear()
     assert Store.open(two_runs, "SKILL.md").history() == again and parsed == []
+
+
+def test_the_tag_cache_keeps_a_rejected_step_in_few_bytes_and_replaces_the_old_file(two_runs):
+    """At 1,000 steps version 1 of the cache (every field by name, uncompressed) held ~480 bytes a tag, 0.5 MB of
+    .git; version 2 keeps what the ref does not say, compressed. Entries come back equal, including odd ones."""
+    store = Store.open(two_runs, "SKILL.md")
+    store.history()
+    legacy = H.tag_cache_path(store.repo).with_name("rejected-tags.json")
+    legacy.write_text('{"v": 1, "tags": []}')  # what an earlier skillgit left
+    entries: dict[tuple[str, str], H.LogEntry | None] = {}
+    for n in range(1, 1001):
+        step_id: int | str = n if n % 50 else f"e{n // 50}-slow-update"
+        tag = f"rejected/2026-11-26-scale/{step_id if isinstance(step_id, str) else f'{n:04d}'}"
+        edits = tuple(f"append: Rule {(n * k) % 17} of the house style." for k in range(1 + n % 3))
+        entries[(f"refs/tags/{tag}", f"{n * 7919:040x}")] = H.LogEntry(
+            "2026-11-26-scale", step_id, "rejected", f"{n * 104729:040x}",
+            f"skill: {edits[0]} (+{len(edits) - 1} more) (-{n % 40}.5 val)", score=(n % 8) / 8,
+            delta=-(n % 5) / 8 if n % 7 else None, edits=edits,
+            reason=f"significance: -0.{n % 9}750 on val hard (8 items × 3 repeats): worse; broke {n % 4}",
+            parent=f"{n // 100:040x}" if n % 11 else None, date=1795686464 + n, tag=tag, seq=n if n % 13 else None)
+    entries[("refs/tags/rejected/by-hand", "ab" * 20)] = None  # a tag under the prefix that is not a step's
+    H.write_tag_cache(store.repo, entries)
+    assert not legacy.exists()
+    assert H.read_tag_cache(store.repo) == entries
+    assert H.tag_cache_path(store.repo).stat().st_size / len(entries) <= 150  # version 1: ~480 here

@@ -139,7 +139,7 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
 
     project = open_project(repo, config, list(set_ or []))
     store = views.store_for(project)
-    entries = read.history(store, run, edits=as_json)  # (the table does not show edits)
+    entries = read.history(store, run, edits=as_json, cached=True)  # (the table does not show edits)
     skills = views.run_skills(store, (e.run for e in entries), project.config) if project.config.skills else {}
     if skill:
         views.lib_config.entry(project.config, skill, project.root)  # a name of the library (the error lists them)

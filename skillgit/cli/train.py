@@ -434,7 +434,7 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
             raise SkillgitError(f"skill {skill!r} has no training run yet",
                                 f"start one: skillgit train --skill {skill}")
     progress = views.with_own_total(store, read.run_progress(store, run))
-    info = status_info(progress, read.val_trend(store, progress))
+    info = status_info(progress, read.val_trend(store, progress, cached=True))
     if as_json:
         console.print_json(info)
         return

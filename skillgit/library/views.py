@@ -23,15 +23,29 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 import yaml
 
 from skillgit.errors import SkillgitError
-from skillgit.library import config as lib_config
 
 if TYPE_CHECKING:
     from skillgit.config import Config
+    from skillgit.library import config as lib_config
     from skillgit.store import Store
 
 
+def __getattr__(name: str) -> Any:
+    """`views.lib_config`: the library's config module, imported when a view first needs it (a project without
+    `skills:` never does: `log` and `status` read no library)."""
+    if name == "lib_config":
+        from skillgit.library import config
+
+        return config
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def library(cfg: Config, root: Path) -> dict[str, lib_config.SkillEntry]:
-    return lib_config.entries(cfg, root) if cfg.skills else {}
+    if not cfg.skills:
+        return {}
+    from skillgit.library import config as lib_config
+
+    return lib_config.entries(cfg, root)
 
 
 def skill_file(path: str) -> str:
@@ -109,6 +123,8 @@ def project_for(repo: Optional[Path], config: Optional[Path], skill: Optional[st
     if not skill:
         return open_project(repo, config, list(extra or []))
     base = open_project(repo, config, list(extra or []))
+    from skillgit.library import config as lib_config
+
     entry = lib_config.entry(base.config, skill, base.root)
     return open_project(repo, config, lib_config.overrides(entry) + list(extra or []))
 

@@ -8,9 +8,10 @@ Contract:
   else the backend's `cache_identity` attribute, else its `id` with an endpoint suffix (`@host:port`,
   `@https://...`) removed — so a local server restarted on another port keeps its answers. Two different models
   served under the same name on two servers do share answers: set `cache_identity` to tell them apart.
-- Storage: one SQLite file (`.git/skillgit/cache/calls.sqlite`) in WAL mode, indexed by key. Opening it reads no
-  entry (O(1) in their number); replies are zlib-compressed above `COMPRESS_ABOVE` bytes. In-memory when `path`
-  is None.
+- Storage: one SQLite file (`.git/skillgit/cache/calls.sqlite`) in WAL mode, indexed by key, in the compact format
+  of `llm/journal.py` (keys as 32 bytes, runs by id, meta without defaults: ~160 bytes a call besides its reply).
+  Opening it reads no entry (O(1) in their number); replies are zlib-compressed above `COMPRESS_ABOVE` bytes.
+  In-memory when `path` is None.
 - Durability: a `put` that returned is committed to the WAL file with `synchronous=NORMAL`, i.e. written to the
   operating system before `put` returns but not fsync'ed per call. It survives the process being killed at any
   instant (SIGKILL, OOM killer, Ctrl-C). On power loss or a kernel crash the calls committed since the last
@@ -26,8 +27,10 @@ Contract:
   and the model call itself happen outside it); reads use one connection per thread and take no lock (WAL readers
   see every committed put and never wait for the writer). Several processes may share the file (SQLite's own
   locking, 30 s busy timeout). Every ~4 MB of WAL a commit also checkpoints it into the database (two fsyncs).
-- Migration: a `calls.jsonl` journal from an earlier skillgit next to the database is imported once at open
-  (streamed line by line, torn lines and replies over the cap skipped) and renamed `calls.jsonl.imported`.
+- Migration: a database of an earlier schema is rewritten to the current one in place at its first open, under
+  SQLite's write lock, keeping every entry, count and run tag (`journal.upgrade`). A `calls.jsonl` journal from
+  an earlier skillgit next to the database is imported once at open (streamed line by line, torn lines and
+  replies over the cap skipped) and renamed `calls.jsonl.imported`.
 """
 
 from __future__ import annotations
@@ -39,58 +42,26 @@ import sqlite3
 import threading
 import time
 import weakref
-import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skillgit.errors import SkillgitError
+from skillgit.llm import journal as J
 from skillgit.llm.base import LLM, LLMError, Reply, Request, Student
 from skillgit.recent import Recent
-from skillgit.types import Item, Score, Usage
+from skillgit.types import Item, Usage
 
 DB_NAME = "calls.sqlite"
 LEGACY_NAME = "calls.jsonl"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = J.SCHEMA_VERSION
 DEFAULT_MAX_REPLY_CHARS = 1_000_000
-COMPRESS_ABOVE = 512  # bytes of encoded record; smaller records are stored as they are
-_ZLIB_LEVEL = 6
-_REPLY, _TOMBSTONE = 0, 1
-_TEXT_ZLIB, _TRACE_ZLIB = 1, 2  # bits of `codec`
+COMPRESS_ABOVE = J.COMPRESS_ABOVE
 _IMPORT_BATCH = (500, 8 << 20)  # rows, stored bytes: an import commits (and frees) a batch at either bound
 MARKED_MEMO = 4096  # keys remembered as already tagged with the bound run (forgotten ones are tagged again: a no-op)
 _READER_CACHE_KIB = 256  # page cache of each thread's read connection (SQLite's default: 2 MiB; the OS caches the file)
 WAL_PAGES = 256  # pages written to the WAL before it is folded into the database (SQLite's default: 1,000)
-_SELECT = "SELECT kind, chars, codec, meta, trace, text FROM calls WHERE key = ?"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS calls (
-    key TEXT PRIMARY KEY,
-    kind INTEGER NOT NULL,      -- 0 a reply, 1 a tombstone (a reply over the cap, never stored)
-    chars INTEGER NOT NULL,     -- the reply's size in characters (text + trace)
-    puts INTEGER NOT NULL,      -- how many times this key was paid for and stored (> 1: a call paid twice)
-    created REAL NOT NULL,
-    codec INTEGER NOT NULL,     -- bit 1: text is zlib-compressed, bit 2: trace is
-    meta TEXT NOT NULL,         -- JSON: model and usage (a tombstone: model and the cap it broke)
-    trace BLOB NOT NULL,        -- utf-8, maybe compressed
-    text BLOB NOT NULL          -- utf-8, maybe compressed; last, so that reading the other columns skips it
-);
-CREATE TABLE IF NOT EXISTS uses (
-    key TEXT NOT NULL,
-    run TEXT NOT NULL,
-    PRIMARY KEY (key, run)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS uses_by_run ON uses (run);
-"""
-_COLUMNS = "key, kind, chars, puts, created, codec, meta, trace, text"
-_UPSERT = (f"INSERT INTO calls ({_COLUMNS}) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-           "kind = excluded.kind, chars = excluded.chars, puts = calls.puts + 1, created = excluded.created, "
-           "codec = excluded.codec, meta = excluded.meta, trace = excluded.trace, text = excluded.text")
-# the import is idempotent (a kill between commit and rename imports again): it never counts a second payment
-_IMPORT = (f"INSERT INTO calls ({_COLUMNS}) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-           "chars = excluded.chars, codec = excluded.codec, meta = excluded.meta, trace = excluded.trace, "
-           "text = excluded.text WHERE calls.kind = 0")
 
 
 # ---------------------------------------------------------------------------------------------- keys
@@ -211,65 +182,19 @@ class PruneReport:
                    int(data["bytes_after"]))
 
 
-def _pack(value: str) -> tuple[bool, bytes]:
-    raw = value.encode("utf-8")
-    if len(raw) > COMPRESS_ABOVE:
-        packed = zlib.compress(raw, _ZLIB_LEVEL)
-        if len(packed) < len(raw):
-            return True, packed
-    return False, raw
-
-
-def _unpack(zipped: bool, blob: bytes) -> str:
-    return (zlib.decompress(blob) if zipped else bytes(blob)).decode("utf-8")
-
-
-@dataclass(frozen=True)
-class _Row:
-    """One entry as stored (everything but key, puts and created)."""
-
-    kind: int
-    chars: int
-    codec: int
-    meta: str
-    trace: bytes
-    text: bytes
-
-    def params(self, key: str) -> tuple[Any, ...]:
-        return (key, self.kind, self.chars, time.time(), self.codec, self.meta, self.trace, self.text)
-
-    @classmethod
-    def of_reply(cls, reply: Reply) -> _Row:
-        text_zipped, text = _pack(reply.text)
-        trace_zipped, trace = _pack(reply.trace)
-        extra: dict[str, Any] = {}
-        if reply.score is not None:
-            extra["score"] = reply.score.to_dict()
-        if reply.timings:
-            extra["timings"] = dict(reply.timings)
-        meta = json.dumps({"model": reply.model, "usage": reply.usage.to_dict(), **extra}, separators=(",", ":"))
-        return cls(_REPLY, len(reply.text) + len(reply.trace),
-                   (_TEXT_ZLIB if text_zipped else 0) | (_TRACE_ZLIB if trace_zipped else 0), meta, trace, text)
-
-    @classmethod
-    def tombstone(cls, reply: Reply, limit: int) -> _Row:
-        meta = json.dumps({"model": reply.model, "limit": limit}, separators=(",", ":"))
-        return cls(_TOMBSTONE, len(reply.text) + len(reply.trace), 0, meta, b"", b"")
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    if conn.in_transaction:  # SQLite may already have rolled back (disk full, I/O error)
-        conn.execute("ROLLBACK")
-
-
 # ---------------------------------------------------------------------------------------------- the journal
 class _Reader:
-    """A thread's own read connection; referenced by that thread only, so it is closed when the thread ends."""
+    """A thread's own read connection; referenced by that thread only, so it is closed when the thread ends (by
+    `__del__`: a connection is in a reference cycle with its statement cache, so dropping it would leave it open
+    until a garbage collection, and the journal's WAL with it)."""
 
     __slots__ = ("__weakref__", "conn")
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
+
+    def __del__(self) -> None:
+        self.conn.close()
 
 
 class CallCache:
@@ -285,6 +210,7 @@ class CallCache:
         self.max_reply_chars = max_reply_chars
         self._lock = threading.Lock()
         self._run: str | None = None
+        self._run_id: int | None = None  # the bound run's `runs.id`
         # keys lately tagged with the bound run: a hit on one needs no write (bounded: a run makes new calls every
         # step; tagging a forgotten key again is an INSERT OR IGNORE that changes nothing)
         self._marked = Recent(MARKED_MEMO)
@@ -323,9 +249,10 @@ class CallCache:
                 f"the call journal {self.path} was written by a newer skillgit (schema {version})",
                 "upgrade skillgit, or delete .git/skillgit/cache/ (finished calls will be paid again)")
         if version < SCHEMA_VERSION:
-            c.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+            J.upgrade(c)  # a new file gets the schema; an older one is migrated in place (llm/journal.py)
 
     def close(self) -> None:
+        """Close the file's connections; the last connection to it folds the WAL into the database and removes it."""
         with self._lock:
             for reader in list(self._readers):
                 reader.conn.close()
@@ -336,7 +263,7 @@ class CallCache:
         # idle reader never pins a WAL snapshot (which would keep checkpoints from shrinking the WAL)
         if self.path is None:  # one in-memory database: only the writer connection sees it
             with self._lock:
-                rows = self._conn.execute(_SELECT, (key,)).fetchall()
+                rows = self._conn.execute(J.SELECT, (J.stored_key(key),)).fetchall()
             return rows[0] if rows else None
         reader: _Reader | None = getattr(self._local, "reader", None)
         if reader is None:
@@ -346,7 +273,7 @@ class CallCache:
             reader = self._local.reader = _Reader(conn)
             with self._lock:
                 self._readers.add(reader)
-        rows = reader.conn.execute(_SELECT, (key,)).fetchall()
+        rows = reader.conn.execute(J.SELECT, (J.stored_key(key),)).fetchall()
         return rows[0] if rows else None
 
     def __len__(self) -> int:
@@ -357,49 +284,54 @@ class CallCache:
         """Tag later puts and hits with `run_id` (None: stop tagging)."""
         with self._lock:
             self._run = run_id
+            self._run_id = None if run_id is None else self._run_key(run_id)
             self._marked.clear()
+
+    def _run_key(self, run_id: str) -> int:
+        # a run's row is never deleted (prune drops its tags only), so its id stays valid while a process uses it
+        self._conn.execute("INSERT OR IGNORE INTO runs (name) VALUES (?)", (run_id,))
+        return int(self._conn.execute("SELECT id FROM runs WHERE name = ?", (run_id,)).fetchone()[0])
 
     # ------------------------------------------------------------------------------------------ get / put
     def get(self, key: str) -> Reply | None:
         """The stored reply (marked `cached`, usage zero: nothing paid), or None. Raises `ReplyTooLarge` for a
         tombstone recorded above the current cap."""
         row = self._select(key)
-        if row is not None and row[0] == _TOMBSTONE and row[1] <= self.max_reply_chars:
+        if row is not None and row[0] == J.TOMBSTONE and row[1] <= self.max_reply_chars:
             row = None  # a tombstone under today's cap: the cap was raised since, so the call is made again
         if row is None:
             with self._lock:
                 self.misses += 1
             return None
         kind, chars, codec, meta_json, trace, text = row
-        if kind == _TOMBSTONE:
+        if kind == J.TOMBSTONE:
             self._mark_used(key, refused=True)
             raise ReplyTooLarge(key, chars, self.max_reply_chars, replayed=True)
-        meta = json.loads(meta_json)
-        saved = Usage.from_dict(meta.get("usage") or {})
-        self._mark_used(key, saved=saved)
-        score = Score.from_dict(meta["score"]) if isinstance(meta.get("score"), dict) else None
-        return Reply(text=_unpack(bool(codec & _TEXT_ZLIB), text), usage=Usage(), model=meta.get("model", ""),
-                     trace=_unpack(bool(codec & _TRACE_ZLIB), trace), cached=True, score=score,
-                     timings=meta.get("timings") or {}, saved=saved)
+        meta = J.decode_meta(meta_json)
+        self._mark_used(key, saved=meta.usage)
+        return Reply(text=J.unpack(bool(codec & J.TEXT_ZLIB), text), usage=Usage(), model=meta.model,
+                     trace=J.unpack(bool(codec & J.TRACE_ZLIB), trace), cached=True, score=meta.score,
+                     timings=meta.timings or {}, saved=meta.usage)
 
     def put(self, key: str, reply: Reply) -> None:
         """Store `reply`; returns once it is committed. A reply over the cap is replaced by a tombstone and
         `ReplyTooLarge` is raised (carrying the reply's usage, which was paid)."""
         chars = len(reply.text) + len(reply.trace)
         if chars > self.max_reply_chars:
-            self._store(key, _Row.tombstone(reply, self.max_reply_chars))
+            self._store(key, J.Row.tombstone(reply, self.max_reply_chars))
             raise ReplyTooLarge(key, chars, self.max_reply_chars, usage=reply.usage)
-        self._store(key, _Row.of_reply(reply))
+        self._store(key, J.Row.of_reply(reply))
 
     def evict(self, key: str) -> bool:
         """Forget one entry (a cached reply that led to a non-retryable failure); True if there was one."""
         with self._lock:
+            stored = J.stored_key(key)
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                gone = self._conn.execute("DELETE FROM calls WHERE key = ?", (key,)).rowcount
-                self._conn.execute("DELETE FROM uses WHERE key = ?", (key,))
+                self._conn.execute("DELETE FROM uses WHERE call = (SELECT id FROM calls WHERE key = ?)", (stored,))
+                gone = self._conn.execute("DELETE FROM calls WHERE key = ?", (stored,)).rowcount
             except BaseException:
-                _rollback(self._conn)
+                J.rollback(self._conn)
                 raise
             self._conn.execute("COMMIT")
             self._marked.discard(key)
@@ -412,27 +344,27 @@ class CallCache:
             else:
                 self.hits += 1
                 self.saved_usage = self.saved_usage + (saved or Usage())
-            if self._run is None or key in self._marked:
+            if self._run_id is None or key in self._marked:
                 return
-            self._conn.execute("INSERT OR IGNORE INTO uses (key, run) VALUES (?, ?)", (key, self._run))
+            self._conn.execute(J.TAG, (self._run_id, J.stored_key(key)))
             self._marked.add(key)
 
-    def _store(self, key: str, row: _Row) -> None:
+    def _store(self, key: str, row: J.Row) -> None:
         # the entry and its provenance commit together: a prune in another process never sees one without the other
         with self._lock:
             c = self._conn
             c.execute("BEGIN IMMEDIATE")
             try:
-                c.execute(_UPSERT, row.params(key))
-                if self._run is not None:
-                    c.execute("INSERT OR IGNORE INTO uses (key, run) VALUES (?, ?)", (key, self._run))
+                c.execute(J.UPSERT, row.params(key, time.time()))
+                if self._run_id is not None:
+                    c.execute(J.TAG, (self._run_id, J.stored_key(key)))
             except BaseException:
-                _rollback(c)
+                J.rollback(c)
                 raise
             c.execute("COMMIT")
-            if self._run is not None:
+            if self._run_id is not None:
                 self._marked.add(key)
-            if row.kind == _TOMBSTONE:
+            if row.kind == J.TOMBSTONE:
                 self.refused += 1
 
     # ------------------------------------------------------------------------------------------ maintenance
@@ -470,13 +402,14 @@ class CallCache:
                 c.execute("CREATE TEMP TABLE IF NOT EXISTS keep_runs (run TEXT PRIMARY KEY)")
                 c.execute("DELETE FROM keep_runs")
                 c.executemany("INSERT INTO keep_runs (run) VALUES (?)", [(r,) for r in keep])
-                deleted = c.execute("DELETE FROM calls WHERE key NOT IN (SELECT u.key FROM uses u "
-                                    "JOIN keep_runs k ON u.run = k.run)").rowcount
-                c.execute("DELETE FROM uses WHERE run NOT IN (SELECT run FROM keep_runs)")
-                c.execute("DELETE FROM uses WHERE key NOT IN (SELECT key FROM calls)")  # tags of evicted entries
+                kept_ids = "SELECT r.id FROM runs r JOIN keep_runs k ON k.run = r.name"
+                deleted = c.execute(f"DELETE FROM calls WHERE id NOT IN (SELECT call FROM uses "
+                                    f"WHERE run IN ({kept_ids}))").rowcount
+                c.execute(f"DELETE FROM uses WHERE run NOT IN ({kept_ids})")
+                c.execute("DELETE FROM uses WHERE call NOT IN (SELECT id FROM calls)")  # tags of evicted entries
                 kept = int(c.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
             except BaseException:
-                _rollback(c)
+                J.rollback(c)
                 raise
             c.execute("COMMIT")
             c.execute("VACUUM")
@@ -496,9 +429,9 @@ class CallCache:
             # so a kill half-way only means the next open imports the file again
             c.execute("BEGIN IMMEDIATE")
             try:
-                c.executemany(_IMPORT, batch)
+                c.executemany(J.IMPORT, batch)
             except BaseException:
-                _rollback(c)
+                J.rollback(c)
                 raise
             c.execute("COMMIT")
             batch.clear()
@@ -515,8 +448,8 @@ class CallCache:
                     continue  # a torn line from a killed writer: the call is simply made again
                 if len(text) + len(trace) > self.max_reply_chars:
                     continue
-                row = _Row.of_reply(Reply(text=text, usage=usage, model=str(record.get("model", "")), trace=trace))
-                batch.append(row.params(key))
+                row = J.Row.of_reply(Reply(text=text, usage=usage, model=str(record.get("model", "")), trace=trace))
+                batch.append(row.params(key, time.time()))
                 batch_bytes += len(row.text) + len(row.trace)
                 if len(batch) >= _IMPORT_BATCH[0] or batch_bytes >= _IMPORT_BATCH[1]:
                     flush()

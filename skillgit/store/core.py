@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterator, Sequence
 
-from skillgit import package, textsafe
+from skillgit import textsafe
 from skillgit.errors import GitStateError, SkillgitError, UnknownRevision
 from skillgit.records import StepKind, StepNotes, StepOutcome, Verdict, to_float
 from skillgit.store import branches as store_branches
@@ -90,9 +90,10 @@ class Store:
         exist or the skill file is not committed on it."""
         repo = GitRepo.open(Path(root))
         store = cls(repo, _normalize_path(repo.root, skill_path), branch)
-        if not repo.valid_branch_name(branch):
+        # an existing branch has a name git accepted (its own check costs two git processes: only for a new one)
+        tip = repo.ref(store.branch_ref) if R.branch_problem(branch) is None else None
+        if tip is None and not repo.valid_branch_name(branch):
             raise GitStateError(f"invalid branch name '{branch}'", "set skill.branch to a valid branch name")
-        tip = repo.ref(store.branch_ref)
         if tip is None:
             names = [row[0] for row in repo.for_each_ref(["refname:short"], "refs/heads/")
                      if not row[0].startswith("candidates/")]
@@ -109,6 +110,7 @@ class Store:
             raise GitStateError(f"skill branch '{branch}' does not exist in {repo.root}", hint)
         entry = repo.tree_entry(tip, store.skill_path)
         if entry is not None and entry.type == "tree":
+            from skillgit import package  # (imported for a package skill only: `log` of a file skill never needs it)
             store.is_package = True
             if repo.tree_entry(tip, f"{store.skill_path}/{package.MAIN}") is None:
                 raise GitStateError(f"skill package '{store.skill_path}' has no {package.MAIN} in branch '{branch}'",
@@ -191,6 +193,7 @@ class Store:
                 files[e.name] = found[1].decode("utf-8") if found else ""
             except UnicodeDecodeError:
                 continue  # binary assets are carried over by the tree, never shown to a model
+        from skillgit import package
         return package.bundle(files)
 
     def _skill_tree(self, base: str, text: str) -> tuple[str, str]:
@@ -199,6 +202,7 @@ class Store:
             entry = self._entry(base)
             blob = self.repo.write_blob(text.encode("utf-8"))
             return self.repo.replace_in_tree(base, self.skill_path, blob, entry.mode), blob
+        from skillgit import package
         pkg = package.parse(text)
         current = {e.name: e for e in self.repo.ls_tree(f"{base}:{self.skill_path}", recursive=True)}
         tree = self.repo.rev_parse(f"{base}^{{tree}}")
@@ -567,6 +571,7 @@ class Store:
         text = self.read_skill(rev)
         dest = Path(path)
         if self.is_package:  # binary assets byte-exact, git modes kept; a folder an earlier export wrote is pruned
+            from skillgit import package
             tree = package.tree_files(self.repo, self.resolve(rev), self.skill_path)
             package.write(dest, text, tree, prune=(dest / package.MAIN).is_file())
             return dest

@@ -342,8 +342,13 @@ class GitBase:
         if not path.is_dir():
             raise GitStateError(f"no such folder: {path}", "pass --repo PATH to an existing repository")
         probe = gitpython.Git(str(path))
-        status, out, _ = cls._exec(probe, ["rev-parse", "--path-format=absolute", "--git-common-dir",
-                                           "--absolute-git-dir", "--is-bare-repository", "--show-object-format"])
+        where = ["rev-parse", "--path-format=absolute", "--git-common-dir", "--absolute-git-dir",
+                 "--is-bare-repository", "--show-object-format"]
+        status, out, _ = cls._exec(probe, [*where, "--show-toplevel"])  # in a working tree: one git process
+        lines = out.decode().splitlines() if status == 0 else []
+        if len(lines) == 5 and lines[2] == "false" and lines[4].strip():
+            return cls(Path(lines[4].strip()), Path(lines[1]), Path(lines[0]), lines[3].strip() or "sha1", False)
+        status, out, _ = cls._exec(probe, where)  # a bare repository or a git dir: git refuses --show-toplevel
         if status != 0:
             raise GitStateError(f"not a git repository: {path.resolve()}",
                                 "run `skillgit init` there, or pass --repo PATH to a repository")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import time
 import uuid
 from contextlib import contextmanager
@@ -26,13 +25,19 @@ def _path(folder: Path, name: str) -> Path:
     return folder / f"{safe}.lock"
 
 
+def _host() -> str:
+    import socket  # (only when a lock is taken or found: `log` and `status` import the store and take none)
+
+    return socket.gethostname()
+
+
 def held(folder: Path, name: str) -> bool | None:
     """Whether a live process holds the lock `name`: True, False (no lock, or a stale one on this host), or None
     when the holder is on another host (it cannot be checked from here)."""
     holder = _read_lock(_path(folder, name))
     if not holder:
         return _path(folder, name).exists() or False  # being written right now: live
-    if holder.get("host") != socket.gethostname():
+    if holder.get("host") != _host():
         return None
     return alive(holder.get("pid"))
 
@@ -53,7 +58,7 @@ def hold(folder: Path, name: str, wait: float = 0.0, on_wait: Callable[[str], No
     waited = False
     while True:
         try:
-            _acquire(path, {"pid": os.getpid(), "host": socket.gethostname(),
+            _acquire(path, {"pid": os.getpid(), "host": _host(),
                             "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": token})
             break
         except SkillgitError as exc:

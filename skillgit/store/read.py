@@ -70,11 +70,17 @@ def show(store: Store, rev: str) -> StepDetail:
                       typed.gate, typed.revert, tuple(note.raw), note.corrupt_lines, typed.skipped)
 
 
-def history(store: Store, run: str | None = None, edits: bool = True) -> list[LogEntry]:
+def history(store: Store, run: str | None = None, edits: bool = True, cached: bool = False) -> list[LogEntry]:
     """Seeds, accepted, rejected (also archived) and revert entries, oldest → newest. `edits=False`: an entry's
     `edits` are only what its commit message or tag lists (the candidate records are not read; for `skillgit log`,
-    which does not show them)."""
-    return store_history.history(store, run, edits=edits)
+    which does not show them). `cached`: answered from what an earlier process read in the same ref state, and
+    kept for the next one (`store/logcache.py`; for commands that print the history, never a training run)."""
+    if not cached:
+        return store_history.history(store, run, edits=edits)
+    from skillgit.store.logcache import cached_history
+
+    entries = cached_history(store, edits, lambda: store_history.history(store, None, edits=edits))
+    return entries if run is None else [e for e in entries if e.run == run]
 
 
 def runs(store: Store) -> list[str]:
@@ -104,10 +110,18 @@ def run_progress(store: Store, run: str | None = None) -> RunProgress:
     return progress
 
 
-def val_trend(store: Store, progress: RunProgress) -> list[float | None]:
+def val_trend(store: Store, progress: RunProgress, cached: bool = False) -> list[float | None]:
     """The val scores of the run's seed and accepted steps, in history order (`status`'s trend line): read from the
     run's own commits and notes (`history.run_scores`), the whole history only when those do not hold all of
-    the run's accepted steps (a run trained onto another branch, a reset or pulled branch)."""
+    the run's accepted steps (a run trained onto another branch, a reset or pulled branch). `cached`: what an
+    earlier process read in the same ref state (`store/logcache.py`)."""
+    if cached:
+        from skillgit.store.logcache import cached_value
+
+        found = cached_value(store, "status", f"{progress.run}\0{progress.accepted}",
+                             lambda: val_trend(store, progress))
+        if isinstance(found, list) and all(v is None or type(v) in (int, float) for v in found):
+            return found
     scores = store_history.run_scores(store, progress.run, progress.accepted)
     if scores is None:
         scores = [e.score for e in store_history.history(store, progress.run, edits=False)
