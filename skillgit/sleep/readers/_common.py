@@ -144,7 +144,7 @@ def _dict_command(lname: str, args: dict[str, Any]) -> str | None:
 
 
 def _dict_paths(lname: str, args: dict[str, Any]) -> list[str]:
-    paths = [v for v in (args.get(k) for k in _PATH_KEYS) if isinstance(v, str) and v]
+    paths = [v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v]
     edits = args.get("edits")
     for edit in edits if isinstance(edits, list) else []:
         if isinstance(edit, dict) and isinstance(edit.get("file_path"), str):
