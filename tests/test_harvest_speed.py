@@ -172,3 +172,33 @@ def test_records_are_copied_as_dataclasses_replace_copies_them():
         copy = scrub._with(record, **changes)
         assert copy == replace(record, **changes) and type(copy) is type(record) and copy is not record
         assert record == before and record.__dict__ == before.__dict__  # the original is left as it was
+
+
+def _homes_reference(text: str) -> str:
+    """Home paths masked as the scrubber masked them before its `sers` gate: each literal tested on its own."""
+    from skillgit.sleep.scrub import _HOME_GATES, _home_repl
+
+    for literals, pattern in _HOME_GATES:
+        if any(literal in text for literal in literals):
+            text = pattern.subn(_home_repl, text)[0]
+    return text
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["C:", "c:", "\\", "\\\\", "/", "Users", "users", "USERS", "uSERS", "home", "root",
+                                 "bob", "Bob Ray", " ", "\n", "parsers", "x.py", "~", "/home/", "/Users/", "/root"]),
+                max_size=12).map("".join))
+def test_home_paths_are_masked_as_each_literal_alone_masked_them(text):
+    from skillgit.sleep.scrub import build_scrubber
+
+    scrubber = build_scrubber(environ={}, homes=[])
+    assert scrubber.text(text) == _homes_reference(text)
+
+
+def test_home_paths_in_every_casing_the_gates_know():
+    from skillgit.sleep.scrub import build_scrubber
+
+    scrub = build_scrubber(environ={}, homes=[]).text
+    assert scrub(r"see C:\Users\bob\x and c:/users/ann/y") == "see ~/x and ~/y"
+    assert scrub("C:\\USERS\\BOB\\z") == "~/z" and scrub("/Users/bob/x /home/ann/y /root/z") == "~/x ~/y ~/z"
+    assert scrub("the parsers and their users") == "the parsers and their users"

@@ -89,6 +89,9 @@ def _home_repl(match: re.Match[str]) -> str:
 
 _HOME_GATES = ((("Users", "users", "USERS"), _HOME_WINDOWS), (("/home/", "/Users/"), _HOME_POSIX),
                (("/root",), _HOME_ROOT))
+# each literal, and whether it holds "sers" or "SERS" (then it is tested only where one of those occurs)
+_HOME_TESTS = tuple((tuple((lit, "sers" in lit or "SERS" in lit) for lit in lits), pattern)
+                    for lits, pattern in _HOME_GATES)
 
 
 def _usable_home(home: str | None) -> bool:
@@ -183,9 +186,10 @@ class Scrubber:
             if home in text:
                 text, n = pattern.subn(_home_repl, text)
                 counts[2] += n
-        for literals, pattern in _HOME_GATES:
-            for literal in literals:
-                if literal in text:
+        users = "sers" in text or "SERS" in text  # in every `Users` literal: two tests where four were
+        for literals, pattern in _HOME_TESTS:
+            for literal, of_users in literals:
+                if (users or not of_users) and literal in text:
                     text, n = pattern.subn(_home_repl, text)
                     counts[2] += n
                     break
@@ -295,15 +299,16 @@ def previews(session: Session, chars: int = PREVIEW_CHARS) -> Session:
     and scrubbing them whole was most of harvest's time. Shell outputs (a test verdict sits at the end) and results
     without their call are left whole. The cut keeps its raw margin (`ToolResult.cut`), so `scrub_session` still
     masks a secret it splits."""
-    turns = []
+    turns, limit = [], chars + 40
     for turn in session.turns:
-        ran = {c.call_id: c.command is not None for c in turn.tool_calls if c.call_id}
-        if not any(ran.get(r.call_id) is False and len(r.output) > chars + 40 for r in turn.tool_results):
-            turns.append(turn)
-            continue
-        turns.append(_with(turn, tool_results=tuple(
-            _preview(r, chars) if ran.get(r.call_id) is False and len(r.output) > chars + 40 else r
-            for r in turn.tool_results)))
+        results = turn.tool_results
+        if results and max(len(r.output) for r in results) > limit:  # only then is the call's kind looked up
+            ran = {c.call_id: c.command is not None for c in turn.tool_calls if c.call_id}
+            cut = tuple(_preview(r, chars) if len(r.output) > limit and ran.get(r.call_id) is False else r
+                        for r in results)
+            if not _same(cut, results):
+                turn = _with(turn, tool_results=cut)
+        turns.append(turn)
     return replace(session, turns=tuple(turns))
 
 
