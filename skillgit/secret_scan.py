@@ -229,8 +229,11 @@ class Scanner:
         hits = _Hits(text, self.accept)
         if b"--" in low:  # every flag starts with it
             self._flags(low, hits)
-        self._words(low, hits)
-        self._runs(raw, low, hits)
+        place = self.either_re.search(low)
+        if place is not None:
+            self._words(low, place, hits)
+        if len(raw) >= MIN_RUN:
+            self._runs(raw, low, hits)
         for gate, keywords in self.text_gates:
             if gate in low:
                 for keyword, dets in keywords:
@@ -251,13 +254,12 @@ class Scanner:
             for det in self.name_rules:
                 hits.run(det, flag.start(), (det.pattern.match(hits.text, flag.start()),))
 
-    def _words(self, low: bytes, hits: _Hits) -> None:
+    def _words(self, low: bytes, place: re.Match[bytes] | None, hits: _Hits) -> None:
         """The scheme pass and the secret-word pass, from one search: at each place `either_re` finds, each pass's
         own regex is matched (`scheme_re`, `word_re`), so each finds what it would find alone. The search goes on
         after a word the word pass took, else one character on: a scheme starting inside a word is skipped by
         either pass (a name character precedes it), and nothing starts in the spaces after a scheme."""
         search, match_word, match_scheme, names = self.either_re.search, self.word_re.match, self.scheme_re.match, b""
-        place = search(low)
         while place is not None:
             p = place.start()
             scheme = match_scheme(low, p)
@@ -292,8 +294,6 @@ class Scanner:
 
     def _runs(self, raw: bytes, low: bytes, hits: _Hits) -> None:
         text, n, search = hits.text, len(hits.text), self.run_re.search
-        if n < MIN_RUN:
-            return
         runs = raw.translate(_RUN_MAP)
         lo = runs.find(_RUN_START)  # the runs, as `_RUN` finds them: a substring search is ~3× its regex scan
         while lo >= 0:

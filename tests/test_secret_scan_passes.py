@@ -13,21 +13,31 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillgit import redact
-from skillgit.secret_scan import _NAME_MAP, _RUN, _RUN_MAP, Scanner
+from skillgit.secret_scan import _NAME_MAP, _RUN, _RUN_MAP, Scanner, _Hits
 from tests.secret_corpus import FORMATS
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 class _Separate(Scanner):
-    """The scanner as it was: a scheme pass, then a word pass, each with its own search; one substring test per
-    text keyword; an iterator of run keywords per run."""
+    """The scanner as it was: a scheme pass, then a word pass, each with its own search; an iterator of run
+    keywords per run found by the run regex; one substring test per text keyword."""
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
-        self.text_gates = tuple((k, ((k, dets),)) for k, dets in self.text_keywords)
+    def spans(self, text: str) -> list[tuple[int, int, int]]:
+        raw = text.encode("ascii", "replace")
+        low = raw.lower()
+        hits = _Hits(text, self.accept)
+        self._schemes_then_words(low, hits)
+        if b"--" in low:
+            self._flags(low, hits)
+        self._each_run(raw, low, hits)
+        for keyword, dets in self.text_keywords:
+            if keyword in low:
+                for det in dets:
+                    hits.run(det, -1, det.pattern.finditer(text))
+        return hits.found
 
-    def _words(self, low: bytes, hits) -> None:  # type: ignore[no-untyped-def]
+    def _schemes_then_words(self, low: bytes, hits: _Hits) -> None:
         text = hits.text
         for scheme in self.scheme_re.finditer(low):
             at = scheme.start()
@@ -43,7 +53,7 @@ class _Separate(Scanner):
             self._word(low, names, hit, hits)
             hit = self.word_re.search(low, hit.end("w"))
 
-    def _runs(self, raw: bytes, low: bytes, hits) -> None:  # type: ignore[no-untyped-def]
+    def _each_run(self, raw: bytes, low: bytes, hits: _Hits) -> None:
         text, n = hits.text, len(hits.text)
         for token in _RUN.finditer(raw.translate(_RUN_MAP)):
             lo, hi = token.span()
