@@ -14,10 +14,11 @@ Contract
   choosing each rule's gate from its pattern.
 - `Scanner(detectors, words, accept).spans(text)` returns (start, end, characters kept) for every match `accept`
   takes. A few cheap passes over the lower-cased ASCII bytes find the candidates: a trie of `words` followed by an
-  assignment operator; the word rules' keywords followed by a space; `--` flags holding a word; runs of at least
-  `MIN_RUN` token characters (a byte translation and a literal search), then a trie of the run keywords over those
-  runs only (keywords of ≤ 3 characters only where a token starts); and a substring test per text keyword. A
-  detector runs only where a pass put it, once per place.
+  assignment operator, and the word rules' keywords followed by a space (one search finds the places of both);
+  `--` flags holding a word; runs of at least `MIN_RUN` token characters (a byte translation and a substring
+  search), then a trie of the run keywords over those runs only (keywords of ≤ 3 characters only where a token
+  starts); and a substring test per text keyword (keywords sharing a part are tested for it first). A detector runs
+  only where a pass put it, once per place.
 - `mask(text, spans, token)` merges overlapping spans and replaces each with `token`, after its kept prefix.
 Every pattern is Python `re`; nothing here raises on any input text (a pattern error is a bug in the table).
 """
@@ -29,12 +30,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Any
 
 MIN_RUN = 16
 _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~+/=%|"
 _RUN_MAP = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
-_RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a literal prefix: the engine skips to it at C speed
+_RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a run (the scanner finds them with `_RUN_START` and the next space)
+_RUN_START = b"a" * MIN_RUN
 # after a secret word: within a name's length an assignment operator (gitleaks' set, plus JSON-escaped quotes)
 _WORD_TAIL = rb"""(?P<nm>[ \t\w.\-]{0,30}?)[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)"""
 # name characters → "a", the rest → " ": a name's start is found with bytes.rfind, not a backtracking regex
@@ -197,6 +200,7 @@ class Scanner:
         self.text_rules: tuple[tuple[bytes, Detector], ...] = tuple(
             (k.encode(), d) for d in self.detectors if d.gate == "text" for k in d.keywords)
         self.text_keywords = _by_keyword(self.text_rules)  # one substring test per keyword (rules share `curl`)
+        self.text_gates = _gates(self.text_keywords)  # keywords sharing a part are tested for it first
         for det in self.detectors:
             for k in det.keywords if det.gate in ("context", "run") else ():
                 (context if det.gate == "context" else run).setdefault(k, []).append(det)
@@ -209,6 +213,9 @@ class Scanner:
         # a word rule's keyword then a space (`Bearer X`); a flag holding a secret word then a space (`--token X`)
         spaced = {k for d in self.word_rules for k in d.keywords}
         self.scheme_re = re.compile(b"(?P<w>" + trie(spaced).encode() + rb")[ \t]+(?=[^\s])")
+        # one search finds the places of both passes (see `_words`): a word of either, then an assignment or a space
+        self.either_re = re.compile(b"(?P<w>" + trie(set(words) | spaced).encode() + b")(?:" + _WORD_TAIL
+                                    + rb"|[ \t]+(?=[^\s]))")
         self.flag_re = re.compile(b"--[a-z0-9_.\\-]{0,40}?(?:" + trie(words).encode() + b")[a-z0-9_.\\-]{0,20}[ \t]+"
                                   b"(?=[^\\s-])")
         self.context_re = re.compile(trie(context).encode())
@@ -220,63 +227,84 @@ class Scanner:
         raw = text.encode("ascii", "replace")  # one byte per character: byte offsets are text offsets
         low = raw.lower()
         hits = _Hits(text, self.accept)
-        self._schemes(low, hits)
         if b"--" in low:  # every flag starts with it
             self._flags(low, hits)
-        self._words(low, hits)
-        self._runs(raw, low, hits)
-        for keyword, dets in self.text_keywords:
-            if keyword in low:
-                for det in dets:
-                    hits.run(det, -1, det.pattern.finditer(text))
+        place = self.either_re.search(low)
+        if place is not None:
+            self._words(low, place, hits)
+        if len(raw) >= MIN_RUN:
+            self._runs(raw, low, hits)
+        for gate, keywords in self.text_gates:
+            if gate in low:
+                for keyword, dets in keywords:
+                    if keyword in low:
+                        for det in dets:
+                            hits.run(det, -1, det.pattern.finditer(text))
         return hits.found
 
-    def _schemes(self, low: bytes, hits: _Hits) -> None:
-        text = hits.text
-        for scheme in self.scheme_re.finditer(low):
-            at = scheme.start()
-            if at and _NAME_MAP[low[at - 1]] == 97:  # inside a longer word ("mytoken x")
-                continue
-            for det in self.word_rules:
-                if scheme.group("w").decode() in det.keywords:
-                    hits.run(det, at, (det.pattern.match(text, at),))
+    def _scheme(self, low: bytes, at: int, word: str, hits: _Hits) -> None:
+        if at and _NAME_MAP[low[at - 1]] == 97:  # inside a longer word ("mytoken x")
+            return
+        for det in self.word_rules:
+            if word in det.keywords:
+                hits.run(det, at, (det.pattern.match(hits.text, at),))
 
     def _flags(self, low: bytes, hits: _Hits) -> None:
         for flag in self.flag_re.finditer(low):
             for det in self.name_rules:
                 hits.run(det, flag.start(), (det.pattern.match(hits.text, flag.start()),))
 
-    def _words(self, low: bytes, hits: _Hits) -> None:
-        text, names = hits.text, b""
-        hit = self.word_re.search(low)
-        while hit is not None:
+    def _words(self, low: bytes, place: re.Match[bytes] | None, hits: _Hits) -> None:
+        """The scheme pass and the secret-word pass, from one search: at each place `either_re` finds, each pass's
+        own regex is matched (`scheme_re`, `word_re`), so each finds what it would find alone. The search goes on
+        after a word the word pass took, else one character on: a scheme starting inside a word is skipped by
+        either pass (a name character precedes it), and nothing starts in the spaces after a scheme."""
+        search, match_word, match_scheme, names = self.either_re.search, self.word_re.match, self.scheme_re.match, b""
+        while place is not None:
+            p = place.start()
+            scheme = match_scheme(low, p)
+            if scheme is not None:
+                self._scheme(low, p, scheme.group("w").decode(), hits)
+            hit = match_word(low, p)
+            if hit is None:
+                place = search(low, p + 1)
+                continue
             names = names or low.translate(_NAME_MAP)  # made once, when the first word is found
-            p, word = hit.start(), hit.group("w").decode()
-            # the assigned name is the one just before the operator; when the secret word begins it, it begins
-            # earlier still (`OPENAI_API_KEY` holds `api`)
-            end = hit.end("nm")
-            while end > p and low[end - 1:end] in b" \t":
-                end -= 1
-            start = names.rfind(b" ", max(0, end - _MAX_NAME), end) + 1 or max(0, end - _MAX_NAME)
-            while start < p and low[start:start + 1] in b".-":
-                start += 1
-            for det in self.name_rules:
-                hits.run(det, start, (det.pattern.match(text, start),))
-            for det in self.context_rules.get(word, ()):  # gitleaks' generic rule is keyed by the secret words
-                hits.run(det, p, (det.pattern.match(text, p),))
-            for kw in self.context_re.finditer(low, max(0, start - 24), end):  # a vendor's name (ADAFRUIT_KEY)
-                if kw.start() != p:
-                    for det in self.context_rules.get(kw.group().decode(), ()):
-                        hits.run(det, kw.start(), (det.pattern.match(text, kw.start()),))
-            hit = self.word_re.search(low, hit.end("w"))  # after the word, not its tail: no word is skipped
+            self._word(low, names, hit, hits)
+            place = search(low, hit.end("w"))  # after the word, not its tail: no word is skipped
+
+    def _word(self, low: bytes, names: bytes, hit: re.Match[bytes], hits: _Hits) -> None:
+        text, p, word = hits.text, hit.start(), hit.group("w").decode()
+        # the assigned name is the one just before the operator; when the secret word begins it, it begins
+        # earlier still (`OPENAI_API_KEY` holds `api`)
+        end = hit.end("nm")
+        while end > p and low[end - 1:end] in b" \t":
+            end -= 1
+        start = names.rfind(b" ", max(0, end - _MAX_NAME), end) + 1 or max(0, end - _MAX_NAME)
+        while start < p and low[start:start + 1] in b".-":
+            start += 1
+        for det in self.name_rules:
+            hits.run(det, start, (det.pattern.match(text, start),))
+        for det in self.context_rules.get(word, ()):  # gitleaks' generic rule is keyed by the secret words
+            hits.run(det, p, (det.pattern.match(text, p),))
+        for kw in self.context_re.finditer(low, max(0, start - 24), end):  # a vendor's name (ADAFRUIT_KEY)
+            if kw.start() != p:
+                for det in self.context_rules.get(kw.group().decode(), ()):
+                    hits.run(det, kw.start(), (det.pattern.match(text, kw.start()),))
 
     def _runs(self, raw: bytes, low: bytes, hits: _Hits) -> None:
-        text, n = hits.text, len(hits.text)
-        for token in _RUN.finditer(raw.translate(_RUN_MAP)):
-            lo, hi = token.span()
-            for kw in self.run_re.finditer(low, lo, hi):
+        text, n, search = hits.text, len(hits.text), self.run_re.search
+        runs = raw.translate(_RUN_MAP)
+        lo = runs.find(_RUN_START)  # the runs, as `_RUN` finds them: a substring search is ~3× its regex scan
+        while lo >= 0:
+            hi = runs.find(b" ", lo)
+            hi = n if hi < 0 else hi
+            kw = search(low, lo, hi)  # most runs hold no keyword: one search, no iterator
+            while kw is not None:
                 for det in self.run_rules.get(kw.group().decode(), ()):
                     hits.run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
+                kw = search(low, kw.end(), hi)
+            lo = runs.find(_RUN_START, hi)
 
 
 def _by_keyword(rules: Iterable[tuple[bytes, Detector]]) -> tuple[tuple[bytes, tuple[Detector, ...]], ...]:
@@ -284,6 +312,30 @@ def _by_keyword(rules: Iterable[tuple[bytes, Detector]]) -> tuple[tuple[bytes, t
     for keyword, det in rules:
         grouped.setdefault(keyword, []).append(det)
     return tuple((k, tuple(v)) for k, v in grouped.items())
+
+
+GATE_MIN = 6  # the shortest part keywords must share to be tested for it first
+
+
+def _gates(keywords: tuple[tuple[bytes, tuple[Detector, ...]], ...]
+           ) -> tuple[tuple[bytes, tuple[tuple[bytes, tuple[Detector, ...]], ...]], ...]:
+    """The text keywords grouped under a part they all hold (`webhook` for `webhookb2` and `incomingwebhook`):
+    where the part is absent, so is every keyword of its group, and one substring test replaces several. A keyword
+    sharing no part of `GATE_MIN` characters is its own gate."""
+    left, out = list(keywords), []
+    while left:
+        first = left.pop(0)
+        keyword, best = first[0], b""
+        for other, _ in left:
+            match = SequenceMatcher(None, keyword, other, autojunk=False).find_longest_match(
+                0, len(keyword), 0, len(other))
+            if match.size > len(best):
+                best = keyword[match.a:match.a + match.size]
+        gate = best if len(best) >= GATE_MIN else keyword
+        group = [first] + [(k, d) for k, d in left if gate in k]
+        left = [(k, d) for k, d in left if gate not in k]
+        out.append((gate, tuple(group)))
+    return tuple(out)
 
 
 class _Hits:

@@ -6,6 +6,7 @@ bench/sleep_scale.py, never asserted here."""
 
 from __future__ import annotations
 
+import importlib
 import tracemalloc
 from collections import Counter
 
@@ -145,3 +146,28 @@ def test_a_capped_merge_skips_the_one_sided_dots_that_cannot_make_the_cap(monkey
     assert [c.members for c in found] == [c.members for c in full]
     assert [s for c in found for s in c.mean_sims] == pytest.approx([s for c in full for s in c.mean_sims])
     assert pruned < 0.9 * dots["count"]
+
+
+def test_the_miner_normalises_each_request_once(monkeypatch):
+    # the resume fingerprint, the features and the task id read the same normalised words: one `normalize` of a
+    # request per unit (it was three: fingerprint, features, task id), and the same result
+    module = importlib.import_module("skillgit.sleep.mine")  # `skillgit.sleep.mine` the attribute is the function
+    sessions = list(History(7).units(200))
+    expected = mine(sessions, min_sessions=2)
+    calls: Counter[str] = Counter()
+    real_normalize = module.normalize
+
+    def counting(text):
+        calls[text] += 1
+        return real_normalize(text)
+
+    monkeypatch.setattr(module, "normalize", counting)
+    miner = Miner(min_sessions=2)
+    for session in sessions:
+        miner.add(session)
+    result = miner.result()
+    assert result.tasks == expected.tasks and result.units == expected.units
+    assert len(result.tasks) > 10 and result.groups[0].words
+    requests = Counter(u.request for u in result.units)
+    assert len(requests) > 50
+    assert all(calls[request] == count for request, count in requests.items())

@@ -11,14 +11,15 @@ Contracts:
   started itself: `model.is_replay` — REPLAY_MARKER in the first user message, or a cwd in a skillgit throwaway
   workspace), sidechain (sub-agents), headless (`claude -p` / SDK entrypoints, `codex exec`, `copilot -p`,
   `opencode run`), empty (no user turn). A skipped session keeps its user-turn count (`user_turn_count`).
-- Incremental: `HarvestState` records, per source file (keyed by source and the path relative to home, `~/…`;
-  a file outside home by a hash of its path), a fingerprint (size and mtime, or the reader's own) and, per session
-  id, a digest and turn count. An unchanged file is not read again; a changed file is re-read and only sessions
-  whose digest changed are returned; `first_new_turn[session.key]` tells where the new part of a grown session
-  starts (0 for a new session). Sessions are deduplicated by (source, session id) across files: a session found in
-  another file than before (Codex moving a rollout to `archived_sessions/`, the same file listed by the inbox) is
-  compared with the digest recorded for it anywhere, and a vanished file's record of it is dropped. A skipped
-  session is reported once. State round-trips through `to_json` / `from_json` (the lead keeps it in git).
+- Incremental: `HarvestState` records, per source file (keyed by source and the path relative to home, `~/…`; a file
+  outside home by a hash of its path), a fingerprint (size and mtime, or the reader's own) and, per session id, a
+  digest (`harvest_digest`; an older state's digests stay valid) and turn count. An unchanged file is not read
+  again; a changed file is re-read and only sessions whose digest changed are returned;
+  `first_new_turn[session.key]` tells where the new part of a grown session starts (0 for a new session). Sessions
+  are deduplicated by (source, session id) across files: a session found in another file than before (Codex moving a
+  rollout to `archived_sessions/`, the same file listed by the inbox) is compared with the digest recorded for it
+  anywhere, and a vanished file's record of it is dropped. A skipped session is reported once. State round-trips
+  through `to_json` / `from_json` (the lead keeps it in git).
 - Inbox (`inbox=True`): the transcript paths agents recorded in `<git-common-dir>/skillgit/sleep/inbox.jsonl` are
   harvested too, even outside `home`, through the same scoping, filters and dedupe (the file must exist; its reader
   is told by its path). `result.inbox` lists the lines harvest is done with (harvested, already seen, gone, or
@@ -52,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillgit.sleep.harvest_digest import digest, same
 from skillgit.sleep.model import MALFORMED, REPLAY_ENV, REPLAY_MARKER, Session, is_replay
 from skillgit.sleep.readers import Reader, get_reader
 from skillgit.sleep.readers import inbox as inbox_files
@@ -245,11 +247,6 @@ def skip_reason(session: Session, repo: str, remote_keys: set[str], lookup: Remo
 
 
 # --------------------------------------------------------------------------------------------------- harvest
-def _digest(session: Session) -> str:
-    payload = json.dumps([t.to_dict() for t in session.turns], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
-
-
 def display_path(path: Path, home: Path) -> str:
     try:
         return "~/" + path.resolve().relative_to(home.resolve()).as_posix()
@@ -397,7 +394,7 @@ class _Harvest:
         marks: dict[str, SessionMark] = {}
         for session in sessions:
             per_source.update(session.unknown_records)
-            mark = SessionMark(_digest(session), len(session.turns))
+            mark = SessionMark(digest(session), len(session.turns))
             marks[session.session_id] = mark
             old = previous.sessions.get(session.session_id) if previous is not None else None
             elsewhere = self.seen.get(session.key)
@@ -405,7 +402,7 @@ class _Harvest:
                 old = elsewhere[1]  # the same session, seen in another file (moved, archived, or listed twice)
                 self._forget_moved(elsewhere[0], session.session_id)
             self.seen[session.key] = (key, mark)
-            if old is not None and old.digest == mark.digest:
+            if old is not None and same(old.digest, session, mark.digest):
                 continue
             reason = skip_reason(session, self.repo, self.remote_keys, self.lookup)
             if reason is not None:
@@ -440,7 +437,7 @@ class _Harvest:
             return False
         self.read_count += 1
         self.files[key] = FileState(fingerprint, {
-            s.session_id: SessionMark(_digest(s), len(s.turns)) for s in sessions})
+            s.session_id: SessionMark(digest(s), len(s.turns)) for s in sessions})
         return True
 
     def _forget_moved(self, old_key: str, session_id: str) -> None:

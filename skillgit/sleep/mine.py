@@ -34,7 +34,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -60,8 +60,10 @@ DEFAULT_TIMEOUT_S = 600
 
 
 # ------------------------------------------------------------------------------------------------ similarity
-def unit_features(unit: TaskUnit) -> Counter[str]:
-    feats: Counter[str] = Counter(normalize(unit.request))
+def unit_features(unit: TaskUnit, words: list[str] | None = None) -> Counter[str]:
+    """The features `group_units` compares: the request's normalised `words` (computed when not given), the names
+    of the files the unit wrote, its test commands."""
+    feats: Counter[str] = Counter(normalize(unit.request) if words is None else words)
     tests = {_test_key(t.command) for t in unit.test_runs}
     for path in unit.paths:
         name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
@@ -83,11 +85,13 @@ def group_units(units: Sequence[TaskUnit], threshold: float = DEFAULT_THRESHOLD)
 # ------------------------------------------------------------------------------------------------ tasks
 @dataclass(frozen=True)
 class TaskGroup:
-    """Units judged to be the same task; `representative` is the unit most similar to the others."""
+    """Units judged to be the same task; `representative` is the unit most similar to the others. `words`: each
+    unit's normalised request (in `units` order) when the miner kept them (task ids read them), else empty."""
 
     units: tuple[TaskUnit, ...]
     representative: TaskUnit
     cohesion: float = 1.0
+    words: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def sessions(self) -> tuple[str, ...]:
@@ -160,7 +164,7 @@ class MineResult:
 
 
 def _task_id(group: TaskGroup, test_command: str | None) -> str:
-    key = "\n".join(sorted(" ".join(normalize(u.request)) for u in group.units))
+    key = "\n".join(sorted(group.words or (" ".join(normalize(u.request)) for u in group.units)))
     key += "|" + _test_key(test_command or "")
     return "sleep-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
 
@@ -292,6 +296,25 @@ def _kept(unit: TaskUnit) -> TaskUnit:
     return replace(unit, answer="", commands=unit.commands[:1])
 
 
+def _features(pending: list[tuple[tuple[str, str, int, int], TaskUnit]], units: list[TaskUnit], spoken: list[str]
+              ) -> Iterator[Counter[str]]:
+    """The features of each unit of `pending` (in order) that is not a resumed conversation's copy, appended to
+    `units` as it goes, and its normalised request to `spoken`: each request is normalised once, for its
+    fingerprint, its features and its task id. Nothing else is held once it has run (the fingerprints, `pending`)."""
+    seen: set[tuple[str, str | None]] = set()
+    for _, unit in pending:
+        words = normalize(unit.request)
+        # a resumed conversation copies earlier turns into a new file: count each request once
+        fingerprint = (" ".join(words), unit.timestamp)
+        if unit.timestamp and fingerprint in seen:
+            continue
+        seen.add(fingerprint)
+        units.append(unit)
+        spoken.append(fingerprint[0])
+        yield unit_features(unit, words)
+    pending.clear()
+
+
 class Miner:
     """`mine`, one session at a time: `add` cuts a session into units at once (the session is not kept), `result`
     groups every unit added and returns the `MineResult`. Holds the units (a request, its test summaries, paths
@@ -316,28 +339,23 @@ class Miner:
 
     def result(self) -> MineResult:
         # the order harvest gives sessions in (by start, then key), whatever order they were added in
-        self._units.sort(key=lambda pair: pair[0])
+        pending, self._units = self._units, []
+        pending.sort(key=lambda pair: pair[0])
         units: list[TaskUnit] = []
-        seen: set[tuple[str, str | None]] = set()
-        for _, unit in self._units:
-            # a resumed conversation copies earlier turns into a new file: count each request once
-            fingerprint = (" ".join(normalize(unit.request)), unit.timestamp)
-            if unit.timestamp and fingerprint in seen:
-                continue
-            seen.add(fingerprint)
-            units.append(unit)
-        self._units = []
-        del seen  # not held while grouping
+        spoken: list[str] = []
+        docs = _features(pending, units, spoken)
+        del pending  # held by `docs` until it has run
         stats = Stats()
         groups: list[TaskGroup] = []
-        for found in cluster((unit_features(u) for u in units), self.threshold, stats=stats):
+        for found in cluster(docs, self.threshold, stats=stats):
             mean = dict(zip(found.members, found.mean_sims))
             # most typical unit; ties go to the earliest, so the choice does not depend on the order of sessions
             rep = min(found.members, key=lambda i: (-round(mean[i], 9), units[i].timestamp or "",
                                                     units[i].session_key, units[i].index))
-            ordered = sorted((units[i] for i in found.members),
-                             key=lambda u: (u.timestamp or "", u.session_key, u.index))
-            groups.append(TaskGroup(tuple(ordered), units[rep], found.cohesion))
+            ordered = sorted(found.members, key=lambda i: (units[i].timestamp or "", units[i].session_key,
+                                                             units[i].index))
+            groups.append(TaskGroup(tuple(units[i] for i in ordered), units[rep], found.cohesion,
+                                    tuple(spoken[i] for i in ordered)))
         kept = [g for g in groups if len(g.sessions) >= self.min_sessions or g.failed]
         tasks: list[MinedTask] = []
         for g in kept:

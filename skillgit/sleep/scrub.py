@@ -33,13 +33,14 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from operator import is_
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from skillgit.dotenv import read_dotenv
 from skillgit.errors import ConfigError
 from skillgit.redact import MASK, MIN_SECRET_LEN, redact_resolved, resolve_secrets
-from skillgit.sleep.model import Session, ToolCall, ToolResult, Turn
+from skillgit.sleep.model import Session, SkillUse, ToolCall, ToolResult, Turn
 from skillgit.sleep.readers._common import CUT_MARGIN
 
 MEMO_CHARS = 256  # strings up to this long are remembered once scrubbed
@@ -88,6 +89,9 @@ def _home_repl(match: re.Match[str]) -> str:
 
 _HOME_GATES = ((("Users", "users", "USERS"), _HOME_WINDOWS), (("/home/", "/Users/"), _HOME_POSIX),
                (("/root",), _HOME_ROOT))
+# each literal, and whether it holds "sers" or "SERS" (then it is tested only where one of those occurs)
+_HOME_TESTS = tuple((tuple((lit, "sers" in lit or "SERS" in lit) for lit in lits), pattern)
+                    for lits, pattern in _HOME_GATES)
 
 
 def _usable_home(home: str | None) -> bool:
@@ -182,9 +186,10 @@ class Scrubber:
             if home in text:
                 text, n = pattern.subn(_home_repl, text)
                 counts[2] += n
-        for literals, pattern in _HOME_GATES:
-            for literal in literals:
-                if literal in text:
+        users = "sers" in text or "SERS" in text  # in every `Users` literal: two tests where four were
+        for literals, pattern in _HOME_TESTS:
+            for literal, of_users in literals:
+                if (users or not of_users) and literal in text:
                     text, n = pattern.subn(_home_repl, text)
                     counts[2] += n
                     break
@@ -225,22 +230,22 @@ class Scrubber:
             paths = tuple(clean(p) or "" for p in call.paths)
             if summary is call.summary and command is call.command and _same(paths, call.paths):
                 return call  # nothing masked (scrubbing returns the very string it was given): no copy
-            return replace(call, summary=summary, command=command, paths=paths)
+            return _with(call, summary=summary, command=command, paths=paths)
 
         def clean_result(result: ToolResult) -> ToolResult:
             if result.cut is None:
                 output = clean(result.output) or ""
-                return result if output is result.output else replace(result, output=output)
-            return replace(result, output=self._scrub_cut(result.output, result.cut, secrets, counts), cut=None)
+                return result if output is result.output else _with(result, output=output)
+            return _with(result, output=self._scrub_cut(result.output, result.cut, secrets, counts), cut=None)
 
         def clean_turn(turn: Turn) -> Turn:
             text = clean(turn.text) or ""
             calls, results = tuple(map(clean_call, turn.tool_calls)), tuple(map(clean_result, turn.tool_results))
-            skills = tuple(replace(s, name=clean(s.name) or "", path=clean(s.path)) for s in turn.skills)
+            skills = tuple(_with(s, name=clean(s.name) or "", path=clean(s.path)) for s in turn.skills)
             if text is turn.text and _same(calls, turn.tool_calls) and _same(results, turn.tool_results) \
                     and not skills:
                 return turn
-            return replace(turn, text=text, tool_calls=calls, tool_results=results, skills=skills)
+            return _with(turn, text=text, tool_calls=calls, tool_results=results, skills=skills)
 
         turns = tuple(map(clean_turn, session.turns))
         scrubbed = replace(session, turns=turns, cwd=clean(session.cwd), path=clean(session.path),
@@ -265,7 +270,23 @@ def _cut_tail(summary: str, secrets: tuple[str, ...]) -> str:
 
 
 def _same(these: tuple[Any, ...], those: tuple[Any, ...]) -> bool:
-    return all(a is b for a, b in zip(these, those))
+    return len(these) == len(those) and all(map(is_, these, those))
+
+
+# the records harvest copies per string it scrubs: plain frozen dataclasses (no __post_init__, no slots), so a copy
+# is their __dict__ updated; `dataclasses.replace` checks every field per call (it was a tenth of scrubbing's own work)
+_PLAIN = all(not hasattr(cls, "__post_init__") and "__slots__" not in vars(cls)
+             for cls in (Session, Turn, ToolCall, ToolResult, SkillUse))
+_T = TypeVar("_T")
+
+
+def _with(record: _T, **changes: Any) -> _T:
+    """`dataclasses.replace(record, **changes)` for the plain records above (a checked fallback for others)."""
+    if not _PLAIN:
+        return replace(record, **changes)  # type: ignore[type-var]
+    copy = object.__new__(type(record))
+    copy.__dict__.update(record.__dict__, **changes)
+    return copy
 
 
 PREVIEW_CHARS = 600  # what harvest keeps of the output of a tool call that ran no command
@@ -278,15 +299,16 @@ def previews(session: Session, chars: int = PREVIEW_CHARS) -> Session:
     and scrubbing them whole was most of harvest's time. Shell outputs (a test verdict sits at the end) and results
     without their call are left whole. The cut keeps its raw margin (`ToolResult.cut`), so `scrub_session` still
     masks a secret it splits."""
-    turns = []
+    turns, limit = [], chars + 40
     for turn in session.turns:
-        ran = {c.call_id: c.command is not None for c in turn.tool_calls if c.call_id}
-        if not any(ran.get(r.call_id) is False and len(r.output) > chars + 40 for r in turn.tool_results):
-            turns.append(turn)
-            continue
-        turns.append(replace(turn, tool_results=tuple(
-            _preview(r, chars) if ran.get(r.call_id) is False and len(r.output) > chars + 40 else r
-            for r in turn.tool_results)))
+        results = turn.tool_results
+        if results and max(len(r.output) for r in results) > limit:  # only then is the call's kind looked up
+            ran = {c.call_id: c.command is not None for c in turn.tool_calls if c.call_id}
+            cut = tuple(_preview(r, chars) if len(r.output) > limit and ran.get(r.call_id) is False else r
+                        for r in results)
+            if not _same(cut, results):
+                turn = _with(turn, tool_results=cut)
+        turns.append(turn)
     return replace(session, turns=tuple(turns))
 
 
@@ -301,7 +323,7 @@ def _preview(result: ToolResult, chars: int) -> ToolResult:
             return result
         total = len(output) - len(marker.group()) + int(marker.group(1))
         after = (output[chars:head_len] + cut_after)[:margin]
-    return replace(result, output=f"{output[:chars]}\n…[{total - chars} chars cut]…\n", cut=(chars, after, ""))
+    return _with(result, output=f"{output[:chars]}\n…[{total - chars} chars cut]…\n", cut=(chars, after, ""))
 
 
 def _common_prefix(a: str, b: str) -> int:

@@ -50,7 +50,7 @@ _PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "target_file", "
 _COMMAND_KEYS = ("command", "cmd", "commandLine", "script")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _EXIT_CODE = re.compile(r"(?i)\b(?:exit(?:ed)?(?: with)? code|exit status|process exited with code)[:\s]+(-?\d+)")
-_EXIT_WORD = re.compile(r"(?i)exit")  # every match of _EXIT_CODE holds it; used on text that is not ASCII
+_EXIT_WORD = re.compile(r"(?i)exit")  # every match of _EXIT_CODE holds it; used on text holding İ or ı
 
 D = TypeVar("D", bound="Draft")
 
@@ -91,19 +91,20 @@ def exit_code_in(text: str) -> int | None:
     """The exit code a tool output announces ("Exit code 1", "Process exited with code 2"), if any."""
     if not text:
         return None
-    if not text.isascii():
+    if "\u0130" in text or "\u0131" in text:  # İ, ı: the only non-ASCII characters `(?i)i` matches
         match = _EXIT_CODE.search(text) if _EXIT_WORD.search(text) else None
         return int(match.group(1)) if match else None
     # the regex (case-insensitive, from a word boundary) has no literal the engine can skip to: it is tried only
-    # where a match can start, at each "exit" (lower-casing ASCII keeps offsets) or the "process " before one
-    low = text.lower()
-    at = low.find("exit")
+    # where a match can start, at each "exit" or the "process " before one. One byte per character (a non-ASCII
+    # one becomes "?", and no other matches a letter of "exit" case-insensitively) keeps offsets when lower-cased.
+    low = text.encode("ascii", "replace").lower()
+    at = low.find(b"exit")
     while at >= 0:
-        for start in ((at - 8, at) if at >= 8 and low.startswith("process ", at - 8) else (at,)):
+        for start in ((at - 8, at) if at >= 8 and low.startswith(b"process ", at - 8) else (at,)):
             match = _EXIT_CODE.match(text, start)
             if match:
                 return int(match.group(1))
-        at = low.find("exit", at + 1)
+        at = low.find(b"exit", at + 1)
     return None
 
 
@@ -143,7 +144,7 @@ def _dict_command(lname: str, args: dict[str, Any]) -> str | None:
 
 
 def _dict_paths(lname: str, args: dict[str, Any]) -> list[str]:
-    paths = [v for v in (args.get(k) for k in _PATH_KEYS) if isinstance(v, str) and v]
+    paths = [v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v]
     edits = args.get("edits")
     for edit in edits if isinstance(edits, list) else []:
         if isinstance(edit, dict) and isinstance(edit.get("file_path"), str):
@@ -385,7 +386,19 @@ def read_jsonl(path: Path, counts: Counter[str]) -> Iterator[dict[str, Any]]:
                 yield obj
 
 
+# what json.loads runs, without its two whitespace regexes per call
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
 def _json_line(line: str, counts: Counter[str]) -> dict[str, Any] | None:
+    if line[:1] == "{":  # the common case, decided as json.loads decides it; anything else takes the path below
+        try:
+            obj, end = _SCAN(line, 0)
+        except (StopIteration, ValueError):
+            pass
+        else:
+            if end == len(line) or line[end:].isspace():
+                return obj
     if not line or line.isspace():
         return None
     try:  # json.loads skips JSON's whitespace around a value: no stripped copy of every line is made

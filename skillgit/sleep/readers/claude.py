@@ -227,12 +227,22 @@ def headless_of(entrypoint: str | None, signs: Mapping[str, bool]) -> bool:
     return bool(signs.get("queued")) and not signs.get("interactive")
 
 
+# the session's metadata: (its key, the record field it comes from); the first non-empty string wins
+_META: tuple[tuple[str, str], ...] = (
+    ("session_id", "sessionId"), ("cwd", "cwd"), ("git_branch", "gitBranch"), ("client_version", "version"),
+    ("entrypoint", "entrypoint"), ("agent_id", "agentId"))
+
+
 def read(path: Path) -> Iterable[Session]:
     draft = _Claude(path)
+    meta, missing = draft.meta, _META
     for rec in read_jsonl(path, draft.counts):
         draft.total += 1
-        draft.keep(session_id=rec.get("sessionId"), cwd=rec.get("cwd"), git_branch=rec.get("gitBranch"),
-                   client_version=rec.get("version"), entrypoint=rec.get("entrypoint"), agent_id=rec.get("agentId"))
+        if missing:  # only the fields still missing are looked up (`Draft.keep`'s rule)
+            found = [(key, value) for key, name in missing if (value := rec.get(name)) and isinstance(value, str)]
+            if found:
+                meta.update(found)
+                missing = tuple(m for m in missing if m[0] not in meta)
         dispatch(HANDLERS, rec.get("type"), draft, rec)
     draft.command = None  # a /command nothing answered did nothing Claude worked on
     meta = draft.meta

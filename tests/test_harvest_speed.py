@@ -1,0 +1,204 @@
+"""What harvest's speed work must not change: the session digest (`sleep/harvest_digest.py`) changes exactly when
+a session's turns do and keeps an older state's digests valid; the reader's lean paths read what its general path
+reads; the scanner finds what it found before."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skillgit.sleep import HarvestState, harvest
+from skillgit.sleep.harvest import FileState, SessionMark
+from skillgit.sleep.harvest_digest import DIGEST_PREFIX, digest, digest_v1, same
+from skillgit.sleep.model import Session, SkillUse, ToolCall, ToolResult, Turn
+from tests.test_sleep_harvest import ClaudeSession, make_repo
+
+
+def _session() -> Session:
+    call = ToolCall("Bash", "pytest -q", "pytest -q", ("tests/a.py",), False, "t1")
+    result = ToolResult("1 failed", True, "t1", 1)
+    return Session("claude", "s1", turns=(
+        Turn("user", "fix it", timestamp="2025-01-01T00:00:00Z"),
+        Turn("assistant", "ran", (call,), (result,), "2025-01-01T00:00:01Z", (SkillUse("x", "skill", "tool", "p"),)),
+    ))
+
+
+def test_the_digest_changes_with_every_field_a_turn_serialises_and_only_with_them():
+    base = _session()
+    user, agent = base.turns
+    call, result, skill = agent.tool_calls[0], agent.tool_results[0], agent.skills[0]
+    variants = [
+        (replace(user, role="assistant"), agent), (replace(user, text="fix it!"), agent),
+        (replace(user, timestamp=None), agent), (replace(user, timestamp=""), agent),
+        (user, replace(agent, text="")), (user, replace(agent, tool_calls=())),
+        *((user, replace(agent, tool_calls=(replace(call, **{k: v}),))) for k, v in (
+            ("name", "bash"), ("summary", "pytest"), ("command", None), ("command", ""), ("paths", ()),
+            ("paths", ("tests/a.p", "y")), ("writes", True), ("call_id", "t2"))),
+        *((user, replace(agent, tool_results=(replace(result, **{k: v}),))) for k, v in (
+            ("output", "1 failed "), ("is_error", False), ("call_id", ""), ("exit_code", None), ("exit_code", 0))),
+        *((user, replace(agent, skills=(replace(skill, **{k: v}),))) for k, v in (
+            ("name", "y"), ("kind", "instructions"), ("how", "read"), ("path", None), ("path", ""))),
+        (user, replace(agent, skills=())), (user,), (user, agent, Turn("user", "more")),
+    ]
+    seen = {digest(base)}
+    for turns in variants:
+        found = digest(replace(base, turns=turns))
+        assert found not in seen, f"two different sessions share a digest: {turns}"
+        seen.add(found)
+    # a field moved across a boundary ("fix it" + "ran" vs "fix i" + "tran") is another session
+    shifted = (replace(user, text="fix i"), replace(agent, text="tran"))
+    assert digest(replace(base, turns=shifted)) not in seen
+    # what is not serialised does not count: the session's other fields, a reader's cut margins
+    cut = replace(agent, tool_results=(replace(result, cut=(3, "raw", "raw")),))
+    assert digest(replace(base, session_id="s2", cwd="/x", turns=(user, cut))) == digest(base)
+    assert digest(base).startswith(DIGEST_PREFIX) and same(digest(base), base, digest(base))
+
+
+def test_a_state_written_with_the_older_digests_finds_its_unchanged_sessions_unchanged(tmp_path):
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    written = ClaudeSession("aaaa0001", repo).user("fix the parser").say("done").bash("pytest", "1 passed").write(home)
+    first = harvest(["claude"], home, repo, [], HarvestState(), remote_lookup=None)
+    session = first.sessions[0]
+    # the state an older skillgit saved: the same marks, with the JSON digest of the turns
+    older = HarvestState({key: FileState(f.fingerprint, {sid: SessionMark(digest_v1(session), m.turns)
+                                                         for sid, m in f.sessions.items()})
+                          for key, f in first.state.files.items()})
+    older = HarvestState.from_json(older.to_json())
+    assert not next(iter(older.files.values())).sessions["aaaa0001"].digest.startswith(DIGEST_PREFIX)
+    os.utime(written, ns=(written.stat().st_atime_ns, written.stat().st_mtime_ns + 10**9))  # read again
+    again = harvest(["claude"], home, repo, [], older, remote_lookup=None)
+    assert again.files_read == 1 and again.sessions == ()
+    mark = next(iter(again.state.files.values())).sessions["aaaa0001"]
+    assert mark.digest == digest(session)  # the state moves to the new digest
+    # a session that grew since the older state is found, from its first new turn
+    (ClaudeSession("aaaa0001", repo).user("fix the parser").say("done").bash("pytest", "1 passed")
+     .user("now the docs").say("ok").write(home))
+    grown = harvest(["claude"], home, repo, [], older, remote_lookup=None)
+    assert [s.session_id for s in grown.sessions] == ["aaaa0001"]
+    assert grown.first_new_turn["claude:aaaa0001"] == len(session.turns)
+
+
+def test_a_lone_surrogate_in_a_transcript_does_not_stop_the_harvest(tmp_path):
+    # JSON may spell a lone surrogate (`\ud800`); the digest of such a session raised UnicodeEncodeError and
+    # stopped the whole harvest
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    target = ClaudeSession("bbbb0001", repo).user("fix \ud800 this").say("ok").write(home)
+    assert "\\ud800" in target.read_text()
+    ClaudeSession("bbbb0002", repo).user("and this one").say("ok").write(home)
+    result = harvest(["claude"], home, repo, [], HarvestState(), remote_lookup=None)
+    assert sorted(s.session_id for s in result.sessions) == ["bbbb0001", "bbbb0002"]
+    again = harvest(["claude"], home, repo, [], HarvestState.from_json(result.state.to_json()), remote_lookup=None)
+    assert again.sessions == () and again.files_unchanged == 2
+    assert json.loads(result.state.to_json())  # the state stays JSON
+
+
+def _exit_reference(text: str) -> int | None:
+    from skillgit.sleep.readers._common import _EXIT_CODE
+
+    match = _EXIT_CODE.search(text)
+    return int(match.group(1)) if match else None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["exit", "EXIT", "Exıt", "EXİT", "exited", " with", " code", " status", "proceſs ",
+                                 "process ", "Process exited with code", ": ", " ", "-", "2", "17", "é", "…", "→",
+                                 "\n", "xexit", "exit_code", "ı", "ſ", "K"]), max_size=14).map("".join))
+def test_the_exit_code_is_the_regex_search_whatever_the_characters_around_it(text):
+    # the reader finds "exit" on a one-byte-per-character copy of the text; a search of the whole text is the
+    # definition (non-ASCII text included: `(?i)` matches ı and İ for i, ſ for s)
+    from skillgit.sleep.readers._common import exit_code_in
+
+    assert exit_code_in(text) == _exit_reference(text)
+    assert exit_code_in("ü " + text) == _exit_reference("ü " + text)
+
+
+def test_the_exit_code_of_text_that_is_not_ascii():
+    from skillgit.sleep.readers._common import exit_code_in
+
+    assert exit_code_in("… FAILED tests/test_ü.py\nExit code 2") == 2
+    assert exit_code_in("→ proceſs exited with code 3") == 3
+    assert exit_code_in("EXİT CODE 4 …") == 4 and exit_code_in("exıt status 5") == 5
+    assert exit_code_in("ééé exit\u00a0code 6") == _exit_reference("ééé exit\u00a0code 6")
+    assert exit_code_in("… nothing to see") is None
+
+
+def _json_line_reference(line: str) -> object:
+    """What the reader made of a line before its fast path: json.loads, else json.loads of the stripped line."""
+    if not line or line.isspace():
+        return "blank"
+    for text in (line, line.strip()):
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            continue
+        return obj if isinstance(obj, dict) else "malformed"
+    return "malformed"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(['{"a": 1}', '{"type":"user","x":[1,{"y":"\\u00e9\\n"}]}', "{", "}", " ", "\t",
+                                 "\n", "\r", "\x0c", "\u00a0", "\u2028", "[1]", '"s"', "x", "{}", ",", '{"a":',
+                                 "NaN", '"\\ud800"', "1e999"]), max_size=6).map("".join))
+def test_a_jsonl_line_is_read_as_json_loads_read_it(line):
+    from collections import Counter
+
+    from skillgit.sleep.readers._common import _json_line
+
+    counts: Counter[str] = Counter()
+    got = _json_line(line, counts)
+    expected = _json_line_reference(line)
+    if expected == "blank":
+        assert got is None and not counts
+    elif expected == "malformed":
+        assert got is None and counts["<malformed>"] == 1
+    else:
+        assert got == expected and not counts
+
+
+def test_records_are_copied_as_dataclasses_replace_copies_them():
+    from skillgit.sleep import scrub
+
+    session = _session()
+    user, agent = session.turns
+    assert scrub._PLAIN  # the fast copy is in use (a record with __post_init__ or slots would take replace)
+    for record, changes in ((session, {"cwd": "/x"}), (agent, {"text": "t", "skills": ()}),
+                            (agent.tool_calls[0], {"summary": "s", "paths": ("p",)}),
+                            (agent.tool_results[0], {"output": "o", "cut": None}), (agent.skills[0], {"path": None})):
+        before = replace(record)
+        copy = scrub._with(record, **changes)
+        assert copy == replace(record, **changes) and type(copy) is type(record) and copy is not record
+        assert record == before and record.__dict__ == before.__dict__  # the original is left as it was
+
+
+def _homes_reference(text: str) -> str:
+    """Home paths masked as the scrubber masked them before its `sers` gate: each literal tested on its own."""
+    from skillgit.sleep.scrub import _HOME_GATES, _home_repl
+
+    for literals, pattern in _HOME_GATES:
+        if any(literal in text for literal in literals):
+            text = pattern.subn(_home_repl, text)[0]
+    return text
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["C:", "c:", "\\", "\\\\", "/", "Users", "users", "USERS", "uSERS", "home", "root",
+                                 "bob", "Bob Ray", " ", "\n", "parsers", "x.py", "~", "/home/", "/Users/", "/root"]),
+                max_size=12).map("".join))
+def test_home_paths_are_masked_as_each_literal_alone_masked_them(text):
+    from skillgit.sleep.scrub import build_scrubber
+
+    scrubber = build_scrubber(environ={}, homes=[])
+    assert scrubber.text(text) == _homes_reference(text)
+
+
+def test_home_paths_in_every_casing_the_gates_know():
+    from skillgit.sleep.scrub import build_scrubber
+
+    scrub = build_scrubber(environ={}, homes=[]).text
+    assert scrub(r"see C:\Users\bob\x and c:/users/ann/y") == "see ~/x and ~/y"
+    assert scrub("C:\\USERS\\BOB\\z") == "~/z" and scrub("/Users/bob/x /home/ann/y /root/z") == "~/x ~/y ~/z"
+    assert scrub("the parsers and their users") == "the parsers and their users"

@@ -1,0 +1,124 @@
+"""The scanner's speed work finds exactly what its separate passes found: the scheme pass and the secret-word pass now
+share one search (`Scanner._words`), and text keywords that share a part are tested for it first; a reference
+scanner with the two passes apart and a test per keyword (as before) must give the same spans on the secret corpus,
+on source and transcript text, and on generated text made of the passes' own words, operators and spaces."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skillgit import redact
+from skillgit.secret_scan import _NAME_MAP, _RUN, _RUN_MAP, Scanner, _Hits
+from tests.secret_corpus import FORMATS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class _Separate(Scanner):
+    """The scanner as it was: a scheme pass, then a word pass, each with its own search; an iterator of run
+    keywords per run found by the run regex; one substring test per text keyword."""
+
+    def spans(self, text: str) -> list[tuple[int, int, int]]:
+        raw = text.encode("ascii", "replace")
+        low = raw.lower()
+        hits = _Hits(text, self.accept)
+        self._schemes_then_words(low, hits)
+        if b"--" in low:
+            self._flags(low, hits)
+        self._each_run(raw, low, hits)
+        for keyword, dets in self.text_keywords:
+            if keyword in low:
+                for det in dets:
+                    hits.run(det, -1, det.pattern.finditer(text))
+        return hits.found
+
+    def _schemes_then_words(self, low: bytes, hits: _Hits) -> None:
+        text = hits.text
+        for scheme in self.scheme_re.finditer(low):
+            at = scheme.start()
+            if at and _NAME_MAP[low[at - 1]] == 97:
+                continue
+            for det in self.word_rules:
+                if scheme.group("w").decode() in det.keywords:
+                    hits.run(det, at, (det.pattern.match(text, at),))
+        names = b""
+        hit = self.word_re.search(low)
+        while hit is not None:
+            names = names or low.translate(_NAME_MAP)
+            self._word(low, names, hit, hits)
+            hit = self.word_re.search(low, hit.end("w"))
+
+    def _each_run(self, raw: bytes, low: bytes, hits: _Hits) -> None:
+        text, n = hits.text, len(hits.text)
+        for token in _RUN.finditer(raw.translate(_RUN_MAP)):
+            lo, hi = token.span()
+            for kw in self.run_re.finditer(low, lo, hi):
+                for det in self.run_rules.get(kw.group().decode(), ()):
+                    hits.run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
+
+
+def _scanners() -> tuple[Scanner, Scanner]:
+    new = redact._get_scanner()
+    return new, _Separate(new.detectors, redact._WORDS, redact._accept)
+
+
+NEW, OLD = _scanners()
+
+
+def _same(text: str) -> None:
+    assert sorted(NEW.spans(text)) == sorted(OLD.spans(text)), text[:200]
+
+
+def test_the_joined_passes_find_what_the_separate_passes_found_on_the_secret_corpus():
+    for planted in FORMATS:
+        for text in (planted.text, f"x {planted.text} y", f"token {planted.text}", f"{planted.text}\nBearer x"):
+            _same(text)
+    found = sum(len(NEW.spans(p.text)) for p in FORMATS)
+    assert found >= len(FORMATS) - 2  # the corpus is full of secrets: the comparison is not vacuous
+
+
+def test_the_joined_passes_find_what_the_separate_passes_found_on_source_and_docs():
+    files = sorted((ROOT / "skillgit").rglob("*.py"))[::7] + sorted((ROOT / "docs").rglob("*.md"))[:5]
+    spans = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for start in range(0, len(text), 3000):
+            _same(text[start:start + 3000])
+            spans += len(NEW.spans(text[start:start + 3000]))
+    assert spans > 0
+
+
+_PIECES = ["token", "Token", "TOKEN", "bearer", "Bearer", "basic", "digest", "key", "api", "API_KEY", "pass",
+           "password", "secret", "auth", "credential", "creds", "access", "private", "pwd", "my", "x", "_", "-",
+           ".", " ", "  ", "\t", "\n", "=", " = ", ":", ": ", "=>", "||", "?=", ",", "'", '"', '\\"', "--",
+           "--token", "abc123XYZ789def", "Zq8Rk2Lw9Xv4Tn7Pq", "sk-", "ghp_", "AKIA", "***"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join))
+def test_the_joined_passes_find_what_the_separate_passes_found_on_generated_text(text):
+    _same(text)
+
+
+def test_the_joined_passes_on_random_mixtures_of_secrets_and_prose():
+    rng = random.Random(7)
+    words = re.findall(r"\w+|\W", (ROOT / "README.md").read_text(encoding="utf-8")[:20000])
+    for _ in range(300):
+        parts = [rng.choice(words) for _ in range(rng.randint(5, 60))]
+        parts.insert(rng.randrange(len(parts) + 1), rng.choice(FORMATS).text)
+        parts.insert(rng.randrange(len(parts) + 1), rng.choice(_PIECES))
+        _same("".join(parts))
+
+
+def test_every_text_keyword_sits_under_one_gate_it_contains():
+    gated = [(gate, keyword) for gate, group in NEW.text_gates for keyword, _ in group]
+    assert sorted(k for _, k in gated) == sorted(k for k, _ in NEW.text_keywords)
+    assert all(gate in keyword for gate, keyword in gated)
+    assert len(NEW.text_gates) < len(NEW.text_keywords)  # the vendored table has keywords that share a part
+    for _gate, keyword in gated:  # a text holding only the keyword runs its rules in both scanners
+        _same(f"see {keyword.decode()} here: x")
