@@ -143,9 +143,13 @@ def run_cli_inproc(*args: str, cwd: Path, input: str | None = None,
     project root) — all of which a real CLI process would drop when it exits."""
     from typer.testing import CliRunner
 
-    from skillgit import cli, redact
+    from skillgit import cli, console, redact
 
     runner = CliRunner()
+    # a process makes its rich consoles on first use, reading COLUMNS then: a run here gets its own, as a real CLI
+    # process would (one made earlier, e.g. in a module fixture outside the COLUMNS=160 environment, kept its width)
+    saved_consoles = dict(console._consoles)
+    console._consoles.clear()
     saved_env = dict(os.environ)
     saved_sigint = signal.getsignal(signal.SIGINT)
     saved_excepthook = sys.excepthook
@@ -168,6 +172,8 @@ def run_cli_inproc(*args: str, cwd: Path, input: str | None = None,
                 sys.stderr.flush()
                 stdout, stderr = _text(out.getvalue()), _text(err.getvalue())
     finally:
+        console._consoles.clear()
+        console._consoles.update(saved_consoles)
         signal.signal(signal.SIGINT, saved_sigint)
         sys.excepthook = saved_excepthook
         with redact._registry_lock:

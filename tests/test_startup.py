@@ -8,6 +8,7 @@ YAML or any model SDK; `log` needs the store (and GitPython) but nothing of trai
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,9 +35,16 @@ TRAINING = ("skillgit.loop", "skillgit.world", "skillgit.session", "skillgit.llm
             "httpx", "rich.progress", "skillgit.report", "skillgit.sleep")
 
 
+# What the probe must not inherit: CI's coverage of subprocesses (coverage imports `socket` and more of its own
+# when it starts, eagerly or on the first import of skillgit: .ci/lazy_coverage.py). The modules asserted are
+# skillgit's, not the measuring tool's.
+COVERAGE_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG", "COVERAGE_LAZY_SKILLGIT_CONFIG")
+
+
 def imported(args: list[str], cwd: Path) -> tuple[int, set[str], str]:
+    env = {k: v for k, v in os.environ.items() if k not in COVERAGE_VARIABLES}
     proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env=env)
     head, _, tail = proc.stderr.rpartition("\nMODULES ")
     assert tail, proc.stderr
     data = json.loads(tail)
