@@ -14,7 +14,7 @@ from skillgit import envs
 from skillgit import hfsource as hub
 from skillgit.errors import ConfigError
 from skillgit.resources import example_dir
-from tests.conftest import run_cli_inproc
+from tests.conftest import run_cli, run_cli_inproc
 
 SAMPLES = example_dir("envs")
 
@@ -98,7 +98,10 @@ def test_init_and_doctor_take_an_hf_source(tmp_path):
 def test_a_hub_dataset_that_cannot_be_fetched_offline_is_a_clear_error(tmp_path):
     pytest.importorskip("datasets")
     offline = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
-    proc = run_cli_inproc("init", str(tmp_path / "proj"), "--env", "searchqa", "--data", "hf:nobody/no-such-dataset",
+    # A process of its own: huggingface_hub reads HF_HUB_OFFLINE when it is imported, and in this test process an
+    # earlier import (importorskip above, another test) made it online: it then tried the Hub over the network
+    # and waited ~25 s for its retries to fail instead of stopping at once
+    proc = run_cli("init", str(tmp_path / "proj"), "--env", "searchqa", "--data", "hf:nobody/no-such-dataset",
                           cwd=tmp_path, env=offline)
     assert proc.returncode != 0
     assert "hf:nobody/no-such-dataset could not be loaded by datasets" in proc.stderr
