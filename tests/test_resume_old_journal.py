@@ -164,7 +164,7 @@ def _paid(folder: Path) -> list[tuple[str, int]]:
         con.close()
 
 
-ONE_EPOCH = ("--set", "train.max_steps=3", "--set", "train.batch_size=4", "--set", "evaluation.eval_test=false")
+SHORT_RUN = ("--set", "train.max_steps=3", "--set", "train.batch_size=4", "--set", "evaluation.eval_test=false")
 
 
 def test_a_run_stopped_with_an_old_journal_resumes_paying_no_finished_call_twice(tmp_path):
@@ -172,19 +172,19 @@ def test_a_run_stopped_with_an_old_journal_resumes_paying_no_finished_call_twice
     create_project(seed, 0)
     whole = tmp_path / "whole"
     shutil.copytree(seed, whole)
-    done = run_cli("train", "--json", *ONE_EPOCH, cwd=whole)
+    done = run_cli("train", "--json", *SHORT_RUN, cwd=whole)
     assert done.returncode == 0, done.stderr[-2000:]
     paid = _paid(whole)
     assert len(paid) > 10 and all(puts == 1 for _, puts in paid)
 
     stopped = tmp_path / "stopped"
     shutil.copytree(seed, stopped)
-    stop = run_cli("train", "--json", *ONE_EPOCH, "--set", f"budget.max_calls={len(paid) // 2}", cwd=stopped)
+    stop = run_cli("train", "--json", *SHORT_RUN, "--set", f"budget.max_calls={len(paid) // 2}", cwd=stopped)
     assert stop.returncode == 5, stop.stderr[-2000:]
     journal_path = stopped / ".git" / "skillgit" / "cache" / "calls.sqlite"
     kept = to_schema_1(journal_path)  # what an earlier skillgit left behind
     assert kept >= len(paid) // 2
-    resumed = run_cli("train", "--json", *ONE_EPOCH, cwd=stopped)
+    resumed = run_cli("train", "--json", *SHORT_RUN, cwd=stopped)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     usage = json.loads(resumed.stdout)["usage"]
     assert sum(role["calls"] for role in usage["by_role"].values()) == len(paid) - kept  # only the calls not made

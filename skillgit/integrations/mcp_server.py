@@ -334,7 +334,7 @@ async def probe(low: Any, version: str) -> dict[str, Any] | None:
 
     got: dict[Any, Any] = {}
     every = threading.Event()
-    ids = {rid: method for rid, method in enumerate(RECORDED, 1)}
+    ids = dict(enumerate(RECORDED, 1))
 
     class Capture:
         def write(self, text: str) -> int:

@@ -12,9 +12,7 @@ that commit, ordered by date, then run, then step (so tests with fixed dates get
 from __future__ import annotations
 
 import json
-import os
 import re
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any, Callable, Protocol
 from skillgit.store import notes as N
 from skillgit.store import refs as R
 from skillgit.store.git import GitError, GitRepo
+from skillgit.store.packed import read_packed, write_packed
 from skillgit.types import Edit
 
 
@@ -199,12 +198,12 @@ def read_tag_cache(repo: GitRepo) -> dict[tuple[str, str], LogEntry | None]:
     """(tag ref, tag object) → its entry (None: not a step's tag), as a process wrote them; {} when the file is
     missing, of another version or malformed anywhere (then every tag is parsed again, and the file rewritten)."""
     try:
-        data = json.loads(zlib.decompress(tag_cache_path(repo).read_bytes()))
+        data = read_packed(tag_cache_path(repo))
         if data.get("v") != TAG_CACHE_VERSION:
             return {}
         return {(R.REJECTED_PREFIX + row[0], row[1]): _cached_entry(R.REJECTED_PREFIX + row[0], row[2:])
                 for row in data["tags"]}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError, zlib.error):
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError):
         return {}
 
 
@@ -232,15 +231,8 @@ def write_tag_cache(repo: GitRepo, entries: dict[tuple[str, str], LogEntry | Non
              *(() if e is None else (*(getattr(e, k) for k in _CACHED), list(e.edits)))]
             for (ref, obj), e in entries.items() if ref.startswith(R.REJECTED_PREFIX)]
     path = tag_cache_path(repo)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        doc = json.dumps({"v": TAG_CACHE_VERSION, "tags": rows}, ensure_ascii=False, separators=(",", ":"))
-        tmp.write_bytes(zlib.compress(doc.encode("utf-8"), 6))
-        os.replace(tmp, path)
+    if write_packed(path, {"v": TAG_CACHE_VERSION, "tags": rows}):
         path.with_name(_LEGACY_TAG_CACHE).unlink(missing_ok=True)
-    except OSError:
-        tmp.unlink(missing_ok=True)
 
 
 def archived_docs(store: "Store") -> list[dict[str, Any]]:

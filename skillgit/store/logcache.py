@@ -19,14 +19,12 @@ Contract:
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import zlib
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from skillgit.store.history import LogEntry
+from skillgit.store.packed import read_packed, write_packed
 
 if TYPE_CHECKING:
     from skillgit.store.core import Store
@@ -80,13 +78,10 @@ def cached_value(store: "Store", name: str, key: str, compute: Callable[[], Any]
 
 
 def _load(path: Path, key: str) -> Any:
-    try:
-        data = json.loads(zlib.decompress(path.read_bytes()))
-        if data.get("v") != VERSION or data.get("state") != key:
-            return None
-        return data["value"]
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, zlib.error):
+    data = read_packed(path)
+    if not isinstance(data, dict) or data.get("v") != VERSION or data.get("state") != key or "value" not in data:
         return None
+    return data["value"]
 
 
 def _row(e: LogEntry) -> list[Any]:
@@ -111,11 +106,4 @@ def _entry(row: list[Any]) -> LogEntry:
 
 
 def _save(path: Path, key: str, value: Any) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        doc = json.dumps({"v": VERSION, "state": key, "value": value}, ensure_ascii=False, separators=(",", ":"))
-        tmp.write_bytes(zlib.compress(doc.encode("utf-8"), 6))
-        os.replace(tmp, path)
-    except OSError:  # a read-only repository just has no cache
-        tmp.unlink(missing_ok=True)
+    write_packed(path, {"v": VERSION, "state": key, "value": value})
