@@ -247,9 +247,11 @@ def skip_reason(session: Session, repo: str, remote_keys: set[str], lookup: Remo
 
 
 # --------------------------------------------------------------------------------------------------- harvest
-def display_path(path: Path, home: Path) -> str:
+def _shown(path: Path, real: Path, real_home: Path) -> str:
+    """How a file is named in warnings: `~/…` under home, else as given (`real`, `real_home`: both resolved; a
+    harvest resolves home once and each file once)."""
     try:
-        return "~/" + path.resolve().relative_to(home.resolve()).as_posix()
+        return "~/" + real.relative_to(real_home).as_posix()
     except ValueError:
         return str(path)
 
@@ -265,10 +267,15 @@ def _path_key(key: str) -> str:
 def _state_key(source: str, path: Path, home: Path) -> str:
     """A file's stable id in the state, which names neither the user nor the project: `source:home/<hash>` for a
     file under home (of its `~/…` path), `source:outside/<hash>` otherwise (of its absolute path)."""
-    shown = display_path(path, home)
+    return _key_of(source, path, path.resolve(), home.resolve())
+
+
+def _key_of(source: str, path: Path, real: Path, real_home: Path) -> str:
+    """`_state_key`, given the file and home resolved."""
+    shown = _shown(path, real, real_home)
     if shown.startswith("~/"):
         return _path_key(f"{source}:{shown}")
-    return f"{source}:outside/{hashlib.sha256(str(path.resolve()).encode('utf-8')).hexdigest()[:20]}"
+    return f"{source}:outside/{hashlib.sha256(str(real).encode('utf-8')).hexdigest()[:20]}"
 
 
 def _bare(session: Session, reason: str, scrubber: Scrubber) -> Session:
@@ -352,6 +359,7 @@ class _Harvest:
                  lookup: RemoteLookup, since: HarvestState, sink: Sink | None = None) -> None:
         self.sink, self.streamed = sink, 0
         self.home, self.repo, self.remote_keys, self.scrub, self.lookup = home, repo, remote_keys, scrub, lookup
+        self.real_home = home.resolve()  # resolved once: each file is resolved once too (`key`)
         self.files = dict(since.files)
         # (source:session id) → (state key of the file it was last seen in, its mark): the cross-file dedupe
         self.seen: dict[str, tuple[str, SessionMark]] = {
@@ -366,10 +374,16 @@ class _Harvest:
         self.read_count = self.unchanged = 0
         self.present: set[str] = set()  # the state keys of the files the readers discovered (they exist)
 
-    def file(self, reader: Reader, path: Path, key: str) -> bool:
-        """Harvest one file; False when it could not be read (its state is kept, so it is tried again)."""
+    def key(self, source: str, path: Path) -> tuple[str, Path]:
+        """The state key of a file of `source` and the file resolved."""
+        real = path.resolve()
+        return _key_of(source, path, real, self.real_home), real
+
+    def file(self, reader: Reader, path: Path, key: str, real: Path) -> bool:
+        """Harvest one file (`real`: it resolved); False when it could not be read (its state is kept, so it is
+        tried again)."""
         source = reader.source
-        where = self.scrub.text(display_path(path, self.home))
+        where = self.scrub.text(_shown(path, real, self.real_home))
         try:
             fingerprint = reader.fingerprint(path)
         except OSError as exc:
@@ -491,11 +505,11 @@ def harvest(sources: Iterable[str] | None, home: Path | str, repo_root: Path | s
         except OSError as exc:
             run.warnings.append(HarvestWarning(source, scrub.text(str(home)), f"cannot list sessions: {exc}"))
             continue
-        keys = {path: _state_key(source, path, home) for path in paths}
-        run.present.update(keys.values())
-        for path, key in keys.items():
-            discovered.add(path.resolve())
-            run.file(reader, path, key)
+        keys = {path: run.key(source, path) for path in paths}
+        run.present.update(key for key, _ in keys.values())
+        for path, (key, real) in keys.items():
+            discovered.add(real)
+            run.file(reader, path, key, real)
     batch = _harvest_inbox(run, repo_root, chosen, discovered) if inbox else InboxBatch()
     return run.result(batch)
 
@@ -522,8 +536,9 @@ def _harvest_inbox(run: _Harvest, repo_root: Path | str, chosen: tuple[str, ...]
                                                "that does not exist (dropped from the inbox)"))
             consumed.append(line.raw)
             continue
-        if path.resolve() in discovered or run.file(get_reader(source), path, _state_key(source, path, run.home)):
-            discovered.add(path.resolve())
+        key, real = run.key(source, path)
+        if real in discovered or run.file(get_reader(source), path, key, real):
+            discovered.add(real)
             consumed.append(line.raw)
     return InboxBatch(str(where), tuple(consumed), len(lines))
 
