@@ -24,7 +24,9 @@ the first pass over every file, streamed as a night streams it (`harvest(sink=â€
 one more session was written (what `sleep harvest`'s cache and a night's saved state make the next run read), CPU
 seconds, seconds per GB and the peak RSS of the child; valid when planted secrets reached the kept text and none
 survived in a kept session. With `--baseline`, `--harvest-baseline M` files (written once) are harvested by both
-checkouts' skillgit, interleaved twice, each run in its own process: the before/after CPU ratio (lowest of each).
+checkouts' skillgit, interleaved twice, each run in its own process: the before/after CPU ratio (lowest of each);
+valid when both hand on and return the very same sessions, state and counts (`same_output`, hashed) and read,
+preview and scrub the shipped transcripts (tests/fixtures/transcripts) the same (`same_fixtures`).
 Writes bench/results/sleep_scale.json.
 """
 
@@ -188,22 +190,61 @@ class _Leaks:
         self.cpu += time.process_time() - cpu
 
 
-# one first-pass harvest of the files under argv[2] by the skillgit of checkout argv[1], streamed (no session held)
+# one first-pass harvest of the files under argv[2] by the skillgit of checkout argv[1], streamed (no session held);
+# `output` hashes everything it handed on and returned (each kept session as JSON, the state, the counts, the
+# warnings), hashed apart from the CPU it reports
 _HARVEST_AT = """
-import json, resource, sys, time
+import hashlib, json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from skillgit.sleep.harvest import HarvestState, harvest
 from skillgit.sleep.scrub import build_scrubber
 home, repo = Path(sys.argv[2]) / "home", Path(sys.argv[2]) / "repo"
-scrubber, kept = build_scrubber(repo), []
+scrubber, kept, out, spent = build_scrubber(repo), [], hashlib.sha256(), [0.0]
+def text(value):
+    return json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+def sink(session, first):
+    cpu = time.process_time()
+    out.update(text([session.to_dict(), first]))
+    kept.append(session.key)
+    spent[0] += time.process_time() - cpu
 cpu = time.process_time()
-result = harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None,
-                 sink=lambda session, first: kept.append(session.key))
-print(json.dumps({"cpu_s": round(time.process_time() - cpu, 3), "kept": len(kept),
-                  "masked": result.redactions.secrets,
+result = harvest(["claude"], home, repo, [], HarvestState(), scrubber=scrubber, remote_lookup=None, sink=sink)
+cpu = time.process_time() - cpu - spent[0]
+out.update(text([result.state.to_dict(), result.redactions.to_dict(), [w.to_dict() for w in result.warnings],
+                 result.unknown_records]))
+print(json.dumps({"cpu_s": round(cpu, 3), "kept": len(kept), "masked": result.redactions.secrets,
+                  "output": out.hexdigest()[:16],
                   "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
 """
+
+# every transcript shipped under argv[2] read by the readers of checkout argv[1], then digested, previewed and scrubbed
+# as harvest does: a hash of what that gives (the same fixture files for both checkouts)
+_FIXTURES_AT = """
+import hashlib, json, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from skillgit.sleep.harvest_digest import digest
+from skillgit.sleep.readers import get_reader
+from skillgit.sleep.scrub import build_scrubber, previews
+root, out, scrubber = Path(sys.argv[2]), hashlib.sha256(), build_scrubber(None, homes=["/home/user"])
+for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+    reader = get_reader(folder.name)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        for session in reader.read(path):
+            clean, counts = scrubber.scrub_session(previews(session))
+            row = [path.relative_to(root).as_posix(), digest(session), {**clean.to_dict(), "path": None},
+                   counts.to_dict()]
+            out.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+print(out.hexdigest()[:16])
+"""
+
+
+def fixtures_output(code: Path, timeout: float) -> str | None:
+    """The hash `_FIXTURES_AT` prints for checkout `code` on this checkout's shipped transcripts (None: it failed)."""
+    proc = subprocess.run([sys.executable, "-c", _FIXTURES_AT, str(code), str(ROOT / "tests/fixtures/transcripts")],
+                          cwd=code, capture_output=True, text=True, timeout=timeout)
+    return proc.stdout.strip() if proc.returncode == 0 else None
 
 
 def harvest_pair(n: int, seed: int, baseline: Path, timeout: float, repeats: int = 2) -> list[dict[str, Any]]:
@@ -239,6 +280,11 @@ def harvest_pair(n: int, seed: int, baseline: Path, timeout: float, repeats: int
             rows.append(row)
         if "cpu_s" in rows[0] and "cpu_s" in rows[1]:
             rows[0]["cpu_ratio"] = round(rows[1]["cpu_s"] / max(rows[0]["cpu_s"], 1e-3), 2)
+        # validity: both checkouts hand on and return the very same thing, on these files and on the fixtures
+        outputs = {r["output"] for got in runs.values() for r in got}
+        fixtures = {fixtures_output(code, timeout) for code in (ROOT, baseline)}
+        rows[0]["same_output"] = len(outputs) == 1 and all(runs.values())
+        rows[0]["same_fixtures"] = len(fixtures) == 1 and None not in fixtures
         return rows
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -303,6 +349,8 @@ def main() -> None:
                          "measured at every size in the same run, interleaved, for the before/after ratio")
     ap.add_argument("--harvest-baseline", type=int, default=0,
                     help="with --baseline: session files both checkouts harvest, for the before/after CPU ratio")
+    ap.add_argument("--harvest-repeats", type=int, default=2,
+                    help="with --harvest-baseline: how many times each checkout harvests the files (lowest CPU kept)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -327,7 +375,8 @@ def main() -> None:
         say(f"harvest of {harvest_n} session files â€¦")
         harvest_rows.append(measure("harvest", harvest_n, args.seed, args.timeout))
     if args.baseline and args.harvest_baseline:
-        harvest_rows += harvest_pair(args.harvest_baseline, args.seed, args.baseline.resolve(), args.timeout)
+        harvest_rows += harvest_pair(args.harvest_baseline, args.seed, args.baseline.resolve(), args.timeout,
+                                     args.harvest_repeats)
     compare(rows, sizes)
     for row in rows:
         row.pop("members", None)
@@ -347,7 +396,9 @@ def main() -> None:
                                    ("incremental_read", "files read", "d"), ("peak_mb", "peak RSS MB", ".0f"),
                                    ("grew_mb", "grew MB", ".0f"), ("masked", "secrets masked", "d"),
                                    ("planted_kept", "planted in kept text", "d"),
-                                   ("leaked", "leaked", ""), ("valid", "valid", ""), ("note", "note", "")]))
+                                   ("leaked", "leaked", ""), ("valid", "valid", ""),
+                                   ("same_output", "same output as baseline", ""),
+                                   ("same_fixtures", "same on fixtures", ""), ("note", "note", "")]))
     write_result("sleep_scale", {"sizes": sizes, "seed": args.seed, "rows": rows,
                                  "harvest": harvest_rows[0] if harvest_rows else None,
                                  "harvest_before_after": harvest_rows[1:]}, args.out)

@@ -47,6 +47,7 @@ WRITE_TOOLS = {
 }
 _PATCH_TOOLS = ("apply_patch", "patch")
 _PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "target_file", "filename", "file")
+_PATH_KEY_SET = frozenset(_PATH_KEYS)
 _COMMAND_KEYS = ("command", "cmd", "commandLine", "script")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _EXIT_CODE = re.compile(r"(?i)\b(?:exit(?:ed)?(?: with)? code|exit status|process exited with code)[:\s]+(-?\d+)")
@@ -144,7 +145,8 @@ def _dict_command(lname: str, args: dict[str, Any]) -> str | None:
 
 
 def _dict_paths(lname: str, args: dict[str, Any]) -> list[str]:
-    paths = [v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v]
+    named = _PATH_KEY_SET.intersection(args)  # most inputs name one path key or none: looked up only then
+    paths = [v for k in _PATH_KEYS if k in named and isinstance(v := args[k], str) and v] if named else []
     edits = args.get("edits")
     for edit in edits if isinstance(edits, list) else []:
         if isinstance(edit, dict) and isinstance(edit.get("file_path"), str):

@@ -40,7 +40,6 @@ from skillgit.sleep.readers._common import (
     as_dict,
     as_str,
     blocks_of,
-    dispatch,
     ignore,
     read_jsonl,
     skill_named,
@@ -157,13 +156,15 @@ def _user(draft: _Claude, rec: dict[str, Any]) -> None:
     if rec.get("isMeta") or rec.get("isCompactSummary") or rec.get("sourceToolUseID"):
         _injected(draft, target, rec, blocks)
         return
-    draft.sign("prompt", _sdk_origin(rec))
+    if "prompt" not in draft.signs:  # the first record that tells wins (`sign`)
+        draft.sign("prompt", _sdk_origin(rec))
     texts = []
     for block in blocks:
-        if block.get("type") == "tool_result":
+        kind = block.get("type")
+        if kind == "tool_result":
             target.result(tool_result(text_of(block.get("content")), bool(block.get("is_error")),
                                       str(block.get("tool_use_id") or "")), ts)
-        elif block.get("type") == "text":
+        elif kind == "text":
             said = _said(draft, target, str(block.get("text") or ""), ts)
             if said:
                 texts.append(said)
@@ -179,11 +180,13 @@ def _sdk_origin(rec: dict[str, Any]) -> bool | None:
 
 def _assistant(draft: _Claude, rec: dict[str, Any]) -> None:
     target, ts = draft.target(rec), draft.stamp(rec.get("timestamp"))
-    draft.settle()
+    if draft.command is not None:
+        draft.settle()
     for block in blocks_of(as_dict(rec.get("message")).get("content")):
-        if block.get("type") == "text":
+        kind = block.get("type")
+        if kind == "text":
             target.agent_text(str(block.get("text") or ""), ts)
-        elif block.get("type") == "tool_use":
+        elif kind == "tool_use":
             name, tool_input = str(block.get("name") or ""), block.get("input")
             target.call(tool_call(name, tool_input, str(block.get("id") or "")), ts)
             if name == "Skill":
@@ -235,15 +238,23 @@ _META: tuple[tuple[str, str], ...] = (
 
 def read(path: Path) -> Iterable[Session]:
     draft = _Claude(path)
-    meta, missing = draft.meta, _META
+    meta, missing, handlers = draft.meta, _META, HANDLERS
     for rec in read_jsonl(path, draft.counts):
         draft.total += 1
         if missing:  # only the fields still missing are looked up (`Draft.keep`'s rule)
-            found = [(key, value) for key, name in missing if (value := rec.get(name)) and isinstance(value, str)]
+            found = False
+            for key, name in missing:
+                value = rec.get(name)
+                if value and isinstance(value, str):
+                    meta[key], found = value, True
             if found:
-                meta.update(found)
                 missing = tuple(m for m in missing if m[0] not in meta)
-        dispatch(HANDLERS, rec.get("type"), draft, rec)
+        kind = rec.get("type")  # `dispatch`, inlined (a call per record)
+        handler = handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            draft.unknown(kind)
+        else:
+            handler(draft, rec)
     draft.command = None  # a /command nothing answered did nothing Claude worked on
     meta = draft.meta
     sidechain = draft.side_records > 0 and draft.main_records == 0
