@@ -174,6 +174,22 @@ def test_records_are_copied_as_dataclasses_replace_copies_them():
         assert record == before and record.__dict__ == before.__dict__  # the original is left as it was
 
 
+def test_the_reader_makes_the_records_their_init_makes():
+    from dataclasses import fields
+
+    from skillgit.sleep.readers import _common
+
+    assert _common._PLAIN  # the records are made by filling their __dict__ (see `_new`)
+    call = _common.tool_call("Edit", {"file_path": "a.py", "path": "b.py", "old_string": "x"}, "e1")
+    assert set(vars(call)) == {f.name for f in fields(ToolCall)}
+    assert call == ToolCall("Edit", "a.py", None, ("a.py", "b.py"), True, "e1") and hash(call) == hash(
+        ToolCall("Edit", "a.py", None, ("a.py", "b.py"), True, "e1"))
+    result = _common.tool_result("a" * 3000 + "\nExit code 2", False, "t1")
+    assert set(vars(result)) == {f.name for f in fields(ToolResult)}
+    assert result == ToolResult(result.output, True, "t1", 2) and result.cut is not None
+    assert _common.tool_result("ok", call_id="t2") == ToolResult("ok", False, "t2", None)
+
+
 def _homes_reference(text: str) -> str:
     """Home paths masked as the scrubber masked them before its `sers` gate: each literal tested on its own."""
     from skillgit.sleep.scrub import _HOME_GATES, _home_repl

@@ -220,14 +220,19 @@ def git_remotes(path: str) -> list[str]:
         return []
 
 
-def _inside(cwd: str, repo: str) -> bool:
-    path = os.path.realpath(os.path.expanduser(cwd))
+def _real(cwd: str) -> str:
+    return os.path.realpath(os.path.expanduser(cwd))
+
+
+def _inside(path: str, repo: str) -> bool:
     return path == repo or path.startswith(repo.rstrip(os.sep) + os.sep)
 
 
-def skip_reason(session: Session, repo: str, remote_keys: set[str], lookup: RemoteLookup | None) -> str | None:
-    """Why `session` is not a person's work on the repository at `repo` (a real path), or None."""
-    in_scope = bool(session.cwd) and _inside(session.cwd or "", repo)
+def skip_reason(session: Session, repo: str, remote_keys: set[str], lookup: RemoteLookup | None, *,
+                real: Callable[[str], str] = _real) -> str | None:
+    """Why `session` is not a person's work on the repository at `repo` (a real path), or None. `real` resolves a
+    cwd (a harvest resolves each cwd once)."""
+    in_scope = bool(session.cwd) and _inside(real(session.cwd or ""), repo)
     if not in_scope and remote_keys:
         if session.git_remote:
             in_scope = _remote_matches(session.git_remote, remote_keys)
@@ -288,7 +293,8 @@ def _bare(session: Session, reason: str, scrubber: Scrubber) -> Session:
                    user_turns_seen=session.user_turn_count)
 
 
-def _format_warnings(source: str, where: str, sessions: list[Session]) -> list[HarvestWarning]:
+def _format_warnings(source: str, where: Callable[[], str], sessions: list[Session]) -> list[HarvestWarning]:
+    """The format warnings of a file's sessions (`where` names the file; called only for a warning)."""
     unknown: Counter[str] = Counter()
     total = 0
     for s in sessions:
@@ -298,11 +304,11 @@ def _format_warnings(source: str, where: str, sessions: list[Session]) -> list[H
     unknown_total = sum(unknown.values())
     if total and unknown_total / total > UNKNOWN_WARN_RATIO:
         warnings.append(HarvestWarning(
-            source, where, f"{unknown_total} of {total} records have a type this reader does not know "
+            source, where(), f"{unknown_total} of {total} records have a type this reader does not know "
             f"(> {UNKNOWN_WARN_RATIO:.0%}): the {source} format may have changed", dict(unknown)))
     elif total >= NO_TURN_WARN_RECORDS and not any(s.turns for s in sessions):
         warnings.append(HarvestWarning(
-            source, where, f"{total} records but no readable turn: the {source} format may have changed",
+            source, where(), f"{total} records but no readable turn: the {source} format may have changed",
             dict(unknown) or {"records": total}))
     return warnings
 
@@ -373,6 +379,13 @@ class _Harvest:
         self.redactions = Redactions()
         self.read_count = self.unchanged = 0
         self.present: set[str] = set()  # the state keys of the files the readers discovered (they exist)
+        self.real_cwds: dict[str, str] = {}  # each cwd resolved once (sessions repeat theirs)
+
+    def real(self, cwd: str) -> str:
+        found = self.real_cwds.get(cwd)
+        if found is None:
+            found = self.real_cwds[cwd] = _real(cwd)
+        return found
 
     def key(self, source: str, path: Path) -> tuple[str, Path]:
         """The state key of a file of `source` and the file resolved."""
@@ -383,11 +396,14 @@ class _Harvest:
         """Harvest one file (`real`: it resolved); False when it could not be read (its state is kept, so it is
         tried again)."""
         source = reader.source
-        where = self.scrub.text(_shown(path, real, self.real_home))
+
+        def where() -> str:  # the file's name in a warning, scrubbed: made only for one
+            return self.scrub.text(_shown(path, real, self.real_home))
+
         try:
             fingerprint = reader.fingerprint(path)
         except OSError as exc:
-            self.warnings.append(HarvestWarning(source, where, f"cannot stat: {type(exc).__name__}"))
+            self.warnings.append(HarvestWarning(source, where(), f"cannot stat: {type(exc).__name__}"))
             return False
         previous = self.files.get(key)
         if previous is not None and previous.fingerprint == fingerprint:
@@ -396,12 +412,12 @@ class _Harvest:
         try:
             sessions = list(reader.read(path))
         except Exception as exc:  # noqa: BLE001 — a reader bug must not stop the harvest of the others
-            self.warnings.append(HarvestWarning(source, where, f"reader failed: {type(exc).__name__}: "
+            self.warnings.append(HarvestWarning(source, where(), f"reader failed: {type(exc).__name__}: "
                                                 f"{self.scrub.text(str(exc))[:200]}", {MALFORMED: 1}))
             return False
         problem = file_problem(source, path, sessions)
         if problem is not None:
-            return self._problem(source, key, fingerprint, where, sessions, *problem)
+            return self._problem(source, key, fingerprint, where(), sessions, *problem)
         self.read_count += 1
         self.warnings.extend(_format_warnings(source, where, sessions))
         per_source = self.unknown.setdefault(source, Counter())
@@ -418,7 +434,7 @@ class _Harvest:
             self.seen[session.key] = (key, mark)
             if old is not None and same(old.digest, session, mark.digest):
                 continue
-            reason = skip_reason(session, self.repo, self.remote_keys, self.lookup)
+            reason = skip_reason(session, self.repo, self.remote_keys, self.lookup, real=self.real)
             if reason is not None:
                 if old is None:
                     self.skipped.append(_bare(session, reason, self.scrub))

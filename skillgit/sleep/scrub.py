@@ -89,9 +89,10 @@ def _home_repl(match: re.Match[str]) -> str:
 
 _HOME_GATES = ((("Users", "users", "USERS"), _HOME_WINDOWS), (("/home/", "/Users/"), _HOME_POSIX),
                (("/root",), _HOME_ROOT))
-# each literal, and whether it holds "sers" or "SERS" (then it is tested only where one of those occurs)
-_HOME_TESTS = tuple((tuple((lit, "sers" in lit or "SERS" in lit) for lit in lits), pattern)
-                    for lits, pattern in _HOME_GATES)
+# the gates to test where "sers" or "SERS" occurs, and (without the literals holding one of them) where neither does
+_HOME_TESTS = {users: tuple((kept, pattern) for lits, pattern in _HOME_GATES
+                            if (kept := tuple(lit for lit in lits if users or not ("sers" in lit or "SERS" in lit))))
+               for users in (True, False)}
 
 
 def _usable_home(home: str | None) -> bool:
@@ -186,10 +187,10 @@ class Scrubber:
             if home in text:
                 text, n = pattern.subn(_home_repl, text)
                 counts[2] += n
-        users = "sers" in text or "SERS" in text  # in every `Users` literal: two tests where four were
-        for literals, pattern in _HOME_TESTS:
-            for literal, of_users in literals:
-                if (users or not of_users) and literal in text:
+        # "sers" or "SERS" is in every `Users` literal: two tests where four were
+        for literals, pattern in _HOME_TESTS["sers" in text or "SERS" in text]:
+            for literal in literals:
+                if literal in text:
                     text, n = pattern.subn(_home_repl, text)
                     counts[2] += n
                     break

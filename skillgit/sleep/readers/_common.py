@@ -90,7 +90,7 @@ def short(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 def exit_code_in(text: str) -> int | None:
     """The exit code a tool output announces ("Exit code 1", "Process exited with code 2"), if any."""
-    if not text:
+    if not text or ("x" not in text and "X" not in text):  # every match holds "exit": no other character is x
         return None
     if "\u0130" in text or "\u0131" in text:  # İ, ı: the only non-ASCII characters `(?i)i` matches
         match = _EXIT_CODE.search(text) if _EXIT_WORD.search(text) else None
@@ -169,16 +169,33 @@ def tool_call(name: str, arguments: Any, call_id: str = "") -> ToolCall:
         paths = list(patch_paths(text)) if lname in _PATCH_TOOLS else []
         command = text if lname in SHELL_TOOLS and lname not in _PATCH_TOOLS else None
         summary = command or (", ".join(paths) if paths else text)
-    return ToolCall(name=name or "?", summary=short(summary or ""), command=command,
-                    paths=tuple(dict.fromkeys(paths)), writes=lname in WRITE_TOOLS, call_id=call_id or "")
+    values = {"name": name or "?", "summary": short(summary or ""), "command": command,
+              "paths": tuple(dict.fromkeys(paths)), "writes": lname in WRITE_TOOLS, "call_id": call_id or ""}
+    return _new(ToolCall, values)
 
 
 def tool_result(output: Any, is_error: bool = False, call_id: str = "", exit_code: int | None = None) -> ToolResult:
     text, cut = cut_excerpt(output)
     if exit_code is None:
         exit_code = exit_code_in(text)
-    return ToolResult(output=text, is_error=bool(is_error) or bool(exit_code), call_id=call_id or "",
-                      exit_code=exit_code, cut=cut)
+    return _new(ToolResult, {"output": text, "is_error": bool(is_error) or bool(exit_code), "call_id": call_id or "",
+                             "exit_code": exit_code, "cut": cut})
+
+
+# the records a reader makes per tool call are plain frozen dataclasses (no __post_init__, no slots): one is made by
+# filling its __dict__ with every field (a frozen dataclass's __init__ sets each through object.__setattr__, ~0.6 µs
+# a record); tests/test_harvest_speed.py checks the records are the ones __init__ makes
+_PLAIN = all(not hasattr(cls, "__post_init__") and "__slots__" not in vars(cls) for cls in (ToolCall, ToolResult))
+_R = TypeVar("_R", ToolCall, ToolResult)
+
+
+def _new(cls: type[_R], values: dict[str, Any]) -> _R:
+    """`cls(**values)`, `values` naming every field of `cls`."""
+    if not _PLAIN:
+        return cls(**values)
+    record = object.__new__(cls)
+    record.__dict__.update(values)
+    return record
 
 
 # ------------------------------------------------------------------------------------------------ skills
