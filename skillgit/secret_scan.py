@@ -183,6 +183,32 @@ def trie(words: Iterable[str]) -> str:
     return emit(root) or "(?!)"
 
 
+def run_trie(short: Iterable[str], long: Iterable[str]) -> str:
+    """The regex `(?<![a-z0-9])(?:trie(short))|trie(long)` as one trie each of whose branches starts with a
+    character, so that the regex engine skips to the characters a keyword starts with (with the look-behind first,
+    it tried a match at every character). A short keyword checks the character before it once its first character
+    matched, and is tried before the long keywords sharing that character, as the first alternative was."""
+    root: dict[str, Any] = {}
+    words = [(k, True) for k in short] + [(k, False) for k in long]
+    for word, is_short in words:
+        node = root.setdefault(re.escape(word[0]), {})
+        if is_short:
+            node = node.setdefault("(?<![a-z0-9]" + re.escape(word[0]) + ")", {})
+        for ch in word[1:]:
+            node = node.setdefault(re.escape(ch), {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        pieces = sorted((p for p in node if p), key=lambda p: (not p.startswith("(?<"), p))  # the check first
+        alts = [piece + emit(node[piece]) for piece in pieces]
+        if not alts:
+            return ""
+        body = "(?:" + "|".join(alts) + ")" if len(alts) > 1 or "" in node else alts[0]
+        return body + "?" if "" in node else body
+
+    return emit(root) or "(?!)"
+
+
 Accept = Callable[[Detector, str, "re.Match[str]", tuple[int, int]], bool]
 
 
@@ -221,7 +247,7 @@ class Scanner:
         self.context_re = re.compile(trie(context).encode())
         # a keyword of three characters or fewer (`sk`, `s.`, `ey`) is inside many words: only where a token starts
         short, long = [k for k in run if len(k) <= 3], [k for k in run if len(k) > 3]
-        self.run_re = re.compile(b"(?<![a-z0-9])(?:" + trie(short).encode() + b")|" + trie(long).encode())
+        self.run_re = re.compile(run_trie(short, long).encode())
 
     def spans(self, text: str) -> list[tuple[int, int, int]]:
         raw = text.encode("ascii", "replace")  # one byte per character: byte offsets are text offsets

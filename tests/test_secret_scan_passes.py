@@ -1,7 +1,8 @@
 """The scanner's speed work finds exactly what its separate passes found: the scheme pass and the secret-word pass now
-share one search (`Scanner._words`), and text keywords that share a part are tested for it first; a reference
-scanner with the two passes apart and a test per keyword (as before) must give the same spans on the secret corpus,
-on source and transcript text, and on generated text made of the passes' own words, operators and spaces."""
+share one search (`Scanner._words`), text keywords that share a part are tested for it first, and the run keywords
+are one trie whose branches each start with a character (`run_trie`); a reference scanner with the two passes apart,
+a test per keyword and the run regex as it was must give the same spans on the secret corpus, on source and
+transcript text, and on generated text made of the passes' own words, operators and spaces."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillgit import redact
-from skillgit.secret_scan import _NAME_MAP, _RUN, _RUN_MAP, Scanner, _Hits
+from skillgit.secret_scan import _NAME_MAP, _RUN, _RUN_MAP, Scanner, _Hits, trie
 from tests.secret_corpus import FORMATS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +65,20 @@ class _Separate(Scanner):
 
 def _scanners() -> tuple[Scanner, Scanner]:
     new = redact._get_scanner()
-    return new, _Separate(new.detectors, redact._WORDS, redact._accept)
+    old = _Separate(new.detectors, redact._WORDS, redact._accept)
+    old.run_re = _RUN_RE_BEFORE
+    return new, old
+
+
+def _run_re_before() -> re.Pattern[bytes]:
+    """The run regex as it was: a look-behind alternative of the short keywords, then the long keywords' trie (the
+    engine tried a match at every character; `run_trie` starts every branch with a character)."""
+    run = redact._get_scanner().run_rules
+    short, long = [k for k in run if len(k) <= 3], [k for k in run if len(k) > 3]
+    return re.compile(b"(?<![a-z0-9])(?:" + trie(short).encode() + b")|" + trie(long).encode())
+
+
+_RUN_RE_BEFORE = _run_re_before()
 
 
 NEW, OLD = _scanners()
@@ -122,3 +136,26 @@ def test_every_text_keyword_sits_under_one_gate_it_contains():
     assert len(NEW.text_gates) < len(NEW.text_keywords)  # the vendored table has keywords that share a part
     for _gate, keyword in gated:  # a text holding only the keyword runs its rules in both scanners
         _same(f"see {keyword.decode()} here: x")
+
+
+_RUN_PIECES = sorted(redact._get_scanner().run_rules) + ["a", "x9", "_", "-", ".", "/", "=", " ", "(", "0", "S", "K"]
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(_RUN_PIECES), max_size=12).map("".join))
+def test_the_run_keywords_trie_matches_where_and_what_the_look_behind_regex_matched(text):
+    # what `Scanner._runs` asks of it: successive searches within a span, from the start and from each match's end
+    low = text.encode("ascii", "replace").lower()
+
+    def found(regex: re.Pattern[bytes]) -> list[tuple[int, int, bytes]]:
+        out = []
+        for lo in range(0, len(low), 3):
+            for hi in {len(low), min(len(low), lo + 9), min(len(low), lo + 21)}:
+                hit = regex.search(low, lo, hi)
+                while hit is not None:
+                    out.append((lo, hi, *hit.span(), hit.group()))
+                    hit = regex.search(low, hit.end(), hi)
+        return out
+
+    assert found(NEW.run_re) == found(_RUN_RE_BEFORE)
+    _same(text)
