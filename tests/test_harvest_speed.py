@@ -190,6 +190,21 @@ def test_the_reader_makes_the_records_their_init_makes():
     assert _common.tool_result("ok", call_id="t2") == ToolResult("ok", False, "t2", None)
 
 
+def test_an_excerpt_nothing_is_masked_in_comes_back_as_the_reader_cut_it_and_one_with_a_mask_does_not():
+    from skillgit.sleep.readers._common import tool_result
+    from skillgit.sleep.scrub import build_scrubber
+
+    scrubber = build_scrubber(environ={}, homes=[])
+    clean = tool_result("x" * 1000 + "y" * 1500 + "z" * 1000, call_id="t")
+    secret = tool_result("x" * 1000 + "y" * 1500 + ' token = "ghp_' + "a1B2c3D4e5" * 4 + '" ' + "z" * 1000,
+                         call_id="t")
+    session = Session("claude", "s", turns=(Turn("user", "go"), Turn("assistant", "", (), (clean, secret))))
+    out, counts = scrubber.scrub_session(session)
+    kept_clean, kept_secret = out.turns[1].tool_results
+    assert kept_clean.output == clean.output and kept_clean.cut is None and kept_clean == clean
+    assert counts.secrets == 1 and "ghp_" in kept_secret.output and "a1B2c3D4e5" not in kept_secret.output
+
+
 def _homes_reference(text: str) -> str:
     """Home paths masked as the scrubber masked them before its `sers` gate: each literal tested on its own."""
     from skillgit.sleep.scrub import _HOME_GATES, _home_repl

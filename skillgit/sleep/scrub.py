@@ -212,7 +212,10 @@ class Scrubber:
         if not rest.startswith("\n…[") or end < 0:
             return self._scrub(output, secrets, counts)  # not the reader's excerpt: scrubbed as it is
         marker, tail = rest[:end + 3], rest[end + 3:]
-        scrubbed = self._scrub(head + after + marker + before + tail, secrets, counts)
+        raw = head + after + marker + before + tail
+        scrubbed = self._scrub(raw, secrets, counts)
+        if scrubbed is raw:  # nothing masked (scrubbing returns the very string it was given): the margins go
+            return output
         if scrubbed.count(marker) != 1:  # a mask swallowed the cut (a key block across it): all of it is masked
             return scrubbed
         left, _, right = scrubbed.partition(marker)
