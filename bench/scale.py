@@ -12,8 +12,9 @@ run takes minutes on two cores. Measured:
   steps after the first third, when the run's caches and pools have filled): target ≤ 5 KB per step; also what
   the bench's own records (git calls, step clocks, store timings: alive in the same process) hold per step, and
   the growth net of them;
-- `skillgit log` and `skillgit status` (the real CLI, subprocesses) wall time, best and median of 7: target
-  ≤ 0.25 s; `log --json`;
+- `skillgit log` and `skillgit status` (the real CLI, subprocesses) wall time: the first of each after the run,
+  then best and median of 7 (target ≤ 0.25 s); `log --json`; and `log` and `status` with their caches deleted
+  before each run (what they pay after a ref the run did not move moved);
 - start-up: `skillgit --help` (target ≤ 0.2 s) and `skillgit --version`, best and median of 7;
 - the size of .git (bytes and disk blocks; target ≤ 10 MB before gc, issue 22) and its loose objects;
 - refs before and after `skillgit gc` (also the CLI), and `skillgit log` again after it.
@@ -87,6 +88,33 @@ def cli_seconds(folder: Path, *args: str, repeat: int = 7) -> tuple[float, float
             raise RuntimeError(f"skillgit {' '.join(args)} failed: {proc.stderr[-1500:]}")
         out = proc.stdout
     return min(times), statistics.median(times), out
+
+
+def first_seconds(folder: Path, *args: str) -> float:
+    """Wall time of one `skillgit ARGS`, the first after the run (its modules compiled beforehand, as installing
+    skillgit does: `compileall`), so that it meets the repository as the run left it."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    import skillgit
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(skillgit.__file__).parent)], check=True,
+                   env=env, capture_output=True)
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "skillgit", *args], cwd=folder, capture_output=True, text=True,
+                          env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"skillgit {' '.join(args)} failed: {proc.stderr[-1500:]}")
+    return time.monotonic() - start
+
+
+def miss_seconds(folder: Path, *args: str, repeat: int = 7) -> tuple[float, float]:
+    """Best and median wall time of `skillgit ARGS` with the `log`/`status` caches deleted before each run (what
+    it pays after a ref moved that the run did not move: a hand-written note, `revert`, `pull`)."""
+    times = []
+    for _ in range(repeat):
+        for name in ("log.json.z", "log-edits.json.z", "status.json.z"):
+            (folder / ".git" / "skillgit" / "cache" / name).unlink(missing_ok=True)
+        times.append(first_seconds(folder, *args))
+    return min(times), statistics.median(times)
 
 
 def ref_counts(folder: Path) -> dict[str, int]:
@@ -243,11 +271,16 @@ def main(argv: list[str] | None = None) -> dict:
 
         say("scale: skillgit log, sizes, gc")
         repeat = 1 if a.quick else 7
+        first_log_s = first_seconds(folder, "log")  # before anything else reads or writes the repository
+        first_status_s = first_seconds(folder, "status")
         log_s, log_median_s, log_out = cli_seconds(folder, "log", repeat=repeat)
         log_json_s, log_json_median_s, _ = cli_seconds(folder, "log", "--json", repeat=repeat)
         status_s, status_median_s, _ = cli_seconds(folder, "status", repeat=repeat)
         help_s, help_median_s, _ = cli_seconds(folder, "--help", repeat=repeat)
         version_s, version_median_s, _ = cli_seconds(folder, "--version", repeat=repeat)
+        miss_log_s, miss_log_median_s = miss_seconds(folder, "log", repeat=repeat)
+        miss_status_s, miss_status_median_s = miss_seconds(folder, "status", repeat=repeat)
+        first_seconds(folder, "log"), first_seconds(folder, "status")  # (their caches again, as the run left them)
         git_size = dir_size(folder / ".git")
         parts = git_parts(folder / ".git")
         objs = objects(folder)
@@ -274,6 +307,9 @@ def main(argv: list[str] | None = None) -> dict:
             "status_s": round(status_s, 3), "status_median_s": round(status_median_s, 3),
             "log_s": round(log_s, 3), "log_median_s": round(log_median_s, 3), "log_json_s": round(log_json_s, 3),
             "log_json_median_s": round(log_json_median_s, 3), "log_lines": len(log_out.splitlines()),
+            "first_log_after_run_s": round(first_log_s, 3), "first_status_after_run_s": round(first_status_s, 3),
+            "log_miss_s": round(miss_log_s, 3), "log_miss_median_s": round(miss_log_median_s, 3),
+            "status_miss_s": round(miss_status_s, 3), "status_miss_median_s": round(miss_status_median_s, 3),
             "log_after_gc_s": round(log_after_s, 3), "log_after_gc_median_s": round(log_after_median_s, 3),
             "help_s": round(help_s, 3), "help_median_s": round(help_median_s, 3),
             "version_s": round(version_s, 3), "version_median_s": round(version_median_s, 3),
@@ -284,6 +320,7 @@ def main(argv: list[str] | None = None) -> dict:
             "targets": {"log_median_s": 0.25, "status_median_s": 0.25, "help_median_s": 0.2, "git_dir_mb": 10.0,
                         "rss_growth_kb_per_step": 5.0},
             "meets_targets": bool(log_median_s <= 0.25 and status_median_s <= 0.25 and help_median_s <= 0.2
+                                  and first_log_s <= 0.25 and first_status_s <= 0.25
                                   and git_size["disk"] < 10e6 and git_size["bytes"] < 10e6 and growth <= 5e3),
             "load": os.getloadavg()}
     write_result("scale", data, a.out)
@@ -304,6 +341,9 @@ def main(argv: list[str] | None = None) -> dict:
           f"RSS {data['rss']['first_mb']} → {data['rss']['last_mb']} MB, growth {growth / 1e3:.1f} KB/step over the "
           f"last {len(settled)} steps (target ≤ 5), of which the bench's own records {own_per_step / 1e3:.1f} KB/step: "
           f"{(growth - own_per_step) / 1e3:.1f} KB/step net")
+    print(f"the first skillgit log after the run {first_log_s:.2f} s, the first status {first_status_s:.2f} s "
+          f"(target ≤ 0.25 s); with the log/status caches deleted (best/median of {repeat}): log "
+          f"{miss_log_s:.2f}/{miss_log_median_s:.2f} s, status {miss_status_s:.2f}/{miss_status_median_s:.2f} s")
     print(f"start-up (best/median of {repeat}): skillgit --help {help_s:.3f}/{help_median_s:.3f} s (target ≤ 0.2 s), "
           f"--version {version_s:.3f}/{version_median_s:.3f} s")
     print(f".git: {git_size['bytes'] / 1e6:.1f} MB in files, {git_size['disk'] / 1e6:.1f} MB on disk, "

@@ -101,6 +101,7 @@ AUDIT: list[tuple[str, str, str]] = [
      "as fetch"),
     ("GitRepo.pack_refs", "git pack-refs --all", "no operand"),
     ("GitRepo.repack", "git repack -d -q", "no operand"),
+    ("GitRepo.loose_objects", "git count-objects", "no operand"),
     ("GitRepo.gc_auto", "git -c gc.autoDetach=false [-c gc.auto=N] gc --auto --quiet", "our own numbers"),
     ("GitRepo.for_each_ref", "git for-each-ref --format=… [--sort=…] --end-of-options <patterns>",
      "--end-of-options; patterns are skillgit's prefixes (a remote's part is refs.remote_component: a slug)"),

@@ -66,6 +66,7 @@ from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.records import EpochStep, StepKind, StepOutcome, UpdateRecord, Verdict
 from skillgit.store import Store
 from skillgit.store.negative import NegativeBuffer
+from skillgit.store.read import warm_caches
 from skillgit.tasks import Splits, epoch_batches
 from skillgit.types import Edit, RejectedEdit
 
@@ -196,6 +197,7 @@ class Trainer:
             self.progress = self.progress.replace(status=status, stop_reason=reason, final_scores=closing.scores,
                                                   test_reads=self.progress.test_reads + closing.test_reads)
             self._save(f"run {status}: {reason}", maintain=True)
+            warm_caches(self.store, self.progress)  # the first `log`/`status` after the run reads no history
         score_dicts = {k: v.to_dict() for k, v in closing.scores.items()}
         result = RunResult(self.run_id, status, reason, self.progress.steps_done, self.progress.accepted,
                            self.progress.rejected, score_dicts, self.ledger.snapshot())

@@ -40,11 +40,14 @@ from skillgit.store import revert as store_revert
 from skillgit.store import worktrees as W
 from skillgit.store.candidate import BranchMoved, Candidate, Decision, Note, note_dicts
 from skillgit.store.fileref import FileRef
-from skillgit.store.git import GitRepo, RefConflict, RefUpdate, Worktree
+from skillgit.store.git import GitError, GitRepo, RefConflict, RefUpdate, Worktree
 from skillgit.store.git import phase as git_phase
 from skillgit.store.history import LogEntry
 from skillgit.store.lock import held, hold
 from skillgit.types import RejectedEdit
+
+LOOSE_LIMIT = 256  # loose objects `Store.maintain` packs at (≈ 20 steps' writes; ~1 MB on disk as files)
+GC_AUTO = 1000  # `gc.auto` for the rest of git's housekeeping, unless the repository sets its own
 
 __all__ = ["BranchMoved", "Candidate", "Decision", "LogEntry", "Note", "Store", "note_dicts"]
 
@@ -540,17 +543,33 @@ class Store:
 
     # ------------------------------------------------------------------------------------------ housekeeping
     def maintain(self, *, pack_now: bool = False) -> None:
-        """Let git pack loose objects and refs when there are many. skillgit writes with plumbing, which unlike
-        `git commit` never runs git's automatic housekeeping, and every step writes a dozen small objects (skill
-        blob, trees, commit, notes tree and commit, progress commit): after 1,000 steps that is ~10,000 loose
-        files, ~55 MB on disk. This runs `git gc --auto` in the foreground: it does nothing below `gc.auto` loose
-        objects — the repository's own setting if it has one (0 turns it off), else 1000 — and otherwise packs
-        them (and the refs) as `git commit` would have. `pack_now` (`skillgit gc`) first packs whatever is loose
-        (`git repack -d`, incremental: existing packs are left alone). Never raises: housekeeping must not stop a
-        run."""
-        if pack_now:
+        """Pack loose objects and refs as a run goes. skillgit writes with plumbing, which unlike `git commit`
+        never runs git's automatic housekeeping, and every step writes a dozen small objects (skill blob, trees,
+        commit, notes tree and commit, progress commit) and a ref or two: each a file of at least one 4 KB block.
+
+        - When the repository holds `LOOSE_LIMIT` loose objects or more (`git count-objects`: exact, where
+          `git gc --auto` samples one of 256 folders), they go into a new pack (`git repack -d`: incremental,
+          existing packs are left alone) and the refs into `packed-refs` (`git pack-refs --all`). A run calls
+          this every `loop.run.MAINTAIN_EVERY` steps and at each epoch's and its own end, so a finished run leaves
+          fewer than `LOOSE_LIMIT` loose objects whatever its length.
+        - Then `git gc --auto` in the foreground for the rest of git's housekeeping (too many packs, reflogs),
+          with `gc.auto` = `GC_AUTO` unless the repository sets it.
+        - The repository's own `gc.auto` rules both: 0 turns all of it off, N packs at N loose objects.
+        - `pack_now` (`skillgit gc`) packs whatever is loose first.
+
+        Never raises: housekeeping must not stop a run."""
+        setting = self.repo.config_get_all("gc.auto")
+        own = int(setting[-1]) if setting and setting[-1].strip().lstrip("-").isdigit() else None
+        if own is not None and own <= 0 and not pack_now:
+            return
+        limit = own if own is not None else LOOSE_LIMIT
+        if pack_now or self.repo.loose_objects() >= limit:
             self.repo.repack()
-        self.repo.gc_auto(1000)
+            try:
+                self.repo.pack_refs()
+            except GitError:
+                pass  # (another process holds packed-refs.lock: the next call packs them)
+        self.repo.gc_auto(None if setting else GC_AUTO)
 
     # ------------------------------------------------------------------------------------------ lock
     @contextmanager

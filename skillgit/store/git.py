@@ -98,11 +98,15 @@ class GitRepo(GitNotes, GitWork):
     def repack(self) -> None:
         self._call("repack", "-d", "-q")
 
-    def gc_auto(self, default_threshold: int) -> None:
-        """`git gc --auto` in the foreground, with `gc.auto` = `default_threshold` unless the repo sets it."""
-        opts = ["-c", "gc.autoDetach=false"]
-        if not self.config_get_all("gc.auto"):
-            opts += ["-c", f"gc.auto={default_threshold}"]
+    def loose_objects(self) -> int:
+        """How many loose objects the repository holds (`git count-objects`; 0 when it cannot tell)."""
+        status, out, _ = self._call("count-objects")
+        words = out.decode("utf-8", "replace").split()
+        return int(words[0]) if status == 0 and words and words[0].isdigit() else 0
+
+    def gc_auto(self, threshold: int | None) -> None:
+        """`git gc --auto` in the foreground, with `gc.auto` = `threshold` (None: the repository's own setting)."""
+        opts = ["-c", "gc.autoDetach=false", *(["-c", f"gc.auto={threshold}"] if threshold is not None else [])]
         self._call(*opts, "gc", "--auto", "--quiet")
 
     # ------------------------------------------------------------------------------------------ refs

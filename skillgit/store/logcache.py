@@ -12,8 +12,9 @@ Contract:
   as before and replaces the file, unless a ref moved while it read (a run writing meanwhile): then nothing is
   kept. The file holds one state; a missing, damaged or foreign file is a miss (safe to delete).
   `cached_value` does the same for any JSON value decided by refs alone (`status`'s val trend: `status.json.z`).
-- Only commands that print the history use it (`skillgit log`, `skillgit status`): a training run never reads or
-  writes it.
+- Only commands that print the history read it (`skillgit log`, `skillgit status`). A training run never reads
+  it; it writes it once, as it ends (`read.warm_caches`: after its last ref moved, under its branch lock), so
+  that the first `log` and `status` after a run answer from it. Nothing else writes it.
 """
 
 from __future__ import annotations
@@ -107,3 +108,4 @@ def _entry(row: list[Any]) -> LogEntry:
 
 def _save(path: Path, key: str, value: Any) -> None:
     write_packed(path, {"v": VERSION, "state": key, "value": value})
+

@@ -1,9 +1,10 @@
 """The read API over a skill's history: what `skillgit log/show/status`, reports and servers call.
 
-Nothing here writes, and nothing here fails on a malformed note: bad lines are counted and skipped (`corrupt`),
-fields of the wrong type are left out of the typed records and listed (`skipped`, `notes.conform`). Records come
-back typed (`StepOutcome`, `CandidateNote`, `GateNote`, `RevertNote`, `RunProgress`: `skillgit.records`); the raw
-note records stay available for `--full` views.
+Nothing here writes but the caches of `log` and `status` (`cached=True`, `warm_caches`), and nothing here fails
+on a malformed note: bad lines are counted and skipped (`corrupt`), fields of the wrong type are left out of the
+typed records and listed (`skipped`, `notes.conform`). Records come back typed (`StepOutcome`, `CandidateNote`,
+`GateNote`, `RevertNote`, `RunProgress`: `skillgit.records`); the raw note records stay available for `--full`
+views.
 """
 
 from __future__ import annotations
@@ -127,3 +128,14 @@ def val_trend(store: Store, progress: RunProgress, cached: bool = False) -> list
         scores = [e.score for e in store_history.history(store, progress.run, edits=False)
                   if e.verdict in ("seed", "accepted")]
     return scores
+
+
+def warm_caches(store: Store, progress: RunProgress) -> None:
+    """Write what the first `skillgit log` and `skillgit status` after the run `progress` read (its history without
+    edits, its val trend: `store/logcache.py`), as a run does once its last ref has moved. Never raises: a cache
+    must not stop a run."""
+    try:
+        history(store, edits=False, cached=True)
+        val_trend(store, progress, cached=True)
+    except (SkillgitError, OSError, ValueError):
+        pass
