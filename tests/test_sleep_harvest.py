@@ -581,7 +581,8 @@ def test_a_codex_session_moved_to_archived_sessions_is_not_new_again(tmp_path):
     assert again.sessions == () and again.skipped == () and again.files_read == 1
     from skillgit.sleep.harvest import _state_key
 
-    assert list(again.state.files) == [_state_key("codex", archived, home)]  # the vanished file is forgotten
+    # the vanished file is forgotten
+    assert list(again.state.files) == [_state_key("codex", archived, archived.resolve(), home.resolve())]
     with archived.open("a") as fh:  # it grows after the move: only that is new
         fh.write(json.dumps({"timestamp": "2025-10-01T10:00:00Z", "type": "event_msg",
                              "payload": {"type": "user_message", "message": "one more thing"}}) + "\n")

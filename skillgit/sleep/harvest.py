@@ -43,6 +43,7 @@ Contracts:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -182,8 +183,7 @@ class HarvestResult:
             "first_new_turn": dict(self.first_new_turn),
             "warnings": [w.to_dict() for w in self.warnings],
             "unknown_records": {k: dict(v) for k, v in self.unknown_records.items()},
-            "redactions": self.redactions.to_dict(),
-            "state": self.state.to_dict(),
+            "redactions": self.redactions.to_dict(), "state": self.state.to_dict(),
             "inbox": self.inbox.to_dict(),
         }
 
@@ -224,15 +224,11 @@ def _real(cwd: str) -> str:
     return os.path.realpath(os.path.expanduser(cwd))
 
 
-def _inside(path: str, repo: str) -> bool:
-    return path == repo or path.startswith(repo.rstrip(os.sep) + os.sep)
-
-
 def skip_reason(session: Session, repo: str, remote_keys: set[str], lookup: RemoteLookup | None, *,
                 real: Callable[[str], str] = _real) -> str | None:
-    """Why `session` is not a person's work on the repository at `repo` (a real path), or None. `real` resolves a
-    cwd (a harvest resolves each cwd once)."""
-    in_scope = bool(session.cwd) and _inside(real(session.cwd or ""), repo)
+    """Why `session` is not a person's work on the repository at `repo` (a real path; `real` resolves a cwd)."""
+    path = real(session.cwd) if session.cwd else ""
+    in_scope = bool(path) and (path == repo or path.startswith(repo.rstrip(os.sep) + os.sep))
     if not in_scope and remote_keys:
         if session.git_remote:
             in_scope = _remote_matches(session.git_remote, remote_keys)
@@ -253,8 +249,7 @@ def skip_reason(session: Session, repo: str, remote_keys: set[str], lookup: Remo
 
 # --------------------------------------------------------------------------------------------------- harvest
 def _shown(path: Path, real: Path, real_home: Path) -> str:
-    """How a file is named in warnings: `~/…` under home, else as given (`real`, `real_home`: both resolved; a
-    harvest resolves home once and each file once)."""
+    """How a file is named in warnings: `~/…` under home, else as given (`real`, `real_home`: both resolved)."""
     try:
         return "~/" + real.relative_to(real_home).as_posix()
     except ValueError:
@@ -269,14 +264,9 @@ def _path_key(key: str) -> str:
     return f"{source}:home/{hashlib.sha256(rest.encode('utf-8')).hexdigest()[:20]}"
 
 
-def _state_key(source: str, path: Path, home: Path) -> str:
+def _state_key(source: str, path: Path, real: Path, real_home: Path) -> str:
     """A file's stable id in the state, which names neither the user nor the project: `source:home/<hash>` for a
-    file under home (of its `~/…` path), `source:outside/<hash>` otherwise (of its absolute path)."""
-    return _key_of(source, path, path.resolve(), home.resolve())
-
-
-def _key_of(source: str, path: Path, real: Path, real_home: Path) -> str:
-    """`_state_key`, given the file and home resolved."""
+    file under home (of its `~/…` path), `source:outside/<hash>` otherwise (of its absolute path, `real`)."""
     shown = _shown(path, real, real_home)
     if shown.startswith("~/"):
         return _path_key(f"{source}:{shown}")
@@ -294,7 +284,6 @@ def _bare(session: Session, reason: str, scrubber: Scrubber) -> Session:
 
 
 def _format_warnings(source: str, where: Callable[[], str], sessions: list[Session]) -> list[HarvestWarning]:
-    """The format warnings of a file's sessions (`where` names the file; called only for a warning)."""
     unknown: Counter[str] = Counter()
     total = 0
     for s in sessions:
@@ -379,27 +368,18 @@ class _Harvest:
         self.redactions = Redactions()
         self.read_count = self.unchanged = 0
         self.present: set[str] = set()  # the state keys of the files the readers discovered (they exist)
-        self.real_cwds: dict[str, str] = {}  # each cwd resolved once (sessions repeat theirs)
-
-    def real(self, cwd: str) -> str:
-        found = self.real_cwds.get(cwd)
-        if found is None:
-            found = self.real_cwds[cwd] = _real(cwd)
-        return found
+        self.real = functools.lru_cache(maxsize=None)(_real)  # each cwd resolved once (sessions repeat theirs)
 
     def key(self, source: str, path: Path) -> tuple[str, Path]:
-        """The state key of a file of `source` and the file resolved."""
-        real = path.resolve()
-        return _key_of(source, path, real, self.real_home), real
+        real = path.resolve()  # once per file
+        return _state_key(source, path, real, self.real_home), real
 
     def file(self, reader: Reader, path: Path, key: str, real: Path) -> bool:
-        """Harvest one file (`real`: it resolved); False when it could not be read (its state is kept, so it is
-        tried again)."""
+        """Harvest one file (`real`: resolved); False when it could not be read (its state is kept: tried again)."""
         source = reader.source
 
         def where() -> str:  # the file's name in a warning, scrubbed: made only for one
             return self.scrub.text(_shown(path, real, self.real_home))
-
         try:
             fingerprint = reader.fingerprint(path)
         except OSError as exc:
