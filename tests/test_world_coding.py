@@ -467,3 +467,43 @@ def test_teacher_and_agent_climb_from_the_starter_skill(tmp_path_factory):
             rejected += [RejectedEdit(Edit(op=e["op"], content=e["content"], target=e["target"]), score_ - best,
                                       "not better on val") for e in reply["edits"]]
     assert start <= 0.125 and best >= 0.5
+
+
+def test_python_is_parsed_one_thread_at_a_time():
+    """The simulated agent runs in threads when in-process, and CPython 3.11's AST constructor keeps its recursion
+    depth per interpreter: two threads in `ast.parse` at once can fail with "SystemError: AST constructor recursion
+    depth mismatch" (it did, in CI). Every parse in skillgit goes through `agent_code.parse_module`, which holds a
+    lock while it parses."""
+    import ast
+    import threading
+
+    from skillgit.world import agent_code
+
+    root = Path(agent_code.__file__).resolve().parents[1]
+    direct = [f"{path.relative_to(root)}:{n}" for path in sorted(root.rglob("*.py"))
+              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+              if "ast.parse(" in line and "return ast.parse(source)" not in line]
+    assert direct == []
+    inside, overlap = [0], []
+    real = ast.parse
+
+    def counting(source, *args, **kwargs):
+        inside[0] += 1
+        overlap.append(inside[0])
+        threading.Event().wait(0.002)  # a parse long enough for another thread to start one
+        try:
+            return real(source, *args, **kwargs)
+        finally:
+            inside[0] -= 1
+
+    ast.parse = counting
+    try:
+        threads = [threading.Thread(target=agent_code.parse_module, args=("x = [i for i in range(3)]\n",))
+                   for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        ast.parse = real
+    assert len(overlap) == 8 and max(overlap) == 1

@@ -58,6 +58,7 @@ from skillgit.world.agent_code import (
     export_name,
     function_source,
     new_module,
+    parse_module,
     replace_body,
     tests_for,
 )
@@ -360,7 +361,7 @@ def _follow_up(session: Session, request: Request, recipe: Recipe, decisions: De
                       changelog_entry(log_before or "", request, decisions.has("changelog_format")))
         said.append("added a CHANGELOG.md entry")
     if decisions.has("tests"):
-        tree = ast.parse(module_after)
+        tree = parse_module(module_after)
         node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == request.name)
         func_src = ast.get_source_segment(module_after, node) or ""
         test_before = session.read(request.test_path)

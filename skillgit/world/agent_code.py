@@ -17,6 +17,7 @@ import io
 import logging
 import re
 import textwrap
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,6 +178,18 @@ def _top_level_end_of_imports(tree: ast.Module) -> int:
     return end
 
 
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_module(source: str) -> ast.Module:
+    """`source` parsed by `ast.parse`, one thread at a time. CPython 3.11 keeps the AST constructor's recursion
+    depth per interpreter, not per thread: two threads parsing at once (the simulated agent runs in threads when
+    it runs in-process) can fail with "SystemError: AST constructor recursion depth mismatch"
+    (python/cpython#106905)."""
+    with _PARSE_LOCK:
+        return ast.parse(source)
+
+
 def ensure_imports(source: str, imports: list[str]) -> str:
     """`source` with every import of `imports` (`import x` / `from m import a, b`) present, merged into an
     existing one-line `from m import …` when there is one."""
@@ -186,7 +199,7 @@ def ensure_imports(source: str, imports: list[str]) -> str:
 
 
 def _ensure_import(source: str, imp: str) -> str:
-    tree = ast.parse(source)
+    tree = parse_module(source)
     m = re.fullmatch(r"from ([\w.]+) import (.+)", imp)
     if m:
         merged = _merged_from(source, tree, m.group(1), [n.strip() for n in m.group(2).split(",")])
@@ -238,7 +251,7 @@ def ensure_logger(source: str) -> str:
     if "logging.getLogger(__name__)" in source:
         return source
     source = ensure_imports(source, ["import logging"])
-    tree = ast.parse(source)
+    tree = parse_module(source)
     at = _top_level_end_of_imports(tree)
     lines = source.split("\n")
     lines[at:at] = ["", "logger = logging.getLogger(__name__)"]
@@ -258,7 +271,7 @@ def new_module(request: Request, func: str, imports: list[str]) -> str:
 def replace_body(source: str, request: Request, recipe: Recipe, d: Decisions) -> tuple[str, tuple[str, ...]] | None:
     """(`source` with the body of function `request.name` replaced (signature and docstring kept), its
     parameters), or None when the module has no such top-level function."""
-    tree = ast.parse(source)
+    tree = parse_module(source)
     node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == request.name), None)
     if node is None:
         return None
@@ -277,7 +290,7 @@ def replace_body(source: str, request: Request, recipe: Recipe, d: Decisions) ->
 def export_name(source: str, request: Request) -> str:
     """The package `__init__.py` with `request.name` imported from its module and listed in `__all__`."""
     source = ensure_imports(source, [f"from {request.module} import {request.name}"])
-    tree = ast.parse(source)
+    tree = parse_module(source)
     lines = source.split("\n")
     node = next((n for n in tree.body if isinstance(n, ast.Assign)
                  and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)), None)
