@@ -97,6 +97,8 @@ def test_scale_script(tmp_path):
     assert {"bytes", "disk", "files"} <= set(data["git_dir"]["after_run"])
     assert data["refs"]["after_gc"]["refs"] <= data["refs"]["before_gc"]["refs"]
     assert data["status_s"] > 0 and data["rss"]["last_mb"] > 0 and "growth_kb_per_step" in data["rss"]
+    assert data["first_log_after_run_s"] > 0 and data["first_status_after_run_s"] > 0
+    assert data["log_miss_median_s"] > 0 and data["status_miss_median_s"] > 0
 
 
 def test_mcp_start_script(tmp_path):

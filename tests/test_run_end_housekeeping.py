@@ -94,3 +94,14 @@ def test_log_and_status_after_a_run_read_no_history_and_print_what_a_fresh_read_
             cache.unlink()
     assert out("log") == log and out("status") == status  # read afresh: the same
     assert reads == ["history", "run_scores"]
+
+
+def test_packs_are_merged_as_they_accumulate(repo):
+    """Each packing adds a pack; `--geometric=2` merges the small ones, so many packings leave a few packs."""
+    store = Store.open(repo, "SKILL.md")
+    for round_ in range(6):
+        add_loose_blobs(repo, LOOSE_LIMIT + round_)
+        store.maintain()
+    packs = int(next(line.split()[1] for line in git(repo, "count-objects", "-v").splitlines()
+                     if line.startswith("packs:")))
+    assert loose(repo) == 0 and packs <= 3

@@ -100,7 +100,7 @@ AUDIT: list[tuple[str, str, str]] = [
     ("GitRepo.push", "git -c protocol.ext.allow=never push --quiet [--atomic] -- <remote> <refspecs>",
      "as fetch"),
     ("GitRepo.pack_refs", "git pack-refs --all", "no operand"),
-    ("GitRepo.repack", "git repack -d -q", "no operand"),
+    ("GitRepo.repack", "git repack -d -q [--geometric=2]", "no operand"),
     ("GitRepo.loose_objects", "git count-objects", "no operand"),
     ("GitRepo.gc_auto", "git -c gc.autoDetach=false [-c gc.auto=N] gc --auto --quiet", "our own numbers"),
     ("GitRepo.for_each_ref", "git for-each-ref --format=… [--sort=…] --end-of-options <patterns>",

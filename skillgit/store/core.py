@@ -548,10 +548,11 @@ class Store:
         commit, notes tree and commit, progress commit) and a ref or two: each a file of at least one 4 KB block.
 
         - When the repository holds `LOOSE_LIMIT` loose objects or more (`git count-objects`: exact, where
-          `git gc --auto` samples one of 256 folders), they go into a new pack (`git repack -d`: incremental,
-          existing packs are left alone) and the refs into `packed-refs` (`git pack-refs --all`). A run calls
-          this every `loop.run.MAINTAIN_EVERY` steps and at each epoch's and its own end, so a finished run leaves
-          fewer than `LOOSE_LIMIT` loose objects whatever its length.
+          `git gc --auto` samples one of 256 folders), they go into a new pack, small packs merged as they
+          accumulate (`git repack -d --geometric=2`: each pack at least twice the next smaller, so a long run
+          keeps a few packs and rewrites each object a few times), and the refs into `packed-refs`
+          (`git pack-refs --all`). A run calls this every `loop.run.MAINTAIN_EVERY` steps and at each epoch's
+          and its own end, so a finished run leaves fewer than `LOOSE_LIMIT` loose objects whatever its length.
         - Then `git gc --auto` in the foreground for the rest of git's housekeeping (too many packs, reflogs),
           with `gc.auto` = `GC_AUTO` unless the repository sets it.
         - The repository's own `gc.auto` rules both: 0 turns all of it off, N packs at N loose objects.
@@ -564,7 +565,7 @@ class Store:
             return
         limit = own if own is not None else LOOSE_LIMIT
         if pack_now or self.repo.loose_objects() >= limit:
-            self.repo.repack()
+            self.repo.repack(geometric=not pack_now)
             try:
                 self.repo.pack_refs()
             except GitError:

@@ -95,8 +95,11 @@ class GitRepo(GitNotes, GitWork):
     def pack_refs(self) -> None:
         self._run("pack-refs", "--all")
 
-    def repack(self) -> None:
-        self._call("repack", "-d", "-q")
+    def repack(self, *, geometric: bool = False) -> None:
+        """Pack loose objects into a new pack (`git repack -d`); `geometric`: also merge packs so that each holds
+        at least twice the objects of the next smaller (`--geometric=2`: a pack per step of a long run would
+        otherwise pile up, and objects in small packs are stored without the deltas a larger pack finds)."""
+        self._call("repack", "-d", "-q", *(["--geometric=2"] if geometric else []))
 
     def loose_objects(self) -> int:
         """How many loose objects the repository holds (`git count-objects`; 0 when it cannot tell)."""

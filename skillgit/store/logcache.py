@@ -13,8 +13,8 @@ Contract:
   kept. The file holds one state; a missing, damaged or foreign file is a miss (safe to delete).
   `cached_value` does the same for any JSON value decided by refs alone (`status`'s val trend: `status.json.z`).
 - Only commands that print the history read it (`skillgit log`, `skillgit status`). A training run never reads
-  it; it writes it once, as it ends (`read.warm_caches`: after its last ref moved, under its branch lock), so
-  that the first `log` and `status` after a run answer from it. Nothing else writes it.
+  it; it writes it once, as it ends (`warm`, from `read.warm_caches`: one read of the history after its last ref
+  moved, under its branch lock), so that the first `log` and `status` after a run answer from it.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def cached_history(store: "Store", edits: bool, read: Callable[[], list[LogEntry
 def cached_value(store: "Store", name: str, key: str, compute: Callable[[], Any]) -> Any:
     """`compute()` (a JSON value decided by refs alone, e.g. `status`'s trend), or what it gave for the same `key`
     in the same ref state, kept in `.git/skillgit/cache/<name>.json.z` (one state and key per file)."""
-    path = store.repo.common_dir / "skillgit" / "cache" / f"{name}.json.z"
+    path = _path(store, name)
     before = f"{state(store)}\0{key}"
     found = _load(path, before)
     if found is not None:
@@ -76,6 +76,21 @@ def cached_value(store: "Store", name: str, key: str, compute: Callable[[], Any]
     if f"{state(store)}\0{key}" == before:
         _save(path, before, value)
     return value
+
+
+def warm(store: "Store", read: Callable[[], list[LogEntry]], status_key: str,
+         trend: Callable[[list[LogEntry]], Any]) -> None:
+    """Write `log.json.z` from one read of the history (`read()`, without edits) and `status.json.z` for
+    `status_key` from the same entries (`trend(entries)`), unless a ref moved while it read."""
+    before = state(store)
+    entries = read()
+    if state(store) == before:
+        _save(_path(store, "log"), f"{before}\0", [_row(e) for e in entries])
+        _save(_path(store, "status"), f"{before}\0{status_key}", trend(entries))
+
+
+def _path(store: "Store", name: str) -> Path:
+    return store.repo.common_dir / "skillgit" / "cache" / f"{name}.json.z"
 
 
 def _load(path: Path, key: str) -> Any:

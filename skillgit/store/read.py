@@ -119,23 +119,32 @@ def val_trend(store: Store, progress: RunProgress, cached: bool = False) -> list
     if cached:
         from skillgit.store.logcache import cached_value
 
-        found = cached_value(store, "status", f"{progress.run}\0{progress.accepted}",
-                             lambda: val_trend(store, progress))
+        found = cached_value(store, "status", _trend_key(progress), lambda: val_trend(store, progress))
         if isinstance(found, list) and all(v is None or type(v) in (int, float) for v in found):
             return found
     scores = store_history.run_scores(store, progress.run, progress.accepted)
     if scores is None:
-        scores = [e.score for e in store_history.history(store, progress.run, edits=False)
-                  if e.verdict in ("seed", "accepted")]
+        scores = _trend(store_history.history(store, progress.run, edits=False), progress.run)
     return scores
 
 
+def _trend_key(progress: RunProgress) -> str:
+    return f"{progress.run}\0{progress.accepted}"
+
+
+def _trend(entries: list[LogEntry], run: str) -> list[float | None]:
+    return [e.score for e in entries if e.run == run and e.verdict in ("seed", "accepted")]
+
+
 def warm_caches(store: Store, progress: RunProgress) -> None:
-    """Write what the first `skillgit log` and `skillgit status` after the run `progress` read (its history without
-    edits, its val trend: `store/logcache.py`), as a run does once its last ref has moved. Never raises: a cache
-    must not stop a run."""
+    """Write what the first `skillgit log` and `skillgit status` after the run `progress` read (the history without
+    edits; the run's val trend, taken from the same entries: what `val_trend` reads when `run_scores` cannot
+    answer), as a run does once its last ref has moved (`store/logcache.py`). Never raises: a cache must not stop
+    a run."""
+    from skillgit.store import logcache
+
     try:
-        history(store, edits=False, cached=True)
-        val_trend(store, progress, cached=True)
+        logcache.warm(store, lambda: store_history.history(store, None, edits=False),
+                      _trend_key(progress), lambda entries: _trend(entries, progress.run))
     except (SkillgitError, OSError, ValueError):
         pass
