@@ -24,7 +24,8 @@ the first pass over every file, streamed as a night streams it (`harvest(sink=â€
 one more session was written (what `sleep harvest`'s cache and a night's saved state make the next run read), CPU
 seconds, seconds per GB and the peak RSS of the child; valid when planted secrets reached the kept text and none
 survived in a kept session. With `--baseline`, `--harvest-baseline M` files (written once) are harvested by both
-checkouts' skillgit, interleaved twice, each run in its own process: the before/after CPU ratio (lowest of each);
+checkouts' skillgit, interleaved (`--harvest-repeats`, 2 by default), each run in its own process: the before/after
+CPU ratio (lowest of each);
 valid when both hand on and return the very same sessions, state and counts (`same_output`, hashed) and read,
 preview and scrub the shipped transcripts (tests/fixtures/transcripts) the same (`same_fixtures`).
 Writes bench/results/sleep_scale.json.
