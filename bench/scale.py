@@ -266,6 +266,14 @@ def main(argv: list[str] | None = None) -> dict:
         wal = journal.with_name(journal.name + "-wal") if journal is not None else None
         open_wal = wal.stat().st_size if wal is not None and wal.exists() else 0
         session.cache.close()
+        # validity: the run left the `log`/`status` caches of the ref state it ended in (what the first `log` and
+        # `status` after it answer from)
+        from skillgit.store import logcache
+        from skillgit.store.packed import read_packed
+
+        current = logcache.state(session.store)
+        caches_current = {name: str((read_packed(folder / ".git" / "skillgit" / "cache" / f"{name}.json.z") or {})
+                                    .get("state", "")).split("\0")[0] == current for name in ("log", "status")}
         # What this bench itself kept per step (its records are alive in the measured process, so they are in the
         # RSS slope): the growth net of them is skillgit's.
         own_bytes = deep_size([meter.calls, meter.reads, timer.events, clock.marks, clock.edges, rss])
@@ -322,7 +330,7 @@ def main(argv: list[str] | None = None) -> dict:
             "log_s": round(log_s, 3), "log_median_s": round(log_median_s, 3), "log_json_s": round(log_json_s, 3),
             "log_json_median_s": round(log_json_median_s, 3), "log_lines": len(log_out.splitlines()),
             "first_log_after_run_s": round(first_log_s, 3), "first_status_after_run_s": round(first_status_s, 3),
-            "first_log_after_run_cpu_s": round(first_log_cpu, 3),
+            "first_log_after_run_cpu_s": round(first_log_cpu, 3), "caches_current_after_run": caches_current,
             "first_status_after_run_cpu_s": round(first_status_cpu, 3),
             "log_miss_s": round(miss_log_s, 3), "log_miss_median_s": round(miss_log_median_s, 3),
             "status_miss_s": round(miss_status_s, 3), "status_miss_median_s": round(miss_status_median_s, 3),
@@ -358,7 +366,7 @@ def main(argv: list[str] | None = None) -> dict:
           f"last {len(settled)} steps (target ≤ 5), of which the bench's own records {own_per_step / 1e3:.1f} KB/step: "
           f"{(growth - own_per_step) / 1e3:.1f} KB/step net")
     print(f"the first skillgit log after the run {first_log_s:.2f} s (CPU {first_log_cpu:.2f} s), the first status "
-          f"{first_status_s:.2f} s (CPU {first_status_cpu:.2f} s) "
+          f"{first_status_s:.2f} s (CPU {first_status_cpu:.2f} s; the run left current caches: {caches_current}) "
           f"(target ≤ 0.25 s); with the log/status caches deleted (best/median of {repeat}): log "
           f"{miss_log_s:.2f}/{miss_log_median_s:.2f} s, status {miss_status_s:.2f}/{miss_status_median_s:.2f} s")
     print(f"start-up (best/median of {repeat}): skillgit --help {help_s:.3f}/{help_median_s:.3f} s (target ≤ 0.2 s), "
