@@ -123,4 +123,3 @@ def _entry(row: list[Any]) -> LogEntry:
 
 def _save(path: Path, key: str, value: Any) -> None:
     write_packed(path, {"v": VERSION, "state": key, "value": value})
-
