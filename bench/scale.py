@@ -73,51 +73,49 @@ class StoreTimer:
             return sum(d for s, n, d in self.events if start <= s < end and n in names)
 
 
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # runs may write .pyc, as installs do
+
+
+def run_skillgit(folder: Path, *args: str) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds, stdout) of one `skillgit ARGS` in `folder`; CPU is user + system of the process
+    and its git children. The run may write .pyc files (as installing skillgit does): otherwise, where
+    PYTHONDONTWRITEBYTECODE is set, every run would compile the modules changed since their .pyc was written."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "skillgit", *args], cwd=folder, capture_output=True, text=True,
+                          env=_ENV)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"skillgit {' '.join(args)} failed: {proc.stderr[-1500:]}")
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, proc.stdout
+
+
 def cli_seconds(folder: Path, *args: str, repeat: int = 7) -> tuple[float, float, str]:
-    """Best and median wall time of `skillgit ARGS` over `repeat` runs after an untimed one, and the last stdout.
-    The runs may write .pyc files (as installing skillgit does): otherwise, where PYTHONDONTWRITEBYTECODE is set,
-    every run would compile the modules changed since their .pyc was written, and time that."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    times, out = [], ""
-    for i in range(repeat + 1):
-        start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "skillgit", *args], cwd=folder, capture_output=True, text=True,
-                              env=env)
-        if i:
-            times.append(time.monotonic() - start)
-        if proc.returncode != 0:
-            raise RuntimeError(f"skillgit {' '.join(args)} failed: {proc.stderr[-1500:]}")
-        out = proc.stdout
+    """Best and median wall time of `skillgit ARGS` over `repeat` runs after an untimed one, and the last stdout."""
+    out = run_skillgit(folder, *args)[2]
+    times = []
+    for _ in range(repeat):
+        wall, _cpu, out = run_skillgit(folder, *args)
+        times.append(wall)
     return min(times), statistics.median(times), out
 
 
 @functools.cache
 def compile_package() -> None:
-    """skillgit's modules compiled, as installing it does (`compileall`; where PYTHONDONTWRITEBYTECODE is set, a
-    timed run would otherwise compile what changed since its .pyc was written)."""
+    """skillgit's modules compiled, as installing it does (`compileall`), before a run that has no untimed one."""
     import skillgit
 
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(skillgit.__file__).parent)], check=True,
-                   env=env, capture_output=True)
+                   env=_ENV, capture_output=True)
 
 
 def first_seconds(folder: Path, *args: str) -> tuple[float, float]:
-    """(wall, CPU) seconds of one `skillgit ARGS` with nothing run before it (its modules compiled:
-    `compile_package`), so that it meets the repository as it is: the first after the run does. CPU is user +
-    system of the process and its git children: right after a run the machine may still be writing the run's
-    files back to disk, which the wall time of a first process shows and its CPU does not."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    """(wall, CPU) seconds of one `skillgit ARGS` with no untimed run before it (its modules compiled:
+    `compile_package`), so that it meets the repository as it is: the first after the run does."""
     compile_package()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "skillgit", *args], cwd=folder, capture_output=True, text=True,
-                          env=env)
-    wall = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise RuntimeError(f"skillgit {' '.join(args)} failed: {proc.stderr[-1500:]}")
-    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    wall, cpu, _ = run_skillgit(folder, *args)
+    return wall, cpu
 
 
 def miss_seconds(folder: Path, *args: str, repeat: int = 7) -> tuple[float, float]:

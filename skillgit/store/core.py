@@ -556,7 +556,7 @@ class Store:
         - Then `git gc --auto` in the foreground for the rest of git's housekeeping (too many packs, reflogs),
           with `gc.auto` = `GC_AUTO` unless the repository sets it.
         - The repository's own `gc.auto` rules both: 0 turns all of it off, N packs at N loose objects.
-        - `pack_now` (`skillgit gc`) packs whatever is loose first.
+        - `pack_now` (`skillgit gc`, which packs the refs itself) packs whatever is loose first.
 
         Never raises: housekeeping must not stop a run."""
         setting = self.repo.config_get_all("gc.auto")
@@ -564,8 +564,10 @@ class Store:
         if own is not None and own <= 0 and not pack_now:
             return
         limit = own if own is not None else LOOSE_LIMIT
-        if pack_now or self.repo.loose_objects() >= limit:
-            self.repo.repack(geometric=not pack_now)
+        if pack_now:  # (`skillgit gc` has packed the refs itself, failing loudly if it could not)
+            self.repo.repack()
+        elif self.repo.loose_objects() >= limit:
+            self.repo.repack(geometric=True)
             try:
                 self.repo.pack_refs()
             except GitError:
