@@ -234,6 +234,7 @@ CASES = {
     "initialize without params": ['{"jsonrpc":"2.0","id":1,"method":"initialize"}\n'],
     "capabilities not objects": [init_line(capabilities={"roots": 5})],
     "listChanged as a string": [init_line(capabilities={"roots": {"listChanged": "true"}})],
+    "listChanged as an object": [init_line(capabilities={"roots": {"listChanged": {}}})],
     "an unknown param": [INIT.replace('"params": {', '"params": {"extra": 1, ')],
     "a repeated key": [INIT.replace('"id": 1,', '"id": 1, "id": 2,')],
     "a boolean id": [init_line(True)],

@@ -197,14 +197,17 @@ def _encodable(value: Any) -> bool:
 
 
 def _object_tree(value: Any, bools: frozenset[str] = frozenset()) -> bool:
-    """An object whose members are objects all the way down (the keys in `bools` may be booleans instead)."""
+    """An object whose members are objects all the way down, except the keys in `bools`: booleans (the SDK refuses
+    an object there, e.g. `roots.listChanged: {}`)."""
     if not isinstance(value, dict):
         return False
     for k, v in value.items():
         if not _encodable(k):
             return False
-        if k in bools and isinstance(v, bool):
-            continue
+        if k in bools:
+            if isinstance(v, bool):
+                continue
+            return False
         if not _object_tree(v):
             return False
     return True
