@@ -26,6 +26,21 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) + 1
 
 
+# Markers that say a test takes seconds, not milliseconds (pyproject.toml's markers): a real agent CLI, a Ray
+# cluster, a browser, or `slow` itself.
+HEAVY_MARKERS = ("slow", "ray", "browser", "agent_cli")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Heavy modules first: every module holding a test with a HEAVY_MARKERS marker runs before the modules that hold
+    none, each module whole and in its own order (a module-scoped fixture is still built once per worker), the
+    rest of the order unchanged. xdist hands tests out in this order as workers free up, so the last tests of a
+    run are short ones: in alphabetical order the run ended on test_world_coding's climbs and test_ui's dashboard
+    runs (20-45 s each) with the other core idle. Every xdist worker sorts the same collection the same way."""
+    heavy = {item.path for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)}
+    items.sort(key=lambda item: item.path not in heavy)
+
+
 @pytest.fixture(autouse=True)
 def hermetic_env(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")

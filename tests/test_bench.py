@@ -77,6 +77,7 @@ def test_scaling_script(tmp_path):
     assert data["same_calls_everywhere"] is True
 
 
+@pytest.mark.slow
 def test_calls_script(tmp_path):
     data = run_script("calls", tmp_path)
     assert any(p["phase"].startswith("step ") for p in data["phases"])
@@ -88,6 +89,7 @@ def test_calls_script(tmp_path):
     assert all(k["same_calls_as_uninterrupted"] and k["same_end_state"] for k in data["kills"])
 
 
+@pytest.mark.slow
 def test_scale_script(tmp_path):
     data = run_script("scale", tmp_path)
     assert data["decided"] >= data["config"]["steps"]
@@ -101,6 +103,7 @@ def test_scale_script(tmp_path):
     assert data["log_miss_median_s"] > 0 and data["status_miss_median_s"] > 0
 
 
+@pytest.mark.slow
 def test_mcp_start_script(tmp_path):
     pytest.importorskip("mcp")
     data = run_script("mcp_start", tmp_path)
@@ -113,6 +116,7 @@ def test_mcp_start_script(tmp_path):
     assert data["heavy_at_answer"] == [] and data["added_to_sdk"] < data["modules_at_answer"]
 
 
+@pytest.mark.slow
 def test_sleep_scale_script(tmp_path):
     data = run_script("sleep_scale", tmp_path)
     rows = {(r["algo"], r["requests"]): r for r in data["rows"]}
@@ -127,6 +131,7 @@ def test_sleep_scale_script(tmp_path):
     assert {"cpu_s", "incremental_cpu_s", "peak_mb", "mb"} <= set(harvest)
 
 
+@pytest.mark.slow
 def test_ablations_script(tmp_path):
     data = run_script("ablations", tmp_path)
     text = data["worlds"]["text"]
@@ -141,6 +146,7 @@ def test_ablations_script(tmp_path):
     assert "vs_full_ci" in text["variants"]["no gate"]
 
 
+@pytest.mark.slow
 def test_proposals_script(tmp_path):
     data = run_script("proposals", tmp_path)
     assert [r["proposals"] for r in data["rows"]] == data["config"]["proposals"]
@@ -161,6 +167,7 @@ def test_local_llm_script_is_opt_in():
     assert "nothing done" in proc.stdout + proc.stderr and "SmolLM2" in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_workspaces_script(tmp_path):
     data = run_script("workspaces", tmp_path)
     assert data["valid"] is True and all(data["checks"].values())  # same verdicts and diffs in every mode, etc.
@@ -173,6 +180,7 @@ def test_workspaces_script(tmp_path):
     assert {"cow_copy_mb_s", "copy2_mb_s", "reflink"} <= set(data["cow"])
 
 
+@pytest.mark.slow
 def test_proposers_script(tmp_path):
     data = run_script("proposers", tmp_path)
     assert [r["arm"] for r in data["rows"]] == ["reflect", "agent", "both"]

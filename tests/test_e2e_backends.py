@@ -55,6 +55,7 @@ def scan_for(folder: Path, secrets: list[str], *texts: str) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("teacher_backend", ["openai", "anthropic"])
 def test_train_through_real_sdks_for_both_roles_and_no_key_leaks(tmp_path, teacher_backend):
     folder = tmp_path / "proj"

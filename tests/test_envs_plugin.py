@@ -112,6 +112,7 @@ def plugin_path(tmp_path_factory) -> str:
     return str(target)
 
 
+@pytest.mark.slow
 def test_a_package_adds_an_environment_and_a_backend_by_entry_point(tmp_path, plugin_path):
     env = {"PYTHONPATH": os.pathsep.join([plugin_path, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
            "OPENAI_API_KEY": "sk-test-plugin"}

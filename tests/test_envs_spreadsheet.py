@@ -198,6 +198,7 @@ def test_without_openpyxl_the_env_names_the_extra_to_install(monkeypatch):
     assert any(r.startswith("openpyxl") and 'extra=="test"' in r for r in requires)  # so CI runs these tests
 
 
+@pytest.mark.slow
 def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
     folder, key = tmp_path / "proj", {"OPENAI_API_KEY": "sk-test-envs"}
     proc = run_cli_inproc("init", str(folder), "--env", "spreadsheetbench", cwd=tmp_path)

@@ -205,6 +205,7 @@ def train_and_score(folder: Path, server: FakeLLMServer, ratio: str) -> tuple[di
     return json.loads(trained.stdout), scored, teacher
 
 
+@pytest.mark.slow
 def test_one_training_step_on_the_alfworld_sample_through_the_cli(tmp_path):
     pytest.importorskip("alfworld")
     folder = tmp_path / "proj"

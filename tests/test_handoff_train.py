@@ -218,6 +218,7 @@ def _answer_all(folder: Path, teacher: SimulatedTeacher) -> list[str]:
     return answered
 
 
+@pytest.mark.slow
 def test_a_run_killed_while_it_waits_loses_nothing_and_pays_nothing_twice(tmp_path):
     cfg = SimulatedCfg(seed=0)
     server = FakeLLMServer(llm_handler(SimulatedStudentLLM(cfg))).start()

@@ -80,6 +80,7 @@ def test_a_call_that_could_cross_a_cap_does_not_start() -> None:
     assert over_budget(BudgetCfg(), spent) is None
 
 
+@pytest.mark.slow
 def test_a_run_stops_before_the_agent_turn_cap_is_crossed_and_resumes_with_a_larger_one(tmp_path: Path) -> None:
     root = agent_teacher_project(tmp_path / "p")
     session = open_session(open_project(root, None, ["train.max_steps=3"]))

@@ -86,6 +86,7 @@ def test_rejected_step_note_records_every_edit_fate_and_per_item_scores(sim_proj
     assert gate["val"]["per_item"] and gate["score_after"] <= gate["score_before"]
 
 
+@pytest.mark.slow
 def test_gate_off_lets_regressions_in(sim_project):
     gated_events: list[Event] = []
     ungated_events: list[Event] = []

@@ -353,6 +353,7 @@ def test_teacher_reads_prompts_rendered_by_the_project():
 
 
 # ---------------------------------------------------------------------------------------------- learning
+@pytest.mark.slow
 def test_hill_climbing_learns_and_the_gate_and_the_buffer_have_measurable_effects():
     """Greedy hill climbing with the world's own teacher (climb.py, no git): learning works from the weak seed
     skill; forcing acceptance lets harmful ideas in and ends lower on test for most seeds; without the negative
