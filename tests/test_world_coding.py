@@ -187,18 +187,34 @@ def test_harms_override_and_slips_are_seeded():
 
 
 # ---------------------------------------------------------------------------------------------- the agent, for real
-def test_starter_fails_and_full_skill_passes_on_a_sample(tmp_path_factory):
-    starter = score(tmp_path_factory, load_package(STARTER), SAMPLE)
-    full = score(tmp_path_factory, load_package(FULL), SAMPLE)
+@pytest.fixture(scope="module")
+def passes(tmp_path_factory):
+    """`passes(package folder, ids)`: whether each task passed, each (package, task) run once per module: a run is
+    a seeded function of both (seed 0, sample 0, each in a workspace of its own), so the sample test and the
+    every-task test read the same runs instead of running the sample's 12 twice."""
+    done: dict[tuple[Path, str], bool] = {}
+
+    def results(folder: Path, ids) -> dict[str, bool]:
+        missing = [i for i in ids if (folder, i) not in done]
+        if missing:
+            done.update({(folder, k): v for k, v in score(tmp_path_factory, load_package(folder), missing).items()})
+        return {i: done[(folder, i)] for i in ids}
+
+    return results
+
+
+def test_starter_fails_and_full_skill_passes_on_a_sample(passes):
+    starter = passes(STARTER, SAMPLE)
+    full = passes(FULL, SAMPLE)
     assert sum(starter.values()) == 0, starter
     assert sum(full.values()) >= len(SAMPLE) - 1, full
 
 
 @pytest.mark.slow
-def test_starter_scores_low_and_full_skill_high_on_every_task(tmp_path_factory):
+def test_starter_scores_low_and_full_skill_high_on_every_task(passes):
     ids = [t["id"] for t in TASKS]
-    starter = score(tmp_path_factory, load_package(STARTER), ids)
-    full = score(tmp_path_factory, load_package(FULL), ids)
+    starter = passes(STARTER, ids)
+    full = passes(FULL, ids)
     assert sum(starter.values()) / len(ids) <= 0.25, starter
     assert sum(full.values()) / len(ids) >= 0.85, full
 
