@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from typing import Iterator
 import pytest
 
 FIXED_DATE = "2026-01-01T00:00:00+00:00"
+_ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
@@ -74,6 +76,32 @@ def hermetic_env(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     yield
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel built from a copy of the source (the build must not write into the working tree), once per
+    worker: tests/test_packaging.py and tests/test_provenance.py only read it (a module fixture of one, imported by
+    the other, built it twice)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src, dist = tmp / "src", tmp / "dist"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*")
+    for name in ("pyproject.toml", "README.md", "LICENSE", "skillgit", "templates", "hooks", "examples"):
+        path = _ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=ignore)
+        elif path.is_file():
+            src.mkdir(exist_ok=True)
+            shutil.copy2(path, src / name)
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        # No index reachable for the isolated build's setuptools: build with what this environment has.
+        retry = subprocess.run([*cmd, "--no-build-isolation"], capture_output=True, text=True, timeout=600)
+        assert retry.returncode == 0, f"wheel build failed:\n{proc.stderr}\n--- without isolation:\n{retry.stderr}"
+    wheels = sorted(dist.glob("skillgit-*.whl"))
+    assert len(wheels) == 1
+    return wheels[0]
 
 
 def git(cwd: Path, *args: str, check: bool = True) -> str:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -30,30 +29,6 @@ def test_editable_install_resolves_templates_and_hooks():
     assert hooks.resolve() == (ROOT / "hooks").resolve()
     assert (templates / "skillgit.yaml").is_file() and (hooks / "pre-push").is_file()
     assert sorted((templates / "prompts").glob("*.md")), "no prompt templates found"
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """Build the wheel from a copy of the source (the build must not write into the working tree)."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    src, dist = tmp / "src", tmp / "dist"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*")
-    for name in ("pyproject.toml", "README.md", "LICENSE", "skillgit", "templates", "hooks", "examples"):
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, src / name, ignore=ignore)
-        elif path.is_file():
-            src.mkdir(exist_ok=True)
-            shutil.copy2(path, src / name)
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        # No index reachable for the isolated build's setuptools: build with what this environment has.
-        retry = subprocess.run([*cmd, "--no-build-isolation"], capture_output=True, text=True, timeout=600)
-        assert retry.returncode == 0, f"wheel build failed:\n{proc.stderr}\n--- without isolation:\n{retry.stderr}"
-    wheels = sorted(dist.glob("skillgit-*.whl"))
-    assert len(wheels) == 1
-    return wheels[0]
 
 
 @pytest.mark.slow  # building the wheel takes about 10 s

@@ -21,7 +21,6 @@ import pytest
 
 from skillgit.provenance import EXTRAS, Source, _installed_is_checkout, _pin_checkout, from_direct_url, source
 from tests.conftest import git
-from tests.test_packaging import wheel  # noqa: F401  (a fixture: the wheel built from this source)
 
 ROOT = Path(__file__).resolve().parents[1]
 C = "0123456789abcdef" * 2 + "01234567"  # a 40-hex commit
@@ -146,7 +145,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture
-def served(wheel, tmp_path):  # noqa: F811
+def served(wheel, tmp_path):
     """The built wheel on an HTTP server bound to 127.0.0.1; yields its URL."""
     folder = tmp_path / "served"
     folder.mkdir()
@@ -168,7 +167,7 @@ def _pip_target(target: Path, requirement: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow  # builds the wheel (~10 s) and installs it three times
 def test_a_wheel_installed_from_its_url_names_itself_by_url_and_hash_and_pip_installs_exactly_that(
-        served, wheel, tmp_path):  # noqa: F811
+        served, wheel, tmp_path):
     first = tmp_path / "first"
     assert _pip_target(first, f"skillgit @ {served}").returncode == 0
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(first), sysconfig.get_paths()["purelib"]])}
