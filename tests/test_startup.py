@@ -104,3 +104,42 @@ def test_status_imports_its_sparkline_but_not_the_report_page(tmp_path):
     for heavy in ("skillgit.report.charts", "skillgit.report.html", "skillgit.report.svg", *NOT_READ,
                   *(m for m in TRAINING if m != "skillgit.report")):
         assert not loaded(modules, heavy), f"`skillgit status` imported {heavy}"
+
+
+# `python -m skillgit.world.agent` as a rollout runs it; its stream-json goes to stdout, the modules to stderr.
+AGENT_PROBE = """
+import json, runpy, sys
+sys.argv = ["skillgit.world.agent", *json.loads(sys.argv[1])]
+try:
+    runpy.run_module("skillgit.world.agent", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    code = exc.code
+sys.stderr.write("\\nMODULES " + json.dumps({"code": code, "modules": sorted(sys.modules)}) + "\\n")
+"""
+
+
+def test_the_simulated_coding_agent_imports_only_the_coding_world(tmp_path):
+    """The simulated coding agent starts once per rollout of every agentic run on the simulated world (the
+    `--agentic` demo: 112 starts in 3 steps): it needs the coding world, not the text world's student, teacher,
+    probes and benchmark table, which `import skillgit.world` loaded eagerly (~11 ms of CPU a start)."""
+    import shutil
+
+    from skillgit.resources import example_dir
+
+    example = example_dir("agentic")
+    shutil.copytree(example / "repos" / "textkit", tmp_path / "ws")
+    shutil.copytree(example / "reference_skill", tmp_path / "ws" / ".claude" / "skills" / "house")
+    prompt = json.loads((example / "tasks.jsonl").read_text().splitlines()[0])["prompt"]
+    env = {k: v for k, v in os.environ.items() if k not in COVERAGE_VARIABLES}
+    args = ["--seed", "0", "--sample", "0", "--output-format", "stream-json", prompt]
+    proc = subprocess.run([sys.executable, "-c", AGENT_PROBE, json.dumps(args)], cwd=tmp_path / "ws",
+                          capture_output=True, text=True, timeout=120, env=env)
+    data = json.loads(proc.stderr.rpartition("\nMODULES ")[2] or "{}")
+    assert data.get("code") in (0, None), proc.stderr[-2000:]
+    assert json.loads(proc.stdout.splitlines()[-1])["type"] == "result"  # it really worked on the task
+    assert "def slugify" in (tmp_path / "ws" / "textkit" / "strings.py").read_text()
+    modules = set(data["modules"])
+    assert loaded(modules, "skillgit.world.coding")
+    for other in ("skillgit.world.climb", "skillgit.world.student", "skillgit.world.teacher",
+                  "skillgit.world.probing", "skillgit.world.tasks", "skillgit.llm"):
+        assert not loaded(modules, other), f"the simulated coding agent imported {other}"

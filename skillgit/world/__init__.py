@@ -25,22 +25,49 @@ Public API:
 min_fields, max_fields, dilution_lines, dilution_per_line, vague_rate, harmful_rate, off_target_rate).
 """
 
-from skillgit.world.climb import ClimbResult, hill_climb
-from skillgit.world.rules import RULES, read_skill
-from skillgit.world.student import SimulatedStudentLLM
-from skillgit.world.tasks import (
-                                  SIMULATED_MODEL,
-                                  all_rules_skill,
-                                  default_skill,
-                                  describe,
-                                  generate_tasks,
-                                  hidden_rules,
-                                  hurtful_concepts,
-                                  reference_score,
-                                  write_tasks,
-)
-from skillgit.world.teacher import SimulatedTeacher
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skillgit.world.climb import ClimbResult, hill_climb
+    from skillgit.world.rules import RULES, read_skill
+    from skillgit.world.student import SimulatedStudentLLM
+    from skillgit.world.tasks import (
+                                      SIMULATED_MODEL,
+                                      all_rules_skill,
+                                      default_skill,
+                                      describe,
+                                      generate_tasks,
+                                      hidden_rules,
+                                      hurtful_concepts,
+                                      reference_score,
+                                      write_tasks,
+    )
+    from skillgit.world.teacher import SimulatedTeacher
+
+# Each public name and the module it lives in, imported on first use: the simulated coding agent
+# (`python -m skillgit.world.agent`, started once per rollout) and the agent teacher import this package first, and
+# need none of these (the benchmark table alone, climb.py, imports the student, the teacher and the probes).
+_WHERE = {"ClimbResult": "climb", "hill_climb": "climb", "RULES": "rules", "read_skill": "rules",
+          "SimulatedStudentLLM": "student", "SimulatedTeacher": "teacher",
+          **dict.fromkeys(("SIMULATED_MODEL", "all_rules_skill", "default_skill", "describe", "generate_tasks",
+                           "hidden_rules", "hurtful_concepts", "reference_score", "write_tasks"), "tasks")}
 
 __all__ = ["SimulatedStudentLLM", "SimulatedTeacher", "generate_tasks", "default_skill", "all_rules_skill",
            "describe", "hidden_rules", "hurtful_concepts", "reference_score", "read_skill", "RULES", "hill_climb",
            "ClimbResult", "write_tasks", "SIMULATED_MODEL"]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
