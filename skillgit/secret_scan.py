@@ -38,6 +38,7 @@ _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.
 _RUN_MAP = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
 _RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a run (the scanner finds them with `_RUN_START` and the next space)
 _RUN_START = b"a" * MIN_RUN
+RUN_MEMO_SIZE = 16384  # runs whose detectors a scanner remembers (paths and names recur); emptied when full
 # after a secret word: within a name's length an assignment operator (gitleaks' set, plus JSON-escaped quotes)
 _WORD_TAIL = rb"""(?P<nm>[ \t\w.\-]{0,30}?)[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)"""
 # name characters → "a", the rest → " ": a name's start is found with bytes.rfind, not a backtracking regex
@@ -248,6 +249,7 @@ class Scanner:
         # a keyword of three characters or fewer (`sk`, `s.`, `ey`) is inside many words: only where a token starts
         short, long = [k for k in run if len(k) <= 3], [k for k in run if len(k) > 3]
         self.run_re = re.compile(run_trie(short, long).encode())
+        self._run_memo: dict[bytes, tuple[Detector, ...]] = {}
 
     def spans(self, text: str) -> list[tuple[int, int, int]]:
         raw = text.encode("ascii", "replace")  # one byte per character: byte offsets are text offsets
@@ -319,18 +321,33 @@ class Scanner:
                     hits.run(det, kw.start(), (det.pattern.match(text, kw.start()),))
 
     def _runs(self, raw: bytes, low: bytes, hits: _Hits) -> None:
-        text, n, search = hits.text, len(hits.text), self.run_re.search
+        text, n, rules_of, memo = hits.text, len(hits.text), self._run_detectors, self._run_memo
         runs = raw.translate(_RUN_MAP)
         lo = runs.find(_RUN_START)  # the runs, as `_RUN` finds them: a substring search is ~3× its regex scan
         while lo >= 0:
             hi = runs.find(b" ", lo)
             hi = n if hi < 0 else hi
-            kw = search(low, lo, hi)  # most runs hold no keyword: one search, no iterator
-            while kw is not None:
-                for det in self.run_rules.get(kw.group().decode(), ()):
-                    hits.run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
-                kw = search(low, kw.end(), hi)
+            run = low[lo:hi]
+            dets = memo.get(run)
+            if dets is None:
+                dets = rules_of(run)
+                if len(memo) >= RUN_MEMO_SIZE:
+                    memo.clear()
+                memo[run] = dets
+            for det in dets:
+                hits.run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
             lo = runs.find(_RUN_START, hi)
+
+    def _run_detectors(self, run: bytes) -> tuple[Detector, ...]:
+        """The detectors of the run keywords in `run` (a whole run, lower-cased), in the order its keywords are
+        found, each once. It depends on the run's characters only: what precedes a run is no token character (or
+        nothing), which the short keywords' look-behind reads alike, so a run's detectors are remembered."""
+        search, found = self.run_re.search, {}
+        kw = search(run)  # most runs hold no keyword: one search, no iterator
+        while kw is not None:
+            found.update(dict.fromkeys(self.run_rules.get(kw.group().decode(), ())))
+            kw = search(run, kw.end())
+        return tuple(found)
 
 
 def _by_keyword(rules: Iterable[tuple[bytes, Detector]]) -> tuple[tuple[bytes, tuple[Detector, ...]], ...]:
