@@ -19,7 +19,8 @@ Contract
   search), then a trie of the run keywords over those runs only (keywords of ≤ 3 characters only where a token
   starts); and a substring test per text keyword (keywords sharing a part are tested for it first). A detector runs
   only where a pass put it, once per place.
-- `mask(text, spans, token)` merges overlapping spans and replaces each with `token`, after its kept prefix.
+- `mask(text, spans, token)` merges overlapping spans and replaces each with `token`, after its kept prefix (and
+  can say which parts it replaced).
 Every pattern is Python `re`; nothing here raises on any input text (a pattern error is a bug in the table).
 """
 
@@ -402,10 +403,12 @@ class _Hits:
                 self.found.append((span[0], span[1], max(0, min(keep, span[1] - span[0] - 1))))
 
 
-def mask(text: str, spans: list[tuple[int, int, int]], token: str) -> tuple[str, int]:
+def mask(text: str, spans: list[tuple[int, int, int]], token: str,
+         replaced: list[tuple[int, int, int]] | None = None) -> tuple[str, int]:
     """`text` with every span replaced by `token` after its kept prefix (overlapping spans merged), and how many.
     Where spans start together the longest kept prefix wins (`ghp_***`), except a span that keeps -1 characters
-    (a known secret value), which keeps none."""
+    (a known secret value), which keeps none. `replaced`, when given, gets (start, end, len(token)) of each part
+    of `text` that was replaced, in order."""
     if not spans:
         return text, 0
     spans.sort(key=lambda s: (s[0], s[2] != -1, -s[2], -s[1]))
@@ -419,5 +422,7 @@ def mask(text: str, spans: list[tuple[int, int, int]], token: str) -> tuple[str,
     for start, end, keep in merged:
         out += [text[pos:start + max(keep, 0)], token]
         pos = end
+        if replaced is not None:
+            replaced.append((start + max(keep, 0), end, len(token)))
     out.append(text[pos:])
     return "".join(out), len(merged)
