@@ -15,8 +15,9 @@ Contracts:
   commands, paths, outputs, cwd, file path, branch, remote) went through `scrub`; ids and counts are kept. An
   output a reader cut (`ToolResult.cut`: head, marker, tail) is scrubbed with the raw margins around its cut, so a
   secret the cut split (a credential's name in the part cut, its value at the tail's start; a known value cut in
-  two) is masked on the side that is kept; the margins are dropped, except what a mask reaching into one covers
-  (scrubbed). Only what is kept is scanned (plus the margins), never the text the reader cut. A tool summary the
+  two) is masked on the side that is kept; the margins are dropped, masks lying wholly in one with them, except
+  what a mask lying across a cut covers (scrubbed), so an excerpt never shows more than its limit plus such a
+  mask, and its "[N chars cut]" counts what it neither shows nor masks. Only what is kept is scanned (plus the margins), never the text the reader cut. A tool summary the
   reader cut (it ends in "…") that ends in the first `CUT_PARTIAL` or more characters of a known secret value has
   them masked (the cut split the value; the command itself is kept and scrubbed whole).
 - `build_scrubber` raises `ConfigError` for an extra pattern that is not a valid regex, naming the pattern.
