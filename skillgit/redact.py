@@ -315,7 +315,7 @@ def redact_resolved(text: str, secrets: tuple[str, ...],
                     replaced: list[tuple[int, int, int]] | None = None) -> tuple[str, int]:
     """`redact_count(text, …)` with the values `resolve_secrets` returned (values and shapes masked). `replaced`,
     when given, gets (start, end, length of what replaced it) of each part of `text` that was masked."""
-    return _redact_values(text, secrets, replaced=replaced) if text else (text, 0)
+    return _redact_values(text, secrets, True, replaced) if text else (text, 0)
 
 
 def redact(text: str, extra_secrets: Iterable[str | None] = (), *, shapes: bool = True) -> str:

@@ -17,9 +17,10 @@ Contracts:
   secret the cut split (a credential's name in the part cut, its value at the tail's start; a known value cut in
   two) is masked on the side that is kept; the margins are dropped, masks lying wholly in one with them, except
   what a mask lying across a cut covers (scrubbed), so an excerpt never shows more than its limit plus such a
-  mask, and its "[N chars cut]" counts what it neither shows nor masks. Only what is kept is scanned (plus the margins), never the text the reader cut. A tool summary the
-  reader cut (it ends in "…") that ends in the first `CUT_PARTIAL` or more characters of a known secret value has
-  them masked (the cut split the value; the command itself is kept and scrubbed whole).
+  mask, and its "[N chars cut]" counts what it neither shows nor masks. Only what is kept is scanned (plus the
+  margins), never the text the reader cut. A tool summary the reader cut (it ends in "…") that ends in the first
+  `CUT_PARTIAL` or more characters of a known secret value has them masked (the cut split the value; the command
+  itself is kept and scrubbed whole).
 - `build_scrubber` raises `ConfigError` for an extra pattern that is not a valid regex, naming the pattern.
 - Speed: each category runs only when a literal it needs occurs (`@`, `/home/`, `Users`, `/root`, a home's
   path), and every pattern starts with a literal the regex engine can skip to. A string of at most `MEMO_CHARS`
@@ -184,10 +185,10 @@ class Scrubber:
                     stages: list[list[tuple[int, int, int]]] | None = None) -> str:
         """`_scrub` without the memo. `stages`, when given, gets for each step that masked something the parts it
         replaced, as (start, end, length of the mask) in the text that step was given (see `_at`)."""
-        text, n = redact_resolved(text, secrets, _stage(stages))
+        text, n = redact_resolved(text, secrets, None if stages is None else _stage(stages))
         counts[0] += n
         if "@" in text:
-            text, n = _mask_emails(text, _stage(stages))
+            text, n = _mask_emails(text, None if stages is None else _stage(stages))
             counts[1] += n
         for home, pattern in self._homes:
             if home in text:
@@ -220,14 +221,12 @@ class Scrubber:
             return self._scrub(output, secrets, counts)  # not the reader's excerpt: scrubbed as it is
         marker, tail = rest[:end + 3], rest[end + 3:]
         raw = head + after + marker + before + tail
-        scrubbed = self._scrub(raw, secrets, counts)
+        stages: list[list[tuple[int, int, int]]] = []  # where each step masked (no memo: an excerpt is one of a kind)
+        scrubbed = self._scrub_once(raw, secrets, counts, stages)
         if scrubbed is raw:  # nothing masked (scrubbing returns the very string it was given): the margins go
             return output
         if scrubbed.count(marker) != 1:  # a mask swallowed the cut (a key block across it): all of it is masked
             return scrubbed
-        stages: list[list[tuple[int, int, int]]] = []  # where it masked, once more (rare; counted once)
-        if self._scrub_once(raw, secrets, [0, 0, 0, 0], stages) != scrubbed:
-            return scrubbed  # pragma: no cover - never expected: all of it, scrubbed, as when the cut was swallowed
         at_marker = head_len + len(after)
         at_tail = at_marker + len(marker) + len(before)
         left, shown_to = _at(stages, head_len, after_masks=True)  # after a mask lying across the head's cut
