@@ -115,3 +115,13 @@ def test_a_kept_excerpt_stays_within_its_limit_and_counts_what_it_drops(pieces, 
     # no secret's tell-tale part is kept
     assert "I9j0K1" not in kept and "abcdefghijABCDEFGHIJ" not in kept and "hunter2" not in kept
     assert 0 <= cut <= len(output) - len(head.replace("***", "").replace("<email>", "").replace("~/", ""))
+
+
+def test_a_value_right_after_the_name_a_preview_ends_with_is_shown_masked():
+    # the cut falls between `api_key = '` and its value: the mask touching the cut is kept (it says what was there)
+    at = PREVIEW_CHARS - len("\napi_key = '")
+    value = "Zq8Rk2Lw9Xv4Tn7P"
+    output = _filler(at) + "\napi_key = '" + value + "'\n" + _filler(3000, "d")
+    head, cut, _ = _parts(_kept(output))
+    assert head == output[:PREVIEW_CHARS] + "***" and value[:6] not in _kept(output)
+    assert cut == len(output) - PREVIEW_CHARS - len(value)

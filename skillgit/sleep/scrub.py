@@ -15,12 +15,12 @@ Contracts:
   commands, paths, outputs, cwd, file path, branch, remote) went through `scrub`; ids and counts are kept. An
   output a reader cut (`ToolResult.cut`: head, marker, tail) is scrubbed with the raw margins around its cut, so a
   secret the cut split (a credential's name in the part cut, its value at the tail's start; a known value cut in
-  two) is masked on the side that is kept; the margins are dropped, masks lying wholly in one with them, except
-  what a mask lying across a cut covers (scrubbed), so an excerpt never shows more than its limit plus such a
-  mask, and its "[N chars cut]" counts what it neither shows nor masks. Only what is kept is scanned (plus the
-  margins), never the text the reader cut. A tool summary the reader cut (it ends in "…") that ends in the first
-  `CUT_PARTIAL` or more characters of a known secret value has them masked (the cut split the value; the command
-  itself is kept and scrubbed whole).
+  two) is masked on the side that is kept; the margins are dropped, masks lying in one apart from the cut with
+  them, except what a mask lying across (or touching) a cut covers (scrubbed), so an excerpt never shows more
+  than its limit plus such a mask, and its "[N chars cut]" counts what it neither shows nor masks. Only what is
+  kept is scanned (plus the margins), never the text the reader cut. A tool summary the reader cut (it ends in
+  "…") that ends in the first `CUT_PARTIAL` or more characters of a known secret value has them masked (the cut
+  split the value; the command itself is kept and scrubbed whole).
 - `build_scrubber` raises `ConfigError` for an extra pattern that is not a valid regex, naming the pattern.
 - Speed: each category runs only when a literal it needs occurs (`@`, `/home/`, `Users`, `/root`, a home's
   path), and every pattern starts with a literal the regex engine can skip to. A string of at most `MEMO_CHARS`
@@ -231,8 +231,8 @@ class Scrubber:
         at_tail = at_marker + len(marker) + len(before)
         left, shown_to = _at(stages, head_len, after_masks=True)  # after a mask lying across the head's cut
         right, shown_from = _at(stages, at_tail, after_masks=False)  # before one lying across the tail's
-        starts = _at(stages, at_marker, after_masks=False)[0]
-        ends = _at(stages, at_marker + len(marker), after_masks=True)[0]
+        starts = _at(stages, at_marker, after_masks=True)[0]  # the marker is no cut: a mask ending or starting at
+        ends = _at(stages, at_marker + len(marker), after_masks=False)[0]  # it stays on its side
         if not left <= starts <= ends <= right or scrubbed[starts:ends] != marker:
             return scrubbed  # pragma: no cover - a mask in the marker was ruled out above
         counted = _MARKER.fullmatch(marker)
@@ -374,8 +374,9 @@ def _subn(pattern: re.Pattern[str], repl: Any, text: str,
 
 def _at(stages: list[list[tuple[int, int, int]]], raw_at: int, *, after_masks: bool) -> tuple[int, int]:
     """Where a cut at `raw_at` in the raw text falls in the scrubbed text, and the raw position the kept side then
-    reaches. A mask lying across the cut goes with the kept side: `after_masks` (the head's cut) lands the cut
-    after such a mask, otherwise (the tail's cut) before it; a mask wholly past the cut is dropped with the margin.
+    reaches. A mask lying across the cut, or touching it from the margin's side (a value right after a name the
+    head ends with), goes with the kept side: `after_masks` (the head's cut) lands the cut after such a mask,
+    otherwise (the tail's cut) before it; a mask lying in the margin apart from the cut is dropped with it.
     `stages` are the scrubbing steps' replaced parts, (start, end, length of the mask) in the text each step got."""
     at = raw_at
     for parts in stages:
@@ -389,9 +390,9 @@ def _at(stages: list[list[tuple[int, int, int]]], raw_at: int, *, after_masks: b
 def _forward(parts: list[tuple[int, int, int]], at: int, after_masks: bool) -> int:
     shift = 0
     for start, end, size in parts:
-        if start >= at:
+        if start > at if after_masks else start >= at:
             break
-        if at < end:  # across the cut
+        if at < end if after_masks else at <= end:  # across the cut, or touching it from the dropped side
             return start + shift + (size if after_masks else 0)
         shift += size - (end - start)
     return at + shift
