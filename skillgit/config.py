@@ -482,7 +482,10 @@ def config_from_dict(data: dict[str, Any] | None) -> Config:
     return cfg
 
 
-def _read_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
+def _read_file(path: Path, chain: tuple[Path, ...], read: list[tuple[Path, dict[str, Any]]] | None = None
+               ) -> dict[str, Any]:
+    """The file's data merged over its `_base_` files'; `read` (when given) gets each file of the chain with its own
+    data, in merge order (bases first), parsed once (`config_layers` marks where each key came from)."""
     path = path.resolve()
     if path in chain:
         loop = " -> ".join(os.path.relpath(p, chain[0].parent) for p in (*chain[chain.index(path):], path))
@@ -511,8 +514,11 @@ def _read_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
                           "e.g. `_base_: ../base.yaml`")
     merged: dict[str, Any] = {}
     for base in bases:
-        merged = _deep_merge(merged, _read_file(path.parent / Path(base).expanduser(), (*chain, path)))
-    return _deep_merge(merged, _normalize(data))
+        merged = _deep_merge(merged, _read_file(path.parent / Path(base).expanduser(), (*chain, path), read))
+    own = _normalize(data)
+    if read is not None:
+        read.append((path, own))
+    return _deep_merge(merged, own)
 
 
 # ---------------------------------------------------------------------------------------------- overrides
