@@ -17,8 +17,9 @@ Contract
   assignment operator, and the word rules' keywords followed by a space (one search finds the places of both);
   `--` flags holding a word; runs of at least `MIN_RUN` token characters (a byte translation and a substring
   search), then a trie of the run keywords over those runs only (keywords of ≤ 3 characters only where a token
-  starts); and a substring test per text keyword (keywords sharing a part are tested for it first). A detector runs
-  only where a pass put it, once per place.
+  starts; a run's detectors depend on its characters only and are remembered, `RUN_MEMO_SIZE` runs at most); and
+  a substring test per text keyword (keywords sharing a part are tested for it first). A detector runs only where a
+  pass put it, once per place.
 - `mask(text, spans, token)` merges overlapping spans and replaces each with `token`, after its kept prefix (and
   can say which parts it replaced).
 Every pattern is Python `re`; nothing here raises on any input text (a pattern error is a bug in the table).
