@@ -16,6 +16,9 @@ run takes minutes on two cores. Measured:
   then best and median of 7 (target ≤ 0.25 s); `log --json`; and `log` and `status` with their caches deleted
   before each run (what they pay after a ref the run did not move moved);
 - start-up: `skillgit --help` (target ≤ 0.2 s) and `skillgit --version`, best and median of 7;
+- the instructions `log`, `status` and `--help` execute (valgrind's cachegrind, when installed: a count a busy
+  machine does not change) against the floor every read command shares: the interpreter with typer, GitPython and
+  PyYAML imported;
 - the size of .git (bytes and disk blocks; target ≤ 10 MB before gc, issue 22) and its loose objects;
 - refs before and after `skillgit gc` (also the CLI), and `skillgit log` again after it.
 The CLI runs as an installed skillgit does: with its .pyc files (one untimed run writes them first, even where
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -127,6 +131,28 @@ def miss_seconds(folder: Path, *args: str, repeat: int = 7) -> tuple[float, floa
             (folder / ".git" / "skillgit" / "cache" / name).unlink(missing_ok=True)
         times.append(first_seconds(folder, *args)[0])
     return min(times), statistics.median(times)
+
+
+# What every read command imports before skillgit's own code runs: the interpreter, typer, GitPython and PyYAML.
+FLOOR = "import typer, git, yaml"
+
+
+def instructions(folder: Path, *args: str) -> int | None:
+    """Instructions one `python ARGS` executes in `folder` (valgrind's cachegrind, the process itself without its
+    git children): the same on a busy machine as on an idle one, unlike its seconds. None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    proc = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                           sys.executable, *args], cwd=folder, capture_output=True, text=True, env=_ENV)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+    return int(found.group(1).replace(",", "")) if proc.returncode == 0 and found else None
+
+
+def instruction_counts(folder: Path) -> dict[str, int | None]:
+    """`log`, `status` and `--help` (cache hits, their .pyc written) and the floor they share (`FLOOR`)."""
+    return {"log": instructions(folder, "-m", "skillgit", "log"),
+            "status": instructions(folder, "-m", "skillgit", "status"),
+            "help": instructions(folder, "-m", "skillgit", "--help"), "floor": instructions(folder, "-c", FLOOR)}
 
 
 def ref_counts(folder: Path) -> dict[str, int]:
@@ -301,6 +327,7 @@ def main(argv: list[str] | None = None) -> dict:
         miss_log_s, miss_log_median_s = miss_seconds(folder, "log", repeat=repeat)
         miss_status_s, miss_status_median_s = miss_seconds(folder, "status", repeat=repeat)
         first_seconds(folder, "log"), first_seconds(folder, "status")  # (their caches again, as the run left them)
+        counts = {} if a.quick else instruction_counts(folder)  # (valgrind: ~10 s a count)
         git_size = dir_size(folder / ".git")
         parts = git_parts(folder / ".git")
         objs = objects(folder)
@@ -335,7 +362,7 @@ def main(argv: list[str] | None = None) -> dict:
             "log_after_gc_s": round(log_after_s, 3), "log_after_gc_median_s": round(log_after_median_s, 3),
             "help_s": round(help_s, 3), "help_median_s": round(help_median_s, 3),
             "version_s": round(version_s, 3), "version_median_s": round(version_median_s, 3),
-            "gc_s": round(gc_s, 3),
+            "gc_s": round(gc_s, 3), "instructions": counts,
             "git_dir": {"before_run": size_before, "after_run": git_size, "after_gc": size_after_gc,
                         "objects": objs, "parts": parts, "journal_wal_while_open": open_wal},
             "refs": {"before_gc": refs_before, "after_gc": refs_after},
@@ -369,6 +396,12 @@ def main(argv: list[str] | None = None) -> dict:
           f"{miss_log_s:.2f}/{miss_log_median_s:.2f} s, status {miss_status_s:.2f}/{miss_status_median_s:.2f} s")
     print(f"start-up (best/median of {repeat}): skillgit --help {help_s:.3f}/{help_median_s:.3f} s (target ≤ 0.2 s), "
           f"--version {version_s:.3f}/{version_median_s:.3f} s")
+    if counts and all(counts.values()):
+        n = {k: v / 1e6 for k, v in counts.items() if v}
+        print(f"instructions (cachegrind: the same on a busy machine): log {n['log']:.0f} M, status "
+              f"{n['status']:.0f} M, --help {n['help']:.0f} M; the floor they share (python + typer + GitPython + "
+              f"PyYAML imports) {n['floor']:.0f} M: log ×{n['log'] / n['floor']:.2f}, status "
+              f"×{n['status'] / n['floor']:.2f}")
     print(f".git: {git_size['bytes'] / 1e6:.1f} MB in files, {git_size['disk'] / 1e6:.1f} MB on disk, "
           f"{objs['loose']} loose objects (target ≤ 10 MB); after gc {size_after_gc['disk'] / 1e6:.1f} MB on disk")
     print("  of which " + ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in parts.items())

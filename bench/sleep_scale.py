@@ -371,13 +371,15 @@ def main() -> None:
                 say(f"baseline miner ({args.baseline}) at {n} requests …")
                 rows.append(measure("miner", n, args.seed, args.timeout, code=args.baseline.resolve()))
     harvest_n = 4 if args.quick else args.harvest
-    harvest_rows = []
+    harvest_row = None  # the JSON's "harvest" is this row only, never a before/after row (--harvest 0)
     if harvest_n:
         say(f"harvest of {harvest_n} session files …")
-        harvest_rows.append(measure("harvest", harvest_n, args.seed, args.timeout))
+        harvest_row = measure("harvest", harvest_n, args.seed, args.timeout)
+    pair_rows = []
     if args.baseline and args.harvest_baseline:
-        harvest_rows += harvest_pair(args.harvest_baseline, args.seed, args.baseline.resolve(), args.timeout,
-                                     args.harvest_repeats)
+        pair_rows = harvest_pair(args.harvest_baseline, args.seed, args.baseline.resolve(), args.timeout,
+                                 args.harvest_repeats)
+    harvest_rows = ([harvest_row] if harvest_row else []) + pair_rows
     compare(rows, sizes)
     for row in rows:
         row.pop("members", None)
@@ -401,8 +403,7 @@ def main() -> None:
                                    ("same_output", "same output as baseline", ""),
                                    ("same_fixtures", "same on fixtures", ""), ("note", "note", "")]))
     write_result("sleep_scale", {"sizes": sizes, "seed": args.seed, "rows": rows,
-                                 "harvest": harvest_rows[0] if harvest_rows else None,
-                                 "harvest_before_after": harvest_rows[1:]}, args.out)
+                                 "harvest": harvest_row, "harvest_before_after": pair_rows}, args.out)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ from skillgit.proposer_table import ProposerScheduleCfg
 # ---------------------------------------------------------------------------------------------- schema
 @dataclass(frozen=True)
 class SkillCfg:
+    """`skill:` — the skill file or package, the branch it trains on, and its size limits."""
+
     path: str = "SKILL.md"  # relative to the repository root; a folder is a skill package (SKILL.md, references/…)
     branch: str = "main"  # the skill branch; only ever fast-forwarded to gate-accepted candidates
     allow_front_matter_edits: bool = False
@@ -49,6 +51,8 @@ class SkillCfg:
 
 @dataclass(frozen=True)
 class CommandCfg:
+    """`model.<role>.command:` — how a command or agent backend runs its CLI (preset, argv, permissions)."""
+
     # command backend: claude | codex | generic; agent backend: claude | codex | copilot | opencode | simulated |
     # generic
     preset: str = "generic"
@@ -71,13 +75,17 @@ class CommandCfg:
 
 
 @dataclass(frozen=True)
-class HandoffCfg:  # teacher_backend: handoff (skillgit/llm/handoff.py)
+class HandoffCfg:
+    """`model.teacher.handoff:` — where a handoff teacher (skillgit/llm/handoff.py) exchanges its prompts."""
+
     dir: str = ""  # relative to the repository root, inside it; empty: <git dir>/skillgit/handoff
     wait_s: float = 0.0  # wait this long for each answer, then stop (exit 5); `skillgit train` resumes
 
 
 @dataclass(frozen=True)
 class BackendCfg:
+    """`model.teacher:` / `model.student:` — one role's endpoint, sampling, retries and concurrency."""
+
     base_url: str | None = None  # OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LM Studio) and proxies
     api_key_env: str | None = None  # name of the variable holding the key; backend default when None
     api: str = "chat"  # chat | responses (openai)
@@ -126,6 +134,8 @@ class SimulatedCfg:
 
 @dataclass(frozen=True)
 class ModelCfg:
+    """`model:` — which backend and model play teacher and student, and each role's settings."""
+
     teacher_backend: str = "simulated"  # simulated | openai | azure | anthropic | agent | handoff
     teacher_model: str = "sim-teacher"
     student_backend: str = "simulated"  # simulated | openai | azure | anthropic | command
@@ -137,6 +147,8 @@ class ModelCfg:
 
 @dataclass(frozen=True)
 class TrainCfg:
+    """`train:` — epochs, batch size, a step cap and the run's seed."""
+
     num_epochs: int = 4
     batch_size: int = 40
     max_steps: int | None = None
@@ -145,6 +157,8 @@ class TrainCfg:
 
 @dataclass(frozen=True)
 class GradientCfg:
+    """`gradient:` — how reflection splits a batch into minibatches and merges their proposals."""
+
     minibatch_size: int = 8
     analyst_workers: int = 16
     merge_batch_size: int = 8
@@ -166,6 +180,8 @@ class DeepReflectCfg:
 
 @dataclass(frozen=True)
 class OptimizerCfg:
+    """`optimizer:` — the edit budget (learning rate) and its schedule, update mode, proposers and recall."""
+
     learning_rate: int = 4  # edit budget at the start of the schedule
     min_learning_rate: int = 2
     lr_scheduler: str = "cosine"  # constant | linear | cosine | autonomous
@@ -199,6 +215,8 @@ class OptimizerCfg:
 
 @dataclass(frozen=True)
 class EvaluationCfg:
+    """`evaluation:` — the gate: its modes, metric, samples, nulls and what is scored on val and test."""
+
     use_gate: bool = True
     gate_metric: str = "hard"  # hard | soft | mixed
     mixed_weight: float = 0.5  # weight of hard in mixed
@@ -259,6 +277,8 @@ class EvaluationCfg:
 
 @dataclass(frozen=True)
 class ScorerCfg:
+    """`env.scorer:` — how an answer is scored (a type of `scorers.SCORER_TYPES` and its settings)."""
+
     type: str = "exact"  # one of scorers.SCORER_TYPES (its registry)
     pattern: str | None = None  # regex
     tolerance: float = 1e-6  # numeric, absolute
@@ -273,6 +293,8 @@ class ScorerCfg:
 
 @dataclass(frozen=True)
 class EnvCfg:
+    """`env:` — the tasks, their split, the environment adapter, workers and where rollouts run."""
+
     # An environment adapter (`skillgit env list`): it reads env.tasks in its benchmark's format, runs each item
     # (one call or several turns) and scores it with the paper's metric, in place of env.scorer; None: plain tasks
     name: str | None = None
@@ -291,6 +313,8 @@ class EnvCfg:
 
 @dataclass(frozen=True)
 class BudgetCfg:
+    """`budget:` — caps on calls, tokens, cost and the agent teacher's turns and seconds over a run."""
+
     max_calls: int | None = None
     max_tokens: int | None = None
     max_cost_usd: float | None = None
@@ -300,11 +324,15 @@ class BudgetCfg:
 
 @dataclass(frozen=True)
 class PromptsCfg:
+    """`prompts:` — a folder of prompt templates that override the shipped ones."""
+
     dir: str | None = None  # a folder whose <stage>.md files override the shipped prompt templates
 
 
 @dataclass(frozen=True)
 class Config:
+    """A whole `skillgit.yaml`, resolved (`load_config`, `config_layers.load`): every section typed."""
+
     skill: SkillCfg = field(default_factory=SkillCfg)
     model: ModelCfg = field(default_factory=ModelCfg)
     train: TrainCfg = field(default_factory=TrainCfg)
@@ -482,7 +510,10 @@ def config_from_dict(data: dict[str, Any] | None) -> Config:
     return cfg
 
 
-def _read_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
+def _read_file(path: Path, chain: tuple[Path, ...], read: list[tuple[Path, dict[str, Any]]] | None = None
+               ) -> dict[str, Any]:
+    """The file's data merged over its `_base_` files'; `read` (when given) gets each file of the chain with its own
+    data, in merge order (bases first), parsed once (`config_layers` marks where each key came from)."""
     path = path.resolve()
     if path in chain:
         loop = " -> ".join(os.path.relpath(p, chain[0].parent) for p in (*chain[chain.index(path):], path))
@@ -511,8 +542,11 @@ def _read_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
                           "e.g. `_base_: ../base.yaml`")
     merged: dict[str, Any] = {}
     for base in bases:
-        merged = _deep_merge(merged, _read_file(path.parent / Path(base).expanduser(), (*chain, path)))
-    return _deep_merge(merged, _normalize(data))
+        merged = _deep_merge(merged, _read_file(path.parent / Path(base).expanduser(), (*chain, path), read))
+    own = _normalize(data)
+    if read is not None:
+        read.append((path, own))
+    return _deep_merge(merged, own)
 
 
 # ---------------------------------------------------------------------------------------------- overrides

@@ -105,20 +105,11 @@ def project_data(path: Path | None, origins: dict[str, str] | None = None,
     data = read_user_config(user) if user is not None else {}
     mark(origins, data, str(user))
     if path is not None:
-        data = config_mod._deep_merge(data, config_mod._read_file(Path(path), ()))  # checks the whole chain
-        _mark_file(Path(path), origins)
+        read: list[tuple[Path, dict[str, Any]]] = []
+        data = config_mod._deep_merge(data, config_mod._read_file(Path(path), (), read))  # checks the whole chain
+        for file, own in read:  # bases first, in list order, then the file: the order they merge in
+            mark(origins, own, str(file))
     return data
-
-
-def _mark_file(path: Path, origins: dict[str, str]) -> None:
-    """Mark the keys `path` and its `_base_` files set, in the order `config._read_file` merges them (bases first,
-    in list order, then the file). Called after `_read_file` read the same chain: no cycle, every file readable."""
-    path = path.resolve()
-    data = config_mod.yaml_load(path.read_text(encoding="utf-8"), str(path)) or {}
-    bases = data.pop("_base_", None) or []
-    for base in [bases] if isinstance(bases, str) else bases:
-        _mark_file(path.parent / Path(base).expanduser(), origins)
-    mark(origins, config_mod._normalize(data), str(path))
 
 
 _KEY_IN_MESSAGE = re.compile(r"^(?:unknown config key )?'?([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)'?[:\s]")

@@ -49,5 +49,21 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def columns(headers: list[str], rows: list[list[str] | None], right: tuple[int, ...] = ()) -> str:
+    """Aligned plain-text columns: a header line, then a line per row (`None`: a rule between sections); `right`
+    lists the right-aligned columns. Not a rich Table: rendering 1,000 rows with rich takes seconds, and the read
+    commands (`log`, `status`) would pay rich's import for it."""
+    cells = [r for r in rows if r is not None]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+    def line(row: list[str] | None) -> str:
+        if row is None:
+            return "  ".join("-" * w for w in widths)
+        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in rows)])
+
+
 def info(message: str) -> None:
     __getattr__("err").print(message)

@@ -311,9 +311,11 @@ def resolve_secrets(extra_secrets: Iterable[str | None] = ()) -> tuple[str, ...]
     return _secrets(extra_secrets)
 
 
-def redact_resolved(text: str, secrets: tuple[str, ...]) -> tuple[str, int]:
-    """`redact_count(text, …)` with the values `resolve_secrets` returned (values and shapes masked)."""
-    return _redact_values(text, secrets) if text else (text, 0)
+def redact_resolved(text: str, secrets: tuple[str, ...],
+                    replaced: list[tuple[int, int, int]] | None = None) -> tuple[str, int]:
+    """`redact_count(text, …)` with the values `resolve_secrets` returned (values and shapes masked). `replaced`,
+    when given, gets (start, end, length of what replaced it) of each part of `text` that was masked."""
+    return _redact_values(text, secrets, True, replaced) if text else (text, 0)
 
 
 def redact(text: str, extra_secrets: Iterable[str | None] = (), *, shapes: bool = True) -> str:
@@ -324,7 +326,8 @@ def redact(text: str, extra_secrets: Iterable[str | None] = (), *, shapes: bool 
     return redact_count(text, extra_secrets, shapes=shapes)[0]
 
 
-def _redact_values(text: Any, secrets: tuple[str, ...], shapes: bool = True) -> tuple[str, int]:
+def _redact_values(text: Any, secrets: tuple[str, ...], shapes: bool = True,
+                   replaced: list[tuple[int, int, int]] | None = None) -> tuple[str, int]:
     if not isinstance(text, str):
         text = str(text)
     spans: list[tuple[int, int, int]] = []
@@ -337,8 +340,11 @@ def _redact_values(text: Any, secrets: tuple[str, ...], shapes: bool = True) -> 
         try:
             spans += _get_scanner().spans(text)
         except Exception as exc:  # noqa: BLE001 - a detector bug must not leak the text it failed on
-            return f"{MASK} (text withheld: the secret scan failed with {type(exc).__name__})", 1
-    return mask(text, spans, MASK)
+            withheld = f"{MASK} (text withheld: the secret scan failed with {type(exc).__name__})"
+            if replaced is not None:
+                replaced.append((0, len(text), len(withheld)))
+            return withheld, 1
+    return mask(text, spans, MASK, replaced)
 
 
 def is_secret_key(key: str) -> bool:

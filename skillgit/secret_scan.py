@@ -17,9 +17,11 @@ Contract
   assignment operator, and the word rules' keywords followed by a space (one search finds the places of both);
   `--` flags holding a word; runs of at least `MIN_RUN` token characters (a byte translation and a substring
   search), then a trie of the run keywords over those runs only (keywords of ≤ 3 characters only where a token
-  starts); and a substring test per text keyword (keywords sharing a part are tested for it first). A detector runs
-  only where a pass put it, once per place.
-- `mask(text, spans, token)` merges overlapping spans and replaces each with `token`, after its kept prefix.
+  starts; a run's detectors depend on its characters only and are remembered, `RUN_MEMO_SIZE` runs at most); and
+  a substring test per text keyword (keywords sharing a part are tested for it first). A detector runs only where a
+  pass put it, once per place.
+- `mask(text, spans, token)` merges overlapping spans and replaces each with `token`, after its kept prefix (and
+  can say which parts it replaced).
 Every pattern is Python `re`; nothing here raises on any input text (a pattern error is a bug in the table).
 """
 
@@ -38,6 +40,7 @@ _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.
 _RUN_MAP = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
 _RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a run (the scanner finds them with `_RUN_START` and the next space)
 _RUN_START = b"a" * MIN_RUN
+RUN_MEMO_SIZE = 16384  # runs whose detectors a scanner remembers (paths and names recur); emptied when full
 # after a secret word: within a name's length an assignment operator (gitleaks' set, plus JSON-escaped quotes)
 _WORD_TAIL = rb"""(?P<nm>[ \t\w.\-]{0,30}?)[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)"""
 # name characters → "a", the rest → " ": a name's start is found with bytes.rfind, not a backtracking regex
@@ -248,6 +251,7 @@ class Scanner:
         # a keyword of three characters or fewer (`sk`, `s.`, `ey`) is inside many words: only where a token starts
         short, long = [k for k in run if len(k) <= 3], [k for k in run if len(k) > 3]
         self.run_re = re.compile(run_trie(short, long).encode())
+        self._run_memo: dict[bytes, tuple[Detector, ...]] = {}
 
     def spans(self, text: str) -> list[tuple[int, int, int]]:
         raw = text.encode("ascii", "replace")  # one byte per character: byte offsets are text offsets
@@ -319,18 +323,33 @@ class Scanner:
                     hits.run(det, kw.start(), (det.pattern.match(text, kw.start()),))
 
     def _runs(self, raw: bytes, low: bytes, hits: _Hits) -> None:
-        text, n, search = hits.text, len(hits.text), self.run_re.search
+        text, n, rules_of, memo = hits.text, len(hits.text), self._run_detectors, self._run_memo
         runs = raw.translate(_RUN_MAP)
         lo = runs.find(_RUN_START)  # the runs, as `_RUN` finds them: a substring search is ~3× its regex scan
         while lo >= 0:
             hi = runs.find(b" ", lo)
             hi = n if hi < 0 else hi
-            kw = search(low, lo, hi)  # most runs hold no keyword: one search, no iterator
-            while kw is not None:
-                for det in self.run_rules.get(kw.group().decode(), ()):
-                    hits.run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
-                kw = search(low, kw.end(), hi)
+            run = low[lo:hi]
+            dets = memo.get(run)
+            if dets is None:
+                dets = rules_of(run)
+                if len(memo) >= RUN_MEMO_SIZE:
+                    memo.clear()
+                memo[run] = dets
+            for det in dets:
+                hits.run(det, lo, det.pattern.finditer(text, max(0, lo - 4), min(n, hi + 4)))
             lo = runs.find(_RUN_START, hi)
+
+    def _run_detectors(self, run: bytes) -> tuple[Detector, ...]:
+        """The detectors of the run keywords in `run` (a whole run, lower-cased), in the order its keywords are
+        found, each once. It depends on the run's characters only: what precedes a run is no token character (or
+        nothing), which the short keywords' look-behind reads alike, so a run's detectors are remembered."""
+        search, found = self.run_re.search, {}
+        kw = search(run)  # most runs hold no keyword: one search, no iterator
+        while kw is not None:
+            found.update(dict.fromkeys(self.run_rules.get(kw.group().decode(), ())))
+            kw = search(run, kw.end())
+        return tuple(found)
 
 
 def _by_keyword(rules: Iterable[tuple[bytes, Detector]]) -> tuple[tuple[bytes, tuple[Detector, ...]], ...]:
@@ -385,10 +404,12 @@ class _Hits:
                 self.found.append((span[0], span[1], max(0, min(keep, span[1] - span[0] - 1))))
 
 
-def mask(text: str, spans: list[tuple[int, int, int]], token: str) -> tuple[str, int]:
+def mask(text: str, spans: list[tuple[int, int, int]], token: str,
+         replaced: list[tuple[int, int, int]] | None = None) -> tuple[str, int]:
     """`text` with every span replaced by `token` after its kept prefix (overlapping spans merged), and how many.
     Where spans start together the longest kept prefix wins (`ghp_***`), except a span that keeps -1 characters
-    (a known secret value), which keeps none."""
+    (a known secret value), which keeps none. `replaced`, when given, gets (start, end, len(token)) of each part
+    of `text` that was replaced, in order."""
     if not spans:
         return text, 0
     spans.sort(key=lambda s: (s[0], s[2] != -1, -s[2], -s[1]))
@@ -402,5 +423,7 @@ def mask(text: str, spans: list[tuple[int, int, int]], token: str) -> tuple[str,
     for start, end, keep in merged:
         out += [text[pos:start + max(keep, 0)], token]
         pos = end
+        if replaced is not None:
+            replaced.append((start + max(keep, 0), end, len(token)))
     out.append(text[pos:])
     return "".join(out), len(merged)

@@ -5,6 +5,7 @@ figures themselves are the scripts' business, not the test suite's."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -101,6 +102,22 @@ def test_scale_script(tmp_path):
     assert data["status_s"] > 0 and data["rss"]["last_mb"] > 0 and "growth_kb_per_step" in data["rss"]
     assert data["first_log_after_run_s"] > 0 and data["first_status_after_run_s"] > 0
     assert data["log_miss_median_s"] > 0 and data["status_miss_median_s"] > 0
+
+
+def test_scale_counts_instructions_with_valgrind(tmp_path):
+    """The load-independent figure of bench/scale.py: a bigger program executes more instructions, and the count
+    does not depend on the machine's load (two counts of one program agree to 1 %)."""
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed")
+    sys.path.insert(0, str(BENCH))
+    try:
+        import scale
+    finally:
+        sys.path.remove(str(BENCH))
+    bare = [scale.instructions(tmp_path, "-c", "pass") for _ in range(2)]
+    more = scale.instructions(tmp_path, "-c", "import json, email.parser")
+    assert bare[0] and bare[1] and more and abs(bare[0] - bare[1]) < 0.01 * bare[0] and more > 1.05 * bare[0]
+    assert scale.instructions(tmp_path, "-c", "raise SystemExit(3)") is None  # a failed program counts nothing
 
 
 @pytest.mark.slow

@@ -233,3 +233,46 @@ def test_home_paths_in_every_casing_the_gates_know():
     assert scrub(r"see C:\Users\bob\x and c:/users/ann/y") == "see ~/x and ~/y"
     assert scrub("C:\\USERS\\BOB\\z") == "~/z" and scrub("/Users/bob/x /home/ann/y /root/z") == "~/x ~/y ~/z"
     assert scrub("the parsers and their users") == "the parsers and their users"
+
+
+_AROUND_THE_CUT = st.tuples(
+    st.integers(min_value=0, max_value=2400), st.integers(min_value=0, max_value=3200),
+    st.sampled_from(["Exit code 2", "exited with code 17", "EXİT STATUS 4", "process exited with code -3", "exit",
+                     "code 5", "exit code:\n 9", "proceſs exited with code 6", "exit code 12345678"]),
+    st.sampled_from(["", "…", "é", "ı", "x"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_AROUND_THE_CUT, max_size=4))
+def test_a_cut_outputs_exit_code_is_the_one_its_excerpt_shows(placed):
+    # the reader looks for it in the output's head and tail, not in the excerpt it made of them (head, marker,
+    # tail); phrases placed across the head's end, the tail's start and inside the part cut must not tell
+    from skillgit.sleep.readers._common import HEAD_CHARS, TAIL_CHARS, excerpt, tool_result
+
+    for size, _at, _phrase, _extra in placed or [(2500, 0, "", "")]:
+        chars = list(("lorem ipsum " * 400)[:HEAD_CHARS + TAIL_CHARS + 1 + size])
+        for _size, at, phrase, extra in placed:
+            at = min(at, len(chars))
+            chars[at:at] = list(extra + phrase)
+        output = "".join(chars)
+        result = tool_result(output)
+        assert result.exit_code == _exit_reference(excerpt(output))
+        assert result.output == excerpt(output) and result.is_error == bool(result.exit_code)
+
+
+def test_a_cut_outputs_exit_code_around_the_marker():
+    from skillgit.sleep.readers._common import HEAD_CHARS, TAIL_CHARS, excerpt, tool_result
+
+    filler = " " + "y" * (HEAD_CHARS + TAIL_CHARS)
+    cases = {  # output → the exit code its excerpt shows
+        "x" * (HEAD_CHARS - 12) + " exit code 3" + filler: 3,  # the head ends with the phrase
+        "x" * (HEAD_CHARS - 12) + " exit code 44" + filler: 4,  # the cut splits the number: the head's part
+        "x" * (HEAD_CHARS - 8) + " exit code 5" + filler: None,  # the cut splits the phrase
+        filler + " exit code: " + "z" * TAIL_CHARS: None,  # the phrase in the part cut
+        filler + " exit code 7 " + "z" * (TAIL_CHARS - 13): 7,  # at the tail's start
+        filler + "exit code 8 " + "z" * (TAIL_CHARS - 12): 8,  # the tail starts with it (a word starts there)
+        "exit code 1 " + filler + " exit code 9": 1,  # the head's comes first
+    }
+    for output, code in cases.items():
+        assert _exit_reference(excerpt(output)) == code, output[:40]
+        assert tool_result(output).exit_code == code and tool_result(output).is_error == bool(code)

@@ -159,3 +159,31 @@ def test_the_run_keywords_trie_matches_where_and_what_the_look_behind_regex_matc
 
     assert found(NEW.run_re) == found(_RUN_RE_BEFORE)
     _same(text)
+
+
+_RUNS = ["sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "ghp_" + "x" * 36, "AKIAIOSFODNN7EXAMPLE",
+         "/home/user/src/project/module_name.py", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+         "xoxb-123456789012-1234567890123-abcdefghijABCDEFGHIJklmn", "a3t" + "b" * 20, "npm_" + "a1" * 18]
+
+
+def test_a_runs_detectors_are_remembered_alike_wherever_the_run_stands():
+    # `Scanner._runs` remembers the detectors of each run it met; the same run after another character, at the
+    # start or end of a text, after text that is not ASCII, or in another casing finds what the reference finds
+    scanner = Scanner(NEW.detectors, redact._WORDS, redact._accept)
+    for run in _RUNS:
+        for before in ("", " ", "x ", "=", '"', "é", "…", "(", "\n", "key: "):
+            for after in ("", " ", "\n", ")", '"', ".", "é"):
+                for text in (before + run + after, before + run.upper() + after, f"{before}{run} {run}{after}"):
+                    assert sorted(scanner.spans(text)) == sorted(OLD.spans(text)), text
+    assert scanner._run_memo  # the second sight of each run came from the memo
+
+
+def test_the_run_memo_is_bounded(monkeypatch):
+    from skillgit import secret_scan
+
+    monkeypatch.setattr(secret_scan, "RUN_MEMO_SIZE", 8)
+    scanner = Scanner(NEW.detectors, redact._WORDS, redact._accept)
+    for i in range(40):
+        text = f"token_{i:04d}_abcdefghijklmnop ghp_{'y' * 36}"
+        assert sorted(scanner.spans(text)) == sorted(OLD.spans(text))
+        assert len(scanner._run_memo) <= 8

@@ -86,8 +86,11 @@ def test_log_imports_the_store_but_nothing_of_training(make_repo, args):
 # Read by neither `log` nor `status`: the agent registry (only a config naming an agent needs it checked) and the
 # installed backend plugins' entry points (a built-in backend name is valid without them).
 NOT_READ = ("skillgit.agents", "importlib.metadata")
-# Nor by `log` of a single-file skill without `skills:`: the library's config, skill packages, the lock's host name.
-NOT_READ_BY_LOG = ("skillgit.library.config", "skillgit.package", "socket")
+# Nor by `log` of a single-file skill without `skills:`: the library's config, skill packages, the lock's host name,
+# the note records and a run's progress (`skillgit.records` imports its modules on first use: log's cache holds
+# plain entries).
+NOT_READ_BY_LOG = ("skillgit.library.config", "skillgit.package", "socket", "skillgit.records.notes",
+                   "skillgit.records.progress")
 
 
 def test_status_imports_its_sparkline_but_not_the_report_page(tmp_path):
@@ -101,8 +104,12 @@ def test_status_imports_its_sparkline_but_not_the_report_page(tmp_path):
     code, modules, out = imported(["status"], tmp_path / "p")
     assert code == 0 and "r1" in out, out
     assert loaded(modules, "skillgit.report.sparkline") and loaded(modules, "skillgit.store")
+    assert "usage by stage and role" in out and "completion tok" in out  # its usage table, in plain columns
+    # nor rich (status prints plain lines and columns, as `log` does), the library's runs (a run id without a dot is
+    # no library skill's) or the note records
     for heavy in ("skillgit.report.charts", "skillgit.report.html", "skillgit.report.svg", *NOT_READ,
-                  *(m for m in TRAINING if m != "skillgit.report")):
+                  *(m for m in TRAINING if m != "skillgit.report"), "rich", "skillgit.library.all",
+                  "skillgit.records.notes"):
         assert not loaded(modules, heavy), f"`skillgit status` imported {heavy}"
 
 

@@ -188,3 +188,23 @@ def test_origins_name_the_base_file_that_set_a_key(make_repo, xdg):
     assert project.config.train.batch_size == 12 and project.config.train.num_epochs == 2
     assert project.origins["train.batch_size"] == str(root / "shared" / "base.yaml")
     assert project.origins["train.num_epochs"] == str(root / "skillgit.yaml")
+
+
+def test_each_config_file_is_parsed_once_per_load(make_repo, xdg, monkeypatch):
+    """The origins come from the same parse as the values (each file of a `_base_` chain was read and parsed a
+    second time to mark them)."""
+    from skillgit import config
+
+    root = make_repo({"SKILL.md": "# S\n", "skillgit.yaml": "_base_: shared/base.yaml\ntrain:\n  num_epochs: 2\n",
+                      "shared/base.yaml": "train:\n  batch_size: 12\n"})
+    sources: list[str] = []
+    parse = config.yaml_load
+
+    def counted(text: str, source: str = "<string>"):
+        sources.append(source)
+        return parse(text, source)
+
+    monkeypatch.setattr(config, "yaml_load", counted)
+    project = open_project(root)
+    assert sorted(sources) == sorted([str(root / "skillgit.yaml"), str(root / "shared" / "base.yaml")])
+    assert project.origins["train.batch_size"] == str(root / "shared" / "base.yaml")

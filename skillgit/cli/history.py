@@ -45,14 +45,8 @@ def _say(message: str) -> None:
 
 
 def _table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> None:
-    """Aligned plain-text columns on stdout. (Not a rich Table: rendering 1,000 rows with rich takes seconds.)"""
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
-        return "  ".join(parts).rstrip()
-
-    typer.echo(shown("\n".join([line(headers), *(line(r) for r in rows)])))
+    """Aligned plain-text columns on stdout (`console.columns`)."""
+    typer.echo(shown(console.columns(headers, list(rows), right)))
 
 
 def _num(value: Optional[float], signed: bool = False) -> str:

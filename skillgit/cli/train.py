@@ -438,26 +438,25 @@ def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
     if as_json:
         console.print_json(info)
         return
-    out = console.out
+    lines = []
     for key in ("run", "status", "reason", "step", "accepted", "rejected", "val", "seed_val", "val_trend", "errors",
                 "retries", "unscored", "coverage", "calls", "tokens", "cost_usd", "rollout_seconds", "updated",
                 "eta_s"):
         if key == "rollout_seconds" and not info[key]:
             continue
         value = _status_value(info, key)
-        out.print(f"{key.replace('_', ' '):>12}: {shown(str(value if value is not None else '-'))}", markup=False,
-                  highlight=False)
+        lines.append(f"{key.replace('_', ' '):>12}: {shown(str(value if value is not None else '-'))}")
     if progress.agent.calls:  # the agent teacher's turns and wall time (budget.max_agent_turns / max_agent_seconds)
         a = progress.agent
-        out.print(f"{'agent':>12}: {a.calls} teacher call(s), {a.turns} turns, {a.seconds:.0f}s wall", markup=False,
-                  highlight=False)
+        lines.append(f"{'agent':>12}: {a.calls} teacher call(s), {a.turns} turns, {a.seconds:.0f}s wall")
     if len(progress.proposers) > 1:  # mixed proposers (optimizer.proposers, or the schedule switched)
         from skillgit.review.data import proposer_line
 
         for name, stats in sorted(progress.proposers.items()):
-            out.print(f"{'proposer':>12}: {shown(proposer_line(name, stats))}", markup=False, highlight=False)
+            lines.append(f"{'proposer':>12}: {shown(proposer_line(name, stats))}")
     if info["usage_by_stage"]:
-        out.print(usage_table(info["usage_by_stage"], info["usage_by_role"]))
+        lines += ["usage by stage and role", usage_table(info["usage_by_stage"], info["usage_by_role"])]
+    typer.echo("\n".join(lines))  # (plain text, as `log` prints: no rich import for a read command)
 
 
 def _status_value(info: dict, key: str) -> Any:
@@ -496,18 +495,15 @@ def status_info(p, vals: list[float | None]) -> dict:
             "agent_teacher": p.agent.to_dict()}
 
 
-def usage_table(by_stage: dict, by_role: dict):
-    from rich.table import Table
-
-    table = Table(title="usage by stage and role", title_justify="left")
-    for col in ("", "calls", "prompt tok", "completion tok", "cost $"):
-        table.add_column(col, justify="right" if col else "left")
+def usage_table(by_stage: dict, by_role: dict) -> str:
+    """Calls, tokens and cost per role, then per stage (`status`'s table, plain columns)."""
+    rows: list[list[str] | None] = []
     for group in (by_role, by_stage):
-        for name, u in sorted(group.items()):
-            table.add_row(name, str(u["calls"]), f"{u['prompt_tokens']:,}", f"{u['completion_tokens']:,}",
-                          f"{u['cost_usd']:.4f}")
-        table.add_section()
-    return table
+        if rows:
+            rows.append(None)
+        rows += [[name, str(u["calls"]), f"{u['prompt_tokens']:,}", f"{u['completion_tokens']:,}",
+                  f"{u['cost_usd']:.4f}"] for name, u in sorted(group.items())]
+    return console.columns(["", "calls", "prompt tok", "completion tok", "cost $"], rows, right=(1, 2, 3, 4))
 
 
 def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo repository here (a normal "

@@ -156,6 +156,8 @@ def step_skill(store: Store, detail: Any, cfg: Config) -> str | None:
 def with_own_total(store: Store, progress: Any) -> Any:
     """A `train --all` skill run's progress with the skill's own total steps (`library.all.own_total`) in place of
     its last turn's cap; any other run's as it is."""
+    if "." not in progress.run:  # not `<library run>.<skill>` (and `status` of any other run imports no library)
+        return progress
     from skillgit.library.all import own_total
 
     total = own_total(store.git_dir, progress.run)

@@ -21,45 +21,76 @@ records (whose own `kind` names the record; candidate notes before this version 
 `Skillgit-Step-Kind` commit trailer (before: `Skillgit-Kind`); its values are `StepKind`'s everywhere.
 """
 
-from skillgit.records.core import (
-    DECIDED,
-    JSON,
-    Coverage,
-    StepKind,
-    StepOutcome,
-    UpdateRecord,
-    Verdict,
-    edit_of,
-    parse_step,
-    result_of,
-    step_str,
-    to_float,
-    usage_of,
-)
-from skillgit.records.notes import (
-    CandidateNote,
-    ControlSummary,
-    GateCheck,
-    GateNote,
-    RevertNote,
-    ReviewNote,
-    ScoreRecord,
-    StageUsage,
-    StepNotes,
-    TrainScore,
-)
-from skillgit.records.progress import (
-    RUN_STATUSES,
-    AgentSpend,
-    EpochState,
-    EpochStep,
-    ProposerStats,
-    RunProgress,
-    SkillScores,
-)
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each public name → the module that defines it: the one table of this package's names. A name is imported on first
+# use (PEP 562), so a command that needs no note record never builds them (`skillgit log` reading its cache imports
+# none of `notes` and `progress`: sixteen frozen dataclasses, 7 % of its instructions).
+_HOMES: dict[str, tuple[str, ...]] = {
+    "core": ("DECIDED", "JSON", "Coverage", "StepKind", "StepOutcome", "UpdateRecord", "Verdict", "edit_of",
+             "parse_step", "result_of", "step_str", "to_float", "usage_of"),
+    "notes": ("CandidateNote", "ControlSummary", "GateCheck", "GateNote", "RevertNote", "ReviewNote", "ScoreRecord",
+              "StageUsage", "StepNotes", "TrainScore"),
+    "progress": ("RUN_STATUSES", "AgentSpend", "EpochState", "EpochStep", "ProposerStats", "RunProgress",
+                 "SkillScores"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
 __all__ = ["DECIDED", "JSON", "Coverage", "StepKind", "StepOutcome", "UpdateRecord", "Verdict", "edit_of",
            "parse_step", "result_of", "step_str", "to_float", "usage_of", "CandidateNote", "ControlSummary",
            "GateCheck", "GateNote", "RevertNote", "ReviewNote", "ScoreRecord", "StageUsage", "StepNotes",
            "TrainScore", "RUN_STATUSES", "AgentSpend", "EpochState", "EpochStep", "ProposerStats", "RunProgress",
-           "SkillScores"]
+           "SkillScores"]  # (spelled out for linters; the same names as the table)
+
+if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly (tests/test_centre.py checks both)
+    from skillgit.records.core import (
+        DECIDED,
+        JSON,
+        Coverage,
+        StepKind,
+        StepOutcome,
+        UpdateRecord,
+        Verdict,
+        edit_of,
+        parse_step,
+        result_of,
+        step_str,
+        to_float,
+        usage_of,
+    )
+    from skillgit.records.notes import (
+        CandidateNote,
+        ControlSummary,
+        GateCheck,
+        GateNote,
+        RevertNote,
+        ReviewNote,
+        ScoreRecord,
+        StageUsage,
+        StepNotes,
+        TrainScore,
+    )
+    from skillgit.records.progress import (
+        RUN_STATUSES,
+        AgentSpend,
+        EpochState,
+        EpochStep,
+        ProposerStats,
+        RunProgress,
+        SkillScores,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # (the next lookup is a plain module attribute)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

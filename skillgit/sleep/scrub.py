@@ -15,10 +15,12 @@ Contracts:
   commands, paths, outputs, cwd, file path, branch, remote) went through `scrub`; ids and counts are kept. An
   output a reader cut (`ToolResult.cut`: head, marker, tail) is scrubbed with the raw margins around its cut, so a
   secret the cut split (a credential's name in the part cut, its value at the tail's start; a known value cut in
-  two) is masked on the side that is kept; the margins are dropped, except what a mask reaching into one covers
-  (scrubbed). Only what is kept is scanned (plus the margins), never the text the reader cut. A tool summary the
-  reader cut (it ends in "…") that ends in the first `CUT_PARTIAL` or more characters of a known secret value has
-  them masked (the cut split the value; the command itself is kept and scrubbed whole).
+  two) is masked on the side that is kept; the margins are dropped, masks lying in one apart from the cut with
+  them, except what a mask lying across (or touching) a cut covers (scrubbed), so an excerpt never shows more
+  than its limit plus such a mask, and its "[N chars cut]" counts what it neither shows nor masks. Only what is
+  kept is scanned (plus the margins), never the text the reader cut. A tool summary the reader cut (it ends in
+  "…") that ends in the first `CUT_PARTIAL` or more characters of a known secret value has them masked (the cut
+  split the value; the command itself is kept and scrubbed whole).
 - `build_scrubber` raises `ConfigError` for an extra pattern that is not a valid regex, naming the pattern.
 - Speed: each category runs only when a literal it needs occurs (`@`, `/home/`, `Users`, `/root`, a home's
   path), and every pattern starts with a literal the regex engine can skip to. A string of at most `MEMO_CHARS`
@@ -103,7 +105,7 @@ def _usable_home(home: str | None) -> bool:
     return len(bare) >= 3 and (bare.startswith("/") or bool(re.match(r"^[A-Za-z]:[/\\]", home)))
 
 
-def _mask_emails(text: str) -> tuple[str, int]:
+def _mask_emails(text: str, replaced: list[tuple[int, int, int]] | None = None) -> tuple[str, int]:
     out, pos, count = [], 0, 0
     for match in _EMAIL_DOMAIN.finditer(text):
         at = match.start()
@@ -116,6 +118,8 @@ def _mask_emails(text: str) -> tuple[str, int]:
             continue  # part of something longer, or an SSH remote (git@host)
         out += [text[pos:start], EMAIL_MASK]
         pos, count = match.end(), count + 1
+        if replaced is not None:
+            replaced.append((start, pos, len(EMAIL_MASK)))
     if not count:
         return text, 0
     out.append(text[pos:])
@@ -177,25 +181,28 @@ class Scrubber:
             counts[i] += n
         return hit[0]
 
-    def _scrub_once(self, text: str, secrets: tuple[str, ...], counts: list[int]) -> str:
-        text, n = redact_resolved(text, secrets)
+    def _scrub_once(self, text: str, secrets: tuple[str, ...], counts: list[int],
+                    stages: list[list[tuple[int, int, int]]] | None = None) -> str:
+        """`_scrub` without the memo. `stages`, when given, gets for each step that masked something the parts it
+        replaced, as (start, end, length of the mask) in the text that step was given (see `_at`)."""
+        text, n = redact_resolved(text, secrets, None if stages is None else _stage(stages))
         counts[0] += n
         if "@" in text:
-            text, n = _mask_emails(text)
+            text, n = _mask_emails(text, None if stages is None else _stage(stages))
             counts[1] += n
         for home, pattern in self._homes:
             if home in text:
-                text, n = pattern.subn(_home_repl, text)
+                text, n = _subn(pattern, _home_repl, text, stages)
                 counts[2] += n
         # "sers" or "SERS" is in every `Users` literal: two tests where four were
         for literals, pattern in _HOME_TESTS["sers" in text or "SERS" in text]:
             for literal in literals:
                 if literal in text:
-                    text, n = pattern.subn(_home_repl, text)
+                    text, n = _subn(pattern, _home_repl, text, stages)
                     counts[2] += n
                     break
         for compiled in self._compiled:
-            text, n = compiled.subn(CUSTOM_MASK, text)
+            text, n = _subn(compiled, CUSTOM_MASK, text, stages)
             counts[3] += n
         return text
 
@@ -205,7 +212,8 @@ class Scrubber:
     def _scrub_cut(self, output: str, cut: tuple[int, str, str], secrets: tuple[str, ...],
                    counts: list[int]) -> str:
         """An excerpt (head, marker, tail) scrubbed with the raw margins the reader kept around its cut, so a
-        secret the cut split is masked on the side that is kept; the margins are then dropped (see `_trim`)."""
+        secret the cut split is masked on the side that is kept; the margins are then dropped, except the part a
+        mask reaching across a cut covers, and the marker counts what is neither shown nor masked (see `_at`)."""
         head_len, after, before = cut
         head, rest = output[:head_len], output[head_len:]
         end = rest.find("]…\n")
@@ -213,14 +221,25 @@ class Scrubber:
             return self._scrub(output, secrets, counts)  # not the reader's excerpt: scrubbed as it is
         marker, tail = rest[:end + 3], rest[end + 3:]
         raw = head + after + marker + before + tail
-        scrubbed = self._scrub(raw, secrets, counts)
+        stages: list[list[tuple[int, int, int]]] = []  # where each step masked (no memo: an excerpt is one of a kind)
+        scrubbed = self._scrub_once(raw, secrets, counts, stages)
         if scrubbed is raw:  # nothing masked (scrubbing returns the very string it was given): the margins go
             return output
         if scrubbed.count(marker) != 1:  # a mask swallowed the cut (a key block across it): all of it is masked
             return scrubbed
-        left, _, right = scrubbed.partition(marker)
-        return _trim(left, head + after, len(after), tail=False) + marker + _trim(right, before + tail, len(before),
-                                                                                   tail=True)
+        at_marker = head_len + len(after)
+        at_tail = at_marker + len(marker) + len(before)
+        left, shown_to = _at(stages, head_len, after_masks=True)  # after a mask lying across the head's cut
+        right, shown_from = _at(stages, at_tail, after_masks=False)  # before one lying across the tail's
+        starts = _at(stages, at_marker, after_masks=True)[0]  # the marker is no cut: a mask ending or starting at
+        ends = _at(stages, at_marker + len(marker), after_masks=False)[0]  # it stays on its side
+        if not left <= starts <= ends <= right or scrubbed[starts:ends] != marker:
+            return scrubbed  # pragma: no cover - a mask in the marker was ruled out above
+        counted = _MARKER.fullmatch(marker)
+        if counted is not None:  # what a kept mask covers of a margin is no longer "cut"
+            left_over = int(counted.group(1)) - (shown_to - head_len) - (at_tail - shown_from)
+            marker = f"\n…[{max(0, left_over)} chars cut]…\n"
+        return scrubbed[:left] + marker + scrubbed[right:]
 
     def scrub_session(self, session: Session) -> tuple[Session, Redactions]:
         counts = [0, 0, 0, 0]
@@ -330,29 +349,64 @@ def _preview(result: ToolResult, chars: int) -> ToolResult:
     return _with(result, output=f"{output[:chars]}\n…[{total - chars} chars cut]…\n", cut=(chars, after, ""))
 
 
-def _common_prefix(a: str, b: str) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:  # slice comparisons run in C: a binary search, not a loop over characters
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+def _stage(stages: list[list[tuple[int, int, int]]] | None) -> list[tuple[int, int, int]] | None:
+    """A new step's list of replaced parts in `stages` (None when nothing is recorded)."""
+    if stages is None:
+        return None
+    stages.append([])
+    return stages[-1]
 
 
-def _trim(scrubbed: str, raw: str, margin: int, *, tail: bool) -> str:
-    """`scrubbed` (the scrub of `raw`, the kept part with `margin` raw characters on its cut side) without the
-    margin. Text outside masks is unchanged by scrubbing, so an untouched margin is cut off by length; when a mask
-    reaches into it, the scrubbed text is cut where the raw text last differs (the mask, and what it covers of
-    the margin, stay: scrubbed, never raw)."""
-    if tail:
-        if scrubbed.startswith(raw[:margin]):
-            return scrubbed[margin:]
-        return scrubbed[_common_prefix(scrubbed, raw):]
-    if scrubbed.endswith(raw[len(raw) - margin:]):
-        return scrubbed[:len(scrubbed) - margin]
-    return scrubbed[:len(scrubbed) - _common_prefix(scrubbed[::-1], raw[::-1])]
+def _subn(pattern: re.Pattern[str], repl: Any, text: str,
+          stages: list[list[tuple[int, int, int]]] | None) -> tuple[str, int]:
+    """`pattern.subn(repl, text)`, each replaced part recorded in a new step of `stages` when given."""
+    if stages is None:
+        return pattern.subn(repl, text)
+    parts = _stage(stages)
+    assert parts is not None
+
+    def recorded(match: re.Match[str]) -> str:
+        value = repl if isinstance(repl, str) else repl(match)  # a mask holds no backslash: taken as it is
+        parts.append((match.start(), match.end(), len(value)))
+        return str(value)
+    return pattern.subn(recorded, text)
+
+
+def _at(stages: list[list[tuple[int, int, int]]], raw_at: int, *, after_masks: bool) -> tuple[int, int]:
+    """Where a cut at `raw_at` in the raw text falls in the scrubbed text, and the raw position the kept side then
+    reaches. A mask lying across the cut, or touching it from the margin's side (a value right after a name the
+    head ends with), goes with the kept side: `after_masks` (the head's cut) lands the cut after such a mask,
+    otherwise (the tail's cut) before it; a mask lying in the margin apart from the cut is dropped with it.
+    `stages` are the scrubbing steps' replaced parts, (start, end, length of the mask) in the text each step got."""
+    at = raw_at
+    for parts in stages:
+        at = _forward(parts, at, after_masks)
+    reach = at
+    for parts in reversed(stages):
+        reach = _back(parts, reach, after_masks)
+    return at, reach
+
+
+def _forward(parts: list[tuple[int, int, int]], at: int, after_masks: bool) -> int:
+    shift = 0
+    for start, end, size in parts:
+        if start > at if after_masks else start >= at:
+            break
+        if at < end if after_masks else at <= end:  # across the cut, or touching it from the dropped side
+            return start + shift + (size if after_masks else 0)
+        shift += size - (end - start)
+    return at + shift
+
+
+def _back(parts: list[tuple[int, int, int]], at: int, after_masks: bool) -> int:
+    shift = 0
+    for start, end, size in parts:
+        if at <= start + shift:
+            break
+        if at < start + shift + size:  # inside a mask (a later step's cut fell there): the part it covers
+            return end if after_masks else start
+        shift += size - (end - start)
+    return at - shift
 
 
 def dotenv_secrets(repo_root: Path | str | None) -> list[str]:

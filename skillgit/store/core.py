@@ -26,11 +26,11 @@ import json
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from skillgit import textsafe
 from skillgit.errors import GitStateError, SkillgitError, UnknownRevision
-from skillgit.records import StepKind, StepNotes, StepOutcome, Verdict, to_float
+from skillgit.records.core import StepKind, StepOutcome, Verdict, to_float
 from skillgit.store import branches as store_branches
 from skillgit.store import history as store_history
 from skillgit.store import negative as store_negative
@@ -45,6 +45,9 @@ from skillgit.store.git import phase as git_phase
 from skillgit.store.history import LogEntry
 from skillgit.store.lock import held, hold
 from skillgit.types import RejectedEdit
+
+if TYPE_CHECKING:
+    from skillgit.records.notes import StepNotes
 
 LOOSE_LIMIT = 256  # loose objects `Store.maintain` packs at (≈ 20 steps' writes; ~1 MB on disk as files)
 GC_AUTO = 1000  # `gc.auto` for the rest of git's housekeeping, unless the repository sets its own
@@ -249,6 +252,8 @@ class Store:
 
     def step_notes(self, sha: str, run: str | None = None) -> StepNotes:
         """What commit `sha`'s note says, typed (`StepNotes`; of `run` only, when given)."""
+        from skillgit.records.notes import StepNotes  # (here: `log` reading its cache builds no note record)
+
         checked = self.note(sha)
         return StepNotes.from_records(checked.records, sha, run, checked.skipped)
 
@@ -354,6 +359,8 @@ class Store:
         if sha is None:
             return None
         checked = self.note(sha)  # fields of the wrong type dropped
+        from skillgit.records.notes import StepNotes
+
         notes = StepNotes.from_records(checked.records, sha)
         _, _, trailers = N.parse_message(self.repo.commit_message(sha))
         written = next((r.get("step_kind") or r.get("type") for r in N.of_kind(checked.records, "candidate")), None)

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from skillgit.errors import SkillgitError
-from skillgit.records import CandidateNote, GateNote, RevertNote, RunProgress, StepNotes, StepOutcome, UpdateRecord
 from skillgit.store import history as store_history
 from skillgit.store import notes as N
 from skillgit.store.core import Store
 from skillgit.store.history import LogEntry
+
+if TYPE_CHECKING:  # (imported where used: `log` reads no note record and no run's progress)
+    from skillgit.records import CandidateNote, GateNote, RevertNote, RunProgress, StepOutcome, UpdateRecord
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ def show(store: Store, rev: str) -> StepDetail:
     subject, body, trailers = N.parse_message(message)
     diff = store.diff(parent or store.repo.empty_tree(), sha)
     note = store.note(sha)  # (a collaborator's note: any JSON at all)
+    from skillgit.records import StepNotes
+
     typed = StepNotes.from_records(note.records, sha, skipped=note.skipped)
     return StepDetail(rev, sha, parent, subject, body, trailers, message, diff, typed.decision, typed.candidate,
                       typed.gate, typed.revert, tuple(note.raw), note.corrupt_lines, typed.skipped)
@@ -98,6 +102,8 @@ def run_progress(store: Store, run: str | None = None) -> RunProgress:
     files = store.load_run(run_id)
     if not files or "progress.json" not in files:
         raise SkillgitError(f"unknown run '{run_id}'", f"known runs: {', '.join(known[:5])}")
+    from skillgit.records import RunProgress
+
     try:
         progress = RunProgress.from_dict(json.loads(files["progress.json"]))
     except (ValueError, TypeError) as exc:

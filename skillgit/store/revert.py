@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Protocol, Sequence
 
 from skillgit.errors import GitStateError, SkillgitError
-from skillgit.records import RevertNote
 from skillgit.store import history as store_history
 from skillgit.store import notes as N
 from skillgit.store import refs as R
@@ -65,6 +64,8 @@ def revert(store: "Store", rev: str | None, to: str | None, steps: int | None, r
     if text == current:
         raise SkillgitError("nothing to revert: that version equals the current skill",
                             "see `skillgit log` and `skillgit diff` to pick another revision")
+    from skillgit.records import RevertNote  # (here: `log` and `status` never build a note record)
+
     record = RevertNote(mode, target, N.one_line(reason), tip)
     trailers = {R.TRAILER_REVERT: mode, (R.TRAILER_REVERT_TO if mode != "rev" else R.TRAILER_REVERT_OF): target}
     return store.commit_on_branch(text, subject, f"Reason: {N.one_line(reason) or 'none given'}", trailers,

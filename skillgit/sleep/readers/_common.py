@@ -66,6 +66,10 @@ def as_str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _as_text(value: Any) -> str:
+    return "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
 def excerpt(text: Any, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> str:
     """`text` as a string of at most head + tail characters (plus a marker saying how much was cut)."""
     return cut_excerpt(text, head, tail)[0]
@@ -75,12 +79,18 @@ def cut_excerpt(text: Any, head: int = HEAD_CHARS, tail: int = TAIL_CHARS,
                 margin: int = CUT_MARGIN) -> tuple[str, tuple[int, str, str] | None]:
     """`excerpt(text)` and, when it cut, (head length, the `margin` characters after the head, the `margin`
     before the tail): what scrubbing needs to mask a secret the cut split (`ToolResult.cut`)."""
-    s = text if isinstance(text, str) else ("" if text is None else json.dumps(text, ensure_ascii=False))
+    s = text if isinstance(text, str) else _as_text(text)
     if len(s) <= head + tail:
         return s, None
     end = len(s) - tail
     cut = (head, s[head:min(end, head + margin)], s[max(head, end - margin):end])
     return f"{s[:head]}\n…[{len(s) - head - tail} chars cut]…\n{s[end:]}", cut
+
+
+def _excerpt_exit_code(output: str, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> int | None:
+    """`exit_code_in(excerpt(output))` for an output `cut_excerpt` cut (a string longer than head + tail)."""
+    code = exit_code_in(output[:head])
+    return code if code is not None else exit_code_in(output[len(output) - tail:])
 
 
 def short(text: str, limit: int = SUMMARY_CHARS) -> str:
@@ -175,9 +185,14 @@ def tool_call(name: str, arguments: Any, call_id: str = "") -> ToolCall:
 
 
 def tool_result(output: Any, is_error: bool = False, call_id: str = "", exit_code: int | None = None) -> ToolResult:
+    output = output if isinstance(output, str) else _as_text(output)
     text, cut = cut_excerpt(output)
     if exit_code is None:
-        exit_code = exit_code_in(text)
+        # no match of an exit code reaches into or across the excerpt's marker (it holds no "exit", nor ":" or
+        # whitespace after its first character), so the excerpt's first match is its head's, else its tail's:
+        # looked for in the output's own head and tail, which stay one byte per character where the output is
+        # (the marker's "…" makes the excerpt two)
+        exit_code = exit_code_in(text) if cut is None else _excerpt_exit_code(output)
     return _new(ToolResult, {"output": text, "is_error": bool(is_error) or bool(exit_code), "call_id": call_id or "",
                              "exit_code": exit_code, "cut": cut})
 
