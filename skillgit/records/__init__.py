@@ -23,8 +23,9 @@ records (whose own `kind` names the record; candidate notes before this version 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from skillgit.lazy import exports
 
 # Each public name → the module that defines it: the one table of this package's names. A name is imported on first
 # use (PEP 562), so a command that needs no note record never builds them (`skillgit log` reading its cache imports
@@ -83,14 +84,4 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly 
     )
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # (the next lookup is a plain module attribute)
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = exports(__name__, _HOME)

@@ -27,8 +27,9 @@ min_fields, max_fields, dilution_lines, dilution_per_line, vague_rate, harmful_r
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from skillgit.lazy import exports
 
 if TYPE_CHECKING:
     from skillgit.world.climb import ClimbResult, hill_climb
@@ -60,14 +61,4 @@ __all__ = ["SimulatedStudentLLM", "SimulatedTeacher", "generate_tasks", "default
            "ClimbResult", "write_tasks", "SIMULATED_MODEL"]
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = exports(__name__, _WHERE)
