@@ -165,24 +165,27 @@ def test_closed_vocabularies_come_from_their_registries():
     assert EvaluationCfg(gate="two_split+strict").gate == ("two_split", "strict")
 
 
-def test_the_records_table_names_every_record_where_it_lives_and_the_type_checker_sees_the_same():
-    """`skillgit.records` imports its modules on first use from one table (`_HOMES`); the eager imports a type
-    checker reads list the same names from the same modules, and every name resolves to its module's object."""
+@pytest.mark.parametrize("package", ["skillgit.records", "skillgit.world"])
+def test_a_lazy_package_table_names_each_name_where_it_lives_and_the_type_checker_sees_the_same(package):
+    """A package that imports its names on first use (`skillgit.lazy.exports`) has one table, `_HOME`; the eager
+    imports a type checker reads list the same names from the same modules, every name resolves to its module's
+    object, and `__all__` is the table's names."""
     import importlib
 
-    import skillgit.records as records
-
-    tree = ast.parse(Path(records.__file__).read_text(encoding="utf-8"))
-    checked = {f"{node.module}": tuple(a.name for a in node.names) for node in ast.walk(tree)
-               if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("skillgit.records.")}
-    assert checked == {f"skillgit.records.{m}": names for m, names in records._HOMES.items()}
-    for module, names in records._HOMES.items():
-        home = importlib.import_module(f"skillgit.records.{module}")
-        for name in names:
-            assert getattr(records, name) is getattr(home, name)
-    assert records.__all__ == list(records._HOME) and set(records.__all__) <= set(dir(records))
+    module = importlib.import_module(package)
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    checked: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"{package}."):
+            checked.setdefault(node.module.rpartition(".")[2], set()).update(a.name for a in node.names)
+    table: dict[str, set[str]] = {}
+    for name, home in module._HOME.items():
+        table.setdefault(home, set()).add(name)
+        assert getattr(module, name) is getattr(importlib.import_module(f"{package}.{home}"), name)
+    assert checked == table
+    assert sorted(module.__all__) == sorted(module._HOME) and set(module.__all__) <= set(dir(module))
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
-        records.Nope  # noqa: B018
+        module.Nope  # noqa: B018
 
 
 def test_modes_and_epoch_do_not_know_the_trainer():

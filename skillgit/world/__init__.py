@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 # Each public name and the module it lives in, imported on first use: the simulated coding agent
 # (`python -m skillgit.world.agent`, started once per rollout) and the agent teacher import this package first, and
 # need none of these (the benchmark table alone, climb.py, imports the student, the teacher and the probes).
-_WHERE = {"ClimbResult": "climb", "hill_climb": "climb", "RULES": "rules", "read_skill": "rules",
+_HOME = {"ClimbResult": "climb", "hill_climb": "climb", "RULES": "rules", "read_skill": "rules",
           "SimulatedStudentLLM": "student", "SimulatedTeacher": "teacher",
           **dict.fromkeys(("SIMULATED_MODEL", "all_rules_skill", "default_skill", "describe", "generate_tasks",
                            "hidden_rules", "hurtful_concepts", "reference_score", "write_tasks"), "tasks")}
@@ -61,4 +61,4 @@ __all__ = ["SimulatedStudentLLM", "SimulatedTeacher", "generate_tasks", "default
            "ClimbResult", "write_tasks", "SIMULATED_MODEL"]
 
 
-__getattr__, __dir__ = exports(__name__, _WHERE)
+__getattr__, __dir__ = exports(__name__, _HOME)
