@@ -190,3 +190,14 @@ def test_the_tag_cache_keeps_a_rejected_step_in_few_bytes_and_replaces_the_old_f
     assert not legacy.exists()
     assert H.read_tag_cache(store.repo) == entries
     assert H.tag_cache_path(store.repo).stat().st_size / len(entries) <= 150  # version 1: ~480 here
+
+
+def test_status_usage_table_escapes_control_characters_in_stage_names():
+    """The stage and role names come from a run's saved progress (a collaborator's, after `skillgit pull`): the
+    plain-columns table that replaced rich's escapes them, as every other `status` line does."""
+    from skillgit.cli.train import usage_table
+
+    usage = {"calls": 1, "prompt_tokens": 2, "completion_tokens": 3, "cost_usd": 0.0}
+    table = usage_table({"reflect\x1b]52;c;ZXZpbA==\x07": usage}, {"teacher\x1b[2J": usage})
+    assert "\x1b" not in table and "\x07" not in table
+    assert "reflect" in table and "teacher" in table and len(table.splitlines()) == 4  # header, role, rule, stage

@@ -496,14 +496,15 @@ def status_info(p, vals: list[float | None]) -> dict:
 
 
 def usage_table(by_stage: dict, by_role: dict) -> str:
-    """Calls, tokens and cost per role, then per stage (`status`'s table, plain columns)."""
+    """Calls, tokens and cost per role, then per stage (`status`'s table, plain columns), safe to print: the names
+    come from a run's saved progress, which `skillgit pull` brings from collaborators."""
     rows: list[list[str] | None] = []
     for group in (by_role, by_stage):
         if rows:
             rows.append(None)
         rows += [[name, str(u["calls"]), f"{u['prompt_tokens']:,}", f"{u['completion_tokens']:,}",
                   f"{u['cost_usd']:.4f}"] for name, u in sorted(group.items())]
-    return console.columns(["", "calls", "prompt tok", "completion tok", "cost $"], rows, right=(1, 2, 3, 4))
+    return shown(console.columns(["", "calls", "prompt tok", "completion tok", "cost $"], rows, right=(1, 2, 3, 4)))
 
 
 def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo repository here (a normal "
