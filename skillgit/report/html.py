@@ -21,12 +21,14 @@ from pathlib import Path
 
 from skillgit.report.charts import ChartSet, Renderer, render_charts
 from skillgit.report.model import ReportEdit, ReportStep, RunReport
+from skillgit.textsafe import shown
 from skillgit.types import Usage
 
 
 def esc(value: object) -> str:
-    """HTML-escape any text for element content or a quoted attribute, with URL-looking text made inert."""
-    return escape(str(value), quote=True).replace("://", "&#58;//")
+    """HTML-escape any text for element content or a quoted attribute, with URL-looking text made inert and control
+    and bidi characters shown as escapes (a U+202E in a reason would reorder what the reader sees)."""
+    return escape(shown(str(value)), quote=True).replace("://", "&#58;//")
 
 
 def render_html(report: RunReport, renderer: Renderer = "auto") -> str:
