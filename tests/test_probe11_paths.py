@@ -1,0 +1,60 @@
+"""Probe 11, paths: a rollout installs the skill under training into its workspace, a checkout of the task's
+commit. A collaborator's commit that makes a folder of the install path a symbolic link out of the repository
+(`.skill/demo/references -> /anywhere`) made every rollout write the package's files there (`package.write`
+followed the link). Now a package is never written through a folder link that leaves its destination: the
+rollout stops with an error naming the link, and nothing is written outside.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from skillgit import package
+from skillgit.errors import SkillgitError
+from tests.conftest import git
+from tests.test_agentic_workspaces import SKILL_A, _item, _student
+
+
+@pytest.fixture
+def linked_project(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "proj"
+    (root / "skill").mkdir(parents=True)
+    (root / "skill" / "SKILL.md").write_text("---\nname: demo\ndescription: d\n---\n# committed\n")
+    (root / "app.py").write_text("print(1)\n")
+    (root / ".skill" / "demo").mkdir(parents=True)
+    (root / ".skill" / "demo" / "references").symlink_to(outside)  # committed by a collaborator
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root, outside
+
+
+def test_a_rollout_never_writes_the_skill_through_a_committed_link_out_of_the_workspace(linked_project, tmp_path):
+    project, outside = linked_project
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    student = _student(project, reports, tmp_path)
+    with pytest.raises(SkillgitError) as info:
+        student.run(SKILL_A, _item(project, "look"))
+    assert "symbolic link" in info.value.message and "references/a.md" in info.value.message
+    assert list(outside.iterdir()) == []
+
+
+def test_package_write_replaces_a_file_link_and_refuses_a_folder_link(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("keep\n")
+    dest = tmp_path / "dest"
+    (dest / "references").mkdir(parents=True)
+    (dest / "SKILL.md").symlink_to(outside / "secret.md")
+    bundle = package.bundle({"SKILL.md": "# s\n", "references/a.md": "A\n"})
+    package.write(dest, bundle)
+    assert (outside / "secret.md").read_text() == "keep\n" and not (dest / "SKILL.md").is_symlink()
+    (dest / "references" / "a.md").unlink()
+    (dest / "references").rmdir()
+    (dest / "references").symlink_to(outside)
+    with pytest.raises(SkillgitError, match="symbolic link"):
+        package.write(dest, bundle)
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.md"]
