@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from skillgit.errors import BAD_JSON
 from skillgit.llm.base import LLM, Message, Request
 from skillgit.types import Usage
 
@@ -99,11 +100,11 @@ def _loads(candidate: str) -> tuple[Any, str | None]:
     # strict=False: a raw newline or tab inside a string is what the model meant, not a reason to repair
     try:
         return json.loads(candidate, strict=False), None
-    except ValueError as exc:
+    except BAD_JSON as exc:
         first_error = f"invalid JSON: {exc}"
     try:
         return json.loads(_without_trailing_commas(candidate), strict=False), None
-    except ValueError:
+    except BAD_JSON:
         return None, first_error
 
 
