@@ -52,6 +52,27 @@ def test_a_pulled_note_or_run_record_nested_too_deep_is_skipped_or_named_never_a
         assert "run 'r2' has an unreadable progress record" in proc.stderr
 
 
+def test_a_pulled_run_config_nested_too_deep_reads_as_unreadable(tmp_path):
+    """A run's saved config.yaml (`pr`, `report` and `show` read its metric): YAML nested 5,000 deep made PyYAML's
+    composer raise RecursionError past `except yaml.YAMLError`."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    _repo(victim)
+    collab = tmp_path / "collab"
+    git(tmp_path, "clone", "-q", str(victim), str(collab))
+    git(collab, "fetch", "-q", str(victim), "refs/notes/skillgit:refs/notes/skillgit",
+        "refs/skillgit/runs/r1:refs/skillgit/runs/r1")
+    store = Store.open(collab, "SKILL.md")
+    files = dict(store.load_run("r1") or {})
+    store.save_run("r1", {**files, "config.yaml": "evaluation: " + "[" * 5000 + "]" * 5000 + "\n"}, "run")
+    assert run_cli_inproc("pull", str(collab), cwd=victim).returncode == 0
+    assert "[[[[" in git(victim, "show", "refs/skillgit/runs/r1:config.yaml")[:100]
+    for args in (["pr", "--run", "r1"], ["show", "1"], ["report", "r1", "-o", str(tmp_path / "r.html"),
+                                                         "--renderer", "builtin"]):
+        proc = run_cli_inproc(*args, cwd=victim)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, (args, proc.stderr[-2000:])
+
+
 def test_a_transcript_line_nested_too_deep_is_a_malformed_line(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
