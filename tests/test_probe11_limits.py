@@ -90,3 +90,33 @@ def test_a_transcript_line_nested_too_deep_is_a_malformed_line(tmp_path):
 def test_a_model_reply_nested_too_deep_is_malformed_output():
     obj, why = extract_json('{"edits": ' + BOMB + "}")
     assert obj is None and why and "recursion" in why.lower()
+
+
+def test_redacting_a_line_that_repeats_an_assignment_is_linear(monkeypatch):
+    """`api_key=` repeated: each occurrence's bare value matched to the end of the line and was checked there
+    (240 KB took over three minutes). The work is counted, not timed: the characters the detectors' matches
+    span grow with the text (they grew with its square). A bare value longer than the 1,024 characters the
+    pattern reads is still masked whole."""
+    from skillgit import secret_scan
+    from skillgit.redact import redact
+
+    spanned = [0]
+    original = secret_scan._Hits.run
+
+    def counting(self, det, at, matches):
+        found = [m for m in matches]
+        spanned[0] += sum(m.end() - m.start() for m in found if m is not None)
+        return original(self, det, at, found)
+
+    monkeypatch.setattr(secret_scan._Hits, "run", counting)
+    for unit in ("api_key=", "my_key="):
+        work = []
+        for n in (1500, 3000):
+            spanned[0] = 0
+            out = redact(unit * n)
+            work.append(spanned[0])
+            assert redact(out) == out
+        assert work[1] < 2.5 * work[0], (unit, work)  # twice the text, twice the work (it was four times)
+    assert redact("api_key=" * 3000) == "api_key=***"
+    long_value = "Zx9Qw" * 400  # 2,000 characters
+    assert redact(f"api_key={long_value} done") == "api_key=*** done"
