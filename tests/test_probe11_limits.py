@@ -120,3 +120,29 @@ def test_redacting_a_line_that_repeats_an_assignment_is_linear(monkeypatch):
     assert redact("api_key=" * 3000) == "api_key=***"
     long_value = "Zx9Qw" * 400  # 2,000 characters
     assert redact(f"api_key={long_value} done") == "api_key=*** done"
+
+
+def test_a_reply_that_repeats_an_unclosed_think_tag_parses_in_linear_time():
+    """A model stuck repeating `<think>` (local models do): the regex that drops thinking blocks scanned to the end
+    for every unclosed tag (140 KB: 13 s of CPU; 1 MB: about 11 minutes). The bound is a CPU budget the child
+    process cannot exceed (RLIMIT_CPU, 120 s: ~170 times what the linear code needs), not a measured time; and
+    the blocks removed are exactly those the regex removed."""
+    import random
+    import re
+    import subprocess
+    import sys
+
+    from skillgit.llm.jsonout import _without_thinking
+
+    old = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+    rng = random.Random(11)
+    parts = ["<think>", "</think>", "<THINKING>", "</thinking>", "<reasoning>", "</Reasoning>", "a", "{", "}",
+             "<think", "x>", "\n", "İ", "</THİNK>"]
+    for _ in range(5000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 12)))
+        assert _without_thinking(text) == old.sub("", text), repr(text)
+    code = ("import resource; resource.setrlimit(resource.RLIMIT_CPU, (120, 120)); "
+            "from skillgit.llm.jsonout import extract_json; "
+            "print(extract_json('<think>' * 150_000 + '{\"ok\": 1}'))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0 and "{'ok': 1}" in proc.stdout, (proc.returncode, proc.stderr[-500:])
