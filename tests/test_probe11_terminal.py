@@ -115,3 +115,28 @@ def test_shown_escapes_a_lone_carriage_return_and_keeps_line_ends():
     assert shown("a\rb", multiline=False) == "a\\x0db"
     doc = json.dumps({"k": "a\u202eb\x9bc\x85"}, ensure_ascii=False)
     assert json_shown(doc) == '{"k": "a\\u202eb\\u009bc\\u0085"}' and json.loads(json_shown(doc)) == json.loads(doc)
+
+
+def test_config_values_a_pulled_commit_sets_are_shown_inert(tmp_path):
+    """skillgit.yaml is on the skill branch, which `skillgit pull` fast-forwards to a collaborator's commit:
+    `config show` (U+202E raw in its YAML), `config show --show-origin`, `doctor` and `train --dry-run` printed a
+    model name with ESC and U+202E as written."""
+    import yaml
+
+    from tests.helpers import demo_project
+
+    victim = demo_project(tmp_path / "victim")
+    collab = tmp_path / "collab"
+    git(tmp_path, "clone", "-q", str(victim), str(collab))
+    path = collab / "skillgit.yaml"
+    cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
+    cfg["model"]["teacher_model"] = "sim-teacher" + HOSTILE.replace("\x00", "")
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    git(collab, "-c", "user.name=c", "-c", "user.email=c@example.invalid", "commit", "-qam", "a model name")
+    assert run_cli_inproc("pull", str(collab), cwd=victim).returncode == 0
+    for args in (["config", "show"], ["config", "show", "--show-origin"], ["config", "show", "--json"],
+                 ["doctor"], ["train", "--dry-run"]):
+        proc = run_cli_inproc(*args, cwd=victim)
+        for stream in (proc.stdout, proc.stderr):
+            assert not ACTING.search(stream), (args, ACTING.findall(stream), stream[:1500])
+        assert "sim-teacher" in proc.stdout + proc.stderr, args

@@ -126,7 +126,7 @@ def _print_plan(project: Any, session: Any, as_json: bool) -> None:
     if as_json:
         console.print_json(plan)
     else:
-        console.out.print(plan["text"])
+        console.out.print(shown(plan["text"]), markup=False, highlight=False)
 
 
 def _run(trainer: Any, display: Any, again: Optional[str]) -> Any:
@@ -394,7 +394,7 @@ def config_show(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, se
     elif as_json:
         console.print_json(redact_mapping(project.config.to_dict()))
     else:
-        console.out.print(dump_config(project.config, mask_secrets=True), markup=False, highlight=False)
+        console.out.print(shown(dump_config(project.config, mask_secrets=True)), markup=False, highlight=False)
 
 
 def _show_origins(project: Any, as_json: bool) -> None:
@@ -408,7 +408,7 @@ def _show_origins(project: Any, as_json: bool) -> None:
         return
     for origin, key, value in rows:
         text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else value
-        sys.stdout.write(f"{shown_origin(origin)}\t{key}={text}\n")  # (rich would expand the tab)
+        sys.stdout.write(f"{shown_origin(origin)}\t{key}={shown(text, multiline=False)}\n")  # (rich: no tab)
 
 
 def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
