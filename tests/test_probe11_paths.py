@@ -58,3 +58,29 @@ def test_package_write_replaces_a_file_link_and_refuses_a_folder_link(tmp_path):
     with pytest.raises(SkillgitError, match="symbolic link"):
         package.write(dest, bundle)
     assert sorted(p.name for p in outside.iterdir()) == ["secret.md"]
+
+
+def test_sleep_never_writes_its_task_file_or_report_through_a_committed_link_out_of_the_repository(tmp_path):
+    """A collaborator's commit makes `.skillgit` a link to a folder outside the repository: `sleep mine` wrote the
+    task file (transcript text) and `sleep run` the night's report there. A relative sleep path that resolves
+    outside the repository is now refused, naming where it leads; an absolute one is still the user's choice."""
+    from skillgit.world import generate_tasks
+    from tests.conftest import run_cli_inproc
+    from tests.test_sleep_night import WORLD, make_project, write_sessions
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = make_project(tmp_path / "repo")
+    home = tmp_path / "home"
+    write_sessions(home, repo, generate_tasks(WORLD, 24))
+    (repo / ".skillgit").symlink_to(outside)
+    git(repo, "add", ".skillgit")
+    git(repo, "-c", "user.name=c", "-c", "user.email=c@example.invalid", "commit", "-qm", "a link")
+    for args in (["mine"], ["run", "--date", "2026-01-02"], ["dry-run"]):
+        proc = run_cli_inproc("sleep", *args, "--home", str(home), cwd=repo)
+        assert proc.returncode == 2 and "outside the repository" in proc.stderr, (args, proc.stderr[-800:])
+        assert "Traceback" not in proc.stderr
+    assert list(outside.iterdir()) == []
+    elsewhere = tmp_path / "chosen" / "tasks.jsonl"
+    proc = run_cli_inproc("sleep", "mine", "--home", str(home), "--tasks", str(elsewhere), cwd=repo)
+    assert proc.returncode == 0 and elsewhere.is_file(), proc.stderr[-800:]
