@@ -84,3 +84,24 @@ def test_sleep_never_writes_its_task_file_or_report_through_a_committed_link_out
     elsewhere = tmp_path / "chosen" / "tasks.jsonl"
     proc = run_cli_inproc("sleep", "mine", "--home", str(home), "--tasks", str(elsewhere), cwd=repo)
     assert proc.returncode == 0 and elsewhere.is_file(), proc.stderr[-800:]
+
+
+def test_report_never_writes_through_a_link_where_its_default_file_lands(tmp_path):
+    """`skillgit report` writes `skillgit-report-<run>.html` in the current folder by default; a collaborator's
+    commit can hold a link of that name (their own run's id, the newest after a pull) to a file outside: it was
+    overwritten with the page. Now refused with a clear error; the file outside is untouched."""
+    from tests.conftest import run_cli_inproc
+    from tests.test_notes_untrusted import _repo
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    _repo(root)
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me\n")
+    (root / "skillgit-report-r1.html").symlink_to(precious)
+    proc = run_cli_inproc("report", "r1", "--renderer", "builtin", cwd=root)
+    assert proc.returncode == 2 and "is a symbolic link" in proc.stderr and "Traceback" not in proc.stderr
+    assert precious.read_text() == "keep me\n"
+    chosen = tmp_path / "page.html"
+    assert run_cli_inproc("report", "r1", "-o", str(chosen), "--renderer", "builtin", cwd=root).returncode == 0
+    assert chosen.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
