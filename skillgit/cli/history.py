@@ -221,13 +221,16 @@ def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N),
 
 
 def _page(text: str) -> None:
-    """Like git: through a pager when stdout is a terminal, plainly otherwise."""
+    """Like git: through a pager when stdout is a terminal (`$MANPAGER`, `$PAGER`, else `less`), plainly otherwise.
+
+    The standard library's pager, not click's: typer ≥ 0.2x vendors click without its pager and no longer
+    installs the click package, so `import click` failed in a plain `pip install .`."""
     import sys
 
-    import click
+    if sys.stdout.isatty() and sys.stdin.isatty():
+        import pydoc
 
-    if sys.stdout.isatty():
-        click.echo_via_pager(text)
+        pydoc.pager(text)
     else:
         typer.echo(text, nl=False)
 

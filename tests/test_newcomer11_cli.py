@@ -1,0 +1,85 @@
+"""What a newcomer hit following README.md in a fresh clone, fresh venv and fresh HOME (wave 11), each through the
+real CLI on real git repositories in temporary folders:
+
+- `skillgit show 2` (the README's first command after the demo) crashed with a traceback in a plain
+  `pip install .`: typer ≥ 0.2x vendors click and no longer installs the click package, and `show` imported it for
+  its pager. The test environment has click (uvicorn, from the `mcp` extra, pulls it in), so these tests run the
+  CLI in a subprocess where `import click` fails, as it does in a newcomer's environment.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.helpers import demo_project
+
+try:  # typer's vendored click: a typer that still depends on the click package makes the point moot
+    import typer._click  # noqa: F401
+    VENDORED = True
+except ImportError:  # pragma: no cover - an older typer
+    VENDORED = False
+
+
+def _no_click(tmp: Path) -> dict[str, str]:
+    """An environment whose `import click` fails, as in a fresh `pip install .` (no package depends on click)."""
+    shadow = tmp / "no-click"
+    (shadow / "click").mkdir(parents=True, exist_ok=True)
+    (shadow / "click" / "__init__.py").write_text(
+        "raise ImportError('click is not installed (a fresh `pip install .` has none)')\n", encoding="utf-8")
+    path = os.environ.get("PYTHONPATH", "")
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(shadow), path) if p)}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    root = demo_project(tmp_path_factory.mktemp("nc11") / "p")
+    proc = run_cli("train", "--set", "train.max_steps=2", cwd=root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return root
+
+
+@pytest.mark.skipif(not VENDORED, reason="typer depends on the click package")
+def test_show_works_without_the_click_package(trained, tmp_path):
+    env = _no_click(tmp_path)
+    probe = subprocess.run([sys.executable, "-c", "import click"], env={**os.environ, **env}, capture_output=True)
+    assert probe.returncode != 0  # the shadow works: click cannot be imported in these subprocesses
+    for args in (("show", "2"), ("show", "2", "--full")):
+        proc = run_cli(*args, cwd=trained, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr
+        assert "val" in proc.stdout and "@@" in proc.stdout  # the summary with its diff
+
+
+@pytest.mark.skipif(not VENDORED, reason="typer depends on the click package")
+def test_show_on_a_terminal_pages_through_the_users_pager_without_click(trained, tmp_path):
+    """On a terminal `show` pages like `git show`: through $PAGER (here `cat`, which marks nothing), never a crash."""
+    env = {**os.environ, **_no_click(tmp_path), "PAGER": "cat", "MANPAGER": "cat", "TERM": "dumb-but-not-dumb"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: stdin and stdout are the terminal
+        os.chdir(trained)
+        os.execve(sys.executable, [sys.executable, "-m", "skillgit", "show", "2"], env)
+    out = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], 120)
+        if not ready:
+            os.kill(pid, 9)
+            break
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    text = out.decode("utf-8", "replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text[-2000:]
+    assert "Traceback" not in text and "@@" in text
