@@ -83,3 +83,38 @@ def test_show_on_a_terminal_pages_through_the_users_pager_without_click(trained,
     text = out.decode("utf-8", "replace")
     assert os.waitstatus_to_exitcode(status) == 0, text[-2000:]
     assert "Traceback" not in text and "@@" in text
+
+
+# ---------------------------------------------------------------------------------------------- init's config
+# The keys `skillgit init` writes with a value of its own choosing (the rest repeat the defaults for the reader).
+INIT_CHOICES = {"skill.path", "skill.branch", "model.teacher_backend", "model.teacher_model",
+                "model.student_backend", "model.student_model"}
+
+
+def _leaves(data: object, prefix: str = "") -> dict[str, object]:
+    if isinstance(data, dict):
+        out: dict[str, object] = {}
+        for key, value in data.items():
+            out.update(_leaves(value, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: data}
+
+
+def test_init_writes_the_defaults_it_shows_not_a_weaker_gate(make_repo):
+    """`skillgit init`'s skillgit.yaml wrote `gate: significance`, dropping the default's `per_item` guard (a
+    newcomer's first run accepted candidates that broke an item), under a comment describing the stderr test
+    that is not the default. Every key it writes, other than the ones it chooses, must be the default."""
+    import yaml
+
+    root = make_repo({"SKILL.md": "# Skill\n\nBe helpful.\n"})
+    proc = run_cli("init", cwd=root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    written = _leaves(yaml.safe_load((root / "skillgit.yaml").read_text(encoding="utf-8")))
+    (root / "empty.yaml").write_text("{}\n", encoding="utf-8")
+    shown = run_cli("config", "show", "--json", cwd=root)
+    default = run_cli("config", "show", "--json", "--config", "empty.yaml", cwd=root)
+    assert shown.returncode == 0 and default.returncode == 0, shown.stderr + default.stderr
+    got, want = _leaves(__import__("json").loads(shown.stdout)), _leaves(__import__("json").loads(default.stdout))
+    assert got["evaluation.gate"] == want["evaluation.gate"] == ["significance", "per_item"]
+    differ = {key for key in written if key not in INIT_CHOICES and got.get(key) != want.get(key)}
+    assert not differ, {key: (got.get(key), want.get(key)) for key in differ}
