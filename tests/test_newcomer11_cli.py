@@ -118,3 +118,40 @@ def test_init_writes_the_defaults_it_shows_not_a_weaker_gate(make_repo):
     assert got["evaluation.gate"] == want["evaluation.gate"] == ["significance", "per_item"]
     differ = {key for key in written if key not in INIT_CHOICES and got.get(key) != want.get(key)}
     assert not differ, {key: (got.get(key), want.get(key)) for key in differ}
+
+
+# ---------------------------------------------------------------------------------------------- config mistakes
+def _merged(text: str, extra: str) -> str:
+    """The config `text` with the sections of `extra` merged in, key by key (a key of `extra` wins)."""
+    import yaml
+
+    data, more = yaml.safe_load(text), yaml.safe_load(extra)
+    for section, keys in more.items():
+        data[section] = {**data[section], **keys} if isinstance(keys, dict) else keys
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+@pytest.mark.parametrize(("yaml_text", "overrides", "named", "fix"), [
+    # a misspelled key in the file: the error names the file (it named only the key), and the fix
+    ("train:\n  epochs: 3\n", (), "skillgit.yaml: unknown config key 'train.epochs'", "'train.num_epochs'"),
+    # `lr` was answered "did you mean 'optimizer'?", the section the key already sat in
+    ("optimizer:\n  lr: 3\n", (), "unknown config key 'optimizer.lr'", "'optimizer.learning_rate'"),
+    ("train:\n  lr: 3\n", (), "unknown config key 'train.lr'", "'optimizer.learning_rate'"),
+    # a role's model and backend sit beside its settings section: answered "did you mean 'model'?"
+    ("", ("-c", "model.student.model=gpt-4.1"), "unknown config key 'model.student.model'", "'model.student_model'"),
+    ("", ("-c", "model.teacher_base_url=http://127.0.0.1:1/v1"), "model.teacher_base_url",
+     "'model.teacher.base_url'"),
+    # the backend written as the role's section: "write it as `key: value` lines" did not say where it goes
+    ("model:\n  teacher: openai\n", (), "model.teacher: expected a mapping", "`model.teacher_backend: openai`"),
+])
+def test_config_mistakes_name_the_key_and_the_fix(tmp_path, yaml_text, overrides, named, fix):
+    root = demo_project(tmp_path / "p")
+    config = root / "skillgit.yaml"
+    if yaml_text:
+        config.write_text(_merged(config.read_text(encoding="utf-8"), yaml_text), encoding="utf-8")
+    proc = run_cli("train", "--dry-run", *overrides, cwd=root)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    error, hint = proc.stderr.strip().splitlines()[-2:]
+    assert error.startswith("error: ") and named in error, proc.stderr
+    assert hint.startswith("hint: ") and fix in hint, proc.stderr
