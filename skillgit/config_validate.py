@@ -19,7 +19,6 @@ from typing import Any, Callable, Iterable, Union
 from skillgit import proposer_table
 from skillgit.backend_table import TABLE, names_for
 from skillgit.errors import ConfigError
-from skillgit.scorers import SCORER_TYPES
 
 # Vocabularies derived from their registries: backend names (`backend_table`, read by `llm/registry.py`) and scorer
 # types (`scorers._REGISTRY`). Two live above the config, in modules that read it (importing them here would be a
@@ -46,7 +45,6 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "optimizer.recall_scope": ("branch", "skill"),  # loop/recall.py SCOPES
     "evaluation.gate_metric": ("hard", "soft", "mixed"),
     "evaluation.gate_test": ("stderr", "permutation"),
-    "env.scorer.type": SCORER_TYPES,
 }
 # Lists owned by the agent registry, read when a value is checked (an agent registered at run time is allowed).
 DYNAMIC_ENUMS: dict[str, Callable[[], tuple[str, ...]]] = {
@@ -57,6 +55,7 @@ DYNAMIC_ENUMS: dict[str, Callable[[], tuple[str, ...]]] = {
     "model.*.command.preset": lambda: _agents().student_names(),
     "model.*.command.output": lambda: ("", *_agents().trace_formats()),
     "model.*.command.profile": lambda: _agents().PROFILES,
+    "env.scorer.type": lambda: _scorer_types(),
 }
 
 
@@ -77,6 +76,14 @@ def _agents():
     from skillgit.agents import registry
 
     return registry
+
+
+def _scorer_types() -> tuple[str, ...]:
+    """The scorer registry's types, imported when `env.scorer.type` is checked (the scorers and what they import,
+    subprocess handling among it, were a twelfth of `skillgit log`'s imports)."""
+    from skillgit.scorers import SCORER_TYPES
+
+    return SCORER_TYPES
 
 
 def allowed_values(generic: str) -> tuple[str, ...] | None:
@@ -250,9 +257,12 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 def check_field(key: str, value: Any, default: Any = None) -> None:
-    """Allowed values and ranges of one already-typed field."""
+    """Allowed values and ranges of one already-typed field. A value equal to its field's `default` needs no lookup
+    of the allowed values (every default is one of them: tests/test_centre.py), so a config that keeps a registry's
+    default does not import the registry."""
     generic = generic_key(key)
-    allowed = None if _builtin_backend(generic, value) else allowed_values(generic)
+    at_default = default is not None and value == default
+    allowed = None if at_default or _builtin_backend(generic, value) else allowed_values(generic)
     if allowed is not None and value not in allowed:
         close = difflib.get_close_matches(str(value), allowed, n=1, cutoff=0.6)
         raise ConfigError(f"{key}: {_short(value)} is not one of {', '.join(allowed)}",
