@@ -155,3 +155,19 @@ def test_config_mistakes_name_the_key_and_the_fix(tmp_path, yaml_text, overrides
     error, hint = proc.stderr.strip().splitlines()[-2:]
     assert error.startswith("error: ") and named in error, proc.stderr
     assert hint.startswith("hint: ") and fix in hint, proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------- revert
+def test_revert_in_a_fresh_project_says_there_is_nothing_to_revert(make_repo):
+    """`skillgit revert` before any training said "'<40 hex digits>' is the first commit … use --to REV"."""
+    import re
+
+    from tests.conftest import git
+
+    root = make_repo({"SKILL.md": "# Skill\n\nBe helpful.\n"})
+    before = git(root, "rev-parse", "main")
+    proc = run_cli("revert", cwd=root)
+    assert proc.returncode == 3, proc.stderr
+    assert "error: nothing to revert: 'main' has one commit" in proc.stderr
+    assert "skillgit train" in proc.stderr and not re.search(r"[0-9a-f]{40}", proc.stderr)
+    assert git(root, "rev-parse", "main") == before and git(root, "status", "--porcelain") == ""

@@ -324,6 +324,11 @@ def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (defau
     store = _store(repo, config, set_)
     if rev is None and to is None and steps is None:
         rev = store.tip()
+        if not store.repo.parents(rev):  # a fresh project: the commit that added the skill, nothing before it
+            from skillgit.errors import GitStateError
+
+            raise GitStateError(f"nothing to revert: '{store.branch}' has one commit ({rev[:12]}), with nothing "
+                                "before it", "train first (`skillgit train`); `skillgit log` lists what can be undone")
     if sum(x is not None for x in (rev, to, steps)) != 1:
         raise SkillgitError("give only one of <rev>, --to REV or --steps N",
                             "e.g. `skillgit revert --steps 1` undoes the last accepted step")
