@@ -171,3 +171,55 @@ def test_revert_in_a_fresh_project_says_there_is_nothing_to_revert(make_repo):
     assert "error: nothing to revert: 'main' has one commit" in proc.stderr
     assert "skillgit train" in proc.stderr and not re.search(r"[0-9a-f]{40}", proc.stderr)
     assert git(root, "rev-parse", "main") == before and git(root, "status", "--porcelain") == ""
+
+
+# ---------------------------------------------------------------------------------------------- --help
+def _leaf_commands() -> dict[str, object]:
+    import typer.main
+
+    from skillgit.cli import app
+
+    out: dict[str, object] = {}
+
+    def walk(command: object, path: tuple[str, ...]) -> None:
+        subs = getattr(command, "commands", None)
+        if isinstance(subs, dict) and subs:
+            for name, sub in subs.items():
+                walk(sub, (*path, name))
+        else:
+            out[" ".join(path)] = command
+
+    walk(typer.main.get_command(app), ())
+    return out
+
+
+def test_every_command_help_ends_with_examples_the_command_accepts(tmp_path):
+    """No command's --help had an example (the README's command table had them). Every example must parse with
+    the command's own options, so the help never shows a line that fails as written."""
+    import shlex
+
+    from skillgit.cli.examples import EXAMPLES
+
+    leaves = _leaf_commands()
+    assert set(EXAMPLES) == set(leaves), "every command has examples, and no example names a command that is gone"
+    for path, command in leaves.items():
+        for line in EXAMPLES[path]:
+            words = shlex.split(line.split("  #")[0].split(" > ")[0])
+            assert words[:1 + len(path.split())] == ["skillgit", *path.split()], line
+            ctx = command.make_context(path, words[1 + len(path.split()):])  # type: ignore[attr-defined]
+            ctx.close()
+    for path in ("train", "revert", "sleep adopt", "config show", ""):
+        proc = run_cli(*path.split(), "--help", cwd=tmp_path, env={"COLUMNS": "200"})
+        assert proc.returncode == 0, proc.stderr
+        text = " ".join(proc.stdout.split())
+        want = EXAMPLES.get(path, ("skillgit demo", "skillgit COMMAND --help"))
+        assert ("Examples:" if path else "Start here:") in text and all(" ".join(w.split()) in text for w in want)
+
+
+def test_the_command_listing_keeps_each_summary_on_its_own_lines(tmp_path):
+    """`skillgit --help` broke `show`'s summary where its docstring's source line ended ("(--full:" / "every" /
+    "note record)"), however wide the terminal."""
+    proc = run_cli("--help", cwd=tmp_path, env={"COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if " show " in line)
+    assert "(--full: every note record)" in row

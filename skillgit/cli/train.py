@@ -413,7 +413,7 @@ def _show_origins(project: Any, as_json: bool) -> None:
 
 def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
            run: Optional[str] = typer.Option(None, "--run", help="Which run (default: the newest)."),
-           as_json: bool = typer.Option(False, "--json"),
+           as_json: bool = typer.Option(False, "--json", help="Print the status as JSON on stdout."),
            skill: Optional[str] = typer.Option(None, "--skill", help="A skill library (`skills:`): this skill's "
                                                                     "newest run (without --skill and --run: one "
                                                                     "row per skill).")) -> None:
