@@ -223,3 +223,26 @@ def test_the_command_listing_keeps_each_summary_on_its_own_lines(tmp_path):
     assert proc.returncode == 0, proc.stderr
     row = next(line for line in proc.stdout.splitlines() if " show " in line)
     assert "(--full: every note record)" in row
+
+
+# ---------------------------------------------------------------------------------------------- init --env
+def test_init_env_commits_the_sample_it_copied(tmp_path):
+    """`init --env textgame --commit` committed SKILL.md and skillgit.yaml but left the copied sample (what
+    env.tasks names) untracked, and without --commit the printed `git add` line left it out: a clone, or CI's
+    `skillgit check`, had no tasks."""
+    from tests.conftest import git
+
+    root = tmp_path / "bench"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    proc = run_cli("init", "--env", "textgame", "--commit", cwd=root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert "data/textgame/games.jsonl" in git(root, "ls-files").splitlines()
+    other = tmp_path / "advised"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    proc = run_cli("init", "--env", "textgame", cwd=other)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    add = next(line for line in proc.stderr.splitlines() if line.strip().startswith("git add"))
+    assert "data/textgame" in add.split()

@@ -7,7 +7,7 @@ expected failure a SkillgitError that `main()` turns into `error: …` / `hint: 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Optional
 
 import typer
@@ -75,12 +75,14 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
         from skillgit.envs import setup as env_setup
 
         prepared, skill = env_setup.prepare(path, env, data, skill)
-    report = init_project(path, skill=skill, branch=branch, commit=commit and env is None, hooks=hooks)
+    # the copied sample is what env.tasks names: committed (or listed to commit) with the skill and the config
+    extra = (str(PurePosixPath(prepared.tasks).parent),) if env is not None and prepared.copied_sample else ()
+    report = init_project(path, skill=skill, branch=branch, commit=commit and env is None, hooks=hooks, extra=extra)
     if env is not None:
         env_setup.finish(prepared, report.root, report.config_written)
         _say_env(prepared, env, report.skill_path)
         if commit:  # now that the env section is written
-            again = init_project(path, skill=skill, branch=branch, commit=True, hooks=False)
+            again = init_project(path, skill=skill, branch=branch, commit=True, hooks=False, extra=extra)
             report.committed, report.todo = again.committed, again.todo
     _say_init(report)
 

@@ -28,6 +28,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from string import Template
+from typing import Sequence
 
 from skillgit.errors import SkillgitError
 from skillgit.resources import hooks_dir, templates_dir
@@ -161,8 +162,9 @@ def configure_notes(repo: GitRepo) -> None:
 
 
 def init_project(path: Path | str = ".", *, skill: str | None = None, branch: str | None = None,
-                 commit: bool = False, hooks: bool = False) -> InitReport:
-    """Set up skillgit in (or create) the repository at `path`; see the module docstring for the rules."""
+                 commit: bool = False, hooks: bool = False, extra: Sequence[str] = ()) -> InitReport:
+    """Set up skillgit in (or create) the repository at `path`; see the module docstring for the rules. `extra`:
+    more paths (files or folders, relative to the root) to commit with them (`init --env`'s copied sample)."""
     folder = Path(path).expanduser().resolve()
     repo, created_repo = _open_or_create(folder, branch)
     current = repo.current_branch()
@@ -182,7 +184,7 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
     _configure(repo)
     if hooks:
         report.hooks = install_hooks(repo)
-    paths = [rel, CONFIG_NAME]
+    paths = [rel, CONFIG_NAME, *extra]
     if _ignore_dotenv(repo):
         report.env_ignored = True
     ignore = repo.root / ".gitignore"
@@ -251,7 +253,8 @@ def _commit_or_advise(repo: GitRepo, paths: list[str], rel: str, branch: str, cu
                       report: InitReport) -> None:
     """Commit the changed `paths` (with --commit), or list the git commands that would."""
     changed = repo.status_paths(paths)
-    pending = [p for p in paths if any(line[3:].strip('"') == p for line in changed)]
+    files = [line[3:].strip('"') for line in changed]
+    pending = [p for p in paths if any(f == p or f.startswith(p.rstrip("/") + "/") for f in files)]
     if commit and pending:
         report.committed = repo.commit_paths(pending, f"skillgit: track {rel}")
     elif pending:
