@@ -246,3 +246,20 @@ def test_init_env_commits_the_sample_it_copied(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     add = next(line for line in proc.stderr.splitlines() if line.strip().startswith("git add"))
     assert "data/textgame" in add.split()
+
+
+def test_init_commit_without_a_git_identity_writes_and_stages_nothing(make_repo, tmp_path):
+    """In a fresh HOME `init --commit` wrote skillgit.yaml and .gitignore, staged them and the skill, then failed
+    at the commit: the user's index was left changed. Now the identity is checked before anything is written."""
+    from tests.conftest import git
+
+    root = make_repo({"AGENTS.md": "# Agents\n\nBe helpful.\n"})
+    nobody = tmp_path / "nobody.gitconfig"
+    nobody.write_text("[user]\n\tuseConfigOnly = true\n", encoding="utf-8")  # never guess from the host name
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_AUTHOR_", "GIT_COMMITTER_")) and k != "EMAIL"}
+    env["GIT_CONFIG_GLOBAL"] = str(nobody)
+    proc = subprocess.run([sys.executable, "-m", "skillgit", "init", "--commit"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert "git config user.name" in proc.stderr and "Traceback" not in proc.stderr
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""  # nothing written, nothing staged

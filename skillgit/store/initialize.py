@@ -179,6 +179,8 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
     if commit and current != branch:  # checked before anything is written
         raise SkillgitError(f"--commit needs branch '{branch}' checked out (HEAD is on {current or 'no branch'})",
                             f"git switch {branch}, then run `skillgit init --commit` again")
+    if commit:
+        repo.check_identity()  # no identity: its fix, before anything is written or staged
     _ensure_skill(repo, skill_file, rel, report)
     _ensure_config(repo, rel, branch, explicit_branch, report)
     _configure(repo)
