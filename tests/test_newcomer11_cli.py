@@ -263,3 +263,12 @@ def test_init_commit_without_a_git_identity_writes_and_stages_nothing(make_repo,
     assert proc.returncode == 3, proc.stderr
     assert "git config user.name" in proc.stderr and "Traceback" not in proc.stderr
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""  # nothing written, nothing staged
+
+
+@pytest.mark.parametrize("extra", [(), ("--sleep",), ("--library",)])
+def test_demo_steps_zero_is_refused_not_run_as_eight(tmp_path, extra):
+    """`skillgit demo --steps 0` trained the default 8 steps (`steps or 8`)."""
+    proc = run_cli("demo", "--dir", str(tmp_path / "d"), "--steps", "0", *extra, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "error: --steps must be at least 1, got 0" in proc.stderr
+    assert not (tmp_path / "d").exists()

@@ -531,6 +531,8 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
     """Train a skill offline on the simulated world (no API key): shows log, diff and test before → after."""
     from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
 
+    if steps is not None and steps < 1:  # (`steps or 8` below ran 8 steps for --steps 0)
+        raise SkillgitError(f"--steps must be at least 1, got {steps}", "try --steps 8")
     display = RunDisplay(console.err)
     if library:
         from skillgit.library.demo import run_library_demo
