@@ -272,3 +272,26 @@ def test_demo_steps_zero_is_refused_not_run_as_eight(tmp_path, extra):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "error: --steps must be at least 1, got 0" in proc.stderr
     assert not (tmp_path / "d").exists()
+
+
+# ---------------------------------------------------------------------------------------------- runs by name
+def test_a_mistyped_run_is_named_not_taken_for_an_empty_history(trained):
+    """`log --run <typo>` said "no training steps yet (run `skillgit train`)" with exit 0; `log -n -1` the same."""
+    proc = run_cli("log", "--run", "no-such-run", cwd=trained)
+    assert proc.returncode == 2 and "error: unknown run 'no-such-run'" in proc.stderr, proc.stderr
+    assert "hint: known runs: " in proc.stderr
+    for args in (("log", "-n", "-1"), ("rejected", "-n", "-2")):
+        proc = run_cli(*args, cwd=trained)
+        assert proc.returncode == 2 and "must be 0 or more" in proc.stderr, proc.stderr
+    proc = run_cli("log", "-n", "0", cwd=trained)
+    assert proc.returncode == 0 and proc.stdout == "" and "no training steps" not in proc.stderr
+
+
+def test_train_run_with_an_id_no_run_has_says_it_starts_a_new_run(tmp_path):
+    """`train --run <typo>` silently started (and paid for) a new run of that name."""
+    root = demo_project(tmp_path / "p")
+    proc = run_cli("train", "--run", "2026112-typo", "--set", "train.max_steps=1", cwd=root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "note: there is no run '2026112-typo': starting a new run of that name" in proc.stderr
+    again = run_cli("train", "--run", "2026112-typo", "--set", "train.max_steps=1", cwd=root)
+    assert again.returncode == 0 and "there is no run" not in again.stderr

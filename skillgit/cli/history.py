@@ -133,6 +133,7 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
     from skillgit.project import open_project
     from skillgit.store import read
 
+    _check_count(limit)
     project = open_project(repo, config, list(set_ or []))
     store = views.store_for(project)
     entries = read.history(store, run, edits=as_json, cached=True)  # (the table does not show edits)
@@ -147,7 +148,11 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
                             for e in entries])
         return
     if not entries:
-        _say("no training steps yet (run `skillgit train`)")
+        if run is not None and run not in (known := store.list_runs()):  # a typo is not "no steps yet"
+            raise SkillgitError(f"unknown run '{run}'", f"known runs: {', '.join(known[:5])}" if known
+                                else "no run yet: start one with `skillgit train`")
+        if limit != 0:
+            _say("no training steps yet (run `skillgit train`)")
         return
     rows = []
     for e in entries:
@@ -222,6 +227,11 @@ def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N),
     _page(shown("".join(out)))
 
 
+def _check_count(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise SkillgitError(f"-n/--max-count must be 0 or more, got {limit}", "e.g. -n 20: the newest 20 entries")
+
+
 def _page(text: str) -> None:
     """Like git: through a pager when stdout is a terminal (`$MANPAGER`, `$PAGER`, else `less`), plainly otherwise.
 
@@ -251,14 +261,16 @@ def rejected(as_json: bool = JSON, limit: Optional[int] = typer.Option(None, "-n
              repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
              set_: Optional[list[str]] = SET) -> None:
     """Rejected steps, newest first (archived ones too): what the negative buffer remembers."""
+    _check_count(limit)
     entries = [e for e in reversed(_store(repo, config, set_).history()) if e.verdict == "rejected"]
     if limit is not None:
-        entries = entries[:max(limit, 0)]
+        entries = entries[:limit]
     if as_json:
         console.print_json([e.to_dict() for e in entries])
         return
     if not entries:
-        _say("no rejected steps")
+        if limit != 0:
+            _say("no rejected steps")
         return
     rows = [[e.label + (" (archived)" if e.archived else ""), _num(e.score), _num(e.delta, True),
              e.reason + (" (corrupt note)" if e.note == "corrupt" else ""), "; ".join(e.edits) or "–"]

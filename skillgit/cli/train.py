@@ -39,7 +39,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
           resume: bool = typer.Option(True, "--resume/--new",
                                       help="Continue the newest unfinished run with the same config (default), "
                                            "or start a new run."),
-          run: Optional[str] = typer.Option(None, "--run", help="Continue this run id."),
+          run: Optional[str] = typer.Option(None, "--run", help="Continue this run id (an id no run has yet starts a "
+                                                                 "new run of that name, and says so)."),
           dry_run: bool = typer.Option(False, "--dry-run",
                                        help="Print the plan and a call/token estimate; spend nothing."),
           as_json: bool = typer.Option(False, "--json", help="Print the run result as JSON on stdout."),
@@ -89,6 +90,10 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     display = RunDisplay(console.err)
     sink = _json_events if events else display.handle
     _say_what_val_can_detect(project.config, len(session.splits.val), sink, events)
+    if run is not None and not events and run not in session.store.list_runs():  # a typo would start afresh
+        console.err.print(f"note: there is no run '{run}': starting a new run of that name (to continue a run, "
+                          "name one that `skillgit status --run ID` or `skillgit log` shows)", markup=False,
+                          highlight=False)
     trainer = build_trainer(session, run_id=run, resume=resume if run is None else True, on_event=sink)
     if review is not None:
         review_branch.record(session.store, trainer.run_id, review, trainer.progress.seed_rev or session.store.tip())
