@@ -148,11 +148,7 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
                             for e in entries])
         return
     if not entries:
-        if run is not None and run not in (known := store.list_runs()):  # a typo is not "no steps yet"
-            raise SkillgitError(f"unknown run '{run}'", f"known runs: {', '.join(known[:5])}" if known
-                                else "no run yet: start one with `skillgit train`")
-        if limit != 0:
-            _say("no training steps yet (run `skillgit train`)")
+        _say_no_entries(store, run, limit)
         return
     rows = []
     for e in entries:
@@ -225,6 +221,15 @@ def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N),
 
     out.append(skipped_text(detail.skipped, detail.sha))
     _page(shown("".join(out)))
+
+
+def _say_no_entries(store: Any, run: str | None, limit: int | None) -> None:
+    """`log` found nothing: a run name nobody has is a typo, not an empty history."""
+    if run is not None and run not in (known := store.list_runs()):
+        raise SkillgitError(f"unknown run '{run}'", f"known runs: {', '.join(known[:5])}" if known
+                            else "no run yet: start one with `skillgit train`")
+    if limit != 0:
+        _say("no training steps yet (run `skillgit train`)")
 
 
 def _check_count(limit: int | None) -> None:

@@ -90,10 +90,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     display = RunDisplay(console.err)
     sink = _json_events if events else display.handle
     _say_what_val_can_detect(project.config, len(session.splits.val), sink, events)
-    if run is not None and not events and run not in session.store.list_runs():  # a typo would start afresh
-        console.err.print(f"note: there is no run '{run}': starting a new run of that name (to continue a run, "
-                          "name one that `skillgit status --run ID` or `skillgit log` shows)", markup=False,
-                          highlight=False)
+    if run is not None and not events:
+        _say_if_new(session.store, run)
     trainer = build_trainer(session, run_id=run, resume=resume if run is None else True, on_event=sink)
     if review is not None:
         review_branch.record(session.store, trainer.run_id, review, trainer.progress.seed_rev or session.store.tip())
@@ -106,6 +104,14 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         if again:
             console.info(f"resume this run with: {again}")
         raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _say_if_new(store: Any, run: str) -> None:
+    """`train --run ID` with an id no run has starts a run of that name: a typo must not do so silently."""
+    if run not in store.list_runs():
+        console.err.print(f"note: there is no run '{run}': starting a new run of that name (to continue a run, "
+                          "name one that `skillgit status --run ID` or `skillgit log` shows)", markup=False,
+                          highlight=False)
 
 
 def _print_result(result: Any, metric: str, as_json: bool) -> None:
