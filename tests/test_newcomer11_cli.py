@@ -295,3 +295,18 @@ def test_train_run_with_an_id_no_run_has_says_it_starts_a_new_run(tmp_path):
     assert "note: there is no run '2026112-typo': starting a new run of that name" in proc.stderr
     again = run_cli("train", "--run", "2026112-typo", "--set", "train.max_steps=1", cwd=root)
     assert again.returncode == 0 and "there is no run" not in again.stderr
+
+
+# ---------------------------------------------------------------------------------------------- demo --agentic
+def test_agentic_demo_without_pytest_says_so_before_any_rollout(tmp_path):
+    """After the README's `pip install .` (no pytest), `skillgit demo --agentic` ran every rollout, each verifier
+    failed with "No module named pytest", and the demo stopped at step 1 with exit 4 pointing at the student."""
+    shadow = tmp_path / "no-pytest"
+    (shadow / "pytest").mkdir(parents=True)
+    (shadow / "pytest" / "__init__.py").write_text("raise ImportError('no pytest here')\n", encoding="utf-8")
+    env = {"PYTHONPATH": os.pathsep.join(p for p in (str(shadow), os.environ.get("PYTHONPATH", "")) if p)}
+    proc = run_cli("demo", "--agentic", "--steps", "1", "--dir", str(tmp_path / "d"), cwd=tmp_path, env=env)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "pytest is not installed in skillgit's environment" in proc.stderr
+    assert "-m pip install pytest" in proc.stderr and "starting run" not in proc.stderr
+    assert not (tmp_path / "d").exists()

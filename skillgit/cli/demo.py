@@ -99,6 +99,22 @@ def create_agentic_project(folder: Path, seed: int, teacher: str = "chat") -> No
     repo.commit_paths(["."], "demo: agentic example (skill package, coding tasks, fixture repositories)")
 
 
+def _need_pytest() -> None:
+    """The agentic demo's verifiers run `python -m pytest` with this interpreter: without pytest (a plain `pip
+    install .` has none) every rollout failed and the demo stopped at step 1 with exit 4, blaming the student."""
+    import os
+    import sys
+
+    from skillgit import process
+
+    probe = process.run([sys.executable, "-c", "import pytest"], cwd=Path.cwd(), env=os.environ, timeout_s=120)
+    if probe.returncode != 0:
+        raise SkillgitError("`skillgit demo --agentic` scores every rollout with real pytest verifiers, and pytest is "
+                            "not installed in skillgit's environment",
+                            f"install it there: {sys.executable} -m pip install pytest (or pip install '.[test]' in "
+                            "your clone of skillgit)")
+
+
 def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay, agentic: bool = False,
              teacher: str = "chat") -> None:
     from skillgit.cli.history import log
@@ -115,6 +131,8 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay,
     if teacher == "agent" and not agentic:
         raise SkillgitError("--teacher agent needs --agentic (the agent teacher edits a skill package)",
                             "run `skillgit demo --agentic --teacher agent`")
+    if agentic:
+        _need_pytest()
     with demo_folder(folder) as (folder, keep):
         if agentic:
             create_agentic_project(folder, seed, teacher)
