@@ -310,3 +310,21 @@ def test_agentic_demo_without_pytest_says_so_before_any_rollout(tmp_path):
     assert "pytest is not installed in skillgit's environment" in proc.stderr
     assert "-m pip install pytest" in proc.stderr and "starting run" not in proc.stderr
     assert not (tmp_path / "d").exists()
+
+
+def test_a_verifier_that_cannot_run_is_not_blamed_on_the_student(tmp_path):
+    """Every rollout's verifier failing ("No module named pytest") stopped the run with the hint "check the student
+    backend with `skillgit doctor`", which passes: the hint now points at the verify command."""
+    from skillgit.cli.demo import create_agentic_project
+
+    root = tmp_path / "agentic"
+    root.mkdir()
+    create_agentic_project(root, 0)
+    shadow = tmp_path / "no-pytest"
+    (shadow / "pytest").mkdir(parents=True)
+    (shadow / "pytest" / "__init__.py").write_text("raise ImportError('no pytest here')\n", encoding="utf-8")
+    env = {"PYTHONPATH": os.pathsep.join(p for p in (str(shadow), os.environ.get("PYTHONPATH", "")) if p)}
+    proc = run_cli("train", "--set", "train.max_steps=1", "--set", "train.batch_size=2", cwd=root, env=env)
+    assert proc.returncode == 4, proc.stderr[-2000:]
+    assert "every rollout failed" in proc.stderr and "no pytest here" in proc.stderr
+    assert "hint: run the task's verify command by hand" in proc.stderr and "skillgit doctor" not in proc.stderr
