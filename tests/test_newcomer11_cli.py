@@ -328,3 +328,19 @@ def test_a_verifier_that_cannot_run_is_not_blamed_on_the_student(tmp_path):
     assert proc.returncode == 4, proc.stderr[-2000:]
     assert "every rollout failed" in proc.stderr and "no pytest here" in proc.stderr
     assert "hint: run the task's verify command by hand" in proc.stderr and "skillgit doctor" not in proc.stderr
+
+
+def test_the_commands_init_prints_work_from_where_it_ran(make_repo):
+    """Run from a sub-folder, `init` printed `git add skillgit.yaml .gitignore` (paths of the repository root), which
+    fails there; following the printed lines as written must commit the setup."""
+    from tests.conftest import git
+
+    root = make_repo({"docs/AGENTS.md": "# Agents\n\nBe helpful.\n"})
+    proc = run_cli("init", "--skill", "AGENTS.md", cwd=root / "docs")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stderr.splitlines()
+    todo = [line.strip() for line in lines[lines.index("to start training, commit them:") + 1:]]
+    assert todo and todo[0].startswith("cd "), todo
+    done = subprocess.run(" && ".join(todo), shell=True, cwd=root / "docs", capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert git(root, "status", "--porcelain") == "" and "skillgit.yaml" in git(root, "ls-files").splitlines()

@@ -118,6 +118,11 @@ def _say_init(report) -> None:
         _say(f"committed {report.committed[:12]}")
     if report.todo:
         _say("to start training, commit them:")
+        root = Path(report.root).resolve()
+        if Path.cwd().resolve() != root:  # the paths below are the repository root's
+            import shlex
+
+            _say(f"  cd {shlex.quote(str(root))}")
         for line in report.todo:
             _say(f"  {line}")
 
