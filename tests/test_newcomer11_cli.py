@@ -344,3 +344,13 @@ def test_the_commands_init_prints_work_from_where_it_ran(make_repo):
     done = subprocess.run(" && ".join(todo), shell=True, cwd=root / "docs", capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert git(root, "status", "--porcelain") == "" and "skillgit.yaml" in git(root, "ls-files").splitlines()
+
+
+def test_a_missing_task_file_says_how_to_write_one(make_repo):
+    """Right after `skillgit init`, `train --dry-run` said only "point env.tasks at a .jsonl/.yaml file"."""
+    root = make_repo({"SKILL.md": "# Skill\n\nBe helpful.\n"})
+    assert run_cli("init", "--commit", cwd=root).returncode == 0
+    proc = run_cli("train", "--dry-run", cwd=root)
+    assert proc.returncode == 2, proc.stderr
+    assert "error: env.tasks: task file not found:" in proc.stderr
+    assert 'hint: write it, one JSON task per line: {"id": "t1", "input": "…", "expected": "…"}' in proc.stderr
