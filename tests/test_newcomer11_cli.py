@@ -354,3 +354,13 @@ def test_a_missing_task_file_says_how_to_write_one(make_repo):
     assert proc.returncode == 2, proc.stderr
     assert "error: env.tasks: task file not found:" in proc.stderr
     assert 'hint: write it, one JSON task per line: {"id": "t1", "input": "…", "expected": "…"}' in proc.stderr
+
+
+@pytest.mark.parametrize("extra", [(), ("--sleep",), ("--library",)])
+def test_demo_dir_that_is_a_file_is_an_error_not_a_traceback(tmp_path, extra):
+    target = tmp_path / "notes.txt"
+    target.write_text("mine\n", encoding="utf-8")
+    proc = run_cli("demo", "--dir", str(target), *extra, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and f"error: {target} is a file, not a folder" in proc.stderr
+    assert target.read_text(encoding="utf-8") == "mine\n"
