@@ -364,3 +364,12 @@ def test_demo_dir_that_is_a_file_is_an_error_not_a_traceback(tmp_path, extra):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and f"error: {target} is a file, not a folder" in proc.stderr
     assert target.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_init_on_a_file_is_an_error_not_a_traceback(make_repo):
+    """`skillgit init AGENTS.md` (the skill file where the folder goes) was a FileExistsError traceback."""
+    root = make_repo({"AGENTS.md": "# Agents\n"})
+    proc = run_cli("init", "AGENTS.md", cwd=root)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "is a file, not a folder" in proc.stderr
+    assert "--skill AGENTS.md" in proc.stderr and not (root / "skillgit.yaml").exists()

@@ -71,6 +71,12 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
 
     if data is not None and env is None:
         raise SkillgitError("--data needs --env", "e.g. skillgit init --env searchqa --data searchqa.jsonl")
+    if path.exists() and not path.is_dir():  # (it was a FileExistsError traceback)
+        import shlex
+
+        raise SkillgitError(f"{path} is a file, not a folder",
+                            f"give the repository's folder: `skillgit init {shlex.quote(str(path.parent))}`; the "
+                            f"skill file goes in --skill {shlex.quote(path.name)}")
     if env is not None:
         from skillgit.envs import setup as env_setup
 
