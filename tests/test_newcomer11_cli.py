@@ -373,3 +373,13 @@ def test_init_on_a_file_is_an_error_not_a_traceback(make_repo):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "is a file, not a folder" in proc.stderr
     assert "--skill AGENTS.md" in proc.stderr and not (root / "skillgit.yaml").exists()
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_install_with_both_scopes_is_refused_not_one_silently_dropped(make_repo, command):
+    """`install claude --project --user` installed into the home folder only (the flag pair keeps the last)."""
+    root = make_repo({"SKILL.md": "# Skill\n"})
+    proc = run_cli(command, "claude", "--project", "--user", cwd=root)
+    assert proc.returncode == 2, proc.stderr
+    assert "error: --project and --user exclude each other" in proc.stderr
+    assert not (Path(os.environ["HOME"]) / ".claude").exists() and not (root / ".claude").exists()
