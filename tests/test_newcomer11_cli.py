@@ -383,3 +383,35 @@ def test_install_with_both_scopes_is_refused_not_one_silently_dropped(make_repo,
     assert proc.returncode == 2, proc.stderr
     assert "error: --project and --user exclude each other" in proc.stderr
     assert not (Path(os.environ["HOME"]) / ".claude").exists() and not (root / ".claude").exists()
+
+
+# ---------------------------------------------------------------------------------------------- Ctrl-C in the demo
+def test_ctrl_c_in_demo_dir_says_how_to_resume_and_that_works(tmp_path):
+    """Ctrl-C in `skillgit demo --dir D` said "run the same command again to resume", which then refused D as not
+    empty. The hint now names the command that resumes the run, and that command ends where an uninterrupted demo
+    does."""
+    import shlex
+    import signal
+
+    slow = tmp_path / "user.yaml"  # the user config slows the simulated model so that the signal lands mid-run
+    slow.write_text("model:\n  simulated:\n    latency_s: 0.01\n", encoding="utf-8")
+    env = {**os.environ, "SKILLGIT_USER_CONFIG": str(slow)}
+    folder = tmp_path / "d"
+    proc = subprocess.Popen([sys.executable, "-m", "skillgit", "demo", "--dir", str(folder), "--steps", "2"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("step "):  # a step is decided and saved
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == 130, "".join(seen) + rest
+    hint = next(line for line in rest.splitlines() if line.startswith("hint: "))
+    command = hint.split("`")[1]
+    assert command.startswith(f"cd {shlex.quote(str(folder))} && skillgit train --run demo-seed0"), hint
+    done = subprocess.run(command.replace("skillgit train", f"{shlex.quote(sys.executable)} -m skillgit train"),
+                          shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "run demo-seed0: finished" in done.stdout + done.stderr and "there is no run" not in done.stderr
