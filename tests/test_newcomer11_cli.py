@@ -415,3 +415,14 @@ def test_ctrl_c_in_demo_dir_says_how_to_resume_and_that_works(tmp_path):
                           shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "run demo-seed0: finished" in done.stdout + done.stderr and "there is no run" not in done.stderr
+
+
+def test_init_checks_a_kept_config_now_not_at_the_first_train(make_repo):
+    """`init` kept an existing skillgit.yaml without reading it: a misspelled key surfaced only at `train`."""
+    root = make_repo({"SKILL.md": "# Skill\n", "skillgit.yaml": "train:\n  epochs: 3\n"})
+    proc = run_cli("init", cwd=root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "kept the existing skillgit.yaml" in proc.stderr
+    assert "warning: the kept skillgit.yaml does not load: unknown config key 'train.epochs'" in proc.stderr
+    assert "fix: did you mean 'train.num_epochs'?" in proc.stderr
+    assert (root / "skillgit.yaml").read_text(encoding="utf-8") == "train:\n  epochs: 3\n"  # kept as it was

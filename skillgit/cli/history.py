@@ -91,6 +91,20 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
             again = init_project(path, skill=skill, branch=branch, commit=True, hooks=False, extra=extra)
             report.committed, report.todo = again.committed, again.todo
     _say_init(report)
+    if not report.config_written:  # a kept file is checked now, not at the first train
+        _check_kept_config(Path(report.root) / "skillgit.yaml")
+
+
+def _check_kept_config(path: Path) -> None:
+    from skillgit.config import load_config
+    from skillgit.errors import ConfigError
+
+    try:
+        load_config(path)
+    except ConfigError as exc:
+        _say(f"warning: the kept skillgit.yaml does not load: {exc.message}")
+        if exc.hint:
+            _say(f"  fix: {exc.hint}")
 
 
 def _say_env(prepared, env: str, skill_path: str) -> None:
