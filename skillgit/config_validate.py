@@ -19,7 +19,6 @@ from typing import Any, Callable, Iterable, Union
 from skillgit import proposer_table
 from skillgit.backend_table import TABLE, names_for
 from skillgit.errors import ConfigError
-from skillgit.scorers import SCORER_TYPES
 
 # Vocabularies derived from their registries: backend names (`backend_table`, read by `llm/registry.py`) and scorer
 # types (`scorers._REGISTRY`). Two live above the config, in modules that read it (importing them here would be a
@@ -46,7 +45,6 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "optimizer.recall_scope": ("branch", "skill"),  # loop/recall.py SCOPES
     "evaluation.gate_metric": ("hard", "soft", "mixed"),
     "evaluation.gate_test": ("stderr", "permutation"),
-    "env.scorer.type": SCORER_TYPES,
 }
 # Lists owned by the agent registry, read when a value is checked (an agent registered at run time is allowed).
 DYNAMIC_ENUMS: dict[str, Callable[[], tuple[str, ...]]] = {
@@ -57,6 +55,7 @@ DYNAMIC_ENUMS: dict[str, Callable[[], tuple[str, ...]]] = {
     "model.*.command.preset": lambda: _agents().student_names(),
     "model.*.command.output": lambda: ("", *_agents().trace_formats()),
     "model.*.command.profile": lambda: _agents().PROFILES,
+    "env.scorer.type": lambda: _scorer_types(),
 }
 
 
@@ -77,6 +76,14 @@ def _agents():
     from skillgit.agents import registry
 
     return registry
+
+
+def _scorer_types() -> tuple[str, ...]:
+    """The scorer registry's types, imported when `env.scorer.type` is checked (the scorers and what they import,
+    subprocess handling among it, were a twelfth of `skillgit log`'s imports)."""
+    from skillgit.scorers import SCORER_TYPES
+
+    return SCORER_TYPES
 
 
 def allowed_values(generic: str) -> tuple[str, ...] | None:
@@ -250,9 +257,12 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 def check_field(key: str, value: Any, default: Any = None) -> None:
-    """Allowed values and ranges of one already-typed field."""
+    """Allowed values and ranges of one already-typed field. A value equal to its field's `default` needs no lookup
+    of the allowed values (every default is one of them: tests/test_centre.py), so a config that keeps a registry's
+    default does not import the registry."""
     generic = generic_key(key)
-    allowed = None if _builtin_backend(generic, value) else allowed_values(generic)
+    at_default = default is not None and value == default
+    allowed = None if at_default or _builtin_backend(generic, value) else allowed_values(generic)
     if allowed is not None and value not in allowed:
         close = difflib.get_close_matches(str(value), allowed, n=1, cutoff=0.6)
         raise ConfigError(f"{key}: {_short(value)} is not one of {', '.join(allowed)}",
@@ -477,15 +487,29 @@ def _check_azure_auth(side: str, backend: str, bcfg: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- unknown keys
+# Names people bring from other trainers, or guess, for a key of ours that spelling alone cannot reach (`lr` is
+# nothing like `learning_rate`): looked up by the unknown key's last part, wherever it was written.
+KEY_ALIASES = {"lr": "optimizer.learning_rate", "learning_rate": "optimizer.learning_rate",
+               "epochs": "train.num_epochs", "epoch": "train.num_epochs", "steps": "train.max_steps",
+               "file": "skill.path", "skill_file": "skill.path", "skill_path": "skill.path"}
+
+
 def suggest_key(dotted: str, known: Iterable[str]) -> list[str]:
-    """The known dotted keys the user most likely meant by `dotted` (best first, at most three)."""
-    known = sorted(set(known))
+    """The known dotted keys the user most likely meant by `dotted` (best first, at most three). Never a section
+    the key already sits in (`optimizer.lr` is not answered with `optimizer`)."""
+    known = sorted(k for k in set(known) if k != dotted and not dotted.startswith(k + "."))
     prefix, _, leaf = dotted.rpartition(".")
     siblings = [k.rpartition(".")[2] for k in known if k.rpartition(".")[0] == prefix]
+    role = _role_key(dotted, known)
+    if role:
+        return [role]
     close = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.7)
     if close:
         return [f"{prefix}.{close[0]}" if prefix else close[0]]
-    same_leaf = [k for k in known if k.rpartition(".")[2] == leaf and k != dotted]
+    alias = KEY_ALIASES.get(leaf.lower().replace("-", "_"))
+    if alias in known:
+        return [alias]
+    same_leaf = [k for k in known if k.rpartition(".")[2] == leaf]
     if same_leaf:
         return same_leaf[:3]
     close = difflib.get_close_matches(dotted, known, n=1, cutoff=0.75)
@@ -493,6 +517,30 @@ def suggest_key(dotted: str, known: Iterable[str]) -> list[str]:
         return close
     close = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.5)
     return [f"{prefix}.{close[0]}" if prefix else close[0]] if close else []
+
+
+def _role_key(dotted: str, known: list[str]) -> str | None:
+    """`model.student.model` → `model.student_model`, `model.teacher_base_url` → `model.teacher.base_url`: a
+    role's backend and model sit beside its settings section, and the two shapes are easy to mix up."""
+    parts = dotted.split(".")
+    if len(parts) == 3 and parts[0] == "model" and f"model.{parts[1]}_{parts[2]}" in known:
+        return f"model.{parts[1]}_{parts[2]}"
+    if len(parts) == 2 and parts[0] == "model":
+        role, _, rest = parts[1].partition("_")
+        if rest and f"model.{role}.{rest}" in known:
+            return f"model.{role}.{rest}"
+    return None
+
+
+def mapping_hint(dotted: str, value: Any) -> str:
+    """The fix for a section written as a plain value: `model.teacher: openai` meant the role's backend."""
+    role = dotted.rpartition(".")[2]
+    if dotted in ("model.teacher", "model.student") and isinstance(value, str):
+        shown = value if re.fullmatch(r"[\w.:/-]{1,40}", value) else _short(value, 30)
+        return (f"the backend goes in `model.{role}_backend: {shown}` (the model in "
+                f"`model.{role}_model`); `model.{role}:` holds the role's settings as `key: value` lines "
+                "(base_url, api_key_env, …)")
+    return "write it as `key: value` lines under the section"
 
 
 def unknown_key_error(dotted: str, known: Iterable[str], siblings: Iterable[str]) -> ConfigError:

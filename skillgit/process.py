@@ -45,7 +45,6 @@ import functools
 import json
 import os
 import re
-import secrets
 import signal
 import subprocess
 import sys
@@ -240,7 +239,7 @@ class _Scope:
     made), and the processes they found so far."""
 
     def __init__(self, scope_id: str | None = None, cgroup: Path | None = None):
-        self.id = scope_id or secrets.token_hex(16)
+        self.id = scope_id or os.urandom(16).hex()
         self.pgid = 0
         self.proc = _proc_readable()
         self.cgroup = cgroup if scope_id else _make_cgroup(self.id)

@@ -160,9 +160,30 @@ def test_closed_vocabularies_come_from_their_registries():
     assert config_validate.allowed_values("model.teacher_backend") == registry.names_for("teacher")
     assert config_validate.allowed_values("model.student_backend") == registry.names_for("student")
     assert registry.names_for is backend_table.names_for
-    assert config_validate.ENUMS["env.scorer.type"] is scorers.SCORER_TYPES == tuple(scorers._REGISTRY)
+    assert config_validate.allowed_values("env.scorer.type") is scorers.SCORER_TYPES == tuple(scorers._REGISTRY)
     assert set(gate._CHECKS) == set(config_validate.GATE_MODES)
     assert EvaluationCfg(gate="two_split+strict").gate == ("two_split", "strict")
+
+
+def test_every_default_is_one_of_its_allowed_values():
+    """`check_field` skips the allowed-values lookup for a value equal to its field's default (so `log` and
+    `status` do not import a registry for a config that keeps the defaults): that is sound only while every default
+    is allowed."""
+    from skillgit import config_validate
+    from skillgit.config import Config
+
+    defaults = Config()
+    checked = []
+    for generic in sorted({*config_validate.ENUMS, *config_validate.DYNAMIC_ENUMS}):
+        for dotted in ([generic.replace("*", role) for role in ("teacher", "student")] if "*" in generic
+                       else [generic]):
+            value: object = defaults
+            for part in dotted.split("."):
+                value = getattr(value, part)
+            if value is not None:
+                assert value in config_validate.allowed_values(generic), (dotted, value)
+                checked.append(dotted)
+    assert {"env.scorer.type", "model.teacher_backend", "optimizer.lr_scheduler"} <= set(checked), checked
 
 
 @pytest.mark.parametrize("package", ["skillgit.records", "skillgit.world"])

@@ -83,9 +83,10 @@ def test_log_imports_the_store_but_nothing_of_training(make_repo, args):
         assert not loaded(modules, heavy), f"`skillgit {' '.join(args)}` imported {heavy}"
 
 
-# Read by neither `log` nor `status`: the agent registry (only a config naming an agent needs it checked) and the
-# installed backend plugins' entry points (a built-in backend name is valid without them).
-NOT_READ = ("skillgit.agents", "importlib.metadata")
+# Read by neither `log` nor `status`: the agent registry (only a config naming an agent needs it checked), the
+# installed backend plugins' entry points (a built-in backend name is valid without them) and the scorers (a config
+# keeping the default scorer type needs no registry lookup).
+NOT_READ = ("skillgit.agents", "importlib.metadata", "skillgit.scorers")
 # Nor by `log` of a single-file skill without `skills:`: the library's config, skill packages, the lock's host name,
 # the note records and a run's progress (`skillgit.records` imports its modules on first use: log's cache holds
 # plain entries).
