@@ -19,7 +19,7 @@ import pytest
 from skillgit.agentic.student import AgentStudent
 from skillgit.agents import launch, registry
 from skillgit.config import CommandCfg
-from skillgit.llm.base import LLMError
+from skillgit.errors import ConfigError
 from skillgit.llm.command import CommandStudent
 from skillgit.types import Item
 from tests import agent_clis as ac
@@ -64,9 +64,9 @@ def test_a_users_template_without_dashdash_refuses_a_prompt_starting_with_dash(t
     item = Item("t1", HOSTILE_PROMPT)
     bare = CommandStudent(CommandCfg(preset="generic", argv=(sys.executable, str(script), "{prompt}")),
                           env=dict(os.environ))
-    with pytest.raises(LLMError) as info:
+    with pytest.raises(ConfigError) as info:
         bare.run("# skill\n", item)
-    assert info.value.kind == "config" and "starts with '-'" in info.value.message and "'--'" in info.value.hint
+    assert "starts with '-'" in info.value.message and "'--'" in info.value.hint
     assert not ran.exists()
     ended = CommandStudent(CommandCfg(preset="generic", argv=(sys.executable, str(script), "--", "{prompt}")),
                            env=dict(os.environ))

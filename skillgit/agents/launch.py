@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from skillgit.agents import version
 from skillgit.agents.base import Agent
 from skillgit.agents.profile import Plan, user_digest
+from skillgit.errors import ConfigError
 
 PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|skill_file|workspace|answer_file|model|name|seed|sample|"
                          r"permission_mode|sandbox)\}")
@@ -36,7 +37,7 @@ def fill(element: str, values: Mapping[str, str]) -> str:
 def expand(template: Sequence[str], values: Mapping[str, str], lists: Mapping[str, Sequence[str]]) -> list[str]:
     """`template` filled in (see the module docstring). A prompt (a task's text: a task file, a mined transcript)
     that starts with `-` where the template would make it an argv element of its own not after `--` is refused
-    (LLMError, kind config): `claude -p "--settings=…"` read it as an option. The presets put `--` before it."""
+    (ConfigError): `claude -p "--settings=…"` read it as an option. The presets put `--` before it."""
     out: list[str] = []
     for element in template:
         if element in lists:
@@ -44,11 +45,9 @@ def expand(template: Sequence[str], values: Mapping[str, str], lists: Mapping[st
             continue
         filled = fill(element, values)
         if element.startswith("{prompt}") and filled.startswith("-") and (not out or out[-1] not in END_OF_OPTIONS):
-            from skillgit.llm.base import LLMError
-
-            raise LLMError(f"the task's prompt starts with '-' ({filled[:30]!r}…): {out[0] if out else 'the agent'} "
-                           "would read it as an option", "put '--' right before '{prompt}' in the command's argv",
-                           kind="config")
+            raise ConfigError(f"the task's prompt starts with '-' ({filled[:30]!r}…): {out[0] if out else 'the agent'}"
+                              " would read it as an option", "put '--' right before '{prompt}' in the command's argv "
+                              "(model.student.command.argv)")
         out.append(filled)
     return out
 
