@@ -105,4 +105,5 @@ class BudgetReached(SkillgitError):
 # What parsing text from outside as JSON (a pulled note or run record, a transcript line, a model's reply) raises
 # when the text is no JSON: a ValueError, or a RecursionError for nesting deeper than the parser's stack
 # (`[[[[…` 100,000 deep), which an `except ValueError` let through as a traceback of every read command.
+# (An except that catches more names both: `except (ValueError, RecursionError, TypeError)`.)
 BAD_JSON: tuple[type[Exception], ...] = (ValueError, RecursionError)

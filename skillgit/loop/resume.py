@@ -31,7 +31,7 @@ import random
 import time
 from typing import Any, Mapping
 
-from skillgit.errors import BAD_JSON, ExitCode, SkillgitError
+from skillgit.errors import ExitCode, SkillgitError
 from skillgit.loop.decide import rival_step
 from skillgit.records import RunProgress, StepOutcome
 from skillgit.store import Store
@@ -49,7 +49,7 @@ def progress_of(store: Store, run_id: str) -> RunProgress | None:
     files = store.load_run(run_id) or {}
     try:
         return RunProgress.from_dict(json.loads(files["progress.json"])) if "progress.json" in files else None
-    except (*BAD_JSON, TypeError) as exc:  # (a run ref arrives through `pull` too)
+    except (ValueError, RecursionError, TypeError) as exc:  # (a run ref arrives through `pull` too)
         raise SkillgitError(f"run '{run_id}' has an unreadable progress record ({exc})",
                             f"inspect it with `git show refs/skillgit/runs/{run_id}:progress.json`") from None
 

@@ -282,7 +282,7 @@ def other_run_branches(store: "Store") -> list[str]:
     for blob in found.values():
         try:
             branch = json.loads(blob[1]).get("branch") if blob else None
-        except (*BAD_JSON, AttributeError):
+        except (ValueError, RecursionError, AttributeError):
             continue
         if isinstance(branch, str) and branch and branch != store.branch:
             names.add(branch)

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from skillgit.errors import BAD_JSON, GitStateError, SkillgitError
+from skillgit.errors import GitStateError, SkillgitError
 from skillgit.store import history as store_history
 from skillgit.store import refs as R
 from skillgit.store.git import GitError, GitRepo, RefUpdate, TreeEntry
@@ -151,7 +151,7 @@ def _run_branch_specs(store: "Store", remote_refs: dict[str, str], prefix: str) 
     for blob in repo.cat_batch(f"{ref}:progress.json" for ref in runs).values():
         try:
             branch = json.loads(blob[1]).get("branch") if blob else None
-        except (*BAD_JSON, AttributeError):
+        except (ValueError, RecursionError, AttributeError):
             continue
         if isinstance(branch, str) and branch != store.branch and R.branch_problem(branch) is None:
             names.add(branch)

@@ -429,7 +429,7 @@ def _json_line(line: str, counts: Counter[str]) -> dict[str, Any] | None:
     if line[:1] == "{":  # the common case, decided as json.loads decides it; anything else takes the path below
         try:
             obj, end = _SCAN(line, 0)
-        except (StopIteration, *BAD_JSON):
+        except (StopIteration, ValueError, RecursionError):  # (BAD_JSON)
             pass
         else:
             if end == len(line) or line[end:].isspace():

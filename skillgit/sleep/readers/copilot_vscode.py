@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from skillgit.errors import BAD_JSON
 from skillgit.sleep.model import MALFORMED, Session
 from skillgit.sleep.readers._common import (
     Draft,
@@ -131,7 +130,7 @@ def _replay(path: Path, counts: Counter[str]) -> Any:
     for line in filter(str.strip, lines):
         try:
             state = _apply(state, json.loads(line), counts)
-        except (*BAD_JSON, KeyError, IndexError, TypeError, AttributeError):
+        except (ValueError, RecursionError, KeyError, IndexError, TypeError, AttributeError):
             counts[MALFORMED] += 1
     return state
 
