@@ -211,7 +211,7 @@ def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: O
 def _shown(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from skillgit.textsafe import shown
 
-    return [{k: shown(v, multiline=False) if isinstance(v, str) else v for k, v in item.items()} for item in items]
+    return [{k: shown(v) if isinstance(v, str) else v for k, v in item.items()} for item in items]
 
 
 def _print_rows(stdout: Any, rows: list[dict[str, Any]], agents: list[dict[str, Any]]) -> None:
