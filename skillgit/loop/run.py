@@ -317,8 +317,10 @@ class Trainer:
     def _budget_exceeded(self) -> str | None:
         b = self.cfg.budget
         used = self._usage()[0]
-        if b.max_calls is not None and used.calls >= b.max_calls:
-            return f"budget.max_calls reached ({used.calls} ≥ {b.max_calls})"
+        flying = self.ledger.in_flight  # admitted calls not yet returned count as made (ledger.py: admission)
+        if b.max_calls is not None and used.calls + flying >= b.max_calls:
+            made = f"{used.calls} + {flying} in flight" if flying else str(used.calls)
+            return f"budget.max_calls reached ({made} ≥ {b.max_calls})"
         if b.max_tokens is not None and used.total_tokens >= b.max_tokens:
             return f"budget.max_tokens reached ({used.total_tokens} ≥ {b.max_tokens})"
         if b.max_cost_usd is not None and used.cost_usd >= b.max_cost_usd:
