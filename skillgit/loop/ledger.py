@@ -125,3 +125,16 @@ class Ledger:
             if d > 0:
                 out["timings_s"][stage] = round(d, 4)
         return out
+
+
+def budget_spent(budget: Any, used: Usage, in_flight: int = 0) -> str | None:
+    """Why `budget` (`BudgetCfg`) is spent by `used` with `in_flight` calls admitted and not yet returned (they count
+    as made: see the module contract), or None."""
+    if budget.max_calls is not None and used.calls + in_flight >= budget.max_calls:
+        made = f"{used.calls} + {in_flight} in flight" if in_flight else str(used.calls)
+        return f"budget.max_calls reached ({made} ≥ {budget.max_calls})"
+    if budget.max_tokens is not None and used.total_tokens >= budget.max_tokens:
+        return f"budget.max_tokens reached ({used.total_tokens} ≥ {budget.max_tokens})"
+    if budget.max_cost_usd is not None and used.cost_usd >= budget.max_cost_usd:
+        return f"budget.max_cost_usd reached (${used.cost_usd:.4f} ≥ ${budget.max_cost_usd:.4f})"
+    return None

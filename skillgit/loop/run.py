@@ -61,7 +61,7 @@ from skillgit.loop.events import (
 )
 from skillgit.loop.field import plan_field
 from skillgit.loop.final import Closing, final_scores
-from skillgit.loop.ledger import Ledger
+from skillgit.loop.ledger import Ledger, budget_spent
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.records import EpochStep, StepKind, StepOutcome, UpdateRecord, Verdict
 from skillgit.store import Store
@@ -173,17 +173,15 @@ class Trainer:
     def train(self) -> RunResult:
         with self.store.lock(self.cfg.skill.branch):
             resume_mod.check_unmoved(self.store, self.run_id, self._prior)  # read before the lock: still true?
-            # a budget stops before the call that would cross it, the seed's and the incumbent's scoring included
-            self.ledger.budget_check = self._budget_exceeded
+            self.ledger.budget_check = self._budget_exceeded  # the seed's and the incumbent's scoring included
             try:
                 seed_score, current = self._start()
             except BudgetReached as exc:  # no step can be judged yet: stopped, and a larger budget resumes it
                 self._settle_save(quiet=True)
-                stopped = BudgetReached(f"{exc.message} before the first step: the skill is scored on val first "
-                                        f"({len(self.evaluator.splits['val'])} items × up to "
-                                        f"{self.cfg.evaluation.gate_repeats} samples)", exc.hint)
-                self._record_stop(stopped)
-                raise stopped from None
+                val, repeats = len(self.evaluator.splits["val"]), self.cfg.evaluation.gate_repeats
+                exc.message += f" before the first step: the skill is scored on val first ({val} items × {repeats})"
+                self._record_stop(exc)
+                raise
             try:
                 status, reason = self._steps(current)
             except BaseException as exc:
@@ -324,17 +322,7 @@ class Trainer:
                 rollout_seconds=gate_mod.add_seconds(self.progress.rollout_seconds, seconds))
 
     def _budget_exceeded(self) -> str | None:
-        b = self.cfg.budget
-        used = self._usage()[0]
-        flying = self.ledger.in_flight  # admitted calls not yet returned count as made (ledger.py: admission)
-        if b.max_calls is not None and used.calls + flying >= b.max_calls:
-            made = f"{used.calls} + {flying} in flight" if flying else str(used.calls)
-            return f"budget.max_calls reached ({made} ≥ {b.max_calls})"
-        if b.max_tokens is not None and used.total_tokens >= b.max_tokens:
-            return f"budget.max_tokens reached ({used.total_tokens} ≥ {b.max_tokens})"
-        if b.max_cost_usd is not None and used.cost_usd >= b.max_cost_usd:
-            return f"budget.max_cost_usd reached (${used.cost_usd:.4f} ≥ ${b.max_cost_usd:.4f})"
-        return None
+        return budget_spent(self.cfg.budget, self._usage()[0], self.ledger.in_flight)
 
     def teacher(self, step: int | None = None) -> stages.Teacher:
         """The teacher for `step` (None: an epoch's end). Its negative buffer leaves out `step`'s own other
