@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 
 import yaml
 
-from skillgit.config_validate import check_config, check_field, coerce, unknown_key_error
+from skillgit.config_validate import check_config, check_field, coerce, mapping_hint, unknown_key_error
 from skillgit.errors import ConfigError
 from skillgit.proposer_table import ProposerScheduleCfg
 
@@ -478,7 +478,7 @@ def _build(cls, data: Any, prefix: str):
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{prefix or 'config'}: expected a mapping, got {type(data).__name__} {data!r}"[:200],
-                          "write it as `key: value` lines under the section")
+                          mapping_hint(prefix, data))
     hints = _hints(cls)
     fields_ = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}

@@ -112,7 +112,7 @@ def project_data(path: Path | None, origins: dict[str, str] | None = None,
     return data
 
 
-_KEY_IN_MESSAGE = re.compile(r"^(?:unknown config key )?'?([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)'?[:\s]")
+_KEY_IN_MESSAGE = re.compile(r"^(?:unknown config key )?'?([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)'?(?:[:\s]|$)")
 
 
 def _named_origin(message: str, origins: Mapping[str, str]) -> str | None:

@@ -487,15 +487,29 @@ def _check_azure_auth(side: str, backend: str, bcfg: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- unknown keys
+# Names people bring from other trainers, or guess, for a key of ours that spelling alone cannot reach (`lr` is
+# nothing like `learning_rate`): looked up by the unknown key's last part, wherever it was written.
+KEY_ALIASES = {"lr": "optimizer.learning_rate", "learning_rate": "optimizer.learning_rate",
+               "epochs": "train.num_epochs", "epoch": "train.num_epochs", "steps": "train.max_steps",
+               "file": "skill.path", "skill_file": "skill.path", "skill_path": "skill.path"}
+
+
 def suggest_key(dotted: str, known: Iterable[str]) -> list[str]:
-    """The known dotted keys the user most likely meant by `dotted` (best first, at most three)."""
-    known = sorted(set(known))
+    """The known dotted keys the user most likely meant by `dotted` (best first, at most three). Never a section
+    the key already sits in (`optimizer.lr` is not answered with `optimizer`)."""
+    known = sorted(k for k in set(known) if k != dotted and not dotted.startswith(k + "."))
     prefix, _, leaf = dotted.rpartition(".")
     siblings = [k.rpartition(".")[2] for k in known if k.rpartition(".")[0] == prefix]
+    role = _role_key(dotted, known)
+    if role:
+        return [role]
     close = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.7)
     if close:
         return [f"{prefix}.{close[0]}" if prefix else close[0]]
-    same_leaf = [k for k in known if k.rpartition(".")[2] == leaf and k != dotted]
+    alias = KEY_ALIASES.get(leaf.lower().replace("-", "_"))
+    if alias in known:
+        return [alias]
+    same_leaf = [k for k in known if k.rpartition(".")[2] == leaf]
     if same_leaf:
         return same_leaf[:3]
     close = difflib.get_close_matches(dotted, known, n=1, cutoff=0.75)
@@ -503,6 +517,30 @@ def suggest_key(dotted: str, known: Iterable[str]) -> list[str]:
         return close
     close = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.5)
     return [f"{prefix}.{close[0]}" if prefix else close[0]] if close else []
+
+
+def _role_key(dotted: str, known: list[str]) -> str | None:
+    """`model.student.model` → `model.student_model`, `model.teacher_base_url` → `model.teacher.base_url`: a
+    role's backend and model sit beside its settings section, and the two shapes are easy to mix up."""
+    parts = dotted.split(".")
+    if len(parts) == 3 and parts[0] == "model" and f"model.{parts[1]}_{parts[2]}" in known:
+        return f"model.{parts[1]}_{parts[2]}"
+    if len(parts) == 2 and parts[0] == "model":
+        role, _, rest = parts[1].partition("_")
+        if rest and f"model.{role}.{rest}" in known:
+            return f"model.{role}.{rest}"
+    return None
+
+
+def mapping_hint(dotted: str, value: Any) -> str:
+    """The fix for a section written as a plain value: `model.teacher: openai` meant the role's backend."""
+    role = dotted.rpartition(".")[2]
+    if dotted in ("model.teacher", "model.student") and isinstance(value, str):
+        shown = value if re.fullmatch(r"[\w.:/-]{1,40}", value) else _short(value, 30)
+        return (f"the backend goes in `model.{role}_backend: {shown}` (the model in "
+                f"`model.{role}_model`); `model.{role}:` holds the role's settings as `key: value` lines "
+                "(base_url, api_key_env, …)")
+    return "write it as `key: value` lines under the section"
 
 
 def unknown_key_error(dotted: str, known: Iterable[str], siblings: Iterable[str]) -> ConfigError:

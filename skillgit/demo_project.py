@@ -37,6 +37,8 @@ def demo_folder(folder: Path | None, prefix: str = "skillgit-demo-") -> Iterator
 
 def init_demo_repository(folder: Path, hint: str = "pass --dir with a new or empty folder") -> Repository:
     """See the module contract."""
+    if folder.exists() and not folder.is_dir():  # (iterdir raised NotADirectoryError: a traceback)
+        raise SkillgitError(f"{folder} is a file, not a folder", hint)
     if folder.exists() and any(folder.iterdir()):
         raise SkillgitError(f"{folder} is not empty", hint)
     folder.mkdir(parents=True, exist_ok=True)

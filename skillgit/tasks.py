@@ -317,7 +317,9 @@ def load_splits(env_cfg: EnvCfg, root: Path, load: Loader = load_items) -> Split
         return _load_split_dir(path, load)
     if not path.exists():
         raise TaskFileError(f"env.tasks: task file not found: {path}",
-                            "point env.tasks at a .jsonl/.yaml file, or at a folder with train/ val/ test/")
+                            "write it, one JSON task per line: {\"id\": \"t1\", \"input\": \"…\", \"expected\": \"…\"} "
+                            "(README: Train your own skill); or point env.tasks at a .jsonl/.yaml file, or at a folder "
+                            "with train/ val/ test/")
     return _ratio_split(load(path), env_cfg.split_ratio, env_cfg.split_seed, path)
 
 

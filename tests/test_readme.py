@@ -38,3 +38,26 @@ def test_every_cli_command_is_documented():
     assert {"train", "demo", "log", "revert", "doctor"} <= names
     for name in names:
         assert f"`{name}" in README or f"`skillgit {name}" in README, name
+
+
+def test_the_command_tables_examples_run_as_written():
+    """Each example of README's command table parses with that command's own options (the --help examples are
+    checked the same way in tests/test_newcomer11_cli.py)."""
+    import shlex
+
+    import typer
+
+    from skillgit.cli import app
+
+    table = README[README.index("| command | what it does | example |"):]
+    table = table[:table.index("\n\n")]
+    group = typer.main.get_command(app)
+    examples = re.findall(r"\| `(skillgit [^`]+)` \|\s*$", table, re.M)
+    assert len(examples) >= 20
+    for example in examples:
+        words = shlex.split(example)[1:]
+        command = group
+        while getattr(command, "commands", None) and words and words[0] in command.commands:
+            command, words = command.commands[words[0]], words[1:]
+        assert not getattr(command, "commands", None), example
+        command.make_context(example, words).close()

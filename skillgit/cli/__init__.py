@@ -22,6 +22,7 @@ import typer
 
 from skillgit import __version__
 from skillgit.cli import coerce, usage
+from skillgit.cli.examples import attach, epilog
 from skillgit.errors import ExitCode, Interrupted, SkillgitError, clear_stop, request_stop, stop_requested
 
 MODULES = ("history", "train", "doctor", "review", "sleep", "integrations", "ui", "envs", "library")
@@ -62,6 +63,7 @@ def build_app(command: str | None = None) -> typer.Typer | None:
         add_completion=True,  # `skillgit --install-completion` (bash, zsh, fish, PowerShell)
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
+        epilog=epilog(""),
     )
     app.callback()(_root)
     if command is not None and command not in COMMANDS:
@@ -74,6 +76,7 @@ def build_app(command: str | None = None) -> typer.Typer | None:
                 continue
             raise
         module.register(app)
+    attach(app)  # every command's --help ends with examples
     if command is not None:
         app.registered_commands = [c for c in app.registered_commands if c.name == command]
         app.registered_groups = [g for g in app.registered_groups if g.name == command]

@@ -7,12 +7,15 @@ real model: the simulated world is documented in skillgit/world and says so on s
 
 from __future__ import annotations
 
+import shlex
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from skillgit import console
 from skillgit.cli.progress import RunDisplay, scores_table
-from skillgit.errors import SkillgitError
+from skillgit.errors import Interrupted, SkillgitError
 from skillgit.patch import unified_diff
 
 DEMO_CONFIG = """\
@@ -99,6 +102,38 @@ def create_agentic_project(folder: Path, seed: int, teacher: str = "chat") -> No
     repo.commit_paths(["."], "demo: agentic example (skill package, coding tasks, fixture repositories)")
 
 
+@contextmanager
+def _resume_hint(folder: Path, keep: bool, seed: int, steps: int) -> Iterator[None]:
+    """Ctrl-C in a demo: the generic "run the same command again to resume" was wrong twice over (`demo --dir D`
+    again refuses a folder that is not empty; without --dir the folder is temporary and gone)."""
+    try:
+        yield
+    except Interrupted as exc:
+        if keep:
+            hint = (f"the project is kept: `cd {shlex.quote(str(folder))} && skillgit train --run demo-seed{seed} "
+                    f"--set train.max_steps={steps}` resumes this run where it stopped")
+        else:
+            hint = ("the demo's folder was temporary and is removed: `skillgit demo` starts it again (same seed, "
+                    "same run)")
+        raise Interrupted(exc.message, hint, exc.code) from None
+
+
+def _need_pytest() -> None:
+    """The agentic demo's verifiers run `python -m pytest` with this interpreter: without pytest (a plain `pip
+    install .` has none) every rollout failed and the demo stopped at step 1 with exit 4, blaming the student."""
+    import os
+    import sys
+
+    from skillgit import process
+
+    probe = process.run([sys.executable, "-c", "import pytest"], cwd=Path.cwd(), env=os.environ, timeout_s=120)
+    if probe.returncode != 0:
+        raise SkillgitError("`skillgit demo --agentic` scores every rollout with real pytest verifiers, and pytest is "
+                            "not installed in skillgit's environment",
+                            f"install it there: {sys.executable} -m pip install pytest (or pip install '.[test]' in "
+                            "your clone of skillgit)")
+
+
 def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay, agentic: bool = False,
              teacher: str = "chat") -> None:
     from skillgit.cli.history import log
@@ -115,6 +150,8 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay,
     if teacher == "agent" and not agentic:
         raise SkillgitError("--teacher agent needs --agentic (the agent teacher edits a skill package)",
                             "run `skillgit demo --agentic --teacher agent`")
+    if agentic:
+        _need_pytest()
     with demo_folder(folder) as (folder, keep):
         if agentic:
             create_agentic_project(folder, seed, teacher)
@@ -131,7 +168,7 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay,
         session = open_session(project)
         seed_text = session.store.read_skill()
         trainer = build_trainer(session, run_id=f"demo-seed{seed}", resume=False, on_event=display.handle)
-        with display:
+        with display, _resume_hint(folder, keep, seed, steps):
             result = trainer.train()
         out = console.out
         out.rule("skillgit log")

@@ -7,7 +7,7 @@ expected failure a SkillgitError that `main()` turns into `error: …` / `hint: 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Optional
 
 import typer
@@ -71,18 +71,40 @@ def init(path: Path = typer.Argument(Path("."), help="The repository (created wh
 
     if data is not None and env is None:
         raise SkillgitError("--data needs --env", "e.g. skillgit init --env searchqa --data searchqa.jsonl")
+    if path.exists() and not path.is_dir():  # (it was a FileExistsError traceback)
+        import shlex
+
+        raise SkillgitError(f"{path} is a file, not a folder",
+                            f"give the repository's folder: `skillgit init {shlex.quote(str(path.parent))}`; the "
+                            f"skill file goes in --skill {shlex.quote(path.name)}")
     if env is not None:
         from skillgit.envs import setup as env_setup
 
         prepared, skill = env_setup.prepare(path, env, data, skill)
-    report = init_project(path, skill=skill, branch=branch, commit=commit and env is None, hooks=hooks)
+    # the copied sample is what env.tasks names: committed (or listed to commit) with the skill and the config
+    extra = (str(PurePosixPath(prepared.tasks).parent),) if env is not None and prepared.copied_sample else ()
+    report = init_project(path, skill=skill, branch=branch, commit=commit and env is None, hooks=hooks, extra=extra)
     if env is not None:
         env_setup.finish(prepared, report.root, report.config_written)
         _say_env(prepared, env, report.skill_path)
         if commit:  # now that the env section is written
-            again = init_project(path, skill=skill, branch=branch, commit=True, hooks=False)
+            again = init_project(path, skill=skill, branch=branch, commit=True, hooks=False, extra=extra)
             report.committed, report.todo = again.committed, again.todo
     _say_init(report)
+    if not report.config_written:  # a kept file is checked now, not at the first train
+        _check_kept_config(Path(report.root) / "skillgit.yaml")
+
+
+def _check_kept_config(path: Path) -> None:
+    from skillgit.config import load_config
+    from skillgit.errors import ConfigError
+
+    try:
+        load_config(path)
+    except ConfigError as exc:
+        _say(f"warning: the kept skillgit.yaml does not load: {exc.message}")
+        if exc.hint:
+            _say(f"  fix: {exc.hint}")
 
 
 def _say_env(prepared, env: str, skill_path: str) -> None:
@@ -116,6 +138,11 @@ def _say_init(report) -> None:
         _say(f"committed {report.committed[:12]}")
     if report.todo:
         _say("to start training, commit them:")
+        root = Path(report.root).resolve()
+        if Path.cwd().resolve() != root:  # the paths below are the repository root's
+            import shlex
+
+            _say(f"  cd {shlex.quote(str(root))}")
         for line in report.todo:
             _say(f"  {line}")
 
@@ -131,6 +158,7 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
     from skillgit.project import open_project
     from skillgit.store import read
 
+    _check_count(limit)
     project = open_project(repo, config, list(set_ or []))
     store = views.store_for(project)
     entries = read.history(store, run, edits=as_json, cached=True)  # (the table does not show edits)
@@ -145,7 +173,7 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
                             for e in entries])
         return
     if not entries:
-        _say("no training steps yet (run `skillgit train`)")
+        _say_no_entries(store, run, limit)
         return
     rows = []
     for e in entries:
@@ -220,14 +248,31 @@ def show(rev: str = typer.Argument(..., help="A step (N, RUN/N, rejected/RUN/N),
     _page(shown("".join(out)))
 
 
+def _say_no_entries(store: Any, run: str | None, limit: int | None) -> None:
+    """`log` found nothing: a run name nobody has is a typo, not an empty history."""
+    if run is not None and run not in (known := store.list_runs()):
+        raise SkillgitError(f"unknown run '{run}'", f"known runs: {', '.join(known[:5])}" if known
+                            else "no run yet: start one with `skillgit train`")
+    if limit != 0:
+        _say("no training steps yet (run `skillgit train`)")
+
+
+def _check_count(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise SkillgitError(f"-n/--max-count must be 0 or more, got {limit}", "e.g. -n 20: the newest 20 entries")
+
+
 def _page(text: str) -> None:
-    """Like git: through a pager when stdout is a terminal, plainly otherwise."""
+    """Like git: through a pager when stdout is a terminal (`$MANPAGER`, `$PAGER`, else `less`), plainly otherwise.
+
+    The standard library's pager, not click's: typer ≥ 0.2x vendors click without its pager and no longer
+    installs the click package, so `import click` failed in a plain `pip install .`."""
     import sys
 
-    import click
+    if sys.stdout.isatty() and sys.stdin.isatty():
+        import pydoc
 
-    if sys.stdout.isatty():
-        click.echo_via_pager(text)
+        pydoc.pager(text)
     else:
         typer.echo(text, nl=False)
 
@@ -246,14 +291,16 @@ def rejected(as_json: bool = JSON, limit: Optional[int] = typer.Option(None, "-n
              repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
              set_: Optional[list[str]] = SET) -> None:
     """Rejected steps, newest first (archived ones too): what the negative buffer remembers."""
+    _check_count(limit)
     entries = [e for e in reversed(_store(repo, config, set_).history()) if e.verdict == "rejected"]
     if limit is not None:
-        entries = entries[:max(limit, 0)]
+        entries = entries[:limit]
     if as_json:
         console.print_json([e.to_dict() for e in entries])
         return
     if not entries:
-        _say("no rejected steps")
+        if limit != 0:
+            _say("no rejected steps")
         return
     rows = [[e.label + (" (archived)" if e.archived else ""), _num(e.score), _num(e.delta, True),
              e.reason + (" (corrupt note)" if e.note == "corrupt" else ""), "; ".join(e.edits) or "–"]
@@ -321,6 +368,11 @@ def revert(rev: Optional[str] = typer.Argument(None, help="Undo this step (defau
     store = _store(repo, config, set_)
     if rev is None and to is None and steps is None:
         rev = store.tip()
+        if not store.repo.parents(rev):  # a fresh project: the commit that added the skill, nothing before it
+            from skillgit.errors import GitStateError
+
+            raise GitStateError(f"nothing to revert: '{store.branch}' has one commit ({rev[:12]}), with nothing "
+                                "before it", "train first (`skillgit train`); `skillgit log` lists what can be undone")
     if sum(x is not None for x in (rev, to, steps)) != 1:
         raise SkillgitError("give only one of <rev>, --to REV or --steps N",
                             "e.g. `skillgit revert --steps 1` undoes the last accepted step")

@@ -95,6 +95,14 @@ class _AgentsListed(typer.core.TyperCommand):
     """`install` / `uninstall`: their help lists the install targets the agents registry holds when it is shown
     (an agent registered at run time too), and importing the command line imports no agent."""
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # `--project --user`: the flag pair keeps the last one given, so one of the two was silently dropped
+        given = set(args[:args.index("--")] if "--" in args else args) & {"--project", "--user"}
+        if len(given) == 2:
+            raise SkillgitError("--project and --user exclude each other",
+                                "give one: --project (this repository, the default) or --user (your home folder)")
+        return super().parse_args(ctx, args)
+
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from skillgit.integrations.artifacts import targets
 

@@ -39,7 +39,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
           resume: bool = typer.Option(True, "--resume/--new",
                                       help="Continue the newest unfinished run with the same config (default), "
                                            "or start a new run."),
-          run: Optional[str] = typer.Option(None, "--run", help="Continue this run id."),
+          run: Optional[str] = typer.Option(None, "--run", help="Continue this run id (an id no run has yet starts a "
+                                                                 "new run of that name, and says so)."),
           dry_run: bool = typer.Option(False, "--dry-run",
                                        help="Print the plan and a call/token estimate; spend nothing."),
           as_json: bool = typer.Option(False, "--json", help="Print the run result as JSON on stdout."),
@@ -89,6 +90,8 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
     display = RunDisplay(console.err)
     sink = _json_events if events else display.handle
     _say_what_val_can_detect(project.config, len(session.splits.val), sink, events)
+    if run is not None and not events:
+        _say_if_new(session.store, run)
     trainer = build_trainer(session, run_id=run, resume=resume if run is None else True, on_event=sink)
     if review is not None:
         review_branch.record(session.store, trainer.run_id, review, trainer.progress.seed_rev or session.store.tip())
@@ -101,6 +104,14 @@ def train(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: Op
         if again:
             console.info(f"resume this run with: {again}")
         raise typer.Exit(int(ExitCode.BUDGET))
+
+
+def _say_if_new(store: Any, run: str) -> None:
+    """`train --run ID` with an id no run has starts a run of that name: a typo must not do so silently."""
+    if run not in store.list_runs():
+        console.err.print(f"note: there is no run '{run}': starting a new run of that name (to continue a run, "
+                          "name one that `skillgit status --run ID` or `skillgit log` shows)", markup=False,
+                          highlight=False)
 
 
 def _print_result(result: Any, metric: str, as_json: bool) -> None:
@@ -413,7 +424,7 @@ def _show_origins(project: Any, as_json: bool) -> None:
 
 def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
            run: Optional[str] = typer.Option(None, "--run", help="Which run (default: the newest)."),
-           as_json: bool = typer.Option(False, "--json"),
+           as_json: bool = typer.Option(False, "--json", help="Print the status as JSON on stdout."),
            skill: Optional[str] = typer.Option(None, "--skill", help="A skill library (`skills:`): this skill's "
                                                                     "newest run (without --skill and --run: one "
                                                                     "row per skill).")) -> None:
@@ -531,6 +542,8 @@ def demo(dir_: Optional[Path] = typer.Option(None, "--dir", help="Keep the demo 
     """Train a skill offline on the simulated world (no API key): shows log, diff and test before → after."""
     from skillgit.cli.progress import RunDisplay  # lazy: rich.progress, the loop's events
 
+    if steps is not None and steps < 1:  # (`steps or 8` below ran 8 steps for --steps 0)
+        raise SkillgitError(f"--steps must be at least 1, got {steps}", "try --steps 8")
     display = RunDisplay(console.err)
     if library:
         from skillgit.library.demo import run_library_demo

@@ -20,8 +20,10 @@ def require_usable(step: int, batch: list, trajs: list[Trajectory]) -> None:
         raise SkillgitError(f"step {step}: the scorer failed on every rollout ({first})",
                             "fix env.scorer (try it with `skillgit eval --split train`); the run resumes "
                             "where it stopped", ExitCode.USAGE)
-    raise SkillgitError(f"step {step}: every rollout failed ({first})",
-                        "check the student backend with `skillgit doctor`; the run resumes where it stopped",
+    judged = any(w in first for w in ("could not judge", "verifier ", "JUnit report"))  # the task's verifier
+    fix = ("run the task's verify command by hand in a copy of its workspace (with skillgit's python: is pytest "
+           "installed there?)" if judged else "check the student backend with `skillgit doctor`")
+    raise SkillgitError(f"step {step}: every rollout failed ({first})", f"{fix}; the run resumes where it stopped",
                         ExitCode.BACKEND)
 
 

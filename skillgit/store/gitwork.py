@@ -22,6 +22,10 @@ class GitWork(GitBase):
         """`git status --porcelain` lines for `paths` (untracked files included)."""
         return self._run("status", "--porcelain", "--untracked-files=all", "--", *paths).splitlines()
 
+    def check_identity(self) -> None:
+        """Raise the GitError with the fix (`git config user.name …`) when git has no committer identity."""
+        self._run("var", "GIT_COMMITTER_IDENT")
+
     def commit_paths(self, paths: Sequence[str], message: str) -> str:
         """Add and commit exactly `paths` (nothing else that is staged); returns the new HEAD."""
         self._run("add", "--", *paths)

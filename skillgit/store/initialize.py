@@ -28,6 +28,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from string import Template
+from typing import Sequence
 
 from skillgit.errors import SkillgitError
 from skillgit.resources import hooks_dir, templates_dir
@@ -161,8 +162,9 @@ def configure_notes(repo: GitRepo) -> None:
 
 
 def init_project(path: Path | str = ".", *, skill: str | None = None, branch: str | None = None,
-                 commit: bool = False, hooks: bool = False) -> InitReport:
-    """Set up skillgit in (or create) the repository at `path`; see the module docstring for the rules."""
+                 commit: bool = False, hooks: bool = False, extra: Sequence[str] = ()) -> InitReport:
+    """Set up skillgit in (or create) the repository at `path`; see the module docstring for the rules. `extra`:
+    more paths (files or folders, relative to the root) to commit with them (`init --env`'s copied sample)."""
     folder = Path(path).expanduser().resolve()
     repo, created_repo = _open_or_create(folder, branch)
     current = repo.current_branch()
@@ -177,12 +179,14 @@ def init_project(path: Path | str = ".", *, skill: str | None = None, branch: st
     if commit and current != branch:  # checked before anything is written
         raise SkillgitError(f"--commit needs branch '{branch}' checked out (HEAD is on {current or 'no branch'})",
                             f"git switch {branch}, then run `skillgit init --commit` again")
+    if commit:
+        repo.check_identity()  # no identity: its fix, before anything is written or staged
     _ensure_skill(repo, skill_file, rel, report)
     _ensure_config(repo, rel, branch, explicit_branch, report)
     _configure(repo)
     if hooks:
         report.hooks = install_hooks(repo)
-    paths = [rel, CONFIG_NAME]
+    paths = [rel, CONFIG_NAME, *extra]
     if _ignore_dotenv(repo):
         report.env_ignored = True
     ignore = repo.root / ".gitignore"
@@ -251,7 +255,8 @@ def _commit_or_advise(repo: GitRepo, paths: list[str], rel: str, branch: str, cu
                       report: InitReport) -> None:
     """Commit the changed `paths` (with --commit), or list the git commands that would."""
     changed = repo.status_paths(paths)
-    pending = [p for p in paths if any(line[3:].strip('"') == p for line in changed)]
+    files = [line[3:].strip('"') for line in changed]
+    pending = [p for p in paths if any(f == p or f.startswith(p.rstrip("/") + "/") for f in files)]
     if commit and pending:
         report.committed = repo.commit_paths(pending, f"skillgit: track {rel}")
     elif pending:
