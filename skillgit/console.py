@@ -44,8 +44,10 @@ def print_error(message: str, hint: str = "") -> None:
 
 
 def print_json(data: Any) -> None:
-    """Machine-readable data on stdout, one document."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """Machine-readable data on stdout, one document (no raw control or bidi character: see `json_shown`)."""
+    from skillgit.textsafe import json_shown
+
+    sys.stdout.write(json_shown(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
     sys.stdout.flush()
 
 

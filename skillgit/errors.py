@@ -100,3 +100,10 @@ class BudgetReached(SkillgitError):
     def __init__(self, message: str, hint: str = "raise the budget (budget.max_calls / max_tokens / max_cost_usd) and "
                  "run `skillgit train` again to resume"):
         super().__init__(message, hint, ExitCode.BUDGET)
+
+
+# What parsing text from outside as JSON (a pulled note or run record, a transcript line, a model's reply) raises
+# when the text is no JSON: a ValueError, or a RecursionError for nesting deeper than the parser's stack
+# (`[[[[…` 100,000 deep), which an `except ValueError` let through as a traceback of every read command.
+# (An except that catches more names both: `except (ValueError, RecursionError, TypeError)`.)
+BAD_JSON: tuple[type[Exception], ...] = (ValueError, RecursionError)

@@ -22,6 +22,8 @@ On disk (`write`): the bundle's text files plus the package's committed tree (`t
 mode, bytes as stored). A tree file the bundle does not hold (a binary asset) is written byte-exact; a bundle file
 whose text equals the committed one (up to the trailing newline `parse` adds) is written as the committed bytes;
 every file keeps its committed mode (scripts stay executable); a new file is 0644, 0755 when it starts with `#!`.
+Nothing is written outside `dest`: a file that is a symbolic link is replaced, a folder that is a link leaving
+`dest` (a repository's committed `references -> /elsewhere`) is refused.
 """
 
 from __future__ import annotations
@@ -156,9 +158,13 @@ def write(dest: Path, skill: str, tree: Sequence[TreeFile] = (), *, main: str = 
     dest.mkdir(parents=True, exist_ok=True)
     if prune:
         _prune(dest, set(out))
+    root = dest.resolve()
     written = []
     for path, (data, mode) in sorted(out.items()):
         target = dest / check_path(path)
+        if not target.parent.resolve().is_relative_to(root):  # a folder of `dest` that is a link leaving it
+            raise SkillgitError(f"cannot write {path!r} of the skill package: a folder on its way in {dest} is a "
+                                "symbolic link that leaves it", f"remove or replace the link under {dest}")
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.is_symlink() or target.is_dir():
             shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()

@@ -36,6 +36,7 @@ from unidiff import PatchSet
 from skillgit import package, textsafe
 from skillgit.errors import SkillgitError
 from skillgit.prompts import unescape_all
+from skillgit.redact import redact
 from skillgit.skilldoc import (
     MARKER_RE,
     Doc,
@@ -338,7 +339,9 @@ def _checked(text: str, edit: Edit) -> tuple[str, str, str, list[str]]:
     if op is None:
         raise _Skip("skipped_invalid", f"unknown op {edit.op!r}")
     # A teacher quoting a skill line that starts with a protocol tag saw it escaped (`&lt;output>`); undo that.
-    content = unescape_all(_clean_content(edit.content.replace("\r\n", "\n")))
+    # What a model writes into the skill is redacted: the skill is committed and pushed (a key a trajectory showed
+    # the teacher must not become a line of it). The skill's own text is left as it is.
+    content = redact(unescape_all(_clean_content(edit.content.replace("\r\n", "\n"))))
     target = edit.target.replace("\r\n", "\n").strip()
     reasons: list[str] = []
     if CONTENT_FRAME_RE.match(content):

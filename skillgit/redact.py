@@ -213,8 +213,12 @@ _WORDS = ("key", "token", "secret", "pass", "pwd", "auth", "credential", "creds"
           *_SCHEMES)
 _TOKEN = r"[A-Za-z0-9_\-]"
 # a quoted value ("…", '…', JSON-escaped \"…\"), or a bare one that ends where a literal ends (not at `[`, `(`, `.x`)
+# (one longer than 1,024 characters is checked on its first 1,025 and masked whole: `_VALUE_TAIL`). Unbounded, every
+# `api_key=` of a line repeating it matched to the line's end and was checked there: quadratic, 240 KB took minutes.
 _VALUE = (r"""(?:(?P<q>\\?["'])(?P<qv>[^"'\n\\]{1,300})(?P=q)?|"""
-          r"""(?P<v>[^\s"'`,;{}()\[\]<>\\]{4,})(?=[\s"',;)}\]]|\\[nrt"]|$))""")
+          r"""(?P<v>[^\s"'`,;{}()\[\]<>\\]{4,1024})(?=[\s"',;)}\]]|\\[nrt"]|$)|"""
+          r"""(?P<vlong>[^\s"'`,;{}()\[\]<>\\]{1025}))""")
+_VALUE_TAIL = re.compile(r"""[^\s"'`,;{}()\[\]<>\\]*""")  # the rest of a bare value longer than 1,024
 _OPERATOR = r"""(?P<op>(?(flag)(?:[ \t]+|=)|["'\\]{0,2}[ \t]*(?::=|=>|[:=])(?![:=])[ \t]*))"""
 _PROVIDER_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xoxa-", "xoxb-", "xoxe-",
                       "xoxo-", "xoxp-", "xoxr-", "xoxs-", "hf_", "npm_", "pypi-")
@@ -243,7 +247,7 @@ DETECTORS: tuple[Detector, ...] = (
     # name = value, "name": "value", name: value, --name value, JSON-escaped quotes too (post-checked in _accept:
     # a credential name, or any secret word with the entropy of a random string)
     Detector("assignment", re.compile(r"(?P<flag>--)?(?=(?P<name>[A-Za-z0-9_.\-]{1,80}))(?P=name)" + _OPERATOR
-                                      + _VALUE), "name", group=("qv", "v"), check="assign"),
+                                      + _VALUE), "name", group=("qv", "v", "vlong"), check="assign", tail=_VALUE_TAIL),
 )
 
 _scanner: Scanner | None = None

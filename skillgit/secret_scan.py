@@ -71,6 +71,9 @@ class Detector:
     allow_secret: re.Pattern[str] | str | None = None  # an allowlist tested on the secret
     allow_match: re.Pattern[str] | str | None = None  # an allowlist tested on the whole match
     check: str = ""  # a post-check the accepting function knows by name ("assign", "scheme")
+    # what continues an accepted span past a length cap in `source` (the assignment's bare value): the span is
+    # extended over it, and the detector is not run again at a place inside a span it already accepted
+    tail: re.Pattern[str] | None = None
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -386,20 +389,25 @@ def _gates(keywords: tuple[tuple[bytes, tuple[Detector, ...]], ...]
 class _Hits:
     """One text's accepted spans; each detector runs once per place (`tried`)."""
 
-    __slots__ = ("text", "accept", "found", "tried")
+    __slots__ = ("text", "accept", "found", "tried", "last")
 
     def __init__(self, text: str, accept: Accept) -> None:
         self.text, self.accept = text, accept
         self.found: list[tuple[int, int, int]] = []
         self.tried: set[tuple[str, int]] = set()
+        self.last: dict[str, tuple[int, int]] = {}  # a detector with a `tail` → the last span it accepted
 
     def run(self, det: Detector, at: int, matches: Iterable[re.Match[str] | None]) -> None:
-        if (det.id, at) in self.tried:
+        last = self.last.get(det.id)
+        if (det.id, at) in self.tried or last is not None and last[0] <= at < last[1]:
             return
         self.tried.add((det.id, at))
         for match in matches:
             span = det.span(match) if match is not None else None
             if span is not None and span[1] > span[0] and self.accept(det, self.text, match, span):  # type: ignore[arg-type]
+                if det.tail is not None:  # (linear: `api_key=` repeated over 240 KB took minutes)
+                    span = (span[0], det.tail.match(self.text, span[1]).end())  # type: ignore[union-attr]
+                    self.last[det.id] = span
                 keep = len(match.group(1)) if det.keep < 0 else det.keep  # type: ignore[union-attr]
                 self.found.append((span[0], span[1], max(0, min(keep, span[1] - span[0] - 1))))
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 
 # C0 controls except \t \n \r, DEL, C1 controls, and the bidi/zero-width formatting characters that can disguise text.
-_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
-_UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_FORMATTING = "\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff"
+_UNSAFE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_FORMATTING}]")
+_UNSAFE_LINE = re.compile(f"[\x00-\x1f{_FORMATTING}]")
 
 
 def clean(text: str, *, multiline: bool = True) -> str:
@@ -32,10 +33,26 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+# What `shown` escapes in multi-line text: the unsafe characters and a carriage return that does not end a line
+# (`\r` alone moves the cursor back over what the line showed: "rejected\raccepted" reads "accepted").
+_SHOWN = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_FORMATTING}]|\r(?!\n)")
+
+
 def shown(text: str, *, multiline: bool = True) -> str:
-    """`text` safe to print on a terminal: unsafe characters appear as escapes, never act."""
-    pattern = _UNSAFE if multiline else _UNSAFE_LINE
+    """`text` safe to print on a terminal: unsafe characters (in multi-line text also a `\\r` that is not part of
+    a CRLF) appear as escapes, never act."""
+    pattern = _SHOWN if multiline else _UNSAFE_LINE
     return pattern.sub(_escape, text)
+
+
+_JSON_UNSAFE = re.compile(f"[{_FORMATTING}]")
+
+
+def json_shown(document: str) -> str:
+    """A JSON document (as `json.dumps(..., ensure_ascii=False)` writes it, which escapes C0 controls only) safe to
+    print on a terminal: DEL, C1 controls and the bidi/zero-width characters become `\\uXXXX` escapes too. They
+    can stand only inside strings, so the document still parses to the same data."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 
 # ---------------------------------------------------------------------------------------------- Markdown

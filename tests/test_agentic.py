@@ -214,7 +214,8 @@ def test_presets_build_the_documented_argv(project):
     claude = AgentStudent(CommandCfg(preset="claude", max_turns=5), project_root=project, model="sonnet",
                           env=dict(os.environ))
     argv = claude.argv(values)
-    assert argv[:3] == ["claude", "-p", "P"] and argv[-2] == "--allowedTools"  # the prompt before the variadic list
+    assert argv[:2] == ["claude", "-p"] and argv[-4] == "--allowedTools"
+    assert argv[-2:] == ["--", "P"]  # `--` ends the variadic list, and a prompt can never read as an option
     assert "--max-turns" in argv and "bypassPermissions" not in argv and "--model" in argv
     # hermetic by default: no MCP server but those given, no user settings (hooks, plugins)
     assert "--strict-mcp-config" in argv and argv[argv.index("--setting-sources") + 1] == "project,local"

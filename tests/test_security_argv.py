@@ -64,6 +64,7 @@ AUDIT: list[tuple[str, str, str]] = [
     ("GitRepo.subjects", "git log --no-walk=unsorted … --stdin", f"stdin; {OPERAND} per line"),
     ("GitRepo.rev_parse", "git rev-parse <rev>", f"git 2.39's rev-parse echoes --end-of-options: {OPERAND}"),
     ("GitRepo.current_branch", "git symbolic-ref --short -q HEAD", "no operand"),
+    ("GitRepo.check_identity", "git var GIT_COMMITTER_IDENT", "no operand"),
     ("GitRepo.valid_branch_name", "git check-ref-format --branch <short>; check-ref-format <ref>",
      "refs.branch_problem first (no leading '-', no control or bidi character, no '@')"),
     ("GitRepo.status_paths", "git status --porcelain … -- <paths>", "`--` before paths"),

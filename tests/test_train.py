@@ -225,7 +225,8 @@ def test_budget_stops_before_the_call_that_would_cross_it_and_says_which(sim_pro
                             "model.teacher.concurrency=4", "gradient.analyst_workers=4")
     assert result.status == "stopped" and "budget.max_calls" in result.reason
     paid = session.ledger.total().calls
-    assert paid <= 200 + 4  # at most the calls already in flight (the concurrency) overshoot, test scoring included
+    # never crossed, whatever runs at once (calls in flight count as made: before, up to the concurrency overshot)
+    assert 200 - 4 <= paid <= 200 and session.ledger.in_flight == 0
     assert "test" not in result.usage["by_stage"]  # the budget holds for the final test scoring too
     assert all(s["test"] is None for s in result.scores.values())
     assert refs(folder, "refs/heads/candidates") == []
@@ -235,6 +236,27 @@ def test_budget_stops_before_the_call_that_would_cross_it_and_says_which(sim_pro
     resumed, _ = train(folder, "budget.max_calls=100000", "train.max_steps=2", "env.workers=4",
                        "model.student.concurrency=4", "model.teacher.concurrency=4", "gradient.analyst_workers=4")
     assert resumed.status == "finished"
+
+
+def test_a_budget_smaller_than_the_seeds_scoring_stops_before_the_first_step_and_resumes(sim_project):
+    """The seed's val scoring (30 items × 3 samples: 90 calls) is under the budget too: it was scored before the run
+    checked any budget, so `budget.max_calls=50` paid 90 calls."""
+    folder = sim_project()
+    sets = ("env.workers=4", "model.student.concurrency=4")
+    project = open_project(folder, None, ["budget.max_calls=50", *sets])
+    session = open_session(project)
+    trainer = build_trainer(session, run_id="r1", resume=False)
+    with pytest.raises(SkillgitError) as stopped:
+        trainer.train()
+    assert stopped.value.code == 5 and "before the first step" in stopped.value.message
+    assert session.ledger.total().calls == 50 and session.ledger.in_flight == 0
+    progress = json.loads(session.store.load_run("r1")["progress.json"])
+    assert progress["status"] == "stopped" and "budget.max_calls" in progress["stop_reason"]
+    assert refs(folder, "refs/heads/candidates") == []
+    # a larger budget resumes it: the 50 journaled calls are not paid again, and the budget counts the whole run
+    resumed, session = train(folder, "budget.max_calls=100000", "train.max_steps=1", *sets)
+    assert resumed.status == "finished" and session.ledger.total().calls > 0
+    assert session.ledger.saved.get("gate", 0) >= 50
 
 
 def test_bad_config_combination_is_rejected_with_a_hint(sim_project):

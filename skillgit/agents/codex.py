@@ -102,7 +102,7 @@ AGENT = Agent(
         ("-m", "{model}"),
     ),
     answer=AnswerPreset(("codex", "exec", "{model_args}", "{profile_args}", "--skip-git-repo-check",
-                         "--output-last-message", "{answer_file}", "{prompt}"), "AGENTS.md"),
+                         "--output-last-message", "{answer_file}", "--", "{prompt}"), "AGENTS.md"),
     trace_format="codex-json",
     parse=parse,
     profile=PROFILE,

@@ -59,7 +59,7 @@ AGENT = Agent(
     binary="copilot",
     install_hint="npm install -g @github/copilot",
     student=StudentPreset(
-        ("copilot", "-p", "{prompt}", "--output-format", "json", "--no-auto-update", "{profile_args}",
+        ("copilot", "--prompt={prompt}", "--output-format", "json", "--no-auto-update", "{profile_args}",
          "--allow-tool=shell", "--allow-tool=write", "{model_args}"),
         ".github/skills/{name}",
         ("GH_TOKEN", "GITHUB_TOKEN", "COPILOT_GITHUB_TOKEN", "COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE",

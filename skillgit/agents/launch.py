@@ -3,7 +3,8 @@
 - `expand(template, values, lists)`: an argv template filled in. Each element's `{placeholder}`s are replaced in
   one pass (a prompt that itself contains `{workspace}` is not filled again) from `values` (a placeholder it does
   not hold becomes ""); an element that is exactly a key of `lists` (`{model_args}`, `{profile_args}`, …) is
-  replaced by that list's elements (none when empty). The prompt stays one argv element: no shell, no quoting.
+  replaced by that list's elements (none when empty). The prompt stays one argv element: no shell, no quoting;
+  one that starts with `-` is refused unless `--` precedes it (the presets put it last, after `--`).
 - `fingerprint(agent, plan, argv0, env, extra)`: `{"agent", "version", "config", "profile"}` — the agent's name,
   its CLI's version line (`version.probe`, cached; a program without a version flag: a hash of its bytes), a hash
   of its effective config (`Plan.digest` plus `extra`: the argv template, install path and settings; under profile
@@ -20,9 +21,13 @@ from collections.abc import Mapping, Sequence
 from skillgit.agents import version
 from skillgit.agents.base import Agent
 from skillgit.agents.profile import Plan, user_digest
+from skillgit.errors import ConfigError
 
 PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|skill_file|workspace|answer_file|model|name|seed|sample|"
                          r"permission_mode|sandbox)\}")
+
+
+END_OF_OPTIONS = ("--", "--end-of-options")
 
 
 def fill(element: str, values: Mapping[str, str]) -> str:
@@ -30,13 +35,20 @@ def fill(element: str, values: Mapping[str, str]) -> str:
 
 
 def expand(template: Sequence[str], values: Mapping[str, str], lists: Mapping[str, Sequence[str]]) -> list[str]:
-    """`template` filled in (see the module docstring)."""
+    """`template` filled in (see the module docstring). A prompt (a task's text: a task file, a mined transcript)
+    that starts with `-` where the template would make it an argv element of its own not after `--` is refused
+    (ConfigError): `claude -p "--settings=…"` read it as an option. The presets put `--` before it."""
     out: list[str] = []
     for element in template:
         if element in lists:
             out.extend(fill(e, values) for e in lists[element])
-        else:
-            out.append(fill(element, values))
+            continue
+        filled = fill(element, values)
+        if element.startswith("{prompt}") and filled.startswith("-") and (not out or out[-1] not in END_OF_OPTIONS):
+            raise ConfigError(f"the task's prompt starts with '-' ({filled[:30]!r}…): {out[0] if out else 'the agent'}"
+                              " would read it as an option", "put '--' right before '{prompt}' in the command's argv "
+                              "(model.student.command.argv)")
+        out.append(filled)
     return out
 
 

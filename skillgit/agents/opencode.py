@@ -70,7 +70,7 @@ AGENT = Agent(
     binary="opencode",
     install_hint="npm install -g opencode-ai (and ripgrep: apt-get install ripgrep)",
     student=StudentPreset(
-        ("opencode", "run", "--format", "json", "{profile_args}", "{model_args}", "{prompt}"),
+        ("opencode", "run", "--format", "json", "{profile_args}", "{model_args}", "--", "{prompt}"),
         ".opencode/skills/{name}",
         ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENCODE_API_KEY", "OPENCODE_CONFIG_CONTENT", "OPENCODE_AUTH_CONTENT"),
         ("-m", "{model}"),

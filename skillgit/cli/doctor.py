@@ -197,15 +197,21 @@ def doctor(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: O
     if as_json:
         console.print_json({"ok": ok, "config": sources, "roles": rows, "agents": agents, "env": env,
                             "backend_plugins": broken})
-    else:
-        _print_rows(console.out, rows, agents)
-        _print_sources(console.out, sources)
-        _print_env(console.out, env, broken)
+    else:  # (what the config, a server or an agent CLI said is shown, never acts on the terminal)
+        _print_rows(console.out, _shown(rows), _shown(agents))
+        _print_sources(console.out, _shown(sources))
+        _print_env(console.out, _shown([env])[0] if env is not None else None, _shown(broken))
     if not ok:
         failed = ", ".join([r["role"] for r in rows if r["status"] != "ok"] +
                            (["environment"] if env is not None and env["status"] != "ok" else []))
         raise SkillgitError(f"doctor: {failed} backend not ready", "follow the 'fix:' lines above",
                             ExitCode.BACKEND)
+
+
+def _shown(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from skillgit.textsafe import shown
+
+    return [{k: shown(v) if isinstance(v, str) else v for k, v in item.items()} for item in items]
 
 
 def _print_rows(stdout: Any, rows: list[dict[str, Any]], agents: list[dict[str, Any]]) -> None:

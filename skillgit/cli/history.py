@@ -192,6 +192,8 @@ def log(run: Optional[str] = typer.Option(None, "--run", help="Only this run."),
 
 # ---------------------------------------------------------------------------------------------- show / diff
 def _render_record(record: dict[str, Any]) -> str:
+    import json
+
     import yaml
 
     from skillgit.store.notes import to_float
@@ -203,7 +205,13 @@ def _render_record(record: dict[str, Any]) -> str:
         delta = to_float(rest.get("delta"))
         return (f"[decision] {rest.get('verdict')}: val {_num(before)} → {_num(after)} ({_num(delta, True)}) — "
                 f"{rest.get('reason', '')}\n")
-    text = yaml.safe_dump(rest, sort_keys=True, allow_unicode=True, width=110, default_flow_style=False)
+    try:
+        text = yaml.safe_dump(rest, sort_keys=True, allow_unicode=True, width=110, default_flow_style=False)
+    except RecursionError:  # a pulled note nested deeper than the YAML writer's stack: shown as JSON
+        try:
+            text = json.dumps(rest, sort_keys=True, ensure_ascii=False)
+        except RecursionError:
+            text = "(nested too deeply to show: see `git notes --ref skillgit show`)"
     return f"[{kind}]\n" + "".join(f"  {line}\n" for line in text.splitlines())
 
 

@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from skillgit import console
 from skillgit.errors import ExitCode, SkillgitError
-from skillgit.textsafe import shown
+from skillgit.textsafe import json_shown, shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
 CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
@@ -105,7 +105,7 @@ def harvest_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, ho
     rows = sorted(cache.rows, key=lambda r: (str(r["started"] or ""), r["key"]))
     if as_json:
         for row in rows:
-            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_shown(json.dumps(row, ensure_ascii=False)) + "\n")
     else:
         for row in rows:
             typer.echo(shown(f"{row['source']:<15} {row['session'][:36]:<36} {str(row['started'] or '-')[:19]:<19} "

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import typer
 
 from skillgit import console
-from skillgit.errors import ExitCode, Interrupted, SkillgitError
+from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
@@ -137,7 +137,7 @@ def _print_plan(project: Any, session: Any, as_json: bool) -> None:
     if as_json:
         console.print_json(plan)
     else:
-        console.out.print(plan["text"])
+        console.out.print(shown(plan["text"]), markup=False, highlight=False)
 
 
 def _run(trainer: Any, display: Any, again: Optional[str]) -> Any:
@@ -151,6 +151,10 @@ def _run(trainer: Any, display: Any, again: Optional[str]) -> Any:
             return trainer.train()
     except HandoffPending as exc:  # teacher_backend: handoff: every question the run wrote waits for the agent
         raise _waiting(exc, again) from None
+    except BudgetReached as exc:  # before the first step (the seed's scoring): stopped, a larger budget resumes it
+        if again:
+            exc.hint = f"raise the budget and resume this run with: {again}"
+        raise
     except (Interrupted, KeyboardInterrupt) as exc:
         if not again:
             raise
@@ -405,7 +409,7 @@ def config_show(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, se
     elif as_json:
         console.print_json(redact_mapping(project.config.to_dict()))
     else:
-        console.out.print(dump_config(project.config, mask_secrets=True), markup=False, highlight=False)
+        console.out.print(shown(dump_config(project.config, mask_secrets=True)), markup=False, highlight=False)
 
 
 def _show_origins(project: Any, as_json: bool) -> None:
@@ -419,7 +423,7 @@ def _show_origins(project: Any, as_json: bool) -> None:
         return
     for origin, key, value in rows:
         text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else value
-        sys.stdout.write(f"{shown_origin(origin)}\t{key}={text}\n")  # (rich would expand the tab)
+        sys.stdout.write(f"{shown_origin(origin)}\t{key}={shown(text, multiline=False)}\n")  # (rich: no tab)
 
 
 def status(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,

@@ -162,7 +162,7 @@ def metric_of_config(config: Any) -> tuple[str, str] | None:
 
         try:
             config = yaml.safe_load(config)
-        except yaml.YAMLError:
+        except (yaml.YAMLError, RecursionError):  # (a pulled run's config: nesting too deep for the parser)
             return None
     env = config.get("env") if isinstance(config, Mapping) else None
     name = env.get("name") if isinstance(env, Mapping) else None

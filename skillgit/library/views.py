@@ -77,7 +77,7 @@ def run_skill(store: Store, run: str, cfg: Config, _paths: dict[str, str] | None
     files = store.load_run(run) or {}
     try:
         data = yaml.safe_load(files.get("config.yaml", "")) or {}
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):  # (a run ref arrives through `pull`: nesting too deep for the parser)
         return None
     path = (data.get("skill") or {}).get("path") if isinstance(data, dict) else None
     return paths.get(str(path).rstrip("/")) if path else None

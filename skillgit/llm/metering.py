@@ -46,8 +46,9 @@ class _Forwarding:
 
 
 def _check_budget(sink: UsageSink) -> None:
-    """Before a call: a sink with a `budget_check` (the ledger, set by a run) may stop it. So a budget stops before
-    the call that would cross it; only the calls already in flight can overshoot (at most the concurrency)."""
+    """Before a call: a sink with a `budget_check` (a library's teacher meter) may stop it. So a budget stops
+    before the call that would cross it; only the calls already in flight can overshoot (at most the concurrency).
+    The run's ledger admits calls instead (`_admit`), and its call limit is exact."""
     check = getattr(sink, "budget_check", None)
     reason = check() if check is not None else None
     if reason:
@@ -61,18 +62,34 @@ def _book_refused(sink: UsageSink, stage: str, role: str, exc: Exception) -> Non
         sink.record(stage, role, usage, False)
 
 
+def _admit(sink: UsageSink) -> bool:
+    """Before a call: a sink that admits calls (`admit`/`release`: the run's ledger) checks its budget counting the
+    calls in flight, so a call limit is never crossed; any other sink is asked `budget_check`. True when the call
+    must be released after it."""
+    admit = getattr(sink, "admit", None)
+    if admit is None:
+        _check_budget(sink)
+        return False
+    admit()
+    return True
+
+
 def _metered(sink: UsageSink, stage: str, role: str, call: Callable[[], Reply]) -> Reply:
     """One metered call: the budget first, then the call; its reply (or its failure, and what a refused reply
-    cost) booked under `stage` and `role`."""
-    _check_budget(sink)
+    cost) booked under `stage` and `role`, then the call released."""
+    admitted = _admit(sink)
     try:
-        reply = call()
-    except Exception as exc:
-        sink.record_error(stage)
-        _book_refused(sink, stage, role, exc)
-        raise
-    sink.record(stage, role, reply.usage, reply.cached)
-    return reply
+        try:
+            reply = call()
+        except Exception as exc:
+            sink.record_error(stage)
+            _book_refused(sink, stage, role, exc)
+            raise
+        sink.record(stage, role, reply.usage, reply.cached)
+        return reply
+    finally:
+        if admitted:
+            sink.release()  # type: ignore[attr-defined]
 
 
 class MeteredLLM(_Forwarding):

@@ -17,7 +17,8 @@ Contract of `write_later(events, plan, decide)` (used by `Trainer._decide_later`
 
 Contract of `Saves` (the progress commits on `refs/skillgit/runs/<run>`, `Trainer._save`): a save waits for the
 one before (saves land in order) and raises that one's error; with `background` it is written while the caller
-goes on (after a step: during the next step's rollout); `maintain` lets git pack loose objects afterwards
+goes on (after a step: during the next step's rollout); every file is redacted as it is written (the progress
+holds model text, and `skillgit push` shares the run ref); `maintain` lets git pack loose objects afterwards
 (`Store.maintain`: never in the background, where other git writes may run); `settle` waits for the last one. A
 run killed before a save lands resumes a step earlier, where git shows the step as decided (`resume.Decided`).
 """
@@ -33,6 +34,7 @@ from skillgit.loop.decide import Judgement, Proposal
 from skillgit.loop.evaluate import SplitScore
 from skillgit.loop.events import OrderedSink, StepDecided
 from skillgit.records import StepOutcome
+from skillgit.redact import redact
 from skillgit.store import Store
 
 WRITE_DELAY_S = 0.01  # 10 ms: far less than any rollout, so the decision still lands first
@@ -99,8 +101,8 @@ class Saves:
              maintain: bool = False) -> None:
         self.settle()
 
-        def write() -> None:
-            self.store.save_run(self.run_id, dict(files), message)
+        def write() -> None:  # redacted: the progress holds model text (edits, the meta skill); push shares it
+            self.store.save_run(self.run_id, {name: redact(text) for name, text in files.items()}, message)
             if maintain:
                 self.store.maintain()
 

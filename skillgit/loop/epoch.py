@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillgit import patch, prompts, redact, regions, skilldoc
+from skillgit import patch, prompts, redact, regions, skilldoc, textsafe
 from skillgit.loop import stages
 from skillgit.loop.context import StepContext
 from skillgit.records import EpochStep, UpdateRecord
@@ -90,7 +90,8 @@ def slow_update(ctx: StepContext, teacher: stages.Teacher, epoch: int, skill: st
     with ctx.ledger.timed("slow_update"):
         obj, error = teacher.ask("slow_update", {"skill": prompts.block_skill(skill),
                                                  "comparison": prompts.block_comparison(pairs)})
-    guidance = str((obj or {}).get("guidance", "")).strip()
+    # model text that becomes skill text: redacted, no control characters (as `patch` does for an edit's content)
+    guidance = redact.redact(textsafe.clean(str((obj or {}).get("guidance", "")))).strip()
     invalid = None if guidance else (error or "the teacher wrote no guidance")
     new_text = regions.set_region(skill, SLOW_UPDATE_REGION, guidance) if guidance else skill
     edit = Edit("replace", content=guidance, target=skilldoc.open_marker(SLOW_UPDATE_REGION),

@@ -2,6 +2,11 @@
 turns and wall seconds (`record_agent`, over `agent_before`: what earlier processes of the run spent).
 
 Thread-safe; the loop records every `Reply` here. Cached replies count as saved, not spent.
+
+Admission (`admit` before a metered call, `release` after it, `llm/metering.py`): the budget check and counting the
+call in flight happen under one lock, and `budget_check` sees the calls in flight (`in_flight`), so a run's
+`budget.max_calls` is never crossed however many calls run at once. Tokens and cost of a call are known only when
+it returns: `max_tokens` and `max_cost_usd` stop the next call, and what the calls in flight spend can cross them.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
 
+from skillgit.errors import BudgetReached
 from skillgit.records import AgentSpend
 from skillgit.types import Usage
 
@@ -25,9 +31,27 @@ class Ledger:
         self.retries = 0  # attempts repeated after a transient error
         # set by a run: returns why the budget is spent (then metered wrappers refuse the next call), or None
         self.budget_check: Callable[[], str | None] | None = None
+        self.in_flight = 0  # calls admitted and not yet returned (see the module contract)
+        self._admitting = threading.Lock()  # one admission at a time: the check and the count together
         self.timings: dict[str, float] = {}
         self.agent = AgentSpend()  # this process's agent teacher calls (record_agent)
         self.agent_before = AgentSpend()  # set by a resumed run: what its earlier processes spent
+
+    def admit(self) -> None:
+        """Before a metered call: BudgetReached when `budget_check` finds the budget spent (calls in flight
+        counted), else the call is counted in flight until `release`."""
+        with self._admitting:
+            reason = self.budget_check() if self.budget_check is not None else None
+            if reason:
+                raise BudgetReached(reason)
+            with self._lock:
+                self.in_flight += 1
+
+    def release(self) -> None:
+        """After an admitted call returned or failed, and after its usage was recorded (so that no admission in
+        between sees the call neither in flight nor made)."""
+        with self._lock:
+            self.in_flight -= 1
 
     def record_agent(self, turns: int, seconds: float) -> None:
         """One agent teacher call that ran (not one the journal answered): its turns and wall seconds."""

@@ -47,7 +47,11 @@ def new_run_id(now: float | None = None) -> str:
 
 def progress_of(store: Store, run_id: str) -> RunProgress | None:
     files = store.load_run(run_id) or {}
-    return RunProgress.from_dict(json.loads(files["progress.json"])) if "progress.json" in files else None
+    try:
+        return RunProgress.from_dict(json.loads(files["progress.json"])) if "progress.json" in files else None
+    except (ValueError, RecursionError, TypeError) as exc:  # (a run ref arrives through `pull` too)
+        raise SkillgitError(f"run '{run_id}' has an unreadable progress record ({exc})",
+                            f"inspect it with `git show refs/skillgit/runs/{run_id}:progress.json`") from None
 
 
 def open_run(store: Store, branch: str, digest: str, run_id: str | None, resume: bool) -> tuple[str, RunProgress]:

@@ -173,8 +173,17 @@ class Trainer:
     def train(self) -> RunResult:
         with self.store.lock(self.cfg.skill.branch):
             resume_mod.check_unmoved(self.store, self.run_id, self._prior)  # read before the lock: still true?
-            seed_score, current = self._start()
-            self.ledger.budget_check = self._budget_exceeded  # a budget stops before the call that would cross it
+            # a budget stops before the call that would cross it, the seed's and the incumbent's scoring included
+            self.ledger.budget_check = self._budget_exceeded
+            try:
+                seed_score, current = self._start()
+            except BudgetReached as exc:  # no step can be judged yet: stopped, and a larger budget resumes it
+                self._settle_save(quiet=True)
+                stopped = BudgetReached(f"{exc.message} before the first step: the skill is scored on val first "
+                                        f"({len(self.evaluator.splits['val'])} items × up to "
+                                        f"{self.cfg.evaluation.gate_repeats} samples)", exc.hint)
+                self._record_stop(stopped)
+                raise stopped from None
             try:
                 status, reason = self._steps(current)
             except BaseException as exc:
@@ -284,9 +293,9 @@ class Trainer:
         return bool(opt.use_slow_update or opt.use_meta_skill or opt.use_meta_reflect)
 
     def _record_stop(self, exc: BaseException) -> None:
-        """What a run stopped by `exc` (other than a budget) leaves in its progress: interrupted, stopped because
-        the skill branch moved, or failed with the exit code `status` shows — stopped for exit 5 (handoff questions
-        wait) — (a bare BaseException: nothing)."""
+        """What a run stopped by `exc` (other than a budget reached mid-run) leaves in its progress: interrupted,
+        stopped because the skill branch moved, or failed with the exit code `status` shows — stopped for exit 5
+        (handoff questions wait, a budget reached before the first step) — (a bare BaseException: nothing)."""
         if isinstance(exc, (KeyboardInterrupt, Interrupted)):
             how = exc.message if isinstance(exc, Interrupted) else "interrupted"  # e.g. "stopped by SIGTERM"
             self.progress = self.progress.replace(status="interrupted", stop_reason=how)
@@ -317,8 +326,10 @@ class Trainer:
     def _budget_exceeded(self) -> str | None:
         b = self.cfg.budget
         used = self._usage()[0]
-        if b.max_calls is not None and used.calls >= b.max_calls:
-            return f"budget.max_calls reached ({used.calls} ≥ {b.max_calls})"
+        flying = self.ledger.in_flight  # admitted calls not yet returned count as made (ledger.py: admission)
+        if b.max_calls is not None and used.calls + flying >= b.max_calls:
+            made = f"{used.calls} + {flying} in flight" if flying else str(used.calls)
+            return f"budget.max_calls reached ({made} ≥ {b.max_calls})"
         if b.max_tokens is not None and used.total_tokens >= b.max_tokens:
             return f"budget.max_tokens reached ({used.total_tokens} ≥ {b.max_tokens})"
         if b.max_cost_usd is not None and used.cost_usd >= b.max_cost_usd:

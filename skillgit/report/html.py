@@ -21,12 +21,14 @@ from pathlib import Path
 
 from skillgit.report.charts import ChartSet, Renderer, render_charts
 from skillgit.report.model import ReportEdit, ReportStep, RunReport
+from skillgit.textsafe import shown
 from skillgit.types import Usage
 
 
 def esc(value: object) -> str:
-    """HTML-escape any text for element content or a quoted attribute, with URL-looking text made inert."""
-    return escape(str(value), quote=True).replace("://", "&#58;//")
+    """HTML-escape any text for element content or a quoted attribute, with URL-looking text made inert and control
+    and bidi characters shown as escapes (a U+202E in a reason would reorder what the reader sees)."""
+    return escape(shown(str(value)), quote=True).replace("://", "&#58;//")
 
 
 def render_html(report: RunReport, renderer: Renderer = "auto") -> str:
@@ -50,10 +52,26 @@ def render_html(report: RunReport, renderer: Renderer = "auto") -> str:
 
 
 def write_report(report: RunReport, path: str | Path, renderer: Renderer = "auto") -> Path:
-    """Render `report` and write it to `path` (parent folders created); returns the path written."""
+    """Render `report` and write it to `path` (parent folders created); returns the path written. Never through a
+    symbolic link: a collaborator can commit `skillgit-report-<their run>.html -> ~/.bashrc` where the default
+    path lands (SkillgitError)."""
+    import errno
+    import os
+
+    from skillgit.errors import SkillgitError
+
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(report, renderer), encoding="utf-8")
+    page = render_html(report, renderer).encode("utf-8")
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise SkillgitError(f"{out} is a symbolic link: the report is not written through it",
+                            "remove the link, or choose another file with --output") from None
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(page)
     return out
 
 

@@ -11,6 +11,7 @@ import io
 from typing import Any
 
 from skillgit.report import chartspec as cs
+from skillgit.textsafe import shown
 
 RC: dict[str, Any] = {  # matplotlib types the keys as a Literal of every rcParam name
     "svg.fonttype": "none",  # text stays text: searchable, selectable, small
@@ -26,6 +27,13 @@ RC: dict[str, Any] = {  # matplotlib types the keys as a Literal of every rcPara
     "hatch.color": cs.C_UNKNOWN_HATCH,
 }
 _MARKERS = {"dot": "o", "ring": "o", "down": "v", "up": "^", "star": "*"}
+
+
+def _text(label: str) -> str:
+    """A label from run data (item ids, step, stage and role names: a collaborator's notes may hold any text) with
+    control and bidi characters escaped: matplotlib draws them as missing glyphs and warns on stderr with the
+    character itself."""
+    return shown(label, multiline=False)
 
 
 def rc_context() -> Any:
@@ -153,14 +161,14 @@ def heatmap(spec: cs.HeatmapSpec) -> str:
     if not items:
         ax.text(0.5, 0.5, "no item scores recorded", transform=ax.transAxes, ha="center", color="#6b7280")
     ax.set_xticks(spec.labelled)
-    ax.set_xticklabels([cols[i][0] for i in spec.labelled], rotation=45, ha="right", rotation_mode="anchor",
+    ax.set_xticklabels([_text(cols[i][0]) for i in spec.labelled], rotation=45, ha="right", rotation_mode="anchor",
                        fontsize=9)
     for tick, i in zip(ax.get_xticklabels(), spec.labelled):
         if i in spec.accepted:
             tick.set_color(cs.C_ACCEPTED)
             tick.set_fontweight("bold")
     ax.set_yticks(range(len(items)))
-    ax.set_yticklabels(items, fontsize=9)
+    ax.set_yticklabels([_text(i) for i in items], fontsize=9)
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
@@ -181,7 +189,7 @@ def cost(spec: cs.CostSpec) -> str:
         values = [v for _, v in panel.bars]
         ax.barh(range(len(values)), values, color=panel.colour, height=0.6)
         ax.set_yticks(range(len(values)))
-        ax.set_yticklabels([k for k, _ in panel.bars])
+        ax.set_yticklabels([_text(k) for k, _ in panel.bars])
         ax.invert_yaxis()
         top = max(values + [0.0])
         for y, (v, text) in enumerate(zip(values, panel.values)):

@@ -22,6 +22,7 @@ from skillgit.report.chartspec import (
     Series,
     score_colour,
 )
+from skillgit.textsafe import shown
 
 
 def inert_text(text: str) -> str:
@@ -31,7 +32,7 @@ def inert_text(text: str) -> str:
 
 def _x(s: object) -> str:
     """XML-escape text for an SVG text node or attribute, with URL-looking text made inert."""
-    out = str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    out = shown(str(s)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
     return inert_text(out)
 
 

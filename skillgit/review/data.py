@@ -150,7 +150,7 @@ def run_metric(store: Store, run: str, default: tuple[str, float] = ("hard", 0.5
         weight = to_float(ev.get("mixed_weight"))
         return (metric if metric in ("hard", "soft", "mixed") else default[0],
                 default[1] if weight is None else weight)
-    except (yaml.YAMLError, AttributeError, TypeError):
+    except (yaml.YAMLError, RecursionError, AttributeError, TypeError):  # (a pulled run ref may hold anything)
         return default
 
 

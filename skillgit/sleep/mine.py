@@ -46,6 +46,7 @@ from skillgit.sleep.model import Session
 from skillgit.sleep.readers._common import as_dict
 from skillgit.sleep.scrub import Scrubber
 from skillgit.sleep.units import TaskUnit, TestRun, detect_test_runner, parse_test_output, split_units
+from skillgit.textsafe import json_shown
 
 __all__ = [  # the unit names stay importable from here (sleep/units.py is their home)
     "DEFAULT_THRESHOLD", "MineResult", "MinedTask", "MinedTaskFile", "Miner", "TaskGroup", "TaskUnit", "TestRun",
@@ -429,7 +430,8 @@ def write_tasks(path: Path | str, tasks: Iterable[MinedTask], *, reviewed: bool 
     target.parent.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps(header, ensure_ascii=False, sort_keys=True)]
     lines += [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in rows]
-    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # a person reviews this file (cat, less, git diff): no bidi override or C1 control from a transcript acts there
+    target.write_text(json_shown("\n".join(lines)) + "\n", encoding="utf-8")
     return target
 
 

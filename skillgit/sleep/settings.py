@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,8 +227,18 @@ class SleepProject:
         return dataclasses.replace(self.project, config=cfg)
 
     def path(self, relative: str) -> Path:
+        """`relative` under the repository root (an absolute path as given). One that leaves the repository — `..`,
+        or a symbolic link in it (a committed `.skillgit -> /elsewhere`: the task file and night reports were
+        written there) — is refused."""
         path = Path(relative).expanduser()
-        return path if path.is_absolute() else self.root / path
+        if path.is_absolute():
+            return path
+        real, root = Path(os.path.realpath(self.root / path)), Path(os.path.realpath(self.root))
+        if real != root and root not in real.parents:
+            raise ConfigError(f"{relative} resolves to {real}, outside the repository",
+                              "a relative sleep path must stay in the repository: remove the symbolic link on its "
+                              "way (`ls -l` its folders), or give an absolute path")
+        return self.root / path
 
 
 def open_sleep_project(repo: Path | None = None, config: Path | None = None,

@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from skillgit import textsafe
-from skillgit.errors import GitStateError, SkillgitError, UnknownRevision
+from skillgit.errors import BAD_JSON, GitStateError, SkillgitError, UnknownRevision
 from skillgit.records.core import StepKind, StepOutcome, Verdict, to_float
 from skillgit.store import branches as store_branches
 from skillgit.store import history as store_history
@@ -352,7 +352,7 @@ class Store:
             if entry is not None:
                 try:  # (the archive arrives through `pull` too: a record may hold anything)
                     doc = json.loads(self.repo.cat(entry.sha))
-                except ValueError:
+                except BAD_JSON:
                     doc = None
                 commit = doc.get("commit") if isinstance(doc, dict) else None
                 verdict, sha = Verdict.REJECTED, commit if N.is_commit_id(commit) else None

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from skillgit.errors import BAD_JSON
 from skillgit.store import notes as N
 from skillgit.store import refs as R
 from skillgit.store.git import GitError, GitRepo
@@ -247,7 +248,7 @@ def archived_docs(store: "Store") -> list[dict[str, Any]]:
         found = blobs.get(e.sha)
         try:
             doc = json.loads(found[1]) if found else None
-        except ValueError:
+        except BAD_JSON:
             doc = None
         key = R.parse_archive_key(e.name)  # never None: `entries` holds only archive keys
         # (the archive arrives through `pull` too: a record whose commit is not a commit id is skipped, other
@@ -281,7 +282,7 @@ def other_run_branches(store: "Store") -> list[str]:
     for blob in found.values():
         try:
             branch = json.loads(blob[1]).get("branch") if blob else None
-        except (ValueError, AttributeError):
+        except (ValueError, RecursionError, AttributeError):
             continue
         if isinstance(branch, str) and branch and branch != store.branch:
             names.add(branch)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from skillgit import textsafe
-from skillgit.errors import GitStateError
+from skillgit.errors import BAD_JSON, GitStateError
 from skillgit.records import StepOutcome, to_float
 from skillgit.store import refs as R
 
@@ -67,7 +67,7 @@ def _lines(text: str) -> list[str]:
 def _parse_line(line: str) -> dict[str, Any] | None:
     try:
         data = json.loads(line)
-    except ValueError:
+    except BAD_JSON:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("kind"), str) or not isinstance(data.get("v"), int):
         return None

@@ -106,7 +106,7 @@ def run_progress(store: Store, run: str | None = None) -> RunProgress:
 
     try:
         progress = RunProgress.from_dict(json.loads(files["progress.json"]))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, RecursionError, TypeError) as exc:
         raise SkillgitError(f"run '{run_id}' has an unreadable progress record ({exc})",
                             f"inspect it with `git show refs/skillgit/runs/{run_id}:progress.json`") from None
     # A run saved as running whose process is gone was killed (kill -9, a closed terminal, a machine restart):

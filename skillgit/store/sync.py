@@ -151,7 +151,7 @@ def _run_branch_specs(store: "Store", remote_refs: dict[str, str], prefix: str) 
     for blob in repo.cat_batch(f"{ref}:progress.json" for ref in runs).values():
         try:
             branch = json.loads(blob[1]).get("branch") if blob else None
-        except (ValueError, AttributeError):
+        except (ValueError, RecursionError, AttributeError):
             continue
         if isinstance(branch, str) and branch != store.branch and R.branch_problem(branch) is None:
             names.add(branch)

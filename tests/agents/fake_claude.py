@@ -1,5 +1,5 @@
-"""Stands in for `claude -p PROMPT --output-format json|text [--model M] [--strict-mcp-config]
-[--setting-sources S]` in tests.
+"""Stands in for `claude -p --output-format json|text [--model M] [--strict-mcp-config] [--setting-sources S]
+[--] PROMPT` in tests (as in the real CLI, `-p` is a flag and the prompt an operand).
 
 Checks that the skill was installed at .claude/skills/<name>/SKILL.md in its working directory and answers with
 the prompt and the skill's RULE line, so a test can see that the agent read the installed skill. Reports the
@@ -15,7 +15,8 @@ import os
 import sys
 
 parser = argparse.ArgumentParser()
-parser.add_argument("-p", dest="prompt", required=True)
+parser.add_argument("-p", dest="print_", action="store_true", required=True)
+parser.add_argument("prompt")
 parser.add_argument("--output-format", default="text")
 parser.add_argument("--model", default="")
 parser.add_argument("--strict-mcp-config", action="store_true")

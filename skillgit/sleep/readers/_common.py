@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from skillgit.errors import BAD_JSON
 from skillgit.sleep.model import MALFORMED, Session, SkillHow, SkillUse, ToolCall, ToolResult, Turn
 
 HEAD_CHARS = 600
@@ -142,7 +143,7 @@ def _parsed(arguments: Any) -> Any:
     if isinstance(arguments, str):
         try:
             return json.loads(arguments)
-        except ValueError:
+        except BAD_JSON:
             return arguments
     return arguments
 
@@ -428,7 +429,7 @@ def _json_line(line: str, counts: Counter[str]) -> dict[str, Any] | None:
     if line[:1] == "{":  # the common case, decided as json.loads decides it; anything else takes the path below
         try:
             obj, end = _SCAN(line, 0)
-        except (StopIteration, ValueError):
+        except (StopIteration, ValueError, RecursionError):  # (BAD_JSON)
             pass
         else:
             if end == len(line) or line[end:].isspace():
@@ -437,10 +438,10 @@ def _json_line(line: str, counts: Counter[str]) -> dict[str, Any] | None:
         return None
     try:  # json.loads skips JSON's whitespace around a value: no stripped copy of every line is made
         obj = json.loads(line)
-    except ValueError:
+    except BAD_JSON:
         try:  # other whitespace at an end (a form feed, a no-break space) is stripped as before
             obj = json.loads(line.strip())
-        except ValueError:
+        except BAD_JSON:
             obj = None
     if not isinstance(obj, dict):
         counts[MALFORMED] += 1

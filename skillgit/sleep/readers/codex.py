@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from skillgit.errors import BAD_JSON
 from skillgit.sleep.model import Session, SkillUse
 from skillgit.sleep.readers._common import (
     Draft,
@@ -77,7 +78,7 @@ def _shell_output(text: str) -> tuple[str, int | None]:
     """The shell tool's `{"output": "...", "metadata": {"exit_code": 1}}` string as (output, exit code)."""
     try:
         obj = json.loads(text)
-    except ValueError:
+    except BAD_JSON:
         return text, None
     if not (isinstance(obj, dict) and "output" in obj):
         return text, None

@@ -130,7 +130,7 @@ def _replay(path: Path, counts: Counter[str]) -> Any:
     for line in filter(str.strip, lines):
         try:
             state = _apply(state, json.loads(line), counts)
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        except (ValueError, RecursionError, KeyError, IndexError, TypeError, AttributeError):
             counts[MALFORMED] += 1
     return state
 

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from skillgit.errors import BAD_JSON
 from skillgit.sleep.model import MALFORMED, Session
 from skillgit.sleep.readers._common import (
     Draft,
@@ -77,7 +78,7 @@ def _value(db: sqlite3.Connection, table: str, key: str) -> Any:
     raw = row[0].decode("utf-8", "replace") if isinstance(row[0], bytes) else row[0]
     try:
         return json.loads(raw)
-    except ValueError:
+    except BAD_JSON:
         return None
 
 
