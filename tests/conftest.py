@@ -4,6 +4,7 @@ author/committer dates and identity, and no API keys from the developer's enviro
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -80,18 +81,32 @@ def hermetic_env(tmp_path_factory, monkeypatch):
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
-    """The wheel built from a copy of the source (the build must not write into the working tree), once per
-    worker: tests/test_packaging.py and tests/test_provenance.py only read it (a module fixture of one, imported by
-    the other, built it twice)."""
-    tmp = tmp_path_factory.mktemp("wheel")
+    """The wheel built from a copy of the source (the build must not write into the working tree), once per test
+    run: tests/test_packaging.py and tests/test_provenance.py only read it (a module fixture of one, imported by
+    the other, built it twice; then one build per xdist worker). Under xdist the first worker to need it builds it
+    in the run's shared temporary folder while holding a lock there; the others wait for it and read the same
+    file."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _build_wheel(tmp_path_factory.mktemp("wheel"))
+    shared = tmp_path_factory.getbasetemp().parent  # pytest-N/, whose popen-gwN/ folders are the workers' own
+    with open(shared / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the build fails
+        built = sorted((shared / "wheel" / "dist").glob("skillgit-*.whl"))
+        if len(built) == 1:
+            return built[0]
+        shutil.rmtree(shared / "wheel", ignore_errors=True)  # a failed build's leftovers
+        return _build_wheel(shared / "wheel")
+
+
+def _build_wheel(tmp: Path) -> Path:
     src, dist = tmp / "src", tmp / "dist"
+    src.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*")
     for name in ("pyproject.toml", "README.md", "LICENSE", "skillgit", "templates", "hooks", "examples"):
         path = _ROOT / name
         if path.is_dir():
             shutil.copytree(path, src / name, ignore=ignore)
         elif path.is_file():
-            src.mkdir(exist_ok=True)
             shutil.copy2(path, src / name)
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

@@ -180,7 +180,7 @@ def test_a_wheel_installed_from_its_url_names_itself_by_url_and_hash_and_pip_ins
     assert f"requirement: {requirement}\n" in proc.stdout
     # the CI workflow it prints installs exactly that, and says nothing more
     project = tmp_path / "project"
-    assert subprocess.run([*run, "demo", "--dir", str(project), "--steps", "0"], env=env, cwd=tmp_path,
+    assert subprocess.run([*run, "demo", "--dir", str(project), "--steps", "1"], env=env, cwd=tmp_path,
                           capture_output=True, timeout=300).returncode == 0
     printed = subprocess.run([*run, "check", "--print-workflow"], env=env, cwd=project, capture_output=True,
                              text=True, timeout=120)
