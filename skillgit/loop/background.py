@@ -96,13 +96,22 @@ class Saves:
         self.store = store
         self.run_id = run_id
         self._pending: Future | None = None
+        self._redacted: dict[str, tuple[str, str]] = {}  # file name → (text, redacted): most files repeat a save
+
+    def _redact(self, name: str, text: str) -> str:
+        """`text` redacted (the progress holds model text: edits, the meta skill; `skillgit push` shares it); the
+        same text as this file's last save is not scanned again (the config, the meta skill: ~2 ms a step)."""
+        last = self._redacted.get(name)
+        if last is None or last[0] != text:
+            last = self._redacted[name] = (text, redact(text))
+        return last[1]
 
     def save(self, files: Mapping[str, str], message: str, *, background: bool = False,
              maintain: bool = False) -> None:
         self.settle()
 
-        def write() -> None:  # redacted: the progress holds model text (edits, the meta skill); push shares it
-            self.store.save_run(self.run_id, {name: redact(text) for name, text in files.items()}, message)
+        def write() -> None:
+            self.store.save_run(self.run_id, {name: self._redact(name, text) for name, text in files.items()}, message)
             if maintain:
                 self.store.maintain()
 
