@@ -140,3 +140,14 @@ def test_config_values_a_pulled_commit_sets_are_shown_inert(tmp_path):
         for stream in (proc.stdout, proc.stderr):
             assert not ACTING.search(stream), (args, ACTING.findall(stream), stream[:1500])
         assert "sim-teacher" in proc.stdout + proc.stderr, args
+
+
+def test_an_mcp_tools_answer_carries_no_raw_bidi_or_c1_character_and_parses_to_the_same_data():
+    """The MCP tools' answers (`integrations.tools.to_json`) wrote a pulled reason's U+202E and U+009B raw: an agent
+    showing the answer showed them acting."""
+    from skillgit.integrations.tools import to_json
+
+    data = {"reason": "worse\u202e detpecca", "stage": "gate\x9b2J", "note": "ok — naïve"}
+    text = to_json(data)
+    assert "\u202e" not in text and "\x9b" not in text and "naïve" in text
+    assert json.loads(text) == data

@@ -46,7 +46,11 @@ def safe(text: str, limit: int = MAX_CHARS) -> str:
 
 
 def to_json(data: Any) -> str:
-    return json.dumps(redact_mapping(data), indent=2, ensure_ascii=False, sort_keys=False, default=str)
+    """A tool's answer: redacted, and with no raw control or bidi character (`textsafe.json_shown`: a pulled
+    reason's U+202E reached the agent's screen as is); it parses to the same data."""
+    from skillgit.textsafe import json_shown
+
+    return json_shown(json.dumps(redact_mapping(data), indent=2, ensure_ascii=False, sort_keys=False, default=str))
 
 
 def check_ref(value: str | None, what: str) -> str:
