@@ -243,12 +243,9 @@ def test_a_budget_smaller_than_the_seeds_scoring_stops_before_the_first_step_and
     checked any budget, so `budget.max_calls=50` paid 90 calls."""
     folder = sim_project()
     sets = ("env.workers=4", "model.student.concurrency=4")
-    project = open_project(folder, None, ["budget.max_calls=50", *sets])
-    session = open_session(project)
-    trainer = build_trainer(session, run_id="r1", resume=False)
-    with pytest.raises(SkillgitError) as stopped:
-        trainer.train()
-    assert stopped.value.code == 5 and "before the first step" in stopped.value.message
+    stopped, session = train(folder, "budget.max_calls=50", *sets)
+    assert stopped.status == "stopped" and stopped.scores == {} and stopped.steps == 0
+    assert stopped.reason.startswith("budget.max_calls reached") and "before the first step" in stopped.reason
     assert session.ledger.total().calls == 50 and session.ledger.in_flight == 0
     progress = json.loads(session.store.load_run("r1")["progress.json"])
     assert progress["status"] == "stopped" and "budget.max_calls" in progress["stop_reason"]

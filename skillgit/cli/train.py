@@ -12,7 +12,7 @@ from typing import Any, Optional
 import typer
 
 from skillgit import console
-from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError
+from skillgit.errors import ExitCode, Interrupted, SkillgitError
 from skillgit.textsafe import shown
 
 REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
@@ -151,10 +151,6 @@ def _run(trainer: Any, display: Any, again: Optional[str]) -> Any:
             return trainer.train()
     except HandoffPending as exc:  # teacher_backend: handoff: every question the run wrote waits for the agent
         raise _waiting(exc, again) from None
-    except BudgetReached as exc:  # before the first step (the seed's scoring): stopped, a larger budget resumes it
-        if again:
-            exc.hint = f"raise the budget and resume this run with: {again}"
-        raise
     except (Interrupted, KeyboardInterrupt) as exc:
         if not again:
             raise

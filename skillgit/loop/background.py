@@ -121,14 +121,22 @@ class Saves:
             write()
 
     def settle(self, *, quiet: bool = False) -> None:
-        """Wait for a background save; its error is raised unless `quiet` (another error is on its way)."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            try:
-                pending.result()
-            except Exception:
-                if not quiet:
-                    raise
+        """Wait for a background save; its error is raised unless `quiet` (another error is on its way). A wait cut
+        short (Ctrl-C) leaves the save pending, so the next `settle` or `save` waits for it: the interrupted run's
+        own last save must not race it on the run ref ("changed while this command ran")."""
+        pending = self._pending
+        if pending is None:
+            return
+        try:
+            pending.result()
+        except BaseException:
+            if not pending.done():  # the wait was interrupted, not the save: it goes on, still pending
+                raise
+            self._pending = None
+            if not quiet:
+                raise
+            return
+        self._pending = None
 
 
 def in_background(fn: Callable[[], Any]) -> Future:

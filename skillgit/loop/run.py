@@ -176,12 +176,8 @@ class Trainer:
             self.ledger.budget_check = self._budget_exceeded  # the seed's and the incumbent's scoring included
             try:
                 seed_score, current = self._start()
-            except BudgetReached as exc:  # no step can be judged yet: stopped, and a larger budget resumes it
-                self._settle_save(quiet=True)
-                val, repeats = len(self.evaluator.splits["val"]), self.cfg.evaluation.gate_repeats
-                exc.message += f" before the first step: the skill is scored on val first ({val} items × {repeats})"
-                self._record_stop(exc)
-                raise
+            except BudgetReached as exc:
+                return self._stopped_before_steps(exc)
             try:
                 status, reason = self._steps(current)
             except BaseException as exc:
@@ -211,6 +207,19 @@ class Trainer:
         self.emit(RunEnded(self.run_id, status, reason, result.accepted, result.rejected, score_dicts,
                            self.progress.usage.to_dict()))
         return result
+
+    def _stopped_before_steps(self, exc: BudgetReached) -> RunResult:
+        """A budget reached while the seed (or the incumbent) was scored: no step can be judged yet. The run is
+        stopped with no scores; its finished calls are journaled, and a larger budget resumes it."""
+        self._settle_save(quiet=True)
+        val, repeats = len(self.evaluator.splits["val"]), self.cfg.evaluation.gate_repeats
+        reason = f"{exc.message} before the first step: the skill is scored on val first ({val} items × {repeats})"
+        self.progress = self.progress.replace(status="stopped", stop_reason=reason, total_steps=self.total_steps)
+        self._save(f"run stopped: {reason}")
+        self.emit(RunEnded(self.run_id, "stopped", reason, self.progress.accepted, self.progress.rejected, {},
+                           self.progress.usage.to_dict()))
+        return RunResult(self.run_id, "stopped", reason, self.progress.steps_done, self.progress.accepted,
+                         self.progress.rejected, {}, self.ledger.snapshot())
 
     def _start(self) -> tuple[gate_mod.SplitScore, gate_mod.SplitScore]:
         """Worktrees ready, the seed and the incumbent scored, the start said and saved: (seed, incumbent)."""
@@ -291,9 +300,9 @@ class Trainer:
         return bool(opt.use_slow_update or opt.use_meta_skill or opt.use_meta_reflect)
 
     def _record_stop(self, exc: BaseException) -> None:
-        """What a run stopped by `exc` (other than a budget reached mid-run) leaves in its progress: interrupted,
-        stopped because the skill branch moved, or failed with the exit code `status` shows — stopped for exit 5
-        (handoff questions wait, a budget reached before the first step) — (a bare BaseException: nothing)."""
+        """What a run stopped by `exc` (other than a budget) leaves in its progress: interrupted, stopped because
+        the skill branch moved, or failed with the exit code `status` shows — stopped for exit 5 (handoff questions
+        wait) — (a bare BaseException: nothing)."""
         if isinstance(exc, (KeyboardInterrupt, Interrupted)):
             how = exc.message if isinstance(exc, Interrupted) else "interrupted"  # e.g. "stopped by SIGTERM"
             self.progress = self.progress.replace(status="interrupted", stop_reason=how)
@@ -322,7 +331,8 @@ class Trainer:
                 rollout_seconds=gate_mod.add_seconds(self.progress.rollout_seconds, seconds))
 
     def _budget_exceeded(self) -> str | None:
-        return budget_spent(self.cfg.budget, self._usage()[0], self.ledger.in_flight)
+        flying = self.ledger.in_flight  # read first: a call that returns in between then counts twice, never zero times
+        return budget_spent(self.cfg.budget, self._usage()[0], flying)
 
     def teacher(self, step: int | None = None) -> stages.Teacher:
         """The teacher for `step` (None: an epoch's end). Its negative buffer leaves out `step`'s own other
@@ -475,15 +485,19 @@ class Trainer:
         """Wait for the step decision being written (if any), count it, and save the progress (in the background).
         Returns the commit the branch holds after it (None when nothing was pending). `quiet`: an error is on its
         way; a decision that failed is dropped (the step stays undecided) and nothing is saved."""
-        pending, self._pending = self._pending, None
+        pending = self._pending
         if pending is None:
             return None
         try:
             decided = pending.future.result()
         except BaseException:
+            if not pending.future.done():  # a wait cut short (Ctrl-C): the writes go on, and stay pending (as saves)
+                raise
+            self._pending = None
             if quiet:
                 return None
             raise
+        self._pending = None
         for proposal, outcome in decided:
             self._record(proposal.epoch, outcome, _edit_dicts(proposal), proposal.record)
         metric, weight = self.cfg.evaluation.gate_metric, self.cfg.evaluation.mixed_weight
