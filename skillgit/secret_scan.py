@@ -412,14 +412,20 @@ class _Hits:
                 self.found.append((span[0], span[1], max(0, min(keep, span[1] - span[0] - 1))))
 
 
+_GLUED = re.compile(r"[A-Za-z0-9_]*")  # what a mask takes with it past a span's end (see `mask`)
+
+
 def mask(text: str, spans: list[tuple[int, int, int]], token: str,
          replaced: list[tuple[int, int, int]] | None = None) -> tuple[str, int]:
     """`text` with every span replaced by `token` after its kept prefix (overlapping spans merged), and how many.
     Where spans start together the longest kept prefix wins (`ghp_***`), except a span that keeps -1 characters
-    (a known secret value), which keeps none. `replaced`, when given, gets (start, end, len(token)) of each part
-    of `text` that was replaced, in order."""
+    (a known secret value), which keeps none. A span never ends inside a word: letters and digits glued to its
+    end are masked with it (a fixed-length key followed by `TOKEN` left `***TOKEN`, a word a second pass took for
+    an auth scheme: masking was not idempotent). `replaced`, when given, gets (start, end, len(token)) of each
+    part of `text` that was replaced, in order."""
     if not spans:
         return text, 0
+    spans = [(start, _GLUED.match(text, end).end(), keep) for start, end, keep in spans]  # type: ignore[union-attr]
     spans.sort(key=lambda s: (s[0], s[2] != -1, -s[2], -s[1]))
     merged: list[list[int]] = []
     for start, end, keep in spans:

@@ -252,6 +252,15 @@ def test_the_vendored_rules_compile_and_say_where_they_come_from():
         assert det.pattern.pattern and det.allowed("", "") in (True, False)
 
 
+def test_a_mask_takes_what_is_glued_to_its_end_so_a_second_pass_finds_nothing_new():
+    """Found by the property test below: an age key (fixed length) glued to `TOKEN` was masked as `***TOKEN`, and a
+    second pass read `TOKEN OPENAI_API_KEY=sk-***` as an auth scheme and its value."""
+    text = ("# AGE-SECRET-KEY-1HZS5AH702ZE2NLJ3RGPRD5YRWRPLLDYGY7RS285UNLEE5QVM5NM3D2FS47TOKEN "
+            "OPENAI_API_KEY=sk-proj-fbMangXcwpeHJrHVQCITQbthyxVPRQ3h6hY3ca0Q-vfRqezrQlBGXwkZjXmRKn8eu297Qz8n_NT3Blb")
+    once = redact(text)
+    assert redact(once) == once and "TOKEN" not in once and "HZS5AH" not in once and "fbMang" not in once
+
+
 def test_redact_never_raises_and_stays_idempotent_on_arbitrary_text():
     from hypothesis import given, settings
     from hypothesis import strategies as st
