@@ -24,7 +24,7 @@ from skillgit.llm.command import CommandStudent
 from skillgit.types import Item
 from tests import agent_clis as ac
 from tests.agent_server import AgentServer, text
-from tests.conftest import git
+from tests.test_agents_real import project  # noqa: F401  (the fixture: a repository with an `app` fixture folder)
 from tests.test_hermetic import SKILL
 
 HOSTILE_PROMPT = "--version"
@@ -74,17 +74,6 @@ def test_a_users_template_without_dashdash_refuses_a_prompt_starting_with_dash(t
     assert ran.read_text() == repr(["--", HOSTILE_PROMPT])
 
 
-@pytest.fixture
-def project(tmp_path) -> Path:
-    root = tmp_path / "proj"
-    (root / "app").mkdir(parents=True)
-    (root / "app" / "README.md").write_text("# app\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
-
-
 def _env(name: str, exe: Path, home: Path, base_url: str) -> dict[str, str]:
     env = {"claude": lambda: ac.claude_env(home, base_url),
            "copilot": lambda: ac.copilot_env(home, base_url),
@@ -94,7 +83,7 @@ def _env(name: str, exe: Path, home: Path, base_url: str) -> dict[str, str]:
 
 @pytest.mark.agent_cli
 @pytest.mark.parametrize("name", ["claude", "copilot", "opencode"])
-def test_the_real_agent_gets_a_dash_prompt_as_its_prompt(name, project, tmp_path):
+def test_the_real_agent_gets_a_dash_prompt_as_its_prompt(name, project, tmp_path):  # noqa: F811
     exe = ac.require_cli(name)
     if name == "claude":
         ac.prepare_claude_home(tmp_path / "home")

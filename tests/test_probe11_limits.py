@@ -15,7 +15,8 @@ from skillgit.llm.jsonout import extract_json
 from skillgit.records import RunProgress
 from skillgit.store import Store
 from tests.conftest import git, run_cli_inproc
-from tests.test_notes_untrusted import _note_of, _repo, _write_note
+from tests.test_notes_untrusted import _note_of, _write_note
+from tests.test_probe11_terminal import collaborator
 from tests.test_sleep_harvest import ClaudeSession
 
 BOMB = "[" * 200_000 + "]" * 200_000  # too deep for json.loads
@@ -23,13 +24,7 @@ DEEP = "[" * 900 + "]" * 900  # parses, too deep for PyYAML's writer
 
 
 def test_a_pulled_note_or_run_record_nested_too_deep_is_skipped_or_named_never_a_traceback(tmp_path):
-    victim = tmp_path / "victim"
-    victim.mkdir()
-    _, accepted, _ = _repo(victim)
-    collab = tmp_path / "collab"
-    git(tmp_path, "clone", "-q", str(victim), str(collab))
-    for ref in ("refs/notes/skillgit", "refs/skillgit/runs/r1"):
-        git(collab, "fetch", "-q", str(victim), f"{ref}:{ref}")
+    victim, collab, accepted, _ = collaborator(tmp_path)
     lines = [json.dumps(r) for r in _note_of(collab, accepted)]
     lines.append('{"v": 1, "kind": "gate", "run": "r1", "step": 1, "reason": ' + BOMB + "}")
     lines.append('{"v": 1, "kind": "reflect", "run": "r1", "step": 1, "deep": ' + DEEP + "}")
@@ -55,13 +50,7 @@ def test_a_pulled_note_or_run_record_nested_too_deep_is_skipped_or_named_never_a
 def test_a_pulled_run_config_nested_too_deep_reads_as_unreadable(tmp_path):
     """A run's saved config.yaml (`pr`, `report` and `show` read its metric): YAML nested 5,000 deep made PyYAML's
     composer raise RecursionError past `except yaml.YAMLError`."""
-    victim = tmp_path / "victim"
-    victim.mkdir()
-    _repo(victim)
-    collab = tmp_path / "collab"
-    git(tmp_path, "clone", "-q", str(victim), str(collab))
-    git(collab, "fetch", "-q", str(victim), "refs/notes/skillgit:refs/notes/skillgit",
-        "refs/skillgit/runs/r1:refs/skillgit/runs/r1")
+    victim, collab, _, _ = collaborator(tmp_path)
     store = Store.open(collab, "SKILL.md")
     files = dict(store.load_run("r1") or {})
     store.save_run("r1", {**files, "config.yaml": "evaluation: " + "[" * 5000 + "]" * 5000 + "\n"}, "run")

@@ -22,6 +22,7 @@ from tests.conftest import git, run_cli, run_cli_inproc
 from tests.fake_servers import FakeLLMServer, llm_handler
 from tests.secret_corpus import FORMATS
 from tests.test_e2e_backends import configure, scan_for
+from tests.test_probe11_terminal import taint
 
 PLANTED = FORMATS[:12]
 SECRETS = " " + " ; ".join(p.text for p in PLANTED)
@@ -31,21 +32,12 @@ def _leaky_teacher_server() -> FakeLLMServer:
     cfg = SimulatedCfg(seed=2)
     teacher, student = llm_handler(SimulatedTeacher(cfg)), llm_handler(SimulatedStudentLLM(cfg))
 
-    def taint(value, key=None):
-        if isinstance(value, str):
-            return value if key in ("op", "target") else value + SECRETS
-        if isinstance(value, list):
-            return [taint(v, key) for v in value]
-        if isinstance(value, dict):
-            return {k: taint(v, k) for k, v in value.items()}
-        return value
-
     def handle(body: dict) -> str:
         if "teacher" not in str(body.get("model", "")):
             return student(body)
         answer = teacher(body)
         try:
-            return json.dumps(taint(json.loads(answer)))
+            return json.dumps(taint(json.loads(answer), SECRETS, ("op", "target")))
         except ValueError:  # (the simulated teacher's malformed answers: the secrets follow them)
             return answer + SECRETS
 

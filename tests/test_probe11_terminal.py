@@ -32,26 +32,34 @@ KEEP = {"kind", "verdict", "run", "step", "parent", "blob", "metric", "op", "sta
         "branch", "config_digest", "seed_rev", "rev"}
 
 
-def taint(value, key=None):
-    """Every free-text string of a record with HOSTILE appended (the keys a reader needs to find it kept)."""
+def taint(value, suffix: str = HOSTILE, keep=KEEP, key=None):
+    """Every free-text string of a record (JSON data) with `suffix` appended, except under the `keep` keys (what a
+    reader needs to find the record)."""
     if isinstance(value, str):
-        return value if key in KEEP else value + HOSTILE
+        return value if key in keep else value + suffix
     if isinstance(value, list):
-        return [taint(v, key) for v in value]
+        return [taint(v, suffix, keep, key) for v in value]
     if isinstance(value, dict):
-        return {k: taint(v, k) for k, v in value.items()}
+        return {k: taint(v, suffix, keep, k) for k, v in value.items()}
     return value
 
 
-def _victim_with_pulled_taint(tmp_path: Path) -> Path:
-    """A repository whose run r1 the collaborator's clone annotated with hostile text, brought by `skillgit pull`."""
+def collaborator(tmp_path: Path) -> tuple[Path, Path, str, str]:
+    """(victim, collab, accepted, rejected): a repository with run r1 (`test_notes_untrusted._repo`) and a
+    collaborator's clone holding its notes and run ref, to craft what `skillgit pull` then brings."""
     victim = tmp_path / "victim"
     victim.mkdir()
-    store, accepted, rejected = _repo(victim)
+    _, accepted, rejected = _repo(victim)
     collab = tmp_path / "collab"
     git(tmp_path, "clone", "-q", str(victim), str(collab))
     for ref in ("refs/notes/skillgit", "refs/skillgit/runs/r1"):
         git(collab, "fetch", "-q", str(victim), f"{ref}:{ref}")
+    return victim, collab, accepted, rejected
+
+
+def _victim_with_pulled_taint(tmp_path: Path) -> Path:
+    """A repository whose run r1 the collaborator's clone annotated with hostile text, brought by `skillgit pull`."""
+    victim, collab, accepted, rejected = collaborator(tmp_path)
     for sha in (accepted, rejected):
         records = [taint(r) for r in _note_of(collab, sha)]
         records.append({"v": 1, "kind": "decision", "run": "r1", "step": 1, "verdict": "rejected",
