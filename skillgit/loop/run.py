@@ -331,8 +331,11 @@ class Trainer:
                 rollout_seconds=gate_mod.add_seconds(self.progress.rollout_seconds, seconds))
 
     def _budget_exceeded(self) -> str | None:
+        b = self.cfg.budget  # (asked before every model call: no limit set, no totals summed)
+        if b.max_calls is None and b.max_tokens is None and b.max_cost_usd is None:
+            return None
         flying = self.ledger.in_flight  # read first: a call that returns in between then counts twice, never zero times
-        return budget_spent(self.cfg.budget, self._usage()[0], flying)
+        return budget_spent(b, self._usage()[0], flying)
 
     def teacher(self, step: int | None = None) -> stages.Teacher:
         """The teacher for `step` (None: an epoch's end). Its negative buffer leaves out `step`'s own other
