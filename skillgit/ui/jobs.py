@@ -131,7 +131,7 @@ def _budget(data: Mapping[str, Any]) -> dict[str, float]:
 
 def _overrides(raw: Any) -> list[str]:
     """The request's config overrides (a list, or one key=value a line), each checked as `--set` would be."""
-    from skillgit.config import split_override
+    from skillgit.config_yaml import split_override
 
     if isinstance(raw, str):
         raw = [line for line in raw.splitlines() if line.strip()]
