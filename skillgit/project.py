@@ -31,8 +31,8 @@ def find_root(start: Path | None = None) -> Path:
 
     A `.git` at or above `start` (a folder, or a file for worktrees and submodules) only nominates a repository:
     `git rev-parse --show-toplevel` confirms it, so a stray or empty `.git` folder (an empty `/tmp/.git`) is not
-    taken for one. Outside any `.git` no git runs. GIT_DIR and friends are ignored (store/gitproc.py's
-    `LOCAL_ENV_VARS`): the folder decides."""
+    taken for one. Outside any `.git` no git runs. GIT_DIR and friends are ignored (skillgit/gitenv.py):
+    the folder decides."""
     here = (start or Path.cwd()).resolve()
     hint = "run `skillgit init` here, or pass --repo PATH to a repository"
     if not any((folder / ".git").exists() for folder in (here, *here.parents)):

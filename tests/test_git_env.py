@@ -1,6 +1,6 @@
 """skillgit run from inside a git hook or a shell alias: git has set GIT_DIR, GIT_INDEX_FILE, GIT_PREFIX and friends
 for its own process, and skillgit must still act on the repository its folder is in and never write the index that
-a `git commit` in progress is building (store/gitproc.py's `LOCAL_ENV_VARS`)."""
+a `git commit` in progress is building (skillgit/gitenv.py)."""
 
 from __future__ import annotations
 
@@ -39,8 +39,34 @@ def test_a_git_dir_set_by_git_does_not_choose_the_repository(cli, make_repo, tmp
 
 
 def test_the_list_is_gits_own_but_the_users_git_c_settings():
-    from skillgit.store.gitproc import LOCAL_ENV_VARS
+    from skillgit.gitenv import LOCAL_ENV_VARS
 
     gits = set(subprocess.run(["git", "rev-parse", "--local-env-vars"], capture_output=True, text=True,
                               check=True).stdout.split())
     assert gits - set(LOCAL_ENV_VARS) == {"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"}
+
+
+def test_an_agent_started_from_a_hook_commits_in_its_workspace_not_in_the_users_repository(make_repo, tmp_path):
+    import os
+    import stat
+
+    from skillgit.config import CommandCfg
+    from skillgit.llm.command import CommandStudent
+    from skillgit.types import Item
+
+    user = make_repo({"SKILL.md": "# Skill\n"}, name="user")
+    head, index = git(user, "rev-parse", "HEAD"), (user / ".git" / "index").read_bytes()
+    agent = tmp_path / "bin" / "committing-agent"
+    agent.parent.mkdir()
+    # an agent that commits its work where it runs, as coding agents do
+    agent.write_text("#!/bin/sh\ngit init -q . && echo work > work.txt && git add work.txt && "
+                     "git -c user.name=a -c user.email=a@b.invalid commit -q -m agent && git rev-parse HEAD\n")
+    agent.chmod(agent.stat().st_mode | stat.S_IXUSR)
+    # what a pre-commit hook running `skillgit check` hands down
+    env = {**os.environ, "PATH": f"{agent.parent}{os.pathsep}{os.environ['PATH']}",
+           "GIT_DIR": str(user / ".git"), "GIT_INDEX_FILE": str(user / ".git" / "index"), "GIT_WORK_TREE": str(user)}
+    reply = CommandStudent(CommandCfg(argv=("committing-agent",), timeout_s=30), env=env).run("# s\n", Item("i", "q"))
+    assert reply.text.strip() and reply.text.strip() != head
+    assert git(user, "rev-parse", "HEAD") == head  # before: the agent's commit landed on the user's branch
+    assert (user / ".git" / "index").read_bytes() == index
+    assert not (user / "work.txt").exists()

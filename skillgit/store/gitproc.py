@@ -19,6 +19,7 @@ import git as gitpython
 from git.exc import GitCommandNotFound
 
 from skillgit.errors import GitStateError
+from skillgit.gitenv import LOCAL_ENV_VARS
 from skillgit.recent import Recent
 
 # who commits to skillgit's own refs when git knows no identity for the user (see `commit_tree(own=True)`)
@@ -138,20 +139,10 @@ def _fault_point(args: Sequence[str]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- environment
-# What makes git look at a repository, index or objects other than those of the folder it runs in: git's own list
-# (`git rev-parse --local-env-vars`, git 2.39; what git clears when it crosses into a submodule) but the user's
-# `git -c` settings (GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT). git sets these for hooks (GIT_DIR, GIT_INDEX_FILE) and
-# shell aliases (GIT_PREFIX); skillgit run from one must still act on the repository its folder is in, and never
-# write the index a `git commit` in progress is building. So no git command of skillgit's inherits them; a command
+# No git command of skillgit's inherits the repository variables of a hook or alias (skillgit/gitenv.py); a command
 # that needs one sets it itself (`env=`: pinned workspaces, the snapshot index). GitPython's `Git.execute` always
 # starts from the whole environment (an `env=` argument only adds to it), hence `env -u` in front of git when one of
 # them is set (in normal use none is, and git runs directly).
-LOCAL_ENV_VARS = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_OBJECT_DIRECTORY", "GIT_DIR",
-                  "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE",
-                  "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX",
-                  "GIT_SHALLOW_FILE", "GIT_COMMON_DIR")
-
-
 def git_argv(args: Sequence[str], env: dict[str, str] | None = None) -> list[str]:
     """The argv that runs `git ARGS` without the repository variables this process inherited (those `env` does not
     set again)."""
@@ -389,7 +380,7 @@ class GitBase:
     @classmethod
     def toplevel(cls, path: Path) -> tuple[str | None, str]:
         """(the working tree's top folder git finds at `path`, or None; git's stderr). The folder alone decides
-        (no GIT_DIR and friends: `LOCAL_ENV_VARS`)."""
+        (no GIT_DIR and friends: skillgit/gitenv.py)."""
         status, out, err = cls._exec(gitpython.Git(str(path)), ["rev-parse", "--show-toplevel"])
         top = out.decode("utf-8", "replace").strip()
         return (top if status == 0 and top else None), err
