@@ -8,24 +8,33 @@ where a field is multi-line), `shown` makes them visible as `\\x1b`, `\\u202e` â
 
 from __future__ import annotations
 
+import functools
 import re
+
+
+@functools.cache
+def _rx(pattern: str) -> re.Pattern[str]:
+    """The patterns below, compiled on first use and kept (never evicted, unlike `re`'s own cache): a character
+    class of non-ASCII ranges costs ~2 M instructions to compile, at every start of a command that needs few."""
+    return re.compile(pattern)
+
 
 # C0 controls except \t \n \r, DEL, C1 controls, and the bidi/zero-width formatting characters that can disguise text.
 _FORMATTING = "\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff"
-_UNSAFE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_FORMATTING}]")
-_UNSAFE_LINE = re.compile(f"[\x00-\x1f{_FORMATTING}]")
+_UNSAFE = f"[\x00-\x08\x0b\x0c\x0e-\x1f{_FORMATTING}]"
+_UNSAFE_LINE = f"[\x00-\x1f{_FORMATTING}]"
 
 
 def clean(text: str, *, multiline: bool = True) -> str:
     """`text` without unsafe characters (with `multiline=False` also without tabs and line breaks, which become
     spaces). CRLF becomes LF."""
     if multiline:
-        return _UNSAFE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
-    return _UNSAFE_LINE.sub(lambda m: " " if m.group() in "\t\n\r" else "", text)
+        return _rx(_UNSAFE).sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    return _rx(_UNSAFE_LINE).sub(lambda m: " " if m.group() in "\t\n\r" else "", text)
 
 
 def has_unsafe(text: str) -> bool:
-    return bool(_UNSAFE.search(text.replace("\r\n", "\n")))
+    return bool(_rx(_UNSAFE).search(text.replace("\r\n", "\n")))
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -35,14 +44,14 @@ def _escape(match: re.Match[str]) -> str:
 
 # What `shown` escapes in multi-line text: the unsafe characters and a carriage return that does not end a line
 # (`\r` alone moves the cursor back over what the line showed: "rejected\raccepted" reads "accepted").
-_SHOWN = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_FORMATTING}]|\r(?!\n)")
+_SHOWN = f"[\x00-\x08\x0b\x0c\x0e-\x1f{_FORMATTING}]|\r(?!\n)"
 
 
 def shown(text: str, *, multiline: bool = True) -> str:
     """`text` safe to print on a terminal: unsafe characters (in multi-line text also a `\\r` that is not part of
     a CRLF) appear as escapes, never act."""
     pattern = _SHOWN if multiline else _UNSAFE_LINE
-    return pattern.sub(_escape, text)
+    return _rx(pattern).sub(_escape, text)
 
 
 def shown_data(value: object) -> object:
@@ -61,14 +70,14 @@ def shown_data(value: object) -> object:
     return shown(str(value))
 
 
-_JSON_UNSAFE = re.compile(f"[{_FORMATTING}]")
+_JSON_UNSAFE = f"[{_FORMATTING}]"
 
 
 def json_shown(document: str) -> str:
     """A JSON document (as `json.dumps(..., ensure_ascii=False)` writes it, which escapes C0 controls only) safe to
     print on a terminal: DEL, C1 controls and the bidi/zero-width characters become `\\uXXXX` escapes too. They
     can stand only inside strings, so the document still parses to the same data."""
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
+    return _rx(_JSON_UNSAFE).sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 
 # ---------------------------------------------------------------------------------------------- Markdown
@@ -77,18 +86,18 @@ def json_shown(document: str) -> str:
 # an image (`![x](https://tracker/pixel)`) would load when a reviewer opens the page, a link or raw HTML could
 # dress up as something else, an @mention would ping people. `inert_markdown` and `code_span` are the only ways
 # such text enters Markdown.
-_URL = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]{0,31}:/{1,3}|\bwww\.|\b(?:mailto|data|javascript|vbscript):)[^\s`<>]*")
-_MD_SPECIAL = re.compile(r"[\\`\[\]|]")
+_URL = r"(?i)(?:\b[a-z][a-z0-9+.-]{0,31}:/{1,3}|\bwww\.|\b(?:mailto|data|javascript|vbscript):)[^\s`<>]*"
+_MD_SPECIAL = r"[\\`\[\]|]"
 # Only what could start markup is escaped, so that `p < 0.05`, `a -> b` and `R&D` read as written in a terminal
 # too: `<` before a letter, `/`, `!` or `?` (a tag, comment, declaration or autolink) and `&` that would form an
 # entity (`&lt;`, `&#64;`). A `>` is markup only at the start of a line (a quote): escaped there with `\`.
-_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
-_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+_TAG_START = r"<(?=[A-Za-z/!?])"
+_ENTITY = r"&(?=#?[A-Za-z0-9]+;)"
 
 
 def _inert_words(text: str) -> str:
-    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(), text)  # no link, image or code syntax, no table cell break
-    return _TAG_START.sub("&lt;", _ENTITY.sub("&amp;", text)).replace("@", "&#64;")
+    text = _rx(_MD_SPECIAL).sub(lambda m: "\\" + m.group(), text)  # no link, image or code syntax, no table cell break
+    return _rx(_TAG_START).sub("&lt;", _rx(_ENTITY).sub("&amp;", text)).replace("@", "&#64;")
 
 
 def inert_markdown(text: str) -> str:
@@ -101,7 +110,7 @@ def inert_markdown(text: str) -> str:
     into a link."""
     flat = " ".join(clean(str(text), multiline=False).split())
     out, pos = [], 0
-    for m in _URL.finditer(flat):
+    for m in _rx(_URL).finditer(flat):
         out.append(_inert_words(flat[pos:m.start()]))
         out.append(code_span(m.group()).replace("|", "\\|"))
         pos = m.end()
