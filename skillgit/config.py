@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from skillgit.config_validate import check_config, check_field, coerce, mapping_hint, unknown_key_error
-from skillgit.config_yaml import split_override, yaml_load
+from skillgit.config_yaml import load_cached, split_override
 from skillgit.errors import ConfigError
 from skillgit.proposer_table import ProposerScheduleCfg
 
@@ -464,6 +464,14 @@ def config_from_dict(data: dict[str, Any] | None) -> Config:
     return cfg
 
 
+def _cache_file(path: Path) -> Path | None:
+    """Where the parsed text of a config file at a repository's top (not a `_base_` file) is kept across processes
+    (`config_yaml.load_cached`): beside `skillgit log`'s caches, in the repository's `.git` folder; None elsewhere
+    (a linked worktree, whose `.git` is a file, or a folder that is no repository's top)."""
+    git = path.parent / ".git"
+    return git / "skillgit" / "cache" / "config.json" if git.is_dir() else None
+
+
 def _read_file(path: Path, chain: tuple[Path, ...], read: list[tuple[Path, dict[str, Any]]] | None = None
                ) -> dict[str, Any]:
     """The file's data merged over its `_base_` files'; `read` (when given) gets each file of the chain with its own
@@ -482,7 +490,7 @@ def _read_file(path: Path, chain: tuple[Path, ...], read: list[tuple[Path, dict[
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}",
                           "check the file's permissions and encoding") from None
-    data = yaml_load(text, str(path)) or {}
+    data = load_cached(text, str(path), None if chain else _cache_file(path)) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}",
                           "write `section:` lines with indented `key: value` lines under them")

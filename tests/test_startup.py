@@ -81,6 +81,11 @@ def test_log_imports_the_store_but_nothing_of_training(make_repo, args):
     assert loaded(modules, "skillgit.store") and loaded(modules, "git")
     for heavy in TRAINING + NOT_READ + NOT_READ_BY_LOG:
         assert not loaded(modules, heavy), f"`skillgit {' '.join(args)}` imported {heavy}"
+    # the first run parsed skillgit.yaml and kept it (config_yaml.load_cached): the next one imports no YAML
+    code, modules, again = imported(args, root)
+    assert code == 0 and again == out
+    for heavy in TRAINING + NOT_READ + NOT_READ_BY_LOG + UNCHANGED_CONFIG:
+        assert not loaded(modules, heavy), f"`skillgit {' '.join(args)}` imported {heavy} the second time"
 
 
 # Read by neither `log` nor `status`: the agent registry (only a config naming an agent needs it checked), the
@@ -92,6 +97,9 @@ NOT_READ = ("skillgit.agents", "importlib.metadata", "skillgit.scorers")
 # plain entries).
 NOT_READ_BY_LOG = ("skillgit.library.config", "skillgit.package", "socket", "skillgit.records.notes",
                    "skillgit.records.progress")
+# Nor by either of them when skillgit.yaml is as the last command read it: PyYAML (importing it compiles its
+# reader's character class, ~59 M instructions; the parsed file is kept in .git/skillgit/cache/config.json).
+UNCHANGED_CONFIG = ("yaml",)
 
 
 def test_status_imports_its_sparkline_but_not_the_report_page(tmp_path):
@@ -108,7 +116,7 @@ def test_status_imports_its_sparkline_but_not_the_report_page(tmp_path):
     assert "usage by stage and role" in out and "completion tok" in out  # its usage table, in plain columns
     # nor rich (status prints plain lines and columns, as `log` does), the library's runs (a run id without a dot is
     # no library skill's) or the note records
-    for heavy in ("skillgit.report.charts", "skillgit.report.html", "skillgit.report.svg", *NOT_READ,
+    for heavy in ("skillgit.report.charts", "skillgit.report.html", "skillgit.report.svg", *NOT_READ, *UNCHANGED_CONFIG,
                   *(m for m in TRAINING if m != "skillgit.report"), "rich", "skillgit.library.all",
                   "skillgit.records.notes"):
         assert not loaded(modules, heavy), f"`skillgit status` imported {heavy}"

@@ -193,18 +193,18 @@ def test_origins_name_the_base_file_that_set_a_key(make_repo, xdg):
 def test_each_config_file_is_parsed_once_per_load(make_repo, xdg, monkeypatch):
     """The origins come from the same parse as the values (each file of a `_base_` chain was read and parsed a
     second time to mark them)."""
-    from skillgit import config
+    from skillgit import config_yaml
 
     root = make_repo({"SKILL.md": "# S\n", "skillgit.yaml": "_base_: shared/base.yaml\ntrain:\n  num_epochs: 2\n",
                       "shared/base.yaml": "train:\n  batch_size: 12\n"})
     sources: list[str] = []
-    parse = config.yaml_load
+    parse = config_yaml.yaml_load
 
     def counted(text: str, source: str = "<string>"):
         sources.append(source)
         return parse(text, source)
 
-    monkeypatch.setattr(config, "yaml_load", counted)
+    monkeypatch.setattr(config_yaml, "yaml_load", counted)
     project = open_project(root)
     assert sorted(sources) == sorted([str(root / "skillgit.yaml"), str(root / "shared" / "base.yaml")])
     assert project.origins["train.batch_size"] == str(root / "shared" / "base.yaml")

@@ -20,8 +20,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-import yaml
-
 from skillgit.errors import SkillgitError
 
 if TYPE_CHECKING:
@@ -75,6 +73,8 @@ def run_skill(store: Store, run: str, cfg: Config, _paths: dict[str, str] | None
         if found:
             return max(found, key=len)
     files = store.load_run(run) or {}
+    import yaml  # (here: a project without `skills:` never reads a run's config, and `log` imports no YAML)
+
     try:
         data = yaml.safe_load(files.get("config.yaml", "")) or {}
     except (yaml.YAMLError, RecursionError):  # (a run ref arrives through `pull`: nesting too deep for the parser)
