@@ -27,12 +27,13 @@ from typing import Any, Sequence
 from skillgit.config_validate import check_config, check_field, coerce, mapping_hint, unknown_key_error
 from skillgit.config_yaml import load_cached, split_override
 from skillgit.errors import ConfigError
+from skillgit.frozen import Frozen
 from skillgit.proposer_table import ProposerScheduleCfg
 
 
 # ---------------------------------------------------------------------------------------------- schema
-@dataclass(frozen=True)
-class SkillCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class SkillCfg(Frozen):
     """`skill:` — the skill file or package, the branch it trains on, and its size limits."""
 
     path: str = "SKILL.md"  # relative to the repository root; a folder is a skill package (SKILL.md, references/…)
@@ -46,8 +47,8 @@ class SkillCfg:
     listing_budget: int = 15000
 
 
-@dataclass(frozen=True)
-class CommandCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class CommandCfg(Frozen):
     """`model.<role>.command:` — how a command or agent backend runs its CLI (preset, argv, permissions)."""
 
     # command backend: claude | codex | generic; agent backend: claude | codex | copilot | opencode | simulated |
@@ -71,16 +72,16 @@ class CommandCfg:
     profile: str = "hermetic"
 
 
-@dataclass(frozen=True)
-class HandoffCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class HandoffCfg(Frozen):
     """`model.teacher.handoff:` — where a handoff teacher (skillgit/llm/handoff.py) exchanges its prompts."""
 
     dir: str = ""  # relative to the repository root, inside it; empty: <git dir>/skillgit/handoff
     wait_s: float = 0.0  # wait this long for each answer, then stop (exit 5); `skillgit train` resumes
 
 
-@dataclass(frozen=True)
-class BackendCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class BackendCfg(Frozen):
     """`model.teacher:` / `model.student:` — one role's endpoint, sampling, retries and concurrency."""
 
     base_url: str | None = None  # OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LM Studio) and proxies
@@ -110,8 +111,8 @@ class BackendCfg:
     handoff: HandoffCfg = field(default_factory=HandoffCfg)
 
 
-@dataclass(frozen=True)
-class SimulatedCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class SimulatedCfg(Frozen):
     """The offline simulated world (see skillgit/world): a documented simulation, never a silent fallback."""
 
     seed: int = 0
@@ -129,8 +130,8 @@ class SimulatedCfg:
     off_target_rate: float = 0.15  # teacher: probability of an extra idea unrelated to any symptom per call
 
 
-@dataclass(frozen=True)
-class ModelCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class ModelCfg(Frozen):
     """`model:` — which backend and model play teacher and student, and each role's settings."""
 
     teacher_backend: str = "simulated"  # simulated | openai | azure | anthropic | agent | handoff
@@ -142,8 +143,8 @@ class ModelCfg:
     simulated: SimulatedCfg = field(default_factory=SimulatedCfg)
 
 
-@dataclass(frozen=True)
-class TrainCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class TrainCfg(Frozen):
     """`train:` — epochs, batch size, a step cap and the run's seed."""
 
     num_epochs: int = 4
@@ -152,8 +153,8 @@ class TrainCfg:
     seed: int = 0
 
 
-@dataclass(frozen=True)
-class GradientCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class GradientCfg(Frozen):
     """`gradient:` — how reflection splits a batch into minibatches and merges their proposals."""
 
     minibatch_size: int = 8
@@ -162,8 +163,8 @@ class GradientCfg:
 
 
 # -- deep reflect (issue 27; skillgit/loop/deep_reflect.py)
-@dataclass(frozen=True)
-class DeepReflectCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class DeepReflectCfg(Frozen):
     """`optimizer.deep_reflect`: before reflecting on a minibatch the teacher probes up to `failures` of its failed
     (or `successes` of its successful) train trajectories over at most `turns` turns: a follow-up question to the
     student or a re-run with a hint it writes; reflect then reads the transcripts (SkillOpt's
@@ -175,8 +176,8 @@ class DeepReflectCfg:
     turns: int = 2
 
 
-@dataclass(frozen=True)
-class OptimizerCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class OptimizerCfg(Frozen):
     """`optimizer:` — the edit budget (learning rate) and its schedule, update mode, proposers and recall."""
 
     learning_rate: int = 4  # edit budget at the start of the schedule
@@ -210,8 +211,8 @@ class OptimizerCfg:
     deep_reflect: DeepReflectCfg = field(default_factory=DeepReflectCfg)  # probes before reflect (deep_reflect.py)
 
 
-@dataclass(frozen=True)
-class EvaluationCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class EvaluationCfg(Frozen):
     """`evaluation:` — the gate: its modes, metric, samples, nulls and what is scored on val and test."""
 
     use_gate: bool = True
@@ -272,8 +273,8 @@ class EvaluationCfg:
         return tuple(names)
 
 
-@dataclass(frozen=True)
-class ScorerCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class ScorerCfg(Frozen):
     """`env.scorer:` — how an answer is scored (a type of `scorers.SCORER_TYPES` and its settings)."""
 
     type: str = "exact"  # one of scorers.SCORER_TYPES (its registry)
@@ -288,8 +289,8 @@ class ScorerCfg:
     threshold: float = 1.0  # f1: hard = 1 when token F1 >= threshold (1.0: same tokens, any order)
 
 
-@dataclass(frozen=True)
-class EnvCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class EnvCfg(Frozen):
     """`env:` — the tasks, their split, the environment adapter, workers and where rollouts run."""
 
     # An environment adapter (`skillgit env list`): it reads env.tasks in its benchmark's format, runs each item
@@ -308,8 +309,8 @@ class EnvCfg:
     scorer: ScorerCfg = field(default_factory=ScorerCfg)
 
 
-@dataclass(frozen=True)
-class BudgetCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class BudgetCfg(Frozen):
     """`budget:` — caps on calls, tokens, cost and the agent teacher's turns and seconds over a run."""
 
     max_calls: int | None = None
@@ -319,15 +320,15 @@ class BudgetCfg:
     max_agent_seconds: float | None = None  # the agent teacher's wall seconds over the run (likewise)
 
 
-@dataclass(frozen=True)
-class PromptsCfg:
+@dataclass(frozen=True, eq=False, repr=False)
+class PromptsCfg(Frozen):
     """`prompts:` — a folder of prompt templates that override the shipped ones."""
 
     dir: str | None = None  # a folder whose <stage>.md files override the shipped prompt templates
 
 
-@dataclass(frozen=True)
-class Config:
+@dataclass(frozen=True, eq=False, repr=False)
+class Config(Frozen):
     """A whole `skillgit.yaml`, resolved (`load_config`, `config_layers.load`): every section typed."""
 
     skill: SkillCfg = field(default_factory=SkillCfg)

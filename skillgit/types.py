@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Mapping
 
+from skillgit.frozen import Frozen
+
 EditOp = Literal["append", "insert_after", "replace", "delete"]
 EDIT_OPS: tuple[str, ...] = ("append", "insert_after", "replace", "delete")
 # Names other tools and teachers use for our ops; normalised on parse so a teacher saying "add" is understood.
@@ -42,8 +44,8 @@ def _from_dict(cls, data: Mapping[str, Any]):
     return cls(**known_fields(cls, data))
 
 
-@dataclass(frozen=True)
-class Image:
+@dataclass(frozen=True, eq=False, repr=False)
+class Image(Frozen):
     """An image sent with a message (a task's page image, `llm.base.load_image`): its bytes base64-encoded, its
     media type; `name` is what the text around it calls it, `digest` (sha256 of the bytes) what the call journal
     keys on."""
@@ -58,8 +60,8 @@ class Image:
         return f"data:{self.media_type};base64,{self.data_b64}"
 
 
-@dataclass(frozen=True)
-class Message:
+@dataclass(frozen=True, eq=False, repr=False)
+class Message(Frozen):
     """One chat message of a model call (`llm.base.Request`), as the teacher prompts render them."""
 
     role: str  # "system" | "user" | "assistant"
@@ -67,8 +69,8 @@ class Message:
     images: tuple[Image, ...] = ()  # sent as image content parts by the openai, azure and anthropic backends
 
 
-@dataclass(frozen=True)
-class Item:
+@dataclass(frozen=True, eq=False, repr=False)
+class Item(Frozen):
     """One task. `expected` is the reference the scorer compares with; the student never sees it."""
 
     id: str
@@ -84,8 +86,8 @@ class Item:
         return _from_dict(cls, data)
 
 
-@dataclass(frozen=True)
-class Score:
+@dataclass(frozen=True, eq=False, repr=False)
+class Score(Frozen):
     """A scorer's verdict: `hard` (usually 0/1), `soft` (partial credit in [0, 1]), `feedback` for the teacher."""
 
     hard: float
@@ -113,8 +115,8 @@ def is_failure(score: "Score | None") -> bool:
     return score is not None and score.hard < 1.0 - 1e-9
 
 
-@dataclass(frozen=True)
-class Usage:
+@dataclass(frozen=True, eq=False, repr=False)
+class Usage(Frozen):
     """Tokens and money of one or more model calls. Adds up with `+`."""
 
     calls: int = 0
@@ -146,8 +148,8 @@ class Usage:
         return _from_dict(cls, data)
 
 
-@dataclass(frozen=True)
-class Trajectory:
+@dataclass(frozen=True, eq=False, repr=False)
+class Trajectory(Frozen):
     """One student run of one item with one skill.
 
     `error` is set when the run could not happen (API error after retries, agent crashed or timed out): such a
@@ -182,8 +184,8 @@ class Trajectory:
         return _from_dict(cls, data)
 
 
-@dataclass(frozen=True)
-class Edit:
+@dataclass(frozen=True, eq=False, repr=False)
+class Edit(Frozen):
     """One proposed change to the skill.
 
     - `append`: add `content` at the end of the editable body (before a trailing protected region).
@@ -227,8 +229,8 @@ class Edit:
         return _from_dict(cls, data)
 
 
-@dataclass(frozen=True)
-class EditResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class EditResult(Frozen):
     """The fate of one edit in `update`: its status and, for skips and errors, why."""
 
     edit: Edit
@@ -247,8 +249,8 @@ class EditResult:
         return cls(Edit.from_dict(data["edit"]), data["status"], data.get("reason", ""))
 
 
-@dataclass(frozen=True)
-class RejectedEdit:
+@dataclass(frozen=True, eq=False, repr=False)
+class RejectedEdit(Frozen):
     """An entry of the negative buffer: an edit of a rejected candidate, the score change it caused, and why."""
 
     edit: Edit

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Mapping, Sequence, Union
 
+from skillgit.frozen import Frozen
 from skillgit.types import Edit, EditResult, Usage
 
 # A JSON value: what an open part of a record (a gate check's numbers, an update mode's own parts) may hold.
@@ -104,8 +105,8 @@ def _list(value: Any) -> list[Any]:
 
 
 # ---------------------------------------------------------------------------------------------- coverage
-@dataclass(frozen=True)
-class Coverage:
+@dataclass(frozen=True, eq=False, repr=False)
+class Coverage(Frozen):
     """Val items the gate compared (`scored`: scored for both skills) out of `total`; `unscored` names the rest.
     `samples` / `samples_total`: the (item, repeat) samples scored out of those asked, for the skill that has
     fewer of its own (copies of an item count once); None in notes written before samples were counted."""
@@ -158,8 +159,8 @@ def usage_of(value: Any) -> Usage:
 
 
 # ---------------------------------------------------------------------------------------------- outcome
-@dataclass(frozen=True)
-class StepOutcome:
+@dataclass(frozen=True, eq=False, repr=False)
+class StepOutcome(Frozen):
     """One decided candidate. `score_*` are the gate metric on val over the compared items; `edits` are the
     applied edits' one-line summaries; `sha` the candidate commit, `parent` the tip it was built on."""
 
@@ -231,8 +232,8 @@ class StepOutcome:
 
 
 # ---------------------------------------------------------------------------------------------- update record
-@dataclass(frozen=True)
-class UpdateRecord:
+@dataclass(frozen=True, eq=False, repr=False)
+class UpdateRecord(Frozen):
     """How a candidate was built. `apply` holds every considered edit's fate (applied, skipped and why);
     `invalid` is set when the candidate must be rejected without scoring. `details` keeps the mode's own parts
     (patches, merge rounds, selection, drafts, comparison…), each already a JSON-ready record: the mode writes them

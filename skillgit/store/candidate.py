@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence, Union
 
 from skillgit.errors import GitStateError
+from skillgit.frozen import Frozen
 from skillgit.types import RejectedEdit
 
 
@@ -23,8 +24,8 @@ def note_dicts(records: Sequence[Note]) -> list[dict[str, Any]]:
     return [dict(r) if isinstance(r, Mapping) else r.to_note() for r in records]
 
 
-@dataclass(frozen=True)
-class Candidate:
+@dataclass(frozen=True, eq=False, repr=False)
+class Candidate(Frozen):
     """A proposed skill: commit `sha` (parent = the tip it was built on) held by ref `ref` until decided."""
 
     sha: str
@@ -49,8 +50,8 @@ class BranchMoved(GitStateError):
         self.now = now
 
 
-@dataclass(frozen=True)
-class Decision:
+@dataclass(frozen=True, eq=False, repr=False)
+class Decision(Frozen):
     verdict: str  # accepted | rejected
     run: str
     step: int | str

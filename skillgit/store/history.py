@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from skillgit.errors import BAD_JSON
+from skillgit.frozen import Frozen
 from skillgit.store import notes as N
 from skillgit.store import refs as R
 from skillgit.store.git import GitError, GitRepo
@@ -61,8 +62,8 @@ class Store(Protocol):
     def list_runs(self) -> list[str]: ...
 
 
-@dataclass(frozen=True)
-class LogEntry:
+@dataclass(frozen=True, eq=False, repr=False)
+class LogEntry(Frozen):
     """One line of the history. `score` is the skill's val score (the candidate's for a rejected step, the
     baseline for a seed), `delta` its change against the skill it was compared with; None when unknown.
     `note` is "ok", "missing" or "corrupt" (the log never fails on a bad note, it says so)."""

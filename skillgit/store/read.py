@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from skillgit.errors import SkillgitError
+from skillgit.frozen import Frozen
 from skillgit.store import history as store_history
 from skillgit.store import notes as N
 from skillgit.store.core import Store
@@ -23,8 +24,8 @@ if TYPE_CHECKING:  # (imported where used: `log` reads no note record and no run
     from skillgit.records import CandidateNote, GateNote, RevertNote, RunProgress, StepOutcome, UpdateRecord
 
 
-@dataclass(frozen=True)
-class StepDetail:
+@dataclass(frozen=True, eq=False, repr=False)
+class StepDetail(Frozen):
     """One revision of the skill with everything git knows about it."""
 
     rev: str
