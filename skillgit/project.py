@@ -6,7 +6,6 @@ and config loading; no git is spelled here (the store opens the repository itsel
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,17 +26,13 @@ class Project:
     user_config: Path | None = None  # the user config's path when it exists (`config_layers.user_config_path`)
 
 
-# what would make git look somewhere other than the folder it is asked about (set inside git hooks, for one)
-_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                      "GIT_PREFIX")
-
-
 def find_root(start: Path | None = None) -> Path:
     """The working tree's top-level folder of the git repository at or above `start`, as git sees it.
 
     A `.git` at or above `start` (a folder, or a file for worktrees and submodules) only nominates a repository:
     `git rev-parse --show-toplevel` confirms it, so a stray or empty `.git` folder (an empty `/tmp/.git`) is not
-    taken for one. Outside any `.git` no git runs. GIT_DIR and friends are ignored: the folder decides."""
+    taken for one. Outside any `.git` no git runs. GIT_DIR and friends are ignored (skillgit/gitenv.py):
+    the folder decides."""
     here = (start or Path.cwd()).resolve()
     hint = "run `skillgit init` here, or pass --repo PATH to a repository"
     if not any((folder / ".git").exists() for folder in (here, *here.parents)):
@@ -45,8 +40,7 @@ def find_root(start: Path | None = None) -> Path:
     cwd = next(folder for folder in (here, *here.parents) if folder.is_dir())
     from skillgit.store.repository import toplevel
 
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-    top, err = toplevel(cwd, env)
+    top, err = toplevel(cwd)
     if top is None:
         said = err.strip().splitlines()
         raise GitStateError(f"not a git repository: {here}" + (f" (git: {said[-1]})" if said else ""), hint)
