@@ -195,7 +195,7 @@ def test_jsonl_is_decoded_by_msgspec_where_the_definition_allows():
 
     from skillgit.sleep.readers import _common
 
-    assert _common._DECODE is not None  # the fast decoder is installed (a dependency)
+    assert _common._decoder() is not None  # the fast decoder is installed (a dependency)
     # what goes the definition's way: lines holding \r, non-objects, what msgspec rejects and json accepts
     assert _common._text_lines(b'{"a":1}\r{"b":\r\n2}\n') == ['{"a":1}\n', '{"b":\n', "2}\n"]
     assert _common._text_lines(b"{}\r") == ["{}\n"] and _common._text_lines(b"\xff{}\n") == ["\ufffd{}\n"]

@@ -416,7 +416,7 @@ def read_jsonl(path: Path, counts: Counter[str]) -> Iterator[dict[str, Any]]:
     msgspec decodes to an object is one the definition reads to the equal object (msgspec rejects what json
     accepts beyond the standard: NaN, Infinity, out-of-range floats, lone surrogates; and invalid UTF-8, which the
     definition would replace), and any other line goes the definition's way (tests/test_harvest_speed.py)."""
-    decode = _DECODE
+    decode = _DECODE[0] if _DECODE else _decoder()
     if decode is None:
         yield from read_jsonl_text(path, counts)
         return
@@ -468,12 +468,21 @@ def _text_lines(raw: bytes) -> list[str]:
     return [line + "\n" for line in lines] + ([last] if last else [])
 
 
-try:  # a declared dependency; without it (a bare source checkout) the definition reads every line
-    import msgspec
+_DECODE: list[Callable[[bytes], Any] | None] = []  # msgspec's decoder, looked up on first use (see `_decoder`)
 
-    _DECODE: Callable[[bytes], Any] | None = msgspec.json.Decoder().decode
-except ImportError:  # pragma: no cover - installed with skillgit
-    _DECODE = None
+
+def _decoder() -> Callable[[bytes], Any] | None:
+    """msgspec's JSON decoder, imported the first time a JSONL file is read (the import costs ~30 ms, which a command
+    that reads none should not pay); None without msgspec (a declared dependency): the definition reads every line."""
+    if not _DECODE:
+        try:
+            import msgspec
+        except ImportError:  # pragma: no cover - installed with skillgit
+            _DECODE.append(None)
+        else:
+            _DECODE.append(msgspec.json.Decoder().decode)
+    return _DECODE[0]
+
 
 # what json.loads runs, without its two whitespace regexes per call
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
