@@ -195,7 +195,7 @@ def test_jsonl_is_decoded_by_msgspec_where_the_definition_allows():
 
     from skillgit.sleep.readers import _common
 
-    assert _common._decoder() is not None  # the fast decoder is installed (a dependency)
+    assert _common._decoder() is not None  # the fast decoder is installed (the `fast` extra; `test` has it)
     # what goes the definition's way: lines holding \r, non-objects, what msgspec rejects and json accepts
     assert _common._text_lines(b'{"a":1}\r{"b":\r\n2}\n') == ['{"a":1}\n', '{"b":\n', "2}\n"]
     assert _common._text_lines(b"{}\r") == ["{}\n"] and _common._text_lines(b"\xff{}\n") == ["\ufffd{}\n"]
@@ -205,6 +205,23 @@ def test_jsonl_is_decoded_by_msgspec_where_the_definition_allows():
         slow_counts: Counter[str] = Counter()
         assert list(_common.read_jsonl(file, fast_counts)) == list(_common.read_jsonl_text(file, slow_counts))
         assert fast_counts == slow_counts
+
+
+def test_without_msgspec_every_line_is_read_by_the_definition(monkeypatch, tmp_path):
+    # msgspec is the optional `fast` extra: a plain `pip install` reads the same records without it
+    from collections import Counter
+
+    from skillgit.sleep.readers import _common
+
+    monkeypatch.setattr(_common, "_DECODE", [None])
+    files = sorted((Path(__file__).parent / "fixtures" / "transcripts" / "claude").rglob("*.jsonl"))
+    odd = tmp_path / "odd.jsonl"
+    odd.write_bytes(b"".join(_JSONL_PIECES))
+    for file in [*files, odd]:
+        plain_counts: Counter[str] = Counter()
+        text_counts: Counter[str] = Counter()
+        plain, text = list(_common.read_jsonl(file, plain_counts)), list(_common.read_jsonl_text(file, text_counts))
+        assert repr(plain) == repr(text) and plain_counts == text_counts
 
 
 def test_records_are_copied_as_dataclasses_replace_copies_them():

@@ -473,11 +473,12 @@ _DECODE: list[Callable[[bytes], Any] | None] = []  # msgspec's decoder, looked u
 
 def _decoder() -> Callable[[bytes], Any] | None:
     """msgspec's JSON decoder, imported the first time a JSONL file is read (the import costs ~30 ms, which a command
-    that reads none should not pay); None without msgspec (a declared dependency): the definition reads every line."""
+    that reads none should not pay); None without msgspec (the optional `fast` extra): the definition reads every
+    line."""
     if not _DECODE:
         try:
             import msgspec
-        except ImportError:  # pragma: no cover - installed with skillgit
+        except ImportError:  # (tests/test_harvest_speed.py reads without it)
             _DECODE.append(None)
         else:
             _DECODE.append(msgspec.json.Decoder().decode)
