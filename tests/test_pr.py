@@ -296,3 +296,37 @@ def test_pr_body_is_cut_at_a_line_when_nothing_else_fits():
     assert body.endswith("`skillgit pr --run big --body-file pr.md`.\n") and "cut here" in body
     cut = pr_mod.hard_cut("<details>\n```bash\n" + "echo x\n" * 100, "\nnote\n", 200)
     assert len(cut) <= 200 and cut.endswith("\n```\n\n</details>\n\nnote\n")  # open blocks closed
+
+
+def test_gh_that_hangs_is_stopped_at_the_timeout_with_what_it_started(tmp_path):
+    """`gh` runs in its own process group (skillgit/process.py), as every child: at the timeout it is killed with
+    the processes it started (before: only gh itself, its child kept running)."""
+    import time
+
+    from skillgit.review.pr import PullRequest, create_with_gh
+
+    folder, pid_file = tmp_path / "bin", tmp_path / "child.pid"
+    folder.mkdir()
+    gh = folder / "gh"
+    gh.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pid_file}\nwait\n")
+    gh.chmod(0o755)
+    old = os.environ["PATH"]
+    os.environ["PATH"] = f"{folder}{os.pathsep}{old}"
+    try:
+        with pytest.raises(SkillgitError) as err:
+            create_with_gh(PullRequest("r1", "main", "skill", "t", "b"), tmp_path / "body.md", tmp_path, timeout_s=1)
+    finally:
+        os.environ["PATH"] = old
+    assert "did not finish within 1 s" in err.value.message
+    child = int(pid_file.read_text())
+    for _ in range(50):  # (the kill is done when create_with_gh returns; a zombie may linger until reaped)
+        try:
+            with open(f"/proc/{child}/stat") as f:
+                if f.read().split(")")[-1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, 9)
+        raise AssertionError("gh's child outlived the timeout")

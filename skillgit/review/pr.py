@@ -22,9 +22,9 @@ Contract:
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -357,11 +357,13 @@ def create_with_gh(pr: PullRequest, body_file: Path, cwd: Path, timeout_s: float
     # `--flag=value`: a value can never be read as another flag, whatever it begins with
     argv = [gh, "pr", "create", f"--base={R.check_branch(pr.base, 'base branch')}",
             f"--head={R.check_branch(pr.head, 'head branch')}", f"--title={pr.title}", f"--body-file={body_file}"]
-    try:
-        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    from skillgit import process
+
+    # (in its own process group, as every child: `gh` and what it starts are killed at the timeout or on Ctrl-C)
+    proc = process.run(argv, cwd=cwd, env=os.environ, timeout_s=timeout_s)
+    if proc.timed_out:
         raise SkillgitError(f"`gh pr create` did not finish within {timeout_s:.0f} s",
-                            "check `gh auth status` and your network, then run again") from None
+                            "check `gh auth status` and your network, then run again")
     if proc.returncode != 0:
         why = next((line.strip() for line in proc.stderr.splitlines() if line.strip()), f"exit {proc.returncode}")
         raise SkillgitError(f"`gh pr create` failed: {why}",
