@@ -12,6 +12,7 @@ from pathlib import Path
 
 from skillgit import config_layers
 from skillgit.config import Config
+from skillgit.entry import GIT_LOCATION_VARS
 from skillgit.errors import GitStateError
 
 CONFIG_NAME = "skillgit.yaml"
@@ -27,9 +28,9 @@ class Project:
     user_config: Path | None = None  # the user config's path when it exists (`config_layers.user_config_path`)
 
 
-# what would make git look somewhere other than the folder it is asked about (set inside git hooks, for one)
-_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                      "GIT_PREFIX")
+# what would make git look somewhere other than the folder it is asked about (set inside git hooks, for one; the
+# command line drops them from its whole environment at start: `entry.forget_git_location`)
+_GIT_LOCATION_VARS = GIT_LOCATION_VARS
 
 
 def find_root(start: Path | None = None) -> Path:
