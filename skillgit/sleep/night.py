@@ -48,6 +48,7 @@ from skillgit.loop.events import EventSink, ignore
 from skillgit.records import SkillScores, StepOutcome
 from skillgit.sleep import replay as R
 from skillgit.sleep import state as S
+from skillgit.sleep.approval import approved_in
 from skillgit.sleep.handoff import Deferring, HandoffDeferred, HandoffLLM, HandoffPending, answered, pending_prompts
 from skillgit.sleep.harvest import HarvestResult, consume_inbox, git_remotes, harvest
 from skillgit.sleep.mine import MinedTask, Miner, MineResult, read_tasks, rev_before, write_tasks
@@ -259,7 +260,8 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
     meta_path = folder / "replay.json"
     if R.has_splits(folder) and meta_path.is_file():
         return R.Replay(simulated=simulated), json.loads(meta_path.read_text(encoding="utf-8"))
-    chosen = R.choose(pool, sp.settings, simulated=simulated, agentic=R.agentic_supported(), pins=pins)
+    chosen = R.choose(pool, sp.settings, simulated=simulated, agentic=R.agentic_supported(), pins=pins,
+                      approved=approved_in(sp.root))
     meta = {**chosen.counts(), "used": chosen.used, "judged": chosen.judged, "excluded": chosen.excluded,
             "repinned": chosen.repinned,
             "simulated": simulated,
