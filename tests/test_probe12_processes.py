@@ -1,19 +1,25 @@
 """Probe 12, processes: the MCP server's `train` that reaches its timeout leaves no rollout process behind.
 
-The hole: the MCP tools run `skillgit train` / `sleep run` through `integrations.commands.run`, which at the
+The holes: the MCP tools run `skillgit train` / `sleep run` through `integrations.commands.run`, which at the
 timeout sent TERM to the child's process group and at once SIGKILL to the child. `skillgit train` got no time to
 stop its rollouts, and they — each in a session of its own (`skillgit.process`), an agent that daemonized too —
 were in no group that TERM reached: they ran on after the tool returned "stopped", until their own timeouts (600 s
 here) or forever, until some later run's sweep. Now `commands.run` is `skillgit.process.run` with a grace period:
 TERM reaches the child and everything it started (the scope id every descendant inherits, the cgroup), train
-stops and saves, and whatever is left is killed before the tool returns.
+stops and saves, and whatever is left is killed before the tool returns. And the server itself, stopped the way
+agent clients stop a stdio server (stdin closed, then TERM), left its running train behind: see the last test.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +60,56 @@ def test_the_mcp_train_tool_at_its_timeout_leaves_no_agent_or_daemon_running(pro
     assert failure and "did not finish within" in str(failure[0])  # the tool says it stopped the run
     time.sleep(0.5)
     assert _pids(pid_dir, "agent-*") and _none_left(pid_dir) == []
+
+
+def _mcp_train(project: Path, pid_dir: Path) -> subprocess.Popen:  # noqa: F811  (the fixtures' names)
+    """The real `skillgit mcp` server (the fast path agents start) running the train tool, once the tool's
+    training has a rollout (an agent that daemonized) running."""
+    _train_project(project, _agent_argv(pid_dir, sleep=300), _verify_command(pid_dir))
+    server = subprocess.Popen([sys.executable, "-m", "skillgit", "mcp", "--repo", str(project)], cwd=project,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert server.stdin is not None and server.stdout is not None
+    for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                "clientInfo": {"name": "probe", "version": "0"}}},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "train", "arguments": {"max_calls": 50}}}):
+        server.stdin.write(json.dumps(message) + "\n")
+        server.stdin.flush()
+        if message.get("id") == 1:
+            assert json.loads(server.stdout.readline())["id"] == 1
+    _wait_for(pid_dir, "agent-leader-*.pid", server, timeout=60)
+    return server
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGTERM", "stdin closed"])
+def test_stopping_the_mcp_server_mid_train_stops_the_train_and_its_rollouts(project, pid_dir, how):  # noqa: F811
+    """How an agent client ends a stdio server: it closes stdin, then sends TERM. Before, on TERM the server died
+    at once and `skillgit train` (its own session) ran on with its rollouts, spending the budget; on a closed stdin
+    the server waited for the train to finish (up to the tool's hour) before it exited."""
+    server = _mcp_train(project, pid_dir)
+    try:
+        if how == "SIGTERM":
+            server.send_signal(signal.SIGTERM)
+        else:
+            assert server.stdin is not None
+            server.stdin.close()
+        try:
+            server.wait(timeout=60)
+        finally:
+            assert _pids(pid_dir, "agent-*") and _none_left(pid_dir) == []
+            assert _trains(project) == []
+        assert server.returncode == (128 + signal.SIGTERM if how == "SIGTERM" else 0)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        for pid in _trains(project):  # a failed test must not leave a training run going on the machine
+            os.kill(pid, signal.SIGKILL)
+
+
+def _trains(root: Path) -> list[int]:
+    found = subprocess.run(["pgrep", "-f", f"skillgit train .*{root}"], capture_output=True, text=True).stdout
+    return [int(pid) for pid in found.split()]

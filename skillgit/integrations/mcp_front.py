@@ -403,6 +403,12 @@ class Front:
         try:
             self._loop()
         finally:
+            # the client closed the session (MCP stdio: it closes stdin): a command a tool still runs would answer
+            # no one, so it is stopped with everything it started (`process.run` checks for a recorded stop)
+            from skillgit.errors import Interrupted, request_stop
+
+            request_stop(Interrupted("the MCP client closed the session",
+                                     "a train it ran resumes with the train tool's resume=true"))
             self.feed.put("")
             self.first_done.set()
 
@@ -479,5 +485,6 @@ def serve(hand_over: Callable[[Front, dict[str, Any] | None], None]) -> None:
             front.first_done.wait(1.0)
         hand_over(front, key if handshake is None and key is not None and can_save_handshake() else None)
     finally:
+        front.feed.put("")  # a reader still waiting on the feed (a server stopped by a signal) ends: exit is not held
         give_stdout()
         give_stdin()
