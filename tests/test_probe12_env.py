@@ -8,15 +8,29 @@ learned edit (`git status`: `MM SKILL.md`; a plain `git commit` would have undon
 another repository's branches while naming this one (exit 3, "skill file 'SKILL.md' is not in branch 'main'"), or
 write there. Now the command line drops the repository-local git variables at start (`entry.forget_git_location`):
 the folder decides, for skillgit and for every process it starts.
+
+And the model key an agent student holds (its `api_key_env` with a `base_url`; the teacher's too when both roles
+use one lab key) reached the task's setup and verify commands, which run the code the agent wrote; now those get
+the agent's environment without the model credentials (`AgentStudent._credentials`).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
+from skillgit.agentic.student import AgentStudent
+from skillgit.config import CommandCfg
+from skillgit.redact import SecretSet
+from skillgit.types import Item
 from tests.conftest import run_cli
-from tests.helpers import demo_project
+from tests.helpers import agentic_repo, demo_project
+
+SKILL = "---\nname: demo\ndescription: d\n---\n# Demo\n"
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -49,3 +63,29 @@ def test_a_git_dir_in_the_environment_names_neither_the_repository_read_nor_the_
     assert done.returncode == 0, done.stderr
     assert _git(decoy, "for-each-ref") == refs
     assert _git(project, "for-each-ref", "refs/skillgit/runs/") != ""  # the run was recorded where it ran
+
+
+def test_the_model_key_the_agent_holds_reaches_neither_setup_nor_verify(tmp_path):
+    """The student's key (`model.student.api_key_env` with a `base_url`: the teacher's too when both roles use one
+    lab key) is the agent's, and only the agent's: setup and verify run the workspace's code — which the agent
+    wrote — and got it as well. Other passed-through variables still reach them."""
+    root = agentic_repo(tmp_path / "proj", {"app/a.txt": "x\n"}, SKILL)
+    dump = "import json, os, sys; open(sys.argv[1], 'w').write(json.dumps(dict(os.environ)))"
+    env = {**os.environ, "LAB_KEY": "lab-shared-key-0123456789", "MY_SETTING": "kept"}
+
+    def argv(name: str) -> str:
+        return f"{shlex.quote(sys.executable)} -c {shlex.quote(dump)} {shlex.quote(str(tmp_path / name))}"
+
+    student = AgentStudent(CommandCfg(preset="generic", argv=(sys.executable, "-c", dump, str(tmp_path / "agent")),
+                                      output="text", timeout_s=60, env_passthrough=("MY_SETTING",)),
+                           project_root=root, model=None, env=env, base_url="http://127.0.0.1:9/v1",
+                           api_key_env="LAB_KEY", secrets=SecretSet.from_env(env, {"LAB_KEY"}), skill_path="skill",
+                           skill_branch="main")
+    item = Item("t1", "p", metadata={"workspace": {"fixture": "app"}, "task_dir": str(root), "setup": [argv("setup")],
+                                     "verify": {"command": argv("verify"), "result": "exit_code", "timeout_s": 30}})
+    student.run(SKILL, item)
+    seen = {name: json.loads((tmp_path / name).read_text()) for name in ("agent", "setup", "verify")}
+    assert seen["agent"]["LAB_KEY"] == "lab-shared-key-0123456789"  # the agent authenticates with it
+    for name in ("setup", "verify"):
+        assert "LAB_KEY" not in seen[name], name
+        assert seen[name]["MY_SETTING"] == "kept", name
