@@ -89,3 +89,21 @@ def test_the_model_key_the_agent_holds_reaches_neither_setup_nor_verify(tmp_path
     for name in ("setup", "verify"):
         assert "LAB_KEY" not in seen[name], name
         assert seen[name]["MY_SETTING"] == "kept", name
+
+
+def test_a_teacher_key_under_any_name_never_reaches_a_command_scorer(tmp_path):
+    """The command scorer runs on the student's output with the environment minus credentials — by the look of a
+    name only: a teacher key in `model.teacher.api_key_env: LAB_TEACHER` reached it. Now every name the run
+    registered as a secret is dropped too."""
+    project = demo_project(tmp_path / "p")
+    dump = tmp_path / "dump.py"
+    seen = tmp_path / "scorer-env.json"
+    dump.write_text(f"import json, os, sys\nsys.stdin.read()\nopen({str(seen)!r}, 'w').write(json.dumps("
+                    "dict(os.environ)))\nprint(1)\n")
+    done = run_cli("train", "--set", "train.max_steps=1", "--set", "env.scorer.type=command",
+                   "--set", f"env.scorer.command={shlex.quote(sys.executable)} {shlex.quote(str(dump))}",
+                   "--set", "model.teacher.api_key_env=LAB_TEACHER", cwd=project,
+                   env={"LAB_TEACHER": "lab-teacher-cred-0123456789", "LAB_SETTING": "kept"})
+    assert done.returncode == 0, done.stderr
+    env = json.loads(seen.read_text())
+    assert "LAB_TEACHER" not in env and env["LAB_SETTING"] == "kept"
