@@ -104,6 +104,14 @@ def test_a_command_from_a_transcript_runs_only_after_a_person_approved_it(tmp_pa
     assert record["tasks"]["excluded"] == {} and record["tasks"]["train"] + record["tasks"]["val"] == 2, record
     assert sorted(p.name for p in canary.iterdir()) == ["dates", "slugs"]
 
+    # revoked: the same night resumed from its frozen splits stops before anything runs
+    ran = {p.name: p.read_text() for p in canary.iterdir()}
+    assert run_cli("sleep", "review", "--revoke", cwd=repo).returncode == 0
+    again = run_cli("sleep", "run", "--home", str(home), "--sources", "claude", "--date", "2025-10-12", "--yes",
+                    cwd=repo)
+    assert again.returncode == 2 and "runs commands nobody approved" in again.stderr, again.stderr
+    assert {p.name: p.read_text() for p in canary.iterdir()} == ran
+
 
 def test_choose_keeps_an_agentic_task_only_for_the_exact_commands_approved(tmp_path):
     def task(task_id: str, command: str, setup: tuple[str, ...] = ()) -> MinedTask:
