@@ -3,9 +3,12 @@
     python bench/simserver.py [--latency 1.0] [--seed 0] [--lifetime 900]      # prints its base URL, serves
 
 `POST /v1/chat/completions` answers with the simulated teacher or student, chosen by the request's `model`
-(`sim-teacher` / `sim-student` by default; an unknown model is a 404, as OpenAI answers). Point skillgit's
-`openai` backend at it (`model.<role>.base_url: http://127.0.0.1:PORT/v1`) and the real openai SDK path —
-client, HTTP, JSON, retries wrapper — is part of what a benchmark measures.
+(`sim-teacher` / `sim-student` by default; an unknown model is a 404, as OpenAI answers). A teacher request with
+no `<stage>NAME</stage>` line (`skillgit doctor`'s health check) is answered as a model with structured output
+would: the smallest instance of its JSON schema (`{}` for a bare `json_object`, "OK" for plain text); a request
+that names a stage the simulated teacher does not know is still a 400, so a prompt-rendering bug stays loud.
+Point skillgit's `openai` backend at it (`model.<role>.base_url: http://127.0.0.1:PORT/v1`) and the real openai
+SDK path — client, HTTP, JSON, retries wrapper — is part of what a benchmark measures.
 
 Contract:
 - **Latency.** Every answer leaves `latency + per_token × completion_tokens` seconds after its request arrived
@@ -99,6 +102,33 @@ def _stage_of(messages: tuple[Message, ...]) -> str:
         if first.startswith("<stage>") and first.endswith("</stage>"):
             return first[len("<stage>"):-len("</stage>")]
     return ""
+
+
+def _instance_of(schema: Any) -> Any:
+    """The smallest value a JSON schema allows, as a model with structured output would fill it: an object with
+    its required properties, a string's first enum value (else ""), 0, false, [], null."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        return {k: _instance_of(props.get(k, {})) for k in schema.get("required") or []}
+    return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": []}.get(str(kind))
+
+
+def _generic_answer(body: dict[str, Any]) -> str:
+    """The answer to a teacher request that is no skillgit stage: the smallest instance of its JSON schema, `{}`
+    for a bare JSON-object request, else "OK"."""
+    fmt = body.get("response_format") or {}
+    schema = _schema_of(body)
+    if schema is not None:
+        return json.dumps(_instance_of(schema))
+    return "{}" if fmt.get("type") == "json_object" else "OK"
 
 
 class SimServer:
@@ -255,7 +285,9 @@ class SimServer:
         try:
             text = self.llms[role].complete(request).text
         except Exception as exc:  # noqa: BLE001 - a simulated model refusing a request is a 400, not a crash
-            return self._send(h, 400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+            if role != "teacher" or _stage_of(messages):
+                return self._send(h, 400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+            text = _generic_answer(body)  # no stage at all (`skillgit doctor`'s health check): any model answers
         s = self.settings
         prompt = s.prompt_tokens if s.prompt_tokens is not None else tokens_of("".join(m.content for m in messages)) + 4
         completion = s.completion_tokens if s.completion_tokens is not None else tokens_of(text)

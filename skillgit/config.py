@@ -9,9 +9,8 @@ Resolution order, later wins: (the user config: `config_layers.py`) → `_base_`
 recursively relative to the file that names it) → the file itself → overrides (`-c`/`--set a.b=c`, or SkillOpt's
 `--cfg-options a.b=c d.e=f`). Mappings are deep-merged; lists and scalars replace. Override values are YAML scalars.
 
-YAML is read with YAML 1.2-style scalars: `2:1:7` stays a string (YAML 1.1 would make it the integer 7267),
-`1e-6` is a float, dates stay strings, leading-zero numbers stay strings; yes/no/on/off remain booleans.
-Duplicate keys in one mapping are an error.
+How YAML is read (YAML 1.2-style scalars, duplicate keys refused) and how a `key=value` override is split and
+parsed: `config_yaml.py`.
 """
 
 from __future__ import annotations
@@ -20,15 +19,13 @@ import dataclasses
 import functools
 import os
 import re
-import shlex
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
-
-import yaml
+from typing import Any, Sequence
 
 from skillgit.config_validate import check_config, check_field, coerce, mapping_hint, unknown_key_error
+from skillgit.config_yaml import split_override, yaml_load
 from skillgit.errors import ConfigError
 from skillgit.proposer_table import ProposerScheduleCfg
 
@@ -373,49 +370,6 @@ RUNTIME_ONLY_KEYS: tuple[str, ...] = (
 )
 
 
-# ---------------------------------------------------------------------------------------------- YAML
-class _Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2-style numbers, no timestamps, and an error on duplicate mapping keys."""
-
-    def construct_mapping(self, node, deep=False):
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, (str, int, float, bool)):
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}",
-                                                            key_node.start_mark)
-                seen.add(key)
-        return super().construct_mapping(node, deep)
-
-
-_DROPPED_TAGS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp"}
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag not in _DROPPED_TAGS]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+)$"),
-                              list("-+0123456789"))
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+"
-               r"|\.[0-9]+(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF))|\.(?:nan|NaN|NAN))$"),
-    list("-+0123456789."))
-
-
-def yaml_load(text: str, source: str = "<string>") -> Any:
-    """Parse YAML text with skillgit's scalar rules; a syntax error becomes a ConfigError naming source:line:col."""
-    try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        raise ConfigError(f"{where}: not valid YAML: {exc.problem or exc.context}",
-                          "fix the YAML syntax (indent with spaces; quote values containing ': ' or '#')") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {str(exc).splitlines()[0]}", "fix the YAML syntax") from None
-
-
 # ---------------------------------------------------------------------------------------------- schema walk
 @functools.lru_cache(maxsize=None)
 def _hints(cls) -> dict[str, Any]:
@@ -550,48 +504,6 @@ def _read_file(path: Path, chain: tuple[Path, ...], read: list[tuple[Path, dict[
 
 
 # ---------------------------------------------------------------------------------------------- overrides
-_KEY_RE = re.compile(r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$")
-
-
-def parse_overrides(args: Iterable[str]) -> list[str]:
-    """SkillOpt's `--cfg-options a.b=1 c.d=x` → ['a.b=1', 'c.d=x'].
-
-    Each argument is one `key=value`, or several of them in one shell-quoted string (`"a.b=1 c.d='x y'"`). A string
-    is only split when every piece is itself `key=value`, so `skill.path=My Skill.md` stays one override.
-    """
-    out: list[str] = []
-    for arg in args:
-        pieces: list[str] | None = None
-        if any(ch.isspace() for ch in arg):
-            try:
-                tokens = shlex.split(arg)
-            except ValueError:
-                tokens = []
-            if len(tokens) > 1 and all(_KEY_RE.match(t.partition("=")[0]) and "=" in t for t in tokens):
-                pieces = tokens
-        for piece in pieces or [arg]:
-            split_override(piece)  # validates
-            out.append(piece)
-    return out
-
-
-def split_override(item: str) -> tuple[str, Any]:
-    """'a.b=value' → ('a.b', parsed value). The value is a YAML scalar (or flow list/mapping); '' means null."""
-    key, sep, raw = item.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise ConfigError(f"override {item!r} is not key=value", "write it as --set section.key=value")
-    if not _KEY_RE.match(key):
-        raise ConfigError(f"override {item!r}: {key!r} is not a dotted key", "e.g. --set train.batch_size=8")
-    if key == "_base_" or key.startswith("_base_."):
-        raise ConfigError(f"override {item!r}: _base_ cannot be overridden", "name the base file in the config")
-    try:
-        value = yaml_load(raw, f"--set {key}") if raw.strip() else None
-    except ConfigError:
-        value = raw  # not YAML (e.g. an unbalanced bracket in a pattern): take the text as it is
-    return key, value
-
-
 def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """Merge `key=value` overrides into a config mapping; returns a new, normalized mapping."""
     data = _normalize(data or {})

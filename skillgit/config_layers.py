@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from skillgit import config as config_mod
-from skillgit.config import Config, ConfigError, apply_overrides, config_from_dict, split_override
+from skillgit.config import Config, ConfigError, apply_overrides, config_from_dict
 from skillgit.config_validate import unknown_key_error
+from skillgit.config_yaml import split_override, yaml_load
 
 USER_SECTIONS = ("model", "prices", "budget")  # what a user config may set (every project shares them)
 COMMAND_LINE = "command line (-c/--set)"
@@ -76,7 +77,7 @@ def read_user_config(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the user config {path}: {exc}",
                           "fix its permissions, or set SKILLGIT_USER_CONFIG= to ignore it") from None
-    data = config_mod.yaml_load(text, str(path)) or {}
+    data = yaml_load(text, str(path)) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}",
                           "write `section:` lines (model, prices, budget) with indented `key: value` lines")

@@ -10,17 +10,9 @@ Anything else, including `skillgit mcp --help` or an argument the fast path does
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
-from typing import MutableMapping, Sequence
-
-# What makes git look somewhere other than the folder it runs in (git sets them for its hooks: GIT_INDEX_FILE for a
-# pre-commit hook, GIT_DIR for many; `git rev-parse --local-env-vars` lists the repository-local ones).
-GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                     "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_IMPLICIT_WORK_TREE", "GIT_NAMESPACE", "GIT_PREFIX",
-                     "GIT_GRAFT_FILE", "GIT_SHALLOW_FILE", "GIT_REPLACE_REF_BASE", "GIT_NO_REPLACE_OBJECTS",
-                     "GIT_INTERNAL_SUPER_PREFIX")
+from typing import Sequence
 
 # (`-c` sets a config key now, as everywhere else: the command line serves `mcp -c …`)
 _OPTIONS = {"--repo": "repo", "-C": "repo", "--config": "config"}
@@ -97,19 +89,7 @@ def serve_mcp(options: dict[str, Path]) -> None:
         sys.exit(int(ExitCode.INTERRUPTED))
 
 
-def forget_git_location(environ: MutableMapping[str, str] | None = None) -> list[str]:
-    """Drop `GIT_LOCATION_VARS` from this process's environment (or `environ`); the names dropped. skillgit finds
-    the repository from the folder (`project.find_root`) and every git command it runs — GitPython's and the
-    store's, then those of agents, setup and verify commands in their workspaces — inherits this environment: run
-    from a git hook, a GIT_INDEX_FILE left in place made an accepted step's fast-forward write the hook's index
-    instead of the repository's (the user's index then staged the reverse of the learned edit), and a GIT_DIR made
-    skillgit read another repository's branches while naming this one."""
-    env = os.environ if environ is None else environ
-    return [name for name in GIT_LOCATION_VARS if env.pop(name, None) is not None]
-
-
 def main() -> None:
-    forget_git_location()
     options = mcp_arguments(sys.argv[1:])
     if options is not None:
         serve_mcp(options)

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from skillgit.errors import Interrupted, raise_if_stop_requested, stop_requested
+from skillgit.gitenv import without_repository_vars
 
 KILL_GRACE_S = 1.0
 LEFTOVER_GRACE_S = 2.0  # how long the output pipes may stay open after the command itself exited
@@ -113,15 +114,17 @@ def kill_group(pgid: int, sig: int) -> None:
 def run(argv: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], timeout_s: float, shell: bool = False,
         stdin: str | None = None, kill_grace_s: float = KILL_GRACE_S, record: Path | None = None) -> Finished:
     """Run `argv` (a shell command line when `shell`) in `cwd`, text in and out (UTF-8, undecodable bytes
-    replaced). With `record` (an existing folder), the command's scope id and cgroup are appended to
-    `record/RECORD_FILE` before it starts. OSError (a missing program) propagates to the caller, which knows how to
-    name it; a stop requested while waiting raises `Interrupted` after the kill."""
+    replaced), with the environment `env` less git's repository variables (skillgit/gitenv.py: a hook's GIT_DIR
+    never points a rollout's git at the user's repository). With `record` (an existing folder), the command's scope
+    id and cgroup are appended to `record/RECORD_FILE` before it starts. OSError (a missing program) propagates to
+    the caller, which knows how to name it; a stop requested while waiting raises `Interrupted` after the kill."""
     started = time.monotonic()
     scope = _Scope()
     try:
         if record is not None:
             scope.write(record)
-        proc = subprocess.Popen(argv, cwd=cwd, env=scope.environ(env), shell=shell, text=True, encoding="utf-8",
+        environ = scope.environ(without_repository_vars(env))  # (no hook's GIT_DIR: skillgit/gitenv.py)
+        proc = subprocess.Popen(argv, cwd=cwd, env=environ, shell=shell, text=True, encoding="utf-8",
                                 errors="replace", stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except BaseException:

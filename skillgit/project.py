@@ -6,13 +6,11 @@ and config loading; no git is spelled here (the store opens the repository itsel
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillgit import config_layers
 from skillgit.config import Config
-from skillgit.entry import GIT_LOCATION_VARS
 from skillgit.errors import GitStateError
 
 CONFIG_NAME = "skillgit.yaml"
@@ -28,17 +26,13 @@ class Project:
     user_config: Path | None = None  # the user config's path when it exists (`config_layers.user_config_path`)
 
 
-# what would make git look somewhere other than the folder it is asked about (set inside git hooks, for one; the
-# command line drops them from its whole environment at start: `entry.forget_git_location`)
-_GIT_LOCATION_VARS = GIT_LOCATION_VARS
-
-
 def find_root(start: Path | None = None) -> Path:
     """The working tree's top-level folder of the git repository at or above `start`, as git sees it.
 
     A `.git` at or above `start` (a folder, or a file for worktrees and submodules) only nominates a repository:
     `git rev-parse --show-toplevel` confirms it, so a stray or empty `.git` folder (an empty `/tmp/.git`) is not
-    taken for one. Outside any `.git` no git runs. GIT_DIR and friends are ignored: the folder decides."""
+    taken for one. Outside any `.git` no git runs. GIT_DIR and friends are ignored (skillgit/gitenv.py):
+    the folder decides."""
     here = (start or Path.cwd()).resolve()
     hint = "run `skillgit init` here, or pass --repo PATH to a repository"
     if not any((folder / ".git").exists() for folder in (here, *here.parents)):
@@ -46,8 +40,7 @@ def find_root(start: Path | None = None) -> Path:
     cwd = next(folder for folder in (here, *here.parents) if folder.is_dir())
     from skillgit.store.repository import toplevel
 
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-    top, err = toplevel(cwd, env)
+    top, err = toplevel(cwd)
     if top is None:
         said = err.strip().splitlines()
         raise GitStateError(f"not a git repository: {here}" + (f" (git: {said[-1]})" if said else ""), hint)

@@ -86,7 +86,7 @@ class Import:
 
 # ---------------------------------------------------------------------------------------------- reading
 def _read(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
-    from skillgit.config import yaml_load
+    from skillgit.config_yaml import yaml_load
 
     path = path.resolve()
     if path in chain:
@@ -139,7 +139,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _apply_overrides(cfg: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    from skillgit.config import split_override
+    from skillgit.config_yaml import split_override
 
     for item in overrides:
         key, value = split_override(item)

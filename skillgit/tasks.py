@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from skillgit.config import EnvCfg, yaml_load
+from skillgit.config import EnvCfg
 from skillgit.config_validate import parse_ratio
+from skillgit.config_yaml import yaml_load
 from skillgit.errors import ConfigError
 from skillgit.types import Item
 

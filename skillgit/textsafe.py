@@ -45,6 +45,22 @@ def shown(text: str, *, multiline: bool = True) -> str:
     return pattern.sub(_escape, text)
 
 
+def shown_data(value: object) -> object:
+    """JSON data (dicts, lists, strings, numbers) for a reader that displays the strings it parses (the dashboard's
+    page): every string, dict keys too, passed through `shown` (multi-line), so that after `JSON.parse` no unsafe
+    character is left to act, only its escape. The shape stays: numbers, booleans and None as they are, tuples as
+    lists; any other object becomes its `str`, escaped (what `json.dumps(default=str)` would have written)."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {shown(k) if isinstance(k, str) else k: shown_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [shown_data(v) for v in value]
+    return shown(str(value))
+
+
 _JSON_UNSAFE = re.compile(f"[{_FORMATTING}]")
 
 

@@ -219,3 +219,38 @@ def test_proposers_script(tmp_path):
         assert run["budget"] <= run["calls"]
         assert run["test_seed"] is not None and 0 < run["waves"] <= run["calls"]
     assert "load" in data and "valid" in data
+
+
+def test_doctor_finds_a_teacher_and_student_behind_simserver_ready(make_repo, cli_inproc):
+    """`skillgit doctor` against `bench/simserver.py`: its teacher probe (a JSON schema, no skillgit stage) was
+    answered 400 ("does not start with a known <stage>NAME</stage> line") in every json_mode that sends a schema;
+    a request naming a stage the simulated teacher does not know is still refused."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import simserver
+    finally:
+        sys.path.remove(str(BENCH))
+    from skillgit.llm.base import LLMError, Message, Request
+
+    root = make_repo()
+    with simserver.SimServer(simserver.Settings(latency=0.0)) as server:
+        common = ["--set", "model.teacher_backend=openai", "--set", "model.student_backend=openai",
+                  "--set", f"model.teacher.base_url={server.base_url}",
+                  "--set", f"model.student.base_url={server.base_url}"]
+        for mode in ("auto", "json_schema", "json_object"):
+            proc = cli_inproc("doctor", "--json", *common, "--set", f"model.teacher.json_mode={mode}", cwd=root,
+                              env={"OPENAI_API_KEY": "sk-simserver-not-a-key"})
+            assert proc.returncode == 0, (mode, proc.stdout, proc.stderr)
+            teacher, student = json.loads(proc.stdout)["roles"]
+            assert teacher["status"] == "ok" and teacher["detail"].startswith("JSON via "), (mode, teacher)
+            assert student["status"] == "ok", (mode, student)
+        assert {c["role"] for c in server.timeline} == {"teacher", "student"}
+
+        from skillgit.config import load_config
+        from skillgit.llm import factory
+
+        cfg = load_config(None, [f"model.teacher.base_url={server.base_url}", "model.teacher_backend=openai"])
+        with pytest.raises(LLMError) as exc:
+            factory.build_teacher(cfg, None, environ={}, max_retries=0).complete(
+                Request((Message("user", "<stage>no_such_stage</stage>\nx"),), stage="x"))
+        assert exc.value.kind == "bad_request"

@@ -16,9 +16,9 @@ from skillgit.config import (
     config_from_dict,
     known_keys,
     load_config,
-    parse_overrides,
 )
 from skillgit.config_output import config_digest, dump_config
+from skillgit.config_yaml import parse_overrides
 from skillgit.errors import ConfigError, ExitCode
 
 

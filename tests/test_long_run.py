@@ -140,9 +140,10 @@ def _recording_teacher(monkeypatch) -> list[tuple[int | None, list, dict, list]]
 
     def teacher(self, step=None):
         made = original(self, step)
-        assert self._negative is not None
+        running = self.teaching.negative
+        assert running is not None
         seen.append((step, list(made.negative), dict(made.blocked),
-                     [self._negative.newest(self._negative.keep), self.store.negative_buffer(self._negative.keep)]))
+                     [running.newest(running.keep), self.store.negative_buffer(running.keep)]))
         return made
 
     monkeypatch.setattr(Trainer, "teacher", teacher)

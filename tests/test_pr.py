@@ -200,6 +200,37 @@ def test_pr_refuses_to_propose_a_branch_into_itself(demo_on_main):
     assert proc.returncode == 2 and "there is no branch to propose" in proc.stderr and "--branch" in proc.stderr
 
 
+def test_pr_with_a_head_branch_that_does_not_exist_fails_and_writes_nothing(demo_on_main, tmp_path):
+    """`--head` naming no branch used to print (or write) a body for it anyway: now an error that names the branch
+    and the fix, before any body is printed or written (with --body-file, --gh or --json alike)."""
+    body, path = tmp_path / "body.md", _bin_with(tmp_path, gh=True)
+    for extra in ([], ["--body-file", str(body)], ["--gh"], ["--json"]):
+        proc = run_cli_inproc("pr", "--head", "review/missing", *extra, cwd=demo_on_main, env={"PATH": path})
+        assert proc.returncode == 2, (extra, proc.stderr)
+        assert "head branch 'review/missing' does not exist" in proc.stderr, proc.stderr
+        assert "skillgit train --branch review/missing" in proc.stderr and "git branch" in proc.stderr
+        assert proc.stdout == "" and not body.exists(), extra
+    assert not (demo_on_main / ".git" / "skillgit" / "pr").exists() and not (tmp_path / "gh-argv.json").exists()
+
+
+def test_pr_head_may_be_a_branch_only_a_remote_has_unless_it_is_to_be_pushed(demo_on_main, tmp_path):
+    """A head branch that exists only on a remote (a collaborator's review branch, fetched) still gets its body, and
+    `gh pr create --head` can open it; `--push` pushes a local branch, so it needs one and says so."""
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(demo_on_main, "remote", "add", "origin", str(remote))
+    git(demo_on_main, "branch", "review/theirs", "main")
+    git(demo_on_main, "push", "-q", "origin", "review/theirs")
+    git(demo_on_main, "fetch", "-q", "origin")
+    git(demo_on_main, "branch", "-D", "-q", "review/theirs")
+    proc = run_cli_inproc("pr", "--head", "review/theirs", cwd=demo_on_main)
+    assert proc.returncode == 0, proc.stderr
+    assert "on `review/theirs`" in proc.stdout
+    proc = run_cli_inproc("pr", "--head", "review/theirs", "--push", "origin", cwd=demo_on_main)
+    assert proc.returncode == 2 and "'review/theirs' is not a local branch" in proc.stderr, proc.stderr
+    assert "git switch review/theirs" in proc.stderr and proc.stdout == ""
+
+
 @pytest.fixture
 def demo_on_main(make_repo) -> Path:
     root = make_repo({"SKILL.md": SEED})
@@ -265,3 +296,37 @@ def test_pr_body_is_cut_at_a_line_when_nothing_else_fits():
     assert body.endswith("`skillgit pr --run big --body-file pr.md`.\n") and "cut here" in body
     cut = pr_mod.hard_cut("<details>\n```bash\n" + "echo x\n" * 100, "\nnote\n", 200)
     assert len(cut) <= 200 and cut.endswith("\n```\n\n</details>\n\nnote\n")  # open blocks closed
+
+
+def test_gh_that_hangs_is_stopped_at_the_timeout_with_what_it_started(tmp_path):
+    """`gh` runs in its own process group (skillgit/process.py), as every child: at the timeout it is killed with
+    the processes it started (before: only gh itself, its child kept running)."""
+    import time
+
+    from skillgit.review.pr import PullRequest, create_with_gh
+
+    folder, pid_file = tmp_path / "bin", tmp_path / "child.pid"
+    folder.mkdir()
+    gh = folder / "gh"
+    gh.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pid_file}\nwait\n")
+    gh.chmod(0o755)
+    old = os.environ["PATH"]
+    os.environ["PATH"] = f"{folder}{os.pathsep}{old}"
+    try:
+        with pytest.raises(SkillgitError) as err:
+            create_with_gh(PullRequest("r1", "main", "skill", "t", "b"), tmp_path / "body.md", tmp_path, timeout_s=1)
+    finally:
+        os.environ["PATH"] = old
+    assert "did not finish within 1 s" in err.value.message
+    child = int(pid_file.read_text())
+    for _ in range(50):  # (the kill is done when create_with_gh returns; a zombie may linger until reaped)
+        try:
+            with open(f"/proc/{child}/stat") as f:
+                if f.read().split(")")[-1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, 9)
+        raise AssertionError("gh's child outlived the timeout")

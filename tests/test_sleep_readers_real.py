@@ -45,6 +45,10 @@ def test_real_interactive_claude_code_commands_interrupts_and_skill(tmp_path):
     (session,) = get_reader("claude").read(path)
     assert _said(session) == TYPED and not session.headless
     assert _used([session]) == {(sc.SKILL_NAME, "command")}
+    # what the reader had to drop is really there: the scenario's keys landed when they should (Esc while the
+    # slow command ran, /mcp answered)
+    raw = path.read_text(encoding="utf-8")
+    assert "[Request interrupted by user for tool use]" in raw and "<command-name>/mcp</command-name>" in raw
 
 
 def test_real_interactive_copilot_cli_commands_interrupts_and_skill(tmp_path):

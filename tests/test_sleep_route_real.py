@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from skillgit.sleep.mine import read_tasks
 from tests import agent_clis as ac
 from tests.agent_server import AgentServer, text, tool
 from tests.conftest import git
-from tests.transcript_scenarios import Tui
+from tests.transcript_scenarios import CLAUDE_BUSY, Tui
 
 pytestmark = pytest.mark.agent_cli
 
@@ -56,7 +55,8 @@ def _session(claude: Path, server: AgentServer, repo: Path, env: dict[str, str])
     """One interactive Claude Code session (the TUI in tmux): the three requests in turn; for each, the scripted
     model calls the Skill tool with its skill (or none) and answers; then `/exit`."""
     first, *rest = [request for request, _ in REQUESTS]
-    tui = Tui(ac.claude_interactive_argv(claude, first, allowed_tools=["Read", "Skill"]), repo, env)
+    tui = Tui(ac.claude_interactive_argv(claude, first, allowed_tools=["Read", "Skill"]), repo, env, echoes=True,
+              busy=CLAUDE_BUSY)
     try:
         for n, (_, skill) in enumerate(REQUESTS):
             server.script(*([tool("Skill", skill=skill)] if skill else []), text(f"Done {n}."))
@@ -64,7 +64,7 @@ def _session(claude: Path, server: AgentServer, repo: Path, env: dict[str, str])
                 tui.type(rest[n - 1])
             said = f"Done {n}."
             assert tui.wait(lambda: server.pending == 0 and said in tui.screen(), 90), tui.screen()  # noqa: B023
-            time.sleep(1)
+            tui.idle()  # the turn has ended: the next request is a new one
         tui.type("/exit")
         tui.wait(lambda: not tui.alive(), 15)
     finally:

@@ -6,6 +6,12 @@ Contract: each scenario takes the CLI executable, a HOME and an empty project fo
 the `tidy-notes` skill where that CLI finds project skills, a git repository with one commit), runs the CLI
 against the scripted server on 127.0.0.1 and returns the session file it wrote. Interactive scenarios drive the
 TUI in tmux on a private socket (`Tui`); they raise FileNotFoundError when tmux is missing.
+
+Between keystrokes a scenario waits for what the next one needs — the typed text drawn in the input line, the TUI
+idle again, a command's output or dialog on screen, the slow command's process running — polled with a deadline,
+never a fixed pause where that is observable. A condition that never comes (a CLI that changed its screen) only
+costs its deadline: the keystrokes go on as before. Fixed pauses remain where nothing shows: Copilot CLI does not
+draw typed text before Enter, and shows no end to an interrupt (Esc Esc) while the interrupted shell lingers.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ SKILL = (f"---\nname: {SKILL_NAME}\ndescription: Use when tidying notes.md.\n---
 FIRST, SECOND, THIRD = "Append one to notes.md.", "Append two to notes.md.", "ok, stop there"
 SLOW = "python3 -c 'import time; time.sleep(60)'"
 _IDS = itertools.count(1)
+# what each TUI shows while it works (gone when it waits for the person)
+CLAUDE_BUSY, COPILOT_BUSY = "esc to interrupt", "esc esc interrupt"
+SETTLE_S = 10.0  # the deadline of a wait that replaced a fixed pause of 0.4–3 s
 
 
 def skill_project(project: Path, skill_dir: str) -> Path:
@@ -44,13 +53,18 @@ def skill_project(project: Path, skill_dir: str) -> Path:
 
 
 class Tui:
-    """An interactive CLI in a detached tmux session on a private socket (a person's tmux is never touched)."""
+    """An interactive CLI in a detached tmux session on a private socket (a person's tmux is never touched).
 
-    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], width: int = 150, height: int = 45) -> None:
+    `echoes`: the TUI draws typed text in its input line before Enter (Claude Code), so `type` waits for it to show;
+    else (Copilot CLI) it pauses 0.4 s. `busy`: text the TUI shows while it works, for `idle`."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], width: int = 150, height: int = 45, *,
+                 echoes: bool = False, busy: str | None = None) -> None:
         tmux = shutil.which("tmux")
         if tmux is None:
             raise FileNotFoundError("tmux")
         self.tmux, self.socket = tmux, f"skillgit-rd-{os.getpid()}-{next(_IDS)}"
+        self.echoes, self.busy = echoes, busy
         command = "env -i " + shlex.join([f"{k}={v}" for k, v in env.items()] + argv)
         self._run("new-session", "-d", "-s", "agent", "-x", str(width), "-y", str(height), "-c", str(cwd), command)
 
@@ -65,16 +79,27 @@ class Tui:
         self._run("send-keys", "-t", "agent", *keys)
 
     def type(self, line: str) -> None:
+        """Type `line` and press Enter once the TUI has taken the text in (see the class)."""
+        before = self.screen().count(line) if self.echoes else 0
         self._run("send-keys", "-t", "agent", "-l", line)
-        time.sleep(0.4)
+        if self.echoes:
+            self.wait(lambda: self.screen().count(line) > before, SETTLE_S)
+        else:
+            time.sleep(0.4)
         self.keys("Enter")
+
+    def idle(self, timeout: float = SETTLE_S) -> bool:
+        """Wait until the TUI no longer shows that it works (`busy`)."""
+        assert self.busy is not None
+        busy = self.busy
+        return self.wait(lambda: busy not in self.screen(), timeout)
 
     def wait(self, done: Callable[[], bool], timeout: float = 60) -> bool:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if done():
                 return True
-            time.sleep(0.3)
+            time.sleep(0.1)
         return False
 
     def alive(self) -> bool:
@@ -83,6 +108,28 @@ class Tui:
 
     def close(self) -> None:
         self._run("kill-server")
+
+
+def command_running(cwd: Path, command: str) -> bool:
+    """Whether a process started in `cwd` runs `command` (a shell line; its words are matched in the argv)."""
+    words = shlex.split(command)
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            if argv[:len(words)] == words and Path(os.readlink(proc / "cwd")) == cwd.resolve():
+                return True
+        except OSError:  # (gone, or not ours to read)
+            continue
+    return False
+
+
+def _answered(screen: str, command: str) -> bool:
+    """Whether the output of `command` (a local slash command) shows under its line (Claude Code: `⎿`)."""
+    lines = screen.splitlines()
+    mine = [i for i, line in enumerate(lines) if line.startswith(f"❯ {command}")]
+    return bool(mine) and any(line.lstrip().startswith("⎿") for line in lines[mine[-1] + 1:])
 
 
 def _running(server: AgentServer, turns_left: int) -> Callable[[], bool]:
@@ -98,23 +145,27 @@ def claude_commands(claude: Path, home: Path, project: Path) -> Path:
     script = [bash("echo one >> notes.md"), text("Appended one."), bash("sort notes.md"), text("Tidied."),
               bash(SLOW), text("Stopped; nothing else was changed.")]
     with AgentServer(script) as server:
-        tui = Tui(ac.claude_interactive_argv(claude, FIRST), project, ac.claude_env(home, server.base_url))
+        tui = Tui(ac.claude_interactive_argv(claude, FIRST), project, ac.claude_env(home, server.base_url),
+                  echoes=True, busy=CLAUDE_BUSY)
         try:
             tui.wait(lambda: "Appended one" in tui.screen(), 90)
+            tui.idle()
             tui.type("/mcp")
-            time.sleep(2)
+            tui.wait(lambda: _answered(tui.screen(), "/mcp"), SETTLE_S)
             tui.keys("Escape")
             tui.type(f"/{SKILL_NAME}")
             tui.wait(lambda: _running(server, 2)() and "Tidied" in tui.screen(), 60)
-            time.sleep(1)
+            tui.idle()
             tui.type(SECOND)
             tui.wait(_running(server, 1), 60)
-            time.sleep(3)  # the slow command is running now
+            tui.wait(lambda: command_running(project, SLOW), SETTLE_S)  # Esc now interrupts the tool's run
             tui.keys("Escape")
-            time.sleep(2)
+            tui.wait(lambda: "Interrupted" in tui.screen(), SETTLE_S)
+            tui.idle()
             tui.type(THIRD)
             tui.wait(_running(server, 0), 60)
-            time.sleep(2)
+            tui.wait(lambda: "Stopped; nothing else" in tui.screen(), SETTLE_S)
+            tui.idle()
             tui.type("/exit")
             tui.wait(lambda: not tui.alive(), 15)
         finally:
@@ -133,26 +184,26 @@ def copilot_commands(copilot: Path, home: Path, project: Path) -> Path:
               tool("bash", command=SLOW, description="Wait"), text("Stopped; nothing else was changed.")]
     with AgentServer(script) as server:
         argv = [str(copilot), "-i", FIRST, "--no-auto-update", "--allow-tool=shell", "--allow-tool=write"]
-        tui = Tui(argv, project, ac.copilot_env(home, server.base_url))
+        tui = Tui(argv, project, ac.copilot_env(home, server.base_url), busy=COPILOT_BUSY)
         try:
             tui.wait(lambda: "Appended one" in tui.screen(), 120)
             for command in ("/model", "/skills"):
                 tui.type(command)
-                time.sleep(2)
+                tui.wait(lambda: "↑/↓" in tui.screen(), SETTLE_S)  # the dialog is open (its keys' help line)
                 tui.keys("Escape")
-                time.sleep(1)
+                tui.wait(lambda: "↑/↓" not in tui.screen(), SETTLE_S)
             tui.type(f"/{SKILL_NAME}")
             tui.wait(lambda: _running(server, 2)() and "Tidied" in tui.screen(), 60)
-            time.sleep(1)
+            tui.idle()
             tui.type(SECOND)
             tui.wait(_running(server, 1), 60)
-            time.sleep(3)
+            tui.wait(lambda: command_running(project, SLOW), SETTLE_S)  # Esc Esc now interrupts the tool's run
             tui.keys("Escape")
             tui.keys("Escape")
-            time.sleep(2)
+            time.sleep(2)  # (nothing shows the interrupt done: the shell it ran lingers in the background)
             tui.type(THIRD)
             tui.wait(_running(server, 0), 60)
-            time.sleep(2)
+            tui.wait(lambda: "Stopped; nothing else" in tui.screen(), SETTLE_S)
             tui.type("/exit")
             tui.wait(lambda: not tui.alive(), 15)
         finally:

@@ -204,14 +204,10 @@ def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> Non
     exits 130 (TERM 143, HUP 129: 128 + the signal's number). (Ctrl-C raises `Interrupted`, a SkillgitError, rather
     than KeyboardInterrupt, which click would turn into "Aborted!" and exit 1.) Always ends in SystemExit. `args`
     (default: sys.argv[1:]) and `prog_name` (default: detected by click) let tests run the exact entry point
-    in-process. GIT_DIR and the other git location variables leave the environment first
-    (`entry.forget_git_location`): the folder decides the repository, for skillgit and for every child."""
+    in-process."""
     import signal
 
     from skillgit.console import print_error
-    from skillgit.entry import forget_git_location
-
-    forget_git_location()
 
     argv, deprecated = config_shorthand(optional_values(list(sys.argv[1:] if args is None else args)))
     if deprecated:

@@ -24,7 +24,8 @@ def config_import(source: Path = typer.Argument(..., help="The SkillOpt config, 
                   as_json: bool = typer.Option(False, "--json", help="Print what became of every SkillOpt key "
                                                                      "as JSON on stdout.")) -> None:
     """Convert a SkillOpt config to skillgit.yaml; list every SkillOpt key not carried over, with why."""
-    from skillgit.config import load_config, parse_overrides
+    from skillgit.config import load_config
+    from skillgit.config_yaml import parse_overrides
     from skillgit.skillopt_import import import_skillopt, render
 
     imp = import_skillopt(source, parse_overrides(cfg_options or []))

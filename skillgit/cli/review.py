@@ -67,7 +67,8 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
        base: Optional[str] = typer.Option(None, "--base", help="The branch to merge into (default: the branch the "
                                                                "run's --branch started from, else skill.branch)."),
        head: Optional[str] = typer.Option(None, "--head", help="The branch with the learned edits (default: the "
-                                                               "branch the run trained onto)."),
+                                                               "branch the run trained onto); a local branch, or a "
+                                                               "remote's without --push."),
        body_file: Optional[Path] = typer.Option(None, "--body-file", help="Write the body here instead of stdout."),
        push: Optional[str] = typer.Option(None, "--push", help="Push the head branch (and skillgit's notes, tags and "
                                                                "runs) to this remote first."),
@@ -92,6 +93,7 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
     project, store, run, skill = review_target(repo, config, run, skill, set_)
     review = data.load_run(store, run, split_sizes=_split_sizes(project), diff_of=lambda d: d.accepted)
     head = R.check_branch(head or review.head, "head branch (the branch the run trained onto)")
+    pr_mod.check_head(store, head, push=push is not None)  # before a body is printed or written
     base = R.check_branch(base or review.base or project.config.skill.branch,
                           "base branch (recorded in the run's notes)")
     if (push or gh) and head == base:

@@ -23,7 +23,7 @@ CFG_OPTIONS = typer.Option(None, "--cfg-options", help="SkillOpt-style overrides
 
 
 def _overrides(sets: Optional[list[str]], cfg_options: Optional[list[str]]) -> list[str]:
-    from skillgit.config import parse_overrides
+    from skillgit.config_yaml import parse_overrides
 
     return [*(sets or []), *parse_overrides(cfg_options or [])]
 

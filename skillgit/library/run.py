@@ -32,6 +32,7 @@ from skillgit.errors import BudgetReached, ConfigError
 from skillgit.library import config as lib_config
 from skillgit.library.model import TriggerCase, load_cases
 from skillgit.library.track import DescriptionTeacher, StepRecord, TrackCfg, TrackRun, train
+from skillgit.loop.ledger import Ledger, budget_spent
 from skillgit.store.core import Store
 from skillgit.types import Usage
 
@@ -43,28 +44,20 @@ class Setup:
     router: Any
     teacher: DescriptionTeacher
     track: TrackCfg
-    meter: "Meter"
+    meter: Ledger
 
 
-@dataclass
-class Meter:
-    """The teacher's usage over the run (a `llm.metering.UsageSink`); `budget_check` stops the call that would
-    cross the configured budget."""
+def _meter(budget: Any) -> Ledger:
+    """The teacher's usage over the run: a run's ledger (a `llm.metering.UsageSink`) whose admission stops the call
+    that would cross the configured budget, the calls in flight counted (`loop.ledger`'s contract)."""
+    ledger = Ledger()
 
-    budget: Any
-    usage: Usage = field(default_factory=Usage)
+    def check() -> str | None:
+        reason = budget_spent(budget, ledger.total(), ledger.in_flight)
+        return f"{reason}: the teacher's calls over every skill" if reason else None
 
-    def record(self, stage: str, role: str, usage: Usage, cached: bool = False) -> None:
-        self.usage = self.usage + usage
-
-    def record_error(self, stage: str) -> None:
-        return None
-
-    def budget_check(self) -> str | None:
-        from skillgit.library.all import over_budget
-
-        reason = over_budget(self.budget, self.usage)
-        return reason.replace("summed over its skills", "the teacher's calls over every skill") if reason else None
+    ledger.budget_check = check
+    return ledger
 
 
 def _setup(root: Path, cfg: Config) -> Setup:
@@ -90,7 +83,7 @@ def _setup(root: Path, cfg: Config) -> Setup:
                           f"(model.student_backend is {cfg.model.student_backend!r})",
                           "use model.student_backend: simulated for the offline router, or "
                           "skillgit.library.agent.AgentRunner with skillgit.library.track.train")
-    meter = Meter(cfg.budget)
+    meter = _meter(cfg.budget)
     teacher: DescriptionTeacher
     if cfg.model.teacher_backend == "simulated":
         teacher = SimulatedDescriptionTeacher()
@@ -176,7 +169,7 @@ def run_activation_all(root: Path, cfg: Config, *, steps: int, run: str | None =
                 break
     except BudgetReached as exc:
         out.status, out.reason = "stopped", exc.message
-    out.usage = setup.meter.usage
+    out.usage = setup.meter.total()
     return out
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from skillgit.errors import BudgetReached
 from skillgit.llm.base import LLM, Reply, Request, Student
 from skillgit.types import Item, Usage
 
@@ -45,16 +44,6 @@ class _Forwarding:
         return getattr(self.inner, name)
 
 
-def _check_budget(sink: UsageSink) -> None:
-    """Before a call: a sink with a `budget_check` (a library's teacher meter) may stop it. So a budget stops
-    before the call that would cross it; only the calls already in flight can overshoot (at most the concurrency).
-    The run's ledger admits calls instead (`_admit`), and its call limit is exact."""
-    check = getattr(sink, "budget_check", None)
-    reason = check() if check is not None else None
-    if reason:
-        raise BudgetReached(reason)
-
-
 def _book_refused(sink: UsageSink, stage: str, role: str, exc: Exception) -> None:
     """A call that was paid but whose reply was refused (too large to keep) still costs: book its usage."""
     usage = getattr(exc, "usage", None)
@@ -63,12 +52,11 @@ def _book_refused(sink: UsageSink, stage: str, role: str, exc: Exception) -> Non
 
 
 def _admit(sink: UsageSink) -> bool:
-    """Before a call: a sink that admits calls (`admit`/`release`: the run's ledger) checks its budget counting the
-    calls in flight, so a call limit is never crossed; any other sink is asked `budget_check`. True when the call
-    must be released after it."""
+    """Before a call: a sink that admits calls (`admit`/`release`: a run's ledger, `loop/ledger.py`) checks its
+    budget counting the calls in flight, so a call limit is never crossed (BudgetReached). True when the call must be
+    released after it."""
     admit = getattr(sink, "admit", None)
     if admit is None:
-        _check_budget(sink)
         return False
     admit()
     return True

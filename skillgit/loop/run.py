@@ -18,7 +18,8 @@ Contract of `Trainer.train()`:
 
 Beside it: `resume.py` (which run to continue, what git already decided), `background.py` (decisions and progress
 saves written off the step's critical path), `field.py` (a step's P > 1 proposals gated together), `final.py`
-(the closing scores: the only reader of the test split).
+(the closing scores: the only reader of the test split), `teaching.py` (what each step's teacher is given: the
+negative buffer and blocked set, read once and kept up to date by the run's decisions, the meta skill, recall).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from skillgit.loop import resume as resume_mod
 from skillgit.loop.background import Pending, Planned, Saves, in_background, write_later
 from skillgit.loop.batch import require_usable, train_record
 from skillgit.loop.context import StepContext
-from skillgit.loop.decide import BranchMoved, Proposal, commit, gated_commit, judge, rival_step
+from skillgit.loop.decide import BranchMoved, Proposal, commit, gated_commit, judge
 from skillgit.loop.events import (
     EpochEnded,
     EpochEnding,
@@ -63,12 +64,12 @@ from skillgit.loop.field import plan_field
 from skillgit.loop.final import Closing, final_scores
 from skillgit.loop.ledger import Ledger, budget_spent
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
+from skillgit.loop.teaching import Teaching
 from skillgit.records import EpochStep, StepKind, StepOutcome, UpdateRecord, Verdict
 from skillgit.store import Store
-from skillgit.store.negative import NegativeBuffer
 from skillgit.store.read import warm_caches
 from skillgit.tasks import Splits, epoch_batches
-from skillgit.types import Edit, RejectedEdit
+from skillgit.types import Edit
 
 
 @dataclass
@@ -96,11 +97,9 @@ class Trainer:
         self.cfg = cfg
         self.store = store
         self.splits = splits
-        self.teacher_llm = teacher
         self.ledger = ledger
         self._events = OrderedSink(on_event)
         self.emit: EventSink = self._events
-        self.prompts_dir = prompts_dir
         self.digest = config_digest(cfg, ignore=RUNTIME_ONLY_KEYS)
         self.config_yaml = dump_config(cfg, mask_secrets=True)  # frozen: dumped once, not at every save
         # The test split is sealed: the evaluator that chooses candidates cannot read it (it has no "test" split);
@@ -115,15 +114,15 @@ class Trainer:
                                                executor=executor)  # reported: one sample
         self.ctx = StepContext(cfg, student, scorer, self.evaluator, ledger, self.emit, tuple(splits.train),
                                executor)
-        self._blocked_edits: dict | None = None  # with the teacher's negative buffer: read once (`_buffers`)
-        self._negative: NegativeBuffer | None = None
-        self._memory: recall.Memory | None = None  # optimizer.recall_k: read from the notes once (`_recaller`)
         self._pending: Pending | None = None  # a step's decision being written (`_decide_later`)
         self._epoch_to_close: tuple[int, gate_mod.SplitScore] | None = None  # the last epoch's end (`_wind_up`)
         self._said_identical = False  # the evaluator found the student's repeats to be copies, and the run said so
         self.run_id, self.progress = resume_mod.open_run(store, cfg.skill.branch, self.digest, run_id, resume)
         self.field_size = proposing.field_size(cfg)  # the most candidates a step makes (optimizer.proposers)
         self._decided = resume_mod.Decided(store, self.run_id, self.field_size)  # see `_already_decided`
+        # the teacher's negative buffer, blocked set and recall memory, read once and kept up to date
+        self.teaching = Teaching(cfg, store, self.run_id, teacher, prompts_dir=prompts_dir, field_size=self.field_size,
+                                 decided=self._decided, splits=splits, scorer=scorer, on_wait=self._waiting)
         self._saves = Saves(store, self.run_id)
         self._prior = self.progress  # what earlier processes spent on this run
         ledger.agent_before = self.progress.agent  # the agent teacher's turns and seconds so far (its budget caps)
@@ -338,45 +337,11 @@ class Trainer:
         return budget_spent(b, self._usage()[0], flying)
 
     def teacher(self, step: int | None = None) -> stages.Teacher:
-        """The teacher for `step` (None: an epoch's end). Its negative buffer leaves out `step`'s own other
-        proposals, which a restarted step may find decided already: it must see what the first attempt saw."""
-        opt = self.cfg.optimizer
-        buffer, blocked = self._buffers() if opt.use_negative_buffer else (NegativeBuffer(0), {})
-        negative = [r for r in buffer.newest(opt.negative_buffer_size + self.field_size - 1)
-                    if not self._rival(r, step)][:opt.negative_buffer_size]
-        meta = self.progress.meta_skill if opt.use_meta_skill else ""
-        limits = {} if self.cfg.model.teacher.max_tokens else dict(stages.STAGE_MAX_TOKENS)
-        return stages.Teacher(self.teacher_llm, self.prompts_dir, negative, meta, self.cfg.gradient.analyst_workers,
-                              blocked, max_edits=opt.max_edits_per_reply, max_edit_chars=opt.max_edit_chars,
-                              stage_max_tokens=limits, on_wait=self._waiting, recall=self._recaller(step))
-
-    def _recaller(self, step: int | None) -> recall.Recaller | None:
-        """What `step`'s reflect recalls (optimizer.recall_k, loop/recall.py; the notes are read once)."""
-        if self.cfg.optimizer.recall_k <= 0 or step is None:
-            return None
-        self._memory = self._memory or recall.Memory.load(self.store, self.cfg)
-        return recall.recaller(self._memory, self.cfg, self.run_id, step, self.splits, self.ctx.scorer)
+        """The teacher for `step` (None: an epoch's end): `Teaching.teacher`, with the run's meta skill."""
+        return self.teaching.teacher(step, self.progress.meta_skill)
 
     def _waiting(self, stage: str, elapsed: float) -> None:
         self.emit(Heartbeat(stage, 1, round(elapsed, 1)))
-
-    def _buffers(self) -> tuple[NegativeBuffer, dict]:
-        """(the negative buffer, the blocked set: this run's edits rejected *without a gain*, Δ ≤ 0 — one the gate
-        found too small to trust may come back), read from git in the first step this process runs, then kept up to
-        date by its decisions (`commit(negative=…)`, `_block`): a step's reads do not grow with the history."""
-        if self._negative is None or self._blocked_edits is None:
-            every = self.store.negative_buffer(10 ** 9)
-            keep = self.cfg.optimizer.negative_buffer_size + self.field_size - 1  # what `teacher` asks for
-            self._negative = NegativeBuffer(keep, every[:keep])
-            self._blocked_edits = {r.edit.key(): r for r in reversed(every)
-                                   if r.run == self.run_id and r.delta <= 0 and not self._rival(r, self._decided.fresh)}
-        return self._negative, self._blocked_edits
-
-    def _rival(self, r: RejectedEdit, step: int | str | None) -> bool:
-        """True for an edit of one of `step`'s other proposals (named `s<step>-p<k>`, see `field.plan_field`)."""
-        if not isinstance(step, int) or r.run != self.run_id:
-            return False
-        return str(r.step) in {rival_step(step, k) for k in range(1, self.field_size + 1)}
 
     def _incumbent_round(self) -> str:
         """The round that measured the tip's current val score (`resume.incumbent_round`)."""
@@ -422,7 +387,7 @@ class Trainer:
         train = train_record(trajs)
         self._book_seconds(train["seconds"])
         train_before = gate_mod.SplitScore.from_trajectories("train", gate_mod.blob_id(skill), trajs)
-        remembered = recall.remember(self._memory, self.cfg, trajs, self.run_id, step)  # optimizer.recall_k
+        remembered = recall.remember(self.teaching.memory, self.cfg, trajs, self.run_id, step)  # optimizer.recall_k
         proposals = [Proposal(step, epoch, StepKind.STEP, base, skill, text, record.with_details(lr=lr_record,
                                                                                                   train=train,
                                                                                                   **remembered),
@@ -444,17 +409,11 @@ class Trainer:
         """Gate and decide `proposal` inline (an epoch's candidates)."""
         self._settle_decision()
         outcome, score = gated_commit(self.ctx, self.store, self.run_id, self.progress.seq + 1, proposal, current,
-                                      usage_before, negative=self._negative)
-        self._block([r.edit for r in proposal.record.applied], outcome, proposal.step)
+                                      usage_before, negative=self.teaching.negative)
+        self.teaching.block([r.edit for r in proposal.record.applied], outcome, proposal.step)
         self._record(proposal.epoch, outcome, _edit_dicts(proposal))
         self.emit(StepDecided(outcome, self._usage()[0].to_dict()))
         return score
-
-    def _block(self, edits: list[Edit], outcome: StepOutcome, step: int | str) -> None:
-        """Add a rejected candidate's applied edits to the blocked set when it brought no gain (see `_blocked`)."""
-        if not outcome.accepted and outcome.delta <= 0 and self._blocked_edits is not None:
-            for e in edits:
-                self._blocked_edits[e.key()] = RejectedEdit(e, outcome.delta, outcome.reason, self.run_id, step)
 
     def _decide_later(self, step: int, plan: list[Planned], current: gate_mod.SplitScore) -> gate_mod.SplitScore:
         """Write the step's decisions (`plan`; the step's own last) in the background (`background.write_later`)
@@ -472,11 +431,11 @@ class Trainer:
                 outcome = resume_mod.found_outcome(self.run_id, item.proposal.step, item.proposal.epoch, seq0 + n,
                                                    item.found)
                 # blocked as when this process decided it: the blocked set must not depend on a restart
-                self._block(self._found_edits(item.found), outcome, item.proposal.step)
+                self.teaching.block(self._found_edits(item.found), outcome, item.proposal.step)
                 return outcome, None
             outcome = commit(self.ctx, self.store, self.run_id, seq0 + n, item.proposal, item.judgement, current,
-                             item.usage, negative=self._negative)
-            self._block([r.edit for r in item.proposal.record.applied], outcome, item.proposal.step)
+                             item.usage, negative=self.teaching.negative)
+            self.teaching.block([r.edit for r in item.proposal.record.applied], outcome, item.proposal.step)
             return outcome, StepDecided(outcome, self._usage()[0].to_dict())
 
         self._pending = Pending(step, main.proposal.after if accepted else main.proposal.before, main.proposal.base,

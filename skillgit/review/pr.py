@@ -11,6 +11,8 @@ Contract:
   GitHub counts, in UTF-16 units, with 1,000 to spare): `fit_body` shortens diffs, lists and long texts first
   (SHRINK), then details fewer accepted decisions (pointing at `skillgit log` for the rest), and as a last resort cuts
   after a whole line with its open code fence / `<details>` closed and a note — the bound holds for any input.
+- `check_head` refuses a head branch that does not exist (naming it and the fix) before anything is written: a
+  local branch, or, when it is not to be pushed, a branch a remote has.
 - `push_head` pushes the head branch (with skillgit's notes, tags and runs) through `Store.push`: never forced; the
   branch and remote names are checked first (`refs.check_branch`, `refs.check_remote`).
 - `create_with_gh` runs `gh pr create --base=… --head=… --title=… --body-file=…` in the repository (names checked
@@ -20,9 +22,9 @@ Contract:
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -310,6 +312,34 @@ def build(review: RunReview, *, base: str, head: str, skill_path: str) -> PullRe
 
 
 # ---------------------------------------------------------------------------------------------- sharing
+def check_head(store: Store, head: str, *, push: bool) -> None:
+    """Refuse a head branch that does not exist (a SkillgitError naming it and the fix), before any body is written:
+    it must be a local branch, or, when it is not to be pushed, a branch a remote has (`refs/remotes/<remote>/…`, or
+    a run's branch that `skillgit pull` fetched): `gh pr create --head` opens a pull request from the remote's."""
+    if store.branch_tip(head) is not None:
+        return
+    remote = [ref for (ref,) in store.repo.for_each_ref(["refname"], "refs/remotes/", R.REMOTE_PREFIX)
+              if _remote_branch(ref) == head]
+    if remote and not push:
+        return
+    if remote:
+        raise SkillgitError(f"'{head}' is not a local branch: --push pushes a local branch (a remote has "
+                            f"{remote[0].removeprefix('refs/')})",
+                            f"git switch {head} (it creates the local branch from the remote's), or leave out --push")
+    raise SkillgitError(f"head branch '{head}' does not exist in {store.repo.root}",
+                        f"pass --head with an existing branch (`git branch --all` lists them), create it "
+                        f"(git branch {head} <commit>), or train onto it (`skillgit train --branch {head}`)")
+
+
+def _remote_branch(ref: str) -> str | None:
+    """The branch name of `refs/remotes/<remote>/<branch>` or `<REMOTE_PREFIX><remote>/heads/<branch>`."""
+    if ref.startswith(R.REMOTE_PREFIX):
+        _, sep, name = ref.removeprefix(R.REMOTE_PREFIX).partition("/heads/")
+        return name if sep else None
+    parts = ref.removeprefix("refs/remotes/").split("/", 1)
+    return parts[1] if len(parts) == 2 and parts[1] != "HEAD" else None
+
+
 def push_head(store: Store, head: str, remote: str):
     """Push `head` with skillgit's notes, rejected tags and runs (`Store.push`: atomic, never forced). Both names
     are checked first (a `:` in `head` would make its refspec push to another branch)."""
@@ -327,11 +357,13 @@ def create_with_gh(pr: PullRequest, body_file: Path, cwd: Path, timeout_s: float
     # `--flag=value`: a value can never be read as another flag, whatever it begins with
     argv = [gh, "pr", "create", f"--base={R.check_branch(pr.base, 'base branch')}",
             f"--head={R.check_branch(pr.head, 'head branch')}", f"--title={pr.title}", f"--body-file={body_file}"]
-    try:
-        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    from skillgit import process
+
+    # (in its own process group, as every child: `gh` and what it starts are killed at the timeout or on Ctrl-C)
+    proc = process.run(argv, cwd=cwd, env=os.environ, timeout_s=timeout_s)
+    if proc.timed_out:
         raise SkillgitError(f"`gh pr create` did not finish within {timeout_s:.0f} s",
-                            "check `gh auth status` and your network, then run again") from None
+                            "check `gh auth status` and your network, then run again")
     if proc.returncode != 0:
         why = next((line.strip() for line in proc.stderr.splitlines() if line.strip()), f"exit {proc.returncode}")
         raise SkillgitError(f"`gh pr create` failed: {why}",

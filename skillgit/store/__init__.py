@@ -7,8 +7,9 @@ Modules, lowest first: `refs` (ref and trailer names, pure), `notes` (note/messa
 transactions, remotes), `candidate` (`Candidate`, `Decision`, `BranchMoved`), `lock` (run locks), `fileref` (refs of
 small files: runs, the sleep state), `worktrees` (the one checked-out-worktree routine), `branches` (review and
 night branches, adopting one), `history` (log, step lookup, negative buffer), `revert`, `sync` (push, pull, gc),
-`core` (`Store`: propose, decide, typed notes, revert, runs, branches), `read` (the read API the CLI, reports and
-servers call), `repository` (the repository API for code outside the store: agent workspaces, provenance, sleep),
+`skilltree` (the skill in a commit's tree: a file or a package folder, read, written, exported), `core` (`Store`:
+propose, decide, typed notes, revert, runs, branches), `read` (the read API the CLI, reports and servers call),
+`repository` (the repository API for code outside the store: agent workspaces, provenance, sleep),
 `initialize` (`skillgit init`).
 
 Outside this package, git is reached through `Store`, `store.read` and `store.repository` only (`store.git` is

@@ -16,7 +16,8 @@ Contracts the training loop relies on:
 - Every ref skillgit writes is written here or by the store modules: the skill branch, candidates, rejected tags,
   notes, runs (`fileref.py`), review and night branches and adopting them (`branches.py`), reverts (`revert.py`),
   push/pull/gc (`sync.py`), `skillgit init` (`initialize.py`). History, the negative buffer and step lookup live
-  in `history.py`. Only `git.py` and the modules it is assembled from (`gitproc`, `gitobjects`, `gitnotes`,
+  in `history.py`; how the skill sits in a commit's tree (one file, or a package folder as one bundle text) in
+  `skilltree.py`. Only `git.py` and the modules it is assembled from (`gitproc`, `gitobjects`, `gitnotes`,
   `gitwork`) talk to git.
 """
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from skillgit import textsafe
@@ -37,6 +38,7 @@ from skillgit.store import negative as store_negative
 from skillgit.store import notes as N
 from skillgit.store import refs as R
 from skillgit.store import revert as store_revert
+from skillgit.store import skilltree
 from skillgit.store import worktrees as W
 from skillgit.store.candidate import BranchMoved, Candidate, Decision, Note, note_dicts
 from skillgit.store.fileref import FileRef
@@ -55,19 +57,6 @@ GC_AUTO = 1000  # `gc.auto` for the rest of git's housekeeping, unless the repos
 __all__ = ["BranchMoved", "Candidate", "Decision", "LogEntry", "Note", "Store", "note_dicts"]
 
 
-def _normalize_path(root: Path, skill_path: str | Path) -> str:
-    path = Path(skill_path)
-    if path.is_absolute():
-        try:
-            path = path.resolve().relative_to(root.resolve())
-        except ValueError:
-            raise GitStateError(f"skill file {path} is outside the repository {root}",
-                                "give skill.path relative to the repository root") from None
-    posix = PurePosixPath(path.as_posix())
-    if not posix.parts or ".." in posix.parts or posix.as_posix() in (".", ""):
-        raise GitStateError(f"invalid skill path {str(skill_path)!r}",
-                            "give skill.path relative to the repository root, e.g. SKILL.md")
-    return posix.as_posix()
 
 
 class Store:
@@ -77,7 +66,7 @@ class Store:
         self.repo = repo
         self.skill_path = skill_path
         # A package (skill.path names a folder: SKILL.md, references/**, …) reads and writes as a bundle text
-        # (skillgit/package.py); a single-file skill as its text. Set by `open` from what the branch holds.
+        # (skillgit/package.py); a single-file skill as its text (`skilltree.py`). Set by `open` from the branch.
         self.is_package = False
         self.branch = branch
         self.branch_ref = R.branch_ref(branch)
@@ -95,7 +84,7 @@ class Store:
         """Open the skill; GitStateError (with a hint) when `root` is not a repository, the branch does not
         exist or the skill file is not committed on it."""
         repo = GitRepo.open(Path(root))
-        store = cls(repo, _normalize_path(repo.root, skill_path), branch)
+        store = cls(repo, skilltree.normalize_path(repo.root, skill_path), branch)
         # an existing branch has a name git accepted (its own check costs two git processes: only for a new one)
         tip = repo.ref(store.branch_ref) if R.branch_problem(branch) is None else None
         if tip is None and not repo.valid_branch_name(branch):
@@ -114,19 +103,7 @@ class Store:
             else:
                 hint = f"commit the skill file first: git add {store.skill_path} && git commit -m 'Add skill'"
             raise GitStateError(f"skill branch '{branch}' does not exist in {repo.root}", hint)
-        entry = repo.tree_entry(tip, store.skill_path)
-        if entry is not None and entry.type == "tree":
-            from skillgit import package  # (imported for a package skill only: `log` of a file skill never needs it)
-            store.is_package = True
-            if repo.tree_entry(tip, f"{store.skill_path}/{package.MAIN}") is None:
-                raise GitStateError(f"skill package '{store.skill_path}' has no {package.MAIN} in branch '{branch}'",
-                                    f"a skill package is a folder with {package.MAIN} at its top")
-            return store
-        if entry is None or entry.type != "blob":
-            hint = (f"commit it: git add {store.skill_path} && git commit -m 'Add skill'"
-                    if (repo.root / store.skill_path).is_file()
-                    else "set skill.path in skillgit.yaml, or run `skillgit init` to create a starter skill")
-            raise GitStateError(f"skill file '{store.skill_path}' is not in branch '{branch}'", hint)
+        store.is_package = skilltree.is_package(repo, tip, store.skill_path, branch)
         return store
 
     # ------------------------------------------------------------------------------------------ reading
@@ -162,63 +139,10 @@ class Store:
         return sha
 
     def read_skill(self, rev: str | None = None) -> str:
-        """The skill text at `rev` (None = the branch tip)."""
-        # One `cat-file` in the common case (the loop reads the skill at every step; the tip needs no
-        # rev-parse); on any failure fall through to the path that says what is wrong.
+        """The skill text at `rev` (None = the branch tip; a package as its bundle text: `skilltree.read`)."""
         spec = self.branch_ref if rev is None else self.resolve(rev)
-        if self.is_package:
-            return self._read_package(spec, rev)
-        data = self.repo.blob_at(spec, self.skill_path)
-        if data is not None:
-            try:
-                return data.decode("utf-8")
-            except UnicodeDecodeError:
-                pass
-        commit = self.tip() if rev is None else spec
-        entry = self.repo.tree_entry(commit, self.skill_path)
-        if entry is None:
-            raise GitStateError(f"'{self.skill_path}' does not exist at {rev or self.branch} ({commit[:12]})",
-                                "pick a revision that has the skill file (see `skillgit log`)")
-        try:
-            return self.repo.cat(entry.sha).decode("utf-8")
-        except UnicodeDecodeError:
-            raise GitStateError(f"'{self.skill_path}' at {commit[:12]} is not UTF-8 text",
-                                "skills must be UTF-8 text files") from None
-
-    def _read_package(self, commit: str, rev: str | None) -> str:
-        entries = [e for e in self.repo.ls_tree(f"{commit}:{self.skill_path}", recursive=True) if e.type == "blob"] \
-            if self.repo.tree_entry(commit, self.skill_path) else []
-        if not entries:
-            raise GitStateError(f"skill package '{self.skill_path}' does not exist at {rev or self.branch}",
-                                "pick a revision that has the skill (see `skillgit log`)")
-        blobs = self.repo.cat_batch(e.sha for e in entries)
-        files = {}
-        for e in entries:
-            found = blobs.get(e.sha)
-            try:
-                files[e.name] = found[1].decode("utf-8") if found else ""
-            except UnicodeDecodeError:
-                continue  # binary assets are carried over by the tree, never shown to a model
-        from skillgit import package
-        return package.bundle(files)
-
-    def _skill_tree(self, base: str, text: str) -> tuple[str, str]:
-        """(root tree of `base` with the skill replaced by `text`, id of the skill's blob or folder tree)."""
-        if not self.is_package:
-            entry = self._entry(base)
-            blob = self.repo.write_blob(text.encode("utf-8"))
-            return self.repo.replace_in_tree(base, self.skill_path, blob, entry.mode), blob
-        from skillgit import package
-        pkg = package.parse(text)
-        current = {e.name: e for e in self.repo.ls_tree(f"{base}:{self.skill_path}", recursive=True)}
-        tree = self.repo.rev_parse(f"{base}^{{tree}}")
-        for path, body in pkg.files:
-            blob = self.repo.write_blob(body.encode("utf-8"))
-            old = current.get(path)
-            if old is None or old.sha != blob:
-                tree = self.repo.replace_in_tree(tree, f"{self.skill_path}/{path}", blob, old.mode if old else "100644")
-        sub = self.repo.tree_entry(tree, self.skill_path)
-        return tree, sub.sha if sub else ""
+        return skilltree.read(self.repo, spec, self.skill_path, package=self.is_package, shown=rev or self.branch,
+                              commit=self.tip if rev is None else lambda: spec)
 
     def diff(self, a: str, b: str) -> str:
         """The unified diff of the skill file from commit `a` to commit `b` (git's format, no colour)."""
@@ -227,12 +151,6 @@ class Store:
     def blob_id(self, text: str) -> str:
         """The git blob id of `text` (what the score cache keys on); computed, nothing is written."""
         return self.repo.blob_id(text.encode("utf-8"))
-
-    def _entry(self, commit: str):
-        entry = self.repo.tree_entry(commit, self.skill_path)
-        if entry is None:
-            raise GitStateError(f"'{self.skill_path}' is missing in {commit[:12]}", "see `skillgit log`")
-        return entry
 
     # ------------------------------------------------------------------------------------------ notes
     def add_note(self, sha: str, records: Sequence[Note]) -> None:
@@ -283,7 +201,7 @@ class Store:
         if step == 0:
             raise SkillgitError("invalid step 0", "numbered steps start at 1 (0 names the run's seed)")
         tip = base or self.tip()
-        tree, blob = self._skill_tree(tip, text)
+        tree, blob = skilltree.with_text(self.repo, tip, self.skill_path, text, package=self.is_package)
         ref = R.candidate_ref(run, step)
         existing = self.repo.ref(ref)
         if existing is not None:
@@ -521,7 +439,7 @@ class Store:
         self.prepare_worktrees()
         tip = self.tip()
         worktrees = self.checked_out()
-        tree, _ = self._skill_tree(tip, text)
+        tree, _ = skilltree.with_text(self.repo, tip, self.skill_path, text, package=self.is_package)
         sha = self.repo.commit_tree(tree, [tip], N.format_message(subject, body, trailers))
         old_notes, new_notes = self.repo.build_notes({sha: N.encode(note_dicts(records))})
         old_show, new_show = self.repo.build_notes({sha: f"skillgit: {N.one_line(subject)}\n"}, R.DISPLAY_NOTES_REF)
@@ -598,17 +516,8 @@ class Store:
     def export(self, rev: str, path: Path | str) -> Path:
         """Write the skill at `rev` to `path` (a file, or a folder that gets the skill's file name)."""
         text = self.read_skill(rev)
-        dest = Path(path)
-        if self.is_package:  # binary assets byte-exact, git modes kept; a folder an earlier export wrote is pruned
-            from skillgit import package
-            tree = package.tree_files(self.repo, self.resolve(rev), self.skill_path)
-            package.write(dest, text, tree, prune=(dest / package.MAIN).is_file())
-            return dest
-        if dest.is_dir():
-            dest = dest / PurePosixPath(self.skill_path).name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(text.encode("utf-8"))
-        return dest
+        return skilltree.export(self.repo, self.skill_path, text, path,
+                                package_at=self.resolve(rev) if self.is_package else None)
 
     def push(self, remote: str = "origin"):
         from skillgit.store.sync import push

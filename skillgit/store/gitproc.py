@@ -19,6 +19,7 @@ import git as gitpython
 from git.exc import GitCommandNotFound
 
 from skillgit.errors import GitStateError
+from skillgit.gitenv import LOCAL_ENV_VARS
 from skillgit.recent import Recent
 
 # who commits to skillgit's own refs when git knows no identity for the user (see `commit_tree(own=True)`)
@@ -137,6 +138,20 @@ def _fault_point(args: Sequence[str]) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+# ---------------------------------------------------------------------------------------------- environment
+# No git command of skillgit's inherits the repository variables of a hook or alias (skillgit/gitenv.py); a command
+# that needs one sets it itself (`env=`: pinned workspaces, the snapshot index). GitPython's `Git.execute` always
+# starts from the whole environment (an `env=` argument only adds to it), hence `env -u` in front of git when one of
+# them is set (in normal use none is, and git runs directly).
+def git_argv(args: Sequence[str], env: dict[str, str] | None = None) -> list[str]:
+    """The argv that runs `git ARGS` without the repository variables this process inherited (those `env` does not
+    set again)."""
+    inherited = [name for name in LOCAL_ENV_VARS if name in os.environ and not (env and name in env)]
+    if not inherited:
+        return ["git", *args]
+    return ["env", *(part for name in inherited for part in ("-u", name)), "--", "git", *args]
+
+
 _TYPES = (b"blob", b"tree", b"commit", b"tag")
 
 
@@ -182,7 +197,7 @@ class _Persistent:
         if self._proc is None or self._proc.poll() is not None:
             self._drop()
             try:
-                handle = self._git.execute(["git", *self.args], istream=subprocess.PIPE, as_process=True)
+                handle = self._git.execute(git_argv(self.args), istream=subprocess.PIPE, as_process=True)
             except GitCommandNotFound:
                 raise GitStateError("git is not installed or not on PATH", "install git 2.39 or newer") from None
             self._handle, self._proc = handle, handle.proc
@@ -363,10 +378,10 @@ class GitBase:
         return cls(root, Path(gdir), Path(common), fmt.strip() or "sha1", bare == "true")
 
     @classmethod
-    def toplevel(cls, path: Path, env: dict[str, str] | None = None) -> tuple[str | None, str]:
-        """(the working tree's top folder git finds at `path`, or None; git's stderr). `env` replaces the
-        environment (callers drop GIT_DIR and friends so that the folder alone decides)."""
-        status, out, err = cls._exec(gitpython.Git(str(path)), ["rev-parse", "--show-toplevel"], env=env)
+    def toplevel(cls, path: Path) -> tuple[str | None, str]:
+        """(the working tree's top folder git finds at `path`, or None; git's stderr). The folder alone decides
+        (no GIT_DIR and friends: skillgit/gitenv.py)."""
+        status, out, err = cls._exec(gitpython.Git(str(path)), ["rev-parse", "--show-toplevel"])
         top = out.decode("utf-8", "replace").strip()
         return (top if status == 0 and top else None), err
 
@@ -387,7 +402,7 @@ class GitBase:
         _fault_point(args)
         f = _stdin(stdin)
         try:
-            status, out, err = g.execute(["git", *args], istream=f, env=env, with_extended_output=True,
+            status, out, err = g.execute(git_argv(args, env), istream=f, env=env, with_extended_output=True,
                                          with_exceptions=False, stdout_as_string=False,
                                          strip_newline_in_stdout=False)
         except GitCommandNotFound:
@@ -395,6 +410,8 @@ class GitBase:
         finally:
             if f is not None:
                 f.close()
+        if status == 127 and out == b"" and b"env: " in (err if isinstance(err, bytes) else str(err).encode()):
+            raise GitStateError("git is not installed or not on PATH", "install git 2.39 or newer")  # (`git_argv`)
         return status, out or b"", err if isinstance(err, str) else (err or b"").decode("utf-8", "replace")
 
     def _call(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None

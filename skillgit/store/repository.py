@@ -5,7 +5,7 @@ needs a repository rather than a skill's history — agent workspaces and the sc
 students, provenance, the sleep harvest (remotes, the commit a transcript ran at), the sleep state, the project's
 top folder, the demo — opens one here and sees it as a `Repository`:
 
-- `open_repository(path)`, `init_repository(path, branch)` and `toplevel(cwd, env)` (GitStateError when there is
+- `open_repository(path)`, `init_repository(path, branch)` and `toplevel(cwd)` (GitStateError when there is
   no repository; nothing is created except by `init_repository`).
 - `Repository`: the methods of `GitRepo` such code may call — reads (refs, commits, trees, blobs, config, remotes,
   ignore rules), the plumbing of scratch workspaces (worktrees, snapshots, diffs, commits of paths a command
@@ -115,9 +115,9 @@ def init_snapshot_store(path: Path) -> Repository:
     return GitRepo.init_store(path)
 
 
-def toplevel(cwd: Path, env: dict[str, str] | None = None) -> tuple[str | None, str]:
+def toplevel(cwd: Path) -> tuple[str | None, str]:
     """(the working tree's top folder as git sees it from `cwd`, or None; git's complaint)."""
-    return GitRepo.toplevel(cwd, env)
+    return GitRepo.toplevel(cwd)
 
 
 def file_ref(repository: Repository, ref: str) -> FileRef:

@@ -45,6 +45,7 @@ from typing import Any, Mapping
 
 from skillgit.errors import SkillgitError
 from skillgit.process import RECORD_FILE, SCOPES_ENV, kill_group, kill_recorded
+from skillgit.textsafe import shown
 
 EVENTS_FILE = "events.jsonl"  # the child's stderr
 RESULT_FILE = "result.json"  # the child's stdout
@@ -73,6 +74,8 @@ class StartRequest:
         if not isinstance(data, Mapping):
             raise SkillgitError("the request is not a JSON object", "send {\"config\": …, \"steps\": …}")
         config = data.get("config") or None
+        if config is not None and config not in configs:  # (the page holds each path as the server sent it)
+            config = {shown(c): c for c in configs}.get(str(config), config)
         if config is not None and config not in configs:
             raise SkillgitError(f"unknown config {str(config)[:200]!r}", f"choose one of: {', '.join(configs)}")
         run = data.get("run") or None
@@ -131,7 +134,7 @@ def _budget(data: Mapping[str, Any]) -> dict[str, float]:
 
 def _overrides(raw: Any) -> list[str]:
     """The request's config overrides (a list, or one key=value a line), each checked as `--set` would be."""
-    from skillgit.config import split_override
+    from skillgit.config_yaml import split_override
 
     if isinstance(raw, str):
         raw = [line for line in raw.splitlines() if line.strip()]

@@ -12,6 +12,10 @@ Routes (every one behind `guard.Guard`: Host, token, and for writes header token
                                 read again), `notice` (a problem of the dashboard itself); a comment every 15 s
                                 keeps the connection open
   GET  /runs/{run}/report       `skillgit report`'s HTML for the run (no script may run in it)
+Every string in a JSON body or event (from git, notes, a run's events and log, a model) is sent as
+`textsafe.shown` shows it on a terminal: a control, bidi or zero-width character arrives as its visible escape
+(`\\u202e`, `\\x1b` …), so the page, which sets each text with `textContent`, can neither be reordered (Trojan
+Source) nor show a raw control character; a config path sent back in a start request is matched in that form.
 Errors are JSON `{"error", "hint"}` with 400 (bad request), 404 (unknown run or job) or 409 (a job in the wrong
 state); a refused request is 403 with a one-line reason.
 
@@ -33,6 +37,7 @@ from typing import Any, Awaitable, Callable
 from aiohttp import web
 
 from skillgit.errors import SkillgitError
+from skillgit.textsafe import shown_data
 from skillgit.ui import guard as G
 from skillgit.ui.jobs import Jobs, StartRequest, Update
 from skillgit.ui.views import RefWatch, Views
@@ -50,7 +55,7 @@ class Hub:
     queues: set[asyncio.Queue] = field(default_factory=set)
 
     def publish(self, name: str, data: Any) -> None:
-        message = f"event: {name}\ndata: {json.dumps(data, default=str)}\n\n".encode()
+        message = f"event: {name}\ndata: {_dumps(data)}\n\n".encode()
         for queue in list(self.queues):
             try:
                 queue.put_nowait(message)
@@ -74,7 +79,7 @@ def _page() -> str:
 
 
 def _error(exc: SkillgitError, status: int = 400) -> web.Response:
-    return web.json_response({"error": exc.message, "hint": exc.hint}, status=status)
+    return web.json_response({"error": exc.message, "hint": exc.hint}, status=status, dumps=_dumps)
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -244,7 +249,9 @@ class Dashboard:
 
 
 def _dumps(data: Any) -> str:
-    return json.dumps(data, default=str)
+    """Every JSON body and event the page reads: each string escaped by `textsafe.shown_data` (see the module
+    contract). The one way data leaves the server, so no page code has to remember it."""
+    return json.dumps(shown_data(data))
 
 
 def bind(port: int) -> socket.socket:
