@@ -17,17 +17,24 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+import textwrap
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from skillgit.config import CommandCfg
 from skillgit.errors import SkillgitError
 from skillgit.integrations import tools
 from skillgit.integrations.commands import Budget
+from skillgit.llm.command import ROLLOUT_PREFIX, CommandStudent
 from tests.test_agentic_escape import (  # noqa: F401  (fixtures)
+    DAEMONIZE,
+    ROOT,
     _agent_argv,
+    _alive,
     _none_left,
     _pids,
     _train_project,
@@ -113,3 +120,30 @@ def test_stopping_the_mcp_server_mid_train_stops_the_train_and_its_rollouts(proj
 def _trains(root: Path) -> list[int]:
     found = subprocess.run(["pgrep", "-f", f"skillgit train .*{root}"], capture_output=True, text=True).stdout
     return [int(pid) for pid in found.split()]
+
+
+@pytest.mark.slow
+def test_kill_9_of_skillgit_mid_answer_then_the_next_command_student_leaves_no_daemon(tmp_path, pid_dir):  # noqa: F811
+    """A one-answer agent (`CommandStudent`, the `command` backend) that daemonized while its skillgit was killed
+    with SIGKILL: before, nothing recorded it, so the agent and its daemon ran on (the daemon for good) and the
+    rollout folder stayed in /tmp; now the next CommandStudent kills both from the folder's records and removes it."""
+    runner = tmp_path / "runner.py"
+    runner.write_text(textwrap.dedent(f"""\
+        import sys
+        from skillgit.config import CommandCfg
+        from skillgit.llm.command import CommandStudent
+        from skillgit.types import Item
+        argv = (sys.executable, {str(DAEMONIZE)!r}, {str(pid_dir)!r}, "agent", "--sleep", "300")
+        student = CommandStudent(CommandCfg(preset="generic", argv=argv, output="text", timeout_s=600))
+        student.run("# s\\n", Item("t", "p"))
+        """))
+    skillgit = subprocess.Popen([sys.executable, str(runner)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        _wait_for(pid_dir, "agent-leader-*.pid", skillgit)
+    finally:
+        skillgit.kill()  # kill -9: skillgit runs no cleanup of its own
+        skillgit.wait()
+    folders = list(Path(tempfile.gettempdir()).glob(f"{ROLLOUT_PREFIX}{skillgit.pid}-*"))
+    assert len(folders) == 1 and all(_alive(p) for p in _pids(pid_dir, "agent-*"))  # left behind, until the next
+    CommandStudent(CommandCfg(preset="generic", argv=(sys.executable, "-c", "print(1)"), output="text"))
+    assert _none_left(pid_dir) == [] and not folders[0].exists()
