@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import replace
+from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from skillgit.sleep import HarvestState, harvest
@@ -157,6 +158,70 @@ def test_a_jsonl_line_is_read_as_json_loads_read_it(line):
         assert got is None and counts["<malformed>"] == 1
     else:
         assert got == expected and not counts
+
+
+_JSONL_PIECES = [
+    b'{"a": 1}', b'{"type":"user","x":[1,{"y":"\\u00e9\\n"}],"n":-0.0}', b"{", b"}", b" ", b"\t", b"\n", b"\r",
+    b"\r\n", b"\x0c", b"\xc2\xa0", b"\xe2\x80\xa8", b"[1]", b'"s"', b"x", b"{}", b",", b'{"a":', b'{"a":NaN}',
+    b'{"a":-Infinity}', b'{"a":1e999}', b'{"a":"\\ud800"}', b'{"a":"\\ud83d\\ude00"}',
+    b'{"a":123456789012345678901234567890}', b'{"a":-9223372036854775809}', b'{"a":0.1e-400}', b'{"a":1,"a":2}',
+    b'{"a":"\xff"}', b'{"\xe2\x82\xac":"\xed\xa0\x80"}', b"\xef\xbb\xbf", b"\xe2\x82", b'{"a":"x\ty"}',
+    b'{"a":"\\q"}', b'{"a":01}', b'{"a":1}{"b":2}', b'{"a":' + b"[" * 40 + b"]" * 40 + b"}",
+    b"[" * 3000 + b"]" * 3000, b'{"z":3.141592653589793238462643383279}', b'{"big":1E+308,"t":true}', b'{"a":\r1}',
+    b'{"a":\r\n1}']
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_JSONL_PIECES), max_size=10).map(b"".join))
+@example(b'{\r}\n{"a":1}')
+@example(b'{"a":"\xff"}\n{"a":NaN}\r\n')
+def test_a_jsonl_file_is_read_as_its_text_definition_reads_it(tmp_path_factory, data):
+    # read_jsonl reads bytes and decodes most lines with msgspec; its definition reads the file as text and each
+    # line with json.loads: the same records (equal and of the same types, key order included) and counts
+    from collections import Counter
+
+    from skillgit.sleep.readers._common import read_jsonl, read_jsonl_text
+
+    path = tmp_path_factory.mktemp("jsonl") / "s.jsonl"
+    path.write_bytes(data)
+    fast_counts: Counter[str] = Counter()
+    slow_counts: Counter[str] = Counter()
+    fast, slow = list(read_jsonl(path, fast_counts)), list(read_jsonl_text(path, slow_counts))
+    assert repr(fast) == repr(slow) and fast_counts == slow_counts
+
+
+def test_jsonl_is_decoded_by_msgspec_where_the_definition_allows():
+    from collections import Counter
+
+    from skillgit.sleep.readers import _common
+
+    assert _common._decoder() is not None  # the fast decoder is installed (the `fast` extra; `test` has it)
+    # what goes the definition's way: lines holding \r, non-objects, what msgspec rejects and json accepts
+    assert _common._text_lines(b'{"a":1}\r{"b":\r\n2}\n') == ['{"a":1}\n', '{"b":\n', "2}\n"]
+    assert _common._text_lines(b"{}\r") == ["{}\n"] and _common._text_lines(b"\xff{}\n") == ["\ufffd{}\n"]
+    path = Path(__file__).parent / "fixtures" / "transcripts" / "claude"
+    for file in sorted(path.rglob("*.jsonl")):
+        fast_counts: Counter[str] = Counter()
+        slow_counts: Counter[str] = Counter()
+        assert list(_common.read_jsonl(file, fast_counts)) == list(_common.read_jsonl_text(file, slow_counts))
+        assert fast_counts == slow_counts
+
+
+def test_without_msgspec_every_line_is_read_by_the_definition(monkeypatch, tmp_path):
+    # msgspec is the optional `fast` extra: a plain `pip install` reads the same records without it
+    from collections import Counter
+
+    from skillgit.sleep.readers import _common
+
+    monkeypatch.setattr(_common, "_DECODE", [None])
+    files = sorted((Path(__file__).parent / "fixtures" / "transcripts" / "claude").rglob("*.jsonl"))
+    odd = tmp_path / "odd.jsonl"
+    odd.write_bytes(b"".join(_JSONL_PIECES))
+    for file in [*files, odd]:
+        plain_counts: Counter[str] = Counter()
+        text_counts: Counter[str] = Counter()
+        plain, text = list(_common.read_jsonl(file, plain_counts)), list(_common.read_jsonl_text(file, text_counts))
+        assert repr(plain) == repr(text) and plain_counts == text_counts
 
 
 def test_records_are_copied_as_dataclasses_replace_copies_them():
