@@ -47,9 +47,30 @@ def _has_command(*names: str) -> bool:
     return has_command(*names)
 
 
+def _stop_on_signals() -> None:
+    """Ctrl-C, TERM (how agent clients stop a stdio server) and HUP record a stop and end the server: a tool's
+    command still running (`integrations.commands.run`, a `skillgit train`) is killed with everything it started
+    (`process.run` checks for a recorded stop), and the exit waits for that; without this, the server died at once
+    and the train, its rollouts and their daemons ran on, spending the budget, with no one to read the result."""
+    import signal
+
+    from skillgit.errors import ExitCode, Interrupted, request_stop
+
+    def stop(signum: int, frame: object) -> None:
+        exc = Interrupted(f"the MCP server was stopped by {signal.Signals(signum).name}",
+                          "a train it ran resumes with the train tool's resume=true", ExitCode(128 + signum))
+        request_stop(exc)
+        raise exc
+
+    for sig in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])):
+        signal.signal(sig, stop)
+
+
 def serve_mcp(options: dict[str, Path]) -> None:
     from skillgit.errors import ExitCode, SkillgitError
     from skillgit.integrations import mcp_front
+
+    _stop_on_signals()
 
     def hand_over(front: mcp_front.Front, record_key: dict | None) -> None:
         from skillgit.integrations import commands, mcp_server

@@ -477,11 +477,15 @@ _SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AZURE_")
 
 def scrubbed_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """A copy of the environment without anything that looks like a credential: names containing KEY, TOKEN,
-    SECRET, PASSWORD, PASSWD or CREDENTIAL, and names starting with OPENAI_, ANTHROPIC_ or AZURE_."""
+    SECRET, PASSWORD, PASSWD or CREDENTIAL, names starting with OPENAI_, ANTHROPIC_ or AZURE_, and the names this
+    process registered as secrets whatever they are called (`redact.is_secret_name`: a role's `api_key_env`, such
+    as a teacher key in `LAB_TEACHER`, and the `.env` keys)."""
+    from skillgit.redact import is_secret_name
+
     source = os.environ if environ is None else environ
     return {name: value for name, value in source.items()
             if not any(part in name.upper() for part in _SECRET_PARTS)
-            and not name.upper().startswith(_SECRET_PREFIXES)}
+            and not name.upper().startswith(_SECRET_PREFIXES) and not is_secret_name(name)}
 
 
 def parse_printed_score(stdout: str, who: str) -> Score:

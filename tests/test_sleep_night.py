@@ -21,6 +21,7 @@ from skillgit.config import SimulatedCfg
 from skillgit.errors import SkillgitError
 from skillgit.sleep import replay as R
 from skillgit.sleep import state as S
+from skillgit.sleep.approval import command_key
 from skillgit.sleep.handoff import HandoffLLM, HandoffPending, pending_prompts, request_from_file
 from skillgit.sleep.mine import MinedTask, read_tasks
 from skillgit.sleep.night import NightOptions, gather, night_folder, run_night
@@ -258,9 +259,11 @@ def test_tasks_the_night_cannot_score_are_left_out_with_their_reason():
     assert not R.choose(tasks[:1], settings, simulated=True, agentic=False).usable
     rows = chosen.rows("train") + chosen.rows("val")
     assert all(r["metadata"]["world"] == "simulated" and r["expected"] for r in rows)
-    # agentic tasks replay once the task loader reads their rows — and only with a command to verify them
+    # agentic tasks replay once the task loader reads their rows — and only with a command to verify them, one a
+    # person approved (tests/test_probe12_commands.py)
     tasks.append(MinedTask("t-agentic-rubric", "agentic", "Tidy up", verify={"rubric": "is it tidy?"}))
-    with_loader = R.choose(tasks, settings, simulated=False, agentic=True)
+    with_loader = R.choose(tasks, settings, simulated=False, agentic=True,
+                           approved=frozenset(k for k in map(command_key, tasks) if k))
     assert with_loader.used == 5 and with_loader.excluded == {
         "agentic task without a test command (judging an agent's workspace by rubric needs the agent student to "
         "hand its diff to the judge: not yet)": 1}

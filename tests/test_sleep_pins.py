@@ -17,6 +17,7 @@ from skillgit.agentic.workspace import Workspaces
 from skillgit.config import EnvCfg
 from skillgit.errors import SkillgitError
 from skillgit.sleep import replay as R
+from skillgit.sleep.approval import command_key
 from skillgit.sleep.mine import MinedTask
 from skillgit.sleep.pins import NO_COMMIT, TO_BRANCH, Pins
 from skillgit.sleep.settings import SleepSettings
@@ -66,7 +67,8 @@ def test_replay_repins_tasks_to_commits_the_repository_has(repo, tmp_path):
              task("option", "--output=" + str(tmp_path / "pwned"), branch="feature")]  # never an option to git
     store = GitRepo.open(root)
 
-    chosen = R.choose(tasks, SleepSettings(), simulated=False, agentic=True, pins=Pins(store, c["tip"]))
+    chosen = R.choose(tasks, SleepSettings(), simulated=False, agentic=True, pins=Pins(store, c["tip"]),
+                      approved=approved_all(tasks))
 
     revs = {t.id: t.rev for name in R.SPLITS for t in getattr(chosen, name)}
     assert revs == {"zero-sha": c["feature"], "absent": c["tip"], "kept": c["first"], "option": c["feature"]}
@@ -95,7 +97,8 @@ def test_without_a_fallback_the_task_is_left_out_with_its_reason(repo):
     root, c = repo
     tasks = [task("zero-sha", ZERO), task("gone-branch", ABSENT, branch="deleted"), task("kept", c["first"]),
              task("kept-too", c["tip"])]
-    chosen = R.choose(tasks, SleepSettings(), simulated=False, agentic=True, pins=Pins(GitRepo.open(root), None))
+    chosen = R.choose(tasks, SleepSettings(), simulated=False, agentic=True, pins=Pins(GitRepo.open(root), None),
+                      approved=approved_all(tasks))
     assert chosen.excluded == {NO_COMMIT: 2}
     assert {t.id for name in R.SPLITS for t in getattr(chosen, name)} == {"kept", "kept-too"}
 
@@ -103,8 +106,9 @@ def test_without_a_fallback_the_task_is_left_out_with_its_reason(repo):
 def test_a_session_older_than_its_branch_falls_back_to_the_skill_branch(repo):
     root, c = repo
     early = task("early", ZERO, branch="feature", started="2025-12-01T00:00:00Z")
-    chosen = R.choose([early, task("kept", c["first"])], SleepSettings(), simulated=False, agentic=True,
-                      pins=Pins(GitRepo.open(root), c["tip"]))
+    tasks = [early, task("kept", c["first"])]
+    chosen = R.choose(tasks, SleepSettings(), simulated=False, agentic=True, pins=Pins(GitRepo.open(root), c["tip"]),
+                      approved=approved_all(tasks))
     assert {t.id: t.rev for name in R.SPLITS for t in getattr(chosen, name)}["early"] == c["tip"]
 
 
@@ -144,9 +148,14 @@ def test_a_codex_sessions_commit_absent_from_the_repository_is_replayed_from_its
     assert all(s.get("branch") == "main" for t in agentic for s in t.sessions)
     twin = replace_id(agentic[0], "twin")
     chosen = R.choose([*agentic, twin], SleepSettings(), simulated=False, agentic=True,
-                      pins=Pins(GitRepo.open(root), tip))
+                      pins=Pins(GitRepo.open(root), tip), approved=approved_all([*agentic, twin]))
     assert {t.rev for name in R.SPLITS for t in getattr(chosen, name)} == {before}
     assert chosen.repinned == {TO_BRANCH: len(agentic) + 1}
+
+
+def approved_all(tasks: list[MinedTask]) -> frozenset[str]:
+    """The keys of every task's commands, as `skillgit sleep review --approve` records them (sleep/approval.py)."""
+    return frozenset(k for k in map(command_key, tasks) if k)
 
 
 def replace_id(task: MinedTask, task_id: str) -> MinedTask:

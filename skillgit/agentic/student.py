@@ -30,8 +30,9 @@ Every command runs with `PWD` set to the workspace (agents such as OpenCode foll
 Hermetic rollouts (`command.profile`, default hermetic; `skillgit.agents.profile`): the agent runs with a fresh
 config home in its rollout folder (`<folder>/home`, removed when the pooled workspace is reset for the next
 rollout) holding only what authentication needs, and its own isolation switches; setup and verify commands keep
-the user's environment. `fingerprint()` names the agent, its CLI version, a hash of its effective config and the
-profile.
+the user's environment as the agent gets it, without the model credentials the agent may hold (its own key, the
+`api_key_env` targets of both roles, the keys its CLI authenticates with: `_credentials`). `fingerprint()` names
+the agent, its CLI version, a hash of its effective config and the profile.
 
 A rollout whose trace shows the agent tried to load the skill and failed (its skill tool errored), while no rollout
 of this student has loaded it yet, stops the run (`LLMError(kind="config")`, naming the agent's fix, e.g. ripgrep
@@ -95,6 +96,10 @@ class AgentStudent:
         own_key = (api_key_env or "",) if self.base_url else ()  # the key of model.student.base_url's server
         self.env = agent_env(env, (*self.preset.keep_env, *cfg.env_passthrough, *own_key),
                              (*secrets.names, *withhold))
+        # the model credentials the agent may hold (its own key, the api_key_env targets of both roles — the
+        # teacher's too when the roles share one —, the keys its CLI authenticates with): setup and verify run the
+        # workspace's code, which the agent wrote, and need none of them
+        self._credentials = frozenset((*own_key, *secrets.names, *self.agent.profile.key_env)) - {""}
         self.plan: Plan = plan(self.agent.profile, Settings(cfg.profile, self.base_url, api_key_env, model, self.env))
         # every value the agent could echo: conventional and registered secrets of `env`, and `secrets`
         self._secrets = tuple(sorted(set(secret_values(env)) | secrets.values, key=len, reverse=True))
@@ -249,9 +254,10 @@ class AgentStudent:
             # PWD: agents (OpenCode) and shells follow an inherited PWD rather than their real cwd.
             # SKILLGIT_REPLAY: the agent's own hooks (our SessionEnd hook) know this session is no person's work.
             env = {**{k: v for k, v in self.env.items() if k != "OLDPWD"}, "SKILLGIT_SAMPLE": str(sample),
-                   "PWD": str(ws), REPLAY_ENV: "1"}  # setup and verify: the user's environment
+                   "PWD": str(ws), REPLAY_ENV: "1"}
+            commands = {k: v for k, v in env.items() if k not in self._credentials}  # setup and verify
             try:
-                timings["setup"] = self._setup(spec, ws, env)
+                timings["setup"] = self._setup(spec, ws, commands)
             except LLMError as exc:
                 with self._lock:
                     self._broken_setup[material] = exc
@@ -263,7 +269,8 @@ class AgentStudent:
             diff = self.workspaces.diff(ws, exclude=[rel_install.split("/")[0], *self.workspaces.hidden(spec)])
             started = time.monotonic()
             try:
-                score = verify.verify(spec.verify, ws, env, wrap=lambda c: str(tracked(ws.parent, c)), record=ws.parent)
+                score = verify.verify(spec.verify, ws, commands, wrap=lambda c: str(tracked(ws.parent, c)),
+                                      record=ws.parent)
             except verify.Unknown as exc:
                 raise LLMError(f"task '{item.id}': {exc}", "the rollout is unknown (not a failure); fix the verifier "
                                "or raise verify.timeout_s", kind="unknown") from None

@@ -2,7 +2,8 @@
 
 Contract:
 - `Workspaces(repo, keep=False, skill_path="")` owns `<tmp>/skillgit-ws-<hash of the repository's git dir>/`
-  (outside the repository: agents rightly refuse to work inside a `.git` folder) and in it, from its first
+  (outside the repository: agents rightly refuse to work inside a `.git` folder; mode 0700, and refused when
+  another user or a symlink holds that name: `tmpdirs.claim`) and in it, from its first
   rollout on, one pool folder `<pid>-<random>/` holding
     `store/`     fixture snapshots: a fixture folder is copied once per content (`copy_fixture`, file by file a
                  copy-on-write clone where the file system offers one: `cow_copy`) and committed byte for byte;
@@ -73,7 +74,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from skillgit import package, process
+from skillgit import package, process, tmpdirs
 from skillgit.agentic.spec import WORKSPACE_PREFIX, AgenticSpec
 from skillgit.errors import ConfigError, GitStateError
 from skillgit.llm import command
@@ -333,12 +334,12 @@ class _Pool:
                 folder = self.root / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
                 for _ in range(5):  # another process may remove the empty root between our mkdirs
                     try:
-                        folder.mkdir(parents=True)
+                        tmpdirs.claim(self.root).joinpath(folder.name).mkdir()
                         break
                     except FileNotFoundError:
                         continue
                 else:
-                    folder.mkdir(parents=True)
+                    tmpdirs.claim(self.root).joinpath(folder.name).mkdir()
                 self.folder = folder
             return self.folder
 
@@ -409,14 +410,15 @@ class _Pool:
 
 def _drop_root(root: Path) -> None:
     try:
-        root.rmdir()  # only when empty: another run's workspaces keep it
+        if tmpdirs.is_ours(root):
+            root.rmdir()  # only when empty: another run's workspaces keep it
     except OSError:
         pass
 
 
 def sweep(root: Path, repo: Repository) -> int:
     """`Workspaces.sweep` (module docstring) of `root`; `repo` prunes the worktrees an older skillgit made."""
-    if not root.is_dir():
+    if not root.is_dir() or not tmpdirs.is_ours(root):  # another user's folder of that name: not ours to clean
         return 0
     removed, worktrees = 0, False
     for folder in root.iterdir():

@@ -148,7 +148,7 @@ def mine_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, home:
                      f"({'reviewed' if g.reviewed else 'not reviewed'})"))
     if g.pool and not g.reviewed:
         _say("review the file, then `skillgit sleep review --approve` (nothing leaves this machine before that, "
-             "unless `sleep run --yes`)")
+             "unless `sleep run --yes`; a test command mined from a transcript runs only once approved)")
 
 
 def _tasks_path(sp: Any, tasks: Optional[str]) -> Path:
@@ -160,9 +160,12 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
                approve: bool = typer.Option(False, "--approve", help="Mark the file as reviewed."),
                revoke: bool = typer.Option(False, "--revoke", help="Mark the file as not reviewed."),
                as_json: bool = JSON) -> None:
-    """Show the mined tasks for review; --approve marks the file reviewed (its first line says so)."""
+    """Show the mined tasks for review, with the shell commands each agentic task would run; --approve marks the
+    file reviewed (its first line says so) and approves those commands here (only approved commands ever run)."""
+    from skillgit.sleep import approval
     from skillgit.sleep.mine import read_tasks
     from skillgit.sleep.replay import share
+    from skillgit.store.repository import open_repository
 
     if approve and revoke:
         raise SkillgitError("--approve and --revoke exclude each other", "give one of them")
@@ -174,11 +177,19 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
         _review_nothing_mined(sp, path, as_json)
         return
     loaded = read_tasks(path)
-    if approve or revoke:
-        _set_reviewed(path, approve)
-        loaded = read_tasks(path)
+    git = open_repository(sp.root)
+    try:
+        if approve or revoke:
+            _set_reviewed(path, approve)
+            loaded = read_tasks(path)
+            approval.record(git.common_dir, loaded.tasks, approve=approve)
+        keys = approval.approved(git.common_dir)
+    finally:
+        git.close()
     rows = [{"id": t.id, "kind": t.kind, "place": "val" if share(t.id) < sp.settings.val_share else "train/test",
-             "sessions": len(t.sessions), "prompt": t.prompt, "expected": t.expected, "verify": t.verify}
+             "sessions": len(t.sessions), "prompt": t.prompt, "expected": t.expected, "verify": t.verify,
+             "commands": approval.commands(t),
+             "commands_approved": approval.command_key(t) in keys if t.kind == "agentic" else None}
             for t in loaded.tasks]
     if as_json:
         console.print_json({"file": str(path), "reviewed": loaded.reviewed, "tasks": rows})
@@ -187,7 +198,13 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
         expected = "" if r["expected"] is None else f" → {str(r['expected'])[:40]!r}"
         typer.echo(shown(f"{r['id']}  {r['kind']:<7} {r['sessions']} session(s)  {r['prompt'][:70]!r}{expected}",
                          multiline=False))
-    _say(f"{len(rows)} task(s) in {path}: {'reviewed' if loaded.reviewed else 'NOT reviewed'}")
+        for command in r["commands"]:  # what would run in a night, shown whole: it came from a transcript
+            typer.echo(shown(f"    runs{'' if r['commands_approved'] else ' (not approved)'}: $ {command}",
+                             multiline=False))
+    waiting = sum(1 for r in rows if r["commands_approved"] is False)
+    _say(f"{len(rows)} task(s) in {path}: {'reviewed' if loaded.reviewed else 'NOT reviewed'}"
+         + (f"; {waiting} agentic task(s) run commands nobody approved yet (--approve after reading them)"
+            if waiting else ""))
 
 
 def _review_nothing_mined(sp: Any, path: Path, as_json: bool) -> None:
@@ -251,7 +268,9 @@ def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: 
             tasks: Optional[str] = TASKS, branch: Optional[str] = BRANCH, max_tasks: Optional[int] = MAX_TASKS,
             max_steps: Optional[int] = MAX_STEPS, max_calls: Optional[int] = MAX_CALLS,
             max_tokens: Optional[int] = MAX_TOKENS, max_cost: Optional[float] = MAX_COST,
-            yes: bool = typer.Option(False, "--yes", help="Send unreviewed mined tasks to the configured models."),
+            yes: bool = typer.Option(False, "--yes", help="Send unreviewed mined tasks to the configured models "
+                                                           "(their shell commands still run only once approved: "
+                                                           "`sleep review --approve`)."),
             handoff: Optional[Path] = typer.Option(None, "--handoff", help="No API key: write teacher prompts to "
                                                                            "this folder for your own agent to "
                                                                            "answer; run again to resume."),

@@ -182,6 +182,8 @@ Arguments: `$ARGUMENTS` — a budget (model calls, or `$` dollars) is required f
 2. Show what it would do. If no budget was given, ask for one and stop.
 3. Run `skillgit sleep run --json --set budget.max_calls=<N>` (or `--set budget.max_cost_usd=<USD>`).
 4. Report the result. Adopting any change is the user's decision: never merge, revert or push.
+Reviewing the mined tasks is the user's too: never run `skillgit sleep review --approve` and never pass `--yes`
+(the tasks quote transcripts, and an agentic task's test command runs only once the user approved it).
 """),
     Command("review", "Prepare a review of what skillgit learned: a pull-request body for a person", f"""\
 Prepare a review of the skill changes skillgit learned, for a person to decide on. {_LAUNCH}

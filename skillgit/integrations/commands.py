@@ -12,17 +12,18 @@ Contract
   overwrite an existing branch); an existing `skillgit/review/…` branch is reused as it is.
 - `sleep_command(...)` runs `skillgit sleep dry-run|run --json`; `cli_has(...)` says whether this version has it
   (the command line hands its `has_command` over when it starts the server: `use_cli`).
-- `run(argv, timeout_s)` runs a command in its own process group with stdin closed; on timeout the whole group
-  is killed. The child inherits the environment (it needs the model credentials); its output is redacted by the
-  caller before anything reaches an agent.
+- `run(argv, timeout_s)` runs a command through `skillgit.process.run` (its own session, stdin closed): on
+  timeout TERM reaches the command and everything it started — a `skillgit train`'s rollouts lead sessions of
+  their own, and are found by the scope id they inherit (and the cgroup) — then, after `STOP_GRACE_S` (time for
+  train to stop its rollouts and save the run as interrupted), KILL reaches whatever is left; nothing the command
+  started outlives `run`. The child inherits the environment (it needs the model credentials); its output is
+  redacted by the caller before anything reaches an agent.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from typing import Callable
 from skillgit.errors import ExitCode, SkillgitError
 
 REVIEW_PREFIX = "skillgit/review/"
+STOP_GRACE_S = 15.0  # after TERM at the timeout: a train stops its rollouts and saves the run, then KILL
 _BRANCH_RE = re.compile(r"^skillgit/review/[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
 
 
@@ -148,20 +150,7 @@ def prepare_review_branch(root: Path, branch: str, start: str) -> bool:
 
 def run(argv: list[str], timeout_s: float, cwd: Path | None = None) -> Completed:
     """Run `argv` (see the module contract)."""
-    started = time.monotonic()
-    kwargs: dict = {"start_new_session": True} if os.name != "nt" else {
-        "creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
-    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, encoding="utf-8", errors="replace", **kwargs)
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-        return Completed(tuple(argv), proc.returncode, out, err, time.monotonic() - started)
-    except subprocess.TimeoutExpired:
-        if os.name != "nt":
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        proc.kill()
-        out, err = proc.communicate()
-        return Completed(tuple(argv), proc.returncode, out, err, time.monotonic() - started, timed_out=True)
+    from skillgit import process
+
+    done = process.run(argv, cwd=cwd or Path.cwd(), env=os.environ, timeout_s=timeout_s, kill_grace_s=STOP_GRACE_S)
+    return Completed(tuple(argv), done.returncode, done.stdout, done.stderr, done.seconds, timed_out=done.timed_out)

@@ -396,6 +396,7 @@ class Front:
         self.version: str | None = None  # the protocol version whose answers the front gives
         self.initialized = False  # the client sent notifications/initialized
         self.first_done = threading.Event()
+        self.ended = threading.Event()  # the client closed its end (stdin)
         self.handed_over = False
         self.mismatch: str | None = None
 
@@ -405,6 +406,7 @@ class Front:
         finally:
             self.feed.put("")
             self.first_done.set()
+            self.ended.set()
 
     def _loop(self) -> None:
         line = self.text_in.readline()
@@ -474,10 +476,26 @@ def serve(hand_over: Callable[[Front, dict[str, Any] | None], None]) -> None:
     front = Front(text_in, sink, handshake)
     waiting = handshake is not None and _stdin_waiting(in_buffer)
     threading.Thread(target=front.run, name="skillgit-mcp-front", daemon=True).start()
+    over = threading.Event()
+    threading.Thread(target=_stop_at_end, args=(front, over), name="skillgit-mcp-end", daemon=True).start()
     try:
         if waiting:
             front.first_done.wait(1.0)
         hand_over(front, key if handshake is None and key is not None and can_save_handshake() else None)
     finally:
+        over.set()
+        front.feed.put("")  # a reader still waiting on the feed (a server stopped by a signal) ends: exit is not held
         give_stdout()
         give_stdin()
+
+
+def _stop_at_end(front: Front, over: threading.Event) -> None:
+    """The client closed the session (MCP stdio: it closes stdin) while the server still serves: a command a tool
+    still runs would answer no one, so a stop is recorded and `process.run` kills it with everything it started
+    (a `skillgit train`, its rollouts); without it the server waited for the train to end before it exited."""
+    front.ended.wait()
+    if not over.is_set():
+        from skillgit.errors import Interrupted, request_stop
+
+        request_stop(Interrupted("the MCP client closed the session",
+                                 "a train it ran resumes with the train tool's resume=true"))

@@ -48,6 +48,7 @@ from skillgit.loop.events import EventSink, ignore
 from skillgit.records import SkillScores, StepOutcome
 from skillgit.sleep import replay as R
 from skillgit.sleep import state as S
+from skillgit.sleep.approval import approved_in, command_key
 from skillgit.sleep.handoff import Deferring, HandoffDeferred, HandoffLLM, HandoffPending, answered, pending_prompts
 from skillgit.sleep.harvest import HarvestResult, consume_inbox, git_remotes, harvest
 from skillgit.sleep.mine import MinedTask, Miner, MineResult, read_tasks, rev_before, write_tasks
@@ -258,8 +259,10 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
     task file's count when `pool` is part of it (a library skill's routed tasks)."""
     meta_path = folder / "replay.json"
     if R.has_splits(folder) and meta_path.is_file():
+        _check_frozen_commands(sp, folder)
         return R.Replay(simulated=simulated), json.loads(meta_path.read_text(encoding="utf-8"))
-    chosen = R.choose(pool, sp.settings, simulated=simulated, agentic=R.agentic_supported(), pins=pins)
+    chosen = R.choose(pool, sp.settings, simulated=simulated, agentic=R.agentic_supported(), pins=pins,
+                      approved=approved_in(sp.root))
     meta = {**chosen.counts(), "used": chosen.used, "judged": chosen.judged, "excluded": chosen.excluded,
             "repinned": chosen.repinned,
             "simulated": simulated,
@@ -268,6 +271,20 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
         R.write_splits(folder, chosen)
         meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return chosen, meta
+
+
+def _check_frozen_commands(sp: SleepProject, folder: Path) -> None:
+    """A resumed night replays its frozen splits: each agentic row's commands must still be approved (revoked
+    since, or frozen by a skillgit that did not ask: the night stops before anything runs)."""
+    approved = approved_in(sp.root)
+    for name in R.SPLITS:
+        path = folder / f"{name}.jsonl"
+        rows = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+        for row in (MinedTask.from_row(json.loads(line)) for line in rows if line.strip()):
+            if row.kind == "agentic" and command_key(row) not in approved:
+                raise SkillgitError(f"the night's frozen task '{row.id}' in {folder} runs commands nobody approved "
+                                    "here", "read them with `skillgit sleep review`, then `--approve`; or delete "
+                                    f"{folder} to choose the night's tasks again", ExitCode.USAGE)
 
 
 def _decisions(store: Store, run: str) -> tuple[StepOutcome, ...]:

@@ -20,6 +20,7 @@ from skillgit.errors import SkillgitError
 from skillgit.sleep import replay as R
 from skillgit.sleep import schedule as K
 from skillgit.sleep import state as S
+from skillgit.sleep.approval import approved_in
 from skillgit.sleep.mine import read_tasks
 from skillgit.sleep.night import gather, leaves_machine, night_overrides, run_id
 from skillgit.sleep.settings import SleepProject, check_date
@@ -40,7 +41,8 @@ def plan_night(sp: SleepProject, date: str, *, handoff: bool = False) -> dict[st
     simulated = cfg.model.student_backend == "simulated"
     if library:
         return _plan_library(sp, date, g, library, handoff)
-    chosen = R.choose(g.pool, settings, simulated=simulated, agentic=R.agentic_supported())
+    chosen = R.choose(g.pool, settings, simulated=simulated, agentic=R.agentic_supported(),
+                      approved=approved_in(sp.root))
     who = leaves_machine(cfg, handoff)
     release = "offline" if not who else ("reviewed" if g.reviewed else "needs review (or --yes)")
     plan: dict[str, Any] = {
@@ -97,7 +99,7 @@ def _plan_skill(sp: SleepProject, date: str, name: str, entry: Any, routed: Any)
 
     cfg = sp.config
     chosen = R.choose(routed, sp.settings, simulated=cfg.model.student_backend == "simulated",
-                      agentic=R.agentic_supported())
+                      agentic=R.agentic_supported(), approved=approved_in(sp.root))
     why = "no task was routed to it tonight (no session invoked it)" if not routed else chosen.reason
     one: dict[str, Any] = {"routed": len(routed), **chosen.counts(), "excluded": chosen.excluded,
                            "run": skill_run(run_id(date), name), "branch": night_branch(sp, date, entry),

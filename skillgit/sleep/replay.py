@@ -7,14 +7,16 @@ Contracts:
   as a judge (`skillgit.rubric.RubricScorer`: the task's rubric, with the accepted answer as the judge's
   reference when there is one) when it is longer or missing — with the simulated world only when there is a
   reference (its judge cannot tell right from wrong without one); an agentic task needs a test command
-  to verify it and a task loader that reads agentic rows (`agentic_supported()` asks `skillgit.tasks` itself, so
-  agentic tasks join as soon as the loader reads them); with the simulated student (`simulated=True`) only
-  simulated-world records can be scored — the student refuses anything else — so other tasks are left out, and
-  the kept ones are marked `metadata.world = "simulated"`. **That path is a simulation of the pipeline** (tests,
-  demos), not learning from real work. With `pins` (the night passes the repository and the skill branch's tip),
-  an agentic task pinned to a commit the repository does not have is moved to the session's branch or the skill
-  branch's tip, or left out with its reason (`pins.pin`; `Replay.repinned`: how → count). At most
-  `settings.max_tasks` are kept: the most recurring and most failed first, then by id.
+  to verify it, a task loader that reads agentic rows (`agentic_supported()` asks `skillgit.tasks` itself, so
+  agentic tasks join as soon as the loader reads them), and its commands in `approved` (`approval.command_key`:
+  the keys a person approved with `skillgit sleep review --approve`; the default approves none) — a command taken
+  from a transcript never runs unreviewed, whatever else released the night; with the simulated student
+  (`simulated=True`) only simulated-world records can be scored — the student refuses anything else — so other
+  tasks are left out, and the kept ones are marked `metadata.world = "simulated"`. **That path is a simulation of
+  the pipeline** (tests, demos), not learning from real work. With `pins` (the night passes the repository and
+  the skill branch's tip), an agentic task pinned to a commit the repository does not have is moved to the
+  session's branch or the skill branch's tip, or left out with its reason (`pins.pin`; `Replay.repinned`: how →
+  count). At most `settings.max_tasks` are kept: the most recurring and most failed first, then by id.
 - Splits are stable across nights: a task's place is a pure function of its id (`share(id)` in [0, 1)): val when
   below `val_share`, test when below `val_share + test_share` and at least `test_min_tasks` tasks are kept, else
   train. If train or val would be empty, the task nearest to the boundary moves (deterministic). Fewer than two
@@ -40,6 +42,7 @@ from typing import Any, Iterable, Sequence
 
 from skillgit.config import EnvCfg
 from skillgit.errors import SkillgitError
+from skillgit.sleep.approval import NOT_APPROVED, command_key
 from skillgit.sleep.mine import MinedTask
 from skillgit.sleep.pins import Pins, pin
 from skillgit.sleep.settings import SleepSettings
@@ -131,14 +134,16 @@ def agentic_supported() -> bool:
     return True
 
 
-def _why_not(task: MinedTask, simulated: bool, agentic: bool) -> str | None:
+def _why_not(task: MinedTask, simulated: bool, agentic: bool, approved: frozenset[str]) -> str | None:
     if task.kind == "agentic":
         if simulated:
             return "agentic task: the simulated student only answers text records"
         if not str((task.verify or {}).get("command") or "").strip():
             return ("agentic task without a test command (judging an agent's workspace by rubric needs the agent "
                     "student to hand its diff to the judge: not yet)")
-        return None if agentic else "agentic task: this skillgit's task loader does not read agentic rows yet"
+        if not agentic:
+            return "agentic task: this skillgit's task loader does not read agentic rows yet"
+        return None if command_key(task) in approved else NOT_APPROVED
     if _answer(task) is None:
         if not str((task.verify or {}).get("rubric") or "").strip():
             return "text task with neither an accepted answer nor a rubric"
@@ -158,7 +163,7 @@ def _priority(task: MinedTask) -> tuple[int, int, str]:
 
 
 def choose(tasks: Iterable[MinedTask], settings: SleepSettings, *, simulated: bool, agentic: bool,
-           pins: Pins | None = None) -> Replay:
+           pins: Pins | None = None, approved: frozenset[str] = frozenset()) -> Replay:
     """See the module contract."""
     excluded: Counter[str] = Counter()
     repinned: Counter[str] = Counter()
@@ -169,7 +174,7 @@ def choose(tasks: Iterable[MinedTask], settings: SleepSettings, *, simulated: bo
             excluded["duplicate id"] += 1
             continue
         seen.add(task.id)
-        why = _why_not(task, simulated, agentic)
+        why = _why_not(task, simulated, agentic, approved)
         if not why and pins is not None and task.kind == "agentic":
             pinned = pin(task, pins.commits, pins.base)
             if pinned.task is None:
