@@ -29,8 +29,7 @@ def test_a_git_dir_set_by_git_does_not_choose_the_repository(cli, make_repo, tmp
     plain = cli("status", "--json", cwd=project / "docs")
     assert plain.returncode == 0, plain.stderr
     # a shell alias or hook run from a sub-folder, with another repository's GIT_DIR and GIT_WORK_TREE inherited
-    env = {"GIT_DIR": str(other / ".git"), "GIT_WORK_TREE": str(other), "GIT_PREFIX": "docs/",
-           "GIT_NAMESPACE": "elsewhere"}
+    env = {"GIT_DIR": str(other / ".git"), "GIT_WORK_TREE": str(other), "GIT_PREFIX": "docs/"}
     hooked = cli("status", "--json", cwd=project / "docs", env=env)
     assert (hooked.returncode, hooked.stdout) == (0, plain.stdout), hooked.stderr
     # nothing was written to the other repository's refs or index
