@@ -2,9 +2,9 @@
 
 Contract:
 - `Workspaces(repo, keep=False, skill_path="")` owns `<tmp>/skillgit-ws-<hash of the repository's git dir>/`
-  (outside the repository: agents rightly refuse to work inside a `.git` folder; mode 0700, and refused when
-  another user or a symlink holds that name: `tmpdirs.claim`) and in it, from its first
-  rollout on, one pool folder `<pid>-<random>/` holding
+  (outside the repository: agents rightly refuse to work inside a `.git` folder; mode 0700, refused when another
+  user or a symlink holds that name: `tmpdirs.claim`) and in it, from its first rollout on, one pool folder
+  `<pid>-<random>/` holding
     `store/`     fixture snapshots: a fixture folder is copied once per content (`copy_fixture`, file by file a
                  copy-on-write clone where the file system offers one: `cow_copy`) and committed byte for byte;
     `<n>/ws`     workspace n; beside it the rollout's own files: `<n>/pgid` and `<n>/proc-scopes.jsonl` record
@@ -332,14 +332,13 @@ class _Pool:
                 raise RuntimeError("the workspaces were closed")
             if self.folder is None:
                 folder = self.root / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-                for _ in range(5):  # another process may remove the empty root between our mkdirs
+                for attempt in range(6):  # another process may remove the empty root between our mkdirs
                     try:
                         tmpdirs.claim(self.root).joinpath(folder.name).mkdir()
                         break
                     except FileNotFoundError:
-                        continue
-                else:
-                    tmpdirs.claim(self.root).joinpath(folder.name).mkdir()
+                        if attempt == 5:
+                            raise
                 self.folder = folder
             return self.folder
 
