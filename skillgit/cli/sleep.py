@@ -157,8 +157,10 @@ def _tasks_path(sp: Any, tasks: Optional[str]) -> Path:
 
 @sleep_app.command("review")
 def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tasks: Optional[str] = TASKS,
-               approve: bool = typer.Option(False, "--approve", help="Mark the file as reviewed."),
-               revoke: bool = typer.Option(False, "--revoke", help="Mark the file as not reviewed."),
+               approve: bool = typer.Option(False, "--approve", help="Mark the file as reviewed and approve, on this "
+                                                                     "machine, the shell commands it shows."),
+               revoke: bool = typer.Option(False, "--revoke", help="Mark the file as not reviewed and withdraw the "
+                                                                   "approval of its commands."),
                as_json: bool = JSON) -> None:
     """Show the mined tasks for review, with the shell commands each agentic task would run; --approve marks the
     file reviewed (its first line says so) and approves those commands here (only approved commands ever run)."""
@@ -205,6 +207,14 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
     _say(f"{len(rows)} task(s) in {path}: {'reviewed' if loaded.reviewed else 'NOT reviewed'}"
          + (f"; {waiting} agentic task(s) run commands nobody approved yet (--approve after reading them)"
             if waiting else ""))
+    agentic = sum(1 for r in rows if r["kind"] == "agentic")
+    if approve:  # what the approval did and what comes next
+        _say((f"approved the commands of its {agentic} agentic task(s) on this machine" if agentic else
+              "it has no agentic task, so no command to approve")
+             + "; next: `skillgit sleep run` (or `skillgit sleep schedule`); `--revoke` undoes this")
+    elif revoke:
+        _say(f"withdrew the approval of its {agentic} agentic task(s)' commands: a night leaves those tasks out (and "
+             "a night resumed from them stops) until `skillgit sleep review --approve`")
 
 
 def _review_nothing_mined(sp: Any, path: Path, as_json: bool) -> None:
@@ -546,7 +556,8 @@ def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
                  print_: bool = typer.Option(False, "--print", help="Print the entry; install nothing."),
                  yes: bool = typer.Option(False, "--yes", help="The nightly run passes --yes: unreviewed mined tasks "
                                                                "reach the configured models (default: only a "
-                                                               "reviewed task file does)."),
+                                                               "reviewed task file does); it approves no shell "
+                                                               "command (`sleep review --approve` does)."),
                  max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Dollars per night, passed to "
                                                                                    "the nightly run (required for a "
                                                                                    "real backend unless the config "
@@ -573,7 +584,8 @@ def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
         block = K.install_cron(job, crontab, file=file)
         typer.echo(shown(block.rstrip("\n")))
         _say(f"installed {_whose_crontab(file)}")
-    release = ("the job passes --yes: mined tasks reach the configured models unreviewed" if yes else
+    release = ("the job passes --yes: mined tasks reach the configured models unreviewed (their shell commands "
+               "still run only once approved: `skillgit sleep review --approve`)" if yes else
                "with a real backend a night runs only on a reviewed task file (`skillgit sleep review --approve`)")
     _say(f"{release}; keys come from the repository's .env. Remove it with `skillgit sleep unschedule"
          + (" --systemd`" if systemd else "`"))
