@@ -7,6 +7,7 @@ failure is a SkillgitError with its usual exit code.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -148,7 +149,7 @@ def check(base: Optional[str] = typer.Option(None, "--base", help="Compare again
             console.info(escape(f"warning: {warning}"))
         return
     from skillgit.cli.progress import RunDisplay
-    from skillgit.review.check import render_markdown, run_check
+    from skillgit.review.check import refuse_commit_in_progress, render_markdown, run_check
     from skillgit.session import open_session
 
     if skill is None and open_project(repo, config, set_ or []).config.skills:
@@ -156,6 +157,7 @@ def check(base: Optional[str] = typer.Option(None, "--base", help="Compare again
 
         raise typer.Exit(check_library(repo, config, set_ or [], base=base, with_test=test, as_json=as_json))
     session = open_session(views.project_for(repo, config, skill, set_ or []), roles=("student",))
+    refuse_commit_in_progress(session.store, os.environ, Path.cwd())
     display = RunDisplay(console.err)
     with display:
         result = run_check(session, base=base, with_test=test, progress=display.progress_callback)

@@ -18,6 +18,10 @@ Contract:
   - `cannot_judge` (exit 2): the skill is missing at one side, or fewer than `evaluation.min_val_coverage` of val
     items could be scored for both sides (e.g. the student or the scorer failed).
 - Items flip as in `review.data` (pass = score ≥ 0.5). `render_markdown` is the table CI posts as the job summary.
+- `refuse_commit_in_progress`: run from a `pre-commit` hook, HEAD is still the previous commit, so a commit that
+  changes the skill would be judged by its parent's verdict; git names the index of the commit in progress to its
+  hooks (GIT_INDEX_FILE), and when that index holds another skill than HEAD, check refuses (exit 2) and says to run
+  it from `pre-push` instead. A commit in progress that leaves the skill as HEAD has it is checked as usual.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from __future__ import annotations
 import dataclasses
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from skillgit.config import EvaluationCfg
+from skillgit.errors import SkillgitError
 from skillgit.loop import gate
 from skillgit.records import Coverage
 from skillgit.review.data import NOT_RECORDED, ItemFlips, compare_items, wilson
@@ -140,6 +146,19 @@ def _side(label: str, sha: str, present: bool, val: gate.SplitScore | None, test
                 len(val.per_item) if val is not None else 0, val_n,
                 round(test.mean(metric, weight), 6) if test is not None and test.per_item else None,
                 len(test.per_item) if test is not None else 0, test_n, items)
+
+
+def refuse_commit_in_progress(store: Store, environ: Mapping[str, str], cwd: Path) -> None:
+    """See the module's contract (`cwd`: where a relative GIT_INDEX_FILE is, as git's hooks get it)."""
+    index = environ.get("GIT_INDEX_FILE")
+    head = store.repo.ref("HEAD") if index else None
+    if not index or head is None or store.repo.index_file_is(cwd / index, head, store.skill_path) is not False:
+        return
+    raise SkillgitError(f"a commit in progress changes {store.skill_path} (git gave this process its index: "
+                        "GIT_INDEX_FILE, as in a pre-commit hook), but check scores the skill at HEAD, which is "
+                        "still the previous commit: its verdict would not be about this edit",
+                        "run `skillgit check` from a pre-push hook (HEAD is then the commit you push) or after "
+                        "committing; `git commit --no-verify` skips the hook this time")
 
 
 def run_check(session: Session, *, base: str | None = None, head: str = "HEAD", with_test: bool = True,

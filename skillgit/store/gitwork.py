@@ -220,6 +220,14 @@ class GitWork(GitBase):
         return self._call("--literal-pathspecs", "-C", str(wt), "diff", "--cached", "--quiet", "--no-ext-diff",
                           EOO, _operand(commit), "--", path)[0] == 0
 
+    def index_file_is(self, index_file: Path, commit: str, path: str) -> bool | None:
+        """True when the index file `index_file` (not this repository's own index: the one a `git commit` in progress
+        builds, which git names to its hooks in GIT_INDEX_FILE) holds exactly `commit`'s version of `path`, False
+        when it holds another; None when git cannot compare them (no such index, no such commit). Read only."""
+        status = self._call("--literal-pathspecs", "diff", "--cached", "--quiet", "--no-ext-diff", EOO,
+                            _operand(commit), "--", path, env={"GIT_INDEX_FILE": str(index_file)})[0]
+        return {0: True, 1: False}.get(status)
+
     def worktree_is(self, wt: Path, commit: str, path: str) -> bool:
         """True when the files of `path` in worktree `wt` are exactly `commit`'s (no change, no untracked file)."""
         if self._call("--literal-pathspecs", "-C", str(wt), "diff", "--quiet", "--no-ext-diff", EOO,
