@@ -96,7 +96,10 @@ def yaml_load(text: str, source: str = "<string>") -> Any:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        raise ConfigError(f"{where}: not valid YAML: {exc.problem or exc.context}",
+        opened = exc.context_mark  # where the construct the problem is in began: the `{` never closed, …
+        since = (f" ({exc.context} that starts at line {opened.line + 1}, column {opened.column + 1})"
+                 if exc.problem and exc.context and opened is not None and opened is not mark else "")
+        raise ConfigError(f"{where}: not valid YAML: {exc.problem or exc.context}{since}",
                           "fix the YAML syntax (indent with spaces; quote values containing ': ' or '#')") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {str(exc).splitlines()[0]}", "fix the YAML syntax") from None

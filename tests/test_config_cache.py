@@ -140,7 +140,11 @@ def test_an_error_reads_as_the_pure_parsers(text):
         _pure(text)
     mark = getattr(pure.value, "problem_mark", None) or getattr(pure.value, "context_mark", None)
     problem = getattr(pure.value, "problem", None) or getattr(pure.value, "context", None)
+    opened, context = getattr(pure.value, "context_mark", None), getattr(pure.value, "context", None)
+    since = (f" ({context} that starts at line {opened.line + 1}, column {opened.column + 1})"
+             if getattr(pure.value, "problem", None) and context and opened is not None and opened is not mark
+             else "")
     if mark is not None:
-        assert info.value.message == f"f.yaml:{mark.line + 1}:{mark.column + 1}: not valid YAML: {problem}"
+        assert info.value.message == f"f.yaml:{mark.line + 1}:{mark.column + 1}: not valid YAML: {problem}{since}"
     else:
         assert info.value.message.startswith("f.yaml: not valid YAML: ")
