@@ -56,12 +56,12 @@ def test_approve_says_what_it_approved_and_what_comes_next(tmp_path):
     assert approved.returncode == 0, approved.stderr
     assert "runs: $ pytest -q tests/test_dates.py" in approved.stdout
     said = " ".join(approved.stderr.split())
-    assert "approved the commands of its 1 agentic task(s) on this machine" in said, said
-    assert "next: `skillgit sleep run`" in said and "--revoke" in said
+    assert "approved the commands of its 1 agentic task(s) on this machine; next: `skillgit sleep run` " \
+           "(`--revoke` undoes it)" in said, said
     revoked = run_cli_inproc("sleep", "review", "--revoke", cwd=repo)
     assert revoked.returncode == 0, revoked.stderr
     said = " ".join(revoked.stderr.split())
-    assert "withdrew the approval of its 1 agentic task(s)' commands" in said, said
+    assert "withdrew the approval of the commands of its 1 agentic task(s): a night leaves them out" in said, said
     assert "runs (not approved): $ pytest" in revoked.stdout
 
 
@@ -83,3 +83,16 @@ def test_schedule_yes_says_it_approves_no_command(tmp_path):
     assert "mined tasks reach the configured models unreviewed (their shell commands still run only once approved: " \
            "`skillgit sleep review --approve`)" in said, said
     assert "sleep run" in crontab.read_text() and "--yes" in crontab.read_text()
+
+
+def test_run_says_when_tasks_were_left_out_for_commands_nobody_approved(tmp_path):
+    from tests.test_probe12_commands import _project as agentic_project
+
+    repo, home, canary = agentic_project(tmp_path)
+    done = run_cli_inproc("sleep", "run", "--home", str(home), "--sources", "claude", "--date", "2025-10-10",
+                          "--yes", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert "2 agentic task(s) left out: nobody approved their commands on this machine" in said, said
+    assert "`skillgit sleep review --approve`" in said
+    assert list(canary.iterdir()) == []  # (and nothing ran)

@@ -207,14 +207,10 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
     _say(f"{len(rows)} task(s) in {path}: {'reviewed' if loaded.reviewed else 'NOT reviewed'}"
          + (f"; {waiting} agentic task(s) run commands nobody approved yet (--approve after reading them)"
             if waiting else ""))
-    agentic = sum(1 for r in rows if r["kind"] == "agentic")
-    if approve:  # what the approval did and what comes next
-        _say((f"approved the commands of its {agentic} agentic task(s) on this machine" if agentic else
-              "it has no agentic task, so no command to approve")
-             + "; next: `skillgit sleep run` (or `skillgit sleep schedule`); `--revoke` undoes this")
-    elif revoke:
-        _say(f"withdrew the approval of its {agentic} agentic task(s)' commands: a night leaves those tasks out (and "
-             "a night resumed from them stops) until `skillgit sleep review --approve`")
+    if approve or revoke:  # what it did to the commands, and what comes next
+        agentic = f"the commands of its {sum(1 for r in rows if r['kind'] == 'agentic')} agentic task(s)"
+        _say(f"approved {agentic} on this machine; next: `skillgit sleep run` (`--revoke` undoes it)" if approve else
+             f"withdrew the approval of {agentic}: a night leaves them out until `skillgit sleep review --approve`")
 
 
 def _review_nothing_mined(sp: Any, path: Path, as_json: bool) -> None:
@@ -288,6 +284,7 @@ def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: 
             events: bool = typer.Option(False, "--events", help="Progress as JSON lines on stderr.")) -> None:
     """Harvest, mine and train tonight on a sleep/<date> branch through the gate; write the night's report."""
     from skillgit.cli.progress import RunDisplay
+    from skillgit.sleep.approval import NOT_APPROVED
     from skillgit.sleep.night import NightOptions, run_night
 
     sp = _project(repo, config, set_, **_night_options(home, sources, tasks, branch, max_tasks, max_steps,
@@ -313,6 +310,9 @@ def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: 
             typer.echo(shown(f"  {k.name}: {k.status}" + (f" ({k.reason})" if k.reason else
                                                           f", {k.accepted} accepted, {k.rejected} rejected")))
         typer.echo(shown(f"report: {report}"))
+        if unapproved := record.tasks.excluded.get(NOT_APPROVED, 0):  # the one left-out reason a person can undo
+            _say(f"{unapproved} agentic task(s) left out: nobody approved their commands on this machine; read them "
+                 "with `skillgit sleep review`, approve with `skillgit sleep review --approve`")
         if record.accepted:
             _say(f"review it (`git log {record.skill_branch}..{record.branch}`), then `skillgit sleep adopt "
                  f"{record.date}`")
