@@ -3,10 +3,11 @@ runs in, and the rule that no child process of skillgit inherits them.
 
 They are git's own list (`git rev-parse --local-env-vars`, git 2.39: what git clears when it crosses into a
 submodule) but the user's `git -c` settings (GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT), and GIT_NAMESPACE (git's
-transport honours it: a push or fetch between local repositories would read and write `refs/namespaces/…`). git sets them for hooks
-(GIT_DIR, GIT_INDEX_FILE) and shell aliases (GIT_PREFIX). skillgit run from one must still act on the repository its
-folder is in and never write the index a `git commit` in progress is building; nor may an agent, a verifier, a setup
-command or a scorer started in a workspace: their git would act on the user's repository instead of the workspace.
+transport honours it: a push or fetch between local repositories would read and write `refs/namespaces/…`). git
+sets them for hooks (GIT_DIR, GIT_INDEX_FILE) and shell aliases (GIT_PREFIX). skillgit run from one must still act
+on the repository its folder is in and never write the index a `git commit` in progress is building; nor may an
+agent, a verifier, a setup command or a scorer started in a workspace: their git would act on the user's repository
+instead of the workspace.
 - store/gitproc.py runs skillgit's own git commands without them (a command that needs one sets it itself);
 - process.py's `run` (every other child) drops them from the environment it is given.
 """

@@ -29,7 +29,8 @@ from skillgit.config import CommandCfg
 from skillgit.errors import SkillgitError
 from skillgit.integrations import tools
 from skillgit.integrations.commands import Budget
-from skillgit.llm.command import ROLLOUT_PREFIX, CommandStudent
+from skillgit.llm.command import CommandStudent
+from skillgit.tmpdirs import ROLLOUT_PREFIX
 from tests.test_agentic_escape import (  # noqa: F401  (fixtures)
     DAEMONIZE,
     ROOT,

@@ -7,17 +7,22 @@ every skill of the library there where the agent looks for project skills (the a
 read as an option), in its own process group (`process.run`), with exactly `env` — the caller builds it hermetic
 (its own HOME, the agent's base URL and key), so the user's HOME and agent config are never read or written. A
 run that fails or times out raises `RouteError`: the case is unknown, never "did not fire".
+
+Each run's folder is `<workdir or tmp>/skillgit-activation-<pid>-<random>` (`tmpdirs.recorded_folder`): the
+workspace is its `workspace/`, and beside it the agent's scope is recorded (`process.run(record=…)`); the folder is
+removed when the run ends. When skillgit was killed (kill -9) mid-run, the agent and what it started (a daemon
+that left its process group) are killed, and the folder removed, by the next `AgentRunner` built by this user (it
+sweeps `workdir` and the temp folder) or the next `CommandStudent` (`tmpdirs.sweep_recorded`: the same records).
 """
 
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Mapping, Sequence
 
-from skillgit import process
+from skillgit import process, tmpdirs
 from skillgit.library.activation import RouteError
 from skillgit.library.model import NAME_RE, Library
 
@@ -28,8 +33,13 @@ class AgentRunner:
     env: Mapping[str, str]
     agent: str = "claude"
     timeout_s: float = 300.0
-    workdir: Path | None = None  # where workspaces are made (default: the system's temp folder)
-    runs: list[Path] = field(default_factory=list, compare=False)  # workspaces made (removed after each run)
+    workdir: Path | None = None  # where run folders are made (default: the system's temp folder)
+    runs: list[Path] = field(default_factory=list, compare=False)  # run folders made (removed after each run)
+
+    def __post_init__(self) -> None:
+        tmpdirs.sweep_recorded()  # what the agent runs of a killed skillgit left running (module contract)
+        if self.workdir is not None:
+            tmpdirs.sweep_recorded(self.workdir)
 
     def install(self, library: Library, workspace: Path) -> None:
         from skillgit.agents import registry
@@ -49,17 +59,20 @@ class AgentRunner:
         if not prompt.strip() or prompt.lstrip().startswith("-"):
             raise RouteError(f"trigger prompt {prompt[:40]!r} is empty or starts with '-'",
                              "reword the case's prompt")
-        workspace = Path(tempfile.mkdtemp(prefix="skillgit-activation-", dir=self.workdir))
-        self.runs.append(workspace)
+        root = tmpdirs.recorded_folder(tmpdirs.ACTIVATION_PREFIX, self.workdir)
+        self.runs.append(root)
         try:
+            workspace = root / "workspace"
+            workspace.mkdir()
             self.install(library, workspace)
             argv = [a.replace("{prompt}", prompt) if "{prompt}" in a else a for a in self.argv]
-            done = process.run(argv, cwd=workspace, env=dict(self.env), timeout_s=self.timeout_s)
+            done = process.run(argv, cwd=workspace, env=dict(self.env), timeout_s=self.timeout_s,
+                               record=root)  # a kill -9 of skillgit: the next AgentRunner kills what it left
         except OSError as exc:
             raise RouteError(f"could not start {self.argv[0] if self.argv else 'the agent'}: {exc}",
                              "install the agent CLI or fix its path") from None
         finally:
-            shutil.rmtree(workspace, ignore_errors=True)
+            shutil.rmtree(root, ignore_errors=True)
         if done.timed_out or done.returncode != 0:
             why = "timed out" if done.timed_out else f"exited {done.returncode}"
             raise RouteError(f"the agent {why}: {process.tail(done.stderr or done.stdout, 300)}",

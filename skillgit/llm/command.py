@@ -24,8 +24,9 @@ Contracts:
   children it spawned die too, and `LLMError(kind="timeout")` is raised (not retryable: a hung agent would hang
   again and cost as much). Leftover group members are killed after a normal exit as well. The folder is
   `<tmp>/skillgit-rollout-<pid>-<random>` and records the agent's scope (`process.run(record=…)`): when skillgit
-  was killed (kill -9) mid-rollout, the next `CommandStudent` built by this user kills what that agent left
-  running and removes the folder (`sweep_rollouts`: folders whose skillgit process is gone).
+  was killed (kill -9) mid-rollout, the next `CommandStudent` (or activation `AgentRunner`) built by this user
+  kills what that agent left running and removes the folder (`tmpdirs.sweep_recorded`: folders whose skillgit
+  process is gone).
 - Environment: the parent's, minus every secret-named variable (`redact.is_secret_name`: conventional names and
   registered ones), every name in `secrets.names` (the config's `api_key_env` targets) and every name in
   `withhold` (the factory passes the project `.env`'s keys: no `.env` entry reaches the agent), except the
@@ -49,7 +50,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -103,25 +103,6 @@ def _tail(text: str) -> str:
     return out if len(out) <= TAIL_CHARS else "…" + out[-TAIL_CHARS:]
 
 
-ROLLOUT_PREFIX = "skillgit-rollout-"
-
-
-def sweep_rollouts(tmp: Path | None = None) -> int:
-    """Kill what the rollouts of a skillgit that is gone left running (`process.kill_recorded`) and remove their
-    folders (`<tmp>/skillgit-rollout-<pid>-*` of this user); returns how many were removed."""
-    from skillgit.store.lock import alive
-
-    removed = 0
-    for folder in Path(tmp or tempfile.gettempdir()).glob(f"{ROLLOUT_PREFIX}*-*"):
-        pid, dash, _ = folder.name[len(ROLLOUT_PREFIX):].partition("-")
-        if not (dash and pid.isdigit()) or int(pid) == os.getpid() or alive(int(pid)) or not tmpdirs.is_ours(folder):
-            continue
-        process.kill_recorded(folder)
-        shutil.rmtree(folder, ignore_errors=True)
-        removed += 1
-    return removed
-
-
 class CommandStudent:
     """A CLI agent run once per item in a scratch workspace (see the module contract). Thread-safe."""
 
@@ -148,7 +129,7 @@ class CommandStudent:
         self._cache_identity = cache_identity
         self.prices = prices
         self.kill_grace_s = kill_grace_s  # how long a timed-out agent may take to exit on TERM before KILL
-        sweep_rollouts()  # what the rollouts of a killed skillgit left running
+        tmpdirs.sweep_recorded()  # what the agent runs of a killed skillgit left running
         template = tuple(cfg.argv) or self.preset.argv
         if not template:
             raise LLMError("the generic command backend needs a command",
@@ -213,7 +194,7 @@ class CommandStudent:
         executable = self.resolve_binary()
         if executable is None:
             raise self._missing()
-        root = Path(tempfile.mkdtemp(prefix=f"{ROLLOUT_PREFIX}{os.getpid()}-"))
+        root = tmpdirs.recorded_folder(tmpdirs.ROLLOUT_PREFIX)
         try:
             return self._run_in(root, executable, skill, item, sample)
         finally:
