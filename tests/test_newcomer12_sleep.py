@@ -1,9 +1,12 @@
 """What a newcomer met in wave 12's command approval for `skillgit sleep` (fresh clone, venv and HOME), through the
 real CLI on a real git repository:
 
+- `sleep mine` sent the person to `sleep review --approve` straight away, past `sleep review`, which shows the
+  commands they approve.
 - `sleep review --approve` approves the shell commands of the agentic tasks it shows, yet said only "N task(s) …:
   reviewed": nothing told the person that commands were approved, where, or what to run next; `--revoke` said
   nothing of the approval it withdrew. Their `--help` lines said only "Mark the file as (not) reviewed."
+- `sleep run` left out agentic tasks whose commands nobody approved and said so only in the night's report.
 - `sleep schedule --yes` said "mined tasks reach the configured models unreviewed" and its help the same, without
   the other half: it approves no command (docs/SLEEP.md says so; the command did not).
 """
@@ -96,3 +99,14 @@ def test_run_says_when_tasks_were_left_out_for_commands_nobody_approved(tmp_path
     assert "2 agentic task(s) left out: nobody approved their commands on this machine" in said, said
     assert "`skillgit sleep review --approve`" in said
     assert list(canary.iterdir()) == []  # (and nothing ran)
+
+
+def test_mine_points_at_sleep_review_before_approving(tmp_path):
+    from tests.test_probe12_commands import _project as agentic_project
+
+    repo, home, _ = agentic_project(tmp_path)
+    mined = run_cli_inproc("sleep", "mine", "--home", str(home), "--sources", "claude", cwd=repo)
+    assert mined.returncode == 0, mined.stderr
+    said = " ".join(mined.stderr.split())
+    assert "read it with `skillgit sleep review` (every task, and the commands agentic ones would run), then " \
+           "`skillgit sleep review --approve`" in said, said

@@ -147,8 +147,9 @@ def mine_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, home:
     typer.echo(shown(f"{len(g.new)} new task(s), {len(g.pool)} in {g.path} "
                      f"({'reviewed' if g.reviewed else 'not reviewed'})"))
     if g.pool and not g.reviewed:
-        _say("review the file, then `skillgit sleep review --approve` (nothing leaves this machine before that, "
-             "unless `sleep run --yes`; a test command mined from a transcript runs only once approved)")
+        _say("read it with `skillgit sleep review` (every task, and the commands agentic ones would run), then "
+             "`skillgit sleep review --approve` (nothing leaves this machine before that, unless `sleep run --yes`; "
+             "a test command mined from a transcript runs only once approved)")
 
 
 def _tasks_path(sp: Any, tasks: Optional[str]) -> Path:
