@@ -68,3 +68,18 @@ def test_pre_push_hook_keeps_a_regressing_skill_commit_from_being_pushed(tmp_pat
     assert pushed.returncode != 0, pushed.stderr
     assert "check: regressed (exit 1)" in pushed.stderr
     assert git(remote, "rev-parse", "main") == git(root, "rev-parse", "HEAD~1")  # the remote kept the good skill
+
+
+def test_pre_commit_hook_in_a_skill_library_refuses_for_the_skill_being_changed(tmp_path):
+    from tests.test_library_all import project
+
+    root = project(tmp_path / "lib")
+    skill = root / "skills" / "release-notes" / "SKILL.md"
+    base = git(root, "rev-parse", "HEAD")
+    _hook(root, "pre-commit")
+    skill.write_text(skill.read_text() + "\nAlways answer in French.\n", encoding="utf-8")
+    done = _git(root, "commit", "-a", "-m", "a human edit of release-notes")
+    assert done.returncode != 0, done.stdout + done.stderr  # before: check scored HEAD vs its parent per skill
+    said = " ".join(done.stderr.split())
+    assert "a commit in progress changes skills/release-notes/SKILL.md" in said and "pre-push hook" in said, said
+    assert git(root, "rev-parse", "HEAD") == base and "French" in skill.read_text()

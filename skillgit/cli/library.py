@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -324,7 +325,7 @@ def check_library(repo: Optional[Path], config: Optional[Path], sets: list[str],
     else 2 cannot judge, else 0)."""
     from skillgit.cli.progress import RunDisplay
     from skillgit.library import views
-    from skillgit.review.check import render_markdown, run_check
+    from skillgit.review.check import refuse_commit_in_progress, render_markdown, run_check
     from skillgit.session import open_session
 
     project = views.project_for(repo, config, None, sets)
@@ -335,6 +336,7 @@ def check_library(repo: Optional[Path], config: Optional[Path], sets: list[str],
             skipped[name] = "no `tasks` of its own: not checked"
             continue
         session = open_session(views.project_for(repo, config, name, sets), roles=("student",))
+        refuse_commit_in_progress(session.store, os.environ, Path.cwd())
         display = RunDisplay(console.err)
         with display:
             results[name] = run_check(session, base=base, with_test=with_test, progress=display.progress_callback)
