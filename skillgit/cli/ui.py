@@ -33,7 +33,9 @@ def ui(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
         if open_:
             import webbrowser
 
-            webbrowser.open(served.url)
+            if not webbrowser.open(served.url):  # (a server, a container: no browser; nothing else says so)
+                console.info("--open: no web browser could be started here; open the URL above in yours (on another "
+                             "machine: forward the port, README \"Live dashboard\"), or set BROWSER")
 
     stopped = serve(repo, config, port=port, ready=ready, grace_s=grace)
     if stopped:
