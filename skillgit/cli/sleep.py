@@ -1,4 +1,5 @@
-"""CLI: `skillgit sleep harvest | mine | review | run | dry-run | status | adopt | schedule | unschedule`.
+"""CLI: `skillgit sleep harvest | mine | review | run | dry-run | status | adopt | schedule | unschedule`
+(`adopt` lives in `cli/sleep_adopt.py`).
 
 Thin wrappers over `skillgit.sleep`: data on stdout (`--json` where a script wants it; `harvest --json` is one JSON
 object per line), progress and messages on stderr, every expected failure a SkillgitError with a hint.
@@ -6,7 +7,6 @@ object per line), progress and messages on stderr, every expected failure a Skil
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -15,14 +15,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.markup import escape
 
 from skillgit import console
+from skillgit.cli.sleep_options import CONFIG, JSON, REPO, say, sleep_app, sleep_project
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.textsafe import json_shown, shown
 
-REPO = typer.Option(None, "--repo", "-C", help="The repository (default: the one around the current folder).")
-CONFIG = typer.Option(None, "--config", help="Config file (default: skillgit.yaml at the repository root).")
 SET = typer.Option(None, "-c", "--set", "-s",
                    help="Set a config key, as git -c does: -c train.batch_size=20 (repeatable).")
 CRONTAB_FILE = typer.Option(None, "--crontab-file", envvar="SKILLGIT_CRONTAB_FILE",
@@ -32,30 +30,15 @@ HOME = typer.Option(None, "--home", help="Whose agent sessions to read (default:
 SOURCES = typer.Option(None, "--sources", help="Session sources, comma-separated or repeated: claude, codex, "
                                                "copilot-cli, opencode, copilot-vscode, cursor (default: all).")
 DATE = typer.Option(None, "--date", help="The night, YYYY-MM-DD (default: today).")
-JSON = typer.Option(False, "--json", help="Print JSON on stdout.")
 TASKS = typer.Option(None, "--tasks", help="The mined task file (default: sleep.tasks_file, "
                                            ".skillgit/sleep/tasks.jsonl).")
 
-sleep_app = typer.Typer(help="Learn from your team's own agent sessions every night, through the gate.",
-                        no_args_is_help=True)
-
-
-def _say(message: str) -> None:
-    console.info(escape(shown(message)))
 
 
 def _sources(values: Optional[list[str]]) -> Optional[list[str]]:
     if not values:
         return None
     return [s.strip() for v in values for s in v.split(",") if s.strip()]
-
-
-def _project(repo: Optional[Path], config: Optional[Path], sets: Optional[list[str]] = None, **options: Any):
-    from skillgit.sleep.settings import open_sleep_project
-
-    sp = open_sleep_project(repo, config, list(sets or []))
-    settings = sp.settings.with_options(**options)
-    return dataclasses.replace(sp, settings=settings)
 
 
 def _date(value: Optional[str]) -> str:
@@ -85,7 +68,7 @@ def harvest_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, ho
     from skillgit.sleep.night import home_of, scrubber_for
     from skillgit.store.repository import open_repository
 
-    sp = _project(repo, config, home=home, sources=_sources(sources))
+    sp = sleep_project(repo, config, home=home, sources=_sources(sources))
     git_repo = open_repository(sp.root)
     saved = state.load(git_repo)
     scrubber = scrubber_for(sp)
@@ -101,7 +84,7 @@ def harvest_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, ho
     try:
         cache.save(cache_path)
     except OSError as exc:
-        _say(f"warning: the harvest cache could not be saved ({exc}); the next harvest reads every file again")
+        say(f"warning: the harvest cache could not be saved ({exc}); the next harvest reads every file again")
     rows = sorted(cache.rows, key=lambda r: (str(r["started"] or ""), r["key"]))
     if as_json:
         for row in rows:
@@ -111,11 +94,11 @@ def harvest_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, ho
             typer.echo(shown(f"{row['source']:<15} {row['session'][:36]:<36} {str(row['started'] or '-')[:19]:<19} "
                              f"{row['user_turns']:>3} turn(s)  {row['skipped_reason'] or 'kept'}"))
     for warning in cache.warnings:
-        _say(f"warning: {warning.source} {warning.path}: {warning.message}")
+        say(f"warning: {warning.source} {warning.path}: {warning.message}")
     summary = result.summary()
     reasons = Counter(r["skipped_reason"] for r in rows if r["skipped_reason"])
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "none"
-    _say(f"{sum(1 for r in rows if not r['skipped_reason'])} session(s) kept, skipped: {skipped}; "
+    say(f"{sum(1 for r in rows if not r['skipped_reason'])} session(s) kept, skipped: {skipped}; "
          f"{summary['files_read']} file(s) read, {summary['files_unchanged']} unchanged; "
          f"redactions: {sum(summary['redactions'].values())}")
 
@@ -129,7 +112,7 @@ def mine_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, home:
     from skillgit.store.lock import hold
     from skillgit.store.repository import open_repository
 
-    sp = _project(repo, config, home=home, sources=_sources(sources), tasks_file=tasks)
+    sp = sleep_project(repo, config, home=home, sources=_sources(sources), tasks_file=tasks)
     git = open_repository(sp.root)
     with hold(git.common_dir / "skillgit" / "locks", LOCK):
         g = gather(sp, git, write=True)
@@ -147,7 +130,7 @@ def mine_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, home:
     typer.echo(shown(f"{len(g.new)} new task(s), {len(g.pool)} in {g.path} "
                      f"({'reviewed' if g.reviewed else 'not reviewed'})"))
     if g.pool and not g.reviewed:
-        _say("read it with `skillgit sleep review` (every task, and the commands agentic ones would run), then "
+        say("read it with `skillgit sleep review` (every task, and the commands agentic ones would run), then "
              "`skillgit sleep review --approve` (nothing leaves this machine before that, unless `sleep run --yes`; "
              "a test command mined from a transcript runs only once approved)")
 
@@ -172,7 +155,7 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
 
     if approve and revoke:
         raise SkillgitError("--approve and --revoke exclude each other", "give one of them")
-    sp = _project(repo, config)
+    sp = sleep_project(repo, config)
     path = _tasks_path(sp, tasks)
     if not path.is_file():
         if approve or revoke:
@@ -205,12 +188,12 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
             typer.echo(shown(f"    runs{'' if r['commands_approved'] else ' (not approved)'}: $ {command}",
                              multiline=False))
     waiting = sum(1 for r in rows if r["commands_approved"] is False)
-    _say(f"{len(rows)} task(s) in {path}: {'reviewed' if loaded.reviewed else 'NOT reviewed'}"
+    say(f"{len(rows)} task(s) in {path}: {'reviewed' if loaded.reviewed else 'NOT reviewed'}"
          + (f"; {waiting} agentic task(s) run commands nobody approved yet (--approve after reading them)"
             if waiting else ""))
     if approve or revoke:  # what it did to the commands, and what comes next
         agentic = f"the commands of its {sum(1 for r in rows if r['kind'] == 'agentic')} agentic task(s)"
-        _say(f"approved {agentic} on this machine; next: `skillgit sleep run` (`--revoke` undoes it)" if approve else
+        say(f"approved {agentic} on this machine; next: `skillgit sleep run` (`--revoke` undoes it)" if approve else
              f"withdrew the approval of {agentic}: a night leaves them out until `skillgit sleep review --approve`")
 
 
@@ -238,7 +221,7 @@ def _review_nothing_mined(sp: Any, path: Path, as_json: bool) -> None:
     found = (f"since the last night, `sleep mine` harvested {harvest.sessions} session(s) (skipped: "
              f"{skipped}) and found {mined.units} request(s) in {mined.groups} group(s): "
              if harvested else "nothing was harvested since the last night: ")
-    _say(f"0 task(s) to review: {found}no task recurred in {sp.settings.min_sessions} or more sessions or failed, "
+    say(f"0 task(s) to review: {found}no task recurred in {sp.settings.min_sessions} or more sessions or failed, "
          f"so there is no task file yet ({path}); {seen} session file(s) seen so far")
 
 
@@ -288,7 +271,7 @@ def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: 
     from skillgit.sleep.approval import NOT_APPROVED
     from skillgit.sleep.night import NightOptions, run_night
 
-    sp = _project(repo, config, set_, **_night_options(home, sources, tasks, branch, max_tasks, max_steps,
+    sp = sleep_project(repo, config, set_, **_night_options(home, sources, tasks, branch, max_tasks, max_steps,
                                                         max_calls, max_tokens, max_cost))
     options = NightOptions(_date(date), yes=yes, handoff=handoff.resolve() if handoff else None)
     if events:
@@ -312,10 +295,10 @@ def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: 
                                                           f", {k.accepted} accepted, {k.rejected} rejected")))
         typer.echo(shown(f"report: {report}"))
         if unapproved := record.tasks.excluded.get(NOT_APPROVED, 0):  # the one left-out reason a person can undo
-            _say(f"{unapproved} agentic task(s) left out: nobody approved their commands on this machine; read them "
+            say(f"{unapproved} agentic task(s) left out: nobody approved their commands on this machine; read them "
                  "with `skillgit sleep review`, approve with `skillgit sleep review --approve`")
         if record.accepted:
-            _say(f"review it (`git log {record.skill_branch}..{record.branch}`), then `skillgit sleep adopt "
+            say(f"review it (`git log {record.skill_branch}..{record.branch}`), then `skillgit sleep adopt "
                  f"{record.date}`")
     if record.status == "stopped":
         raise typer.Exit(int(ExitCode.BUDGET))
@@ -337,7 +320,7 @@ def dry_run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, se
     """What tonight would do — sessions, tasks, splits, branch, budgets, an estimate of calls — writing nothing."""
     from skillgit.sleep.plan import plan_night
 
-    sp = _project(repo, config, set_, **_night_options(home, sources, tasks, branch, max_tasks, max_steps,
+    sp = sleep_project(repo, config, set_, **_night_options(home, sources, tasks, branch, max_tasks, max_steps,
                                                         max_calls, max_tokens, max_cost))
     plan = plan_night(sp, _date(date), handoff=handoff)
     if as_json:
@@ -355,7 +338,7 @@ def status_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
     """The nights so far, the task file's review state, and whether a nightly job is scheduled."""
     from skillgit.sleep.plan import status_info
 
-    sp = _project(repo, config)
+    sp = sleep_project(repo, config)
     info = status_info(sp, limit, crontab=crontab, crontab_file=_crontab_file(sp, crontab_file))
     if as_json:
         console.print_json(info)
@@ -381,123 +364,7 @@ def _yes_no(value: Optional[bool]) -> str:
     return "unknown" if value is None else ("yes" if value else "no")
 
 
-@sleep_app.command("adopt")
-def adopt_cmd(date: Optional[str] = typer.Argument(None, help="The night (default: the newest night with accepted "
-                                                               "steps)."),
-              repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
-              print_: bool = typer.Option(False, "--print", help="Print the git commands and the pull-request body "
-                                                                 "instead of adopting."),
-              merge: bool = typer.Option(False, "--merge", help="When the skill branch moved on: a merge commit "
-                                                                "(refused on conflicts; never a dirty worktree)."),
-              pr: bool = typer.Option(False, "--pr", help="Propose the night as a pull request instead: print its "
-                                                          "body (the night's report), or open it with --gh."),
-              gh: bool = typer.Option(False, "--gh", help="With --pr: open it with `gh pr create`."),
-              push: Optional[str] = typer.Option(None, "--push", help="With --pr: push the night's branch (with "
-                                                                      "skillgit's notes) to this remote first."),
-              as_json: bool = JSON) -> None:
-    """Bring a reviewed night's branch into the skill branch: fast-forward, --merge, or propose it with --pr."""
-    from skillgit.sleep import adopt as A
-    from skillgit.sleep.night import shown_path
-    from skillgit.sleep.report import render
-
-    if (gh or push) and not pr:
-        raise SkillgitError("--gh and --push go with --pr", "e.g. `skillgit sleep adopt --pr --push origin --gh`")
-    if pr and merge:
-        raise SkillgitError("--pr and --merge exclude each other", "propose the night (--pr) or adopt it (--merge)")
-    from skillgit.library.config import entries
-    from skillgit.sleep.night import own_store
-
-    sp = _project(repo, config)
-    cfg = sp.config
-    store = own_store(sp, entries(cfg, sp.root))  # (a library's skill.path may name no file)
-    night = _night_to_adopt(store.repo, date)
-    branch = night.branch if night is not None and night.branch else \
-        sp.settings.branch_for(date or "", cfg.skill.branch)
-    the_date = night.date if night is not None else (date or "")
-    report = sp.path(sp.settings.report_dir) / f"{the_date}.md"
-    plan = A.plan(store, branch, the_date, shown_path(report, sp.root) if report.is_file() else None)
-    body = render(night) if night is not None else ""
-    if print_:
-        _print_plan(plan, body, as_json)
-    elif pr:
-        _propose(sp, store, plan, body, gh=gh, push=push, as_json=as_json)
-    else:
-        _adopt(store, plan, night, merge=merge, as_json=as_json)
-
-
-def _print_plan(plan: Any, body: str, as_json: bool) -> None:
-    """`adopt --print`: the git commands (and the night's report) instead of adopting."""
-    if as_json:
-        console.print_json({**plan.to_dict(), "body": body})
-        return
-    typer.echo("\n".join(plan.commands))
-    if body:
-        typer.echo("\n" + body)
-
-
-def _adopt(store: Any, plan: Any, night: Any, *, merge: bool, as_json: bool) -> None:
-    """Move the skill branch to the night's (fast-forward or --merge), mark the night adopted, say what moved."""
-    from skillgit.sleep import adopt as A
-    from skillgit.sleep import state as S
-    from skillgit.sleep.night import LOCK
-
-    tip = A.adopt(store, plan, merge=merge)
-    if night is not None and not plan.up_to_date:
-        with store.lock(LOCK):
-            S.mark_adopted(store.repo, night, tip)
-    if as_json:
-        console.print_json({**plan.to_dict(), "tip": tip, "merged": not plan.fast_forward and not plan.up_to_date})
-        return
-    if plan.up_to_date:
-        typer.echo(f"{plan.skill_branch} already contains {plan.branch}: nothing to adopt")
-    else:
-        how = f"fast-forward to {plan.branch}" if plan.fast_forward else f"merge commit of {plan.branch}"
-        typer.echo(f"{plan.skill_branch}: {plan.skill_tip[:12]} → {tip[:12]} ({how})")
-
-
-def _propose(sp: Any, store: Any, plan: Any, body: str, *, gh: bool, push: Optional[str], as_json: bool) -> None:
-    """`adopt --pr`: the pull request `skillgit pr` would open for the night (body: the night's report)."""
-    import shutil
-
-    from skillgit.review import pr as pr_mod
-
-    if plan.up_to_date:
-        raise SkillgitError(f"{plan.skill_branch} already contains {plan.branch}: there is nothing to propose",
-                            "see `skillgit sleep status`")
-    request = pr_mod.PullRequest(f"sleep-{plan.date}", plan.skill_branch, plan.branch,
-                                 f"skillgit sleep: night of {plan.date}", body)
-    body_file = store.git_dir / "skillgit" / "pr" / f"sleep-{plan.date}.md"  # never in the working tree
-    if gh:
-        body_file.parent.mkdir(parents=True, exist_ok=True)
-        body_file.write_text(request.body, encoding="utf-8")
-        if shutil.which("gh") is None:  # before pushing anything
-            raise SkillgitError("`gh` (the GitHub CLI) is not installed or not on PATH",
-                                f"{pr_mod.GH_INSTALL_HINT}; the body is ready in {body_file}")
-    if push:
-        sync = pr_mod.push_head(store, plan.branch, push)
-        _say(f"pushed '{plan.branch}' to {push} ({sync.branch})")
-    if gh:
-        typer.echo(pr_mod.create_with_gh(request, body_file, sp.root).strip())
-    elif as_json:
-        console.print_json(request.to_dict())
-    else:
-        typer.echo(request.body, nl=False)
-        _say(f"to open it: skillgit sleep adopt {plan.date} --pr --push origin --gh")
-
-
-def _night_to_adopt(repo: Any, date: Optional[str]) -> Any:
-    from skillgit.sleep import state as S
-
-    if date:
-        from skillgit.sleep.settings import check_date
-
-        return S.night(repo, check_date(date))
-    for day in reversed(S.load(repo).nights):
-        record = S.night(repo, day)
-        if record is not None and record.accepted and not record.adopted:
-            return record
-    raise SkillgitError("no night with accepted steps waits for adoption", "see `skillgit sleep status`")
-
+from skillgit.cli import sleep_adopt  # noqa: E402,F401 - `sleep adopt` (registered here: the help lists it here)
 
 # ---------------------------------------------------------------------------------------------- schedule
 CRONTAB = typer.Option("crontab", "--crontab", envvar="SKILLGIT_CRONTAB", hidden=True,
@@ -570,7 +437,7 @@ def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
 
     from skillgit.sleep import schedule as K
 
-    sp = _project(repo, config)
+    sp = sleep_project(repo, config)
     job = _job(sp, at, yes, max_cost)
     if print_:
         text = "".join(f"# {name}\n{body}\n" for name, body in K.unit_files(job).items()) if systemd \
@@ -584,11 +451,11 @@ def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
         file = _crontab_file(sp, crontab_file)
         block = K.install_cron(job, crontab, file=file)
         typer.echo(shown(block.rstrip("\n")))
-        _say(f"installed {_whose_crontab(file)}")
+        say(f"installed {_whose_crontab(file)}")
     release = ("the job passes --yes: mined tasks reach the configured models unreviewed (their shell commands "
                "still run only once approved: `skillgit sleep review --approve`)" if yes else
                "with a real backend a night runs only on a reviewed task file (`skillgit sleep review --approve`)")
-    _say(f"{release}; keys come from the repository's .env. Remove it with `skillgit sleep unschedule"
+    say(f"{release}; keys come from the repository's .env. Remove it with `skillgit sleep unschedule"
          + (" --systemd`" if systemd else "`"))
 
 
@@ -603,7 +470,7 @@ def unschedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
     from skillgit.sleep import schedule as K
     from skillgit.store.repository import open_repository
 
-    sp = _project(repo, config)
+    sp = sleep_project(repo, config)
     root = open_repository(sp.root).root.resolve()
     if systemd:
         removed = K.remove_systemd(root, shlex.split(systemctl))
