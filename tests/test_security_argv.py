@@ -129,6 +129,8 @@ AUDIT: list[tuple[str, str, str]] = [
      f"--end-of-options; {OPERAND}; `--`"),
     ("GitRepo.worktree_is", "… diff --quiet … --end-of-options <commit> -- <path>; ls-files --others … -- <path>",
      f"--end-of-options; {OPERAND}; `--`"),
+    ("GitRepo.index_file_is", "git --literal-pathspecs diff --cached --quiet --no-ext-diff --end-of-options <commit> "
+     "-- <path> (GIT_INDEX_FILE: a hook's index)", f"--end-of-options; {OPERAND}; `--`"),
     ("GitRepo.same_path", "git diff --quiet … --end-of-options <a> <b> -- <path>", f"--end-of-options; {OPERAND}"),
     ("GitRepo.ff_merge", "… merge --ff-only --quiet --end-of-options <commit>", f"--end-of-options; {OPERAND}"),
     ("GitRepo.config_get_all", "git config --get-all -- <key>", "`--` (keys are skillgit's constants)"),
@@ -300,6 +302,7 @@ def test_every_git_method_refuses_an_operand_git_would_read_as_an_option(make_re
              lambda: repo.is_ancestor(bad, head), lambda: repo.delete_ref(bad), lambda: repo.note_text(bad),
              lambda: repo.merged_notes(bad), lambda: repo.checkout_path(root, bad, "SKILL.md"),
              lambda: repo.index_is(root, bad, "SKILL.md"), lambda: repo.worktree_is(root, bad, "SKILL.md"),
+             lambda: repo.index_file_is(root / ".git" / "index", bad, "SKILL.md"),
              lambda: repo.same_path(bad, head, "SKILL.md"), lambda: repo.ff_merge(root, bad),
              lambda: repo.grep_tree(bad, ["-e", "x"]), lambda: repo.ls_remote(bad), lambda: repo.fetch(bad, []),
              lambda: repo.push(bad, ["HEAD"], atomic=True), lambda: repo.create_branch(bad, head),
