@@ -37,11 +37,13 @@ class JudgeText:
     """A piece of the judge's own text. `kind`: `pattern` (a regular expression: matched verbatim), `rubric` (its
     lines and runs of words), `reference` (an answer, matched like an expected answer), `source` (a verifier's or
     scorer's file: its long lines and runs of words); `where` names it in a reason ("env.scorer.pattern", "the
-    rubric of item 'q1'", "the verifier file tests/verify/test_x.py of task 't1'")."""
+    rubric of item 'q1'", "the verifier file tests/verify/test_x.py of task 't1'"); `path` the file it was read
+    from ("" for text of the config or a task row): `check` refuses a change that edits the judge's files."""
 
     kind: str
     where: str
     text: str
+    path: str = ""
 
 
 def teacher_reference(scorer: Any, item: Item) -> Any:
@@ -66,7 +68,7 @@ def read_judge_file(path: Path, where: str) -> JudgeText | None:
         return None
     if b"\0" in data:
         return None
-    return JudgeText("source", where, data.decode("utf-8", "replace"))
+    return JudgeText("source", where, data.decode("utf-8", "replace"), str(path))
 
 
 def shown_path(path: Path, root: Path) -> str:
