@@ -1,0 +1,46 @@
+"""Probes of the gate's evidence (wave 13): paths around the verdict that earlier work left open.
+
+- The call journal keys a chat student's answers on the model, the skill, the item and the sample; its sampling
+  settings (temperature, max_tokens, seed, reasoning effort, thinking budget) decide the answer too. Before, a run
+  after `model.student.temperature` changed was answered from the journal with the old setting's replies wherever a
+  (skill, item, sample) had been asked before — the incumbent's re-scoring of a new run's first step among them —
+  while every new skill text was asked fresh: the gate compared two students and called it a gain.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from skillgit.config import config_from_dict
+from skillgit.llm.cache import CachedStudent, CallCache, student_key
+from skillgit.llm.factory import build_student
+from skillgit.types import Item
+from tests.fake_servers import FakeLLMServer
+
+ITEM = Item(id="q1", input="What is 2 + 3?", expected="5")
+KEY = {"OPENAI_API_KEY": "sk-test-0123456789abcdef"}
+
+
+def _student(server: FakeLLMServer, **settings):
+    cfg = config_from_dict({"model": {"student_backend": "openai", "student_model": "qwen",
+                                      "student": {"base_url": server.openai_base_url, "timeout_s": 5,
+                                                  **settings}}})
+    return build_student(cfg, None, environ=KEY, max_retries=0)
+
+
+def test_a_chat_students_sampling_settings_are_part_of_its_journal_key(tmp_path: Path):
+    path = tmp_path / "calls.sqlite"
+    with FakeLLMServer(lambda body: f"answer at temperature {body.get('temperature')}") as server:
+        default = CachedStudent(_student(server), CallCache(path))
+        assert default.run("skill", ITEM).text == "answer at temperature None" and len(server.requests) == 1
+        # a default student's key is what it always was: journals written before keep answering
+        assert default.key("skill", ITEM) == student_key("chat:openai:qwen", "skill", ITEM, 0)
+        changed = {"temperature": 0.7, "max_tokens": 64, "seed": 3, "reasoning_effort": "high"}
+        for n, (name, value) in enumerate(changed.items(), 2):
+            student = CachedStudent(_student(server, **{name: value}), CallCache(path))
+            answer = student.run("skill", ITEM)
+            assert not answer.cached and len(server.requests) == n, f"{name}={value} was answered from the journal"
+            assert student.run("skill", ITEM).cached and len(server.requests) == n  # …and journaled under its own key
+        assert server.requests[1].json["temperature"] == 0.7
+        again = CachedStudent(_student(server), CallCache(path)).run("skill", ITEM)
+        assert again.cached and again.text == "answer at temperature None" and len(server.requests) == 5
