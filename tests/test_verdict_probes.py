@@ -5,17 +5,25 @@
   after `model.student.temperature` changed was answered from the journal with the old setting's replies wherever a
   (skill, item, sample) had been asked before — the incumbent's re-scoring of a new run's first step among them —
   while every new skill text was asked fresh: the gate compared two students and called it a gain.
+- An agent student's journal key named its task, workspace and settings but not its CLI's version, which its
+  fingerprint (the gate's drift check) does name: after the CLI updated between two runs, the journal answered the
+  old version's rollouts, and each scoring recorded the new version's fingerprint, so the drift check passed.
 """
 
 from __future__ import annotations
 
+import os
+import stat
+import sys
 from pathlib import Path
 
-from skillgit.config import config_from_dict
+from skillgit.agentic.student import AgentStudent
+from skillgit.config import CommandCfg, config_from_dict
 from skillgit.llm.cache import CachedStudent, CallCache, student_key
 from skillgit.llm.factory import build_student
 from skillgit.types import Item
 from tests.fake_servers import FakeLLMServer
+from tests.helpers import agentic_repo
 
 ITEM = Item(id="q1", input="What is 2 + 3?", expected="5")
 KEY = {"OPENAI_API_KEY": "sk-test-0123456789abcdef"}
@@ -44,3 +52,42 @@ def test_a_chat_students_sampling_settings_are_part_of_its_journal_key(tmp_path:
         assert server.requests[1].json["temperature"] == 0.7
         again = CachedStudent(_student(server), CallCache(path)).run("skill", ITEM)
         assert again.cached and again.text == "answer at temperature None" and len(server.requests) == 5
+
+
+CLI = """#!{python}
+import sys
+from pathlib import Path
+if "--version" in sys.argv:
+    print("{version} (Claude Code)")
+    raise SystemExit(0)
+runs = Path({runs!r})
+runs.write_text(str(int(runs.read_text()) + 1) if runs.exists() else "1")
+print("done")
+"""
+
+
+def test_an_agent_clis_version_is_part_of_its_journal_key(tmp_path: Path):
+    skill = "---\nname: demo\ndescription: d\n---\n# Demo\nBe kind.\n"
+    project = agentic_repo(tmp_path / "proj", {"app/README.md": "# app\n"}, skill)
+    item = Item("t1", "Reply with the single word OK.", metadata={
+        "workspace": {"fixture": "app"}, "task_dir": str(project),
+        "verify": {"command": "true", "result": "exit_code", "timeout_s": 30}})
+    cli, runs = tmp_path / "bin" / "claude", tmp_path / "runs"
+    cli.parent.mkdir()
+    env = {**os.environ, "PATH": f"{cli.parent}:{os.environ['PATH']}", "ANTHROPIC_API_KEY": "k" * 20}
+
+    def student(version: str) -> AgentStudent:
+        cli.write_text(CLI.format(python=sys.executable, version=version, runs=str(runs)))
+        cli.chmod(cli.stat().st_mode | stat.S_IXUSR)
+        return AgentStudent(CommandCfg(preset="claude", argv=("claude", "{profile_args}"), output="text",
+                                       timeout_s=60), project_root=project, model=None, env=env)
+
+    path = tmp_path / "calls.sqlite"
+    old = student("2.0.1")
+    was = old.fingerprint()["version"]
+    assert CachedStudent(old, CallCache(path)).run(skill, item).text == "done" and runs.read_text() == "1"
+    assert CachedStudent(old, CallCache(path)).run(skill, item).cached  # the same CLI: answered from the journal
+    new = student("2.0.10")  # the CLI updated in place
+    assert new.fingerprint()["version"] != was  # the gate's drift check sees it…
+    answer = CachedStudent(new, CallCache(path)).run(skill, item)
+    assert not answer.cached and runs.read_text() == "2"  # …and the journal no longer answers the old version's run
