@@ -13,6 +13,9 @@ judge's own text it must never see nor copy into the skill (issue 20: teachers c
   (`loop/guards.py`) rejects a candidate that copies any of it.
 - `mask_copies(text, sources)`: `text` with every copy of a source (whole, a line of it, or `MASK_WORDS`
   consecutive words) replaced by `[…]`: for feedback a model wrote with the judge's text in front of it.
+- `without_held_out(text, ids)`: a gate reason as a teacher may read it (the negative buffer shows each
+  rejection's reason): the val and test items it names (`fixed 4 (rec-0040, …)`, `rec-0141 1.00 → 0.00`, an
+  item's error when it went unknown) left out, the counts kept.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ JUDGE_FILE_CHARS = 200_000  # a judge's file (verifier, scorer source) is read u
 MAX_FOLDER_FILES = 50  # a folder a command names: at most this many of its files
 MASK_WORDS = 5  # mask_copies: this many consecutive words of a source are a copy
 MASKED = "[…]"
+HELD_OUT = "a held-out item"
 _WORD = re.compile(r"\w+")
 
 
@@ -146,3 +150,17 @@ def _mask_runs(text: str, spans: list[tuple[int, int, str]], covered: list[bool]
         at, i = spans[j][1], j + 1
     out.append(text[at:])
     return "".join(out)
+
+
+def without_held_out(text: str, ids: Iterable[str]) -> str:
+    """`text` with every item of `ids` it names replaced by `HELD_OUT` (a whole-token match: `rec-0040` is not
+    `rec-00401`), a parenthesised list of them dropped (`fixed 4 (rec-0040, rec-0073)` → `fixed 4`) and the error
+    text of an item that went unknown left out (`… unknown now (task 'rec-0007': timed out)` → `… unknown now`)."""
+    names = sorted({i for i in ids if i}, key=len, reverse=True)
+    if not names or not text:
+        return text
+    pattern = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+    text = pattern.sub(HELD_OUT, text)
+    listed = re.escape(HELD_OUT)
+    text = re.sub(rf" \({listed}(?:, {listed})*(?: and \d+ more)?\)", "", text)
+    return re.sub(r"unknown now \([^)]*\)?", "unknown now", text)

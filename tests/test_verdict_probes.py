@@ -91,3 +91,54 @@ def test_an_agent_clis_version_is_part_of_its_journal_key(tmp_path: Path):
     assert new.fingerprint()["version"] != was  # the gate's drift check sees it…
     answer = CachedStudent(new, CallCache(path)).run(skill, item)
     assert not answer.cached and runs.read_text() == "2"  # …and the journal no longer answers the old version's run
+
+
+# ---------------------------------------------------------------------------------------------- held-out ids
+def test_no_teacher_prompt_names_a_val_or_test_item(tmp_path: Path, monkeypatch):
+    """The gate's reasons name the val items a candidate fixed and broke (and why an item went unknown), and the
+    negative buffer shows each rejection's reason to the teacher: val item ids reached the teacher's prompt,
+    which recall (loop/recall.py) takes care never to show."""
+    import re
+
+    from skillgit.llm.factory import build_teacher
+    from skillgit.project import open_project
+    from skillgit.session import build_trainer, open_session
+    from tests.helpers import demo_project
+
+    class Recording:  # the demo's own simulated teacher, every request kept (a seam we own: our LLM protocol)
+        def __init__(self, inner):
+            self.inner, self.requests = inner, []
+
+        @property
+        def id(self) -> str:
+            return self.inner.id
+
+        def complete(self, request):
+            self.requests.append(request)
+            return self.inner.complete(request)
+
+    root = demo_project(tmp_path / "demo")
+    project = open_project(root, None, ["train.max_steps=3"])
+    teacher = Recording(build_teacher(project.config, root))
+    session = open_session(project, teacher=teacher, cache=False)
+    build_trainer(session, run_id="r1", resume=False).train()
+    texts = ["\n".join(m.content for m in r.messages) for r in teacher.requests]
+    reasons = [m for t in texts for m in re.findall(r"<reason>\n?(.*?)</reason>", t, flags=re.S)]
+    assert any("significance" in r or "per_item" in r for r in reasons), "no rejection reached the teacher"
+    held_out = {i.id for i in (*session.splits.val, *session.splits.test)}
+    named = sorted({i for t in texts for i in re.findall(r"rec-\d{4}", t) if i in held_out})
+    assert not named, f"val/test items named in a teacher prompt: {named[:5]}"
+
+
+def test_a_gate_reason_loses_its_held_out_items_and_keeps_its_counts():
+    from skillgit.judging import without_held_out
+
+    ids = {"rec-0040", "rec-0141", "rec-7"}
+    reason = ("per_item: 2 val items regressed (tolerance 0.7): rec-0141 1.00 → 0.00, rec-7 unknown now (task "
+              "'rec-7': verifier timed out) while the mean went 0.1 → 0.2; fixed 2 (rec-0040, rec-00401); "
+              "broke 1 (rec-0141)")
+    shown = without_held_out(reason, ids)
+    assert not any(i in shown.replace("rec-00401", "") for i in ids) and "timed out" not in shown
+    assert shown == ("per_item: 2 val items regressed (tolerance 0.7): a held-out item 1.00 → 0.00, a held-out item "
+                     "unknown now while the mean went 0.1 → 0.2; fixed 2 (a held-out item, rec-00401); broke 1")
+    assert without_held_out(reason, ()) == reason
