@@ -17,6 +17,8 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
+
 from skillgit.agentic.student import AgentStudent
 from skillgit.config import CommandCfg, config_from_dict
 from skillgit.llm.cache import CachedStudent, CallCache, student_key
@@ -57,6 +59,8 @@ def test_a_chat_students_sampling_settings_are_part_of_its_journal_key(tmp_path:
 CLI = """#!{python}
 import sys
 from pathlib import Path
+
+import pytest
 if "--version" in sys.argv:
     print("{version} (Claude Code)")
     raise SystemExit(0)
@@ -142,3 +146,20 @@ def test_a_gate_reason_loses_its_held_out_items_and_keeps_its_counts():
     assert shown == ("per_item: 2 val items regressed (tolerance 0.7): a held-out item 1.00 → 0.00, a held-out item "
                      "unknown now while the mean went 0.1 → 0.2; fixed 2 (a held-out item, rec-00401); broke 1")
     assert without_held_out(reason, ()) == reason
+
+
+# ---------------------------------------------------------------------------------------------- skill in the judge
+@pytest.mark.parametrize("path", ["skillgit.yaml", "tasks.jsonl"])
+def test_train_refuses_a_skill_path_that_is_the_judge(tmp_path: Path, path: str):
+    """With skill.path naming the config or the tasks file, every edit the teacher made to the "skill" edited the
+    judge (an accepted candidate rewrote skillgit.yaml's evaluation settings, or the expected answers): train ran.
+    Now it refuses before any call, and leaves the repository as it was."""
+    from tests.conftest import git, run_cli_inproc
+    from tests.helpers import demo_project
+
+    root = demo_project(tmp_path / "demo")
+    before = git(root, "for-each-ref")
+    done = run_cli_inproc("train", "--set", f"skill.path={path}", "--set", "train.max_steps=1", cwd=root)
+    assert done.returncode != 0 and f"skill.path '{path}' overlaps the judge ({path})" in done.stderr, done.stderr
+    assert "point skill.path at the skill file or package alone" in done.stderr
+    assert git(root, "for-each-ref") == before and git(root, "status", "--porcelain") == ""

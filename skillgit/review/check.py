@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from skillgit.agentic.spec import AgenticSpec
 from skillgit.config import EvaluationCfg
 from skillgit.errors import SkillgitError
 from skillgit.loop import gate, guards
@@ -234,33 +233,9 @@ def _unjudged(skill_path: str, metric: str, texts: dict[str, str | None], sides:
 
 # ---------------------------------------------------------------------------------------------- the judge
 def judge_paths(session: Session, items: Sequence[Item]) -> list[str]:
-    """The repository paths (files or folders, relative to its top) the verdict rests on besides the skill: the
-    config file, the tasks (`env.split_dir`, else `env.tasks` unless it names a hub data set), the judge's own
-    files for `items` (a python or command scorer's sources, agentic verifiers: `guards.judge_texts`) and the
-    agentic tasks' fixture folders. Paths outside the repository are left out (no commit holds them)."""
-    project, env = session.project, session.project.config.env
-    found: list[Path] = [project.config_path] if project.config_path is not None else []
-    tasks = env.split_dir or (None if str(env.tasks).startswith("hf:") else env.tasks)
-    if tasks:
-        found.append(project.root / tasks)
-    found += [Path(t.path) for t in guards.judge_texts(session.scorer, items, project.root) if t.path]
-    for item in items:
-        if AgenticSpec.is_agentic(item):
-            try:
-                fixture = AgenticSpec.from_item(item, project.root).fixture
-            except SkillgitError:
-                continue  # a broken task cannot be scored at either side
-            if fixture is not None:
-                found.append(fixture)
-    top, out = project.root.resolve(), []
-    for path in found:
-        try:
-            rel = path.resolve().relative_to(top).as_posix()
-        except ValueError:
-            continue
-        if rel not in ("", "."):
-            out.append(rel)
-    return list(dict.fromkeys(out))
+    """The repository paths the verdict rests on besides the skill (`guards.judge_paths`)."""
+    project = session.project
+    return guards.judge_paths(project.root, project.config_path, project.config.env, session.scorer, items)
 
 
 def judge_changes(store: Store, base: str, head: str, paths: Sequence[str]) -> list[str]:
