@@ -149,6 +149,31 @@ def test_a_change_that_edits_the_judge_with_the_skill_cannot_be_judged(project):
     assert code == 2 and result["judge_changed"] == ["judge.py"], result["reason"]
 
 
+def test_the_base_is_measured_with_each_head_never_answered_by_an_old_scoring(project):
+    """CI caches the call journal. The base's val scoring was answered from it by whatever check or run had scored
+    that text before (possibly months earlier: a provider's drift since then read as HEAD's gain or loss), while
+    HEAD was asked fresh. Now both sides are scored in a round of the (base, head) pair: a new HEAD re-measures
+    the base; the same pair checked again pays nothing."""
+    import sqlite3
+
+    def calls() -> int:
+        with sqlite3.connect(project / ".git" / "skillgit" / "cache" / "calls.sqlite") as db:
+            return db.execute("SELECT count(*) FROM calls").fetchone()[0]
+
+    seed = (project / "SKILL.md").read_text()
+    base = git(project, "rev-parse", "HEAD")
+    git(project, "switch", "-q", "-c", "pr/one")
+    commit_skill(project, seed + "\nWrite codes in uppercase letters (AB-12).\n", "one rule")
+    assert check(project, "--base", base, "--no-test", markdown=False)[0] in (0, 1)
+    first = calls()  # 30 val items × 3 repeats per side (fewer when repeats come back identical)
+    assert check(project, "--base", base, "--no-test", markdown=False)[0] in (0, 1)
+    assert calls() == first  # the same pair again: replayed
+    git(project, "switch", "-q", "-c", "pr/two", base)
+    commit_skill(project, seed + "\nAlways give prices with 2 decimal places.\n", "another rule")
+    assert check(project, "--base", base, "--no-test", markdown=False)[0] in (0, 1)
+    assert calls() - first == first  # the base scored again with the new head, not only the head
+
+
 # ---------------------------------------------------------------------------------------------- the workflow
 def test_the_github_workflow_runs_check_on_skill_changes_and_posts_the_summary(project):
     path = templates_dir() / "github" / "skillgit-check.yml"

@@ -6,7 +6,9 @@ Contract:
   (`--base`, else the merge-base of HEAD with the skill branch, else HEAD's parent when HEAD is on the skill
   branch). The working tree's uncommitted changes play no part.
 - Scoring is `gate.Evaluator` over the project's val split with `evaluation.gate_repeats` and
-  `evaluation.unscored_retries`; test is scored once per item and reported, never decisive.
+  `evaluation.unscored_retries`; test is scored once per item and reported, never decisive. Both sides are scored
+  in a round of their own (`check:<base>:<head>`: its own sample numbers), so the base is measured with HEAD,
+  never answered by an earlier check's or run's scoring from the call journal; the same pair again replays.
 - The verdict uses `gate.decide` with the project's `EvaluationCfg` (the gate always judges here, even when training
   runs with `use_gate: false`):
   - `improved` (exit 0): the gate would accept HEAD over the base;
@@ -187,12 +189,16 @@ def run_check(session: Session, *, base: str | None = None, head: str = "HEAD", 
     repeats, deterministic = gate.planned_repeats(cfg)
     evaluator = gate.Evaluator(student, session.scorer, {"val": val_items}, workers=cfg.env.workers,
                                repeats=repeats, retries=ecfg.unscored_retries, deterministic=deterministic)
-    scores = {name: evaluator.score(texts[name] or "", "val", progress(f"val {name}")) for name in ("base", "head")}
+    # both sides measured now, in a round of their own: the base is never answered by an old scoring in the call
+    # journal (CI caches it) while HEAD is asked fresh; the same pair checked again replays for free
+    round_ = f"check:{base_sha}:{head_sha}"
+    scores = {name: evaluator.score(texts[name] or "", "val", progress(f"val {name}"), round=round_)
+              for name in ("base", "head")}
     tests: dict[str, gate.SplitScore | None] = {"base": None, "head": None}
     if test_items:  # reported, never decisive: one sample per item
         reporter = gate.Evaluator(student, session.scorer, {"test": test_items}, workers=cfg.env.workers,
                                   retries=ecfg.unscored_retries)
-        tests = {name: reporter.score(texts[name] or "", "test", progress(f"test {name}"))
+        tests = {name: reporter.score(texts[name] or "", "test", progress(f"test {name}"), round=round_)
                  for name in ("base", "head")}
     base_side, head_side = (_side(*sides[n], True, scores[n], tests[n], metric, weight, len(val_items),
                                   len(test_items)) for n in ("base", "head"))
