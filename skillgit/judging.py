@@ -20,6 +20,7 @@ judge's own text it must never see nor copy into the skill (issue 20: teachers c
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -156,11 +157,17 @@ def without_held_out(text: str, ids: Iterable[str]) -> str:
     """`text` with every item of `ids` it names replaced by `HELD_OUT` (a whole-token match: `rec-0040` is not
     `rec-00401`), a parenthesised list of them dropped (`fixed 4 (rec-0040, rec-0073)` → `fixed 4`) and the error
     text of an item that went unknown left out (`… unknown now (task 'rec-0007': timed out)` → `… unknown now`)."""
-    names = sorted({i for i in ids if i}, key=len, reverse=True)
+    names = frozenset(i for i in ids if i)
     if not names or not text:
         return text
-    pattern = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])")
-    text = pattern.sub(HELD_OUT, text)
+    text = _id_pattern(names).sub(HELD_OUT, text)
     listed = re.escape(HELD_OUT)
     text = re.sub(rf" \({listed}(?:, {listed})*(?: and \d+ more)?\)", "", text)
     return re.sub(r"unknown now \([^)]*\)?", "unknown now", text)
+
+
+@functools.lru_cache(maxsize=8)
+def _id_pattern(names: frozenset[str]) -> re.Pattern[str]:
+    """One expression matching any of `names` as a whole token (longest first), compiled once per set."""
+    ordered = sorted(names, key=len, reverse=True)
+    return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, ordered)) + r")(?![\w-])")
