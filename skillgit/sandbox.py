@@ -10,11 +10,11 @@ Contract:
   and truncating (never creating, removing or renaming) only the files `Grants.files` and the existing files
   beneath `Grants.file_dirs`. `rollout_grants(folders, files, extra)` adds what every command needs besides its
   rollout's folders: `DEVICE_FILES` (`/dev/null`, `/dev/tty`, …), `/dev/shm` (POSIX semaphores and shared memory:
-  Python's multiprocessing), and the existing files of `/dev/pts` (pseudo-terminals) and `/proc` (a nested sandbox
-  — Codex's bubblewrap — writes its own `/proc/<pid>/uid_map`; Landlock keeps a confined process from opening
-  another domain's `/proc/<pid>/mem` or `fd/`, and a path reached through `/proc/self/fd` is checked as the file it
-  is). `/tmp` is not among them: each rollout gets a TMPDIR of its own (`tmp_env`), which the callers put in its
-  folder; a program that writes to a hard-coded `/tmp` path is refused.
+  Python's multiprocessing), and the existing files of `/dev/pts` (pseudo-terminals). Not `/proc`: a command run
+  as root could otherwise write `/proc/sys` (e.g. `kernel/core_pattern`, a handler run outside the domain); the
+  one CLI that wanted it (Codex's bubblewrap, for `/proc/<pid>/uid_map`) cannot run inside Landlock anyway
+  (`leave_to`). `/tmp` is not among them: each rollout gets a TMPDIR of its own (`tmp_env`), which the callers
+  put in its folder; a program that writes to a hard-coded `/tmp` path is refused.
 - `resolve(mode, key) -> Confinement` decides once per student: `off` never confines; `landlock` confines or
   raises `ConfigError` naming `key` when the kernel offers no Landlock; `auto` (the default) confines when the
   kernel offers it, else says once per process on stderr that rollouts are not confined (and `Confinement.state`
@@ -59,7 +59,7 @@ WRAPPER_FAILED = 126  # the wrapper's exit status when the ruleset could not be 
 # files every command may write (opened for writing by shells, node, git …); folders beneath which it may write
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx")
 DEVICE_DIRS = ("/dev/shm",)
-SYSTEM_FILE_DIRS = ("/dev/pts", "/proc")  # existing files only
+SYSTEM_FILE_DIRS = ("/dev/pts",)  # existing files only
 TMP_VARS = ("TMPDIR", "TMP", "TEMP")
 
 # Landlock (include/uapi/linux/landlock.h); the syscall numbers are the same on every architecture since 5.13

@@ -58,6 +58,8 @@ attempt("other", f"{other}/{role}.txt", "planted")
 attempt("tmp", "/tmp/skillgit-sandbox-test-" + str(os.getpid()), "x")
 attempt("own tmp", os.path.join(os.environ.get("TMPDIR", "/nonexistent"), "scratch"), "x")
 attempt("workspace", f"{role}-was-here.txt", "ok")
+os.symlink(f"{home}/.profile", f"{role}-link")  # a link in its own folder to a file of the user's
+attempt("link", f"{role}-link", "echo pwned\\n", "a")
 if role == "agent":  # the agent approves the mined task's commands itself
     done = subprocess.run([sys.executable, "-m", "skillgit", "sleep", "review", "--approve", "--repo", repo],
                           capture_output=True, text=True)
@@ -107,7 +109,7 @@ def _written(world: dict[str, Path]) -> dict[str, bool]:
     return {"hooks": (hooks / "pre-commit").exists() or any(hooks.glob("pre-commit-*")),
             "approvals": bool(approval.approved(repo / ".git")),
             "reviewed": bool(header.get("reviewed")),
-            "home": (world["home"] / ".bashrc").exists(),
+            "home": (world["home"] / ".bashrc").exists() or (world["home"] / ".profile").exists(),
             "other": any(world["other"].iterdir())}
 
 
@@ -118,7 +120,7 @@ def test_a_hostile_agent_setup_and_verifier_write_nothing_outside_their_rollout(
     reply = student.run(SKILL, _hostile_task(world))
     tried = json.loads(reply.text)
     assert _written(world) == {"hooks": False, "approvals": False, "reviewed": False, "home": False, "other": False}
-    for name in ("hook", "approvals", "home", "other", "tmp"):
+    for name in ("hook", "approvals", "home", "other", "tmp", "link"):
         assert tried[name].startswith("refused: Permission denied"), (name, tried)
     assert tried["approve"] != 0  # `skillgit sleep review --approve` could not approve the mined commands
     assert tried["own tmp"] == "wrote" and tried["workspace"] == "wrote"  # its own folders stay writable
@@ -130,8 +132,8 @@ def test_a_hostile_agent_setup_and_verifier_write_nothing_outside_their_rollout(
                                   confine="off"), project_root=world["repo"], model=None, env=_env(world))
     tried = json.loads(off.run(SKILL, _hostile_task(world)).text)
     assert _written(world) == {"hooks": True, "approvals": True, "reviewed": True, "home": True, "other": True}
-    assert tried["approve"] == 0 and sorted(p.name for p in world["other"].iterdir()) == \
-        ["agent.txt", "setup.txt", "verify.txt"]
+    assert tried["approve"] == 0 and tried["link"] == "wrote" and (world["home"] / ".profile").exists()
+    assert sorted(p.name for p in world["other"].iterdir()) == ["agent.txt", "setup.txt", "verify.txt"]
     assert off.fingerprint()["confine"] == "off" and off.fingerprint()["config"] != student.fingerprint()["config"]
     assert off.cache_material(_hostile_task(world)) != student.cache_material(_hostile_task(world))
 
@@ -204,7 +206,7 @@ def test_grants_name_the_rollout_folders_and_no_more(tmp_path):
     assert rollout.dirs[:2] == (str(tmp_path / "ws"), str(tmp_path)) and "/dev/shm" in rollout.dirs
     assert "/tmp" not in rollout.dirs and "/" not in rollout.dirs and str(Path.home()) not in rollout.dirs
     assert str(tmp_path / "prompt.txt") in rollout.files and "/dev/null" in rollout.files
-    assert rollout.file_dirs == ("/dev/pts", "/proc")
+    assert rollout.file_dirs == ("/dev/pts",)  # (not /proc: /proc/sys is root's way out)
     assert sandbox.parse_args([*rollout.args(), "--", "echo", "hi"]) == (rollout, ["echo", "hi"])
     with pytest.raises(ValueError):
         sandbox.parse_args(["--write"])
