@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -58,6 +59,7 @@ attempt("other", f"{other}/{role}.txt", "planted")
 attempt("tmp", "/tmp/skillgit-sandbox-test-" + str(os.getpid()), "x")
 attempt("own tmp", os.path.join(os.environ.get("TMPDIR", "/nonexistent"), "scratch"), "x")
 attempt("workspace", f"{role}-was-here.txt", "ok")
+attempt("records", "../proc-scopes.jsonl", "{}\\n", "a")  # what the sweep trusts to find its processes
 os.symlink(f"{home}/.profile", f"{role}-link")  # a link in its own folder to a file of the user's
 attempt("link", f"{role}-link", "echo pwned\\n", "a")
 if role == "agent":  # the agent approves the mined task's commands itself
@@ -120,7 +122,7 @@ def test_a_hostile_agent_setup_and_verifier_write_nothing_outside_their_rollout(
     reply = student.run(SKILL, _hostile_task(world))
     tried = json.loads(reply.text)
     assert _written(world) == {"hooks": False, "approvals": False, "reviewed": False, "home": False, "other": False}
-    for name in ("hook", "approvals", "home", "other", "tmp", "link"):
+    for name in ("hook", "approvals", "home", "other", "tmp", "link", "records"):
         assert tried[name].startswith("refused: Permission denied"), (name, tried)
     assert tried["approve"] != 0  # `skillgit sleep review --approve` could not approve the mined commands
     assert tried["own tmp"] == "wrote" and tried["workspace"] == "wrote"  # its own folders stay writable
@@ -252,3 +254,33 @@ def test_the_real_claude_completes_a_confined_rollout_and_cannot_write_the_users
     assert "Permission denied" in said and "tmp-ok" in said, said[-2000:]
     assert not (world["home"] / ".bashrc").exists() and not (world["repo"] / ".git" / "hooks" / "pre-push").exists()
     assert student.fingerprint()["confine"] == "landlock"
+
+
+@LANDLOCK
+def test_a_confined_daemonizing_agent_and_verifier_leave_no_process_after_a_rollout(world):
+    """The wrapper execs the command (its pid, group and scope id are the ones `process.run` tracks): a confined
+    agent and verifier that daemonize (double fork + setsid) leave nothing running."""
+    from tests.test_agentic_escape import DAEMONIZE, _none_left, _pids
+
+    agent = (sys.executable, str(DAEMONIZE), "{workspace}/pids", "agent", "--touch", "done.txt")
+    item = Item("t1", "make done.txt", metadata={
+        "workspace": {"fixture": "app"}, "task_dir": str(world["repo"]), "setup": ["mkdir pids"],
+        "verify": {"command": f"python {DAEMONIZE} pids verifier && test -f done.txt", "result": "exit_code",
+                   "timeout_s": 60}})
+    student = AgentStudent(CommandCfg(preset="generic", argv=agent, output="text", timeout_s=60),
+                           project_root=world["repo"], model=None, env=_env(world), keep_workspaces=True)
+    reply = student.run(SKILL, item)
+    assert student.workspaces.pool_folder is not None
+    pids = student.workspaces.pool_folder / "1" / "ws" / "pids"  # (kept: --keep-workspaces)
+    try:
+        assert reply.score is not None and reply.score.hard == 1.0, reply.trace
+        assert len(_pids(pids, "*-daemon")) == len(_pids(pids, "*-leader")) == 2  # the agent and the verifier
+        assert _none_left(pids) == []
+    finally:
+        for pid in _pids(pids):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        student.workspaces.close()
+        shutil.rmtree(student.workspaces.pool_folder, ignore_errors=True)  # (a kept pool stays otherwise)
