@@ -84,7 +84,8 @@ def test_an_agent_clis_version_is_part_of_its_journal_key(tmp_path: Path):
         cli.write_text(CLI.format(python=sys.executable, version=version, runs=str(runs)))
         cli.chmod(cli.stat().st_mode | stat.S_IXUSR)
         return AgentStudent(CommandCfg(preset="claude", argv=("claude", "{profile_args}"), output="text",
-                                       timeout_s=60), project_root=project, model=None, env=env)
+                                       timeout_s=60, confine="off"),  # the stub counts its runs in tmp_path
+                            project_root=project, model=None, env=env)
 
     path = tmp_path / "calls.sqlite"
     old = student("2.0.1")
