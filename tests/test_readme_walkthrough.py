@@ -9,7 +9,7 @@ What is run (each block as the README writes it, found under its heading):
 - "Review learned edits" and "Run the gate in CI" in a kept demo with a bare repository as `origin` (no GitHub CLI:
   the last line, `pr --push origin --gh`, must stop before pushing and say what to install);
 - "Train your own skill" on a fresh repository: `cd`, `skillgit init --skill … --commit`, the `echo … >>
-  tasks.jsonl` line, `export OPENAI_API_KEY=…`, `skillgit doctor`, `skillgit train --dry-run`, `skillgit train`,
+  tasks.jsonl` line, committing it, `export OPENAI_API_KEY=…`, `skillgit doctor`, `skillgit train --dry-run`, `skillgit train`,
   `skillgit log`. Offline stand-ins, said here because the README's block needs a provider: OPENAI_BASE_URL points
   the `openai` backends `init` configures at a scripted OpenAI-compatible server on 127.0.0.1, and after the
   README's one example task line the test appends eleven more in the same shape (the block says "write
@@ -140,8 +140,8 @@ def test_train_your_own_skill_runs_as_written(shell, tmp_path, fake_server):
     git(repo, "add", "README.md")
     git(repo, "commit", "-qm", "initial")
     shell.env["OPENAI_BASE_URL"] = fake_server.openai_base_url
-    expected = ["cd", "skillgit init", "echo", "export OPENAI_API_KEY", "skillgit doctor", "skillgit train --dry-run",
-                "skillgit train", "skillgit log"]
+    expected = ["cd", "skillgit init", "echo", "git add tasks.jsonl", "export OPENAI_API_KEY", "skillgit doctor",
+                "skillgit train --dry-run", "skillgit train", "skillgit log"]
     assert [max((e for e in expected if line.startswith(e)), key=len, default=line) for line in lines] == expected, \
         lines
     for line in lines:
