@@ -116,7 +116,10 @@ def test_a_run_an_earlier_dashboard_left_running_is_named_and_can_be_stopped_fro
 def test_a_run_that_could_not_be_stopped_is_said_to_go_on_with_how_to_reach_it():
     """(`Jobs.ending` says `running` only when signalling failed — another user's process — so the wording is
     checked here on the record, the rest above on real dashboards.)"""
-    lines = ending_lines([Ending("20261127-0001-aa", "r7", 4242, "running"), Ending("j2", None, 4243, "killed")])
+    lines = ending_lines([Ending("20261127-0001-aa", "r7", 4242, "running"), Ending("j2", None, 4243, "killed"),
+                          Ending("j3", "r8", 4244, "stopped"), Ending("j4", "r9", 4245, "exited", 1)])
     assert lines[0].startswith("run r7 (pid 4242) is STILL RUNNING: it could not be stopped")
     assert "`skillgit status --run r7`" in lines[0] and "`kill -INT 4242`" in lines[0]
     assert lines[1] == "job j2: killed before it could save (its decided steps are in git)"
+    assert lines[2].startswith("run r8: stopped (an earlier dashboard's run") and "status --run r8" in lines[2]
+    assert lines[3] == "run r9: ended (exit 1)"

@@ -140,7 +140,9 @@ def ending_lines(endings: list[Ending]) -> list[str]:
         elif e.how == "killed":
             lines.append(f"{name}: killed before it could save (its decided steps are in git)"
                          + (f"; {resume}" if resume else ""))
+        elif e.how == "stopped":
+            see = f"; `skillgit status --run {e.run}` shows where it saved" if e.run else ""
+            lines.append(f"{name}: stopped (an earlier dashboard's run: its exit code is not known here){see}")
         else:
-            code = "" if e.exit_code is None else f" (exit {e.exit_code})"
-            lines.append(f"{name}: ended on its own{code}")
+            lines.append(f"{name}: ended (exit {e.exit_code})")
     return lines

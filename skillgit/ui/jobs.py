@@ -165,8 +165,9 @@ class Update:
 class Ending:
     """How a job ended when the dashboard stopped (`Jobs.ending`). `how`: `saved` (exit 130, as Ctrl-C leaves
     `skillgit train`: resumable), `killed` (after the grace period or a second Ctrl-C; its decided steps are in
-    git, resumable too), `exited` (on its own, `exit_code` when known) or `running` (it could not be stopped: it
-    goes on without the dashboard)."""
+    git, resumable too), `stopped` (an earlier dashboard's child: it exited after the stop, with a code only its
+    parent could read), `exited` (with `exit_code`) or `running` (it could not be stopped: it goes on without the
+    dashboard)."""
 
     job: str
     run: str | None
@@ -446,6 +447,8 @@ class Jobs:
             return Ending(job.id, job.run, job.pid, "running")
         if job.killed:
             return Ending(job.id, job.run, job.pid, "killed", job.exit_code)
+        if job.exit_code is None:
+            return Ending(job.id, job.run, job.pid, "stopped")
         return Ending(job.id, job.run, job.pid, "saved" if job.exit_code == 130 else "exited", job.exit_code)
 
 
