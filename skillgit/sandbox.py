@@ -30,10 +30,13 @@ Contract:
 - `leave_to(confinement, own_sandbox)`: an agent whose own sandbox confines its tools and cannot start inside
   Landlock (`Profile.own_sandbox`: Codex's bubblewrap needs mounts, which a Landlock domain may not make) runs
   without this wrapper; its task's setup and verify commands are still confined.
-- What Landlock does not cover (this kernel's ABI decides): connecting to a Unix socket that already exists (a
-  D-Bus or systemd user session, an ssh-agent, a Docker daemon: a service that does the writing for the command
-  is not confined by this), signals to the user's other processes, and, below ABI 3 (Linux 6.2), `truncate(2)` by
-  path. The network is not confined.
+- From ABI 6 (Linux 6.12) the ruleset is also scoped (`SCOPES`): a confined command can neither signal a process
+  outside its domain (the user's editor, skillgit itself: `kill`, `SIGSTOP`) nor connect to an abstract Unix
+  socket made outside it (an X11 display, a D-Bus bus); skillgit still signals into the domain (its nets).
+- What Landlock does not cover (this kernel's ABI decides): connecting to a Unix socket file that already exists
+  (a D-Bus or systemd user session, an ssh-agent, a Docker daemon: a service that does the writing for the command
+  is not confined by this), below ABI 6 signals to the user's other processes, below ABI 3 (Linux 6.2)
+  `truncate(2)` by path. The network is not confined.
 
 This module imports only the standard library at its top: the wrapper runs it as a script (`-I -S`: no site, no
 skillgit import) in front of every confined command.
@@ -71,6 +74,8 @@ _WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
 _MAKE = sum(1 << bit for bit in range(6, 13))  # MAKE_CHAR, _DIR, _REG, _SOCK, _FIFO, _BLOCK, _SYM
 _REFER, _TRUNCATE = 1 << 13, 1 << 14  # ABI 2 (moves and links between folders), ABI 3 (truncate)
 _FILE_RIGHTS = _WRITE_FILE | _TRUNCATE  # the write rights a rule on a file (not a folder) may carry
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6: what may not cross the domain's border
+SCOPES = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL
 
 
 @dataclass(frozen=True)
@@ -225,8 +230,11 @@ def restrict(grants: Grants) -> None:
     if version <= 0:
         raise OSError(errno.ENOSYS, "this kernel offers no Landlock")
     rights = handled(version)
-    attr = ctypes.c_uint64(rights)  # struct landlock_ruleset_attr's first field (the kernel takes a shorter one)
-    ruleset = check(libc.syscall(ctypes.c_long(_SYS_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(8),
+    # struct landlock_ruleset_attr: handled_access_fs, handled_access_net (none: the network is not confined) and,
+    # from ABI 6, scoped; an older kernel takes the first field alone
+    attr = (ctypes.c_uint64 * 3)(rights, 0, SCOPES if version >= 6 else 0)
+    size = ctypes.sizeof(attr) if version >= 6 else 8
+    ruleset = check(libc.syscall(ctypes.c_long(_SYS_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(size),
                                  ctypes.c_uint32(0)), "landlock_create_ruleset")
     try:
         for path, allowed in [*((d, rights) for d in grants.dirs),

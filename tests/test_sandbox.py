@@ -231,6 +231,52 @@ def test_the_wrapper_refuses_a_missing_program_before_anything_starts(tmp_path):
     assert isinstance(line, str) and line.startswith("exec ") and line.endswith("-- /bin/sh -c 'echo hi'")
 
 
+KILLER = """\
+import os, signal, socket, sys
+try:
+    os.kill(int(sys.argv[1]), signal.SIGTERM)
+    print("signalled")
+except PermissionError:
+    print("refused")
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\\0" + sys.argv[2])
+    print("connected")
+except OSError:
+    print("no-connect")
+"""
+
+
+@pytest.mark.skipif(sandbox.abi() < 6, reason="Landlock scopes need ABI 6 (Linux 6.12)")
+@pytest.mark.parametrize("confine", ["landlock", "off"])
+def test_a_confined_command_cannot_signal_or_reach_an_abstract_socket_outside_its_rollout(tmp_path, confine):
+    """The user's other processes (here a `sleep`, standing for their editor or skillgit itself) and an abstract
+    Unix socket made outside the rollout (an X11 display, a D-Bus bus) are out of reach; `off` shows both are."""
+    import socket
+    import subprocess
+
+    victim = subprocess.Popen(["sleep", "60"])
+    server = socket.socket(socket.AF_UNIX)
+    name = f"skillgit-test-{os.getpid()}-{confine}"
+    server.bind("\0" + name)
+    server.listen(1)
+    try:
+        argv = sandbox.resolve(confine).wrap([sys.executable, "-c", KILLER, str(victim.pid), name],
+                                             sandbox.rollout_grants([tmp_path]), dict(os.environ))
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        expected = ["refused", "no-connect"] if confine == "landlock" else ["signalled", "connected"]
+        assert done.stdout.split() == expected
+        if confine == "off":
+            assert victim.wait(timeout=10) == -15
+        else:
+            assert victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
+        server.close()
+
+
 @LANDLOCK
 @pytest.mark.agent_cli
 def test_the_real_claude_completes_a_confined_rollout_and_cannot_write_the_users_home(world, tmp_path):
