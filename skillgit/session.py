@@ -162,5 +162,6 @@ def build_trainer(session: Session, *, run_id: str | None = None, resume: bool =
     trainer = Trainer(session.project.config, session.store, session.splits, session.student(), session.teacher(),
                       session.scorer, ledger=session.ledger, run_id=run_id, resume=resume, on_event=on_event,
                       prompts_dir=session.prompts_dir, executor=session.executor)
-    session.cache.bind_run(trainer.run_id)  # journal entries remember their run, so `skillgit gc` can prune
+    # journal entries remember their run, so `skillgit gc` can prune; its student calls are keyed by its own salt
+    session.cache.bind_run(trainer.run_id, salt=trainer.evidence.salt)
     return trainer

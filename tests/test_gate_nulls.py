@@ -219,7 +219,7 @@ def test_a_drifting_student_is_refused_by_the_null_controls_where_the_old_gate_a
     assert first.startswith("cannot judge: the incumbent scored 0.0") and "the student drifted" in first
     assert "(30/30 val items, 90/90 samples scored)" in first
     note = notes[0]
-    assert note["incumbent"] == "scored again in this round" and note["noise_floor"] > 0.3
+    assert note["incumbent"] == "scored again in this round, on this run's own samples" and note["noise_floor"] > 0.3
     assert note["controls"][0]["round"] == "" and note["base"]["round"] == "1"
     controls = next(c for c in note["checks"] if c["name"] == "controls")
     assert not controls["passed"] and controls["numbers"]["controls"][0]["disagree"]

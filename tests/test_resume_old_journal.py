@@ -157,9 +157,12 @@ def test_processes_opening_an_old_journal_at_once_migrate_it_once(tmp_path):
 
 
 def _paid(folder: Path) -> list[tuple[str, int]]:
+    """(reply text, times paid) of every journaled call. Replies, not keys, are compared across two projects: a
+    run's student keys carry its own salt (`loop/evidence.py`), and the simulated world answers alike."""
     con = sqlite3.connect(folder / ".git" / "skillgit" / "cache" / "calls.sqlite")
     try:
-        return [(journal.key_text(k), puts) for k, puts in con.execute("SELECT key, puts FROM calls")]
+        return [(journal.unpack(bool(codec & journal.TEXT_ZLIB), text), puts)
+                for codec, text, puts in con.execute("SELECT codec, text, puts FROM calls")]
     finally:
         con.close()
 
@@ -190,6 +193,6 @@ def test_a_run_stopped_with_an_old_journal_resumes_paying_no_finished_call_twice
     assert sum(role["calls"] for role in usage["by_role"].values()) == len(paid) - kept  # only the calls not made
 
     again = _paid(stopped)
-    assert sorted(k for k, _ in again) == sorted(k for k, _ in paid)  # the same calls: none extra, none missing
+    assert sorted(k for k, _ in again) == sorted(k for k, _ in paid)  # the same calls (replies): none extra or missing
     assert all(puts == 1 for _, puts in again)  # none paid twice
     assert git(stopped, "show", "HEAD:SKILL.md") == git(whole, "show", "HEAD:SKILL.md")

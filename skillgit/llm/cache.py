@@ -24,6 +24,11 @@ Contract:
 - Only successful calls and tombstones are stored; other errors are never journaled, so a resumed run retries them.
 - Provenance: `bind_run(run_id)` tags every later `put` and every hit with that run; `prune(keep_runs)` deletes
   the entries no kept run used (including entries never bound to a run) and VACUUMs.
+- Per-run student keys: `bind_run(run_id, salt=…)` with the run's salt (recorded on its run ref at its start:
+  `loop/resume.py`) adds it to every student key made while bound, so a run's scorings — the incumbent's too — are
+  its own measurements, never another run's journaled answers, while a resumed run (same salt) replays every call
+  it finished. Chat calls (the teacher, a judge) keep run-free keys, and so does any journal bound to no run or
+  to an empty salt (`eval`, `check`, a run begun before runs had a salt).
 - Thread-safe: writes go through one connection under one lock held only around the SQL statements (compression
   and the model call itself happen outside it); reads use one connection per thread and take no lock (WAL readers
   see every committed put and never wait for the writer). Several processes may share the file (SQLite's own
@@ -112,11 +117,12 @@ def llm_key(identity: str, request: Request) -> str:
     return _digest("llm", identity, request.cache_key_material())
 
 
-def student_key(identity: str, skill: str, item: Item, sample: int, material: str = "") -> str:
+def student_key(identity: str, skill: str, item: Item, sample: int, material: str = "", salt: str = "") -> str:
     """`material`: what else decides the run (an agent student's task workspace/setup/verify spec, resolved
     revision and agent settings: `AgentStudent.cache_material`); empty for other students, whose keys stay as
-    they were."""
-    parts = (skill, item.id, item.input, str(sample), *((material,) if material else ()))
+    they were. `salt`: the training run's own (see the module contract); empty outside a run."""
+    parts = (skill, item.id, item.input, str(sample), *((material,) if material else ()),
+             *((f"run-salt:{salt}",) if salt else ()))
     return _digest("student", identity, *parts)
 
 
@@ -212,6 +218,7 @@ class CallCache:
         self._lock = threading.Lock()
         self._run: str | None = None
         self._run_id: int | None = None  # the bound run's `runs.id`
+        self.salt = ""  # the bound run's salt: part of every student key (see the module contract)
         # keys lately tagged with the bound run: a hit on one needs no write (bounded: a run makes new calls every
         # step; tagging a forgotten key again is an INSERT OR IGNORE that changes nothing)
         self._marked = Recent(MARKED_MEMO)
@@ -281,10 +288,12 @@ class CallCache:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM calls WHERE kind = 0").fetchone()[0])
 
-    def bind_run(self, run_id: str | None) -> None:
-        """Tag later puts and hits with `run_id` (None: stop tagging)."""
+    def bind_run(self, run_id: str | None, *, salt: str = "") -> None:
+        """Tag later puts and hits with `run_id` (None: stop tagging) and key later student calls with `salt`
+        (the run's; "" for none)."""
         with self._lock:
             self._run = run_id
+            self.salt = salt if run_id is not None else ""
             self._run_id = None if run_id is None else self._run_key(run_id)
             self._marked.clear()
 
@@ -514,7 +523,8 @@ class CachedStudent(_Cached):
         # an agent student names what else decides its run (through RetryingStudent's attribute pass-through)
         material = getattr(self.inner, "cache_material", None)
         extra = material(item) if callable(material) else ""
-        return student_key(self.identity, skill, item, sample, extra if isinstance(extra, str) else "")
+        return student_key(self.identity, skill, item, sample, extra if isinstance(extra, str) else "",
+                           self.cache.salt)
 
     def run(self, skill: str, item: Item, sample: int = 0) -> Reply:
         return self._through(self.key(skill, item, sample), lambda: self.inner.run(skill, item, sample))

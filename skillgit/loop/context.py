@@ -34,6 +34,7 @@ class StepContext:
     emit: EventSink
     train: tuple[Item, ...]
     executor: Executor | None = None  # where rollouts run (None: this process's threads)
+    own_samples: bool = False  # the run's student calls are keyed by its own salt (`evidence.py`): fresh measurements
 
     def stage(self, step: int | str, name: str) -> None:
         """Announce a stage (the display shows it). A safe point: a stop a signal asked for is raised here."""

@@ -13,8 +13,10 @@ hands a `Proposal` to `gated_commit`. Contract:
   judge below `evaluation.min_val_coverage` (see `gate.decide`). The incumbent is scored again in the same wave
   as its candidate (the blob cache answers only within a step's round), and its earlier score is a null control:
   when the two disagree beyond the bar, or the student's fingerprint changed, the gate refuses to judge
-  (`evaluation.reuse_incumbent_score: true` skips the re-scoring and its protection). `force` (an unconditional
-  slow update) accepts whatever the gate said and records what it said.
+  (`evaluation.reuse_incumbent_score: true` skips the re-scoring and its protection). A run's student calls are
+  its own (`evidence.py`: a salt in their journal keys), so the re-scoring is a new measurement even when an
+  earlier run scored the same text in a round of the same number; the gate note's `incumbent` says so.
+  `force` (an unconditional slow update) accepts whatever the gate said and records what it said.
 - The candidate, gate and decision notes land in the same ref transaction as the branch move or rejected tag, so
   a decision never exists without its why; every string a model wrote is redacted and stripped of control
   characters before it reaches a commit message, trailer or note.
@@ -157,6 +159,18 @@ def gated_commit(ctx: StepContext, store: Store, run: str, seq: int, proposal: P
     return outcome, (judgement.score if judgement.result.accept else judgement.incumbent(current))
 
 
+def _incumbent_basis(ctx: StepContext, scored: bool) -> str:
+    """What the incumbent's side of the comparison rests on, as the gate note says it."""
+    if not scored:
+        return ""
+    if ctx.cfg.evaluation.reuse_incumbent_score:
+        return "reused its earlier score"
+    if ctx.own_samples:
+        return "scored again in this round, on this run's own samples"
+    return ("scored again in this round (a run begun before runs had their own samples: the call journal may "
+            "answer it from an earlier run)")
+
+
 def _control_summary(score: gate_mod.SplitScore, metric: str, weight: float) -> ControlSummary:
     """A null control in the gate note: where and how it was scored (its items are in its own round's note)."""
     return ControlSummary(score.round, score.blob, round(score.mean(metric, weight), 6), len(score.per_item),
@@ -215,8 +229,7 @@ def commit(ctx: StepContext, store: Store, run: str, seq: int, p: Proposal, judg
                     reason, verdict.coverage, cand_score.record() if judgement.scored else None,
                     # the parent's per-item val scores as compared (this round's): which items flipped
                     judgement.incumbent(current).record(), verdict.checks, verdict.fixed, verdict.broke,
-                    incumbent=("" if not judgement.scored else "reused its earlier score"
-                               if ecfg.reuse_incumbent_score else "scored again in this round"),
+                    incumbent=_incumbent_basis(ctx, judgement.scored),
                     controls=tuple(_control_summary(c, metric, ecfg.mixed_weight) for c in judgement.controls),
                     noise_floor=to_float(controls.numbers.get("noise_floor")) if controls is not None else None)
     ctx.stage(p.step, "decide")

@@ -4,8 +4,9 @@ A run's progress is saved on `refs/skillgit/runs/<run>` after every decided step
 killed between a decision and that save leaves git one step (or one field of proposals) ahead of the progress.
 
 Contract:
-- `open_run(store, branch, digest, run_id, resume)`: continue `run_id`, or (with `resume`) the newest run if it
-  is unfinished and has the same config digest and branch; otherwise a new run named by `new_run_id` (time and
+- `open_run(store, branch, digest, run_id, resume, tasks=)`: continue `run_id` (`evidence.opened` then refuses
+  it if its config or tasks changed), or (with `resume`) the newest run if it is unfinished and has the same
+  config digest, branch and (when both are known) tasks digest; otherwise a new run named by `new_run_id` (time and
   random: it names the run, it never seeds anything).
 - `check_unmoved(store, run_id, opened)`: called once the run lock is held — raises (exit code LOCKED) when the
   run's saved progress is no longer what `open_run` read before the lock (another process trained the run in
@@ -33,6 +34,7 @@ from typing import Any, Mapping
 
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.loop.decide import rival_step
+from skillgit.loop.evidence import recorded_tasks
 from skillgit.records import RunProgress, StepOutcome
 from skillgit.store import Store
 from skillgit.types import Usage
@@ -54,13 +56,15 @@ def progress_of(store: Store, run_id: str) -> RunProgress | None:
                             f"inspect it with `git show refs/skillgit/runs/{run_id}:progress.json`") from None
 
 
-def open_run(store: Store, branch: str, digest: str, run_id: str | None, resume: bool) -> tuple[str, RunProgress]:
+def open_run(store: Store, branch: str, digest: str, run_id: str | None, resume: bool, *,
+             tasks: str = "") -> tuple[str, RunProgress]:
     """(run id, its progress): see the module contract."""
     if run_id is None and resume:
         runs = store.list_runs()
         progress = progress_of(store, runs[0]) if runs else None
         if progress and progress.status != "finished" and progress.config_digest == digest \
-                and progress.branch == branch:
+                and progress.branch == branch \
+                and (not tasks or recorded_tasks(store, runs[0]) in ("", tasks)):
             return runs[0], progress
     if run_id is not None:
         progress = progress_of(store, run_id)

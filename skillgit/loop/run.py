@@ -7,8 +7,9 @@ Contract of `Trainer.train()`:
 - a step's candidate is built on the tip its skill text was read from; if the branch moved meanwhile (a user's
   commit, revert or pull) the run stops with `BranchMoved` (exit 3) and a later `skillgit train` continues from the
   new tip — a user's change is never built over;
-- progress (`RunProgress` in `progress.json`, the resolved config, the meta skill) is saved on
-  `refs/skillgit/runs/<run>` after every decided step, so a killed run resumes at the first undecided step; a
+- progress (`RunProgress` in `progress.json`, the resolved config, the meta skill, `evidence.json`: the run's
+  journal salt and tasks digest, `evidence.py`) is saved on `refs/skillgit/runs/<run>` at its start, before its
+  first model call, and after every decided step, so a killed run resumes at the first undecided step; a
   step that git shows as decided is never redone;
 - the batches of step k are a pure function of (train split, seed, k), every random choice is seeded by the
   config's seed and the step (never the run id or the clock), and every model call goes through the call journal,
@@ -41,6 +42,7 @@ from skillgit.executor import Executor
 from skillgit.llm.base import LLM, Student
 from skillgit.loop import agent_step, guards, modes, proposing, recall, stages
 from skillgit.loop import epoch as epoch_mod
+from skillgit.loop import evidence as evidence_mod
 from skillgit.loop import gate as gate_mod
 from skillgit.loop import resume as resume_mod
 from skillgit.loop.background import Pending, Planned, Saves, in_background, write_later
@@ -117,7 +119,13 @@ class Trainer:
         self._pending: Pending | None = None  # a step's decision being written (`_decide_later`)
         self._epoch_to_close: tuple[int, gate_mod.SplitScore] | None = None  # the last epoch's end (`_wind_up`)
         self._said_identical = False  # the evaluator found the student's repeats to be copies, and the run said so
-        self.run_id, self.progress = resume_mod.open_run(store, cfg.skill.branch, self.digest, run_id, resume)
+        tasks = evidence_mod.tasks_digest(splits)
+        self.run_id, self.progress = resume_mod.open_run(store, cfg.skill.branch, self.digest, run_id, resume,
+                                                         tasks=tasks)
+        # its journal salt, after refusing a saved run whose config or tasks changed (`evidence.opened`)
+        self.evidence, self._resume_notes = evidence_mod.opened(store, self.run_id, self.progress, digest=self.digest,
+                                                                tasks=tasks, config_yaml=self.config_yaml)
+        self.ctx = dataclasses.replace(self.ctx, own_samples=bool(self.evidence.salt))
         self.field_size = proposing.field_size(cfg)  # the most candidates a step makes (optimizer.proposers)
         self._decided = resume_mod.Decided(store, self.run_id, self.field_size)  # see `_already_decided`
         # the teacher's negative buffer, blocked set and recall memory, read once and kept up to date
@@ -145,7 +153,8 @@ class Trainer:
             updated=time.time(), usage=total, usage_by_stage=by_stage, usage_by_role=by_role, errors=errors,
             retries=self._prior.retries + self.ledger.retries + self.evaluator.retried, agent=self.ledger.agent_total())
         files = {"progress.json": json.dumps(self.progress.to_dict(), indent=2, sort_keys=True, ensure_ascii=False),
-                 "config.yaml": self.config_yaml, "meta_skill.md": self.progress.meta_skill}
+                 "config.yaml": self.config_yaml, "meta_skill.md": self.progress.meta_skill,
+                 evidence_mod.FILE: self.evidence.to_json()}
         self._saves.save(files, message, background=background, maintain=maintain)
 
     def _settle_save(self, *, quiet: bool = False) -> None:
@@ -225,6 +234,10 @@ class Trainer:
         self.store.prepare_worktrees()  # before any model call: an accept could not land in a dirty worktree
         resumed = self.progress.next_step > 1
         self.progress = self.progress.replace(status="running", stop_reason="")
+        for note in self._resume_notes:
+            self.emit(Warning(note))
+        if self.progress.started is None:  # the salt is on the run ref before the first call: a kill replays it
+            self._save("run start: evidence")
         self.ctx.stage(0, "gate")
         if self.progress.seed_rev is None:
             self.progress = self.progress.replace(seed_rev=self.store.tip())

@@ -1,0 +1,127 @@
+"""What a run's measurements rest on: its own journal salt, and the config and tasks it started with.
+
+Contract:
+- `Evidence` is recorded on the run's ref (`evidence.json`, beside `progress.json` and `config.yaml`) before the
+  run makes its first model call. `salt` goes into every student key of the call journal while the run is bound
+  (`CallCache.bind_run`), so a new run — even on an unchanged tip, with rounds restarting at 1 — measures its
+  incumbent afresh instead of replaying an earlier run's answers, and a resumed run (same salt) replays every call
+  it finished. A run saved before runs had a salt has none (`salt == ""`): it keeps the shared keys it began with.
+  `tasks` digests the train/val/test items ("" when not recorded).
+- `opened(store, run_id, progress, digest=, tasks=, config_yaml=)`: a new run (nothing saved yet) gets a fresh
+  random salt; a saved run its recorded evidence, after checking that what it measures with is unchanged: a
+  different config digest (model, judge, scorer, gate settings… every key outside `RUNTIME_ONLY_KEYS`) or tasks
+  digest raises (exit 2) naming what changed and the fix (restore it, or `skillgit train --new`). A change of
+  runtime-only keys only (concurrency, workers, timeouts, budget, max_steps) goes on, and the returned notes say
+  which (the run says them as warnings).
+- `tasks_digest(splits)`: 12 hex digits over every item of the three splits (id, input, expected, metadata).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from skillgit.config import RUNTIME_ONLY_KEYS
+from skillgit.config_layers import leaves
+from skillgit.errors import ExitCode, SkillgitError
+from skillgit.records import RunProgress
+from skillgit.store import Store
+from skillgit.tasks import SPLIT_NAMES, Splits
+
+FILE = "evidence.json"
+SHOWN_CHANGES = 6  # changed keys named in a refusal (the rest counted)
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A run's journal salt ("" for a run begun before runs had one) and its tasks digest ("" unknown)."""
+
+    salt: str
+    tasks: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps({"salt": self.salt, "tasks": self.tasks}, indent=2, sort_keys=True)
+
+    @classmethod
+    def read(cls, files: dict[str, str]) -> Evidence:
+        """The evidence recorded in a run's files; a run saved without it: no salt, tasks unknown."""
+        try:
+            data = json.loads(files[FILE]) if FILE in files else {}
+        except ValueError:
+            data = {}
+        data = data if isinstance(data, dict) else {}
+        return cls(str(data.get("salt") or ""), str(data.get("tasks") or ""))
+
+
+def new_salt() -> str:
+    return secrets.token_hex(8)
+
+
+def tasks_digest(splits: Splits) -> str:
+    h = hashlib.sha256()
+    for name in SPLIT_NAMES:
+        for item in splits.get(name):
+            row = [name, item.id, item.input, item.expected, item.metadata]
+            h.update(json.dumps(row, sort_keys=True, default=str, ensure_ascii=False).encode("utf-8"))
+            h.update(b"\n")
+    return h.hexdigest()[:12]
+
+
+def recorded_tasks(store: Store, run_id: str) -> str:
+    """The tasks digest a saved run recorded ("" when none)."""
+    return Evidence.read(store.load_run(run_id) or {}).tasks
+
+
+def _runtime(key: str) -> bool:
+    return any(key == k or key.startswith(k + ".") for k in RUNTIME_ONLY_KEYS)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def config_changes(recorded_yaml: str, now_yaml: str) -> tuple[list[str], list[str]]:
+    """(evidence keys, runtime-only keys) whose values differ between two dumped configs, each as
+    `key: before -> now`; ([], []) when the recorded one cannot be read."""
+    try:
+        before = dict(leaves(yaml.safe_load(recorded_yaml) or {}))
+        now = dict(leaves(yaml.safe_load(now_yaml) or {}))
+    except (yaml.YAMLError, AttributeError, TypeError):
+        return [], []
+    keys = sorted(k for k in before.keys() | now.keys() if before.get(k, _MISSING) != now.get(k, _MISSING))
+    said = [f"{k}: {_short(before.get(k))} -> {_short(now.get(k))}" for k in keys]
+    return [s for k, s in zip(keys, said) if not _runtime(k)], [s for k, s in zip(keys, said) if _runtime(k)]
+
+
+def opened(store: Store, run_id: str, progress: RunProgress, *, digest: str, tasks: str,
+           config_yaml: str) -> tuple[Evidence, list[str]]:
+    """(the run's evidence, notes to say): see the module contract."""
+    files = store.load_run(run_id) or {}
+    if "progress.json" not in files:
+        return Evidence(new_salt(), tasks), []
+    recorded = Evidence.read(files)
+    changed, runtime = config_changes(files.get("config.yaml", ""), config_yaml)
+    problems: list[str] = []
+    if progress.config_digest != digest:
+        named = "; ".join(changed[:SHOWN_CHANGES]) + (f" (and {len(changed) - SHOWN_CHANGES} more)"
+                                                       if len(changed) > SHOWN_CHANGES else "")
+        problems.append(f"its config ({named})" if changed
+                        else f"its config (digest {progress.config_digest} -> {digest})")
+    if recorded.tasks and recorded.tasks != tasks:
+        problems.append(f"its tasks (the train/val/test items: digest {recorded.tasks} -> {tasks})")
+    if problems:
+        raise SkillgitError(
+            f"run {run_id} changed since it started: {'; and '.join(problems)}; its scores and decisions so far "
+            "were measured under what it started with, so it cannot go on under this",
+            f"restore what changed (the run's config: `git show refs/skillgit/runs/{run_id}:config.yaml`), or "
+            "start a new run with `skillgit train --new`", ExitCode.USAGE)
+    notes = [f"run {run_id} resumes with {'; '.join(runtime)}: settings of speed and reach, not of what it "
+             "measures"] if runtime else []
+    return Evidence(recorded.salt, recorded.tasks or tasks), notes
