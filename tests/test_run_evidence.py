@@ -95,5 +95,5 @@ def test_resuming_with_changed_workers_goes_on_and_says_so(project):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     said = " ".join(resumed.stderr.split())
     assert "run a resumes with env.workers: 8 -> 2" in said
-    assert "train.max_steps: 1 -> 2" in said
+    assert "max_steps" not in said  # a longer run is what resuming is for: not worth a word
     assert progress(project, "a")["next_step"] == 3  # step 2 was trained in the same run

@@ -9,10 +9,12 @@ Contract:
   `tasks` digests the train/val/test items ("" when not recorded).
 - `opened(store, run_id, progress, digest=, tasks=, config_yaml=)`: a new run (nothing saved yet) gets a fresh
   random salt; a saved run its recorded evidence, after checking that what it measures with is unchanged: a
-  different config digest (model, judge, scorer, gate settings… every key outside `RUNTIME_ONLY_KEYS`) or tasks
-  digest raises (exit 2) naming what changed and the fix (restore it, or `skillgit train --new`). A change of
-  runtime-only keys only (concurrency, workers, timeouts, budget, max_steps) goes on, and the returned notes say
-  which (the run says them as warnings).
+  different config digest whose recorded `config.yaml` differs in a key of the evidence (model, judge, scorer,
+  gate settings… every key outside `NOT_EVIDENCE`: `RUNTIME_ONLY_KEYS` and `evaluation.eval_test`), or a
+  different tasks digest, raises (exit 2) naming what changed and the fix (restore it, or `skillgit train --new`).
+  A change of other keys goes on; the returned notes name those changed besides the `ROUTINE` ones (max_steps,
+  budgets, eval_test: a larger budget or a library's next turn), e.g. workers or concurrency (the run says them
+  as warnings).
 - `tasks_digest(splits)`: 12 hex digits over every item of the three splits (id, input, expected, metadata).
 """
 
@@ -78,8 +80,15 @@ def recorded_tasks(store: Store, run_id: str) -> str:
     return Evidence.read(store.load_run(run_id) or {}).tasks
 
 
-def _runtime(key: str) -> bool:
-    return any(key == k or key.startswith(k + ".") for k in RUNTIME_ONLY_KEYS)
+# Keys that do not touch what a run measures: how fast and how far it goes, and whether it reads the test split at
+# its end (reported only; a library's turns set it off until the last one)
+NOT_EVIDENCE: tuple[str, ...] = (*RUNTIME_ONLY_KEYS, "evaluation.eval_test")
+# …of which these change routinely between a run's processes (a larger budget, one more turn): not worth a word
+ROUTINE: tuple[str, ...] = ("train.max_steps", "budget", "evaluation.eval_test")
+
+
+def _under(key: str, names: tuple[str, ...]) -> bool:
+    return any(key == k or key.startswith(k + ".") for k in names)
 
 
 def _short(value: Any) -> str:
@@ -87,17 +96,18 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def config_changes(recorded_yaml: str, now_yaml: str) -> tuple[list[str], list[str]]:
-    """(evidence keys, runtime-only keys) whose values differ between two dumped configs, each as
-    `key: before -> now`; ([], []) when the recorded one cannot be read."""
+def config_changes(recorded_yaml: str, now_yaml: str) -> tuple[list[str], list[str]] | None:
+    """(keys of the evidence, other keys but the `ROUTINE` ones) whose values differ between two dumped configs,
+    each as `key: before -> now`; None when the recorded one cannot be read."""
     try:
         before = dict(leaves(yaml.safe_load(recorded_yaml) or {}))
         now = dict(leaves(yaml.safe_load(now_yaml) or {}))
     except (yaml.YAMLError, AttributeError, TypeError):
-        return [], []
+        return None
     keys = sorted(k for k in before.keys() | now.keys() if before.get(k, _MISSING) != now.get(k, _MISSING))
-    said = [f"{k}: {_short(before.get(k))} -> {_short(now.get(k))}" for k in keys]
-    return [s for k, s in zip(keys, said) if not _runtime(k)], [s for k, s in zip(keys, said) if _runtime(k)]
+    said = {k: f"{k}: {_short(before.get(k))} -> {_short(now.get(k))}" for k in keys}
+    return ([said[k] for k in keys if not _under(k, NOT_EVIDENCE)],
+            [said[k] for k in keys if _under(k, NOT_EVIDENCE) and not _under(k, ROUTINE)])
 
 
 def opened(store: Store, run_id: str, progress: RunProgress, *, digest: str, tasks: str,
@@ -107,9 +117,10 @@ def opened(store: Store, run_id: str, progress: RunProgress, *, digest: str, tas
     if "progress.json" not in files:
         return Evidence(new_salt(), tasks), []
     recorded = Evidence.read(files)
-    changed, runtime = config_changes(files.get("config.yaml", ""), config_yaml)
+    found = config_changes(files.get("config.yaml", ""), config_yaml)
+    changed, runtime = found if found is not None else ([], [])
     problems: list[str] = []
-    if progress.config_digest != digest:
+    if progress.config_digest != digest and (changed or found is None):
         named = "; ".join(changed[:SHOWN_CHANGES]) + (f" (and {len(changed) - SHOWN_CHANGES} more)"
                                                        if len(changed) > SHOWN_CHANGES else "")
         problems.append(f"its config ({named})" if changed
