@@ -36,15 +36,20 @@ RUN = "calls"
 KILLS = [("rollout", "2"), ("reflect", "2"), ("gate", "2"), ("decide", "3"), ("slow_update", "e1-slow-update")]
 
 
-def journal(folder: Path) -> list[str]:
-    """Every paid call's key, once per time it was paid (the journal counts repeated puts)."""
+def journal(folder: Path) -> list[tuple[bytes, str]]:
+    """Every paid call's (key, reply text), once per time it was paid (the journal counts repeated puts). Two
+    projects are compared by replies, not keys: a run's student keys carry its own salt (`loop/evidence.py`)."""
     import sqlite3
+
+    from skillgit.llm import journal as J
 
     path = folder / ".git" / "skillgit" / "cache" / "calls.sqlite"
     if not path.exists():
         return []
     with sqlite3.connect(path) as db:
-        return [key for key, puts in db.execute("SELECT key, puts FROM calls") for _ in range(max(1, puts))]
+        return [(key, J.unpack(bool(codec & J.TEXT_ZLIB), text))
+                for key, puts, codec, text in db.execute("SELECT key, puts, codec, text FROM calls")
+                for _ in range(max(1, puts))]
 
 
 def end_state(folder: Path) -> dict:
@@ -148,8 +153,8 @@ def main(argv: list[str] | None = None) -> dict:
             keys = journal(folder)
             kill_rows.append({
                 "kill_at": f"{stage}@{step}", "killed": info["killed"], "journal_entries": len(keys),
-                "repeated_calls": len(keys) - len(set(keys)),
-                "same_calls_as_uninterrupted": set(keys) == set(base_keys),
+                "repeated_calls": len(keys) - len({k for k, _ in keys}),
+                "same_calls_as_uninterrupted": sorted(t for _, t in keys) == sorted(t for _, t in base_keys),
                 "server_calls": len(server.timeline()), "in_flight_at_kill": len(server.timeline()) - base_server_calls,
                 "same_end_state": end_state(folder) == base_state})
 
