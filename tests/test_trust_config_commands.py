@@ -129,6 +129,14 @@ def test_an_unapproved_agent_command_runs_nothing_and_schedule_approves_what_it_
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["tasks"]["excluded"] == {} and canary.exists()
 
+    # a teammate's edit of the command after the night started: resuming it stops before anything runs
+    ran = canary.read_text()
+    _pull(repo, '"{prompt_file}"]', '"{prompt_file}", "--more"]')
+    again = _run(repo, home, "2026-01-11", "--yes")
+    assert again.returncode == 2, again.stderr
+    assert "the night of 2026-01-11 was started, and now model.student.command.argv" in again.stderr
+    assert canary.read_text() == ran
+
 
 def test_status_counts_the_mined_tasks_waiting_for_an_approval(tmp_path):
     repo, home, _ = probe_project(tmp_path)

@@ -330,7 +330,7 @@ def _blocked(sp: SleepProject, record: S.NightRecord, gathered: Gathered, folder
     trained and every task left out (the report and `sleep status` say why); one resumed from frozen splits stops
     (exit 2) before anything runs, its record as it was."""
     if R.has_splits(folder) or any(R.has_splits(p) for p in (folder / "skills").glob("*")):
-        raise SkillgitError(f"tonight's night was started, and now {gate.night_reason}",
+        raise SkillgitError(f"the night of {record.date} was started, and now {gate.night_reason}",
                             "read it with `skillgit sleep review`, then `--approve`; the same `sleep run` resumes the "
                             "night", ExitCode.USAGE)
     tasks = S.NightTasks.from_dict({"file": shown_path(gathered.path, sp.root), "reviewed": gathered.reviewed,
