@@ -14,6 +14,7 @@ import json
 import os
 import shlex
 import sys
+from pathlib import Path
 
 from skillgit.agentic.student import AgentStudent
 from skillgit.config import CommandCfg
@@ -90,3 +91,26 @@ def test_the_runs_gate_notes_name_what_was_withheld_and_hold_no_value(tmp_path):
     assert fingerprints and all(f["withheld"] == "AWS_SESSION, COPIED, DATABASE_URL, MY_SERVICE"
                                 for f in fingerprints), fingerprints
     assert not any(v in "".join(notes) for v in CREDENTIALS.values())
+
+
+def test_a_refresh_of_the_vendored_rules_keeps_our_hand_kept_value_rules(tmp_path):
+    """`scripts/refresh_secret_rules.py` rewrites skillgit/secret_rules.py from gitleaks' toml; the part from the
+    `# ---- hand-kept:` line on (`VALUE_RULES`) is ours and survives the refresh as it is."""
+    import importlib.util
+    import shutil
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("refresh_secret_rules", root / "scripts" / "refresh_secret_rules.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "secret_rules.py"
+    shutil.copy(root / "skillgit" / "secret_rules.py", out)
+    toml = tmp_path / "gitleaks.toml"
+    toml.write_text('[[rules]]\nid = "demo-token"\nregex = \'\'\'\\bdemo_[a-z0-9]{20}\\b\'\'\'\nkeywords = ["demo_"]\n')
+    assert module.main([str(toml), "--commit", "0" * 40, "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "('demo-token'," in text and "('1password-secret-key'," not in text
+    namespace: dict = {}
+    exec(compile(text, str(out), "exec"), namespace)  # noqa: S102 - the generated module, as Python reads it
+    assert [rule[0] for rule in namespace["VALUE_RULES"]] == ["aws-session-token", "random-token-value"]
