@@ -151,3 +151,25 @@ def test_status_counts_the_mined_tasks_waiting_for_an_approval(tmp_path):
     assert run_cli_inproc("sleep", "review", "--approve", cwd=repo).returncode == 0
     info = json.loads(run_cli_inproc("sleep", "status", "--json", cwd=repo).stdout)
     assert info["tasks"]["unapproved"] == 0
+
+
+def test_which_keys_of_the_configuration_need_an_approval():
+    from skillgit.config import BackendCfg, CommandCfg, Config, EnvCfg, ModelCfg, ScorerCfg
+
+    secret = "Bearer abcdef1234567890XYZabc"
+    cfg = Config(env=EnvCfg(scorer=ScorerCfg(type="command", command=f"curl -H 'Authorization: {secret}' x")),
+                 model=ModelCfg(student_backend="openai", student=BackendCfg(command=CommandCfg(argv=("ignored",))),
+                                teacher_backend="agent",
+                                teacher=BackendCfg(command=CommandCfg(argv=("my-agent", "{prompt_file}"),
+                                                                      env_passthrough=("A", "B")))))
+    found = {c.key: c for c in approval.config_commands(cfg)}
+    assert set(found) == {"env.scorer.command", "model.teacher.command.argv", "model.teacher.command.env_passthrough"}
+    assert found["model.teacher.command.argv"].text == "my-agent '{prompt_file}'"
+    assert found["model.teacher.command.env_passthrough"].needs == approval.NIGHT
+    scorer = found["env.scorer.command"]
+    assert scorer.needs == approval.SCORER and "abcdef1234567890XYZabc" not in scorer.shown_text
+    gate = approval.config_gate(cfg, frozenset({scorer.approval_key}))
+    assert not gate.scorer_blocked and "model.teacher.command.argv" in gate.night_reason
+    edited = approval.ConfigCommand(scorer.key, scorer.text + " ", scorer.needs)
+    assert edited.approval_key != scorer.approval_key  # any edit of the text needs approving again
+    assert approval.config_commands(Config()) == ()  # the demo's simulated world runs no command of its config

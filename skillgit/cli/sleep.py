@@ -217,7 +217,8 @@ def _config_rows(sp: Any, configured: Any, keys: Optional[frozenset[str]] = None
     from skillgit.sleep import approval
 
     keys = approval.approved_in(sp.root) if keys is None else keys
-    return [{"key": c.key, "text": c.text, "needs": c.needs, "approved": c.approval_key in keys} for c in configured]
+    return [{"key": c.key, "text": c.shown_text, "needs": c.needs, "approved": c.approval_key in keys}
+            for c in configured]
 
 
 def _show_config(sp: Any, configured: Any, as_json: bool, keys: Optional[frozenset[str]] = None) -> None:
@@ -516,7 +517,7 @@ def _approve_scheduled(sp: Any) -> tuple[Any, ...]:
 
     configured = approval.config_commands(sp.config)
     for c in configured:
-        say(f"the nightly job runs skillgit.yaml {c.key}: {c.text}")
+        say(f"the nightly job runs skillgit.yaml {c.key}: {c.shown_text}")
     if configured:
         git = open_repository(sp.root)
         try:

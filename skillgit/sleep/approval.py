@@ -67,6 +67,13 @@ class ConfigCommand:
     needs: str  # NIGHT | SCORER
 
     @property
+    def shown_text(self) -> str:
+        """The text as it is shown (stdout, stderr, JSON): with any credential in it masked (`redact`)."""
+        from skillgit.redact import redact
+
+        return redact(self.text)
+
+    @property
     def approval_key(self) -> str:
         material = {"config": self.key, "text": self.text}
         return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()

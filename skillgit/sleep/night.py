@@ -383,6 +383,8 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
         approval = release(cfg, handoff=options.handoff is not None, reviewed=gathered.reviewed, yes=options.yes,
                            path=gathered.path)
         gate = gate_of(sp)
+        if options.handoff is not None:  # the handoff folder is the teacher: the configured one's program never runs
+            gate = replace(gate, commands=tuple(c for c in gate.commands if not c.key.startswith("model.teacher.")))
         if gate.night_reason:  # an agent command (or what it is handed) nobody approved here: nothing runs
             return _blocked(sp, record, gathered, night_folder(repo, date), gate, approval, repo)
         if library:  # every library skill in turn, each on the tasks routed to it

@@ -194,6 +194,7 @@ def status_info(sp: SleepProject, limit: int = 10, *, crontab: str = "crontab",
         cron = None
     systemd = (K.unit_dir() / f"{K.unit_name(root)}.timer").is_file()
     return {"nights": nights, "tasks": tasks, "schedule": {"cron": cron, "systemd": systemd},
-            "config": [{"key": c.key, "text": c.text, "needs": c.needs, "approved": c.approval_key in gate.approved}
+            "config": [{"key": c.key, "text": c.shown_text, "needs": c.needs,
+                        "approved": c.approval_key in gate.approved}
                        for c in gate.commands],
             "harvest": {"files": len(state.harvest.files)}, "ref": S.SLEEP_REF, "head": state.head}
