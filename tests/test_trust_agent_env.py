@@ -53,7 +53,8 @@ def test_an_agent_its_setup_and_verify_never_see_a_credential_under_an_ordinary_
         return f"{shlex.quote(sys.executable)} -c {shlex.quote(dump)} {shlex.quote(str(tmp_path / name))}"
 
     student = AgentStudent(CommandCfg(preset="generic", argv=(sys.executable, "-c", dump, str(tmp_path / "agent")),
-                                      output="text", timeout_s=60, env_passthrough=("DATABASE_URL",)),
+                                      output="text", timeout_s=60, env_passthrough=("DATABASE_URL",),
+                                      confine="off"),  # (its fakes report into the test's folder)
                            project_root=root, model=None, env=env, skill_path="skill", skill_branch="main")
     item = Item("t1", "p", metadata={"workspace": {"fixture": "app"}, "task_dir": str(root), "setup": [argv("setup")],
                                      "verify": {"command": argv("verify"), "result": "exit_code", "timeout_s": 30}})
@@ -76,7 +77,7 @@ def test_the_runs_gate_notes_name_what_was_withheld_and_hold_no_value(tmp_path):
     rows = [{"id": f"t{i}", "prompt": "make done.txt", "workspace": {"fixture": "repos/app"},
              "verify": {"command": "test -f done.txt", "result": "exit_code"}} for i in range(2)]
     argv = json.dumps([sys.executable, "-c", agent, str(seen)])
-    agentic_tasks(project, rows, f"{{preset: generic, output: text, argv: {argv}}}", workers=1)
+    agentic_tasks(project, rows, f"{{preset: generic, output: text, confine: off, argv: {argv}}}", workers=1)
     done = run_cli("train", "--new", "--set", "evaluation.gate_repeats=1", "--set", "evaluation.eval_test=false",
                    cwd=project, env={**CREDENTIALS, "SERVICE_TOKEN": CREDENTIALS["COPIED"], "MY_SETTING": "kept"},
                    timeout=300)

@@ -106,7 +106,8 @@ def test_an_unapproved_agent_command_runs_nothing_and_schedule_approves_what_it_
     path = repo / "skillgit.yaml"
     path.write_text(path.read_text().replace(
         "  student_backend: simulated\n",
-        f"  student_backend: command\n  student:\n    command: {{preset: generic, argv: {argv}, timeout_s: 60}}\n"))
+        f"  student_backend: command\n  student:\n    command: {{preset: generic, argv: {argv}, timeout_s: 60, "
+        "confine: off}\n"))  # (the canary outside the rollout shows the agent ran)
     git(repo, "commit", "-qam", "a command student")
 
     done = _run(repo, home, "2026-01-10", "--yes")
