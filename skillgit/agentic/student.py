@@ -22,8 +22,9 @@ skill, item and sample that decides a rollout: the task's workspace / setup / ve
 content (a fixture folder's content hash; for a `repo` workspace the tree at the resolved commit without the
 committed skill) and the agent settings (argv, output, install path, permission mode, allowed tools, max turns,
 sandbox, model, passed-through variable names, seed when the argv uses it, and the write confinement in force:
-a task that writes outside its folder scores differently confined). The same task with the same settings
-has the same key, so a resumed run replays its finished rollouts.
+a task that writes outside its folder scores differently confined) and the CLI's version (the one `fingerprint()`
+names: an updated CLI is a new student, never answered with the old one's rollouts). The same task with the same
+settings and CLI has the same key, so a resumed run replays its finished rollouts.
 
 Every command runs with `PWD` set to the workspace (agents such as OpenCode follow an inherited `PWD`), through
 `workspace.tracked` (its process group id is recorded for `Workspaces.sweep`).
@@ -173,8 +174,10 @@ class AgentStudent:
         except Exception as exc:  # a broken task: its run fails and is not journaled
             content = f"unresolved: {exc}"
         task = {k: meta.get(k) for k in ("workspace", "setup", "verify") if k in meta and k != TASK_DIR_KEY}
-        return json.dumps({"task": task, "content": content, "agent": self.settings()}, sort_keys=True,
-                          default=str)
+        # the CLI's version, as the gate's drift check reads it: an updated CLI is never answered with the old one's
+        version = self.fingerprint().get("version", "")
+        return json.dumps({"task": task, "content": content, "agent": self.settings(), "version": version},
+                          sort_keys=True, default=str)
 
     def _content(self, spec: AgenticSpec) -> str:
         """The workspace's content: a fixture folder's hash, or the tree at the resolved commit of a repository
