@@ -19,6 +19,7 @@ from pathlib import Path
 from skillgit.sleep import approval
 from skillgit.world import generate_tasks
 from tests.conftest import git, run_cli, run_cli_inproc
+from tests.fake_servers import fake_server_fixture  # noqa: F401 (the fake_server fixture)
 from tests.test_probe12_commands import _night as probe_night
 from tests.test_probe12_commands import _project as probe_project
 from tests.test_sleep_night import WORLD, make_project, write_sessions
@@ -174,3 +175,44 @@ def test_which_keys_of_the_configuration_need_an_approval():
     edited = approval.ConfigCommand(scorer.key, scorer.text + " ", scorer.needs)
     assert edited.approval_key != scorer.approval_key  # any edit of the text needs approving again
     assert approval.config_commands(Config()) == ()  # the demo's simulated world runs no command of its config
+
+
+def test_a_pulled_endpoint_gets_no_call_and_no_key_until_approved_here(tmp_path, fake_server):
+    """A teammate's `model.student.base_url` (with the variable whose value is sent as the key) would send the
+    user's key and the mined task text to a server of their choosing in an unattended night: until the endpoint is
+    approved here, that server receives nothing."""
+    repo, home = _project(tmp_path, "")
+    url = f"{fake_server.url}/v1"
+    _pull(repo, "  student_backend: simulated\n",
+          f"  student_backend: openai\n  student: {{base_url: {json.dumps(url)}, api_key_env: MY_KEY}}\n")
+    env = {"MY_KEY": "sk-test-not-a-real-key-0123456789"}
+    done = run_cli("sleep", "run", "--home", str(home), "--sources", "claude,codex", "--date", "2026-01-10",
+                   "--json", "--yes", cwd=repo, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert fake_server.requests == []  # no call, no key
+    assert record["status"] == "nothing"
+    assert "model.student.base_url" in record["reason"] and "model.student.api_key_env" in record["reason"]
+    shown = run_cli_inproc("sleep", "review", cwd=repo)
+    assert f"skillgit.yaml model.student.base_url (not approved): $ {url}" in shown.stdout, shown.stdout
+
+    assert run_cli_inproc("sleep", "review", "--approve", cwd=repo).returncode == 0  # read, then approved
+    done = run_cli("sleep", "run", "--home", str(home), "--sources", "claude,codex", "--date", "2026-01-11",
+                   "--json", "--yes", cwd=repo, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert fake_server.requests, done.stderr  # approved: the night calls the server
+    assert json.loads(done.stdout)["tasks"]["excluded"] == {}
+
+
+def test_an_endpoint_and_a_switched_off_confinement_need_an_approval():
+    from skillgit.config import BackendCfg, CommandCfg, Config, ModelCfg
+
+    cfg = Config(model=ModelCfg(
+        student_backend="agent", student=BackendCfg(command=CommandCfg(argv=("my-agent",), confine="off")),
+        teacher_backend="anthropic", teacher=BackendCfg(base_url="http://127.0.0.1:9/", api_key_env="T_KEY")))
+    found = {c.key: c.text for c in approval.config_commands(cfg)}
+    assert found == {"model.student.command.argv": "my-agent", "model.student.command.confine": "off",
+                     "model.teacher.base_url": "http://127.0.0.1:9/", "model.teacher.api_key_env": "T_KEY"}
+    landlock = Config(model=ModelCfg(student_backend="agent",
+                                     student=BackendCfg(command=CommandCfg(argv=("a",), confine="landlock"))))
+    assert [c.key for c in approval.config_commands(landlock)] == ["model.student.command.argv"]

@@ -20,8 +20,11 @@ Contracts:
 
 The configuration's own commands (a pulled `skillgit.yaml` is text a teammate changed): `config_commands(cfg)` lists
 what a night would run or hand to a command from the configuration — `env.scorer.command` / `env.scorer.callable`
-(the scorer of text tasks: `SCORER`) and, for a role whose backend runs a program (`command`, `agent`, a plugin),
-`model.<role>.command.argv` and `model.<role>.command.env_passthrough` (every rollout or call: `NIGHT`). Each is
+(the scorer of text tasks: `SCORER`); for a role whose backend runs a program (`command`, `agent`, a plugin),
+`model.<role>.command.argv`, `model.<role>.command.env_passthrough` and a `model.<role>.command.confine: off` (which
+would let the night's agents write outside their rollouts: `skillgit.sandbox`); and for every role, where its calls
+go with your key and the task text: `model.<role>.base_url`, `model.<role>.azure_endpoint` and
+`model.<role>.api_key_env` (which variable's value is sent as the key) when set (all `NIGHT`: every call). Each is
 approved by its exact text, in the same file (`ConfigCommand.approval_key`: key and text; an edited text is a new
 key). `ConfigGate` (`config_gate(cfg, approved)`) says what a night here must leave out: everything when a `NIGHT`
 command is not approved (`night_reason`), the text tasks the configured scorer scores when its command is not
@@ -51,11 +54,12 @@ NOT_APPROVED = ("agentic task whose commands nobody approved here (`skillgit sle
                 "`--approve` approves them; --yes does not)")
 SCORER_NOT_APPROVED = ("text task scored by the configuration's scorer (env.scorer), whose command nobody approved "
                        "here (`skillgit sleep review` shows it, `--approve` approves it; --yes does not)")
-CONFIG_NOT_APPROVED = ("the configuration's agent command (model.*.command) is not approved here (`skillgit sleep "
-                       "review` shows it, `--approve` approves it; --yes does not)")
+CONFIG_NOT_APPROVED = ("the configuration's agent command, endpoint or confinement (model.*) is not approved here "
+                       "(`skillgit sleep review` shows it, `--approve` approves it; --yes does not)")
 UNAPPROVED_REASONS = (NOT_APPROVED, SCORER_NOT_APPROVED, CONFIG_NOT_APPROVED)  # what a person can undo
 NIGHT, SCORER = "night", "scorer"  # what needs a configuration command: every rollout or call, or the scorer
 _NO_PROGRAM = ("simulated", "openai", "azure", "anthropic", "handoff")  # backends that run no program of the config
+_NO_ENDPOINT = ("simulated", "handoff")  # backends that send nothing anywhere
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,11 @@ def config_commands(cfg: Config) -> tuple[ConfigCommand, ...]:
             out.append(ConfigCommand("env.scorer.callable", str(scorer.callable), SCORER))
     for role, backend, bcfg in (("student", cfg.model.student_backend, cfg.model.student),
                                 ("teacher", cfg.model.teacher_backend, cfg.model.teacher)):
+        if backend in _NO_ENDPOINT:
+            continue
+        for name in ("base_url", "azure_endpoint", "api_key_env"):  # where the key and the task text go
+            if value := (getattr(bcfg, name) or "").strip():
+                out.append(ConfigCommand(f"model.{role}.{name}", value, NIGHT))
         if backend in _NO_PROGRAM:
             continue
         if bcfg.command.argv:
@@ -97,6 +106,8 @@ def config_commands(cfg: Config) -> tuple[ConfigCommand, ...]:
         if bcfg.command.env_passthrough:
             out.append(ConfigCommand(f"model.{role}.command.env_passthrough",
                                      " ".join(bcfg.command.env_passthrough), NIGHT))
+        if bcfg.command.confine == "off":
+            out.append(ConfigCommand(f"model.{role}.command.confine", "off", NIGHT))
     return tuple(out)
 
 
@@ -144,8 +155,8 @@ def advice(excluded: Mapping[str, int]) -> list[str]:
         lines.append(f"{n} text task(s) left out: nobody approved the configuration's scorer command (env.scorer) on "
                      f"this machine; {_NEXT}")
     if n := excluded.get(CONFIG_NOT_APPROVED, 0):
-        lines.append(f"{n} task(s) left out, nothing ran: nobody approved the configuration's agent command "
-                     f"(model.*.command) on this machine; {_NEXT}")
+        lines.append(f"{n} task(s) left out, nothing ran: nobody approved the configuration's agent command, "
+                     f"endpoint or confinement (model.*) on this machine; {_NEXT}")
     return lines
 
 
