@@ -19,6 +19,7 @@ from tests.conftest import git
 
 PROBE = """
 import json, sys
+{first}
 sys.argv = ["skillgit", *json.loads(sys.argv[1])]
 from skillgit.cli import main
 try:
@@ -41,10 +42,11 @@ TRAINING = ("skillgit.loop", "skillgit.world", "skillgit.session", "skillgit.llm
 COVERAGE_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG", "COVERAGE_LAZY_SKILLGIT_CONFIG")
 
 
-def imported(args: list[str], cwd: Path) -> tuple[int, set[str], str]:
+def imported(args: list[str], cwd: Path, first: str = "") -> tuple[int, set[str], str]:
+    """(exit code, modules imported, stdout) of `skillgit ARGS` in a fresh interpreter that ran `first` before."""
     env = {k: v for k, v in os.environ.items() if k not in COVERAGE_VARIABLES}
-    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, env=env)
+    proc = subprocess.run([sys.executable, "-c", PROBE.replace("{first}", first), json.dumps(args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120, env={**env, "COLUMNS": "100"})
     head, _, tail = proc.stderr.rpartition("\nMODULES ")
     assert tail, proc.stderr
     data = json.loads(tail)
@@ -62,6 +64,46 @@ def test_help_imports_no_git_store_loop_yaml_or_sdk(tmp_path):
                   "skillgit.config"):
         assert not loaded(modules, heavy), f"`skillgit --help` imported {heavy}"
     assert loaded(modules, "typer")
+
+
+# typer's help renderer imports these at its top; skillgit's help uses none of them (cli/usage.py)
+RICH_UNUSED = ("rich.markdown", "markdown_it", "rich.traceback", "pygments")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["train", "--help"], ["sleep"], ["sleep", "run", "--help"]])
+def test_help_reads_the_same_without_importing_richs_markdown_and_traceback(tmp_path, args):
+    code, modules, out = imported(args, tmp_path)
+    for unused in RICH_UNUSED:
+        assert not loaded(modules, unused), f"`skillgit {' '.join(args)}` imported {unused}"
+    # byte for byte what typer prints with the real classes imported beforehand
+    code_real, modules_real, out_real = imported(args, tmp_path, first="import rich.markdown, rich.traceback")
+    assert loaded(modules_real, "markdown_it")  # (the comparison is with the real classes)
+    assert (code, out) == (code_real, out_real) and "Usage: skillgit" in out
+
+
+STAND_INS = """
+from skillgit.cli import usage
+usage.import_help_renderer()
+import rich.markdown, rich.traceback, typer.rich_utils as r
+assert r.Markdown is not rich.markdown.Markdown and r.Traceback is not rich.traceback.Traceback  # stand-ins
+md = r._make_rich_text(text="**bold**", style="", markup_mode="markdown")
+assert type(md) is rich.markdown.Markdown and isinstance(md, r.Markdown), md
+try:
+    1 / 0
+except ZeroDivisionError as exc:
+    tb = r.Traceback.from_exception(type(exc), exc, exc.__traceback__)
+assert type(tb) is rich.traceback.Traceback and isinstance(tb, r.Traceback)
+print("ok")
+"""
+
+
+def test_the_help_renderers_stand_ins_do_the_real_classes_work_when_used(tmp_path):
+    """A typer feature skillgit does not use (markdown help, pretty tracebacks) still works: it gets the real
+    classes, and any later import of those modules gets the real module."""
+    env = {k: v for k, v in os.environ.items() if k not in COVERAGE_VARIABLES}
+    proc = subprocess.run([sys.executable, "-c", STAND_INS], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.stdout.strip() == "ok", proc.stderr
 
 
 def test_version_imports_as_little_as_help(tmp_path):
