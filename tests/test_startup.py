@@ -164,6 +164,28 @@ def test_status_imports_its_sparkline_but_not_the_report_page(tmp_path):
         assert not loaded(modules, heavy), f"`skillgit status` imported {heavy}"
 
 
+def test_log_and_status_ask_git_where_the_repository_is_once(tmp_path, cli):
+    """Finding the project's top folder and opening its repository is one `git rev-parse` (it was two: the
+    project's `--show-toplevel`, then the store's own), from the top folder or below it."""
+    from skillgit.cli.demo import create_project
+    from skillgit.project import open_project
+    from skillgit.session import build_trainer, open_session
+
+    create_project(tmp_path / "p", 0)
+    session = open_session(open_project(tmp_path / "p", None, ["train.max_steps=1", "evaluation.eval_test=false"]))
+    build_trainer(session, run_id="r1", resume=False).train()
+    (tmp_path / "p" / "docs").mkdir()
+    for args in (["log"], ["status"], ["log", "--json"], ["status", "--json"]):
+        for cwd in (tmp_path / "p", tmp_path / "p" / "docs"):
+            trace = tmp_path / f"trace-{'-'.join(args)}-{cwd.name}"
+            done = cli(*args, cwd=cwd, env={"GIT_TRACE": str(trace)})
+            assert done.returncode == 0 and "r1" in done.stdout, done.stderr
+            ran = [line.split("built-in: ", 1)[1] for line in trace.read_text().splitlines() if "built-in: " in line]
+            assert [c for c in ran if c.startswith("git rev-parse")] == [
+                "git rev-parse --path-format=absolute --git-common-dir --absolute-git-dir --is-bare-repository "
+                "--show-object-format --show-toplevel"], (args, cwd, ran)
+
+
 # `python -m skillgit.world.agent` as a rollout runs it; its stream-json goes to stdout, the modules to stderr.
 AGENT_PROBE = """
 import json, runpy, sys
