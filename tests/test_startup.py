@@ -81,6 +81,25 @@ def test_help_reads_the_same_without_importing_richs_markdown_and_traceback(tmp_
     assert (code, out) == (code_real, out_real) and "Usage: skillgit" in out
 
 
+def test_every_commands_annotations_are_objects_not_strings():
+    """typer reads the type hints of every command it builds (`--help` builds them all); under `from __future__
+    import annotations` each would be a string that `typing.get_type_hints` compiles at every start."""
+    import skillgit.cli
+
+    def callbacks(app):
+        found = [app.registered_callback.callback] if app.registered_callback else []
+        found += [c.callback for c in app.registered_commands]
+        for group in app.registered_groups:
+            found += callbacks(group.typer_instance)
+        return [f for f in found if f is not None]
+
+    everything = callbacks(skillgit.cli.app)
+    assert len(everything) > 30
+    strings = [f"{f.__module__}.{f.__name__}: {k}" for f in everything for k, v in f.__annotations__.items()
+               if isinstance(v, str)]
+    assert strings == []
+
+
 STAND_INS = """
 from skillgit.cli import usage
 usage.import_help_renderer()

@@ -4,8 +4,6 @@ Thin wrappers over `skillgit.store`: data (tables, diffs, JSON with --json) on s
 expected failure a SkillgitError that `main()` turns into `error: …` / `hint: …` and an exit code.
 """
 
-from __future__ import annotations
-
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Optional
