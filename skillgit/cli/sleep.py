@@ -5,8 +5,6 @@ Thin wrappers over `skillgit.sleep`: data on stdout (`--json` where a script wan
 object per line), progress and messages on stderr, every expected failure a SkillgitError with a hint.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 import time
