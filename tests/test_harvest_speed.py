@@ -172,14 +172,17 @@ _JSONL_PIECES = [
 
 
 def _fast_decoders() -> dict[str, object]:
-    """The decoders `read_jsonl` may hand lines to: msgspec's (the `fast` extra) and jiter's (the default install)."""
-    import msgspec
-
+    """The decoders `read_jsonl` may hand lines to: jiter's (the default install) and msgspec's (the `fast` extra,
+    which the `test` extra installs; a venv without it tests jiter's alone)."""
     from skillgit.sleep.readers._common import _jiter_decoder
 
     jiter = _jiter_decoder()
     assert jiter is not None  # the openai and anthropic SDKs install it
-    return {"msgspec": msgspec.json.Decoder().decode, "jiter": jiter}
+    try:
+        import msgspec
+    except ImportError:
+        return {"jiter": jiter}
+    return {"jiter": jiter, "msgspec": msgspec.json.Decoder().decode}
 
 
 class _Decoding:
@@ -192,9 +195,9 @@ class _Decoding:
         from skillgit.sleep.readers import _common
 
         self.saved = list(_common._DECODE), list(_common._JITER)
-        decode = _fast_decoders()[self.name]
+        decode = _fast_decoders().get(self.name, _fast_decoders()["jiter"])
         _common._DECODE[:] = [decode]
-        _common._JITER[:] = [decode if self.name == "jiter" else None]
+        _common._JITER[:] = [decode if decode is _fast_decoders()["jiter"] else None]
 
     def __exit__(self, *exc: object) -> None:
         from skillgit.sleep.readers import _common
@@ -278,7 +281,7 @@ def test_jsonl_is_decoded_by_msgspec_where_the_definition_allows():
 
     from skillgit.sleep.readers import _common
 
-    assert _common._decoder() is not None  # the fast decoder is installed (the `fast` extra; `test` has it)
+    assert _common._decoder() is not None  # a fast decoder is installed (msgspec with the `fast` extra, else jiter)
     # what goes the definition's way: lines holding \r, non-objects, what msgspec rejects and json accepts
     assert _common._text_lines(b'{"a":1}\r{"b":\r\n2}\n') == ['{"a":1}\n', '{"b":\n', "2}\n"]
     assert _common._text_lines(b"{}\r") == ["{}\n"] and _common._text_lines(b"\xff{}\n") == ["\ufffd{}\n"]
