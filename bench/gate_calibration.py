@@ -10,7 +10,10 @@ a byte-identical copy of it, the candidate, and three rival nulls for the best-o
 scores with every gate configuration, so rows differ by configuration, not by noise.
 
 Students: `near-deterministic` — each item passes 98 % or 2 % of the time (even odds), a model at low temperature;
-`noisy` — each item's pass rate uniform in [0.05, 0.95].
+`noisy` — each item's pass rate uniform in [0.05, 0.95]; `graded` (not run unless named) — an agent student scored by
+a verifier's 5 tests, each passing at the item's rate (uniform in [0.05, 0.95]): a sample's soft score is the share
+passed, its hard score 1 when all passed, and the gate judges the soft score (`gate_metric: soft`), so per-item
+differences are not 0/1 and the sign-flip test counts or samples them (`stats.sign_flip_p`).
 
 Scenarios (the candidate against the incumbent):
 - `resampling` (null): the same skill scored again;
@@ -59,6 +62,8 @@ from skillgit.loop.stats import wilson  # noqa: E402
 TOP = 100  # items drawn per trial
 RIVALS = 3  # extra null candidates for the best-of-4 row
 STUDENTS = ("near-deterministic", "noisy")
+ALL_STUDENTS = (*STUDENTS, "graded")
+TESTS_PER_ITEM = 5  # the graded student's verifier tests per item
 SCENARIOS: dict[str, tuple[str, float]] = {  # name: (kind, parameter)
     "resampling": ("null", 0.0), "trade-off 0.2": ("null", 0.2), "trade-off 0.4": ("null", 0.4),
     "trade-off 0.8": ("null", 0.8), "drift 0.1": ("null", 0.1), "drift 0.2": ("null", 0.2),
@@ -78,19 +83,26 @@ def candidate_rates(student: str, scenario: str, rates: list[float], rng: random
     _, x = SCENARIOS[scenario]
     if scenario.startswith("trade-off"):
         return [draw(student, rng) if rng.random() < x else p for p in rates]
-    if scenario.startswith("drift") or (scenario.startswith("+") and student == "noisy"):
+    if scenario.startswith("drift") or (scenario.startswith("+") and student != "near-deterministic"):
         return [p + 2 * x * (1 - p) for p in rates]
     if scenario.startswith("+"):
         return [0.98 if p < 0.5 and rng.random() < x / 0.48 else p for p in rates]
     return list(rates)
 
 
-def scoring(rates: list[float], repeats: int, rng: random.Random, round_: str) -> gate.SplitScore:
+def scoring(rates: list[float], repeats: int, rng: random.Random, round_: str, graded: bool = False
+            ) -> gate.SplitScore:
+    """Every (item, repeat) drawn: a coin with the item's rate, or (graded) `TESTS_PER_ITEM` of them: the share
+    passed is the soft score, all passed the hard one."""
     out = gate.SplitScore("val", f"skill-{round_}", repeats=repeats, round=round_)
     for i, p in enumerate(rates):
-        rows = [float(rng.random() < p) for _ in range(repeats)]
-        out.samples[f"v{i:03d}"] = [(x, x) for x in rows]
-        out.per_item[f"v{i:03d}"] = (sum(rows) / repeats,) * 2
+        if graded:
+            passed = [sum(rng.random() < p for _ in range(TESTS_PER_ITEM)) for _ in range(repeats)]
+            rows = [(float(k == TESTS_PER_ITEM), k / TESTS_PER_ITEM) for k in passed]
+        else:
+            rows = [(x, x) for x in (float(rng.random() < p) for _ in range(repeats))]
+        out.samples[f"v{i:03d}"] = rows
+        out.per_item[f"v{i:03d}"] = (sum(h for h, _ in rows) / repeats, sum(s for _, s in rows) / repeats)
     return out
 
 
@@ -131,20 +143,26 @@ def _best_of(cfg: EvaluationCfg, s: Scores, ids: list[str], t: int, null: bool) 
     return (kept is not None if null else kept == 0), judged[0].result.refused
 
 
-def _legacy(s: Scores, ids: list[str]) -> Verdict:
+def _legacy(s: Scores, ids: list[str], metric: str = "hard") -> Verdict:
     """The gate before issue 20: every (item, repeat) difference a sample, z > 1.75, the cached incumbent."""
-    cells = [x[0] - y[0] for k in ids for x, y in zip(s.candidate.samples[k], s.earlier.samples[k])]
+    at = 1 if metric == "soft" else 0
+    cells = [x[at] - y[at] for k in ids for x, y in zip(s.candidate.samples[k], s.earlier.samples[k])]
     mean = sum(cells) / len(cells)
     var = sum((c - mean) ** 2 for c in cells) / (len(cells) - 1)
     se = math.sqrt(var / len(cells))
     return (mean > 1e-12 and (se == 0 or mean / se > 1.75 + 1e-12)), False
 
 
-def configurations() -> list[tuple[str, Callable[[Scores, list[str], int, bool], Verdict]]]:
-    d = EvaluationCfg()
-    only = EvaluationCfg(gate="significance")
-    stderr = EvaluationCfg(gate="significance", gate_test="stderr", gate_k=1.75)
-    strict = EvaluationCfg(gate="strict")
+def metric_of(student: str) -> str:
+    """The gate metric a student is judged on: the graded student's partial credit, else pass/fail."""
+    return "soft" if student == "graded" else "hard"
+
+
+def configurations(metric: str = "hard") -> list[tuple[str, Callable[[Scores, list[str], int, bool], Verdict]]]:
+    d = EvaluationCfg(gate_metric=metric)
+    only = EvaluationCfg(gate="significance", gate_metric=metric)
+    stderr = EvaluationCfg(gate="significance", gate_test="stderr", gate_k=1.75, gate_metric=metric)
+    strict = EvaluationCfg(gate="strict", gate_metric=metric)
     return [
         ("default", lambda s, ids, t, null: _default(d, s, ids, t)),
         ("default + control_copy", lambda s, ids, t, null: _default(d, s, ids, t, copy=True)),
@@ -152,7 +170,7 @@ def configurations() -> list[tuple[str, Callable[[Scores, list[str], int, bool],
         ("default, reuse_incumbent_score", lambda s, ids, t, null: _reuse(d, s, ids, t)),
         ("significance only (no per_item)", lambda s, ids, t, null: _default(only, s, ids, t)),
         ("significance, stderr k=1.75", lambda s, ids, t, null: _default(stderr, s, ids, t)),
-        ("legacy (cells pooled, before issue 20)", lambda s, ids, t, null: _legacy(s, ids)),
+        ("legacy (cells pooled, before issue 20)", lambda s, ids, t, null: _legacy(s, ids, metric)),
         ("strict (earlier score)", lambda s, ids, t, null: _reuse(strict, s, ids, t)),
     ]
 
@@ -163,7 +181,8 @@ def run_one(args: tuple[str, str, int, list[int], int]) -> list[dict[str, Any]]:
     student, scenario, trials, sizes, seed = args
     kind, _ = SCENARIOS[scenario]
     repeats = EvaluationCfg().gate_repeats
-    table = configurations()
+    table = configurations(metric_of(student))
+    graded = student == "graded"
     counts = {(label, n): [0, 0] for label, _ in table for n in sizes}
     deltas = {n: 0.0 for n in sizes}
     for t in range(trials):
@@ -172,9 +191,9 @@ def run_one(args: tuple[str, str, int, list[int], int]) -> list[dict[str, Any]]:
         moved = candidate_rates(student, scenario, rates, rng)
         drift = scenario.startswith("drift")
         now = moved if drift else rates  # the incumbent's rates in the candidate's round
-        scores = Scores(scoring(rates, repeats, rng, "1"), scoring(now, repeats, rng, "2"),
-                        scoring(now, repeats, rng, "2"), scoring(moved, repeats, rng, "2"),
-                        tuple(scoring(now, repeats, rng, "2") for _ in range(RIVALS)))
+        scores = Scores(scoring(rates, repeats, rng, "1", graded), scoring(now, repeats, rng, "2", graded),
+                        scoring(now, repeats, rng, "2", graded), scoring(moved, repeats, rng, "2", graded),
+                        tuple(scoring(now, repeats, rng, "2", graded) for _ in range(RIVALS)))
         for n in sizes:
             ids = [f"v{i:03d}" for i in range(n)]
             deltas[n] += (sum(moved[:n]) - sum(now[:n])) / n
@@ -250,14 +269,15 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             out.append(f"| {scenario} ({SCENARIOS[scenario][0]}) | " + " | ".join(cells) + " |")
     n = 30 if 30 in sizes else sizes[-1]
     scen = list(dict.fromkeys(r["scenario"] for r in rows))
-    out.append(f"\nEvery configuration at n={n} (accept %; near-deterministic / noisy)\n")
+    students = list(dict.fromkeys(r["student"] for r in rows))
+    out.append(f"\nEvery configuration at n={n} (accept %; {' / '.join(students)})\n")
     out.append("| gate | " + " | ".join(scen) + " |")
     out.append("| --- | " + " | ".join("---:" for _ in scen) + " |")
     for label in dict.fromkeys(r["gate"] for r in rows):
         cells = []
         for sc in scen:
             pair = [next((r for r in rows if r["gate"] == label and r["scenario"] == sc and r["val_size"] == n
-                          and r["student"] == st), None) for st in STUDENTS]
+                          and r["student"] == st), None) for st in students]
             cells.append(" / ".join(f"{r['accept'] * 100:.1f}" if r else "–" for r in pair))
         out.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(out)
@@ -267,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--trials", type=int, default=2000, help="trials per (student, scenario) (default 2000)")
     ap.add_argument("--sizes", default="10,30,100", help="val sizes, comma-separated, at most 100 (default 10,30,100)")
-    ap.add_argument("--students", default=",".join(STUDENTS), help="near-deterministic, noisy or both (default)")
+    ap.add_argument("--students", default=",".join(STUDENTS),
+                    help="near-deterministic, noisy (the default: both) and/or graded")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="a comma-separated subset (default: all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
@@ -281,9 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     students = [s.strip() for s in args.students.split(",") if s.strip()]
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-    if (not sizes or min(sizes) < 2 or max(sizes) > TOP or args.trials < 1 or not set(students) <= set(STUDENTS)
+    if (not sizes or min(sizes) < 2 or max(sizes) > TOP or args.trials < 1 or not set(students) <= set(ALL_STUDENTS)
             or not set(scenarios) <= set(SCENARIOS)):
-        ap.error(f"need --trials >= 1, --sizes between 2 and {TOP}, --students from {', '.join(STUDENTS)}, "
+        ap.error(f"need --trials >= 1, --sizes between 2 and {TOP}, --students from {', '.join(ALL_STUDENTS)}, "
                  f"--scenarios from {', '.join(SCENARIOS)}")
     started = time.monotonic()
     rows = run(args.trials, sizes, students, scenarios, args.seed, max(1, args.jobs))

@@ -70,6 +70,9 @@ class CommandCfg(Frozen):
     # hermetic: every rollout gets a fresh config home and the agent's isolation switches (no user skills, hooks,
     # memory, plugins or MCP servers); user: the user's own profile (recorded in the agent's fingerprint)
     profile: str = "hermetic"
+    # write confinement of every rollout command (skillgit/sandbox.py): auto (Landlock when the kernel offers it, else
+    # a notice) | landlock (refuse to run without it) | off
+    confine: str = "auto"
 
 
 @dataclass(frozen=True, eq=False, repr=False)

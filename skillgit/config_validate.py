@@ -38,6 +38,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "model.*.auth_mode": AUTH_MODES,
     "model.*.command.permission_mode": ("acceptEdits", "auto", "default", "dontAsk", "plan"),
     "model.*.command.sandbox": ("read-only", "workspace-write"),
+    "model.*.command.confine": ("auto", "landlock", "off"),  # skillgit/sandbox.MODES
     "optimizer.lr_scheduler": ("constant", "linear", "cosine", "autonomous"),
     "env.executor": ("threads", "ray"),
     "optimizer.lr_control_mode": ("scheduled", "autonomous"),
@@ -179,6 +180,8 @@ def _to_str(value: Any, key: str, example: str) -> str:
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)  # a model name like `4` or a version like `2` is still a name
+    if value is False and "off" in (allowed_values(generic_key(key)) or ()):
+        return "off"  # YAML reads a bare `off` as false (`model.student.command.confine: off`)
     raise ConfigError(f"{key}: expected a string, got {_short(value)}", "put the value in quotes")
 
 

@@ -13,10 +13,14 @@ judge's own text it must never see nor copy into the skill (issue 20: teachers c
   (`loop/guards.py`) rejects a candidate that copies any of it.
 - `mask_copies(text, sources)`: `text` with every copy of a source (whole, a line of it, or `MASK_WORDS`
   consecutive words) replaced by `[…]`: for feedback a model wrote with the judge's text in front of it.
+- `without_held_out(text, ids)`: a gate reason as a teacher may read it (the negative buffer shows each
+  rejection's reason): the val and test items it names (`fixed 4 (rec-0040, …)`, `rec-0141 1.00 → 0.00`, an
+  item's error when it went unknown) left out, the counts kept.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -29,6 +33,7 @@ JUDGE_FILE_CHARS = 200_000  # a judge's file (verifier, scorer source) is read u
 MAX_FOLDER_FILES = 50  # a folder a command names: at most this many of its files
 MASK_WORDS = 5  # mask_copies: this many consecutive words of a source are a copy
 MASKED = "[…]"
+HELD_OUT = "a held-out item"
 _WORD = re.compile(r"\w+")
 
 
@@ -37,11 +42,13 @@ class JudgeText:
     """A piece of the judge's own text. `kind`: `pattern` (a regular expression: matched verbatim), `rubric` (its
     lines and runs of words), `reference` (an answer, matched like an expected answer), `source` (a verifier's or
     scorer's file: its long lines and runs of words); `where` names it in a reason ("env.scorer.pattern", "the
-    rubric of item 'q1'", "the verifier file tests/verify/test_x.py of task 't1'")."""
+    rubric of item 'q1'", "the verifier file tests/verify/test_x.py of task 't1'"); `path` the file it was read
+    from ("" for text of the config or a task row): `check` refuses a change that edits the judge's files."""
 
     kind: str
     where: str
     text: str
+    path: str = ""
 
 
 def teacher_reference(scorer: Any, item: Item) -> Any:
@@ -66,7 +73,7 @@ def read_judge_file(path: Path, where: str) -> JudgeText | None:
         return None
     if b"\0" in data:
         return None
-    return JudgeText("source", where, data.decode("utf-8", "replace"))
+    return JudgeText("source", where, data.decode("utf-8", "replace"), str(path))
 
 
 def shown_path(path: Path, root: Path) -> str:
@@ -144,3 +151,23 @@ def _mask_runs(text: str, spans: list[tuple[int, int, str]], covered: list[bool]
         at, i = spans[j][1], j + 1
     out.append(text[at:])
     return "".join(out)
+
+
+def without_held_out(text: str, ids: Iterable[str]) -> str:
+    """`text` with every item of `ids` it names replaced by `HELD_OUT` (a whole-token match: `rec-0040` is not
+    `rec-00401`), a parenthesised list of them dropped (`fixed 4 (rec-0040, rec-0073)` → `fixed 4`) and the error
+    text of an item that went unknown left out (`… unknown now (task 'rec-0007': timed out)` → `… unknown now`)."""
+    names = frozenset(i for i in ids if i)
+    if not names or not text:
+        return text
+    text = _id_pattern(names).sub(HELD_OUT, text)
+    listed = re.escape(HELD_OUT)
+    text = re.sub(rf" \({listed}(?:, {listed})*(?: and \d+ more)?\)", "", text)
+    return re.sub(r"unknown now \([^)]*\)?", "unknown now", text)
+
+
+@functools.lru_cache(maxsize=8)
+def _id_pattern(names: frozenset[str]) -> re.Pattern[str]:
+    """One expression matching any of `names` as a whole token (longest first), compiled once per set."""
+    ordered = sorted(names, key=len, reverse=True)
+    return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, ordered)) + r")(?![\w-])")

@@ -245,6 +245,7 @@ def _pin_checkout(src: Source, dist: Any) -> Source:
         sub = folder.resolve().relative_to(repo.root.resolve()).as_posix()
         remotes = {ref: ref.split("/")[2] for (ref,) in repo.for_each_ref(["refname"], "refs/remotes/")
                    if ref.count("/") >= 3 and not ref.endswith("/HEAD")}
+        unreachable = ""  # a remote that has the commit but that pip elsewhere cannot fetch (a path, file://)
         for ref in sorted(remotes, key=lambda r: (remotes[r] != "origin", r)):
             if not repo.is_ancestor(head, ref):
                 continue
@@ -253,6 +254,11 @@ def _pin_checkout(src: Source, dist: Any) -> Source:
                 if url is not None and url.startswith(("https://", "ssh://")):
                     pin = f"git+{url}@{head}" + (f"#subdirectory={sub}" if sub != "." else "")
                     return replace(src, pinned=pin)
+                plain = raw if re.fullmatch(r"[\w./~+-]+", raw) else None  # a path (never credentials)
+                unreachable = unreachable or f"'{remotes[ref]}' ({url or plain or 'a URL skillgit cannot name'})"
+        if unreachable:
+            return replace(src, detail=f"its commit is on the remote {unreachable}, which only this machine can "
+                                       "reach (push it to an https:// or ssh:// remote)")
         return replace(src, detail="its commit is on none of its remotes (push it first)")
     finally:
         repo.close()

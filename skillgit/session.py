@@ -24,7 +24,7 @@ from typing import Callable
 
 from skillgit import envs
 from skillgit.envs.base import Env, EnvScorer, EnvStudent
-from skillgit.errors import SkillgitError
+from skillgit.errors import ConfigError, SkillgitError
 from skillgit.executor import Executor, StudentSpec, build_executor
 from skillgit.llm import factory
 from skillgit.llm.base import LLM, Student
@@ -147,8 +147,18 @@ def _check_simulated_tasks(splits: Splits) -> None:
 
 def build_trainer(session: Session, *, run_id: str | None = None, resume: bool = True,
                   on_event: EventSink = ignore):
+    from skillgit.loop import guards
     from skillgit.loop.run import Trainer
 
+    project, splits = session.project, session.splits
+    paths = guards.judge_paths(project.root, project.config_path, project.config.env, session.scorer,
+                               (*splits.train, *splits.val, *splits.test))
+    clash = guards.skill_in_judge(project.config.skill.path, paths)
+    if clash is not None:
+        raise ConfigError(f"skill.path {project.config.skill.path!r} overlaps the judge ({clash}): every edit the "
+                          "teacher makes to the skill would change what scores it",
+                          "point skill.path at the skill file or package alone, apart from skillgit.yaml, the tasks "
+                          "and the scorer's and verifiers' files")
     trainer = Trainer(session.project.config, session.store, session.splits, session.student(), session.teacher(),
                       session.scorer, ledger=session.ledger, run_id=run_id, resume=resume, on_event=on_event,
                       prompts_dir=session.prompts_dir, executor=session.executor)

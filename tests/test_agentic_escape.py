@@ -94,7 +94,8 @@ def _item(project: Path, verify: str, timeout_s: float = 60, item_id: str = "t1"
 
 
 def _student(project: Path, argv: tuple[str, ...], timeout_s: float = 60) -> AgentStudent:
-    return AgentStudent(CommandCfg(preset="generic", argv=argv, output="text", timeout_s=timeout_s),
+    # (confine off: the fake agent reports into the test's folder, outside its rollout; tests/test_sandbox.py)
+    return AgentStudent(CommandCfg(preset="generic", argv=argv, output="text", timeout_s=timeout_s, confine="off"),
                         project_root=project, model=None, env=dict(os.environ), skill_path="skill",
                         skill_branch="main")
 
@@ -133,8 +134,8 @@ def test_a_verifier_timeout_kills_the_verifier_and_its_daemon_and_says_so(projec
 def _train_project(project: Path, argv: tuple[str, ...], verify: str) -> None:
     rows = [{"id": f"t{i}", "prompt": f"make done.txt ({i})", "workspace": {"fixture": "repos/app"},
              "verify": {"command": verify, "result": "exit_code", "timeout_s": 600}} for i in range(2)]
-    agentic_tasks(project, rows, f"{{preset: generic, output: text, timeout_s: 600, argv: {json.dumps(list(argv))}}}",
-                  workers=2)
+    agentic_tasks(project, rows, "{preset: generic, output: text, timeout_s: 600, confine: off, argv: "
+                  f"{json.dumps(list(argv))}}}", workers=2)
 
 
 @pytest.mark.parametrize("hangs", ["agent", "verifier"])

@@ -65,7 +65,8 @@ def _item(project: Path, *, verify: str = "test -f done.txt", setup: tuple[str, 
 def _agent(project: Path, code: str, *, preset: str = "generic", output: str = "text", env: dict | None = None,
            **cfg) -> AgentStudent:
     argv = (sys.executable, "-c", textwrap.dedent(code)) if code else ()
-    return AgentStudent(CommandCfg(preset=preset, argv=argv, output=output, timeout_s=60, **cfg),
+    # (confine off: the fake agent reports into the test's folder, outside its rollout; tests/test_sandbox.py)
+    return AgentStudent(CommandCfg(preset=preset, argv=argv, output=output, timeout_s=60, **{"confine": "off", **cfg}),
                         project_root=project, model=None, env=env if env is not None else dict(os.environ),
                         skill_path="skill", skill_branch="main")
 
@@ -222,7 +223,8 @@ def test_an_agent_left_running_by_a_killed_train_is_killed_by_the_next_sweep(pro
         from tests.test_agentic_more import _item
         code = "import os, time\\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\\ntime.sleep(300)"
         project = Path({str(project)!r})
-        AgentStudent(CommandCfg(preset="generic", argv=(sys.executable, "-c", code), output="text", timeout_s=600),
+        AgentStudent(CommandCfg(preset="generic", argv=(sys.executable, "-c", code), output="text", timeout_s=600,
+                                confine="off"),
                      project_root=project, model=None, env=dict(os.environ), skill_path="skill",
                      skill_branch="main").run("# s\\n", _item(project, repo={repo}))
         """))

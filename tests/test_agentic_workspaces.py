@@ -157,9 +157,10 @@ def _student(project: Path, reports: Path, tmp_path: Path, *, keep: bool = False
     script = tmp_path / "pool_agent.py"
     script.write_text(AGENT)
     env = {**os.environ, "POOL_TEST_PROJECT": str(project)}
+    # (confine off: the fake agent reports into the test's folder, outside its rollout; tests/test_sandbox.py)
     return AgentStudent(CommandCfg(preset="generic", argv=(sys.executable, str(script), str(reports), "{prompt}"),
-                                   output="text", timeout_s=60), project_root=project, model=None, env=env,
-                        skill_path="skill", skill_branch="main", keep_workspaces=keep)
+                                   output="text", timeout_s=60, confine="off"), project_root=project, model=None,
+                        env=env, skill_path="skill", skill_branch="main", keep_workspaces=keep)
 
 
 def _item(project: Path, action: str, *, rev: str = "HEAD", fixture: bool = False, paths: list[str] | None = None,

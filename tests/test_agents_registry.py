@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from skillgit import sandbox
 from skillgit.agents import registry
 from skillgit.agents.base import Agent
 from skillgit.config import config_from_dict
@@ -119,7 +120,8 @@ def test_a_registered_agent_module_appears_in_config_validation_doctor_and_the_s
     assert said.startswith("did work with HOME=") and said.endswith("/home isolated=--isolated")
     assert os.environ["HOME"] not in said
     assert student["agent"] == {"agent": "fakeagent", "version": "fakeagent 9.9.9",
-                                "config": student["agent"]["config"], "profile": "hermetic"}
+                                "config": student["agent"]["config"], "profile": "hermetic",
+                                "confine": "landlock" if sandbox.abi() else "unavailable"}
 
     # install's targets come from the registry too: the fake agent's one artifact is written and removed
     from skillgit.integrations import artifacts

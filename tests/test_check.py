@@ -104,6 +104,76 @@ def test_a_skill_missing_on_one_side_cannot_be_judged_and_identical_skills_pass_
     assert result["head"]["val"] is None  # nothing was scored
 
 
+def test_a_change_that_edits_the_judge_with_the_skill_cannot_be_judged(project):
+    """A pull request that trims the skill (a regression) and, in the same change, loosens the gate in
+    skillgit.yaml or rewrites the tasks was judged by its own rules: `unchanged`, exit 0. Now check refuses to
+    judge it and names the files; the same skill edit on a base that already has the new judge is judged."""
+    seed = (project / "SKILL.md").read_text()
+    commit_skill(project, seed + "\n" + RULES, "human: house style")  # the skill branch's good skill
+    git(project, "switch", "-q", "-c", "pr/loosen")
+    config = project / "skillgit.yaml"
+    config.write_text(config.read_text().replace("  gate_metric: hard\n",
+                                                 "  gate_metric: hard\n  gate: significance\n  gate_margin: 2\n"))
+    (project / "SKILL.md").write_text(seed)  # every rule sentence gone
+    git(project, "commit", "-qam", "trim the skill; loosen the gate")
+    code, result, markdown = check(project, "--base", "main")
+    assert code == 2 and result["verdict"] == "cannot_judge", result["reason"]
+    assert result["judge_changed"] == ["skillgit.yaml"] and "skillgit.yaml" in result["reason"]
+    assert result["head"]["val"] is None and "**cannot judge** (exit 2)" in markdown  # nothing was scored
+
+    git(project, "switch", "-q", "-c", "pr/tasks", "main")  # the tasks rewritten with the skill
+    tasks = project / "tasks.jsonl"
+    tasks.write_text("".join(line for n, line in enumerate(tasks.read_text().splitlines(True)) if n % 2))
+    (project / "SKILL.md").write_text(seed)
+    git(project, "commit", "-qam", "trim the skill; drop half the tasks")
+    code, result, _ = check(project, "--base", "main", markdown=False)
+    assert code == 2 and result["judge_changed"] == ["tasks.jsonl"], result["reason"]
+
+    git(project, "switch", "-q", "-c", "pr/split", "main")  # the judge's change merged on its own first
+    config.write_text(config.read_text().replace("  gate_metric: hard\n", "  gate_metric: hard\n  gate_repeats: 2\n"))
+    git(project, "commit", "-qam", "two repeats")
+    judged = git(project, "rev-parse", "HEAD")
+    commit_skill(project, seed, "trim the skill")
+    code, result, _ = check(project, "--base", judged, markdown=False)
+    assert code == 1 and result["verdict"] == "regressed" and result["judge_changed"] == [], result["reason"]
+
+    git(project, "switch", "-q", "-c", "pr/scorer", "main")  # a python scorer's source is the judge too
+    (project / "judge.py").write_text("def score(item, output):\n    return float(output == item.expected)\n")
+    git(project, "add", "judge.py")
+    git(project, "commit", "-qm", "a python scorer")
+    scorer = ("--set", "env.scorer.type=python", "--set", "env.scorer.callable=judge:score")
+    base = git(project, "rev-parse", "HEAD")
+    (project / "judge.py").write_text("def score(item, output):\n    return 1.0\n")
+    commit_skill(project, seed, "trim the skill; every answer passes")
+    code, result, _ = check(project, "--base", base, *scorer, markdown=False)
+    assert code == 2 and result["judge_changed"] == ["judge.py"], result["reason"]
+
+
+def test_the_base_is_measured_with_each_head_never_answered_by_an_old_scoring(project):
+    """CI caches the call journal. The base's val scoring was answered from it by whatever check or run had scored
+    that text before (possibly months earlier: a provider's drift since then read as HEAD's gain or loss), while
+    HEAD was asked fresh. Now both sides are scored in a round of the (base, head) pair: a new HEAD re-measures
+    the base; the same pair checked again pays nothing."""
+    import sqlite3
+
+    def calls() -> int:
+        with sqlite3.connect(project / ".git" / "skillgit" / "cache" / "calls.sqlite") as db:
+            return db.execute("SELECT count(*) FROM calls").fetchone()[0]
+
+    seed = (project / "SKILL.md").read_text()
+    base = git(project, "rev-parse", "HEAD")
+    git(project, "switch", "-q", "-c", "pr/one")
+    commit_skill(project, seed + "\nWrite codes in uppercase letters (AB-12).\n", "one rule")
+    assert check(project, "--base", base, "--no-test", markdown=False)[0] in (0, 1)
+    first = calls()  # 30 val items × 3 repeats per side (fewer when repeats come back identical)
+    assert check(project, "--base", base, "--no-test", markdown=False)[0] in (0, 1)
+    assert calls() == first  # the same pair again: replayed
+    git(project, "switch", "-q", "-c", "pr/two", base)
+    commit_skill(project, seed + "\nAlways give prices with 2 decimal places.\n", "another rule")
+    assert check(project, "--base", base, "--no-test", markdown=False)[0] in (0, 1)
+    assert calls() - first == first  # the base scored again with the new head, not only the head
+
+
 # ---------------------------------------------------------------------------------------------- the workflow
 def test_the_github_workflow_runs_check_on_skill_changes_and_posts_the_summary(project):
     path = templates_dir() / "github" / "skillgit-check.yml"

@@ -183,7 +183,8 @@ def test_one_training_step_on_the_sample_through_the_cli(tmp_path):
     assert all(split in printed.stdout for split in ("train", "val", "test"))
 
     # the PR body and the HTML report name the environment's metric
-    body = run_cli_inproc("pr", cwd=folder)
+    git(folder, "branch", "review/officeqa", "main")  # a head that is not the base (a run on main has no PR of its own)
+    body = run_cli_inproc("pr", "--head", "review/officeqa", cwd=folder)
     assert body.returncode == 0, body.stderr[-2000:]
     assert f"Scored by the environment `officeqa`: {envs.get('officeqa').metric}." in body.stdout
     report = run_cli_inproc("report", "-o", str(tmp_path / "report.html"), cwd=folder)

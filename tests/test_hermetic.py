@@ -39,8 +39,9 @@ def project(tmp_path) -> Path:
 
 def poison_home(home: Path) -> dict[str, Path]:
     """A user HOME with a user skill, a SessionStart hook, an MCP server entry and a memory file (Claude Code's
-    places); the hook and the MCP server each leave a marker file when they run."""
-    markers = {"hook": home.parent / "hook-ran", "mcp": home.parent / "mcp-ran"}
+    places); the hook and the MCP server each leave a marker file when they run (in `~/.claude`: under profile user
+    a confined agent, and what it starts, may write only its own config folders — skillgit/sandbox.py)."""
+    markers = {"hook": home / ".claude" / "hook-ran", "mcp": home / ".claude" / "mcp-ran"}
     claude = home / ".claude"
     (claude / "skills" / "poison-skill").mkdir(parents=True)
     (claude / "skills" / "poison-skill" / "SKILL.md").write_text(

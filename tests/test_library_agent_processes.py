@@ -49,7 +49,9 @@ def test_kill_9_of_skillgit_mid_activation_run_then_the_next_agent_runner_leaves
         from skillgit.library.model import Library, LibrarySkill
         argv = [sys.executable, {str(DAEMONIZE)!r}, {str(pid_dir)!r}, "agent", "--sleep", "300", "{{prompt}}"]
         library = Library.of([LibrarySkill("demo/SKILL.md", {SKILL!r})])
-        AgentRunner(argv, {{"PATH": "/usr/bin:/bin"}}, workdir=Path({str(work)!r}), timeout_s=600)("use demo", library)
+        # (confine off: the fake agent reports its pids into the test's folder, outside its run folder)
+        AgentRunner(argv, {{"PATH": "/usr/bin:/bin"}}, workdir=Path({str(work)!r}), timeout_s=600,
+                    confine="off")("use demo", library)
         """))
     skillgit = subprocess.Popen([sys.executable, str(runner)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
@@ -71,7 +73,7 @@ def test_the_agent_sees_only_the_installed_skills_in_its_workspace_not_the_recor
     listing = "import os, sys; print(sorted(os.listdir('.')), sorted(os.listdir('..')))"
     runner = AgentRunner([sys.executable, "-c", listing, "{prompt}"], {"PATH": "/usr/bin:/bin"}, workdir=tmp_path)
     here, parent = (ast.literal_eval(part + "]") for part in runner("use demo", LIBRARY).strip()[:-1].split("] "))
-    assert here == [".claude"] and parent == ["proc-scopes.jsonl", "workspace"]
+    assert here == [".claude"] and parent == ["proc-scopes.jsonl", "tmp", "workspace"]  # (tmp: its TMPDIR)
     assert runner.runs and not any(p.exists() for p in runner.runs)
 
 

@@ -65,7 +65,8 @@ def test_report_and_pr_take_the_skills_newest_run(trained, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "run L.release-notes (skill release-notes)" in out.stderr
     assert "skills/release-notes/SKILL.md" in page.read_text()
-    body = skillgit(trained, "pr", "--skill", "deploy")
+    git(trained, "branch", "review/deploy", "main")  # a head that is not the base (a run on main has no PR of its own)
+    body = skillgit(trained, "pr", "--skill", "deploy", "--head", "review/deploy")
     assert body.returncode == 0, body.stderr
     assert body.stdout.startswith("**Skill:** `deploy` (`skills/deploy/SKILL.md`)")
     assert "Run `L.deploy` trained `skills/deploy/SKILL.md`" in body.stdout

@@ -115,7 +115,8 @@ def test_install_path_must_stay_inside_the_workspace(bin_dir):
 
 def test_timeout_kills_the_whole_process_group(bin_dir, tmp_path):
     pid_file = tmp_path / "child.pid"
-    cfg = CommandCfg(argv=("hang-agent", str(pid_file), "--ignore-term"), timeout_s=0.5)
+    cfg = CommandCfg(argv=("hang-agent", str(pid_file), "--ignore-term"), timeout_s=0.5,
+                     confine="off")  # (its pid file is outside the rollout)
     student = CommandStudent(cfg, env=env_with(bin_dir), kill_grace_s=0.1)  # both ignore TERM: KILL is needed
     with pytest.raises(LLMError) as info:
         student.run(SKILL, Item("i1", "q"))

@@ -97,7 +97,8 @@ def test_teacher_text_cannot_put_a_live_image_or_link_into_a_pr_body(make_repo):
     store = Store.open(root, "SKILL.md")
     build_history(root)
     _decide(store, store.read_skill() + "Be nice.\n", 4, 4, True, 0.8, 0.9, {"a": 1.0}, {}, HOSTILE)
-    proc = run_cli_inproc("pr", "--run", "r1", cwd=root)
+    git(root, "branch", "review/x", "main")  # a head that is not the base (a run on main has no PR of its own)
+    proc = run_cli_inproc("pr", "--run", "r1", "--head", "review/x", cwd=root)
     assert proc.returncode == 0, proc.stderr
     body = proc.stdout
     assert "tracker.example" in body  # the text is there, as text

@@ -90,7 +90,8 @@ def test_a_collaborators_parent_field_never_reaches_git_diff_as_an_option(tmp_pa
         if record["kind"] == "decision":
             record["parent"] = f"--output={target}"
     _write_note(root, accepted, "".join(json.dumps(r) + "\n" for r in records))
-    for args in (["pr", "--run", "r1"], ["show", "1"]):
+    git(root, "branch", "review/x", "main")  # a head that is not the base (a run on main has no PR of its own)
+    for args in (["pr", "--run", "r1", "--head", "review/x"], ["show", "1"]):
         proc = run_cli_inproc(*args, cwd=root)
         assert proc.returncode == 0, (args, proc.stderr)
     assert not target.exists()

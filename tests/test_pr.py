@@ -119,7 +119,8 @@ def test_pr_body_has_every_section_and_the_history_numbers(review):
 def test_pr_body_lists_the_items_each_accepted_edit_fixed_and_broke(make_repo):
     root = make_repo({"SKILL.md": SEED})
     shas = build_history(root)
-    body = ok(run_cli_inproc("pr", "--run", "r1", cwd=root)).stdout
+    git(root, "branch", "review/x", "main")  # a head that is not the base (a run on main has no PR of its own)
+    body = ok(run_cli_inproc("pr", "--run", "r1", "--head", "review/x", cwd=root)).stdout
     first, second = body.split("#### ")[1:3]
     assert first.startswith(f"1. `r1/0001` (`{shas['s1'][:10]}`) — val 0.2500 → 0.5000 (Δ +0.2500)")
     assert "flips not recorded" in first
@@ -197,7 +198,7 @@ def test_pr_gh_missing_says_what_to_install_and_pushes_nothing(review, tmp_path)
 
 def test_pr_refuses_to_propose_a_branch_into_itself(demo_on_main):
     proc = run_cli_inproc("pr", "--gh", cwd=demo_on_main)
-    assert proc.returncode == 2 and "there is no branch to propose" in proc.stderr and "--branch" in proc.stderr
+    assert proc.returncode == 2 and "there is no pull request to write" in proc.stderr and "--branch" in proc.stderr
 
 
 def test_pr_with_a_head_branch_that_does_not_exist_fails_and_writes_nothing(demo_on_main, tmp_path):

@@ -62,13 +62,15 @@ def test_a_users_template_without_dashdash_refuses_a_prompt_starting_with_dash(t
     script = tmp_path / "agent.py"
     script.write_text(f"import sys; open({str(ran)!r}, 'w').write(repr(sys.argv[1:])); print('OK')\n")
     item = Item("t1", HOSTILE_PROMPT)
-    bare = CommandStudent(CommandCfg(preset="generic", argv=(sys.executable, str(script), "{prompt}")),
+    # (confine off: the fake agent reports into the test's folder, outside its rollout)
+    bare = CommandStudent(CommandCfg(preset="generic", argv=(sys.executable, str(script), "{prompt}"), confine="off"),
                           env=dict(os.environ))
     with pytest.raises(ConfigError) as info:
         bare.run("# skill\n", item)
     assert "starts with '-'" in info.value.message and "'--'" in info.value.hint
     assert not ran.exists()
-    ended = CommandStudent(CommandCfg(preset="generic", argv=(sys.executable, str(script), "--", "{prompt}")),
+    ended = CommandStudent(CommandCfg(preset="generic", argv=(sys.executable, str(script), "--", "{prompt}"),
+                                      confine="off"),
                            env=dict(os.environ))
     assert ended.run("# skill\n", item).text.strip() == "OK"
     assert ran.read_text() == repr(["--", HOSTILE_PROMPT])

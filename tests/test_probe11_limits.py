@@ -33,9 +33,10 @@ def test_a_pulled_note_or_run_record_nested_too_deep_is_skipped_or_named_never_a
     bomb_progress = json.dumps(progress.to_dict())[:-1] + ', "last": ' + BOMB + "}"
     Store.open(collab, "SKILL.md").save_run("r2", {"progress.json": bomb_progress}, "run")
     assert run_cli_inproc("pull", str(collab), cwd=victim).returncode == 0
+    git(victim, "branch", "review/x", "main")  # a head that is not the base (a run on main has no PR of its own)
 
     for args in (["log"], ["log", "--json"], ["show", "1"], ["show", "1", "--json"], ["show", "1", "--full"],
-                 ["rejected"], ["status", "--run", "r1"], ["pr", "--run", "r1"],
+                 ["rejected"], ["status", "--run", "r1"], ["pr", "--run", "r1", "--head", "review/x"],
                  ["report", "r1", "-o", str(tmp_path / "r.html"), "--renderer", "builtin"]):
         proc = run_cli_inproc(*args, cwd=victim)
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, (args, proc.stderr[-2000:])
@@ -56,8 +57,9 @@ def test_a_pulled_run_config_nested_too_deep_reads_as_unreadable(tmp_path):
     store.save_run("r1", {**files, "config.yaml": "evaluation: " + "[" * 5000 + "]" * 5000 + "\n"}, "run")
     assert run_cli_inproc("pull", str(collab), cwd=victim).returncode == 0
     assert "[[[[" in git(victim, "show", "refs/skillgit/runs/r1:config.yaml")[:100]
-    for args in (["pr", "--run", "r1"], ["show", "1"], ["report", "r1", "-o", str(tmp_path / "r.html"),
-                                                         "--renderer", "builtin"]):
+    git(victim, "branch", "review/x", "main")  # a head that is not the base (a run on main has no PR of its own)
+    for args in (["pr", "--run", "r1", "--head", "review/x"], ["show", "1"],
+                 ["report", "r1", "-o", str(tmp_path / "r.html"), "--renderer", "builtin"]):
         proc = run_cli_inproc(*args, cwd=victim)
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, (args, proc.stderr[-2000:])
 

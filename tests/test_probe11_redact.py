@@ -57,8 +57,9 @@ def test_no_secret_a_teacher_writes_reaches_a_commit_a_run_ref_or_the_output(tmp
         env = {"OPENAI_API_KEY": "sk-x"}
         proc = run_cli("train", "--set", "train.max_steps=3", cwd=folder, env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]
+        git(folder, "branch", "review/x", "main")  # a head that is not the base (a run on main has no PR of its own)
         outputs = [run_cli_inproc(*args, cwd=folder, env=env) for args in
-                   (["show", "1", "--full"], ["pr"], ["log", "--json"], ["status", "--json"],
+                   (["show", "1", "--full"], ["pr", "--head", "review/x"], ["log", "--json"], ["status", "--json"],
                     ["report", "-o", str(tmp_path / "r.html"), "--renderer", "builtin"])]
     assert all(p.returncode == 0 for p in outputs), [p.stderr[-500:] for p in outputs]
     edited = subprocess.run(["git", "log", "--all", "-p", "--format=%H"], cwd=folder, capture_output=True,

@@ -33,7 +33,7 @@ model:
   student_backend: agent
   teacher_backend: simulated
   student:
-    command: {preset: simulated, timeout_s: 60}
+    command: {preset: simulated, timeout_s: 60, confine: off}  # (the canary outside the rollout shows a command ran)
 train: {max_steps: 1, batch_size: 1}
 env: {workers: 1}
 """

@@ -38,7 +38,8 @@ def test_the_model_key_the_agent_holds_reaches_neither_setup_nor_verify(tmp_path
         return f"{shlex.quote(sys.executable)} -c {shlex.quote(dump)} {shlex.quote(str(tmp_path / name))}"
 
     student = AgentStudent(CommandCfg(preset="generic", argv=(sys.executable, "-c", dump, str(tmp_path / "agent")),
-                                      output="text", timeout_s=60, env_passthrough=("MY_SETTING",)),
+                                      output="text", timeout_s=60, env_passthrough=("MY_SETTING",),
+                                      confine="off"),  # (its fakes report into the test's folder)
                            project_root=root, model=None, env=env, base_url="http://127.0.0.1:9/v1",
                            api_key_env="LAB_KEY", secrets=SecretSet.from_env(env, {"LAB_KEY"}), skill_path="skill",
                            skill_branch="main")

@@ -135,7 +135,8 @@ def test_kill_9_of_skillgit_mid_answer_then_the_next_command_student_leaves_no_d
         from skillgit.llm.command import CommandStudent
         from skillgit.types import Item
         argv = (sys.executable, {str(DAEMONIZE)!r}, {str(pid_dir)!r}, "agent", "--sleep", "300")
-        student = CommandStudent(CommandCfg(preset="generic", argv=argv, output="text", timeout_s=600))
+        student = CommandStudent(CommandCfg(preset="generic", argv=argv, output="text", timeout_s=600,
+                                            confine="off"))  # (its pid files are outside the rollout)
         student.run("# s\\n", Item("t", "p"))
         """))
     skillgit = subprocess.Popen([sys.executable, str(runner)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -17,7 +17,7 @@ from skillgit.loop import proposing
 from skillgit.project import open_project
 from skillgit.review import data
 from skillgit.session import build_trainer, open_session
-from tests.conftest import run_cli_inproc
+from tests.conftest import git, run_cli_inproc
 from tests.helpers import agent_teacher_project
 
 
@@ -51,7 +51,8 @@ def test_two_proposers_propose_in_every_step_and_their_rates_reach_status_report
     assert status["proposers"]["agent"]["usage"]["calls"] == progress.proposers["agent"].usage.calls
     text = run_cli_inproc("status", cwd=root).stdout
     assert "reflect: " in text and "agent: " in text and "accepted" in text and "teacher calls" in text
-    body = run_cli_inproc("pr", cwd=root).stdout
+    git(root, "branch", "review/x", "main")  # a head that is not the base (a run on main has no PR of its own)
+    body = run_cli_inproc("pr", "--head", "review/x", cwd=root).stdout
     assert "Proposers (acceptance" in body and "- reflect: " in body and "- agent: " in body
     out = tmp_path / "report.html"
     run_cli_inproc("report", "mix", "-o", str(out), cwd=root)

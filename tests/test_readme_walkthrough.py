@@ -9,11 +9,11 @@ What is run (each block as the README writes it, found under its heading):
 - "Review learned edits" and "Run the gate in CI" in a kept demo with a bare repository as `origin` (no GitHub CLI:
   the last line, `pr --push origin --gh`, must stop before pushing and say what to install);
 - "Train your own skill" on a fresh repository: `cd`, `skillgit init --skill … --commit`, the `echo … >>
-  tasks.jsonl` line, `export OPENAI_API_KEY=…`, `skillgit doctor`, `skillgit train --dry-run`, `skillgit train`,
-  `skillgit log`. Offline stand-ins, said here because the README's block needs a provider: OPENAI_BASE_URL points
-  the `openai` backends `init` configures at a scripted OpenAI-compatible server on 127.0.0.1, and after the
-  README's one example task line the test appends eleven more in the same shape (the block says "write
-  tasks.jsonl: one task per line"; with one task there is no train or val split).
+  tasks.jsonl` line, committing it, `export OPENAI_API_KEY=…`, `skillgit doctor`, `skillgit train --dry-run`,
+  `skillgit train`, `skillgit log`. Offline stand-ins, said here because the README's block needs a provider:
+  OPENAI_BASE_URL points the `openai` backends `init` configures at a scripted OpenAI-compatible server on
+  127.0.0.1, and after the README's one example task line the test appends eleven more in the same shape (the
+  block says "write tasks.jsonl: one task per line"; with one task there is no train or val split).
 In the kept demos `train.max_steps: 3` is set in `skillgit.yaml` (the test's time budget), and commits get real
 times (the suite's fixed dates would make every run equally "newest"). If the README's blocks change, this test
 changes with them: a command it does not know how to run fails it.
@@ -140,8 +140,8 @@ def test_train_your_own_skill_runs_as_written(shell, tmp_path, fake_server):
     git(repo, "add", "README.md")
     git(repo, "commit", "-qm", "initial")
     shell.env["OPENAI_BASE_URL"] = fake_server.openai_base_url
-    expected = ["cd", "skillgit init", "echo", "export OPENAI_API_KEY", "skillgit doctor", "skillgit train --dry-run",
-                "skillgit train", "skillgit log"]
+    expected = ["cd", "skillgit init", "echo", "git add tasks.jsonl", "export OPENAI_API_KEY", "skillgit doctor",
+                "skillgit train --dry-run", "skillgit train", "skillgit log"]
     assert [max((e for e in expected if line.startswith(e)), key=len, default=line) for line in lines] == expected, \
         lines
     for line in lines:

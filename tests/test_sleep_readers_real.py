@@ -5,6 +5,7 @@ so a new CLI version that changes its files fails here first."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -52,10 +53,18 @@ def test_real_interactive_claude_code_commands_interrupts_and_skill(tmp_path):
 
 
 def test_real_interactive_copilot_cli_commands_interrupts_and_skill(tmp_path):
+    """The interrupt is a real one (Ctrl+C, Copilot's cancel; see tests/transcript_scenarios.py): the log holds an
+    `abort` event, and the next message opened a turn of its own instead of steering the interrupted one (what
+    the Esc Esc this scenario used before left: the slow command moved to the background, the turn going on)."""
     path = _run("copilot", sc.copilot_commands, tmp_path, tui=True)
     (session,) = get_reader("copilot-cli").read(path)
     assert _said(session) == TYPED and not session.headless
     assert _used([session]) == {(sc.SKILL_NAME, "command")}
+    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert {"reason": "user_initiated"} in [e.get("data") for e in events if e.get("type") == "abort"]
+    last = next(e["data"] for e in events if e.get("type") == "user.message" and e["data"].get("content") == sc.THIRD)
+    assert last.get("delivery") == "idle", last  # not "steering": the interrupted turn had ended
+    assert "moved to background" not in path.read_text(encoding="utf-8")
 
 
 def test_real_codex_exec_records_the_skill_its_prompt_named(tmp_path):

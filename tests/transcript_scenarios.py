@@ -10,8 +10,15 @@ TUI in tmux on a private socket (`Tui`); they raise FileNotFoundError when tmux 
 Between keystrokes a scenario waits for what the next one needs — the typed text drawn in the input line, the TUI
 idle again, a command's output or dialog on screen, the slow command's process running — polled with a deadline,
 never a fixed pause where that is observable. A condition that never comes (a CLI that changed its screen) only
-costs its deadline: the keystrokes go on as before. Fixed pauses remain where nothing shows: Copilot CLI does not
-draw typed text before Enter, and shows no end to an interrupt (Esc Esc) while the interrupted shell lingers.
+costs its deadline: the keystrokes go on as before. A fixed pause remains where nothing shows: Copilot CLI does
+not draw typed text before Enter.
+
+Interrupts are each CLI's real one. Claude Code: Esc (`[Request interrupted by user for tool use]`). Copilot CLI
+(1.0.102): Ctrl+C — its `?` help lists "ctrl+c cancel", "ctrl+c×2 exit", "esc esc clear input, interrupt, stop
+agents, or rewind"; while a shell command runs, Esc Esc does NOT abort the turn: it moves the command to the
+background ("moved to background by the user"), the turn goes on, and the next message is delivered into it as
+`steering`. One Ctrl+C kills the command ("Operation aborted by user"), ends the turn ("Operation cancelled by
+user") and logs an `abort` event {"reason": "user_initiated"}; the next message starts a turn of its own (`idle`).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ SLOW = "python3 -c 'import time; time.sleep(60)'"
 _IDS = itertools.count(1)
 # what each TUI shows while it works (gone when it waits for the person)
 CLAUDE_BUSY, COPILOT_BUSY = "esc to interrupt", "esc esc interrupt"
+COPILOT_CANCELLED = "Operation cancelled by user"  # Copilot CLI's line once Ctrl+C has ended the turn
 SETTLE_S = 10.0  # the deadline of a wait that replaced a fixed pause of 0.4–3 s
 
 
@@ -175,7 +183,9 @@ def claude_commands(claude: Path, home: Path, project: Path) -> Path:
 
 def copilot_commands(copilot: Path, home: Path, project: Path) -> Path:
     """Interactive Copilot CLI: a request; `/model` and `/skills` (the CLI's own dialogs); `/tidy-notes` (a skill by
-    its command: `skill.invoked` trigger user-invoked); a request interrupted with Esc Esc; a last request."""
+    its command: `skill.invoked` trigger user-invoked); a request interrupted with Ctrl+C while its slow command
+    runs (Copilot's cancel: an `abort` event; Esc Esc would only background the command, see the module
+    docstring); a last request."""
     skill_project(project, ".github/skills")
     (home / ".copilot").mkdir(parents=True, exist_ok=True)
     (home / ".copilot" / "config.json").write_text(json.dumps({"trustedFolders": [str(project)]}) + "\n")
@@ -197,10 +207,9 @@ def copilot_commands(copilot: Path, home: Path, project: Path) -> Path:
             tui.idle()
             tui.type(SECOND)
             tui.wait(_running(server, 1), 60)
-            tui.wait(lambda: command_running(project, SLOW), SETTLE_S)  # Esc Esc now interrupts the tool's run
-            tui.keys("Escape")
-            tui.keys("Escape")
-            time.sleep(2)  # (nothing shows the interrupt done: the shell it ran lingers in the background)
+            tui.wait(lambda: command_running(project, SLOW), SETTLE_S)  # Ctrl+C now cancels the turn
+            tui.keys("C-c")  # (once: a second Ctrl+C soon after exits the CLI)
+            tui.wait(lambda: COPILOT_CANCELLED in tui.screen() and not command_running(project, SLOW), SETTLE_S)
             tui.type(THIRD)
             tui.wait(_running(server, 0), 60)
             tui.wait(lambda: "Stopped; nothing else" in tui.screen(), SETTLE_S)

@@ -21,18 +21,27 @@ The call journal key (`cache_material`, added to the student key by `CachedStude
 skill, item and sample that decides a rollout: the task's workspace / setup / verify spec, the resolved workspace
 content (a fixture folder's content hash; for a `repo` workspace the tree at the resolved commit without the
 committed skill) and the agent settings (argv, output, install path, permission mode, allowed tools, max turns,
-sandbox, model, passed-through variable names, seed when the argv uses it). The same task with the same settings
-has the same key, so a resumed run replays its finished rollouts.
+sandbox, model, passed-through variable names, seed when the argv uses it, and the write confinement in force:
+a task that writes outside its folder scores differently confined) and the CLI's version (the one `fingerprint()`
+names: an updated CLI is a new student, never answered with the old one's rollouts). The same task with the same
+settings and CLI has the same key, so a resumed run replays its finished rollouts.
 
 Every command runs with `PWD` set to the workspace (agents such as OpenCode follow an inherited `PWD`), through
 `workspace.tracked` (its process group id is recorded for `Workspaces.sweep`).
 
 Hermetic rollouts (`command.profile`, default hermetic; `skillgit.agents.profile`): the agent runs with a fresh
 config home in its rollout folder (`<folder>/home`, removed when the pooled workspace is reset for the next
-rollout) holding only what authentication needs, and its own isolation switches; setup and verify commands keep
+rollout) holding only what authentication needs, and its own isolation switches; setup and verify commands get
 the user's environment as the agent gets it, without the model credentials the agent may hold (its own key, the
-`api_key_env` targets of both roles, the keys its CLI authenticates with: `_credentials`). `fingerprint()` names
-the agent, its CLI version, a hash of its effective config and the profile.
+`api_key_env` targets of both roles, the keys its CLI authenticates with: `_credentials`), and under profile
+hermetic a home of their own (`<folder>/task-home`, `Plan.task_env`; never the user's, never the agent's).
+`fingerprint()` names the agent, its CLI version, a hash of its effective config, the profile and the confinement.
+
+Write confinement (`command.confine`, `skillgit.sandbox`): setup, agent and verify each run confined to the
+rollout's own folders — the workspace, `<folder>/tmp` (every command's TMPDIR), the agent's home and prompt file
+(`Plan.writable`: under profile user, the agent's own config folders instead), the commands' home — never the
+records (`pgid`, `proc-scopes.jsonl`) nor `<n>.base`. An agent with a sandbox of its own that cannot start inside
+Landlock (codex) is left to it (`sandbox.leave_to`); its setup and verify are confined still.
 
 A rollout whose trace shows the agent tried to load the skill and failed (its skill tool errored), while no rollout
 of this student has loaded it yet, stops the run (`LLMError(kind="config")`, naming the agent's fix, e.g. ripgrep
@@ -56,14 +65,14 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from skillgit import package, process
+from skillgit import package, process, sandbox
 from skillgit.agentic import trace, verify
 from skillgit.agentic.spec import REPLAY_ENV, TASK_DIR_KEY, AgenticSpec
 from skillgit.agentic.workspace import _IGNORE, Workspaces, install, skill_name, tracked
 from skillgit.agents import launch, registry
 from skillgit.agents.profile import Plan, Settings, plan
 from skillgit.config import BackendCfg, CommandCfg, Config
-from skillgit.errors import SkillgitError
+from skillgit.errors import ConfigError, SkillgitError
 from skillgit.llm.base import LLMError, Reply
 from skillgit.llm.command import TRANSIENT, agent_env
 from skillgit.redact import SecretSet, redact, secret_values
@@ -101,6 +110,12 @@ class AgentStudent:
         # workspace's code, which the agent wrote, and need none of them
         self._credentials = frozenset((*own_key, *secrets.names, *self.agent.profile.key_env)) - {""}
         self.plan: Plan = plan(self.agent.profile, Settings(cfg.profile, self.base_url, api_key_env, model, self.env))
+        try:
+            self.confinement = sandbox.resolve(cfg.confine)
+        except ConfigError as exc:
+            raise LLMError(exc.message, exc.hint, kind="config") from None
+        # the agent process itself: left to the agent's own sandbox when Landlock would stop that from starting
+        self.agent_confinement = sandbox.leave_to(self.confinement, self.agent.profile.own_sandbox)
         # every value the agent could echo: conventional and registered secrets of `env`, and `secrets`
         self._secrets = tuple(sorted(set(secret_values(env)) | secrets.values, key=len, reverse=True))
         self.repo = open_repository(project_root)
@@ -132,7 +147,7 @@ class AgentStudent:
         (`agents.launch.fingerprint`)."""
         template = list(self.cfg.argv) or list(self.preset.argv)
         return launch.fingerprint(self.agent, self.plan, template[0] if template else "", self.env,
-                                  {k: v for k, v in self.settings().items() if k != "seed"})
+                                  {k: v for k, v in self.settings().items() if k != "seed"}, self.confinement.state)
 
     # -- the call journal's key
     def settings(self) -> dict[str, object]:
@@ -141,7 +156,7 @@ class AgentStudent:
         extra = {"base_url": self.base_url} if self.base_url else {}
         return {"preset": self.cfg.preset, "argv": template, "output": self.output,
                 "install": self.cfg.install_path or self.preset.install_dir, "model": self.model or "",
-                "profile": self.cfg.profile, **extra,
+                "profile": self.cfg.profile, "confine": self.confinement.state, **extra,
                 "permission_mode": self.cfg.permission_mode, "allowed_tools": list(self.cfg.allowed_tools),
                 "max_turns": self.cfg.max_turns, "sandbox": self.cfg.sandbox,
                 "env_passthrough": sorted(self.cfg.env_passthrough), "skill_path": self.skill_path,
@@ -159,8 +174,10 @@ class AgentStudent:
         except Exception as exc:  # a broken task: its run fails and is not journaled
             content = f"unresolved: {exc}"
         task = {k: meta.get(k) for k in ("workspace", "setup", "verify") if k in meta and k != TASK_DIR_KEY}
-        return json.dumps({"task": task, "content": content, "agent": self.settings()}, sort_keys=True,
-                          default=str)
+        # the CLI's version, as the gate's drift check reads it: an updated CLI is never answered with the old one's
+        version = self.fingerprint().get("version", "")
+        return json.dumps({"task": task, "content": content, "agent": self.settings(), "version": version},
+                          sort_keys=True, default=str)
 
     def _content(self, spec: AgenticSpec) -> str:
         """The workspace's content: a fixture folder's hash, or the tree at the resolved commit of a repository
@@ -255,22 +272,27 @@ class AgentStudent:
             # SKILLGIT_REPLAY: the agent's own hooks (our SessionEnd hook) know this session is no person's work.
             env = {**{k: v for k, v in self.env.items() if k != "OLDPWD"}, "SKILLGIT_SAMPLE": str(sample),
                    "PWD": str(ws), REPLAY_ENV: "1"}
-            commands = {k: v for k, v in env.items() if k not in self._credentials}  # setup and verify
+            folder = ws.parent  # the rollout's own: its home, the commands' home, its TMPDIR, the prompt, the records
+            # setup and verify: no credential, a home of their own (not the agent's: it may hold a login copy)
+            commands = sandbox.tmp_env(self.plan.task_env({k: v for k, v in env.items() if k not in self._credentials},
+                                                          folder / "task-home"), folder / "tmp")
+            task_grants = sandbox.rollout_grants([ws, folder / "tmp", *([] if self.cfg.profile == "user" else
+                                                                        [folder / "task-home"])])
             try:
-                timings["setup"] = self._setup(spec, ws, commands)
+                timings["setup"] = self._setup(spec, ws, commands, task_grants)
             except LLMError as exc:
                 with self._lock:
                     self._broken_setup[material] = exc
                 raise
-            agent_trace, seconds, stopped = self._agent(spec, skill, ws, self.plan.apply(env, ws.parent / "home"),
-                                                        sample)
+            agent_env = sandbox.tmp_env(self.plan.apply(env, folder / "home"), folder / "tmp")
+            agent_trace, seconds, stopped = self._agent(spec, skill, ws, agent_env, sample)
             timings["agent"] = seconds
             self._check_skill_loaded(agent_trace, skill, rel_install)
             diff = self.workspaces.diff(ws, exclude=[rel_install.split("/")[0], *self.workspaces.hidden(spec)])
             started = time.monotonic()
             try:
-                score = verify.verify(spec.verify, ws, commands, wrap=lambda c: str(tracked(ws.parent, c)),
-                                      record=ws.parent)
+                score = verify.verify(spec.verify, ws, commands, record=ws.parent, wrap=lambda c: str(
+                    tracked(ws.parent, self.confinement.wrap(c, task_grants, commands))))
             except verify.Unknown as exc:
                 raise LLMError(f"task '{item.id}': {exc}", "the rollout is unknown (not a failure); fix the verifier "
                                "or raise verify.timeout_s", kind="unknown") from None
@@ -279,12 +301,13 @@ class AgentStudent:
                 score = Score(score.hard, score.soft, f"the agent stopped: {stopped}\n{score.feedback}")
             return self._reply(agent_trace, diff, score, timings, ws, stopped)
 
-    def _setup(self, spec: AgenticSpec, ws: Path, env: Mapping[str, str]) -> float:
+    def _setup(self, spec: AgenticSpec, ws: Path, env: Mapping[str, str], grants: sandbox.Grants) -> float:
         total = 0.0
         for command in spec.setup:
             try:
-                done = process.run(tracked(ws.parent, verify.python_command(command)), cwd=ws, env=env,
-                                   timeout_s=spec.setup_timeout_s, shell=True, record=ws.parent)
+                line = self.confinement.wrap(verify.python_command(command), grants, env)
+                done = process.run(tracked(ws.parent, line), cwd=ws, env=env, timeout_s=spec.setup_timeout_s,
+                                   shell=True, record=ws.parent)
             except OSError as exc:
                 raise LLMError(f"task '{spec.item_id}': setup could not start: {exc}", "fix the task's setup",
                                kind="unknown") from None
@@ -310,9 +333,11 @@ class AgentStudent:
             raise LLMError(f"{self.id}: cannot run '{argv[0]}'",
                            "install it (see README: Train a skill for Claude Code / Codex / Copilot) or set "
                            "model.student.command.argv", kind="config")
+        dirs, files = self.plan.writable(ws.parent / "home")
+        grants = sandbox.rollout_grants([ws, ws.parent / "tmp", *dirs], [prompt_file, *files])
         try:
-            done = process.run(tracked(ws.parent, argv), cwd=ws, env=env, timeout_s=self.cfg.timeout_s,
-                               record=ws.parent)
+            done = process.run(tracked(ws.parent, self.agent_confinement.wrap(argv, grants, env)), cwd=ws, env=env,
+                               timeout_s=self.cfg.timeout_s, record=ws.parent)
         except OSError:
             raise LLMError(f"{self.id}: cannot run '{argv[0]}'",
                            "install it (see README: Train a skill for Claude Code / Codex / Copilot) or set "

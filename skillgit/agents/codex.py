@@ -87,6 +87,7 @@ PROFILE = Profile(
     user_config=((CONFIG, "config.toml", ""), (CONFIG, "*.config.toml", ""), (CONFIG, "AGENTS.md", ""),
                  (CONFIG, "skills/**/*", ""), (CONFIG, "rules/**/*", ""), (Location("", ".agents"), "skills/**/*", "")),
     configure=_configure,
+    own_sandbox="codex's -s sandbox (bubblewrap: it cannot start inside Landlock, which denies mounts)",
 )
 
 AGENT = Agent(

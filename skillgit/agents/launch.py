@@ -5,11 +5,12 @@
   not hold becomes ""); an element that is exactly a key of `lists` (`{model_args}`, `{profile_args}`, …) is
   replaced by that list's elements (none when empty). The prompt stays one argv element: no shell, no quoting;
   one that starts with `-` is refused unless `--` precedes it (the presets put it last, after `--`).
-- `fingerprint(agent, plan, argv0, env, extra)`: `{"agent", "version", "config", "profile"}` — the agent's name,
-  its CLI's version line (`version.probe`, cached; a program without a version flag: a hash of its bytes), a hash
-  of its effective config (`Plan.digest` plus `extra`: the argv template, install path and settings; under profile
-  user the user's config files as they are at the call) and the profile (hermetic | user). Gate notes record
-  it; a change between the incumbent's scoring and a candidate's is drift.
+- `fingerprint(agent, plan, argv0, env, extra, confine)`: `{"agent", "version", "config", "profile", "confine"}`
+  — the agent's name, its CLI's version line (`version.probe`, cached; a program without a version flag: a hash
+  of its bytes), a hash of its effective config (`Plan.digest` plus `extra`: the argv template, install path and
+  settings; under profile user the user's config files as they are at the call), the profile (hermetic | user)
+  and the rollouts' write confinement (`sandbox.Confinement.state`: landlock | off | unavailable). Gate notes
+  record it; a change between the incumbent's scoring and a candidate's is drift.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def expand(template: Sequence[str], values: Mapping[str, str], lists: Mapping[st
 
 
 def fingerprint(agent: Agent, plan: Plan, argv0: str, env: Mapping[str, str],
-                extra: Mapping[str, object]) -> dict[str, str]:
+                extra: Mapping[str, object], confine: str = "off") -> dict[str, str]:
     """The agent's identity for drift checks (see the module docstring)."""
     if agent.version_args and agent.binary:
         caches = {var: path for var, path in plan.caches().items() if path}  # Copilot unpacks its runtime once
@@ -62,4 +63,5 @@ def fingerprint(agent: Agent, plan: Plan, argv0: str, env: Mapping[str, str],
         found = version.file_identity(argv0, env) if argv0 else "unknown"
     if plan.profile == "user":  # the user's files as they are now: an edit during a run is drift
         plan = dataclasses.replace(plan, user_digest=user_digest(agent.profile, env))
-    return {"agent": agent.name, "version": found, "config": plan.digest(dict(extra)), "profile": plan.profile}
+    return {"agent": agent.name, "version": found, "config": plan.digest(dict(extra)), "profile": plan.profile,
+            "confine": confine}

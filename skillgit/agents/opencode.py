@@ -62,6 +62,7 @@ PROFILE = Profile(
     logins=((DATA, "auth.json"),),
     user_config=((CONFIG, "*.json", ""), (CONFIG, "*.jsonc", ""), (CONFIG, "AGENTS.md", ""),
                  (CONFIG, "skills/**/*", ""), (CONFIG, "agent/**/*", ""), (CONFIG, "plugin/**/*", "")),
+    state=(Location("XDG_CACHE_HOME", ".cache", "opencode"), Location("XDG_STATE_HOME", ".local/state", "opencode")),
 )
 
 AGENT = Agent(

@@ -22,6 +22,17 @@ Contract:
 - A cache an agent only unpacks itself into (`Profile.shared_cache`: Copilot's runtime, ≈4 s per start) is shared
   by the rollouts of this user, in `<tmp>/skillgit-agent-cache-<uid>/<agent>` (used only when that folder is ours:
   owned by this user and not a symlink; else a fresh cache in the home).
+- `Plan.task_env(env, home)` is the environment of a rollout's setup and verify commands (they run the task's and
+  the agent's code): under profile "hermetic" a home of their own (`home`, mode 0700: the `HOME_VARS` folders and
+  the neutral `.gitconfig`, never the agent's login copy; `PYTHONUSERBASE` stays the user's, so a `pip install
+  --user`ed pytest is still found, read-only under confinement); under profile "user" `env` as it is.
+- `Plan.writable(home)` is what a confined agent (`skillgit.sandbox`) may write besides its workspace, prompt file
+  and temporary folder: under "hermetic" its home and the shared caches; under "user" only the agent's own config
+  and state folders in the user's home — the folders of its `logins` and `user_config` locations (`~/.claude`,
+  `~/.codex`, `~/.copilot`, `~/.config/opencode`, `~/.local/share/opencode`, …) and of its `state` (OpenCode's
+  `~/.cache/opencode`, `~/.local/state/opencode`; `apply` makes those missing)
+  and the files its rules name in the home itself (`~/.claude.json`); never the rest of the home (`~/.bashrc`,
+  `~/.ssh`).
 - `Plan.digest(extra)` hashes the effective config (switches, settings, files, how it authenticates, and under
   profile "user" the user's config files named by `Profile.user_config`); credentials are never hashed.
 """
@@ -100,6 +111,12 @@ class Profile:
     user_config: tuple[tuple[Location, str, str], ...] = ()  # (folder, glob, JSON key or "") of the user's profile
     shared_cache: tuple[str, ...] = ()  # variables pointing at a cache shared by rollouts
     configure: Callable[[Settings], Setup] | None = None
+    # the agent's own sandbox, which confines its tools and cannot start inside Landlock (Codex: bubblewrap needs
+    # mounts, which Landlock denies): skillgit.sandbox then leaves the agent process to it ("": none)
+    own_sandbox: str = ""
+    # folders it writes besides those of `logins` and `user_config` (OpenCode's XDG cache and state), which a
+    # confined agent may write under profile user
+    state: tuple[Location, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,10 +129,17 @@ class Plan:
     auth: str  # how the agent authenticates: "env NAME", "login <file>", or "none found"
     shared_cache: tuple[tuple[str, str], ...] = ()  # (variable, agent name)
     user_digest: str = ""
+    user_dirs: tuple[str, ...] = ()  # profile user: the agent's own config and state folders (`writable`)
+    user_files: tuple[str, ...] = ()  # profile user: its files in the home itself
 
     def apply(self, env: Mapping[str, str], home: Path) -> dict[str, str]:
         """The rollout's environment; under profile hermetic, `home` is made and filled first."""
         if self.profile == "user":
+            for state in self.user_dirs:  # (made when missing, so that confinement can name them)
+                try:
+                    Path(state).mkdir(mode=0o700, parents=True, exist_ok=True)
+                except OSError:
+                    pass  # not ours to make: the agent says what it misses
             return {**env, **self.env}
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         out = {k: v for k, v in env.items() if k not in DROPPED}
@@ -141,6 +165,28 @@ class Plan:
         out.update(self.env)
         return out
 
+    def task_env(self, env: Mapping[str, str], home: Path) -> dict[str, str]:
+        """The environment of the rollout's setup and verify commands (module docstring); `home` is made."""
+        if self.profile == "user":
+            return dict(env)
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        out = {k: v for k, v in env.items() if k not in DROPPED}
+        for var, rel in HOME_VARS.items():
+            (home / rel).mkdir(parents=True, exist_ok=True)
+            out[var] = str(home / rel)
+        (home / ".gitconfig").write_text(GITCONFIG, encoding="utf-8")
+        out["GIT_CONFIG_GLOBAL"] = str(home / ".gitconfig")
+        if not env.get("PYTHONUSERBASE"):
+            user_home = env.get("HOME") or os.path.expanduser("~")
+            out["PYTHONUSERBASE"] = os.path.join(user_home, ".local")
+        return out
+
+    def writable(self, home: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(folders, files) a confined agent may write besides its rollout's own (module docstring)."""
+        if self.profile == "user":
+            return self.user_dirs, self.user_files
+        return (str(home), *(path for path in self.caches().values() if path)), ()
+
     def caches(self) -> dict[str, str]:
         """The shared caches of this plan: variable → folder ("" when the shared folder is not ours)."""
         return {var: str(_shared_cache(name) or "") for var, name in self.shared_cache}
@@ -163,8 +209,9 @@ def plan(rules: Profile, settings: Settings) -> Plan:
     logins: list[tuple[Path, str]] = []
     if settings.profile == "user":
         digest = user_digest(rules, environ)
+        dirs, files = user_state(rules, environ)
         return Plan("user", dict(setup.env), {}, (), setup.args, f"env {keys[0]}" if keys else "user profile",
-                    user_digest=digest)
+                    user_digest=digest, user_dirs=dirs, user_files=files)
     if not keys:
         for where, name in rules.logins:
             source = where.user_path(environ) / name
@@ -173,6 +220,23 @@ def plan(rules: Profile, settings: Settings) -> Plan:
     auth = f"env {keys[0]}" if keys else f"login {logins[0][1]}" if logins else "none found"
     return Plan("hermetic", {**rules.env, **setup.env}, dict(setup.files), tuple(logins),
                 (*rules.args, *setup.args), auth, tuple((var, _cache_name(var)) for var in rules.shared_cache))
+
+
+def user_state(rules: Profile, environ: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(folders, files) of the agent's own config and state in the user's home (`Plan.writable`): each location of
+    its logins and user config, except the home itself, where only the files its rules name are."""
+    home = os.path.normpath(environ.get("HOME") or os.path.expanduser("~"))
+    dirs: list[str] = []
+    files: list[str] = []
+    places = [(where, name) for where, name in rules.logins] + [(where, glob) for where, glob, _ in rules.user_config] \
+        + [(where, "") for where in rules.state]
+    for where, name in places:
+        folder = os.path.normpath(str(where.user_path(environ)))
+        if folder != home:
+            dirs.append(folder)
+        elif not any(c in name for c in "*?[/"):
+            files.append(os.path.join(home, name))
+    return tuple(dict.fromkeys(dirs)), tuple(dict.fromkeys(files))
 
 
 def user_digest(rules: Profile, environ: Mapping[str, str]) -> str:

@@ -1,8 +1,9 @@
 """The version of an agent CLI, asked once per binary and remembered.
 
 Contract: `probe(executable, args, env)` runs `<executable> <args>` (e.g. `claude --version`) in a throwaway folder
-with a throwaway HOME (the probe never writes into the user's profile), in its own process group with a timeout,
-and returns the first non-empty line it printed (stdout, else stderr), e.g. `2.1.330 (Claude Code)`. The answer is
+(its cwd and `PWD`: OpenCode follows an inherited `PWD`) with a throwaway HOME (the probe never writes into the
+user's profile), in its own process group with a timeout, and returns the first non-empty line it printed (stdout,
+else stderr), e.g. `2.1.330 (Claude Code)`. The answer is
 cached per (resolved path, size, modification time, args): a CLI updated in place during a run is probed again
 and its new version reads as drift. A probe that fails says so (`unknown (exit 2)`, `unknown (timed out)`), never
 raises. `file_identity(executable)` is the fallback for a program without a version flag: its name and a hash of
@@ -54,7 +55,7 @@ def probe(executable: str, args: Sequence[str], env: Mapping[str, str], timeout_
                 return _cache[key]
     with tempfile.TemporaryDirectory(prefix="skillgit-version-") as tmp:
         home = Path(tmp)
-        run_env = {**env, "HOME": tmp, "XDG_CONFIG_HOME": str(home / ".config"),
+        run_env = {**env, "HOME": tmp, "PWD": tmp, "XDG_CONFIG_HOME": str(home / ".config"),
                    "XDG_DATA_HOME": str(home / ".local/share"), "XDG_STATE_HOME": str(home / ".local/state")}
         try:
             done = process.run([path, *args], cwd=home, env=run_env, timeout_s=timeout_s)

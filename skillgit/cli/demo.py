@@ -155,14 +155,16 @@ def run_demo(folder: Path | None, *, seed: int, steps: int, display: RunDisplay,
     with demo_folder(folder) as (folder, keep):
         if agentic:
             create_agentic_project(folder, seed, teacher)
-            console.err.print(f"[bold]skillgit demo --agentic[/] in {folder}")
+            where = "" if keep else " (a temporary folder, removed at the end: --dir PATH keeps the project)"
+            console.err.print(f"[bold]skillgit demo --agentic[/] in {folder}{where}")
             who = ("simulated AGENT teacher (python -m skillgit.world.agent_teacher) editing a copy of the package"
                    if teacher == "agent" else "simulated teacher")
             console.err.print("SIMULATED coding agent (python -m skillgit.world.agent) on 16 tasks in two fixture "
                               f"repositories, scored by real pytest verifiers; {who}")
         else:
             create_project(folder, seed)
-            console.err.print(f"[bold]skillgit demo[/] in {folder}")
+            where = "" if keep else " (a temporary folder, removed at the end: --dir PATH keeps the project)"
+            console.err.print(f"[bold]skillgit demo[/] in {folder}{where}")
             console.err.print(describe(SimulatedCfg(seed=seed)).strip().splitlines()[0])
         project = open_project(folder, None, [f"train.max_steps={steps}"])
         session = open_session(project)

@@ -30,7 +30,7 @@ def train_all(repo: Optional[Path], config: Optional[Path], overrides: list[str]
     sets, cfg_options = again
     repeat = [w for s in sets or [] for w in ("--set", s)] + [w for s in cfg_options or [] for w in
                                                               ("--cfg-options", s)]
-    repeat += (["-C", str(repo)] if repo is not None else []) + (["-c", str(config)] if config else [])
+    repeat += (["-C", str(repo)] if repo is not None else []) + (["--config", str(config)] if config else [])
 
     base = open_project(repo, config, overrides)
     git_dir = _git_dir(base)
@@ -170,7 +170,10 @@ def suggest(skill: str = typer.Option(..., "--skill", help="The library skill to
             count: int = typer.Option(6, "--count", min=1, max=50, help="At most this many of each kind."),
             as_json: bool = typer.Option(False, "--json", help="Print the drafts as JSON on stdout."),
             repo: Optional[Path] = typer.Option(None, "--repo", "-C", help="The repository."),
-            config: Optional[Path] = typer.Option(None, "--config", "-c", help="Config file.")) -> None:
+            config: Optional[Path] = typer.Option(None, "--config", help="Config file (default: skillgit.yaml "
+                                                                          "at the repository root)."),
+            set_: Optional[list[str]] = typer.Option(None, "-c", "--set", "-s", help="Set a config key, as git -c "
+                                                     "does: -c model.teacher_model=NAME (repeatable).")) -> None:
     """Draft trigger cases (should fire / near-miss decoys from the other skills) and body tasks for a skill, as
     files for a person to review: nothing trains on them before `skillgit tasks approve FILE`."""
     from skillgit.library import suggest as S
@@ -179,7 +182,7 @@ def suggest(skill: str = typer.Option(..., "--skill", help="The library skill to
     from skillgit.library.views import skill_file
     from skillgit.project import open_project
 
-    project = open_project(repo, config)
+    project = open_project(repo, config, set_ or [])
     found = views.library(project.config, project.root)
     entry = views.lib_config.entry(project.config, skill, project.root)
     text = (project.root / skill_file(entry.path)).read_text(encoding="utf-8")

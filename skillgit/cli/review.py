@@ -95,12 +95,11 @@ def pr(run: Optional[str] = typer.Option(None, "--run", help="The run (default: 
     review = data.load_run(store, run, split_sizes=_split_sizes(project), diff_of=lambda d: d.accepted)
     head = R.check_branch(head or review.head, "head branch (the branch the run trained onto)")
     pr_mod.check_head(store, head, push=push is not None)  # before a body is printed or written
+    given = base is not None
     base = R.check_branch(base or review.base or project.config.skill.branch,
                           "base branch (recorded in the run's notes)")
-    if (push or gh) and head == base:
-        raise SkillgitError(f"run {review.run} trained on '{head}' itself: there is no branch to propose",
-                            "train onto a review branch (`skillgit train --branch review/NAME`), or pass --head and "
-                            "--base")
+    pr_mod.check_base(store, base, given=given)
+    pr_mod.check_distinct(review.run, head, base)  # with or without --gh: such a body can never be a PR
     request = with_skill(pr_mod.build(review, base=base, head=head, skill_path=store.skill_path), skill,
                          store.skill_path)
     if gh:

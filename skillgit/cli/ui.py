@@ -24,7 +24,10 @@ def ui(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
     from rich.markup import escape
 
     from skillgit.textsafe import shown
-    from skillgit.ui import Served, serve
+    from skillgit.ui import Job, Served, adopted_lines, ending_lines, serve, stopping_line
+
+    def say(text: str) -> None:
+        console.info(escape(shown(text)))
 
     def ready(served: Served) -> None:
         typer.echo(served.url)  # data: the one line a script reads
@@ -36,11 +39,15 @@ def ui(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
             if not webbrowser.open(served.url):  # (a server, a container: no browser; nothing else says so)
                 console.info("--open: no web browser could be started here; open the URL above in yours (on another "
                              "machine: forward the port, README \"Live dashboard\"), or set BROWSER")
+        for line in adopted_lines(served.adopted):
+            say(line)
 
-    stopped = serve(repo, config, port=port, ready=ready, grace_s=grace)
-    if stopped:
-        console.info(f"stopped {len(stopped)} run{'s' if len(stopped) != 1 else ''} it had started; resume them "
-                     "from the dashboard or with `skillgit train --run RUN`")
+    def stopping(jobs: list[Job]) -> None:
+        if line := stopping_line(jobs, grace):
+            say(line)
+
+    for line in ending_lines(serve(repo, config, port=port, ready=ready, grace_s=grace, stopping=stopping)):
+        say(line)
 
 
 def register(app: typer.Typer) -> None:

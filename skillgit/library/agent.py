@@ -13,16 +13,24 @@ workspace is its `workspace/`, and beside it the agent's scope is recorded (`pro
 removed when the run ends. When skillgit was killed (kill -9) mid-run, the agent and what it started (a daemon
 that left its process group) are killed, and the folder removed, by the next `AgentRunner` built by this user (it
 sweeps `workdir` and the temp folder) or the next `CommandStudent` (`tmpdirs.sweep_recorded`: the same records).
+
+Confinement (`confine`: auto | landlock | off, `skillgit.sandbox`; `resolve` decides when the runner is built):
+the agent may write only its workspace, its TMPDIR (`tmp/` beside it, set in its environment), the `HOME` of
+`env` unless that is the user's own home (`Path.home()` of this process, or its `HOME`), and the `writable`
+folders the caller names; everything else, the user's repository and home included, is read-only to it. An agent
+whose own sandbox cannot start inside Landlock (codex) is left to that sandbox (`sandbox.leave_to`).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Mapping, Sequence
 
-from skillgit import process, tmpdirs
+from skillgit import process, sandbox, tmpdirs
+from skillgit.errors import SkillgitError
 from skillgit.library.activation import RouteError
 from skillgit.library.model import NAME_RE, Library
 
@@ -35,8 +43,19 @@ class AgentRunner:
     timeout_s: float = 300.0
     workdir: Path | None = None  # where run folders are made (default: the system's temp folder)
     runs: list[Path] = field(default_factory=list, compare=False)  # run folders made (removed after each run)
+    confine: str = "auto"
+    writable: Sequence[Path] = ()  # folders the agent may write besides its workspace, TMPDIR and given HOME
+    confinement: sandbox.Confinement = field(init=False, compare=False, repr=False)  # (from `confine`)
 
     def __post_init__(self) -> None:
+        from skillgit.agents import registry
+
+        try:
+            confinement = sandbox.resolve(self.confine, "AgentRunner.confine")
+            own = registry.get(self.agent).profile.own_sandbox  # (codex: its own sandbox cannot start inside ours)
+        except SkillgitError as exc:
+            raise RouteError(exc.message, exc.hint) from None
+        object.__setattr__(self, "confinement", sandbox.leave_to(confinement, own))
         tmpdirs.sweep_recorded()  # what the agent runs of a killed skillgit left running (module contract)
         if self.workdir is not None:
             tmpdirs.sweep_recorded(self.workdir)
@@ -66,8 +85,13 @@ class AgentRunner:
             workspace.mkdir()
             self.install(library, workspace)
             argv = [a.replace("{prompt}", prompt) if "{prompt}" in a else a for a in self.argv]
-            done = process.run(argv, cwd=workspace, env=dict(self.env), timeout_s=self.timeout_s,
-                               record=root)  # a kill -9 of skillgit: the next AgentRunner kills what it left
+            env = sandbox.tmp_env(self.env, root / "tmp")
+            home = self.env.get("HOME", "")
+            own = {os.path.realpath(p) for p in (str(Path.home()), os.environ.get("HOME", "")) if p}
+            given = [home] if home and os.path.realpath(home) not in own else []
+            grants = sandbox.rollout_grants([workspace, root / "tmp", *given, *self.writable])
+            done = process.run(self.confinement.wrap(argv, grants, env), cwd=workspace, env=env,
+                               timeout_s=self.timeout_s, record=root)  # a kill -9 of skillgit: the next one kills
         except OSError as exc:
             raise RouteError(f"could not start {self.argv[0] if self.argv else 'the agent'}: {exc}",
                              "install the agent CLI or fix its path") from None

@@ -107,14 +107,25 @@ class Student(Protocol):
 
 
 class ChatStudent:
-    """A student that is a chat model: the skill is the system prompt, the item's input the user message."""
+    """A student that is a chat model: the skill is the system prompt, the item's input the user message.
+    `settings`: what else of the model's configuration decides its answers (reasoning effort, thinking budget),
+    for the call journal's key (`cache_material`)."""
 
     def __init__(self, llm: LLM, *, temperature: float | None = None, max_tokens: int | None = None,
-                 seed: int | None = None):
+                 seed: int | None = None, settings: Mapping[str, Any] | None = None):
         self.llm = llm
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
+        self.settings = dict(settings or {})
+
+    def cache_material(self, item: Item) -> str:
+        """What the call journal adds to this student's key besides model, skill, item and sample: the sampling
+        settings that are set (a reply at temperature 0.7 is not the reply at the default); '' when none is, so
+        the keys of a student with default settings stay what they were."""
+        own = {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed, **self.settings}
+        chosen = {k: v for k, v in own.items() if v is not None}
+        return json.dumps(chosen, sort_keys=True, default=str) if chosen else ""
 
     @property
     def id(self) -> str:

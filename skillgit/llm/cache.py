@@ -3,7 +3,8 @@
 Contract:
 - Key: a sha256 over the call's *model identity* and everything else that determines its answer (the full
   request for a chat model; skill text + item + sample for a student, plus the student's `cache_material(item)`
-  when it has one: an agent student's task spec, resolved workspace revision and agent settings). The identity
+  when it has one: an agent student's task spec, resolved workspace revision and agent settings; a chat student's
+  sampling settings that are set — temperature, max_tokens, seed, reasoning effort, thinking budget). The identity
   names the model, never the transport: an explicit `identity=` (the config's `model.<role>.cache_identity`),
   else the backend's `cache_identity` attribute, else its `id` with an endpoint suffix (`@host:port`,
   `@https://...`) removed — so a local server restarted on another port keeps its answers. Two different models

@@ -19,6 +19,9 @@ Contracts:
 - Hermetic (`cfg.profile`, default hermetic; `skillgit.agents.profile`): the agent runs with a fresh config home
   (`home/` beside `workspace/`) holding only what authentication needs, plus its isolation switches
   (`{profile_args}`); `profile: user` keeps the user's. `fingerprint()` names agent, version, config hash, profile.
+- Confinement (`cfg.confine`, default auto; `skillgit.sandbox`): the agent may write only its `workspace/`, its
+  home, its TMPDIR (`tmp/` beside them), `prompt.txt` and `answer.txt` (and, under profile user, its own config
+  folders: `Plan.writable`); the fingerprint's `confine` says whether it was confined.
 - The answer is `answer.txt` when the agent wrote it, else the preset's parse of stdout.
 - The agent runs in its own session; at `cfg.timeout_s` its whole process group is killed (TERM, then KILL), so
   children it spawned die too, and `LLMError(kind="timeout")` is raised (not retryable: a hung agent would hang
@@ -53,11 +56,11 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from skillgit import process, tmpdirs
+from skillgit import process, sandbox, tmpdirs
 from skillgit.agents import launch, registry
 from skillgit.agents.profile import Settings, plan
 from skillgit.config import BackendCfg, CommandCfg, Config
-from skillgit.errors import SkillgitError
+from skillgit.errors import ConfigError, SkillgitError
 from skillgit.llm import pricing
 from skillgit.llm.base import LLMError, Reply
 from skillgit.llm.registry import Backend
@@ -123,6 +126,12 @@ class CommandStudent:
         keep = (*(student.keep_env if student else ()), *cfg.env_passthrough, *own_key)
         self.env = agent_env(base, keep, (*secrets.names, *withhold))
         self.plan = plan(self.agent.profile, Settings(cfg.profile, base_url or None, api_key_env, self.model, self.env))
+        try:
+            self.confinement = sandbox.resolve(cfg.confine)
+        except ConfigError as exc:
+            raise LLMError(exc.message, exc.hint, kind="config") from None
+        # the agent process itself: left to the agent's own sandbox when Landlock would stop that from starting
+        self.agent_confinement = sandbox.leave_to(self.confinement, self.agent.profile.own_sandbox)
         self._model_args = student.model_args if student and self.model else ()
         # every value the agent could echo: conventional and registered secrets of `base`, and `secrets`
         self._secrets = tuple(sorted(set(secret_values(base)) | secrets.values, key=len, reverse=True))
@@ -170,7 +179,8 @@ class CommandStudent:
         (`agents.launch.fingerprint`)."""
         return launch.fingerprint(self.agent, self.plan, self.binary, self.env,
                                   {"argv": list(self.argv_template), "install": self.install_path,
-                                   "model": self.model or "", "env_passthrough": sorted(self.cfg.env_passthrough)})
+                                   "model": self.model or "", "env_passthrough": sorted(self.cfg.env_passthrough)},
+                                  self.confinement.state)
 
     def resolve_binary(self) -> str | None:
         """The agent executable's full path, or None when it cannot be found."""
@@ -222,17 +232,22 @@ class CommandStudent:
         skill_file = self._install(workspace, skill)
         prompt_file, answer_file = root / "prompt.txt", root / "answer.txt"
         prompt_file.write_text(item.input, encoding="utf-8")
+        answer_file.touch()  # (empty: no answer) a confined agent may write these two files beside its workspace
         values = {"prompt": item.input, "prompt_file": str(prompt_file), "skill_file": str(skill_file),
                   "workspace": str(workspace), "answer_file": str(answer_file), "model": self.model or "",
                   "name": skill_name(skill)}
         argv = [executable] + launch.expand(self.argv_template[1:], values, {"{model_args}": self._model_args,
                                                                              "{profile_args}": self.plan.args})
         # PWD: agents (OpenCode) and shells follow an inherited PWD rather than their real cwd
-        env = self.plan.apply({**{k: v for k, v in self.env.items() if k != "OLDPWD"}, "SKILLGIT_SAMPLE": str(sample),
-                               "PWD": str(workspace)}, root / "home")
+        env = sandbox.tmp_env(self.plan.apply({**{k: v for k, v in self.env.items() if k != "OLDPWD"},
+                                               "SKILLGIT_SAMPLE": str(sample), "PWD": str(workspace)}, root / "home"),
+                              root / "tmp")
+        dirs, files = self.plan.writable(root / "home")
+        grants = sandbox.rollout_grants([workspace, root / "tmp", *dirs], [prompt_file, answer_file, *files])
         try:
-            done = process.run(argv, cwd=workspace, env=env, timeout_s=self.cfg.timeout_s,
-                               kill_grace_s=self.kill_grace_s, record=root)  # nothing it started outlives it
+            done = process.run(self.agent_confinement.wrap(argv, grants, env), cwd=workspace, env=env,
+                               timeout_s=self.cfg.timeout_s, kill_grace_s=self.kill_grace_s,
+                               record=root)  # nothing it started outlives it
         except FileNotFoundError:
             raise self._missing() from None
         except OSError as exc:

@@ -98,7 +98,8 @@ def build_student(cfg: Config, root: Path | None, *, environ: Mapping[str, str] 
     if agent:
         return RetryingStudent(raw, **wrap)
     return ChatStudent(RetryingLLM(raw, **wrap), temperature=bcfg.temperature, max_tokens=bcfg.max_tokens,
-                       seed=bcfg.seed)
+                       seed=bcfg.seed, settings={"reasoning_effort": bcfg.reasoning_effort,
+                                                 "thinking_budget": bcfg.thinking_budget})
 
 
 def describe(cfg: Config, role: str, root: Path | None, *, environ: Mapping[str, str] | None = None

@@ -19,6 +19,10 @@ a skill within its size budget.
   1,024). A candidate over a budget is rejected — a skill that grows without bound dilutes every instruction in
   it — unless the skill it was made from (`before`) was already over that same budget and the candidate does not
   grow it: a seed over budget never makes every candidate fail (`over_budget(seed)` says so once, at start).
+- **The judge's files** (`judge_paths`): the config file, the tasks, a scorer's or verifier's files and agentic
+  fixtures, as repository paths; `skill_in_judge` says when the skill's own path is one of them, lies in one or
+  holds one — a teacher that edits the skill would then edit the judge (`build_trainer` refuses such a project),
+  and `skillgit check` refuses a change that edits them together with the skill.
 Each check returns a readable reason or None. No model, no git.
 """
 
@@ -32,6 +36,7 @@ from typing import Any, Iterable
 from skillgit import package
 from skillgit.agentic import verify
 from skillgit.agentic.spec import AgenticSpec
+from skillgit.config import EnvCfg
 from skillgit.errors import SkillgitError
 from skillgit.judging import JudgeText
 from skillgit.judging import judge_texts as scorer_texts
@@ -204,3 +209,40 @@ def over_budget(skill: str, max_tokens: int, max_description_chars: int, *, max_
     return [_reason(name, tokens, limit, setting, is_package) + "; candidates may not grow it"
             for name, (tokens, limit, setting) in _budgets(skill, max_tokens, max_file_tokens,
                                                            max_description_chars).items() if tokens > limit]
+
+
+# ---------------------------------------------------------------------------------------------- the judge's files
+def judge_paths(root: Path, config_path: Path | None, env: EnvCfg, scorer: Any, items: Iterable[Item]) -> list[str]:
+    """The repository paths (files or folders, relative to `root`, its top) a verdict rests on besides the skill:
+    the config file, the tasks (`env.split_dir`, else `env.tasks` unless it names a hub data set), the judge's own
+    files for `items` (a python or command scorer's sources, agentic verifiers: `judge_texts`) and the agentic
+    tasks' fixture folders. Paths outside the repository are left out (no commit holds them)."""
+    items = list(items)
+    found: list[Path] = [config_path] if config_path is not None else []
+    tasks = env.split_dir or (None if str(env.tasks).startswith("hf:") else env.tasks)
+    if tasks:
+        found.append(Path(root) / tasks)
+    found += [Path(t.path) for t in judge_texts(scorer, items, root) if t.path]
+    for item in items:
+        if AgenticSpec.is_agentic(item):
+            try:
+                fixture = AgenticSpec.from_item(item, Path(root)).fixture
+            except SkillgitError:
+                continue  # a broken task cannot be scored at all
+            if fixture is not None:
+                found.append(fixture)
+    top, out = Path(root).resolve(), []
+    for path in found:
+        try:
+            rel = path.resolve().relative_to(top).as_posix()
+        except ValueError:
+            continue
+        if rel not in ("", "."):
+            out.append(rel)
+    return list(dict.fromkeys(out))
+
+
+def skill_in_judge(skill_path: str, paths: Iterable[str]) -> str | None:
+    """The first of the judge's `paths` that the skill's path is, lies in or holds (a package folder); None."""
+    skill = skill_path.strip("/")
+    return next((p for p in paths if skill == p or skill.startswith(p + "/") or p.startswith(skill + "/")), None)

@@ -10,15 +10,19 @@
 - a step's teacher never sees the edits of the step's own other proposals (`s<step>-p<k>`, `field.plan_field`):
   a restarted step may find them decided already, and its teacher must see what the first attempt saw;
 - recall (`optimizer.recall_k`, loop/recall.py): the notes are read once, at the first step that recalls
-  (`memory`, which the step then extends with its own trajectories).
+  (`memory`, which the step then extends with its own trajectories);
+- the teacher reads each rejection's reason without the val and test items it names (`judging.without_held_out`:
+  `fixed 4 (rec-0040, …)` → `fixed 4`), as recall never shows them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Callable
 
 from skillgit.config import Config
+from skillgit.judging import without_held_out
 from skillgit.llm.base import LLM
 from skillgit.loop import recall, stages
 from skillgit.loop.decide import rival_step
@@ -50,6 +54,7 @@ class Teaching:
         self.negative: NegativeBuffer | None = None  # with the blocked set: read once (`buffers`)
         self.blocked: dict | None = None
         self.memory: recall.Memory | None = None  # optimizer.recall_k: read from the notes once (`recaller`)
+        self.held_out = frozenset(i.id for i in (*splits.val, *splits.test))  # never named to the teacher
 
     def teacher(self, step: int | None, meta_skill: str) -> stages.Teacher:
         """The teacher for `step` (None: an epoch's end), with the run's meta skill `meta_skill`. Its negative
@@ -57,7 +62,8 @@ class Teaching:
         see what the first attempt saw."""
         opt = self.cfg.optimizer
         buffer, blocked = self.buffers() if opt.use_negative_buffer else (NegativeBuffer(0), {})
-        negative = [r for r in buffer.newest(opt.negative_buffer_size + self.field_size - 1)
+        negative = [dataclasses.replace(r, reason=without_held_out(r.reason, self.held_out))
+                    for r in buffer.newest(opt.negative_buffer_size + self.field_size - 1)
                     if not self.rival(r, step)][:opt.negative_buffer_size]
         meta = meta_skill if opt.use_meta_skill else ""
         limits = {} if self.cfg.model.teacher.max_tokens else dict(stages.STAGE_MAX_TOKENS)

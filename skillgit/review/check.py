@@ -6,7 +6,9 @@ Contract:
   (`--base`, else the merge-base of HEAD with the skill branch, else HEAD's parent when HEAD is on the skill
   branch). The working tree's uncommitted changes play no part.
 - Scoring is `gate.Evaluator` over the project's val split with `evaluation.gate_repeats` and
-  `evaluation.unscored_retries`; test is scored once per item and reported, never decisive.
+  `evaluation.unscored_retries`; test is scored once per item and reported, never decisive. Both sides are scored
+  in a round of their own (`check:<base>:<head>`: its own sample numbers), so the base is measured with HEAD,
+  never answered by an earlier check's or run's scoring from the call journal; the same pair again replays.
 - The verdict uses `gate.decide` with the project's `EvaluationCfg` (the gate always judges here, even when training
   runs with `use_gate: false`):
   - `improved` (exit 0): the gate would accept HEAD over the base;
@@ -16,7 +18,10 @@ Contract:
   - `unchanged` (exit 0): neither — no regression within the gate's rules (also when the skill text is identical,
     which scores nothing);
   - `cannot_judge` (exit 2): the skill is missing at one side, or fewer than `evaluation.min_val_coverage` of val
-    items could be scored for both sides (e.g. the student or the scorer failed).
+    items could be scored for both sides (e.g. the student or the scorer failed), or the change edits the judge
+    as well as the skill (`judge_paths`: the config file, the tasks, a scorer's or verifier's files, an agentic
+    fixture differ between base and HEAD): the verdict would rest on rules the change chose, so nothing is scored
+    and `judge_changed` names the files.
 - Items flip as in `review.data` (pass = score ≥ 0.5). `render_markdown` is the table CI posts as the job summary.
 - `refuse_commit_in_progress`: run from a `pre-commit` hook, HEAD is still the previous commit, so a commit that
   changes the skill would be judged by its parent's verdict; git names the index of the commit in progress to its
@@ -30,16 +35,17 @@ import dataclasses
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from skillgit.config import EvaluationCfg
 from skillgit.errors import SkillgitError
-from skillgit.loop import gate
+from skillgit.loop import gate, guards
 from skillgit.records import Coverage
 from skillgit.review.data import NOT_RECORDED, ItemFlips, compare_items, wilson
 from skillgit.review.pr import code, md
 from skillgit.session import Session
 from skillgit.store import Store
+from skillgit.types import Item
 
 EXIT = {"improved": 0, "unchanged": 0, "regressed": 1, "cannot_judge": 2}
 HEADLINE = {"improved": "improvement — the gate would accept this edit", "unchanged": "no regression",
@@ -87,6 +93,7 @@ class CheckResult:
     checks: tuple[Mapping[str, Any], ...] = ()  # the forward gate's checks, each {name, passed, detail, numbers}
     detectable: str = ""  # what the val split lets the gate see (its minimum detectable effect)
     detectable_warning: bool = False  # … above 20 points
+    judge_changed: tuple[str, ...] = ()  # the judge's files the change edits besides the skill (cannot_judge)
 
     @property
     def exit_code(self) -> int:
@@ -104,7 +111,7 @@ class CheckResult:
                 "base": self.base.to_dict(), "head": self.head.to_dict(),
                 "coverage": self.coverage.to_dict() if self.coverage else None, "flips": self.flips.to_dict(),
                 "checks": [dict(c) for c in self.checks], "detectable": self.detectable,
-                "detectable_warning": self.detectable_warning}
+                "detectable_warning": self.detectable_warning, "judge_changed": list(self.judge_changed)}
 
 
 # ---------------------------------------------------------------------------------------------- the base
@@ -175,16 +182,23 @@ def run_check(session: Session, *, base: str | None = None, head: str = "HEAD", 
     unjudged = _unjudged(store.skill_path, metric, texts, sides, len(val_items), len(test_items))
     if unjudged is not None:
         return unjudged
+    changed = judge_changes(store, base_sha or "", head_sha, judge_paths(session, [*val_items, *test_items]))
+    if changed:
+        return _judge_changed(store.skill_path, metric, sides, changed, len(val_items), len(test_items))
     student = session.student()
     repeats, deterministic = gate.planned_repeats(cfg)
     evaluator = gate.Evaluator(student, session.scorer, {"val": val_items}, workers=cfg.env.workers,
                                repeats=repeats, retries=ecfg.unscored_retries, deterministic=deterministic)
-    scores = {name: evaluator.score(texts[name] or "", "val", progress(f"val {name}")) for name in ("base", "head")}
+    # both sides measured now, in a round of their own: the base is never answered by an old scoring in the call
+    # journal (CI caches it) while HEAD is asked fresh; the same pair checked again replays for free
+    round_ = f"check:{base_sha}:{head_sha}"
+    scores = {name: evaluator.score(texts[name] or "", "val", progress(f"val {name}"), round=round_)
+              for name in ("base", "head")}
     tests: dict[str, gate.SplitScore | None] = {"base": None, "head": None}
     if test_items:  # reported, never decisive: one sample per item
         reporter = gate.Evaluator(student, session.scorer, {"test": test_items}, workers=cfg.env.workers,
                                   retries=ecfg.unscored_retries)
-        tests = {name: reporter.score(texts[name] or "", "test", progress(f"test {name}"))
+        tests = {name: reporter.score(texts[name] or "", "test", progress(f"test {name}"), round=round_)
                  for name in ("base", "head")}
     base_side, head_side = (_side(*sides[n], True, scores[n], tests[n], metric, weight, len(val_items),
                                   len(test_items)) for n in ("base", "head"))
@@ -221,6 +235,41 @@ def _unjudged(skill_path: str, metric: str, texts: dict[str, str | None], sides:
         return CheckResult("cannot_judge", "the val split is empty: nothing to judge on", metric, skill_path,
                            unscored("base"), unscored("head"))
     return None
+
+
+# ---------------------------------------------------------------------------------------------- the judge
+def judge_paths(session: Session, items: Sequence[Item]) -> list[str]:
+    """The repository paths the verdict rests on besides the skill (`guards.judge_paths`)."""
+    project = session.project
+    return guards.judge_paths(project.root, project.config_path, project.config.env, session.scorer, items)
+
+
+def judge_changes(store: Store, base: str, head: str, paths: Sequence[str]) -> list[str]:
+    """The `paths` whose committed content differs between `base` and `head` (added, removed or edited); a folder
+    holding the skill is compared without it. Nothing differs without a base."""
+    if not base:
+        return []
+    return [p for p in paths if _content(store, base, p) != _content(store, head, p)]
+
+
+def _content(store: Store, commit: str, path: str) -> Any:
+    entry = store.repo.tree_entry(commit, path)
+    skill = store.skill_path.strip("/")
+    if entry is None or entry.type != "tree" or not (skill == path or skill.startswith(path + "/")):
+        return None if entry is None else (entry.mode, entry.sha)
+    inside = (f"{path}/{e.name}" for e in store.repo.ls_tree(entry.sha, recursive=True))
+    return sorted(n for n in inside if n != skill and not n.startswith(skill + "/"))
+
+
+def _judge_changed(skill_path: str, metric: str, sides: dict[str, tuple[str, str]], changed: list[str],
+                   val_n: int, test_n: int) -> CheckResult:
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    reason = (f"cannot judge: the change edits the judge as well as the skill ({shown} differ between the base and "
+              f"HEAD), so its verdict would rest on rules it chose itself; merge that change on its own first "
+              f"(a person reviews it), then check the skill edit against it (or pass --base at a commit that "
+              f"already has it)")
+    base, head = (Side(*sides[n], val_n=val_n, test_n=test_n) for n in ("base", "head"))
+    return CheckResult("cannot_judge", reason, metric, skill_path, base, head, judge_changed=tuple(changed))
 
 
 def judge(ecfg: EvaluationCfg, before: gate.SplitScore, after: gate.SplitScore, items: list[str], *, seed: int = 0

@@ -12,7 +12,9 @@ Contract:
   (SHRINK), then details fewer accepted decisions (pointing at `skillgit log` for the rest), and as a last resort cuts
   after a whole line with its open code fence / `<details>` closed and a note — the bound holds for any input.
 - `check_head` refuses a head branch that does not exist (naming it and the fix) before anything is written: a
-  local branch, or, when it is not to be pushed, a branch a remote has.
+  local branch, or, when it is not to be pushed, a branch a remote has. `check_base` does the same for the base
+  branch (a local branch or one a remote has: `gh pr create --base` names the remote's), and `check_distinct`
+  refuses a head that is the base itself (a run trained on the branch it would merge into: nothing to propose).
 - `push_head` pushes the head branch (with skillgit's notes, tags and runs) through `Store.push`: never forced; the
   branch and remote names are checked first (`refs.check_branch`, `refs.check_remote`).
 - `create_with_gh` runs `gh pr create --base=… --head=… --title=… --body-file=…` in the repository (names checked
@@ -318,8 +320,7 @@ def check_head(store: Store, head: str, *, push: bool) -> None:
     a run's branch that `skillgit pull` fetched): `gh pr create --head` opens a pull request from the remote's."""
     if store.branch_tip(head) is not None:
         return
-    remote = [ref for (ref,) in store.repo.for_each_ref(["refname"], "refs/remotes/", R.REMOTE_PREFIX)
-              if _remote_branch(ref) == head]
+    remote = _on_remotes(store, head)
     if remote and not push:
         return
     if remote:
@@ -329,6 +330,36 @@ def check_head(store: Store, head: str, *, push: bool) -> None:
     raise SkillgitError(f"head branch '{head}' does not exist in {store.repo.root}",
                         f"pass --head with an existing branch (`git branch --all` lists them), create it "
                         f"(git branch {head} <commit>), or train onto it (`skillgit train --branch {head}`)")
+
+
+def check_base(store: Store, base: str, *, given: bool) -> None:
+    """Refuse a base branch that exists neither locally nor on a remote (a SkillgitError naming it and the fix), before
+    any body is written; a branch only a remote has is fine (`gh pr create --base` names the remote's). `given`: it
+    was typed with --base (else it is the run's recorded base or skill.branch)."""
+    if store.branch_tip(base) is not None or _on_remotes(store, base):
+        return
+    where = "--base" if given else "the run's base (the branch its --branch started from, else skill.branch)"
+    raise SkillgitError(f"base branch '{base}' does not exist in {store.repo.root}, locally or on a remote ({where})",
+                        f"pass --base with the branch the pull request merges into (`git branch --all` lists them), "
+                        f"or fetch it first (`git fetch <remote> {base}`)")
+
+
+def check_distinct(run: str, head: str, base: str) -> None:
+    """Refuse head == base: a run trained on the branch it would merge into has nothing to propose (its edits are on
+    the base already), so no body is written; the error says how to get a pull request instead."""
+    if head != base:
+        return
+    raise SkillgitError(f"run {run} trained on '{head}', the branch it would merge into: its edits are there already, "
+                        f"so there is no pull request to write (head and base are both '{head}')",
+                        "train onto a review branch instead (`skillgit train --branch review/NAME`, then `skillgit "
+                        "pr`), or pass --base with a branch that lacks the edits; for a record of this run: "
+                        f"`skillgit report {run}`")
+
+
+def _on_remotes(store: Store, branch: str) -> list[str]:
+    """The remote refs holding `branch`: `refs/remotes/<remote>/<branch>`, or a run's branch `skillgit pull` fetched."""
+    return [ref for (ref,) in store.repo.for_each_ref(["refname"], "refs/remotes/", R.REMOTE_PREFIX)
+            if _remote_branch(ref) == branch]
 
 
 def _remote_branch(ref: str) -> str | None:

@@ -26,7 +26,8 @@ Contract:
   Each job keeps its events (except `progress` and `heartbeat`, of which only the latest is kept), its non-JSON
   lines (`log`) and a line counter (`seq`) by which a page that re-reads a job drops what it already had.
 - `Jobs.shutdown` stops every running job (SIGINT), waits up to a grace period for them to save and exit, then
-  kills what is left.
+  kills what is left; `Jobs.ending` says how each of them ended (saved, killed, exited, or still running when it
+  could not be signalled), for the dashboard to tell the person which runs still go on and how to reach them.
 """
 
 from __future__ import annotations
@@ -160,6 +161,21 @@ class Update:
     data: Any = None
 
 
+@dataclass(frozen=True)
+class Ending:
+    """How a job ended when the dashboard stopped (`Jobs.ending`). `how`: `saved` (exit 130, as Ctrl-C leaves
+    `skillgit train`: resumable), `killed` (after the grace period or a second Ctrl-C; its decided steps are in
+    git, resumable too), `stopped` (an earlier dashboard's child: it exited after the stop, with a code only its
+    parent could read), `exited` (with `exit_code`) or `running` (it could not be stopped: it goes on without the
+    dashboard)."""
+
+    job: str
+    run: str | None
+    pid: int
+    how: str
+    exit_code: int | None = None
+
+
 @dataclass
 class Job:
     id: str
@@ -181,6 +197,7 @@ class Job:
     offset: int = 0
     partial: bytes = b""
     proc: subprocess.Popen | None = None  # None: started by an earlier dashboard (adopted)
+    killed: bool = False  # SIGKILLed by this dashboard (`Jobs._kill`)
 
     def summary(self) -> dict[str, Any]:
         return {"id": self.id, "run": self.run, "state": self.state, "exit_code": self.exit_code,
@@ -286,6 +303,7 @@ class Jobs:
 
     def _kill(self, job: Job) -> None:
         """SIGKILL the job's group (while its pid is provably the job's) and everything carrying its scope id."""
+        job.killed = True
         if job.proc is not None and job.proc.poll() is None:
             kill_group(job.pid, signal.SIGKILL)
         elif job.proc is None:
@@ -399,9 +417,10 @@ class Jobs:
     # ------------------------------------------------------------------------------------------ the end
     def shutdown(self, grace_s: float = 30.0, hurry: threading.Event | None = None) -> list[Job]:
         """Stop every running job (SIGINT), wait up to `grace_s` (or until `hurry` is set) for them to exit, kill
-        what is left."""
+        what is left. Returns every job that was running (`ending` says how each ended)."""
+        running = self.running()
         stopped = []
-        for job in self.running():
+        for job in running:
             try:
                 self.stop(job.id)
                 stopped.append(job)
@@ -420,7 +439,17 @@ class Jobs:
                 except subprocess.TimeoutExpired:
                     pass
         self.poll()
-        return stopped
+        return running
+
+    def ending(self, job: Job) -> Ending:
+        """How `job` ended (see `Ending`); a job still alive is `running`, whatever was tried."""
+        if self._alive(job):
+            return Ending(job.id, job.run, job.pid, "running")
+        if job.killed:
+            return Ending(job.id, job.run, job.pid, "killed", job.exit_code)
+        if job.exit_code is None:
+            return Ending(job.id, job.run, job.pid, "stopped")
+        return Ending(job.id, job.run, job.pid, "saved" if job.exit_code == 130 else "exited", job.exit_code)
 
 
 def _request_fields(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from aiohttp import web
 from skillgit.errors import SkillgitError
 from skillgit.textsafe import shown_data
 from skillgit.ui import guard as G
-from skillgit.ui.jobs import Jobs, StartRequest, Update
+from skillgit.ui.jobs import Ending, Job, Jobs, StartRequest, Update
 from skillgit.ui.views import RefWatch, Views
 
 TICK_S = 0.2
@@ -270,9 +270,11 @@ def bind(port: int) -> socket.socket:
 
 
 async def serve(dashboard: Dashboard, sock: socket.socket, ready: Callable[[], None], stop: asyncio.Event,
-                hurry: threading.Event, grace_s: float) -> list[str]:
+                hurry: threading.Event, grace_s: float,
+                stopping: Callable[[list[Job]], None] = lambda jobs: None) -> list[Ending]:
     """Serve on `sock` until `stop` is set; then close the streams and stop the jobs (`Jobs.shutdown`: SIGINT, up
-    to `grace_s` for them to save, unless `hurry` is set). Returns the ids of the jobs it stopped."""
+    to `grace_s` for them to save, unless `hurry` is set), after telling `stopping` which jobs run. Returns how
+    each job that was running ended (`Jobs.ending`)."""
     runner = web.AppRunner(dashboard.app(), access_log=None, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
     site = web.SockSite(runner, sock)
@@ -285,6 +287,7 @@ async def serve(dashboard: Dashboard, sock: socket.socket, ready: Callable[[], N
         dashboard.closing = True
         ticker.cancel()
         dashboard.hub.close()
+        stopping(dashboard.jobs.running())
         stopped = await asyncio.to_thread(dashboard.jobs.shutdown, grace_s, hurry)
         await runner.cleanup()
-    return [j.id for j in stopped]
+    return [dashboard.jobs.ending(j) for j in stopped]
