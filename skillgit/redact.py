@@ -236,11 +236,14 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("aws-key-id", re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(_AWS_PREFIXES).replace("A3T", "A3T[A-Z0-9]")
                                       + r")[A-Z2-7]{16}(?![A-Za-z0-9])"), "run",
              tuple(p.lower() for p in _AWS_PREFIXES)),
-    # a private key block, to its END line or (cut off) to the end of its body; JSON-escaped newlines too
+    # a private key block, to its END line or (cut off) to the end of its body; a block whose start was cut off (an
+    # excerpt's tail), from its first body line to its END line; JSON-escaped newlines too
     Detector("private-key-block", re.compile(
         r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE[ _]KEY(?:[ _]BLOCK)?-----(?:(?:(?!-----END)[\s\S]){0,20000}?"
         r"-----END[ A-Z0-9_-]{0,100}PRIVATE[ _]KEY(?:[ _]BLOCK)?-----|"
-        r"(?:(?:\s|\\[nrt])*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z-]{2,30}:[^\n\\]{0,200}))*)"), "text", ("-----begin",)),
+        r"(?:(?:\s|\\[nrt])*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z-]{2,30}:[^\n\\]{0,200}))*)|"
+        r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]+(?:[ \t\r]|\\[rt])*(?:\n|\\n)(?:[ \t]|\\t)*){1,400}"
+        r"-----END[ A-Z0-9_-]{0,100}PRIVATE[ _]KEY(?:[ _]BLOCK)?-----"), "text", ("-----begin", "-----end")),
     # a password in a URL: scheme://user:password@host
     Detector("url-password", re.compile(r"://[^\s:/@'\"<>]+:(?!\*\*\*@)([^\s/@'\"<>]+)@"), "text", ("://",)),
     # Authorization schemes: Bearer X, Basic X, token X, Digest X
