@@ -387,7 +387,8 @@ def status_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
     if waiting:
         typer.echo(shown(f"skillgit.yaml: {', '.join(waiting)} not approved here: a night leaves out what needs it"))
     sched = info["schedule"]
-    typer.echo(shown(f"schedule: cron {_yes_no(sched['cron'])}, systemd {_yes_no(sched['systemd'])}"))
+    why = f" ({sched['cron_error']})" if sched["cron"] is None and sched["cron_error"] else ""
+    typer.echo(shown(f"schedule: cron {_yes_no(sched['cron'])}{why}, systemd {_yes_no(sched['systemd'])}"))
     typer.echo(shown(f"harvest state: {info['harvest']['files']} session file(s) seen"))
     for n in info["nights"]:
         vals = n["val"]

@@ -188,12 +188,14 @@ def status_info(sp: SleepProject, limit: int = 10, *, crontab: str = "crontab",
             tasks["error"] = exc.message
     root = repo.root.resolve()
     cron: bool | None
+    cron_error = ""  # why `cron` is unknown (no crontab program, an unreadable crontab file …)
     try:
         cron = bool(K.split_block(K.read_crontab(crontab, file=crontab_file), root)[1])
-    except SkillgitError:
-        cron = None
+    except SkillgitError as exc:
+        cron, cron_error = None, exc.message
     systemd = (K.unit_dir() / f"{K.unit_name(root)}.timer").is_file()
-    return {"nights": nights, "tasks": tasks, "schedule": {"cron": cron, "systemd": systemd},
+    return {"nights": nights, "tasks": tasks,
+            "schedule": {"cron": cron, "cron_error": cron_error, "systemd": systemd},
             "config": [{"key": c.key, "text": c.shown_text, "needs": c.needs,
                         "approved": c.approval_key in gate.approved}
                        for c in gate.commands],
