@@ -17,12 +17,11 @@ import json
 import sys
 from pathlib import Path
 
-from skillgit.config import load_config
 from skillgit.sleep import approval
 from skillgit.sleep import replay as R
 from skillgit.sleep.mine import MinedTask, read_tasks
 from skillgit.sleep.settings import SleepSettings
-from tests.conftest import run_cli
+from tests.conftest import approve_configuration, run_cli
 from tests.test_sleep_harvest import ClaudeSession, git, make_repo
 
 FAIL = "F.\n=================================== FAILURES ===================================\n" \
@@ -60,8 +59,7 @@ def _project(tmp_path: Path) -> tuple[Path, Path, Path]:
     git(repo, "commit", "-qm", "skill")
     # the person approved the configuration's own commands here (its `confine: off` among them: `sleep schedule`
     # does so); what these tests probe is the mined tasks' commands
-    configured = approval.config_commands(load_config(repo / "skillgit.yaml"))
-    approval.record(repo / ".git", (), approve=True, config=configured)
+    approve_configuration(repo)
     home, canary = tmp_path / "home", tmp_path / "canary"
     canary.mkdir()
     for n, (request, name) in enumerate([("Fix the failing date parsing test", "dates"),

@@ -61,7 +61,8 @@ def plan_night(sp: SleepProject, date: str, *, handoff: bool = False) -> dict[st
     release = "offline" if not who else ("reviewed" if g.reviewed else "needs review (or --yes)")
     plan: dict[str, Any] = {
         "date": date, "branch": branch, "run": run_id(date), "skill_branch": cfg.skill.branch,
-        "harvest": g.harvest.summary(), "mined": {**g.mined.summary(), "new_tasks": len(g.new)},
+        "harvest": {**g.harvest.summary(), "looked": looked(sp)},
+        "mined": {**g.mined.summary(), "new_tasks": len(g.new)},
         "tasks": {"file": str(g.path), "in_file": len(g.pool), "reviewed": g.reviewed, **chosen.counts(),
                   "excluded": chosen.excluded},
         "release": release, "sent_to": who, "budget": {k: v for k, v in settings.to_dict().items()
@@ -92,7 +93,7 @@ def _plan_library(sp: SleepProject, date: str, g: Any, library: dict[str, Any], 
     trained = [k for k in skills.values() if not k["skipped"]]
     plan: dict[str, Any] = {
         "date": date, "branch": settings.branch_for(check_date(date), cfg.skill.branch), "run": run_id(date),
-        "skill_branch": cfg.skill.branch, "harvest": g.harvest.summary(),
+        "skill_branch": cfg.skill.branch, "harvest": {**g.harvest.summary(), "looked": looked(sp)},
         "mined": {**g.mined.summary(), "new_tasks": len(g.new)},
         "tasks": {"file": str(g.path), "in_file": len(g.pool), "reviewed": g.reviewed,
                   **{k: sum(x[k] for x in trained) for k in ("train", "val", "test")},
@@ -131,11 +132,22 @@ def _plan_skill(sp: SleepProject, date: str, name: str, entry: Any, routed: Any)
     return one
 
 
+def looked(sp: SleepProject) -> dict[str, Any]:
+    """Where a night looks for sessions: the home folder as configured (`~` unexpanded: the user's home path is
+    not shown, e.g. to a model through MCP) and the sources it reads (`--home`, `--sources`)."""
+    from skillgit.sleep.readers import sources
+
+    return {"home": sp.settings.home, "sources": list(sp.settings.sources or sources())}
+
+
 def _text(plan: dict[str, Any]) -> str:
     h, m, t = plan["harvest"], plan["mined"], plan["tasks"]
     skipped = ", ".join(f"{k} {v}" for k, v in h["skipped"].items()) or "none"
+    where = h["looked"]
+    nothing = (f"\n    (looked in {where['home']} for {', '.join(where['sources'])} sessions of this repository; "
+               "`--home` and `--sources` choose others)") if not h["sessions"] and not h["skipped"] else ""
     lines = [f"night {plan['date']} (dry run: nothing is written, no model is called)",
-             f"  harvest: {h['sessions']} new session(s); skipped {skipped}; {h['warnings']} warning(s)",
+             f"  harvest: {h['sessions']} new session(s); skipped {skipped}; {h['warnings']} warning(s){nothing}",
              f"  mine: {m['units']} unit(s) in {m['groups']} group(s) → {m['tasks']} task(s), {m['new_tasks']} new",
              f"  task file: {t['file']} — {t['in_file']} task(s), {'reviewed' if t['reviewed'] else 'not reviewed'}",
              f"  replay: train {t['train']}, val {t['val']}, test {t['test']}"]
