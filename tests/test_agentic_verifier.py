@@ -7,6 +7,7 @@ but never their content."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from skillgit.agentic import guard
-from skillgit.agentic.spec import AgenticSpec
+from skillgit.agentic.spec import AgenticSpec, Verify
 from skillgit.agentic.student import AgentStudent
 from skillgit.config import CommandCfg
 from skillgit.errors import ConfigError
@@ -65,6 +66,11 @@ AGENT = textwrap.dedent('''
             Path("tests/verify/verifylib.py").write_text("def expected():\\n    return -1\\n")
         elif action == "fake-module":
             Path("tests/verify/app.py").write_text("def add(a, b):\\n    return 5\\n")
+        elif action == "lock":  # a tampered file and its folder made read-only
+            Path("tests/verify/verifylib.py").write_text("def expected():\\n    return -1\\n")
+            Path("tests/verify/conftest.py").write_text("")
+            os.chmod("tests/verify/verifylib.py", 0o444)
+            os.chmod("tests/verify", 0o555)
         elif action == "own-test-next":
             Path("tests/verify/test_mine.py").write_text("def test_mine():\\n    pass\\n")
         elif action == "own-work":  # honest: its own test, a dependency in pyproject's [project]
@@ -111,6 +117,7 @@ PYTEST = "python -m pytest -q -p no:cacheprovider tests/verify"
     ("conftest", PYTEST, "pytest", "conftest.py (added)"),
     ("script", "sh check.sh", "exit_code", "check.sh (edited)"),
     ("helper", PYTEST + "/test_add.py", "pytest", "tests/verify/verifylib.py (edited)"),
+    ("lock", PYTEST + "/test_add.py", "pytest", "tests/verify/verifylib.py (edited), tests/verify/conftest.py (added)"),
     ("fake-module", PYTEST + "/test_add.py::test_add", "pytest", "tests/verify/app.py (added)"),
     ("shadow", "python -m pytest -q tests/verify", "pytest", "pytest.py (added)"),
     ("ini", "python -m pytest -q tests/verify", "exit_code", "tests/verify/pytest.ini (added)"),
@@ -120,7 +127,7 @@ def test_an_agent_that_tampers_with_its_verifier_does_not_pass(project, action, 
     reply = _run(project, action, command=command, result=result)
     assert reply.score.hard == 0.0, reply.score.feedback
     assert reply.score.feedback.startswith("the agent changed the verifier's files"), reply.score.feedback
-    assert shown in reply.score.feedback and shown in reply.trace
+    assert shown in reply.score.feedback and shown in reply.trace and "could not" not in reply.score.feedback
     # the teacher reads which file, never the verifier's code (the diff is taken after the files are back)
     assert "SECRET-TEST-LINE" not in reply.trace and "pytest_runtest_makereport" not in reply.trace
     assert "exit 0" not in reply.trace.split("workspace diff:")[1]
@@ -188,3 +195,24 @@ def test_the_paths_a_command_runs_as_its_verifier():
     assert guard.named("mypy src && ruff check src") == ([], "")  # what they check is the agent's work
     assert guard.named("PYTHONHASHSEED=0 python check.py arg") == (["check.py"], "")
     assert guard.named("make test") == (["Makefile", "makefile", "GNUmakefile"], "")
+
+
+def test_config_files_count_by_their_pytest_section_and_a_failed_restore_is_said(tmp_path):
+    ws, keep = tmp_path / "ws", tmp_path / "keep"
+    (ws / "tests").mkdir(parents=True)
+    (ws / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (ws / "tox.ini").write_text("[tox]\nenvlist = py\n\n[pytest]\naddopts = -q\n")
+    (ws / "setup.cfg").write_text("[metadata]\nname = x\n")
+    spec = AgenticSpec("t", "p", None, None, "HEAD", (), Verify("python -m pytest tests"))
+    base = guard.capture(spec, ws, keep)
+    (ws / "tox.ini").write_text("[tox]\nenvlist = py311\n\n[pytest]\naddopts = -q\n")  # not pytest's: kept
+    (ws / "setup.cfg").write_text("[metadata]\nname = x\n\n[tool:pytest]\naddopts = --co\n")  # pytest's: put back
+    (ws / "sub").mkdir()
+    (ws / "sub" / "setup.cfg").write_text("[metadata]\nname = y\n")  # a new one without a pytest section: kept
+    assert base.restore(ws).changes == (guard.Change("setup.cfg", "edited"),)
+    assert "envlist = py311" in (ws / "tox.ini").read_text() and "tool:pytest" not in (ws / "setup.cfg").read_text()
+    assert (ws / "sub" / "setup.cfg").exists()
+    (ws / "tests" / "test_x.py").write_text("")
+    shutil.rmtree(keep)  # what was kept aside is gone: the rollout cannot be verified honestly
+    tamper = base.restore(ws)
+    assert tamper.failed and "the rollout scores 0" in tamper.describe()

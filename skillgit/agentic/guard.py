@@ -132,8 +132,11 @@ class Baseline:
             return "" if stat.S_ISLNK(st.st_mode) and os.readlink(path) == kind[5:] else "edited"
         if not stat.S_ISREG(st.st_mode) or bool(st.st_mode & 0o100) != (kind == "exec"):
             return "edited"
-        if st.st_size == saved.stat().st_size and _same_bytes(path, saved):
-            return ""
+        try:
+            if st.st_size == saved.stat().st_size and _same_bytes(path, saved):
+                return ""
+        except PermissionError:  # made unreadable: put back all the same
+            return "edited"
         if rel in self.sections and _section(rel, path) == _section(rel, saved):
             return ""  # the file changed, its pytest section did not: the agent's own work
         return "edited"
