@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from skillgit.config import load_config
 from skillgit.sleep import approval
 from skillgit.sleep import replay as R
 from skillgit.sleep.mine import MinedTask, read_tasks
@@ -57,6 +58,10 @@ def _project(tmp_path: Path) -> tuple[Path, Path, Path]:
         (repo / "tests" / f"test_{name}.py").write_text("def test_it():\n    pass\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "skill")
+    # the person approved the configuration's own commands here (its `confine: off` among them: `sleep schedule`
+    # does so); what these tests probe is the mined tasks' commands
+    configured = approval.config_commands(load_config(repo / "skillgit.yaml"))
+    approval.record(repo / ".git", (), approve=True, config=configured)
     home, canary = tmp_path / "home", tmp_path / "canary"
     canary.mkdir()
     for n, (request, name) in enumerate([("Fix the failing date parsing test", "dates"),
@@ -109,7 +114,8 @@ def test_a_command_from_a_transcript_runs_only_after_a_person_approved_it(tmp_pa
     assert run_cli("sleep", "review", "--revoke", cwd=repo).returncode == 0
     again = run_cli("sleep", "run", "--home", str(home), "--sources", "claude", "--date", "2025-10-12", "--yes",
                     cwd=repo)
-    assert again.returncode == 2 and "runs commands nobody approved" in again.stderr, again.stderr
+    # (--revoke withdraws what review showed: the tasks' commands and the configuration's `confine: off`)
+    assert again.returncode == 2 and "nobody approved" in again.stderr, again.stderr
     assert {p.name: p.read_text() for p in canary.iterdir()} == ran
 
 
