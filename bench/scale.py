@@ -15,7 +15,9 @@ run takes minutes on two cores. Measured:
 - `skillgit log` and `skillgit status` (the real CLI, subprocesses) wall time: the first of each after the run,
   then best and median of 7 (target ≤ 0.25 s); `log --json`; and `log` and `status` with their caches deleted
   before each run (what they pay after a ref the run did not move moved);
-- start-up: `skillgit --help` (target ≤ 0.2 s) and `skillgit --version`, best and median of 7;
+- start-up: `skillgit --help` (target ≤ 0.2 s) and `skillgit --version`, best and median of 7; the median CPU
+  time of `log`, `status`, `--help` and `--version` (user + system, git children included), and the git
+  processes `log` and `status` start (`GIT_TRACE`);
 - the instructions `log`, `status` and `--help` execute (valgrind's cachegrind, when installed: a count a busy
   machine does not change) against the floor every read command shares: the interpreter with typer, GitPython and
   PyYAML imported;
@@ -95,14 +97,28 @@ def run_skillgit(folder: Path, *args: str) -> tuple[float, float, str]:
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, proc.stdout
 
 
-def cli_seconds(folder: Path, *args: str, repeat: int = 7) -> tuple[float, float, str]:
-    """Best and median wall time of `skillgit ARGS` over `repeat` runs after an untimed one, and the last stdout."""
+def cli_seconds(folder: Path, *args: str, repeat: int = 7) -> tuple[float, float, str, float]:
+    """Best and median wall time of `skillgit ARGS` over `repeat` runs after an untimed one, the last stdout, and
+    the median CPU time of those runs (user + system, git children included: what a busy machine inflates least)."""
     out = run_skillgit(folder, *args)[2]
-    times = []
+    times, cpus = [], []
     for _ in range(repeat):
-        wall, _cpu, out = run_skillgit(folder, *args)
+        wall, cpu, out = run_skillgit(folder, *args)
         times.append(wall)
-    return min(times), statistics.median(times), out
+        cpus.append(cpu)
+    return min(times), statistics.median(times), out, statistics.median(cpus)
+
+
+def git_commands(folder: Path, *args: str) -> list[str]:
+    """The git commands one `skillgit ARGS` in `folder` runs (`GIT_TRACE`), in order: one process each."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "trace"
+        subprocess.run([sys.executable, "-m", "skillgit", *args], cwd=folder, capture_output=True, check=True,
+                       env={**_ENV, "GIT_TRACE": str(trace)})
+        lines = trace.read_text(encoding="utf-8", errors="replace").splitlines() if trace.exists() else []
+    return [line.split("trace: built-in: git ", 1)[1] for line in lines if "trace: built-in: git " in line]
 
 
 @functools.cache
@@ -319,11 +335,12 @@ def main(argv: list[str] | None = None) -> dict:
         repeat = 1 if a.quick else 7
         first_log_s, first_log_cpu = first_seconds(folder, "log")  # before anything else reads the repository
         first_status_s, first_status_cpu = first_seconds(folder, "status")
-        log_s, log_median_s, log_out = cli_seconds(folder, "log", repeat=repeat)
-        log_json_s, log_json_median_s, _ = cli_seconds(folder, "log", "--json", repeat=repeat)
-        status_s, status_median_s, _ = cli_seconds(folder, "status", repeat=repeat)
-        help_s, help_median_s, _ = cli_seconds(folder, "--help", repeat=repeat)
-        version_s, version_median_s, _ = cli_seconds(folder, "--version", repeat=repeat)
+        log_s, log_median_s, log_out, log_cpu = cli_seconds(folder, "log", repeat=repeat)
+        log_json_s, log_json_median_s, _, _ = cli_seconds(folder, "log", "--json", repeat=repeat)
+        status_s, status_median_s, _, status_cpu = cli_seconds(folder, "status", repeat=repeat)
+        help_s, help_median_s, _, help_cpu = cli_seconds(folder, "--help", repeat=repeat)
+        version_s, version_median_s, _, version_cpu = cli_seconds(folder, "--version", repeat=repeat)
+        spawned = {"log": git_commands(folder, "log"), "status": git_commands(folder, "status")}
         miss_log_s, miss_log_median_s = miss_seconds(folder, "log", repeat=repeat)
         miss_status_s, miss_status_median_s = miss_seconds(folder, "status", repeat=repeat)
         first_seconds(folder, "log"), first_seconds(folder, "status")  # (their caches again, as the run left them)
@@ -334,9 +351,9 @@ def main(argv: list[str] | None = None) -> dict:
         refs_before = ref_counts(folder)
         if a.keep:
             shutil.copytree(folder, tmp / "project-before-gc", symlinks=True)
-        gc_s, _, _ = cli_seconds(folder, "gc", repeat=1)
+        gc_s, _, _, _ = cli_seconds(folder, "gc", repeat=1)
         refs_after = ref_counts(folder)
-        log_after_s, log_after_median_s, _ = cli_seconds(folder, "log", repeat=repeat)
+        log_after_s, log_after_median_s, _, _ = cli_seconds(folder, "log", repeat=repeat)
         size_after_gc = dir_size(folder / ".git")
 
     settled = [p for p in rss if p[0] > a.steps // 3]
@@ -362,7 +379,9 @@ def main(argv: list[str] | None = None) -> dict:
             "log_after_gc_s": round(log_after_s, 3), "log_after_gc_median_s": round(log_after_median_s, 3),
             "help_s": round(help_s, 3), "help_median_s": round(help_median_s, 3),
             "version_s": round(version_s, 3), "version_median_s": round(version_median_s, 3),
-            "gc_s": round(gc_s, 3), "instructions": counts,
+            "cpu_median_s": {"log": round(log_cpu, 3), "status": round(status_cpu, 3), "help": round(help_cpu, 3),
+                             "version": round(version_cpu, 3)},
+            "git_commands": spawned, "gc_s": round(gc_s, 3), "instructions": counts,
             "git_dir": {"before_run": size_before, "after_run": git_size, "after_gc": size_after_gc,
                         "objects": objs, "parts": parts, "journal_wal_while_open": open_wal},
             "refs": {"before_gc": refs_before, "after_gc": refs_after},
@@ -395,7 +414,10 @@ def main(argv: list[str] | None = None) -> dict:
           f"(target ≤ 0.25 s); with the log/status caches deleted (best/median of {repeat}): log "
           f"{miss_log_s:.2f}/{miss_log_median_s:.2f} s, status {miss_status_s:.2f}/{miss_status_median_s:.2f} s")
     print(f"start-up (best/median of {repeat}): skillgit --help {help_s:.3f}/{help_median_s:.3f} s (target ≤ 0.2 s), "
-          f"--version {version_s:.3f}/{version_median_s:.3f} s")
+          f"--version {version_s:.3f}/{version_median_s:.3f} s; median CPU (git children included): log "
+          f"{log_cpu:.3f} s, status {status_cpu:.3f} s, --help {help_cpu:.3f} s, --version {version_cpu:.3f} s")
+    print("git processes: " + "; ".join(f"{name} {len(cmds)} ({', '.join(c.split(' -')[0] for c in cmds)})"
+                                        for name, cmds in spawned.items()))
     if counts and all(counts.values()):
         n = {k: v / 1e6 for k, v in counts.items() if v}
         print(f"instructions (cachegrind: the same on a busy machine): log {n['log']:.0f} M, status "

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import resource
 import subprocess
@@ -146,9 +147,20 @@ def harvest_child(n: int, seed: int, kb: int = 540) -> dict[str, Any]:
                 "incremental_read": again.files_read, "incremental_kept": again.streamed,
                 "peak_mb": round(first_peak, 1), "grew_mb": round(max(0.0, first_peak - base), 1),
                 "masked": secrets, "planted_kept": planted, "leaked": sorted(leaks.found),
-                "valid": planted > 0 and not leaks.found}
+                "valid": planted > 0 and not leaks.found, "decoder": _decoder_used()}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _decoder_used() -> str:
+    """Which JSON decoder harvest's reader used: msgspec's (the `fast` extra), jiter's (the default install since
+    wave 13), or the standard library's ("json")."""
+    from skillgit.sleep.readers import _common
+
+    decode = (getattr(_common, "_DECODE", None) or [None])[0]
+    owner = getattr(decode, "__self__", None)
+    module = getattr(decode, "__module__", None) or (type(owner).__module__ if owner is not None else "")
+    return "json" if decode is None else str(module).split(".")[0]
 
 
 class _Leaks:
@@ -198,6 +210,7 @@ _HARVEST_AT = """
 import hashlib, json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
+""" + inspect.getsource(_decoder_used) + """
 from skillgit.sleep.harvest import HarvestState, harvest
 from skillgit.sleep.scrub import build_scrubber
 home, repo = Path(sys.argv[2]) / "home", Path(sys.argv[2]) / "repo"
@@ -215,7 +228,7 @@ cpu = time.process_time() - cpu - spent[0]
 out.update(text([result.state.to_dict(), result.redactions.to_dict(), [w.to_dict() for w in result.warnings],
                  result.unknown_records]))
 print(json.dumps({"cpu_s": round(cpu, 3), "kept": len(kept), "masked": result.redactions.secrets,
-                  "output": out.hexdigest()[:16],
+                  "output": out.hexdigest()[:16], "decoder": _decoder_used(),
                   "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
 """
 
@@ -392,7 +405,8 @@ def main() -> None:
         print("(miner rows: ref = the --baseline checkout's Miner, measured in this run)")
     if harvest_rows:
         print()
-        print(table(harvest_rows, [("algo", "harvest", ""), ("requests", "sessions", "d"), ("mb", "MB", ".1f"),
+        print(table(harvest_rows, [("algo", "harvest", ""), ("decoder", "JSON decoder", ""),
+                                   ("requests", "sessions", "d"), ("mb", "MB", ".1f"),
                                    ("kept", "kept", "d"), ("cpu_s", "first CPU s", ".2f"),
                                    ("s_per_gb", "s per GB", ".1f"), ("cpu_ratio", "× baseline CPU", ".2f"),
                                    ("incremental_cpu_s", "incremental CPU s", ".3f"),

@@ -15,7 +15,8 @@ What it does (each step is the reason a rule may look different from gitleaks.to
   paths are left out too (their condition cannot be checked), and so are stopword lists: gitleaks drops a
   finding whose secret *contains* one of ~1,400 English words, which keeps code review quiet but would let a
   random key through one time in a hundred; a redactor prefers masking.
-Needs Python ≥ 3.11 (tomllib). Output: skillgit/secret_rules.py (never edit it by hand).
+Needs Python ≥ 3.11 (tomllib). Output: skillgit/secret_rules.py (never edit it by hand, except its last part, from
+the `# ---- hand-kept:` line on: our own rules, which a refresh carries over as they are).
 """
 
 from __future__ import annotations
@@ -180,6 +181,17 @@ def build(config: dict, commit: str, date: str) -> tuple[str, list[str]]:
     return "\n".join(lines), dropped
 
 
+HAND_KEPT = "# ---- hand-kept:"
+
+
+def hand_kept(path: Path) -> str:
+    """The part of the current file from its `HAND_KEPT` line on (our own rules, e.g. `VALUE_RULES`), kept as it
+    is; "" when there is none."""
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    at = text.find(HAND_KEPT)
+    return "\n" + text[at:] if at >= 0 else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("toml", type=Path, help="gitleaks' config/gitleaks.toml")
@@ -192,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError:
         parser.error("needs Python ≥ 3.11 (tomllib)")
     text, dropped = build(tomllib.loads(args.toml.read_text(encoding="utf-8")), args.commit, args.date)
-    args.out.write_text(text, encoding="utf-8")
+    args.out.write_text(text + hand_kept(args.out), encoding="utf-8")
     print(f"wrote {args.out} ({text.count(chr(10))} lines); left out {len(dropped)}", file=sys.stderr)
     return 0
 

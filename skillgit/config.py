@@ -10,7 +10,9 @@ recursively relative to the file that names it) → the file itself → override
 `--cfg-options a.b=c d.e=f`). Mappings are deep-merged; lists and scalars replace. Override values are YAML scalars.
 
 How YAML is read (YAML 1.2-style scalars, duplicate keys refused) and how a `key=value` override is split and
-parsed: `config_yaml.py`.
+parsed: `config_yaml.py`. The pieces `config_layers.py` composes the layers from (and records where each key came
+from) are public here: `read_file` (a file and its `_base_` chain), `normalize` (aliases, shorthands),
+`deep_merge` (how two layers merge) and `build` (a section from a mapping, every key and value checked).
 """
 
 from __future__ import annotations
@@ -399,9 +401,10 @@ def known_keys(cls=None, prefix: str = "") -> list[str]:
     return out
 
 
-def _normalize(data: Any, cls=None, prefix: str = "") -> Any:
+def normalize(data: Any, cls=None, prefix: str = "") -> Any:
     """Rename aliases to our keys and expand shorthands (`scorer: exact` → `scorer: {type: exact}`), recursively
-    through the known sections. Unknown keys are kept so that building can name them."""
+    through the known sections of `cls` (default: the whole `Config`; `prefix`: its dotted key). Unknown keys are
+    kept so that building can name them. ConfigError when a key is given under two of its names."""
     cls = cls or Config
     if cls is ScorerCfg and isinstance(data, str):
         return {"type": data}
@@ -416,22 +419,27 @@ def _normalize(data: Any, cls=None, prefix: str = "") -> Any:
             raise ConfigError(f"{dotted}: given twice (also as '{prefix + '.' if prefix else ''}{canonical}')",
                               "keep only one of the two names")
         sub = _section(cls, canonical) if dataclasses.is_dataclass(cls) else None
-        out[canonical] = _normalize(value, sub, f"{prefix}.{canonical}" if prefix else canonical) if sub else value
+        out[canonical] = normalize(value, sub, f"{prefix}.{canonical}" if prefix else canonical) if sub else value
     return out
 
 
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` merged onto `base` as config layers merge (a new mapping; neither is changed): mappings merged key by
+    key, recursively; lists and scalars replaced."""
     merged = dict(base)
     for key, value in over.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
+            merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = value
     return merged
 
 
 # ---------------------------------------------------------------------------------------------- building
-def _build(cls, data: Any, prefix: str):
+def build(cls, data: Any, prefix: str = ""):
+    """A `cls` (`Config` or one of its sections, at dotted key `prefix`) from a normalized mapping: every key
+    known, every value coerced to its field's type and checked on its own; keys left out keep their defaults.
+    ConfigError naming the dotted key. The checks across keys are `config_from_dict`'s (`check_config`)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -446,7 +454,7 @@ def _build(cls, data: Any, prefix: str):
             raise unknown_key_error(dotted, known_keys(), fields_)
         sub = _section(cls, key)
         if sub is not None:
-            kwargs[key] = _build(sub, value, dotted)
+            kwargs[key] = build(sub, value, dotted)
             continue
         f = fields_[key]
         default = f.default if f.default is not dataclasses.MISSING else None
@@ -463,7 +471,7 @@ def config_from_dict(data: dict[str, Any] | None) -> Config:
                           "write `section:` lines with indented `key: value` lines under them")
     if "_base_" in data:
         raise ConfigError("_base_: only allowed in a config file", "load the file with load_config(path)")
-    cfg = _build(Config, _normalize(data), "")
+    cfg = build(Config, normalize(data), "")
     check_config(cfg)
     return cfg
 
@@ -476,10 +484,12 @@ def _cache_file(path: Path) -> Path | None:
     return git / "skillgit" / "cache" / "config.json" if git.is_dir() else None
 
 
-def _read_file(path: Path, chain: tuple[Path, ...], read: list[tuple[Path, dict[str, Any]]] | None = None
-               ) -> dict[str, Any]:
-    """The file's data merged over its `_base_` files'; `read` (when given) gets each file of the chain with its own
-    data, in merge order (bases first), parsed once (`config_layers` marks where each key came from)."""
+def read_file(path: Path, read: list[tuple[Path, dict[str, Any]]] | None = None, chain: tuple[Path, ...] = ()
+              ) -> dict[str, Any]:
+    """The config file at `path`, normalized, merged over its `_base_` files' (the whole chain checked: missing
+    files, cycles, a top level that is not a mapping); `read` (when given) gets each file of the chain with its own
+    data, in merge order (bases first), parsed once (`config_layers` marks where each key came from). `chain`: the
+    files that named this one (the recursion; callers leave it out)."""
     path = path.resolve()
     if path in chain:
         loop = " -> ".join(os.path.relpath(p, chain[0].parent) for p in (*chain[chain.index(path):], path))
@@ -508,29 +518,29 @@ def _read_file(path: Path, chain: tuple[Path, ...], read: list[tuple[Path, dict[
                           "e.g. `_base_: ../base.yaml`")
     merged: dict[str, Any] = {}
     for base in bases:
-        merged = _deep_merge(merged, _read_file(path.parent / Path(base).expanduser(), (*chain, path), read))
-    own = _normalize(data)
+        merged = deep_merge(merged, read_file(path.parent / Path(base).expanduser(), read, (*chain, path)))
+    own = normalize(data)
     if read is not None:
         read.append((path, own))
-    return _deep_merge(merged, own)
+    return deep_merge(merged, own)
 
 
 # ---------------------------------------------------------------------------------------------- overrides
 def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """Merge `key=value` overrides into a config mapping; returns a new, normalized mapping."""
-    data = _normalize(data or {})
+    data = normalize(data or {})
     for item in overrides:
         key, value = split_override(item)
         nested: Any = value
         for part in reversed(key.split(".")):
             nested = {part: nested}
-        data = _deep_merge(data, _normalize(nested))
+        data = deep_merge(data, normalize(nested))
     return data
 
 
 def load_config(path: Path | str | None, overrides: tuple[str, ...] | list[str] = ()) -> Config:
     """Read `path` (None = all defaults) with its `_base_` files, apply `key=value` overrides, validate."""
-    data: dict[str, Any] = _read_file(Path(path), ()) if path is not None else {}
+    data: dict[str, Any] = read_file(Path(path)) if path is not None else {}
     return config_from_dict(apply_overrides(data, list(overrides)))
 
 

@@ -81,7 +81,7 @@ def read_user_config(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}",
                           "write `section:` lines (model, prices, budget) with indented `key: value` lines")
-    data = config_mod._normalize(data)
+    data = config_mod.normalize(data)
     allowed = ", ".join(USER_SECTIONS)
     for key in data:
         if key in USER_SECTIONS:
@@ -92,7 +92,7 @@ def read_user_config(path: Path) -> dict[str, Any]:
         err = unknown_key_error(str(key), USER_SECTIONS, USER_SECTIONS)
         raise ConfigError(f"{path}: {err.message}", err.hint or f"the user config holds {allowed}")
     try:
-        config_mod._build(Config, data, "")
+        config_mod.build(Config, data)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
     return data
@@ -107,7 +107,7 @@ def project_data(path: Path | None, origins: dict[str, str] | None = None,
     mark(origins, data, str(user))
     if path is not None:
         read: list[tuple[Path, dict[str, Any]]] = []
-        data = config_mod._deep_merge(data, config_mod._read_file(Path(path), (), read))  # checks the whole chain
+        data = config_mod.deep_merge(data, config_mod.read_file(Path(path), read))  # checks the whole chain
         for file, own in read:  # bases first, in list order, then the file: the order they merge in
             mark(origins, own, str(file))
     return data
@@ -135,7 +135,7 @@ def load(path: Path | None, overrides: Sequence[str] = (), user: Path | None = N
         nested: Any = value
         for part in reversed(key.split(".")):
             nested = {part: nested}
-        mark(origins, config_mod._normalize(nested), COMMAND_LINE)
+        mark(origins, config_mod.normalize(nested), COMMAND_LINE)
     try:
         return config_from_dict(apply_overrides(data, list(overrides)))
     except ConfigError as exc:

@@ -37,12 +37,15 @@ Contracts:
 - `SecretSet` is an immutable (names, values) pair; `register(secrets)` adds one to the process-wide registry
   consulted by every later `redact`/`redact_mapping`/`is_secret_name` call (thread-safe; registration only ever
   adds, so a value once known stays masked for the life of the process).
+- `is_secret_value(value, known)`: does an environment variable's value look like a credential, whatever its name
+  (a known secret value inside it, a credential shape, a `secret_rules.VALUE_RULES` shape)?
 - `secret_values()` is computed once per process state: it is recomputed only when `os.environ` or the registry
   changed (a snapshot of the environment's items is compared, not walked through `is_secret_name`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -233,11 +236,14 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("aws-key-id", re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(_AWS_PREFIXES).replace("A3T", "A3T[A-Z0-9]")
                                       + r")[A-Z2-7]{16}(?![A-Za-z0-9])"), "run",
              tuple(p.lower() for p in _AWS_PREFIXES)),
-    # a private key block, to its END line or (cut off) to the end of its body; JSON-escaped newlines too
+    # a private key block, to its END line or (cut off) to the end of its body; a block whose start was cut off (an
+    # excerpt's tail), from its first body line to its END line; JSON-escaped newlines too
     Detector("private-key-block", re.compile(
         r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE[ _]KEY(?:[ _]BLOCK)?-----(?:(?:(?!-----END)[\s\S]){0,20000}?"
         r"-----END[ A-Z0-9_-]{0,100}PRIVATE[ _]KEY(?:[ _]BLOCK)?-----|"
-        r"(?:(?:\s|\\[nrt])*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z-]{2,30}:[^\n\\]{0,200}))*)"), "text", ("-----begin",)),
+        r"(?:(?:\s|\\[nrt])*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z-]{2,30}:[^\n\\]{0,200}))*)|"
+        r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]+(?:[ \t\r]|\\[rt])*(?:\n|\\n)(?:[ \t]|\\t)*){1,400}"
+        r"-----END[ A-Z0-9_-]{0,100}PRIVATE[ _]KEY(?:[ _]BLOCK)?-----"), "text", ("-----begin", "-----end")),
     # a password in a URL: scheme://user:password@host
     Detector("url-password", re.compile(r"://[^\s:/@'\"<>]+:(?!\*\*\*@)([^\s/@'\"<>]+)@"), "text", ("://",)),
     # Authorization schemes: Bearer X, Basic X, token X, Digest X
@@ -349,6 +355,39 @@ def _redact_values(text: Any, secrets: tuple[str, ...], shapes: bool = True,
                 replaced.append((0, len(text), len(withheld)))
             return withheld, 1
     return mask(text, spans, MASK, replaced)
+
+
+_value_rules: tuple[tuple[re.Pattern[str], float], ...] | None = None
+
+
+@functools.lru_cache(maxsize=4096)
+def _shaped_secret(value: str) -> bool:
+    """Does `value` hold a credential shape: the detector table's, or a `secret_rules.VALUE_RULES` one?"""
+    global _value_rules
+    if _value_rules is None:
+        _value_rules = tuple((re.compile(p), e) for _, p, e in secret_rules.VALUE_RULES)
+    for pattern, min_entropy in _value_rules:
+        found = pattern.search(value)
+        if found and entropy(found.group(0)) >= min_entropy:
+            return True
+    return bool(_get_scanner().spans(value))
+
+
+def is_secret_value(value: str, known: Iterable[str] = ()) -> bool:
+    """True when an environment variable's value (whatever the variable is called) looks like a credential: it
+    holds a known secret value (`known`, and every registered one), a credential shape of the detector table (a
+    password in a URL, a provider token, a private key block, `api_key=…` inside it) or of
+    `secret_rules.VALUE_RULES` (an AWS session token; a long random token and nothing else). Values shorter than
+    `MIN_SECRET_LEN` are never secrets. The shape answer is remembered per value (an agent's environment is asked
+    at every student build)."""
+    if len(value) < MIN_SECRET_LEN:
+        return False
+    if any(s in value for s in (*known, *registered().values) if s):
+        return True
+    try:
+        return _shaped_secret(value)
+    except Exception:  # noqa: BLE001 - a detector bug must not pass a credential on: withhold the value
+        return True
 
 
 def is_secret_key(key: str) -> bool:

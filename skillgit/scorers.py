@@ -477,15 +477,19 @@ _SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AZURE_")
 
 def scrubbed_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """A copy of the environment without anything that looks like a credential: names containing KEY, TOKEN,
-    SECRET, PASSWORD, PASSWD or CREDENTIAL, names starting with OPENAI_, ANTHROPIC_ or AZURE_, and the names this
+    SECRET, PASSWORD, PASSWD or CREDENTIAL, names starting with OPENAI_, ANTHROPIC_ or AZURE_, the names this
     process registered as secrets whatever they are called (`redact.is_secret_name`: a role's `api_key_env`, such
-    as a teacher key in `LAB_TEACHER`, and the `.env` keys)."""
-    from skillgit.redact import is_secret_name
+    as a teacher key in `LAB_TEACHER`, and the `.env` keys), and every variable whose value looks like a
+    credential whatever its name (`redact.is_secret_value`, as agents get: `DATABASE_URL=postgres://u:pw@h/db`, a
+    `ghp_…` token, a secret value copied under another name)."""
+    from skillgit.redact import is_secret_name, is_secret_value, secret_values
 
     source = os.environ if environ is None else environ
+    known = secret_values(source)
     return {name: value for name, value in source.items()
             if not any(part in name.upper() for part in _SECRET_PARTS)
-            and not name.upper().startswith(_SECRET_PREFIXES) and not is_secret_name(name)}
+            and not name.upper().startswith(_SECRET_PREFIXES) and not is_secret_name(name)
+            and not is_secret_value(value, known)}
 
 
 def parse_printed_score(stdout: str, who: str) -> Score:

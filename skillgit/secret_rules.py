@@ -266,3 +266,17 @@ GLOBAL_ALLOW: tuple[str, ...] = (
     '^/Users/(?i:[a-z0-9]+/[\\w .-/]+$)',
     '^/(?:bin|etc|home|opt|tmp|usr|var)/[\\w ./-]+$',
 )
+
+# ---- hand-kept: our own rules, not gitleaks' (scripts/refresh_secret_rules.py carries this part over as it is) ----
+# Credential shapes that arrive bare, as the whole value of an environment variable with an ordinary name
+# (`redact.is_secret_value`, which `llm.command.agent_env` asks): no keyword or assignment in front to anchor a
+# gitleaks rule. Each: (id, pattern searched in the value, minimum Shannon entropy of the match (0: none)).
+VALUE_RULES: tuple[tuple[str, str, float], ...] = (
+    # AWS STS session tokens (AWS_SESSION_TOKEN's value under any name): base64 whose first bytes are fixed
+    ('aws-session-token', '(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz|FQoGZXIvYXdz)[A-Za-z0-9+/]{80,}={0,2}', 0.0),
+    # one random token and nothing else, 32 characters or more, upper and lower case and digits mixed (a key, a
+    # session secret); hex ids (UUIDs, commit and invocation ids) do not mix both cases, paths start with `/` or
+    # hold several, and neither holds `.` or `:`
+    ('random-token-value', '^(?![/~])(?!(?:[^/]*/){3})(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])(?=[^0-9]*[0-9])'
+                           '[A-Za-z0-9+/_=-]{32,}$', 4.3),
+)

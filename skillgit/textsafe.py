@@ -70,6 +70,28 @@ def shown_data(value: object) -> object:
     return shown(str(value))
 
 
+# What `json.dumps` (ensure_ascii, its default) writes for a character `shown` escapes: `\b`, `\f`, `\r` (every
+# one: `shown` keeps a CRLF's, but a false alarm only costs the walk) and `\uXXXX` for the other C0 controls, DEL,
+# C1 and `_FORMATTING`. A string holds one of those characters exactly when its JSON holds one of these escapes
+# (an escaped backslash before `u200e` text is a false alarm, never a miss).
+_JSON_ESCAPED_UNSAFE = r"\\(?:[bfr]|u00[01][0-9a-f]|u007f|u00[89][0-9a-f]|u200[b-f]|u202[a-e]|u206[6-9]|ufeff)"
+
+
+def shown_json(value: object) -> str:
+    """`json.dumps(shown_data(value))`, byte for byte, without the walk when nothing needs escaping: the value is
+    serialized first, and only if one compiled search finds the escape of an unsafe character there (or the value
+    holds something JSON cannot write: `shown_data` turns it into a string) is it walked and serialized again."""
+    import json
+
+    try:
+        document = json.dumps(value)
+    except (TypeError, ValueError):
+        return json.dumps(shown_data(value))
+    if _rx(_JSON_ESCAPED_UNSAFE).search(document) is None:
+        return document
+    return json.dumps(shown_data(value))
+
+
 _JSON_UNSAFE = f"[{_FORMATTING}]"
 
 

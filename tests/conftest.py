@@ -127,6 +127,16 @@ def git(cwd: Path, *args: str, check: bool = True) -> str:
     return proc.stdout.rstrip("\n")
 
 
+def approve_configuration(repo: Path) -> int:
+    """Approve on this machine what `repo`'s skillgit.yaml would have a night run or send somewhere (its commands,
+    endpoints, a `confine: off`: `skillgit.sleep.approval`), as `sleep schedule` does; how many approvals changed."""
+    from skillgit.config import load_config
+    from skillgit.sleep import approval
+
+    configured = approval.config_commands(load_config(repo / "skillgit.yaml"))
+    return approval.record(repo / ".git", (), approve=True, config=configured)
+
+
 @pytest.fixture
 def make_repo(tmp_path):
     """Create a real git repository with `files` committed on main; returns its path."""

@@ -102,6 +102,10 @@ def test_scale_script(tmp_path):
     assert data["status_s"] > 0 and data["rss"]["last_mb"] > 0 and "growth_kb_per_step" in data["rss"]
     assert data["first_log_after_run_s"] > 0 and data["first_status_after_run_s"] > 0
     assert data["log_miss_median_s"] > 0 and data["status_miss_median_s"] > 0
+    assert data["cpu_median_s"]["log"] > 0 and data["cpu_median_s"]["help"] > 0
+    # the project's top folder and its repository from one `git rev-parse` (it was two)
+    for command in ("log", "status"):
+        assert sum(c.startswith("rev-parse") for c in data["git_commands"][command]) == 1, data["git_commands"]
 
 
 @pytest.mark.slow

@@ -62,7 +62,7 @@ env:
 
 
 def test_aliases_stay_in_their_section():
-    # _normalize renames within one mapping; an alias into another section would need moving values.
+    # normalize renames within one mapping; an alias into another section would need moving values.
     for old, new in ALIASES.items():
         assert old.rpartition(".")[0] == new.rpartition(".")[0]
         assert new in known_keys()
@@ -414,3 +414,27 @@ def test_digest_survives_a_release_that_adds_a_key_at_its_default(monkeypatch):
         assert config_digest(load_config(None, ["train.seed=4"]), RUNTIME_ONLY_KEYS) != before
     finally:
         forget_defaults()
+
+
+def test_other_modules_use_only_the_configs_public_names():
+    """config_layers.py composes the config's pieces (read_file, normalize, deep_merge, build): through public,
+    documented names, as every other module does; it called four private ones."""
+    import ast
+
+    package = Path(__file__).resolve().parent.parent / "skillgit"
+    private = []
+    for path in package.rglob("*.py"):
+        if path.name == "config.py" and path.parent == package:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                   and node.module == "skillgit" for a in node.names if a.name == "config"}
+        aliases |= {a.asname for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names
+                    if a.name == "skillgit.config" and a.asname}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "skillgit.config":
+                private += [f"{path.name}:{node.lineno} {a.name}" for a in node.names if a.name.startswith("_")]
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and isinstance(node.value, ast.Name) and node.value.id in aliases):
+                private.append(f"{path.name}:{node.lineno} {node.value.id}.{node.attr}")
+    assert private == []

@@ -171,13 +171,50 @@ _JSONL_PIECES = [
     b'{"a":\r\n1}']
 
 
+def _fast_decoders() -> dict[str, object]:
+    """The decoders `read_jsonl` may hand lines to: jiter's (the default install) and msgspec's (the `fast` extra,
+    which the `test` extra installs; a venv without it tests jiter's alone)."""
+    from skillgit.sleep.readers._common import _jiter_decoder
+
+    jiter = _jiter_decoder()
+    assert jiter is not None  # the openai and anthropic SDKs install it
+    try:
+        import msgspec
+    except ImportError:
+        return {"jiter": jiter}
+    return {"jiter": jiter, "msgspec": msgspec.json.Decoder().decode}
+
+
+class _Decoding:
+    """`read_jsonl` with the named decoder for the duration of a `with` block (no fixture: hypothesis reuses none)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> None:
+        from skillgit.sleep.readers import _common
+
+        self.saved = list(_common._DECODE), list(_common._JITER)
+        decode = _fast_decoders().get(self.name, _fast_decoders()["jiter"])
+        _common._DECODE[:] = [decode]
+        _common._JITER[:] = [decode if decode is _fast_decoders()["jiter"] else None]
+
+    def __exit__(self, *exc: object) -> None:
+        from skillgit.sleep.readers import _common
+
+        _common._DECODE[:], _common._JITER[:] = self.saved
+
+
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(_JSONL_PIECES), max_size=10).map(b"".join))
-@example(b'{\r}\n{"a":1}')
-@example(b'{"a":"\xff"}\n{"a":NaN}\r\n')
-def test_a_jsonl_file_is_read_as_its_text_definition_reads_it(tmp_path_factory, data):
-    # read_jsonl reads bytes and decodes most lines with msgspec; its definition reads the file as text and each
-    # line with json.loads: the same records (equal and of the same types, key order included) and counts
+@given(st.lists(st.sampled_from(_JSONL_PIECES), max_size=10).map(b"".join), st.sampled_from(["msgspec", "jiter"]))
+@example(b'{\r}\n{"a":1}', "msgspec")
+@example(b'{"a":"\xff"}\n{"a":NaN}\r\n', "msgspec")
+@example(b'{\r}\n{"a":1}', "jiter")
+@example(b'{"a":"\xff"}\n{"a":NaN}\r\n', "jiter")
+@example(b'{"a":"\\u00e9\\ud83d\\ude00"}\n', "jiter")  # jiter 0.4 read \u escapes wrongly: JITER_MIN
+def test_a_jsonl_file_is_read_as_its_text_definition_reads_it(tmp_path_factory, data, decoder):
+    # read_jsonl reads bytes and decodes most lines with msgspec or jiter; its definition reads the file as text and
+    # each line with json.loads: the same records (equal and of the same types, key order included) and counts
     from collections import Counter
 
     from skillgit.sleep.readers._common import read_jsonl, read_jsonl_text
@@ -186,8 +223,57 @@ def test_a_jsonl_file_is_read_as_its_text_definition_reads_it(tmp_path_factory, 
     path.write_bytes(data)
     fast_counts: Counter[str] = Counter()
     slow_counts: Counter[str] = Counter()
-    fast, slow = list(read_jsonl(path, fast_counts)), list(read_jsonl_text(path, slow_counts))
+    with _Decoding(decoder):
+        fast = list(read_jsonl(path, fast_counts))
+    slow = list(read_jsonl_text(path, slow_counts))
     assert repr(fast) == repr(slow) and fast_counts == slow_counts
+
+
+def test_without_msgspec_lines_go_to_jiter_and_read_as_the_definition_reads_them(monkeypatch, tmp_path):
+    # the default install (no `fast` extra) decodes with jiter, which the SDKs install; the shipped transcripts and
+    # every odd piece read alike
+    from collections import Counter
+
+    from skillgit.sleep.readers import _common
+
+    jiter = _fast_decoders()["jiter"]
+    monkeypatch.setitem(__import__("sys").modules, "msgspec", None)  # `import msgspec` fails as without the extra
+    monkeypatch.setattr(_common, "_DECODE", [])
+    monkeypatch.setattr(_common, "_JITER", [None])
+    assert _common._decoder() is jiter and _common._JITER[0] is jiter
+    odd = tmp_path / "odd.jsonl"
+    odd.write_bytes(b"\n".join(_JSONL_PIECES))
+    files = sorted((Path(__file__).parent / "fixtures" / "transcripts").rglob("*.jsonl"))
+    for file in [*files, odd]:
+        fast_counts: Counter[str] = Counter()
+        slow_counts: Counter[str] = Counter()
+        fast, slow = list(_common.read_jsonl(file, fast_counts)), list(_common.read_jsonl_text(file, slow_counts))
+        assert repr(fast) == repr(slow) and fast_counts == slow_counts
+    monkeypatch.setattr(_common, "JITER_MIN", (999, 0))  # an older jiter than the one checked is not used
+    assert _common._jiter_decoder() is None
+
+
+def test_jiter_is_not_used_under_a_lowered_integer_digit_limit(tmp_path):
+    # jiter reads integers of up to 4,300 digits whatever the limit; json.loads refuses those over
+    # sys.get_int_max_str_digits(): under a lowered limit the line must be refused as the definition refuses it
+    import sys
+    from collections import Counter
+
+    from skillgit.sleep.readers._common import read_jsonl, read_jsonl_text
+
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"n": ' + "7" * 2000 + '}\n{"a": 1}\n', encoding="utf-8")
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(1000)
+    try:
+        fast_counts: Counter[str] = Counter()
+        slow_counts: Counter[str] = Counter()
+        with _Decoding("jiter"):
+            fast = list(read_jsonl(path, fast_counts))
+        slow = list(read_jsonl_text(path, slow_counts))
+    finally:
+        sys.set_int_max_str_digits(before)
+    assert fast == slow == [{"a": 1}] and fast_counts == slow_counts == {"<malformed>": 1}
 
 
 def test_jsonl_is_decoded_by_msgspec_where_the_definition_allows():
@@ -195,7 +281,7 @@ def test_jsonl_is_decoded_by_msgspec_where_the_definition_allows():
 
     from skillgit.sleep.readers import _common
 
-    assert _common._decoder() is not None  # the fast decoder is installed (the `fast` extra; `test` has it)
+    assert _common._decoder() is not None  # a fast decoder is installed (msgspec with the `fast` extra, else jiter)
     # what goes the definition's way: lines holding \r, non-objects, what msgspec rejects and json accepts
     assert _common._text_lines(b'{"a":1}\r{"b":\r\n2}\n') == ['{"a":1}\n', '{"b":\n', "2}\n"]
     assert _common._text_lines(b"{}\r") == ["{}\n"] and _common._text_lines(b"\xff{}\n") == ["\ufffd{}\n"]

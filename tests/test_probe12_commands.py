@@ -21,7 +21,7 @@ from skillgit.sleep import approval
 from skillgit.sleep import replay as R
 from skillgit.sleep.mine import MinedTask, read_tasks
 from skillgit.sleep.settings import SleepSettings
-from tests.conftest import run_cli
+from tests.conftest import approve_configuration, run_cli
 from tests.test_sleep_harvest import ClaudeSession, git, make_repo
 
 FAIL = "F.\n=================================== FAILURES ===================================\n" \
@@ -57,6 +57,9 @@ def _project(tmp_path: Path) -> tuple[Path, Path, Path]:
         (repo / "tests" / f"test_{name}.py").write_text("def test_it():\n    pass\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "skill")
+    # the person approved the configuration's own commands here (its `confine: off` among them: `sleep schedule`
+    # does so); what these tests probe is the mined tasks' commands
+    approve_configuration(repo)
     home, canary = tmp_path / "home", tmp_path / "canary"
     canary.mkdir()
     for n, (request, name) in enumerate([("Fix the failing date parsing test", "dates"),
@@ -109,7 +112,8 @@ def test_a_command_from_a_transcript_runs_only_after_a_person_approved_it(tmp_pa
     assert run_cli("sleep", "review", "--revoke", cwd=repo).returncode == 0
     again = run_cli("sleep", "run", "--home", str(home), "--sources", "claude", "--date", "2025-10-12", "--yes",
                     cwd=repo)
-    assert again.returncode == 2 and "runs commands nobody approved" in again.stderr, again.stderr
+    # (--revoke withdraws what review showed: the tasks' commands and the configuration's `confine: off`)
+    assert again.returncode == 2 and "nobody approved" in again.stderr, again.stderr
     assert {p.name: p.read_text() for p in canary.iterdir()} == ran
 
 

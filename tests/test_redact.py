@@ -320,3 +320,17 @@ def test_the_refresh_script_translates_re2_into_python_re():
     for re2, python in cases.items():
         assert module.strip_context(module.translate(re2)) == python
         re.compile(python)
+
+
+def test_a_private_key_block_whose_begin_line_was_cut_off_is_masked_up_to_its_end_line():
+    # an excerpt's tail can start inside a key block, its BEGIN line cut off with the middle of the output: the body
+    # lines before the END line are the key (they were shown); the prose before them and after the block is kept
+    body = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7" + "Ab3" * 4, "q9Zx2Lm4Np8Rt6Vw1Yc3", "Qk8="]
+    for nl in ("\n", "\\n", "\r\n"):
+        text = "the log ends:" + nl + nl.join(body) + nl + "-----END RSA PRIVATE KEY-----" + nl + "done."
+        clean = redact(text)
+        assert not any(line in clean for line in body), clean
+        assert clean.startswith("the log ends:") and clean.endswith("done.")
+    # a whole block is masked as before, once
+    whole = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END PRIVATE KEY-----"
+    assert redact("key: " + whole + " end") == "key: *** end"

@@ -345,6 +345,22 @@ def test_scrubbed_env_rules():
     assert env == {"PATH": "/bin", "HOME": "/h"}
 
 
+def test_the_command_scorer_does_not_see_a_credential_under_a_plain_name(tmp_path, monkeypatch):
+    """A password in a URL, a GitHub token or another variable's secret value copied under a name that does not
+    look secret reach no command scorer (the same rule as an agent's environment: `redact.is_secret_value`)."""
+    monkeypatch.setenv("DATABASE_URL", "postgres://app:s3cr3t-pa55w0rd-xyz@db.internal:5432/app")
+    monkeypatch.setenv("DEPLOY_HELPER", "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-copiedvalue0123456789abcdef")
+    monkeypatch.setenv("LAB_COPY", "sk-proj-copiedvalue0123456789abcdef")
+    monkeypatch.setenv("SKILLGIT_TEST_PLAIN", "visible")
+    command = script(tmp_path, (
+        "import json, os\n"
+        "names = sorted(n for n in ('DATABASE_URL', 'DEPLOY_HELPER', 'LAB_COPY', 'SKILLGIT_TEST_PLAIN') "
+        "if n in os.environ)\n"
+        "print(json.dumps({'hard': 1, 'feedback': ','.join(names)}))\n"))
+    assert score("command", None, "x", tmp_path, command=command).feedback == "SKILLGIT_TEST_PLAIN"
+
+
 def test_command_scorer_needs_a_command(tmp_path):
     with pytest.raises(ConfigError, match="env.scorer.command"):
         build_scorer(ScorerCfg(type="command"), tmp_path)

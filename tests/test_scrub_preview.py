@@ -127,3 +127,38 @@ def test_a_value_right_after_the_name_a_preview_ends_with_is_shown_masked():
     head, cut, _ = _parts(_kept(output))
     assert head == output[:PREVIEW_CHARS] + "***" and value[:6] not in _kept(output)
     assert cut == len(output) - PREVIEW_CHARS - len(value)
+
+
+def _fragments(leak: str, size: int = 8) -> set[str]:
+    return {leak[i:i + size] for i in range(max(1, len(leak) - size + 1))}
+
+
+def test_no_planted_secret_leaks_across_or_beside_a_cut_whatever_the_scans_gates():
+    # every format of the secret corpus planted across a read preview's cut, wholly in its margin, across a
+    # command's head cut and across its tail cut: no 8-character piece of what must never survive is shown (the
+    # raw excerpt scanned is long, so the Rust gates of the scanner and the scrubber decide which passes run).
+    # A private key block whose BEGIN line the tail's cut left more than a margin away leaked its body lines
+    # before its END line was made to mark them (tests/secret_corpus.py's four key blocks, on main at cff2665)
+    from tests.secret_corpus import FORMATS
+
+    checked = 0
+    for planted in FORMATS:
+        pieces = set().union(*(_fragments(leak) for leak in planted.leaks if len(leak) >= 8))
+        n = len(planted.text)
+        for before in {1, n // 2, max(1, n - 2), 0}:  # characters of the planted text before the cut
+            start = PREVIEW_CHARS - before
+            read = _filler(start) + planted.text + " " + _filler(3000)
+            kept = _kept(read)
+            assert not any(p in kept for p in pieces), (planted.name, before, kept[start - 40:start + 80])
+            command = _filler(HEAD_CHARS - before) + planted.text + " " + _filler(3000)
+            kept = _kept(command, "cat log")
+            assert not any(p in kept for p in pieces), (planted.name, before, "head")
+            checked += 2
+            if before > CUT_MARGIN and "-----BEGIN" in planted.text and "-----END" not in planted.text:
+                continue  # a key block cut off before its END, whose BEGIN is past the margin: plain base64 lines
+            tail_at = 8000 - TAIL_CHARS  # where the tail of an 8,000-character output starts
+            command = _filler(tail_at - before) + planted.text + " " + _filler(8000 - tail_at + before - n - 1)
+            kept = _kept(command, "cat log")
+            assert not any(p in kept for p in pieces), (planted.name, before, "tail")
+            checked += 1
+    assert checked >= 3 * len(FORMATS)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import approve_configuration, run_cli
 from tests.fake_servers import FakeLLMServer, request_messages
 from tests.secret_corpus import DOTENV_SECRET, EMAIL, ENV_SECRET, FORMATS, PLACES, all_leaks, path_safe
 from tests.test_sleep_harvest import ClaudeSession
@@ -168,6 +168,7 @@ def test_no_planted_secret_leaves_harvest_mining_review_a_night_or_the_mcp_serve
         subprocess.run(["git", "-C", str(repo), "add", "SKILL.md", "skillgit.yaml", ".gitignore"], check=True)
         subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "s"],
                        check=True)
+        approve_configuration(repo)  # (its endpoints: tests/test_trust_config_commands.py)
         # `sleep run` mines with the accepted answers (a task per request); `sleep mine` would keep one per group
         steps = {"harvest": ("sleep", "harvest", "--json"), "dry-run": ("sleep", "dry-run", "--date", DATE),
                  "run": ("sleep", "run", "--yes", "--date", DATE, "--max-calls", "120", "--json"),

@@ -30,7 +30,7 @@ OPERAND = "`_operand` refuses an empty value, a leading '-', NUL or a line break
 AUDIT: list[tuple[str, str, str]] = [
     # GitRepo (store/git.py and its bases): every method that runs git
     ("GitRepo.open", "git rev-parse --path-format=absolute …; rev-parse --show-toplevel", "no operand (cwd only)"),
-    ("GitRepo.toplevel", "git rev-parse --show-toplevel", "no operand (cwd only)"),
+    ("GitRepo.locate", "git rev-parse --path-format=absolute … --show-toplevel", "no operand (cwd only)"),
     ("GitRepo.init", "git init -q -b <branch>", "the value of -b (git reads the next argv as the value)"),
     ("GitRepo._exec", "git ARGS", "the one runner: ARGS are built by the methods listed here"),
     ("GitRepo._call", "git ARGS", "runner"), ("GitRepo._run_bytes", "git ARGS", "runner"),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from skillgit.world import generate_tasks
-from tests.conftest import git, run_cli, run_cli_inproc
+from tests.conftest import approve_configuration, git, run_cli, run_cli_inproc
 from tests.fake_servers import FakeLLMServer
 from tests.test_sleep_harvest import ClaudeSession
 from tests.test_sleep_night import DATE, WORLD, make_project, write_sessions
@@ -104,6 +104,7 @@ def test_real_backends_get_nothing_before_review_and_exactly_what_yes_releases(t
     env = {"OPENAI_API_KEY": "sk-test-not-a-real-key-000000"}
     with FakeLLMServer() as server:
         (repo / "skillgit.yaml").write_text(REAL.format(url=server.openai_base_url))
+        assert approve_configuration(repo) == 2  # (the endpoints: tests/test_trust_config_commands.py)
         refused = run_cli("sleep", "run", "--home", str(home), "--date", DATE, cwd=repo, env=env)
         assert refused.returncode == 2, refused.stderr
         assert "not reviewed" in refused.stderr and "skillgit sleep review --approve" in refused.stderr
@@ -126,6 +127,7 @@ def test_real_backends_get_nothing_before_review_and_exactly_what_yes_releases(t
 def test_review_approve_flips_only_the_header_and_dry_run_writes_nothing(tmp_path):
     repo, home = _project(tmp_path, n=12)
     (repo / "skillgit.yaml").write_text(REAL.format(url="http://127.0.0.1:9/v1"))
+    approve_configuration(repo)  # (the endpoints: tests/test_trust_config_commands.py)
     before = set(_refs(repo))
     plan = run_cli_inproc("sleep", "dry-run", "--home", str(home), "--date", DATE, "--json", cwd=repo)
     assert plan.returncode == 0, plan.stderr
@@ -267,7 +269,9 @@ def test_run_status_adopt_fast_forwards_only_and_refuses_when_the_skill_branch_m
     status = json.loads(run_cli_inproc("sleep", "status", "--json", cwd=repo, env=no_cron).stdout)
     (night,) = status["nights"]
     assert night["status"] == "finished" and night["accepted"] >= 1 and night["branch_exists"] and not night["adopted"]
-    assert status["tasks"]["count"] >= 20 and status["schedule"] == {"cron": None, "systemd": False}
+    assert status["tasks"]["count"] >= 20 and status["schedule"] == {
+        "cron": None, "cron_error": f"`{tmp_path / 'no-such-crontab'}` is not installed or not on PATH",
+        "systemd": False}
 
     printed = run_cli_inproc("sleep", "adopt", "--print", cwd=repo)
     assert printed.returncode == 0

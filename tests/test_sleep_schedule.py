@@ -212,3 +212,16 @@ def test_a_configured_crontab_file_is_honoured_and_crontab_never_runs(tmp_path, 
     assert run_cli_inproc("sleep", "schedule", cwd=repo, env=env).returncode == 0
     assert f"# skillgit sleep {repo}" in (Path(os.environ["HOME"]) / "my.crontab").read_text()
     assert not (state / "calls").exists()  # the crontab program never ran
+
+
+def test_status_says_why_it_cannot_tell_whether_cron_runs_the_nights(tmp_path):
+    """Without a `crontab` program `sleep status` said "cron unknown" and no more; it now names the cause and the
+    JSON carries it (`schedule.cron_error`)."""
+    repo = make_project(tmp_path / "repo")
+    env = {"SKILLGIT_CRONTAB": str(tmp_path / "no-such-crontab")}
+    shown = run_cli_inproc("sleep", "status", cwd=repo, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert f"schedule: cron unknown (`{tmp_path / 'no-such-crontab'}` is not installed or not on PATH)" \
+        in shown.stdout, shown.stdout
+    info = json.loads(run_cli_inproc("sleep", "status", "--json", cwd=repo, env=env).stdout)
+    assert info["schedule"]["cron"] is None and "is not installed" in info["schedule"]["cron_error"]

@@ -19,6 +19,7 @@ from tests.conftest import git
 
 PROBE = """
 import json, sys
+{first}
 sys.argv = ["skillgit", *json.loads(sys.argv[1])]
 from skillgit.cli import main
 try:
@@ -41,10 +42,11 @@ TRAINING = ("skillgit.loop", "skillgit.world", "skillgit.session", "skillgit.llm
 COVERAGE_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG", "COVERAGE_LAZY_SKILLGIT_CONFIG")
 
 
-def imported(args: list[str], cwd: Path) -> tuple[int, set[str], str]:
+def imported(args: list[str], cwd: Path, first: str = "") -> tuple[int, set[str], str]:
+    """(exit code, modules imported, stdout) of `skillgit ARGS` in a fresh interpreter that ran `first` before."""
     env = {k: v for k, v in os.environ.items() if k not in COVERAGE_VARIABLES}
-    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, env=env)
+    proc = subprocess.run([sys.executable, "-c", PROBE.replace("{first}", first), json.dumps(args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120, env={**env, "COLUMNS": "100"})
     head, _, tail = proc.stderr.rpartition("\nMODULES ")
     assert tail, proc.stderr
     data = json.loads(tail)
@@ -62,6 +64,65 @@ def test_help_imports_no_git_store_loop_yaml_or_sdk(tmp_path):
                   "skillgit.config"):
         assert not loaded(modules, heavy), f"`skillgit --help` imported {heavy}"
     assert loaded(modules, "typer")
+
+
+# typer's help renderer imports these at its top; skillgit's help uses none of them (cli/usage.py)
+RICH_UNUSED = ("rich.markdown", "markdown_it", "rich.traceback", "pygments")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["train", "--help"], ["sleep"], ["sleep", "run", "--help"]])
+def test_help_reads_the_same_without_importing_richs_markdown_and_traceback(tmp_path, args):
+    code, modules, out = imported(args, tmp_path)
+    for unused in RICH_UNUSED:
+        assert not loaded(modules, unused), f"`skillgit {' '.join(args)}` imported {unused}"
+    # byte for byte what typer prints with the real classes imported beforehand
+    code_real, modules_real, out_real = imported(args, tmp_path, first="import rich.markdown, rich.traceback")
+    assert loaded(modules_real, "markdown_it")  # (the comparison is with the real classes)
+    assert (code, out) == (code_real, out_real) and "Usage: skillgit" in out
+
+
+def test_every_commands_annotations_are_objects_not_strings():
+    """typer reads the type hints of every command it builds (`--help` builds them all); under `from __future__
+    import annotations` each would be a string that `typing.get_type_hints` compiles at every start."""
+    import skillgit.cli
+
+    def callbacks(app):
+        found = [app.registered_callback.callback] if app.registered_callback else []
+        found += [c.callback for c in app.registered_commands]
+        for group in app.registered_groups:
+            found += callbacks(group.typer_instance)
+        return [f for f in found if f is not None]
+
+    everything = callbacks(skillgit.cli.app)
+    assert len(everything) > 30
+    strings = [f"{f.__module__}.{f.__name__}: {k}" for f in everything for k, v in f.__annotations__.items()
+               if isinstance(v, str)]
+    assert strings == []
+
+
+STAND_INS = """
+from skillgit.cli import usage
+usage.import_help_renderer()
+import rich.markdown, rich.traceback, typer.rich_utils as r
+assert r.Markdown is not rich.markdown.Markdown and r.Traceback is not rich.traceback.Traceback  # stand-ins
+md = r._make_rich_text(text="**bold**", style="", markup_mode="markdown")
+assert type(md) is rich.markdown.Markdown and isinstance(md, r.Markdown), md
+try:
+    1 / 0
+except ZeroDivisionError as exc:
+    tb = r.Traceback.from_exception(type(exc), exc, exc.__traceback__)
+assert type(tb) is rich.traceback.Traceback and isinstance(tb, r.Traceback)
+print("ok")
+"""
+
+
+def test_the_help_renderers_stand_ins_do_the_real_classes_work_when_used(tmp_path):
+    """A typer feature skillgit does not use (markdown help, pretty tracebacks) still works: it gets the real
+    classes, and any later import of those modules gets the real module."""
+    env = {k: v for k, v in os.environ.items() if k not in COVERAGE_VARIABLES}
+    proc = subprocess.run([sys.executable, "-c", STAND_INS], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.stdout.strip() == "ok", proc.stderr
 
 
 def test_version_imports_as_little_as_help(tmp_path):
@@ -120,6 +181,28 @@ def test_status_imports_its_sparkline_but_not_the_report_page(tmp_path):
                   *(m for m in TRAINING if m != "skillgit.report"), "rich", "skillgit.library.all",
                   "skillgit.records.notes"):
         assert not loaded(modules, heavy), f"`skillgit status` imported {heavy}"
+
+
+def test_log_and_status_ask_git_where_the_repository_is_once(tmp_path, cli):
+    """Finding the project's top folder and opening its repository is one `git rev-parse` (it was two: the
+    project's `--show-toplevel`, then the store's own), from the top folder or below it."""
+    from skillgit.cli.demo import create_project
+    from skillgit.project import open_project
+    from skillgit.session import build_trainer, open_session
+
+    create_project(tmp_path / "p", 0)
+    session = open_session(open_project(tmp_path / "p", None, ["train.max_steps=1", "evaluation.eval_test=false"]))
+    build_trainer(session, run_id="r1", resume=False).train()
+    (tmp_path / "p" / "docs").mkdir()
+    for args in (["log"], ["status"], ["log", "--json"], ["status", "--json"]):
+        for cwd in (tmp_path / "p", tmp_path / "p" / "docs"):
+            trace = tmp_path / f"trace-{'-'.join(args)}-{cwd.name}"
+            done = cli(*args, cwd=cwd, env={"GIT_TRACE": str(trace)})
+            assert done.returncode == 0 and "r1" in done.stdout, done.stderr
+            ran = [line.split("built-in: ", 1)[1] for line in trace.read_text().splitlines() if "built-in: " in line]
+            assert [c for c in ran if c.startswith("git rev-parse")] == [
+                "git rev-parse --path-format=absolute --git-common-dir --absolute-git-dir --is-bare-repository "
+                "--show-object-format --show-toplevel"], (args, cwd, ran)
 
 
 # `python -m skillgit.world.agent` as a rollout runs it; its stream-json goes to stdout, the modules to stderr.

@@ -6,7 +6,8 @@ A task row (JSONL/YAML) is agentic when it has `workspace` or `verify`:
  "workspace": {"fixture": "repos/textkit"} | {"repo": ".", "rev": "HEAD"},   (+ optional "paths": ["src/app", "tests"])
  "setup": ["pip install -e ."],
  "verify": {"command": "python -m pytest -q tests/verify/test_x.py", "timeout_s": 60,
-            "result": "pytest" | "exit_code" | "junit:<path>" | "json", "feedback": "summary" | "full" | "none"}}
+            "result": "pytest" | "exit_code" | "junit:<path>" | "json", "feedback": "summary" | "full" | "none",
+            "files": ["tests/", "scripts/check.sh"]}}   (optional)
 ```
 `fixture` is a folder relative to the task file that resolves (links followed) inside the task file's folder or the
 project (the links inside it are checked when it is copied: `workspace.check_fixture`); `repo` a git repository
@@ -18,6 +19,8 @@ Each is a plain path (no glob, no `..`, no leading `/`) that must exist at the t
 `verify.feedback` is what the teacher reads of the verifier's output (`skillgit.agentic.verify`): `summary` (the
 default: the verdict, the counts, the failing tests and the messages the verifier's author wrote; never its source
 or the values its assertions compare), `full` (the output's tail as printed) or `none` (the verdict only).
+`verify.files` (optional, checked like `workspace.paths`) names more of the verifier's files and folders than it
+finds itself: all are put back as they were when the agent started before the verifier runs (`guard`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class Verify:
     timeout_s: float = 300.0
     result: str = "exit_code"  # exit_code | pytest | json | junit:<path>
     feedback: str = FEEDBACK_MODES[0]  # what the teacher reads of the verifier's output: summary | full | none
+    files: tuple[str, ...] = ()  # verify.files: more of the verifier's files and folders (`guard`)
 
     @property
     def kind(self) -> str:
@@ -109,22 +113,26 @@ class AgenticSpec:
             raise ConfigError(f"{where}: verify.feedback {feedback!r} is not one of {', '.join(FEEDBACK_MODES)}",
                               "summary (the default): failing tests and the verifier's messages, never its source "
                               "or compared values; full: the output as printed; none: the verdict only")
+        files = _paths(raw.get("files"), where, "verify.files", _FILES_FIX)
         return cls(item.id, item.input, fixture, repo, str(ws.get("rev", "HEAD")), tuple(setup),
-                   Verify(str(raw["command"]), timeout, result, str(feedback)), paths=_paths(ws.get("paths"), where))
+                   Verify(str(raw["command"]), timeout, result, str(feedback), files),
+                   paths=_paths(ws.get("paths"), where))
 
 
 _GLOB = set("*?[]\\")
 _PATHS_FIX = 'e.g. "paths": ["src/app", "tests/test_app.py"] (files and folders relative to the repository\'s root)'
+_FILES_FIX = ('e.g. "files": ["tests/", "scripts/check.sh"] (the verifier\'s files and folders, relative to the '
+              "workspace's top; put back before the verifier runs)")
 
 
-def _paths(raw: Any, where: str) -> tuple[str, ...]:
-    """`workspace.paths` checked: a list of plain relative paths (a single string is a list of one), normalised
-    without a trailing '/', duplicates dropped; () when absent."""
+def _paths(raw: Any, where: str, key: str = "workspace.paths", fix: str = _PATHS_FIX) -> tuple[str, ...]:
+    """`workspace.paths` (or `key`) checked: a list of plain relative paths (a single string is a list of one),
+    normalised without a trailing '/', duplicates dropped; () when absent."""
     if raw is None:
         return ()
     items = [raw] if isinstance(raw, str) else raw
     if not isinstance(items, list) or not items or not all(isinstance(p, str) for p in items):
-        raise ConfigError(f"{where}: workspace.paths must be a non-empty list of paths", _PATHS_FIX)
+        raise ConfigError(f"{where}: {key} must be a non-empty list of paths", fix)
     out: list[str] = []
     for path in items:
         clean = path.rstrip("/")
@@ -136,7 +144,7 @@ def _paths(raw: Any, where: str) -> tuple[str, ...]:
                "begins or ends with a space" if clean != clean.strip() else
                "names the repository's .git" if parts[0] == ".git" else None)
         if why:
-            raise ConfigError(f"{where}: workspace.paths entry {path!r} {why}", _PATHS_FIX)
+            raise ConfigError(f"{where}: {key} entry {path!r} {why}", fix)
         if clean not in out:
             out.append(clean)
     return tuple(out)

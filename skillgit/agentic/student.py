@@ -2,10 +2,14 @@
 
 One `run(skill, item, sample)`:
 1. a workspace for the task (`workspace.Workspaces.open`), the skill installed where the preset's agent loads it;
-2. the task's `setup` commands (a failure makes the rollout unknown);
+2. the task's `setup` commands (a failure makes the rollout unknown), then the verifier's files kept aside
+   (`guard.capture`);
 3. the agent, in its own process group with `command.timeout_s`, its event stream parsed (`trace.parse`);
-4. the workspace diff (the installed skill excluded);
-5. the verifier (`verify.verify`) on the workspace as the agent left it.
+4. the verifier's files put back as they were when the agent started (`guard`: an agent that edited a test, added
+   a `conftest.py` or rewrote the verify script gains nothing; the feedback and the trace name the files it
+   changed, and a verifier that cannot be put back scores 0 unverified);
+5. the workspace diff (the installed skill excluded; the verifier's files, being back, show no change);
+6. the verifier (`verify.verify`) on the workspace as the agent left it, but for the verifier's files.
 The reply's text is the agent's final message, its `score` the verifier's verdict (the scorer is not asked), its
 trace the tool calls, the diff and the verifier's output tail, its `timings` setup / agent / verify seconds.
 
@@ -66,7 +70,7 @@ from pathlib import Path
 from typing import Mapping
 
 from skillgit import package, process, sandbox
-from skillgit.agentic import trace, verify
+from skillgit.agentic import guard, trace, verify
 from skillgit.agentic.spec import REPLAY_ENV, TASK_DIR_KEY, AgenticSpec
 from skillgit.agentic.workspace import _IGNORE, Workspaces, install, skill_name, tracked
 from skillgit.agents import launch, registry
@@ -176,8 +180,8 @@ class AgentStudent:
         task = {k: meta.get(k) for k in ("workspace", "setup", "verify") if k in meta and k != TASK_DIR_KEY}
         # the CLI's version, as the gate's drift check reads it: an updated CLI is never answered with the old one's
         version = self.fingerprint().get("version", "")
-        return json.dumps({"task": task, "content": content, "agent": self.settings(), "version": version},
-                          sort_keys=True, default=str)
+        return json.dumps({"task": task, "content": content, "agent": self.settings(), "version": version,
+                           "guard": guard.VERSION}, sort_keys=True, default=str)
 
     def _content(self, spec: AgenticSpec) -> str:
         """The workspace's content: a fixture folder's hash, or the tree at the resolved commit of a repository
@@ -284,22 +288,41 @@ class AgentStudent:
                 with self._lock:
                     self._broken_setup[material] = exc
                 raise
+            baseline = self._capture(spec, ws, folder / "verifier-files")
             agent_env = sandbox.tmp_env(self.plan.apply(env, folder / "home"), folder / "tmp")
             agent_trace, seconds, stopped = self._agent(spec, skill, ws, agent_env, sample)
             timings["agent"] = seconds
             self._check_skill_loaded(agent_trace, skill, rel_install)
+            # the verifier's files as the agent found them, before the diff (the teacher reads which ones the agent
+            # changed, never their content) and the verdict (on the agent's real work: `guard`)
+            tamper = baseline.restore(ws) if ws.is_dir() and not ws.is_symlink() else guard.Tamper()
             diff = self.workspaces.diff(ws, exclude=[rel_install.split("/")[0], *self.workspaces.hidden(spec)])
             started = time.monotonic()
             try:
-                score = verify.verify(spec.verify, ws, commands, record=ws.parent, wrap=lambda c: str(
-                    tracked(ws.parent, self.confinement.wrap(c, task_grants, commands))))
+                score = Score(0.0, 0.0, "") if tamper.failed else verify.verify(
+                    spec.verify, ws, commands, record=ws.parent,
+                    wrap=lambda c: str(tracked(ws.parent, self.confinement.wrap(c, task_grants, commands))))
             except verify.Unknown as exc:
                 raise LLMError(f"task '{item.id}': {exc}", "the rollout is unknown (not a failure); fix the verifier "
                                "or raise verify.timeout_s", kind="unknown") from None
             timings["verify"] = round(time.monotonic() - started, 3)
+            if tamper:  # never a success by tampering: the verdict is on the restored verifier, or 0 (`guard`)
+                score = Score(score.hard, score.soft, f"{tamper.describe()}\n{score.feedback}".rstrip())
             if stopped:  # the agent gave up: its workspace is still the skill's outcome, and the teacher must know
                 score = Score(score.hard, score.soft, f"the agent stopped: {stopped}\n{score.feedback}")
-            return self._reply(agent_trace, diff, score, timings, ws, stopped)
+            return self._reply(agent_trace, diff, score, timings, ws, stopped, tamper.describe())
+
+    def _capture(self, spec: AgenticSpec, ws: Path, keep: Path) -> guard.Baseline:
+        """The verifier's files kept aside before the agent starts (`guard.capture`); a `verify.files` entry that
+        does not exist stops the run (a broken task), a file that cannot be read makes the rollout unknown."""
+        try:
+            return guard.capture(spec, ws, keep)
+        except ConfigError as exc:
+            raise LLMError(exc.message, exc.hint, kind="config") from None
+        except OSError as exc:
+            raise LLMError(f"task '{spec.item_id}': the verifier's files could not be kept aside: {exc}",
+                           "the rollout is unknown (not a failure); see what the task's setup leaves", kind="unknown"
+                           ) from None
 
     def _setup(self, spec: AgenticSpec, ws: Path, env: Mapping[str, str], grants: sandbox.Grants) -> float:
         total = 0.0
@@ -366,10 +389,12 @@ class AgentStudent:
         return result, round(done.seconds, 3), why
 
     def _reply(self, agent: trace.AgentTrace, diff: str, score: Score, timings: dict[str, float], ws: Path,
-               stopped: str = "") -> Reply:
+               stopped: str = "", tampered: str = "") -> Reply:
         cut = len(diff) - DIFF_CHARS
         shown_diff = diff if cut <= 0 else diff[:DIFF_CHARS] + f"\n[… {cut} chars]"
         parts = [agent.render(), "workspace diff:", shown_diff.rstrip() or "(no change)"]
+        if tampered:
+            parts.insert(1, tampered)
         if stopped:
             parts.insert(0, f"the agent stopped: {stopped}")
 

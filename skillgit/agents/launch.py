@@ -9,8 +9,10 @@
   — the agent's name, its CLI's version line (`version.probe`, cached; a program without a version flag: a hash
   of its bytes), a hash of its effective config (`Plan.digest` plus `extra`: the argv template, install path and
   settings; under profile user the user's config files as they are at the call), the profile (hermetic | user)
-  and the rollouts' write confinement (`sandbox.Confinement.state`: landlock | off | unavailable). Gate notes
-  record it; a change between the incumbent's scoring and a candidate's is drift.
+  and the rollouts' write confinement (`sandbox.Confinement.state`: landlock | off | unavailable), plus
+  `withheld`: the names of the variables the agent was not given because their value looks like a credential
+  (`llm.command.agent_env`; only when there are some). Gate notes record it; a change between the incumbent's
+  scoring and a candidate's is drift.
 """
 
 from __future__ import annotations
@@ -63,5 +65,9 @@ def fingerprint(agent: Agent, plan: Plan, argv0: str, env: Mapping[str, str],
         found = version.file_identity(argv0, env) if argv0 else "unknown"
     if plan.profile == "user":  # the user's files as they are now: an edit during a run is drift
         plan = dataclasses.replace(plan, user_digest=user_digest(agent.profile, env))
-    return {"agent": agent.name, "version": found, "config": plan.digest(dict(extra)), "profile": plan.profile,
-            "confine": confine}
+    out = {"agent": agent.name, "version": found, "config": plan.digest(dict(extra)), "profile": plan.profile,
+           "confine": confine}
+    withheld = getattr(env, "withheld", ())  # `llm.command.AgentEnv`: variables held back for their value
+    if withheld:
+        out["withheld"] = ", ".join(withheld)
+    return out

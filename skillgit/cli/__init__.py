@@ -8,10 +8,11 @@ code 1 (a bug).
 Start-up cost: `main()` builds an app with only the command that runs (`skillgit log …` imports the history
 module and nothing of training); `--help`, completion and unknown names get the app with every command, which is
 also what `skillgit.cli.app` is. Parameters are coerced without pydantic where typer's result is plain
-(`coerce.py`).
+(`coerce.py`). The modules that define commands do not use `from __future__ import annotations`: typer reads the
+type hints of every command it builds (all of them for `--help`), and string annotations are compiled one by one
+there (~80 M instructions of `skillgit --help`; tests/test_startup.py checks it). Help pages render without rich's
+Markdown and Traceback (`usage.import_help_renderer`).
 """
-
-from __future__ import annotations
 
 import os
 import re

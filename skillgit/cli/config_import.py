@@ -1,7 +1,5 @@
 """CLI: `skillgit config import` — a Microsoft SkillOpt config → skillgit.yaml (skillgit/skillopt_import.py)."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 from typing import Optional

@@ -16,8 +16,6 @@ any role fails (a missing agent CLI the config does not use is not a failure). N
 shown goes through `redact`.
 """
 
-from __future__ import annotations
-
 from functools import partial
 from pathlib import Path
 from typing import Any, Mapping, Optional

@@ -1,8 +1,6 @@
 """CLI: `skillgit env list` — the environments (benchmark adapters) built in and added by installed packages;
 `skillgit env new NAME` — a package that adds one."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import typer

@@ -4,8 +4,6 @@ Thin wrappers over `skillgit.store`: data (tables, diffs, JSON with --json) on s
 expected failure a SkillgitError that `main()` turns into `error: …` / `hint: …` and an exit code.
 """
 
-from __future__ import annotations
-
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Optional
@@ -35,7 +33,7 @@ def _store(repo: Optional[Path], config: Optional[Path], sets: Optional[list[str
 
         if track_remote_branch(project.root, project.config.skill.branch, track):
             _say(f"created branch '{project.config.skill.branch}' from {track} (as `git switch` would)")
-    return Store.open(project.root, project.config.skill.path, project.config.skill.branch)
+    return Store.open(project.location or project.root, project.config.skill.path, project.config.skill.branch)
 
 
 def _say(message: str) -> None:

@@ -5,8 +5,6 @@
 `skillgit.integrations.artifacts`; the report goes to stderr (`--json`: to stdout).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any, NoReturn
 

@@ -1,7 +1,5 @@
 """CLI for skill libraries: `train --all` (called from `train`), and `tasks suggest`."""
 
-from __future__ import annotations
-
 import json
 import os
 import shlex

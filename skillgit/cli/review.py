@@ -5,8 +5,6 @@ messages on stderr. `check` exits 0 (no regression), 1 (regression) or 2 (cannot
 failure is a SkillgitError with its usual exit code.
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 from typing import Optional

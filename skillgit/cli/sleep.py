@@ -5,8 +5,6 @@ Thin wrappers over `skillgit.sleep`: data on stdout (`--json` where a script wan
 object per line), progress and messages on stderr, every expected failure a SkillgitError with a hint.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 import time
@@ -146,8 +144,9 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
                revoke: bool = typer.Option(False, "--revoke", help="Mark the file as not reviewed and withdraw the "
                                                                    "approval of its commands."),
                as_json: bool = JSON) -> None:
-    """Show the mined tasks for review, with the shell commands each agentic task would run; --approve marks the
-    file reviewed (its first line says so) and approves those commands here (only approved commands ever run)."""
+    """Show the mined tasks for review, with the shell commands each agentic task would run, and the commands of
+    skillgit.yaml a night runs; --approve marks the file reviewed (its first line says so) and approves those
+    commands here (a night runs only approved ones)."""
     from skillgit.sleep import approval
     from skillgit.sleep.mine import read_tasks
     from skillgit.sleep.replay import share
@@ -157,29 +156,41 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
         raise SkillgitError("--approve and --revoke exclude each other", "give one of them")
     sp = sleep_project(repo, config)
     path = _tasks_path(sp, tasks)
-    if not path.is_file():
+    configured = approval.config_commands(sp.config)  # what the configuration runs in a night
+    if not path.is_file() and not (configured and (approve or revoke)):
         if approve or revoke:
             raise SkillgitError(f"no mined task file at {path} to mark", "there is nothing to review yet")
-        _review_nothing_mined(sp, path, as_json)
+        _review_nothing_mined(sp, path, as_json, _config_rows(sp, configured))
+        _show_config(sp, configured, as_json)
         return
-    loaded = read_tasks(path)
+    loaded = read_tasks(path) if path.is_file() else None
     git = open_repository(sp.root)
     try:
         if approve or revoke:
-            _set_reviewed(path, approve)
-            loaded = read_tasks(path)
-            approval.record(git.common_dir, loaded.tasks, approve=approve)
+            if loaded is not None:
+                _set_reviewed(path, approve)
+                loaded = read_tasks(path)
+            approval.record(git.common_dir, loaded.tasks if loaded else (), approve=approve, config=configured)
         keys = approval.approved(git.common_dir)
     finally:
         git.close()
+    if loaded is None:  # no task file yet: the configuration's commands only
+        if as_json:
+            console.print_json({"file": str(path), "exists": False, "config": _config_rows(sp, configured, keys)})
+        _show_config(sp, configured, as_json, keys)
+        say(f"{'approved' if approve else 'withdrew the approval of'} the configuration's {len(configured)} "
+            "command(s) on this machine")
+        return
+    config_rows = _config_rows(sp, configured, keys)
     rows = [{"id": t.id, "kind": t.kind, "place": "val" if share(t.id) < sp.settings.val_share else "train/test",
              "sessions": len(t.sessions), "prompt": t.prompt, "expected": t.expected, "verify": t.verify,
              "commands": approval.commands(t),
              "commands_approved": approval.command_key(t) in keys if t.kind == "agentic" else None}
             for t in loaded.tasks]
     if as_json:
-        console.print_json({"file": str(path), "reviewed": loaded.reviewed, "tasks": rows})
+        console.print_json({"file": str(path), "reviewed": loaded.reviewed, "tasks": rows, "config": config_rows})
         return
+    _show_config(sp, configured, False, keys)
     for r in rows:
         expected = "" if r["expected"] is None else f" → {str(r['expected'])[:40]!r}"
         typer.echo(shown(f"{r['id']}  {r['kind']:<7} {r['sessions']} session(s)  {r['prompt'][:70]!r}{expected}",
@@ -188,16 +199,37 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
             typer.echo(shown(f"    runs{'' if r['commands_approved'] else ' (not approved)'}: $ {command}",
                              multiline=False))
     waiting = sum(1 for r in rows if r["commands_approved"] is False)
+    unapproved = sum(1 for r in config_rows if not r["approved"])
     say(f"{len(rows)} task(s) in {path}: {'reviewed' if loaded.reviewed else 'NOT reviewed'}"
          + (f"; {waiting} agentic task(s) run commands nobody approved yet (--approve after reading them)"
-            if waiting else ""))
+            if waiting else "")
+         + (f"; the configuration runs {unapproved} command(s) nobody approved yet (--approve after reading them)"
+            if unapproved else ""))
     if approve or revoke:  # what it did to the commands, and what comes next
         agentic = f"the commands of its {sum(1 for r in rows if r['kind'] == 'agentic')} agentic task(s)"
         say(f"approved {agentic} on this machine; next: `skillgit sleep run` (`--revoke` undoes it)" if approve else
              f"withdrew the approval of {agentic}: a night leaves them out until `skillgit sleep review --approve`")
 
 
-def _review_nothing_mined(sp: Any, path: Path, as_json: bool) -> None:
+def _config_rows(sp: Any, configured: Any, keys: Optional[frozenset[str]] = None) -> list[dict[str, Any]]:
+    from skillgit.sleep import approval
+
+    keys = approval.approved_in(sp.root) if keys is None else keys
+    return [{"key": c.key, "text": c.shown_text, "needs": c.needs, "approved": c.approval_key in keys}
+            for c in configured]
+
+
+def _show_config(sp: Any, configured: Any, as_json: bool, keys: Optional[frozenset[str]] = None) -> None:
+    """The commands the configuration runs in a night (a pulled skillgit.yaml may have changed them), each whole
+    and marked when not approved here (on stdout; nothing with `--json`, whose object has them as `config`)."""
+    if as_json or not configured:
+        return
+    for c in _config_rows(sp, configured, keys):  # shown whole: what an unattended night would run
+        typer.echo(shown(f"skillgit.yaml {c['key']}{'' if c['approved'] else ' (not approved)'}: "
+                         f"{'' if c['key'].endswith('.env_passthrough') else '$ '}{c['text']}", multiline=False))
+
+
+def _review_nothing_mined(sp: Any, path: Path, as_json: bool, config: list[dict[str, Any]]) -> None:
     """No task file: say what the harvests since the last night found (`sleep mine` writes the file only when it
     mined a task); before any harvest, ask for one."""
     from skillgit.sleep import state as S
@@ -209,18 +241,21 @@ def _review_nothing_mined(sp: Any, path: Path, as_json: bool) -> None:
     finally:
         git.close()
     harvested = totals != S.NightTotals()
-    if not seen and not harvested:
+    if not seen and not harvested and not config:
         raise SkillgitError(f"no mined task file at {path}", "run `skillgit sleep mine` first")
     if as_json:
         console.print_json({"file": str(path), "exists": False, "reviewed": False, "tasks": [],
                             "since_last_night": totals.to_dict() if harvested else {},
-                            "session_files_seen": seen})
+                            "session_files_seen": seen, "config": config})
         return
     harvest, mined = totals.harvest, totals.mined
     skipped = ", ".join(f"{k} {v}" for k, v in harvest.skipped.items()) or "none"
     found = (f"since the last night, `sleep mine` harvested {harvest.sessions} session(s) (skipped: "
              f"{skipped}) and found {mined.units} request(s) in {mined.groups} group(s): "
              if harvested else "nothing was harvested since the last night: ")
+    if not seen and not harvested:
+        say(f"no mined task file at {path} yet (`skillgit sleep mine`); the configuration's commands a night runs:")
+        return
     say(f"0 task(s) to review: {found}no task recurred in {sp.settings.min_sessions} or more sessions or failed, "
          f"so there is no task file yet ({path}); {seen} session file(s) seen so far")
 
@@ -268,7 +303,7 @@ def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: 
             events: bool = typer.Option(False, "--events", help="Progress as JSON lines on stderr.")) -> None:
     """Harvest, mine and train tonight on a sleep/<date> branch through the gate; write the night's report."""
     from skillgit.cli.progress import RunDisplay
-    from skillgit.sleep.approval import NOT_APPROVED
+    from skillgit.sleep.approval import advice
     from skillgit.sleep.night import NightOptions, run_night
 
     sp = sleep_project(repo, config, set_, **_night_options(home, sources, tasks, branch, max_tasks, max_steps,
@@ -281,6 +316,8 @@ def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: 
         with display:
             record = run_night(sp, options, on_event=display.handle)
     report = sp.path(sp.settings.report_dir) / f"{record.date}.md"
+    for line in advice(record.tasks.excluded):  # the left-out reasons a person can undo (stderr, --json too)
+        say(line)
     if as_json:
         console.print_json({**record.to_dict(), "report": str(report)})
     else:
@@ -294,9 +331,6 @@ def run_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, set_: 
             typer.echo(shown(f"  {k.name}: {k.status}" + (f" ({k.reason})" if k.reason else
                                                           f", {k.accepted} accepted, {k.rejected} rejected")))
         typer.echo(shown(f"report: {report}"))
-        if unapproved := record.tasks.excluded.get(NOT_APPROVED, 0):  # the one left-out reason a person can undo
-            say(f"{unapproved} agentic task(s) left out: nobody approved their commands on this machine; read them "
-                 "with `skillgit sleep review`, approve with `skillgit sleep review --approve`")
         if record.accepted:
             say(f"review it (`git log {record.skill_branch}..{record.branch}`), then `skillgit sleep adopt "
                  f"{record.date}`")
@@ -346,18 +380,28 @@ def status_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
     t = info["tasks"]
     typer.echo(shown(f"task file: {t['file']} — " + (f"{t['count']} task(s), "
                                                        f"{'reviewed' if t['reviewed'] else 'not reviewed'}"
-                                                       if t["exists"] else "none yet (`skillgit sleep mine`)")))
+                                                       if t["exists"] else "none yet (`skillgit sleep mine`)")
+                     + (f"; {t['unapproved']} agentic task(s) run commands nobody approved here"
+                        if t["unapproved"] else "")))
+    waiting = [c["key"] for c in info["config"] if not c["approved"]]
+    if waiting:
+        typer.echo(shown(f"skillgit.yaml: {', '.join(waiting)} not approved here: a night leaves out what needs it"))
     sched = info["schedule"]
-    typer.echo(shown(f"schedule: cron {_yes_no(sched['cron'])}, systemd {_yes_no(sched['systemd'])}"))
+    why = f" ({sched['cron_error']})" if sched["cron"] is None and sched["cron_error"] else ""
+    typer.echo(shown(f"schedule: cron {_yes_no(sched['cron'])}{why}, systemd {_yes_no(sched['systemd'])}"))
     typer.echo(shown(f"harvest state: {info['harvest']['files']} session file(s) seen"))
     for n in info["nights"]:
         vals = n["val"]
         score = f"val {vals[0]:.3f} → {vals[1]:.3f}" if None not in vals else "val –"
         adopted = "adopted" if n["adopted"] else ("pending review" if n["accepted"] and n["branch_exists"] else "")
+        unapproved = f"  {n['left_out_unapproved']} left out (not approved)" if n["left_out_unapproved"] else ""
         typer.echo(shown(f"{n['date']}  {n['status']:<9} {n['branch'] or '-':<20} ✓{n['accepted']} ✗{n['rejected']}  "
-                         f"{score}  {adopted}".rstrip()))
+                         f"{score}  {adopted}".rstrip() + unapproved))
     if not info["nights"]:
         typer.echo("no night yet: `skillgit sleep run` (or `skillgit sleep dry-run` to see what it would do)")
+    if t["unapproved"] or waiting or any(n["left_out_unapproved"] for n in info["nights"][:1]):
+        say("commands wait for your approval: read them with `skillgit sleep review`, approve with "
+            "`skillgit sleep review --approve`")
 
 
 def _yes_no(value: Optional[bool]) -> str:
@@ -444,6 +488,7 @@ def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
             else K.cron_block(job)
         typer.echo(text.rstrip("\n"))
         return
+    configured = _approve_scheduled(sp)
     if systemd:
         paths = K.install_systemd(job, shlex.split(systemctl))
         typer.echo(shown("installed " + ", ".join(str(p) for p in paths)))
@@ -457,6 +502,28 @@ def schedule_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
                "with a real backend a night runs only on a reviewed task file (`skillgit sleep review --approve`)")
     say(f"{release}; keys come from the repository's .env. Remove it with `skillgit sleep unschedule"
          + (" --systemd`" if systemd else "`"))
+    if configured:
+        say(f"approved on this machine the {len(configured)} command(s) of skillgit.yaml shown above that the nightly "
+            "job runs; an edited one (a pulled skillgit.yaml) runs only once `skillgit sleep review --approve` "
+            "approves it")
+
+
+def _approve_scheduled(sp: Any) -> tuple[Any, ...]:
+    """Show (stderr) every command of the configuration the nightly job runs, and approve them here: the person
+    scheduling sees them; a later change of their text is not approved (`approval.ConfigGate`)."""
+    from skillgit.sleep import approval
+    from skillgit.store.repository import open_repository
+
+    configured = approval.config_commands(sp.config)
+    for c in configured:
+        say(f"the nightly job runs skillgit.yaml {c.key}: {c.shown_text}")
+    if configured:
+        git = open_repository(sp.root)
+        try:
+            approval.record(git.common_dir, (), approve=True, config=configured)
+        finally:
+            git.close()
+    return configured
 
 
 @sleep_app.command("unschedule")

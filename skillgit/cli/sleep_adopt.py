@@ -3,8 +3,6 @@ or propose it as a pull request (`--pr`), or print the git commands (`--print`).
 (`cli/sleep_options.py`, shared with `cli/sleep.py`, which imports this module).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any, Optional
 

@@ -1,8 +1,6 @@
 """CLI: `train`, `eval`, `demo`, `config show`, `status` — the commands that run the loop (`config import`:
 cli/config_import.py)."""
 
-from __future__ import annotations
-
 import json
 import sys
 import time

@@ -1,7 +1,5 @@
 """CLI: `skillgit ui` — the live dashboard (skillgit/ui) on 127.0.0.1."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Optional
 

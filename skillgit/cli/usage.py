@@ -6,11 +6,13 @@
 - `install()`: `--help` shows a flag without a value placeholder (typer ≥ 0.2x prints `<bool>` next to every flag)
   and a value as click always wrote it (`PATH`, `TEXT`, `INTEGER`, `FLOAT`) rather than `<path>`, `<list[str]>`.
   Idempotent; does nothing on a typer without `display_type_rich` (older versions print click's metavars).
+  It also makes every help page render without rich's Markdown and Traceback (`import_help_renderer`).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 _TYPE = re.compile(r"<(?:list\[)?([A-Za-z_]+)\]?>")
@@ -62,3 +64,63 @@ def install() -> None:
 
         display_type_rich._skillgit = True  # type: ignore[attr-defined]
         cls.display_type_rich = display_type_rich
+    for cls in (getattr(core, "TyperGroup", None), getattr(core, "TyperCommand", None)):
+        original = getattr(cls, "format_help", None)
+        if cls is None or original is None or getattr(original, "_skillgit", False):
+            continue
+
+        def format_help(self: Any, ctx: Any, formatter: Any, _original: Any = original) -> None:
+            import_help_renderer()  # (typer imports rich_utils in its format_help)
+            return _original(self, ctx, formatter)
+
+        format_help._skillgit = True  # type: ignore[attr-defined]
+        cls.format_help = format_help
+
+
+# typer renders help with `typer.rich_utils`, whose first lines import rich's Markdown (markdown-it: ~120 M
+# instructions) and Traceback (pygments, attrs: ~100 M), a quarter of `skillgit --help`. skillgit's help uses
+# neither (markup mode "rich", not "markdown"; pretty exceptions off), so they are imported only if used.
+_DEFERRED = (("rich.markdown", "Markdown"), ("rich.traceback", "Traceback"))
+
+
+class _Deferred(type):
+    """Stands in for a rich class inside `typer.rich_utils` (`import_help_renderer`): calling it, reading an
+    attribute of it or an isinstance check imports the real module and hands the work to the real class."""
+
+    def real(cls) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(cls.__module__), cls.__name__)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls.real()(*args, **kwargs)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(cls.real(), name)
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, cls.real())
+
+
+def import_help_renderer() -> None:
+    """Import `typer.rich_utils` with `_Deferred` stand-ins for the rich classes of `_DEFERRED` that are not
+    imported yet (placed in `sys.modules` only while it imports, so any later import gets the real module).
+    Nothing when it is imported already; the help it prints is byte for byte the same (tests/test_startup.py)."""
+    if "typer.rich_utils" in sys.modules:
+        return
+    import types
+
+    stand_ins: dict[str, types.ModuleType] = {}
+    for module, name in _DEFERRED:
+        if module not in sys.modules:
+            stub = types.ModuleType(module)
+            setattr(stub, name, _Deferred(name, (), {"__module__": module, "__qualname__": name}))
+            stand_ins[module] = sys.modules[module] = stub
+    try:
+        import typer.rich_utils  # noqa: F401
+    except ImportError:  # pragma: no cover - a typer without rich: click's plain help
+        pass
+    finally:
+        for module, stub in stand_ins.items():
+            if sys.modules.get(module) is stub:
+                del sys.modules[module]

@@ -133,14 +133,15 @@ def store_for(project: Any) -> Store:
     from skillgit.store import Store
 
     cfg = project.config
+    where = project.location or project.root  # (where git found it: not asked again)
     try:
-        return Store.open(project.root, cfg.skill.path, cfg.skill.branch)
+        return Store.open(where, cfg.skill.path, cfg.skill.branch)
     except SkillgitError:
         found = list(library(cfg, project.root).values())
         if not found:
             raise
         first = found[0]
-        return Store.open(project.root, skill_file(first.path), first.branch or cfg.skill.branch)
+        return Store.open(where, skill_file(first.path), first.branch or cfg.skill.branch)
 
 
 def step_skill(store: Store, detail: Any, cfg: Config) -> str | None:

@@ -31,10 +31,12 @@ Contracts:
   kills what that agent left running and removes the folder (`tmpdirs.sweep_recorded`: folders whose skillgit
   process is gone).
 - Environment: the parent's, minus every secret-named variable (`redact.is_secret_name`: conventional names and
-  registered ones), every name in `secrets.names` (the config's `api_key_env` targets) and every name in
-  `withhold` (the factory passes the project `.env`'s keys: no `.env` entry reaches the agent), except the
-  preset's own (`ANTHROPIC_API_KEY`… for claude, `OPENAI_API_KEY`… for codex) and `cfg.env_passthrough`. `PWD`
-  is the workspace (some agents follow an inherited `PWD` rather than their cwd), `OLDPWD` is dropped.
+  registered ones), every name in `secrets.names` (the config's `api_key_env` targets), every name in
+  `withhold` (the factory passes the project `.env`'s keys: no `.env` entry reaches the agent) and every variable
+  whose value looks like a credential whatever its name (`agent_env`; the fingerprint's `withheld` names them),
+  except the preset's own (`ANTHROPIC_API_KEY`… for claude, `OPENAI_API_KEY`… for codex) and
+  `cfg.env_passthrough`. `PWD` is the workspace (some agents follow an inherited `PWD` rather than their cwd),
+  `OLDPWD` is dropped.
 - Failures are `LLMError(kind="agent")`: a missing binary (not retryable; the hint names the binary and
   `model.student.command.argv`), a non-zero exit (message has the status and the stderr tail; retryable only when
   the output looks like rate limiting or a transient server/network error), an error result in Claude's JSON.
@@ -64,7 +66,7 @@ from skillgit.errors import ConfigError, SkillgitError
 from skillgit.llm import pricing
 from skillgit.llm.base import LLMError, Reply
 from skillgit.llm.registry import Backend
-from skillgit.redact import SecretSet, is_secret_name, redact, secret_values
+from skillgit.redact import SecretSet, is_secret_name, is_secret_value, redact, secret_values
 from skillgit.types import Item, Usage
 
 TAIL_LINES = 40
@@ -94,10 +96,32 @@ def skill_name(skill: str) -> str:
     return "skill"
 
 
-def agent_env(base: Mapping[str, str], keep: Iterable[str], withhold: Iterable[str] = ()) -> dict[str, str]:
-    """`base` without secret-named variables and without the names in `withhold`, except those named in `keep`."""
+class AgentEnv(dict[str, str]):
+    """An agent's environment (a plain mapping) and `withheld`: the names `agent_env` left out because their value
+    looked like a credential (names only, never a value; the agent's fingerprint records them)."""
+
+    withheld: tuple[str, ...] = ()
+
+
+def agent_env(base: Mapping[str, str], keep: Iterable[str], withhold: Iterable[str] = ()) -> AgentEnv:
+    """`base` without secret-named variables, the names in `withhold` and the variables whose value looks like a
+    credential whatever their name (`redact.is_secret_value`: `DATABASE_URL=postgres://u:pw@h/db`, a `ghp_…`
+    token, an AWS session token, a secret-named variable's value copied under another name), except those named in
+    `keep` (the preset's own key, `env_passthrough`); `.withheld` names the ones dropped for their value."""
     allowed, withheld = set(keep), set(withhold)
-    return {k: v for k, v in base.items() if k in allowed or not (k in withheld or is_secret_name(k))}
+    known = secret_values(base)
+    env, by_value = AgentEnv(), []
+    for name, value in base.items():
+        if name in allowed:
+            env[name] = value
+        elif name in withheld or is_secret_name(name):
+            continue
+        elif is_secret_value(value, known):
+            by_value.append(name)
+        else:
+            env[name] = value
+    env.withheld = tuple(sorted(by_value))
+    return env
 
 
 def _tail(text: str) -> str:

@@ -67,6 +67,7 @@ class NightKit:
     decisions: Callable[[Store, str], tuple[Any, ...]]  # night._decisions: a run's decided steps
     finish: Callable[..., S.NightRecord]  # night._finish: report, record, save
     shown: Callable[[Path, Path], str]  # night.shown_path
+    scorer: Any = None  # night.night_scorer: in place of a configured scorer nobody approved (None: the configured)
 
 
 @dataclass
@@ -208,7 +209,8 @@ def _take_turns(sp: SleepProject, kit: NightKit, options: Any, lanes: list[Lane]
             return "stopped", stop.replace("for the library", "for the night")
         lane = by_name[state.name]
         night = sp.night(lane.overrides(sp, kit) + rr.turn_overrides(state, budget, spent))
-        session = open_session(night, splits=lane.splits, teacher=teacher, judge=kit.judge(night.config, options))
+        session = open_session(night, splits=lane.splits, teacher=teacher, judge=kit.judge(night.config, options),
+                               scorer=kit.scorer)
         trainer = build_trainer(session, run_id=state.run, resume=True, on_event=on_event)
         result = trainer.train()
         state.update(trainer.progress)

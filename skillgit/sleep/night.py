@@ -28,6 +28,11 @@ Contracts:
 - Scoring: the configured scorer, wrapped in `RubricScorer` with the teacher as the judge of text tasks that have
   no short accepted answer (replay.py); offline (simulated teacher) the judge is `world.judge.SimulatedJudge`.
   Judge calls are journaled and metered like teacher calls (they count against the night's budgets).
+- Commands from the configuration (`approval.ConfigGate`, checked after the privacy gate): an agent command or
+  `env_passthrough` nobody approved on this machine makes a fresh night record nothing trained, every task left
+  out under `approval.CONFIG_NOT_APPROVED` and the reason (a started night stops, exit 2); an unapproved scorer
+  command leaves out the text tasks it would score, and the session gets `UnapprovedScorer` (nothing imported or
+  run) in its place.
 - Paths in the record and the report are relative to the repository (`shown_path`): a report is a PR body.
 - Library: with a `skills:` section, after the privacy gate the night is `library_night.run_library`'s — every
   library skill trained and gated in turn on the tasks routed to it, under the night's one budget (see there).
@@ -48,7 +53,7 @@ from skillgit.loop.events import EventSink, ignore
 from skillgit.records import SkillScores, StepOutcome
 from skillgit.sleep import replay as R
 from skillgit.sleep import state as S
-from skillgit.sleep.approval import approved_in, command_key
+from skillgit.sleep.approval import CONFIG_NOT_APPROVED, ConfigGate, approved_in, command_key, config_gate
 from skillgit.sleep.handoff import Deferring, HandoffDeferred, HandoffLLM, HandoffPending, answered, pending_prompts
 from skillgit.sleep.harvest import HarvestResult, consume_inbox, git_remotes, harvest
 from skillgit.sleep.mine import MinedTask, Miner, MineResult, read_tasks, rev_before, write_tasks
@@ -258,11 +263,12 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
     """The night's replay: the splits written the first time, or read back when the night resumes. `in_file`: the
     task file's count when `pool` is part of it (a library skill's routed tasks)."""
     meta_path = folder / "replay.json"
+    gate = gate_of(sp)
     if R.has_splits(folder) and meta_path.is_file():
-        _check_frozen_commands(sp, folder)
+        _check_frozen_commands(sp, folder, gate)
         return R.Replay(simulated=simulated), json.loads(meta_path.read_text(encoding="utf-8"))
     chosen = R.choose(pool, sp.settings, simulated=simulated, agentic=R.agentic_supported(), pins=pins,
-                      approved=approved_in(sp.root))
+                      approved=gate.approved, scorer_blocked=gate.scorer_blocked)
     meta = {**chosen.counts(), "used": chosen.used, "judged": chosen.judged, "excluded": chosen.excluded,
             "repinned": chosen.repinned,
             "simulated": simulated,
@@ -273,18 +279,64 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
     return chosen, meta
 
 
-def _check_frozen_commands(sp: SleepProject, folder: Path) -> None:
-    """A resumed night replays its frozen splits: each agentic row's commands must still be approved (revoked
-    since, or frozen by a skillgit that did not ask: the night stops before anything runs)."""
-    approved = approved_in(sp.root)
+def _check_frozen_commands(sp: SleepProject, folder: Path, gate: ConfigGate) -> None:
+    """A resumed night replays its frozen splits: each agentic row's commands must still be approved, and so must
+    the configured scorer's for a text row it scores (revoked since, a pulled configuration, or frozen by a
+    skillgit that did not ask: the night stops before anything runs)."""
     for name in R.SPLITS:
         path = folder / f"{name}.jsonl"
         rows = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
         for row in (MinedTask.from_row(json.loads(line)) for line in rows if line.strip()):
-            if row.kind == "agentic" and command_key(row) not in approved:
-                raise SkillgitError(f"the night's frozen task '{row.id}' in {folder} runs commands nobody approved "
-                                    "here", "read them with `skillgit sleep review`, then `--approve`; or delete "
-                                    f"{folder} to choose the night's tasks again", ExitCode.USAGE)
+            if row.kind == "agentic" and command_key(row) not in gate.approved:
+                why = "runs commands nobody approved here"
+            elif row.kind == "text" and row.expected is not None and gate.scorer_blocked:
+                why = "is scored by the configuration's scorer, whose command nobody approved here"
+            else:
+                continue
+            raise SkillgitError(f"the night's frozen task '{row.id}' in {folder} {why}", "read them with "
+                                f"`skillgit sleep review`, then `--approve`; or delete {folder} to choose the "
+                                "night's tasks again", ExitCode.USAGE)
+
+
+def gate_of(sp: SleepProject) -> ConfigGate:
+    """The configuration's commands and the approvals on this machine (`approval.ConfigGate`)."""
+    return config_gate(sp.config, approved_in(sp.root))
+
+
+class UnapprovedScorer:
+    """In place of a configured scorer whose command nobody approved here: it imports and runs nothing. The night
+    left out every task it would score (`replay.choose(scorer_blocked=…)`), so it is never called."""
+
+    kind = "unapproved"
+
+    def judge_texts(self, items: list[Any]) -> list[Any]:
+        return []
+
+    def __call__(self, item: Any, output: str) -> Any:
+        from skillgit.scorers import ScorerError
+
+        raise ScorerError("the configuration's scorer is not approved on this machine",
+                          "`skillgit sleep review` shows its command, `--approve` approves it")
+
+
+def night_scorer(gate: ConfigGate) -> UnapprovedScorer | None:
+    """The scorer a night passes to `open_session` (None: the configured one)."""
+    return UnapprovedScorer() if gate.scorer_blocked else None
+
+
+def _blocked(sp: SleepProject, record: S.NightRecord, gathered: Gathered, folder: Path, gate: ConfigGate,
+             approval: str, repo: Repository) -> S.NightRecord:
+    """A night whose configuration runs a program nobody approved here: a fresh one is recorded with nothing
+    trained and every task left out (the report and `sleep status` say why); one resumed from frozen splits stops
+    (exit 2) before anything runs, its record as it was."""
+    if R.has_splits(folder) or any(R.has_splits(p) for p in (folder / "skills").glob("*")):
+        raise SkillgitError(f"the night of {record.date} was started, and now {gate.night_reason}",
+                            "read it with `skillgit sleep review`, then `--approve`; the same `sleep run` resumes the "
+                            "night", ExitCode.USAGE)
+    tasks = S.NightTasks.from_dict({"file": shown_path(gathered.path, sp.root), "reviewed": gathered.reviewed,
+                                    "approval": approval, "in_file": len(gathered.pool),
+                                    "excluded": {CONFIG_NOT_APPROVED: len(gathered.pool)}})
+    return _finish(sp, repo, replace(record, tasks=tasks, reason=gate.night_reason, branch=""), gathered.head)
 
 
 def _decisions(store: Store, run: str) -> tuple[StepOutcome, ...]:
@@ -330,11 +382,16 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
                            gathered.head)
         approval = release(cfg, handoff=options.handoff is not None, reviewed=gathered.reviewed, yes=options.yes,
                            path=gathered.path)
+        gate = gate_of(sp)
+        if options.handoff is not None:  # the handoff folder is the teacher: the configured one's program never runs
+            gate = replace(gate, commands=tuple(c for c in gate.commands if not c.key.startswith("model.teacher.")))
+        if gate.night_reason:  # an agent command (or what it is handed) nobody approved here: nothing runs
+            return _blocked(sp, record, gathered, night_folder(repo, date), gate, approval, repo)
         if library:  # every library skill in turn, each on the tasks routed to it
             from skillgit.sleep.library_night import NightKit, run_library
 
             kit = NightKit(repo, night_folder(repo, date), night_overrides, _frozen_replay, _judge, _decisions,
-                           _finish, shown_path)
+                           _finish, shown_path, night_scorer(gate))
             return run_library(sp, kit, options, gathered, replace(record, tasks=S.NightTasks.from_dict({
                 "file": shown_path(gathered.path, sp.root), "reviewed": gathered.reviewed, "approval": approval,
                 "in_file": len(gathered.pool)})), library, on_event)
@@ -354,7 +411,8 @@ def run_night(sp: SleepProject, options: NightOptions, on_event: EventSink = ign
         if options.handoff is not None:
             ensure_private(options.handoff, sp.root, existing=True)  # its prompts quote mined tasks
             teacher = HandoffLLM(options.handoff)
-        session = open_session(night, splits=splits, teacher=teacher, judge=_judge(night.config, options))
+        session = open_session(night, splits=splits, teacher=teacher, judge=_judge(night.config, options),
+                               scorer=night_scorer(gate))
         trainer = build_trainer(session, run_id=run_id(date), resume=True, on_event=on_event)
         try:
             result = trainer.train()

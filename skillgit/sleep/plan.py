@@ -7,7 +7,11 @@ Contracts:
   per skill the tasks routed to it, its replay, run, night branch, why it would be skipped, and its estimate. It
   also says whether the night would be refused for want of review.
 - `status_info(sp, limit)` reads the sleep ref, the task file's header and the schedule (the crontab through
-  `crontab -l`, whose failure is reported as "unknown", and the systemd unit files); it changes nothing.
+  `crontab -l`, whose failure is reported as "unknown", and the systemd unit files); it changes nothing. It counts
+  what waits for an approval here: the task file's agentic tasks whose commands nobody approved
+  (`tasks.unapproved`), the configuration's commands with their approval (`config`), and per night the tasks it
+  left out for want of one (`left_out_unapproved`).
+- Both choose tasks with the configuration's commands' approvals (`approval.ConfigGate`), as a night does.
 """
 
 from __future__ import annotations
@@ -20,7 +24,14 @@ from skillgit.errors import SkillgitError
 from skillgit.sleep import replay as R
 from skillgit.sleep import schedule as K
 from skillgit.sleep import state as S
-from skillgit.sleep.approval import approved_in
+from skillgit.sleep.approval import (
+    CONFIG_NOT_APPROVED,
+    approved,
+    approved_in,
+    command_key,
+    config_gate,
+    left_out,
+)
 from skillgit.sleep.mine import read_tasks
 from skillgit.sleep.night import gather, leaves_machine, night_overrides, run_id
 from skillgit.sleep.settings import SleepProject, check_date
@@ -41,13 +52,17 @@ def plan_night(sp: SleepProject, date: str, *, handoff: bool = False) -> dict[st
     simulated = cfg.model.student_backend == "simulated"
     if library:
         return _plan_library(sp, date, g, library, handoff)
+    gate = config_gate(cfg, approved_in(sp.root))
     chosen = R.choose(g.pool, settings, simulated=simulated, agentic=R.agentic_supported(),
-                      approved=approved_in(sp.root))
+                      approved=gate.approved, scorer_blocked=gate.scorer_blocked)
+    if gate.night_reason and g.pool:
+        chosen = R.Replay(excluded={CONFIG_NOT_APPROVED: len(g.pool)}, reason=gate.night_reason)
     who = leaves_machine(cfg, handoff)
     release = "offline" if not who else ("reviewed" if g.reviewed else "needs review (or --yes)")
     plan: dict[str, Any] = {
         "date": date, "branch": branch, "run": run_id(date), "skill_branch": cfg.skill.branch,
-        "harvest": g.harvest.summary(), "mined": {**g.mined.summary(), "new_tasks": len(g.new)},
+        "harvest": {**g.harvest.summary(), "looked": looked(sp)},
+        "mined": {**g.mined.summary(), "new_tasks": len(g.new)},
         "tasks": {"file": str(g.path), "in_file": len(g.pool), "reviewed": g.reviewed, **chosen.counts(),
                   "excluded": chosen.excluded},
         "release": release, "sent_to": who, "budget": {k: v for k, v in settings.to_dict().items()
@@ -78,7 +93,7 @@ def _plan_library(sp: SleepProject, date: str, g: Any, library: dict[str, Any], 
     trained = [k for k in skills.values() if not k["skipped"]]
     plan: dict[str, Any] = {
         "date": date, "branch": settings.branch_for(check_date(date), cfg.skill.branch), "run": run_id(date),
-        "skill_branch": cfg.skill.branch, "harvest": g.harvest.summary(),
+        "skill_branch": cfg.skill.branch, "harvest": {**g.harvest.summary(), "looked": looked(sp)},
         "mined": {**g.mined.summary(), "new_tasks": len(g.new)},
         "tasks": {"file": str(g.path), "in_file": len(g.pool), "reviewed": g.reviewed,
                   **{k: sum(x[k] for x in trained) for k in ("train", "val", "test")},
@@ -98,8 +113,11 @@ def _plan_skill(sp: SleepProject, date: str, name: str, entry: Any, routed: Any)
     from skillgit.sleep.library_night import night_branch, skill_run
 
     cfg = sp.config
+    gate = config_gate(cfg, approved_in(sp.root))
     chosen = R.choose(routed, sp.settings, simulated=cfg.model.student_backend == "simulated",
-                      agentic=R.agentic_supported(), approved=approved_in(sp.root))
+                      agentic=R.agentic_supported(), approved=gate.approved, scorer_blocked=gate.scorer_blocked)
+    if gate.night_reason and routed:
+        chosen = R.Replay(excluded={CONFIG_NOT_APPROVED: len(routed)}, reason=gate.night_reason)
     why = "no task was routed to it tonight (no session invoked it)" if not routed else chosen.reason
     one: dict[str, Any] = {"routed": len(routed), **chosen.counts(), "excluded": chosen.excluded,
                            "run": skill_run(run_id(date), name), "branch": night_branch(sp, date, entry),
@@ -114,11 +132,22 @@ def _plan_skill(sp: SleepProject, date: str, name: str, entry: Any, routed: Any)
     return one
 
 
+def looked(sp: SleepProject) -> dict[str, Any]:
+    """Where a night looks for sessions: the home folder as configured (`~` unexpanded: the user's home path is
+    not shown, e.g. to a model through MCP) and the sources it reads (`--home`, `--sources`)."""
+    from skillgit.sleep.readers import sources
+
+    return {"home": sp.settings.home, "sources": list(sp.settings.sources or sources())}
+
+
 def _text(plan: dict[str, Any]) -> str:
     h, m, t = plan["harvest"], plan["mined"], plan["tasks"]
     skipped = ", ".join(f"{k} {v}" for k, v in h["skipped"].items()) or "none"
+    where = h["looked"]
+    nothing = (f"\n    (looked in {where['home']} for {', '.join(where['sources'])} sessions of this repository; "
+               "`--home` and `--sources` choose others)") if not h["sessions"] and not h["skipped"] else ""
     lines = [f"night {plan['date']} (dry run: nothing is written, no model is called)",
-             f"  harvest: {h['sessions']} new session(s); skipped {skipped}; {h['warnings']} warning(s)",
+             f"  harvest: {h['sessions']} new session(s); skipped {skipped}; {h['warnings']} warning(s){nothing}",
              f"  mine: {m['units']} unit(s) in {m['groups']} group(s) → {m['tasks']} task(s), {m['new_tasks']} new",
              f"  task file: {t['file']} — {t['in_file']} task(s), {'reviewed' if t['reviewed'] else 'not reviewed'}",
              f"  replay: train {t['train']}, val {t['val']}, test {t['test']}"]
@@ -155,22 +184,31 @@ def status_info(sp: SleepProject, limit: int = 10, *, crontab: str = "crontab",
                        "branch": record.branch, "accepted": record.accepted, "rejected": record.rejected,
                        "val": [record.score("seed", "val"), record.score("final", "val")],
                        "cost_usd": record.usage.cost_usd,
-                       "adopted": record.adopted,
+                       "adopted": record.adopted, "left_out_unapproved": left_out(record.tasks.excluded),
                        "branch_exists": bool(record.branch and repo.ref(f"refs/heads/{record.branch}"))})
     path = sp.path(sp.settings.tasks_file)
-    tasks: dict[str, Any] = {"file": str(path), "exists": path.is_file(), "count": 0, "reviewed": False}
+    gate = config_gate(sp.config, approved(repo.common_dir))
+    tasks: dict[str, Any] = {"file": str(path), "exists": path.is_file(), "count": 0, "reviewed": False,
+                             "unapproved": 0}
     if path.is_file():
         try:
             loaded = read_tasks(path)
-            tasks.update(count=len(loaded.tasks), reviewed=loaded.reviewed)
+            tasks.update(count=len(loaded.tasks), reviewed=loaded.reviewed,
+                         unapproved=sum(1 for t in loaded.tasks if t.kind == "agentic"
+                                        and command_key(t) not in gate.approved))
         except SkillgitError as exc:
             tasks["error"] = exc.message
     root = repo.root.resolve()
     cron: bool | None
+    cron_error = ""  # why `cron` is unknown (no crontab program, an unreadable crontab file …)
     try:
         cron = bool(K.split_block(K.read_crontab(crontab, file=crontab_file), root)[1])
-    except SkillgitError:
-        cron = None
+    except SkillgitError as exc:
+        cron, cron_error = None, exc.message
     systemd = (K.unit_dir() / f"{K.unit_name(root)}.timer").is_file()
-    return {"nights": nights, "tasks": tasks, "schedule": {"cron": cron, "systemd": systemd},
+    return {"nights": nights, "tasks": tasks,
+            "schedule": {"cron": cron, "cron_error": cron_error, "systemd": systemd},
+            "config": [{"key": c.key, "text": c.shown_text, "needs": c.needs,
+                        "approved": c.approval_key in gate.approved}
+                       for c in gate.commands],
             "harvest": {"files": len(state.harvest.files)}, "ref": S.SLEEP_REF, "head": state.head}

@@ -10,7 +10,9 @@ Contracts:
   to verify it, a task loader that reads agentic rows (`agentic_supported()` asks `skillgit.tasks` itself, so
   agentic tasks join as soon as the loader reads them), and its commands in `approved` (`approval.command_key`:
   the keys a person approved with `skillgit sleep review --approve`; the default approves none) — a command taken
-  from a transcript never runs unreviewed, whatever else released the night; with the simulated student
+  from a transcript never runs unreviewed, whatever else released the night; a text task the configured scorer
+  scores (not judged) is left out when that scorer's command is not approved (`scorer_blocked`,
+  `approval.ConfigGate`); with the simulated student
   (`simulated=True`) only simulated-world records can be scored — the student refuses anything else — so other
   tasks are left out, and the kept ones are marked `metadata.world = "simulated"`. **That path is a simulation of
   the pipeline** (tests, demos), not learning from real work. With `pins` (the night passes the repository and
@@ -42,7 +44,7 @@ from typing import Any, Iterable, Sequence
 
 from skillgit.config import EnvCfg
 from skillgit.errors import SkillgitError
-from skillgit.sleep.approval import NOT_APPROVED, command_key
+from skillgit.sleep.approval import NOT_APPROVED, SCORER_NOT_APPROVED, command_key
 from skillgit.sleep.mine import MinedTask
 from skillgit.sleep.pins import Pins, pin
 from skillgit.sleep.settings import SleepSettings
@@ -163,7 +165,7 @@ def _priority(task: MinedTask) -> tuple[int, int, str]:
 
 
 def choose(tasks: Iterable[MinedTask], settings: SleepSettings, *, simulated: bool, agentic: bool,
-           pins: Pins | None = None, approved: frozenset[str] = frozenset()) -> Replay:
+           pins: Pins | None = None, approved: frozenset[str] = frozenset(), scorer_blocked: bool = False) -> Replay:
     """See the module contract."""
     excluded: Counter[str] = Counter()
     repinned: Counter[str] = Counter()
@@ -175,6 +177,8 @@ def choose(tasks: Iterable[MinedTask], settings: SleepSettings, *, simulated: bo
             continue
         seen.add(task.id)
         why = _why_not(task, simulated, agentic, approved)
+        if not why and scorer_blocked and task.kind == "text" and not judged(task, settings.judge_over_chars):
+            why = SCORER_NOT_APPROVED  # the configured scorer would score it: its command is not approved here
         if not why and pins is not None and task.kind == "agentic":
             pinned = pin(task, pins.commits, pins.base)
             if pinned.task is None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from operator import is_
 from pathlib import Path
@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 from skillgit.dotenv import read_dotenv
 from skillgit.errors import ConfigError
 from skillgit.redact import MASK, MIN_SECRET_LEN, redact_resolved, resolve_secrets
+from skillgit.secret_scan import GATE_CHARS, rust_literal, rust_search
 from skillgit.sleep.model import Session, SkillUse, ToolCall, ToolResult, Turn
 from skillgit.sleep.readers._common import CUT_MARGIN
 
@@ -139,6 +140,8 @@ class Scrubber:
     # valid for one tuple of resolved secret values (the memo is emptied when another comes)
     _memo: dict[str, tuple[str, tuple[int, int, int, int]]] = field(default_factory=dict, repr=False, compare=False)
     _memo_for: list[tuple[str, ...] | None] = field(default_factory=lambda: [None], repr=False, compare=False)
+    # the Rust test of whether an address or home step has a literal to look at (`_literal_gate`), made once
+    _gate: list[Callable[[str], bool] | None] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         compiled = []
@@ -187,6 +190,20 @@ class Scrubber:
         replaced, as (start, end, length of the mask) in the text that step was given (see `_at`)."""
         text, n = redact_resolved(text, secrets, None if stages is None else _stage(stages))
         counts[0] += n
+        gate = (self._gate or self._literal_gate())[0] if len(text) >= GATE_CHARS else None
+        if gate is None or gate(text):  # (else no literal the address and home steps test for is in the text)
+            text = self._addresses_and_homes(text, counts, stages)
+        for compiled in self._compiled:
+            text, n = _subn(compiled, CUSTOM_MASK, text, stages)
+            counts[3] += n
+        return text
+
+    def text(self, text: str) -> str:
+        return self.scrub(text)[0]
+
+    def _addresses_and_homes(self, text: str, counts: list[int],
+                             stages: list[list[tuple[int, int, int]]] | None) -> str:
+        """Steps (2) and (3) of the contract, each run only when a literal it needs is in the text."""
         if "@" in text:
             text, n = _mask_emails(text, None if stages is None else _stage(stages))
             counts[1] += n
@@ -201,13 +218,16 @@ class Scrubber:
                     text, n = _subn(pattern, _home_repl, text, stages)
                     counts[2] += n
                     break
-        for compiled in self._compiled:
-            text, n = _subn(compiled, CUSTOM_MASK, text, stages)
-            counts[3] += n
         return text
 
-    def text(self, text: str) -> str:
-        return self.scrub(text)[0]
+    def _literal_gate(self) -> list[Callable[[str], bool] | None]:
+        """One Rust search for every literal `_addresses_and_homes` tests first (`@`, `sers`, `SERS`, `/home/`,
+        `/root`, the homes), made on the first long text: it tells in one pass what those tests take six to tell
+        (None without pydantic-core: the tests run)."""
+        literals = ("@", "sers", "SERS", "/home/", "/root", *self.homes)
+        assert all(any(lit in gate for lit in literals) for gates, _ in _HOME_GATES for gate in gates)
+        self._gate[:] = [rust_search("|".join(map(rust_literal, literals)))]
+        return self._gate
 
     def _scrub_cut(self, output: str, cut: tuple[int, str, str], secrets: tuple[str, ...],
                    counts: list[int]) -> str:

@@ -42,7 +42,7 @@ from skillgit.store import skilltree
 from skillgit.store import worktrees as W
 from skillgit.store.candidate import BranchMoved, Candidate, Decision, Note, note_dicts
 from skillgit.store.fileref import FileRef
-from skillgit.store.git import GitError, GitRepo, RefConflict, RefUpdate, Worktree
+from skillgit.store.git import GitError, GitRepo, Location, RefConflict, RefUpdate, Worktree
 from skillgit.store.git import phase as git_phase
 from skillgit.store.history import LogEntry
 from skillgit.store.lock import held, hold
@@ -80,10 +80,11 @@ class Store:
 
     # ------------------------------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, root: Path | str, skill_path: str = "SKILL.md", branch: str = "main") -> "Store":
+    def open(cls, root: Path | str | Location, skill_path: str = "SKILL.md", branch: str = "main") -> "Store":
         """Open the skill; GitStateError (with a hint) when `root` is not a repository, the branch does not
-        exist or the skill file is not committed on it."""
-        repo = GitRepo.open(Path(root))
+        exist or the skill file is not committed on it. `root` may be where git found the repository a moment ago
+        (`Project.location`): then git is not asked again."""
+        repo = GitRepo.open(root if isinstance(root, Location) else Path(root))
         store = cls(repo, skilltree.normalize_path(repo.root, skill_path), branch)
         # an existing branch has a name git accepted (its own check costs two git processes: only for a new one)
         tip = repo.ref(store.branch_ref) if R.branch_problem(branch) is None else None

@@ -29,6 +29,7 @@ from skillgit.store.gitproc import (
     SKILLGIT_IDENTITY,
     GitBase,
     GitError,
+    Location,
     RefConflict,
     RefUpdate,
     TreeEntry,
@@ -39,8 +40,8 @@ from skillgit.store.gitproc import (
 )
 from skillgit.store.gitwork import GitWork
 
-__all__ = ["GitBase", "GitError", "GitRepo", "IDENTITY_HINT", "RefConflict", "RefUpdate", "SKILLGIT_IDENTITY",
-           "TreeEntry", "Worktree", "_subcommand", "phase"]
+__all__ = ["GitBase", "GitError", "GitRepo", "IDENTITY_HINT", "Location", "RefConflict", "RefUpdate",
+           "SKILLGIT_IDENTITY", "TreeEntry", "Worktree", "_subcommand", "phase"]
 
 
 class GitRepo(GitNotes, GitWork):

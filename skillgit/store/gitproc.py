@@ -13,7 +13,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator, Sequence, TypeVar
+from typing import IO, Iterator, NamedTuple, Sequence, TypeVar
 
 import git as gitpython
 from git.exc import GitCommandNotFound
@@ -57,6 +57,19 @@ class RefUpdate:
     ref: str
     new: str | None = None
     old: str | None = None
+
+
+class Location(NamedTuple):
+    """Where `GitBase.locate` found a repository: its working tree's top folder, git dir, common dir (shared by
+    its worktrees) and object format, as git printed them; `bare` is always False there (a bare repository has no
+    working tree to find). `GitBase.open` takes one instead of a folder. (A NamedTuple: every `log` and `status`
+    builds this class, and a frozen dataclass costs ~4 M instructions to build, more than the git process saved.)"""
+
+    root: Path
+    git_dir: Path
+    common_dir: Path
+    object_format: str
+    bare: bool
 
 
 @dataclass(frozen=True)
@@ -350,20 +363,37 @@ class GitBase:
         return _parse_tree(found[2], self._hash_bytes) if found else None
 
     # ------------------------------------------------------------------------------------------ running git
+    # what git tells of the repository at a folder, in one `rev-parse` (`--show-toplevel` last: it fails outside a
+    # working tree, and then the four before it are asked again without it)
+    _WHERE = ("rev-parse", "--path-format=absolute", "--git-common-dir", "--absolute-git-dir", "--is-bare-repository",
+              "--show-object-format")
+
     @classmethod
-    def open(cls: type[_G], path: Path | str) -> _G:
-        """Open the repository containing `path`; GitStateError when there is none."""
+    def locate(cls, path: Path) -> tuple[Location | None, str]:
+        """(the working tree git finds at folder `path` and its repository — one git process —, or None when git
+        finds none there: no repository, a bare one, inside a git dir; git's stderr). The folder alone decides
+        (no GIT_DIR and friends: skillgit/gitenv.py)."""
+        status, out, err = cls._exec(gitpython.Git(str(path)), [*cls._WHERE, "--show-toplevel"])
+        lines = out.decode("utf-8", "surrogateescape").splitlines() if status == 0 else []
+        if len(lines) == 5 and lines[2] == "false" and lines[4].strip():
+            return Location(Path(lines[4].strip()), Path(lines[1]), Path(lines[0]), lines[3].strip() or "sha1",
+                            False), err
+        return None, err
+
+    @classmethod
+    def open(cls: type[_G], path: Path | str | Location) -> _G:
+        """Open the repository containing `path`, or the one a `Location` from `locate` names (then no git runs:
+        it was found a moment ago in this process); GitStateError when there is none."""
+        if isinstance(path, Location):
+            return cls(path.root, path.git_dir, path.common_dir, path.object_format, path.bare)
         path = Path(path).expanduser()
         if not path.is_dir():
             raise GitStateError(f"no such folder: {path}", "pass --repo PATH to an existing repository")
+        found, _ = cls.locate(path)  # in a working tree: one git process
+        if found is not None:
+            return cls.open(found)
         probe = gitpython.Git(str(path))
-        where = ["rev-parse", "--path-format=absolute", "--git-common-dir", "--absolute-git-dir",
-                 "--is-bare-repository", "--show-object-format"]
-        status, out, _ = cls._exec(probe, [*where, "--show-toplevel"])  # in a working tree: one git process
-        lines = out.decode().splitlines() if status == 0 else []
-        if len(lines) == 5 and lines[2] == "false" and lines[4].strip():
-            return cls(Path(lines[4].strip()), Path(lines[1]), Path(lines[0]), lines[3].strip() or "sha1", False)
-        status, out, _ = cls._exec(probe, where)  # a bare repository or a git dir: git refuses --show-toplevel
+        status, out, _ = cls._exec(probe, cls._WHERE)  # a bare repository or a git dir: git refuses --show-toplevel
         if status != 0:
             raise GitStateError(f"not a git repository: {path.resolve()}",
                                 "run `skillgit init` there, or pass --repo PATH to a repository")
@@ -376,14 +406,6 @@ class GitBase:
                                     "pass --repo PATH to the repository's top folder")
             root = Path(top.decode().strip())
         return cls(root, Path(gdir), Path(common), fmt.strip() or "sha1", bare == "true")
-
-    @classmethod
-    def toplevel(cls, path: Path) -> tuple[str | None, str]:
-        """(the working tree's top folder git finds at `path`, or None; git's stderr). The folder alone decides
-        (no GIT_DIR and friends: skillgit/gitenv.py)."""
-        status, out, err = cls._exec(gitpython.Git(str(path)), ["rev-parse", "--show-toplevel"])
-        top = out.decode("utf-8", "replace").strip()
-        return (top if status == 0 and top else None), err
 
     @classmethod
     def init(cls: type[_G], path: Path, branch: str) -> _G:

@@ -5,8 +5,10 @@ needs a repository rather than a skill's history — agent workspaces and the sc
 students, provenance, the sleep harvest (remotes, the commit a transcript ran at), the sleep state, the project's
 top folder, the demo — opens one here and sees it as a `Repository`:
 
-- `open_repository(path)`, `init_repository(path, branch)` and `toplevel(cwd)` (GitStateError when there is
-  no repository; nothing is created except by `init_repository`).
+- `open_repository(path)` and `init_repository(path, branch)` (GitStateError when there is no repository;
+  nothing is created except by `init_repository`); `locate(cwd)`: the working tree around a folder and where its
+  repository is (a `Location`, from one git process; None outside one), which `Store.open` takes instead of a
+  folder without asking git again (the project's top folder: `project.py`).
 - `Repository`: the methods of `GitRepo` such code may call — reads (refs, commits, trees, blobs, config, remotes,
   ignore rules), the plumbing of scratch workspaces (worktrees, snapshots, diffs, commits of paths a command
   owns) and `create_branch` (a branch that does not exist yet, never a moved one). It has no ref transaction and
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Protocol, Sequence, cast
 
 from skillgit.store.fileref import FileRef
-from skillgit.store.git import GitRepo, TreeEntry
+from skillgit.store.git import GitRepo, Location, TreeEntry
 
 
 class Repository(Protocol):
@@ -115,9 +117,9 @@ def init_snapshot_store(path: Path) -> Repository:
     return GitRepo.init_store(path)
 
 
-def toplevel(cwd: Path) -> tuple[str | None, str]:
-    """(the working tree's top folder as git sees it from `cwd`, or None; git's complaint)."""
-    return GitRepo.toplevel(cwd)
+def locate(cwd: Path) -> tuple[Location | None, str]:
+    """(the working tree git finds from folder `cwd` and where its repository is, or None; git's complaint)."""
+    return GitRepo.locate(cwd)
 
 
 def file_ref(repository: Repository, ref: str) -> FileRef:
@@ -125,5 +127,5 @@ def file_ref(repository: Repository, ref: str) -> FileRef:
     return FileRef(cast(GitRepo, repository), ref)
 
 
-__all__ = ["Repository", "TreeEntry", "open_repository", "init_repository", "init_workspace", "init_snapshot_store",
-           "toplevel", "file_ref"]
+__all__ = ["Location", "Repository", "TreeEntry", "open_repository", "init_repository", "init_workspace",
+           "init_snapshot_store", "locate", "file_ref"]

@@ -26,7 +26,6 @@ second: stat calls only); git is read only when a page asks, in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import socket
 import threading
@@ -37,7 +36,7 @@ from typing import Any, Awaitable, Callable
 from aiohttp import web
 
 from skillgit.errors import SkillgitError
-from skillgit.textsafe import shown_data
+from skillgit.textsafe import shown_json
 from skillgit.ui import guard as G
 from skillgit.ui.jobs import Ending, Job, Jobs, StartRequest, Update
 from skillgit.ui.views import RefWatch, Views
@@ -250,8 +249,9 @@ class Dashboard:
 
 def _dumps(data: Any) -> str:
     """Every JSON body and event the page reads: each string escaped by `textsafe.shown_data` (see the module
-    contract). The one way data leaves the server, so no page code has to remember it."""
-    return json.dumps(shown_data(data))
+    contract; `textsafe.shown_json` walks the data only when its JSON holds something to escape). The one way data
+    leaves the server, so no page code has to remember it."""
+    return shown_json(data)
 
 
 def bind(port: int) -> socket.socket:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -412,11 +413,13 @@ def read_jsonl(path: Path, counts: Counter[str]) -> Iterator[dict[str, Any]]:
 
     What it reads is defined by `read_jsonl_text`: the file decoded as UTF-8 (bad bytes replaced), split into
     lines at `\n`, `\r\n` or `\r`, each line read by `json.loads` (`_json_line`). It reads the file's bytes
-    instead, and hands a line to msgspec's JSON decoder (C, ~2× the stdlib parser) when it holds no `\r`: a line
-    msgspec decodes to an object is one the definition reads to the equal object (msgspec rejects what json
-    accepts beyond the standard: NaN, Infinity, out-of-range floats, lone surrogates; and invalid UTF-8, which the
-    definition would replace), and any other line goes the definition's way (tests/test_harvest_speed.py)."""
+    instead, and hands a line to a JSON decoder in C or Rust (`_decoder`: msgspec's, else jiter's; ~2× the
+    stdlib parser) when it holds no `\r`: a line it decodes to an object is one the definition reads to the
+    equal object (they reject what json accepts beyond the standard: NaN, Infinity, out-of-range floats for msgspec,
+    lone surrogates; invalid UTF-8, which the definition replaces); any other line goes the definition's way."""
     decode = _DECODE[0] if _DECODE else _decoder()
+    if decode is _JITER[0] and 0 < sys.get_int_max_str_digits() < JITER_INT_DIGITS:
+        decode = None  # jiter reads integers json.loads refuses under a lowered limit: the definition reads them
     if decode is None:
         yield from read_jsonl_text(path, counts)
         return
@@ -468,21 +471,37 @@ def _text_lines(raw: bytes) -> list[str]:
     return [line + "\n" for line in lines] + ([last] if last else [])
 
 
-_DECODE: list[Callable[[bytes], Any] | None] = []  # msgspec's decoder, looked up on first use (see `_decoder`)
+_DECODE: list[Callable[[bytes], Any] | None] = []  # the fast decoder, looked up on first use (`_decoder`)
+_JITER: list[Callable[[bytes], Any] | None] = [None]  # jiter's, when `_decoder` chose it
+JITER_MIN = (0, 19)  # the jiter release its reading was checked against (tests/test_harvest_speed.py)
+JITER_INT_DIGITS = 4300  # jiter refuses integers of more digits, json.loads those over sys.get_int_max_str_digits()
 
 
 def _decoder() -> Callable[[bytes], Any] | None:
-    """msgspec's JSON decoder, imported the first time a JSONL file is read (the import costs ~30 ms, which a command
-    that reads none should not pay); None without msgspec (the optional `fast` extra): the definition reads every
-    line."""
+    """The JSON decoder `read_jsonl` hands lines to, imported the first time a JSONL file is read (an import costs
+    ~30 ms, which a command that reads none should not pay): msgspec's (the optional `fast` extra), else jiter's
+    (`from_json`; the openai and anthropic SDKs depend on jiter: the default install has it) when it is at least
+    `JITER_MIN`; None without either: the definition reads every line."""
     if not _DECODE:
         try:
             import msgspec
         except ImportError:  # (tests/test_harvest_speed.py reads without it)
-            _DECODE.append(None)
+            _DECODE.append(_jiter_decoder())
+            _JITER[0] = _DECODE[0]
         else:
             _DECODE.append(msgspec.json.Decoder().decode)
     return _DECODE[0]
+
+
+def _jiter_decoder() -> Callable[[bytes], Any] | None:
+    """jiter's `from_json`, defaults kept (NaN, Infinity read as json reads them), from release `JITER_MIN` on."""
+    try:
+        import jiter
+    except ImportError:
+        return None
+    found = str(getattr(jiter, "__version__", "0")).split(".")[:2]
+    version = tuple(int(part) if part.isdigit() else 0 for part in found)
+    return jiter.from_json if version >= JITER_MIN else None
 
 
 # what json.loads runs, without its two whitespace regexes per call
