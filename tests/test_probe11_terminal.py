@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from skillgit.records import RunProgress
@@ -106,8 +107,8 @@ def test_report_page_and_its_warnings_hold_no_acting_character(tmp_path):
     victim = _victim_with_pulled_taint(tmp_path)
     for renderer in ("builtin", "auto"):
         page = tmp_path / f"{renderer}.html"
-        proc = subprocess.run(["python", "-m", "skillgit", "report", "r1", "-o", str(page), "--renderer", renderer],
-                              cwd=victim, capture_output=True, text=True)
+        argv = [sys.executable, "-m", "skillgit", "report", "r1", "-o", str(page), "--renderer", renderer]
+        proc = subprocess.run(argv, cwd=victim, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         assert not ACTING.search(proc.stderr), proc.stderr
         html = page.read_text(encoding="utf-8")

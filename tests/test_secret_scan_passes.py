@@ -84,8 +84,16 @@ _RUN_RE_BEFORE = _run_re_before()
 NEW, OLD = _scanners()
 
 
+def _outer(spans: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """`spans` without those that lie inside another span of the same detector: they mask nothing more (the joined
+    search resumes after a secret it found; the separate word pass resumed after the word, and so also reported
+    `token_` inside `token=token_`: hypothesis found `--token token=token_`)."""
+    return sorted({s for s in spans if not any(o != s and o[2] == s[2] and o[0] <= s[0] and s[1] <= o[1]
+                                               for o in spans)})
+
+
 def _same(text: str) -> None:
-    assert sorted(NEW.spans(text)) == sorted(OLD.spans(text)), text[:200]
+    assert _outer(NEW.spans(text)) == _outer(OLD.spans(text)), text[:200]
 
 
 def test_the_joined_passes_find_what_the_separate_passes_found_on_the_secret_corpus():
@@ -117,6 +125,13 @@ _PIECES = ["token", "Token", "TOKEN", "bearer", "Bearer", "basic", "digest", "ke
 @given(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join))
 def test_the_joined_passes_find_what_the_separate_passes_found_on_generated_text(text):
     _same(text)
+
+
+def test_a_span_nested_in_another_of_its_detector_is_all_the_passes_may_differ_in():
+    text = "--token token=token_"
+    assert sorted(OLD.spans(text)) == [(8, 20, 0), (14, 20, 0)] and NEW.spans(text) == [(8, 20, 0)]
+    assert _outer(OLD.spans(text)) == _outer(NEW.spans(text)) == [(8, 20, 0)]
+    assert _outer([(0, 5, 1), (2, 4, 2)]) == [(0, 5, 1), (2, 4, 2)]  # another detector's span is kept
 
 
 def test_the_joined_passes_on_random_mixtures_of_secrets_and_prose():
