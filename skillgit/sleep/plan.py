@@ -7,11 +7,14 @@ Contracts:
   per skill the tasks routed to it, its replay, run, night branch, why it would be skipped, and its estimate. It
   also says whether the night would be refused for want of review.
 - `status_info(sp, limit)` reads the sleep ref, the task file's header and the schedule (the crontab through
-  `crontab -l`, whose failure is reported as "unknown", and the systemd unit files); it changes nothing. It counts
+  `crontab -l`, whose failure is reported as "unknown" with its cause in `cron_error`, and the systemd unit
+  files); it changes nothing. It counts
   what waits for an approval here: the task file's agentic tasks whose commands nobody approved
   (`tasks.unapproved`), the configuration's commands with their approval (`config`), and per night the tasks it
   left out for want of one (`left_out_unapproved`).
 - Both choose tasks with the configuration's commands' approvals (`approval.ConfigGate`), as a night does.
+- A plan's `harvest.looked` says where sessions were looked for (`looked`: the home as configured, never expanded,
+  and the sources); its text says so when none was found.
 """
 
 from __future__ import annotations
