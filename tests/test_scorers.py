@@ -325,17 +325,23 @@ def test_command_scorer_timeout_kills_the_whole_group(tmp_path):
     assert _dead(pid)
 
 
+def _seen_by_the_scorer(tmp_path, *names: str) -> str:
+    """Which of `names` a command scorer's process has in its environment (comma-separated, sorted)."""
+    command = script(tmp_path, (
+        "import json, os\n"
+        f"names = sorted(n for n in {names!r} if n in os.environ)\n"
+        "print(json.dumps({'hard': 1, 'feedback': ','.join(names)}))\n"))
+    return score("command", None, "x", tmp_path, command=command).feedback
+
+
 def test_command_scorer_does_not_see_secrets(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://proxy")
     monkeypatch.setenv("MY_SERVICE_TOKEN", "t0k3n")
     monkeypatch.setenv("SKILLGIT_TEST_PLAIN", "visible")
-    command = script(tmp_path, (
-        "import json, os\n"
-        "names = sorted(n for n in ('OPENAI_API_KEY', 'ANTHROPIC_BASE_URL', 'MY_SERVICE_TOKEN', 'SKILLGIT_TEST_PLAIN')"
-        " if n in os.environ)\n"
-        "print(json.dumps({'hard': 1, 'feedback': ','.join(names)}))\n"))
-    assert score("command", None, "x", tmp_path, command=command).feedback == "SKILLGIT_TEST_PLAIN"
+    seen = _seen_by_the_scorer(tmp_path, "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "MY_SERVICE_TOKEN",
+                               "SKILLGIT_TEST_PLAIN")
+    assert seen == "SKILLGIT_TEST_PLAIN"
     assert os.environ["OPENAI_API_KEY"] == "sk-should-not-leak"  # the parent's environment is untouched
 
 
@@ -353,12 +359,8 @@ def test_the_command_scorer_does_not_see_a_credential_under_a_plain_name(tmp_pat
     monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-copiedvalue0123456789abcdef")
     monkeypatch.setenv("LAB_COPY", "sk-proj-copiedvalue0123456789abcdef")
     monkeypatch.setenv("SKILLGIT_TEST_PLAIN", "visible")
-    command = script(tmp_path, (
-        "import json, os\n"
-        "names = sorted(n for n in ('DATABASE_URL', 'DEPLOY_HELPER', 'LAB_COPY', 'SKILLGIT_TEST_PLAIN') "
-        "if n in os.environ)\n"
-        "print(json.dumps({'hard': 1, 'feedback': ','.join(names)}))\n"))
-    assert score("command", None, "x", tmp_path, command=command).feedback == "SKILLGIT_TEST_PLAIN"
+    seen = _seen_by_the_scorer(tmp_path, "DATABASE_URL", "DEPLOY_HELPER", "LAB_COPY", "SKILLGIT_TEST_PLAIN")
+    assert seen == "SKILLGIT_TEST_PLAIN"
 
 
 def test_command_scorer_needs_a_command(tmp_path):

@@ -149,9 +149,12 @@ class AgentStudent:
     def fingerprint(self) -> dict[str, str]:
         """The agent's identity for drift checks: name, CLI version, effective-config hash, profile
         (`agents.launch.fingerprint`)."""
-        template = list(self.cfg.argv) or list(self.preset.argv)
-        return launch.fingerprint(self.agent, self.plan, template[0] if template else "", self.env,
+        return launch.fingerprint(self.agent, self.plan, self._argv0(), self.env,
                                   {k: v for k, v in self.settings().items() if k != "seed"}, self.confinement.state)
+
+    def _argv0(self) -> str:
+        template = list(self.cfg.argv) or list(self.preset.argv)
+        return template[0] if template else ""
 
     # -- the call journal's key
     def settings(self) -> dict[str, object]:
@@ -179,7 +182,7 @@ class AgentStudent:
             content = f"unresolved: {exc}"
         task = {k: meta.get(k) for k in ("workspace", "setup", "verify") if k in meta and k != TASK_DIR_KEY}
         # the CLI's version, as the gate's drift check reads it: an updated CLI is never answered with the old one's
-        version = self.fingerprint().get("version", "")
+        version = launch.cli_version(self.agent, self.plan, self._argv0(), self.env)
         return json.dumps({"task": task, "content": content, "agent": self.settings(), "version": version,
                            "guard": guard.VERSION}, sort_keys=True, default=str)
 

@@ -55,14 +55,19 @@ def expand(template: Sequence[str], values: Mapping[str, str], lists: Mapping[st
     return out
 
 
+def cli_version(agent: Agent, plan: Plan, argv0: str, env: Mapping[str, str]) -> str:
+    """The agent CLI's version as `fingerprint` names it (its `--version`, cached per binary; a program without
+    one: the file's identity), without the rest of the fingerprint (the config digest, the user's files)."""
+    if agent.version_args and agent.binary:
+        caches = {var: path for var, path in plan.caches().items() if path}  # Copilot unpacks its runtime once
+        return version.probe(argv0, agent.version_args, {**env, **caches})
+    return version.file_identity(argv0, env) if argv0 else "unknown"
+
+
 def fingerprint(agent: Agent, plan: Plan, argv0: str, env: Mapping[str, str],
                 extra: Mapping[str, object], confine: str = "off") -> dict[str, str]:
     """The agent's identity for drift checks (see the module docstring)."""
-    if agent.version_args and agent.binary:
-        caches = {var: path for var, path in plan.caches().items() if path}  # Copilot unpacks its runtime once
-        found = version.probe(argv0, agent.version_args, {**env, **caches})
-    else:
-        found = version.file_identity(argv0, env) if argv0 else "unknown"
+    found = cli_version(agent, plan, argv0, env)
     if plan.profile == "user":  # the user's files as they are now: an edit during a run is drift
         plan = dataclasses.replace(plan, user_digest=user_digest(agent.profile, env))
     out = {"agent": agent.name, "version": found, "config": plan.digest(dict(extra)), "profile": plan.profile,
