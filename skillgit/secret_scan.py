@@ -46,6 +46,7 @@ _RUN_MAP = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
 _RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a run (the scanner finds them with `_RUN_START` and the next space)
 _RUN_START = b"a" * MIN_RUN
 RUN_MEMO_SIZE = 16384  # runs whose detectors a scanner remembers (paths and names recur); emptied when full
+ALLOW_MEMO_SIZE = 4096  # (secret, match) pairs whose allowlist answer a detector remembers; emptied when full
 # after a secret word: within a name's length an assignment operator (gitleaks' set, plus JSON-escaped quotes)
 _WORD_TAIL = rb"""(?P<nm>[ \t\w.\-]{0,30}?)[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)"""
 # name characters → "a", the rest → " ": a name's start is found with bytes.rfind, not a backtracking regex
@@ -103,10 +104,22 @@ class Detector:
         return match.span()
 
     def allowed(self, secret: str, whole: str) -> bool:
-        """True when an allowlist of the rule lets this finding through (a placeholder, a key *name*, …)."""
-        allow_secret, allow_match = self._compiled("allow_secret"), self._compiled("allow_match")
-        return bool((allow_secret is not None and allow_secret.search(secret))
-                    or (allow_match is not None and allow_match.search(whole)))
+        """True when an allowlist of the rule lets this finding through (a placeholder, a key *name*, …). The
+        answer depends on the two strings only: it is remembered per detector (`ALLOW_MEMO_SIZE` pairs; gitleaks'
+        match allowlists are alternations the regex engine tries at every character, and code repeats its lines)."""
+        memo: dict[tuple[str, str], bool] | None = self.__dict__.get("_allow_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_allow_memo", memo)  # a cache, like `_compiled`'s: not a field
+        found = memo.get((secret, whole))
+        if found is None:
+            allow_secret, allow_match = self._compiled("allow_secret"), self._compiled("allow_match")
+            found = bool((allow_secret is not None and allow_secret.search(secret))
+                         or (allow_match is not None and allow_match.search(whole)))
+            if len(memo) >= ALLOW_MEMO_SIZE:
+                memo.clear()
+            memo[(secret, whole)] = found
+        return found
 
 
 def either(patterns: Iterable[str]) -> str:

@@ -202,3 +202,25 @@ def test_the_run_memo_is_bounded(monkeypatch):
         text = f"token_{i:04d}_abcdefghijklmnop ghp_{'y' * 36}"
         assert sorted(scanner.spans(text)) == sorted(OLD.spans(text))
         assert len(scanner._run_memo) <= 8
+
+
+def test_an_allowlist_answer_is_remembered_per_pair_and_is_the_allowlists_own(monkeypatch):
+    # `Detector.allowed` remembers its answer per (secret, whole match): the same answer its two regexes give, and
+    # no more than ALLOW_MEMO_SIZE pairs per detector
+    from dataclasses import replace
+
+    from skillgit import secret_scan
+
+    generic = redact._get_scanner().by_id["generic-api-key"]
+    monkeypatch.setattr(secret_scan, "ALLOW_MEMO_SIZE", 5)
+    fresh = replace(generic)  # a detector of its own, its memo empty
+    secret_rx, match_rx = re.compile(str(generic.allow_secret.pattern)), re.compile(str(generic.allow_match.pattern))
+    pairs = [("a1b2c3d4e5f6g7h8", f"api_key = {v}") for v in ("a1b2c3d4e5f6g7h8", "x")] + [
+        ("true", "token: true"), ("/usr/local/bin/x", "key=/usr/local/bin/x"), ("Zq8xZq8xZq8xZq8x", "rapid=Zq8xZq8x"),
+        ("${API_TOKEN}", "auth = ${API_TOKEN}"), ("s3cr3tvalue1234", "author: s3cr3tvalue1234")] + [
+        (f"k{i:02d}x9Qz7Lw3Rt5Yp", f"secret_{i} = k{i:02d}x9Qz7Lw3Rt5Yp") for i in range(12)]
+    answers = {bool(secret_rx.search(s) or match_rx.search(w)) for s, w in pairs}
+    assert answers == {True, False}  # both answers are among the pairs
+    for secret, whole in pairs + pairs[::-1]:
+        assert fresh.allowed(secret, whole) == bool(secret_rx.search(secret) or match_rx.search(whole)), whole
+        assert len(fresh.__dict__["_allow_memo"]) <= 5
