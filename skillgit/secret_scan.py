@@ -32,6 +32,7 @@ Every pattern is Python `re`; nothing here raises on any input text (a pattern e
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -81,8 +82,9 @@ class Detector:
     # extended over it, and the detector is not run again at a place inside a span it already accepted
     tail: re.Pattern[str] | None = None
 
-    @property
+    @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
+        """`source` compiled (a scanner reads it at every place a gate sends a detector: kept in the instance)."""
         return self._compiled("source")  # type: ignore[return-value]
 
     def _compiled(self, name: str) -> re.Pattern[str] | None:

@@ -466,3 +466,16 @@ def test_the_digest_is_its_definition_whatever_the_characters(parts):
         Turn("assistant", name, (call,), (ToolResult(output, False, "c1", None),), None,
              (SkillUse(name, "skill", "read", path or None),))))
     assert digest(session) == _digest_definition(session)
+
+
+def test_a_summary_is_collapsed_as_split_and_join_collapse_it_whatever_the_character():
+    # `short` skips " ".join(text.split()) for a printable text without " ": str.split() splits at the characters
+    # str.isspace() names, and no printable one but " " is among them, in the whole of Unicode
+    import sys
+
+    from skillgit.sleep.readers._common import short
+
+    chars = map(chr, range(sys.maxunicode + 1))
+    assert [hex(ord(c)) for c in chars if c.isspace() and c.isprintable() and c != " "] == []
+    for text in ("a\u00a0b", "a\u3000b", "a\x1cb", "a\u2028b", " a", "a\tb", "src/app.py", "x\u200bb", "é…", ""):
+        assert short(text) == " ".join(text.split()), repr(text)
