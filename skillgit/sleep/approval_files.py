@@ -208,13 +208,13 @@ def at_rev(repo: Repository, rev: str, paths: Sequence[str]) -> tuple[RunFile, .
         if commit is None:
             out.append(RunFile(path, NO_COMMIT))
         elif path.startswith("module:"):
-            out.append(_first(path, [_in_commit(repo, commit, p) for p in _module_files(path[7:])]))
+            out.append(_module_entry(path, [_in_commit(repo, commit, p) for p in _module_files(path[7:])]))
         else:
             out.append(RunFile(path, _in_commit(repo, commit, path)))
     return tuple(out)
 
 
-def _first(label: str, digests: list[str]) -> RunFile:
+def _module_entry(label: str, digests: list[str]) -> RunFile:
     """A module's entry: its first file that exists (MISSING when none does: e.g. a module installed elsewhere)."""
     return RunFile(label, next((d for d in digests if d != MISSING), MISSING))
 
@@ -244,7 +244,7 @@ def in_folder(top: Path, paths: Sequence[str]) -> tuple[RunFile, ...]:
     out = []
     for path in paths:
         if path.startswith("module:"):
-            out.append(_first(path, [_in_tree(real_top, p) for p in _module_files(path[7:])]))
+            out.append(_module_entry(path, [_in_tree(real_top, p) for p in _module_files(path[7:])]))
         else:
             out.append(RunFile(path, _in_tree(real_top, path)))
     return tuple(out)
