@@ -44,7 +44,8 @@ MISSING = "missing"
 OUTSIDE = "outside the repository (not covered)"
 NO_COMMIT = "no commit"
 _REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/^~-]{0,199}")  # a commit id, HEAD, a branch or tag name
-_INTERPRETERS = ("bash", "sh", "zsh", "dash", "ksh", "node", "ruby", "perl", "bun", "deno", "php", "Rscript")
+_SHELLS = ("bash", "sh", "zsh", "dash", "ksh")
+_INTERPRETERS = (*_SHELLS, "node", "ruby", "perl", "bun", "deno", "php", "Rscript")
 _WRAPPERS = ("env", "exec", "command", "time", "nohup", "sudo", "uv", "poetry", "pipenv")  # `uv run x.py` too
 _RUNNERS = {"tox": ("tox.ini",), "nox": ("noxfile.py",)}
 _MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
@@ -125,7 +126,7 @@ def _segment(words: list[str], depth: int) -> list[str]:
     while words and ("=" in words[0] and not words[0].startswith("=") and "/" not in words[0].split("=")[0]):
         words = words[1:]  # VAR=value before the command
     while words and posixpath.basename(words[0]) in _WRAPPERS:
-        words = [w for w in words[1:]]
+        words = words[1:]
         while words and (words[0].startswith("-") or "=" in words[0] or words[0] == "run"):
             words = words[1:]
     if words and posixpath.basename(words[0]) == "timeout":  # timeout [OPTION]… DURATION COMMAND…
@@ -150,10 +151,9 @@ def _segment(words: list[str], depth: int) -> list[str]:
     if head in ("pytest", "py.test"):
         return _tests(rest)
     if head in _INTERPRETERS:
-        if "-c" in rest or "-e" in rest or "--eval" in rest:
+        if "-c" in rest or "-e" in rest or "--eval" in rest:  # inline code: a shell's is read as commands
             inline = _args(rest)
-            return named(inline[0], depth + 1) if inline and depth == 0 and head not in ("node", "deno", "bun") \
-                and head not in ("ruby", "perl", "php", "Rscript") else []
+            return named(inline[0], depth + 1) if inline and depth == 0 and head in _SHELLS else []
         args = _args(rest)
         if head == "deno" and args[:1] == ["run"]:
             args = args[1:]

@@ -26,12 +26,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skillgit.config import Config
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.sleep import approval as A
-from skillgit.sleep.approval_files import RunFile, at_rev, in_folder, paths_of
+from skillgit.sleep.approval_files import OUTSIDE, RunFile, at_rev, in_folder, paths_of
 from skillgit.sleep.mine import MinedTask
+
+if TYPE_CHECKING:
+    from skillgit.agentic.spec import AgenticSpec
+    from skillgit.store.repository import Repository
 
 APPROVE_HINT = ("a person reads them with `skillgit approve` and approves them with `skillgit approve --yes` (in a "
                 "terminal, in this repository); an agent cannot approve them")
@@ -75,10 +80,7 @@ class TrainGate:
         return SkillgitError(f"refused: {self.reason()}", APPROVE_HINT, ExitCode.USAGE)
 
 
-def _task_files(task: MinedTask, spec: object, root: Path, repo: object) -> tuple[RunFile, ...]:
-    from skillgit.agentic.spec import AgenticSpec
-
-    assert isinstance(spec, AgenticSpec)
+def _task_files(task: MinedTask, spec: AgenticSpec, root: Path, repo: Repository) -> tuple[RunFile, ...]:
     paths = paths_of(A.commands(task))
     if not paths:
         return ()
@@ -87,10 +89,10 @@ def _task_files(task: MinedTask, spec: object, root: Path, repo: object) -> tupl
         return in_folder(spec.fixture, paths)
     where = Path(os.path.realpath(spec.repo or root))
     if where == top:
-        return at_rev(repo, spec.rev, paths)  # type: ignore[arg-type]
+        return at_rev(repo, spec.rev, paths)
     if top in where.parents:
         return in_folder(where, paths)
-    return tuple(RunFile(p, "outside the repository (not covered)") for p in paths)
+    return tuple(RunFile(p, OUTSIDE) for p in paths)
 
 
 def train_gate(root: Path, cfg: Config) -> TrainGate:
