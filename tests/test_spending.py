@@ -113,6 +113,15 @@ def test_a_p_value_just_above_the_steps_alpha_is_rejected_under_fwer_and_accepte
     assert alone.accept and "across steps" not in alone.reason and alone.spending is None
 
 
+def test_a_refusal_for_coverage_carries_the_steps_spending_so_the_run_keeps_counting():
+    cfg = EvaluationCfg()
+    before, after = ups(12, 8)
+    after = gate.SplitScore("val", "a", {k: v for k, v in after.per_item.items() if k < "i05"})  # 5 of 12 scored
+    spent = spending.at("fdr", 0.05, 3, (2,))
+    result = gate.decide(cfg, before, after, items=ids(12), spent=spent)
+    assert result.refused and result.spending == spent  # (its gate note then says where the run stands)
+
+
 def test_the_stderr_test_raises_its_z_bar_to_the_steps_share_of_alpha():
     cfg = EvaluationCfg(gate="significance", gate_test="stderr", gate_k=1.75)
     items = ids(30)

@@ -34,6 +34,7 @@ the items fixed and broken, and the coverage in items and samples. bench/gate_ca
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -170,7 +171,7 @@ def decide(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, *, seed: i
     b = before.mean(cfg.gate_metric, cfg.mixed_weight, common)
     a = after.mean(cfg.gate_metric, cfg.mixed_weight, common)
     if not common or cov.fraction + _EPS < cfg.min_val_coverage:
-        return _uncovered(cfg, cov, bool(common), b, a)
+        return dataclasses.replace(_uncovered(cfg, cov, bool(common), b, a), spending=spent)  # a refusal spends
     ctx = _Context(cfg, before, after, common, b, a, seed, items, train_before, train_after, max(1, candidates),
                    tuple(controls), spent.step_alpha if spent is not None else cfg.paired_alpha)
     nulls = tuple(c for c in (_controls(ctx), _fingerprint(ctx)) if c is not None)
