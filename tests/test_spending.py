@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -157,3 +158,17 @@ def test_across_steps_is_validated_naming_the_choices():
     assert "evaluation.across_steps: 'bonferroni' is not one of none, fdr, fwer" in str(caught.value)
     assert load_config(None, ["evaluation.across_steps=fdr"]).evaluation.across_steps == "fdr"
     assert EvaluationCfg().across_steps == "none"
+
+
+def test_the_start_of_run_line_says_what_a_step_detects_once_alpha_is_spent_across_steps():
+    """The 'val split detects gains of about N points' line assumed plain α under every mode: under fwer a run's
+    first gated step tests at α·6/π² and its tenth at α·6/(100π²), so smaller gains pass at neither."""
+    plain, _ = gate.detectable_line(EvaluationCfg(), 100, 3)
+    assert "across_steps" not in plain
+    line, _ = gate.detectable_line(EvaluationCfg(across_steps="fwer"), 100, 3)
+    assert line.startswith(plain.split(";")[0])
+    first, tenth = (int(x) for x in re.findall(r"(\d+) points at", line))
+    base = int(re.search(r"about (\d+) points", plain).group(1))
+    assert base < first < tenth
+    tiny, _ = gate.detectable_line(EvaluationCfg(across_steps="fdr"), 5, 1, deterministic=True)
+    assert "no gain can pass at the run's 1st gated step" in tiny

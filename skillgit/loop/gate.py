@@ -568,6 +568,8 @@ def detectable_line(cfg: EvaluationCfg, items: int, repeats: int, *, determinist
         return (f"val split: {shape}: the gate cannot accept any step (too few items for its bar); give val 30 "
                 f"or more items (env.split_ratio, or a val/ folder)", True)
     text = f"val split: {shape}: the gate detects gains of about {mde * 100:.0f} points or more (80 % power)"
+    text += spending.detectable(cfg, lambda c: min_detectable_effect(c, items, repeats, deterministic=deterministic,
+                                                                     candidates=candidates))
     if mde > MDE_WARN + _EPS:
         return (text + "; smaller real gains will be rejected as noise. Give val 30 or more items "
                        "(env.split_ratio, or a val/ folder)", True)

@@ -38,6 +38,7 @@ uninterrupted one; decisions this process wrote are remembered instead of read b
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -119,6 +120,19 @@ def unsaid(reason: str) -> str:
     """`reason` without what `words` added: the teacher reads why a candidate was rejected, not the run's α
     bookkeeping (so a run's proposals do not change with `across_steps`' wording alone)."""
     return _WORDS.sub("", reason)
+
+
+def detectable(cfg: EvaluationCfg, mde: Callable[[EvaluationCfg], float | None]) -> str:
+    """Under fdr/fwer, what the gate detects (`mde(cfg)` at a step's α) at a run's 1st and 10th gated step with no
+    accept before (fdr's wealth then only falls), appended to the start-of-run line; "" under `none`."""
+    if cfg.across_steps not in ("fdr", "fwer"):
+        return ""
+    shown = []
+    for step in (1, 10):
+        found = mde(dataclasses.replace(cfg, paired_alpha=step_alpha(cfg.across_steps, cfg.paired_alpha, step)))
+        shown.append(f"{found * 100:.0f} points" if found is not None else "no gain can pass")
+    return (f"; under across_steps {cfg.across_steps} (α spent per step): {shown[0]} at the run's 1st gated step, "
+            f"{shown[1]} at its 10th with no accept before")
 
 
 class Tracker:
