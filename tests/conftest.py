@@ -133,7 +133,7 @@ def approve_configuration(repo: Path) -> int:
     from skillgit.config import load_config
     from skillgit.sleep import approval
 
-    configured = approval.config_commands(load_config(repo / "skillgit.yaml"))
+    configured = approval.config_commands(load_config(repo / "skillgit.yaml"), repo)  # (and the files they run)
     return approval.record(repo / ".git", (), approve=True, config=configured)
 
 

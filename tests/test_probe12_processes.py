@@ -31,6 +31,7 @@ from skillgit.integrations import tools
 from skillgit.integrations.commands import Budget
 from skillgit.llm.command import CommandStudent
 from skillgit.tmpdirs import ROLLOUT_PREFIX
+from tests.conftest import run_cli_inproc
 from tests.test_agentic_escape import (  # noqa: F401  (fixtures)
     DAEMONIZE,
     ROOT,
@@ -52,6 +53,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="a daemon that l
 @pytest.mark.slow
 def test_the_mcp_train_tool_at_its_timeout_leaves_no_agent_or_daemon_running(project, pid_dir):  # noqa: F811
     _train_project(project, _agent_argv(pid_dir, sleep=300), _verify_command(pid_dir))
+    _approve(project)
     failure: list[BaseException] = []
 
     def train() -> None:
@@ -70,10 +72,18 @@ def test_the_mcp_train_tool_at_its_timeout_leaves_no_agent_or_daemon_running(pro
     assert _pids(pid_dir, "agent-*") and _none_left(pid_dir) == []
 
 
+def _approve(root: Path) -> None:
+    """The person approves what the agent's training runs (the agent argv, the tasks' verify command: the MCP
+    `train` tool refuses them otherwise, `skillgit/sleep/approval_train.py`)."""
+    done = run_cli_inproc("approve", "--yes", cwd=root)
+    assert done.returncode == 0, done.stderr
+
+
 def _mcp_train(project: Path, pid_dir: Path) -> subprocess.Popen:  # noqa: F811  (the fixtures' names)
     """The real `skillgit mcp` server (the fast path agents start) running the train tool, once the tool's
     training has a rollout (an agent that daemonized) running."""
     _train_project(project, _agent_argv(pid_dir, sleep=300), _verify_command(pid_dir))
+    _approve(project)
     server = subprocess.Popen([sys.executable, "-m", "skillgit", "mcp", "--repo", str(project)], cwd=project,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert server.stdin is not None and server.stdout is not None

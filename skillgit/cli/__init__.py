@@ -26,7 +26,7 @@ from skillgit.cli import coerce, usage
 from skillgit.cli.examples import attach, epilog
 from skillgit.errors import ExitCode, Interrupted, SkillgitError, clear_stop, request_stop, stop_requested
 
-MODULES = ("history", "train", "doctor", "review", "sleep", "integrations", "ui", "envs", "library")
+MODULES = ("history", "train", "doctor", "review", "sleep", "integrations", "ui", "envs", "library", "approve")
 # The module that registers each top-level command. Only a shortcut for `main()`: a command missing here (or moved
 # to another module) still runs, through the app with every command.
 COMMANDS = {**dict.fromkeys(("init", "log", "show", "diff", "rejected", "revert", "export", "push", "pull", "gc"),
@@ -34,7 +34,7 @@ COMMANDS = {**dict.fromkeys(("init", "log", "show", "diff", "rejected", "revert"
             **dict.fromkeys(("train", "eval", "status", "demo", "config"), "train"), "doctor": "doctor",
             **dict.fromkeys(("report", "pr", "check"), "review"), "sleep": "sleep",
             **dict.fromkeys(("mcp", "install", "uninstall"), "integrations"), "ui": "ui", "env": "envs",
-            "tasks": "library"}
+            "tasks": "library", "approve": "approve"}
 
 coerce.install()
 usage.install()

@@ -40,6 +40,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "check": ("skillgit check --base origin/main",
               "skillgit check --print-workflow > .github/workflows/skillgit-check.yml"),
     "mcp": ("skillgit mcp", "skillgit mcp --repo ../my-agent-repo"),
+    "approve": ("skillgit approve   # what the MCP train tool would run, and what is not approved here",
+                "skillgit approve --yes   # approve them on this machine, after reading them"),
     "install": ("skillgit install claude --project", "skillgit install codex --user --dry-run"),
     "uninstall": ("skillgit uninstall claude --project",),
     "ui": ("skillgit ui --open", "skillgit ui --port 8765"),

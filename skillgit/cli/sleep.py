@@ -15,6 +15,7 @@ from typing import Any, Optional
 import typer
 
 from skillgit import console
+from skillgit.cli.sleep_approval import approval_of, say_legacy, show_files
 from skillgit.cli.sleep_options import CONFIG, JSON, REPO, say, sleep_app, sleep_project
 from skillgit.errors import ExitCode, SkillgitError
 from skillgit.textsafe import json_shown, shown
@@ -156,7 +157,7 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
         raise SkillgitError("--approve and --revoke exclude each other", "give one of them")
     sp = sleep_project(repo, config)
     path = _tasks_path(sp, tasks)
-    configured = approval.config_commands(sp.config)  # what the configuration runs in a night
+    configured = approval.config_commands(sp.config, sp.root)  # what the configuration runs in a night
     if not path.is_file() and not (configured and (approve or revoke)):
         if approve or revoke:
             raise SkillgitError(f"no mined task file at {path} to mark", "there is nothing to review yet")
@@ -165,32 +166,34 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
         return
     loaded = read_tasks(path) if path.is_file() else None
     git = open_repository(sp.root)
-    try:
+    try:  # a task's key covers the files its commands run, at the commit the night replays it from
+        files = approval.RepoFiles(git, git.ref(f"refs/heads/{sp.config.skill.branch}"))
         if approve or revoke:
             if loaded is not None:
                 _set_reviewed(path, approve)
                 loaded = read_tasks(path)
-            approval.record(git.common_dir, loaded.tasks if loaded else (), approve=approve, config=configured)
-        keys = approval.approved(git.common_dir)
+            approval.record(git.common_dir, loaded.tasks if loaded else (), approve=approve, config=configured,
+                            files=files.files)
+        recorded = approval.entries(git.common_dir)
+        keys = frozenset(recorded)
+        rows = [{"id": t.id, "kind": t.kind, "place": "val" if share(t.id) < sp.settings.val_share else "train/test",
+                 "sessions": len(t.sessions), "prompt": t.prompt, "expected": t.expected, "verify": t.verify,
+                 "commands": approval.commands(t), **approval_of(t, files, recorded)}
+                for t in (loaded.tasks if loaded else ())]
     finally:
         git.close()
+    config_rows = _config_rows(sp, configured, keys, recorded)
     if loaded is None:  # no task file yet: the configuration's commands only
         if as_json:
-            console.print_json({"file": str(path), "exists": False, "config": _config_rows(sp, configured, keys)})
-        _show_config(sp, configured, as_json, keys)
+            console.print_json({"file": str(path), "exists": False, "config": config_rows})
+        _show_config(sp, configured, as_json, keys, recorded)
         say(f"{'approved' if approve else 'withdrew the approval of'} the configuration's {len(configured)} "
             "command(s) on this machine")
         return
-    config_rows = _config_rows(sp, configured, keys)
-    rows = [{"id": t.id, "kind": t.kind, "place": "val" if share(t.id) < sp.settings.val_share else "train/test",
-             "sessions": len(t.sessions), "prompt": t.prompt, "expected": t.expected, "verify": t.verify,
-             "commands": approval.commands(t),
-             "commands_approved": approval.command_key(t) in keys if t.kind == "agentic" else None}
-            for t in loaded.tasks]
     if as_json:
         console.print_json({"file": str(path), "reviewed": loaded.reviewed, "tasks": rows, "config": config_rows})
         return
-    _show_config(sp, configured, False, keys)
+    _show_config(sp, configured, False, keys, recorded)
     for r in rows:
         expected = "" if r["expected"] is None else f" → {str(r['expected'])[:40]!r}"
         typer.echo(shown(f"{r['id']}  {r['kind']:<7} {r['sessions']} session(s)  {r['prompt'][:70]!r}{expected}",
@@ -198,6 +201,7 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
         for command in r["commands"]:  # what would run in a night, shown whole: it came from a transcript
             typer.echo(shown(f"    runs{'' if r['commands_approved'] else ' (not approved)'}: $ {command}",
                              multiline=False))
+        show_files(r)
     waiting = sum(1 for r in rows if r["commands_approved"] is False)
     unapproved = sum(1 for r in config_rows if not r["approved"])
     say(f"{len(rows)} task(s) in {path}: {'reviewed' if loaded.reviewed else 'NOT reviewed'}"
@@ -205,28 +209,36 @@ def review_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG, tas
             if waiting else "")
          + (f"; the configuration runs {unapproved} command(s) nobody approved yet (--approve after reading them)"
             if unapproved else ""))
+    say_legacy([*rows, *config_rows])
     if approve or revoke:  # what it did to the commands, and what comes next
         agentic = f"the commands of its {sum(1 for r in rows if r['kind'] == 'agentic')} agentic task(s)"
         say(f"approved {agentic} on this machine; next: `skillgit sleep run` (`--revoke` undoes it)" if approve else
              f"withdrew the approval of {agentic}: a night leaves them out until `skillgit sleep review --approve`")
 
 
-def _config_rows(sp: Any, configured: Any, keys: Optional[frozenset[str]] = None) -> list[dict[str, Any]]:
+def _config_rows(sp: Any, configured: Any, keys: Optional[frozenset[str]] = None,
+                 recorded: Any = None) -> list[dict[str, Any]]:
     from skillgit.sleep import approval
 
-    keys = approval.approved_in(sp.root) if keys is None else keys
-    return [{"key": c.key, "text": c.shown_text, "needs": c.needs, "approved": c.approval_key in keys}
+    recorded = approval.entries_in(sp.root) if recorded is None else recorded
+    keys = frozenset(recorded) if keys is None else keys
+    return [{"key": c.key, "text": c.shown_text, "needs": c.needs, "approved": c.approval_key in keys,
+             "files": [{"path": f.path, "digest": f.digest} for f in c.files],
+             "changed": "" if c.approval_key in keys else approval.changed(recorded, c.text_key, c.files)}
             for c in configured]
 
 
-def _show_config(sp: Any, configured: Any, as_json: bool, keys: Optional[frozenset[str]] = None) -> None:
+def _show_config(sp: Any, configured: Any, as_json: bool, keys: Optional[frozenset[str]] = None,
+                 recorded: Any = None) -> None:
     """The commands the configuration runs in a night (a pulled skillgit.yaml may have changed them), each whole
-    and marked when not approved here (on stdout; nothing with `--json`, whose object has them as `config`)."""
+    and marked when not approved here, with the files they run (on stdout; nothing with `--json`, whose object has
+    them as `config`)."""
     if as_json or not configured:
         return
-    for c in _config_rows(sp, configured, keys):  # shown whole: what an unattended night would run
+    for c in _config_rows(sp, configured, keys, recorded):  # shown whole: what an unattended night would run
         typer.echo(shown(f"skillgit.yaml {c['key']}{'' if c['approved'] else ' (not approved)'}: "
                          f"{'' if c['key'].endswith('.env_passthrough') else '$ '}{c['text']}", multiline=False))
+        show_files(c)
 
 
 def _review_nothing_mined(sp: Any, path: Path, as_json: bool, config: list[dict[str, Any]]) -> None:
@@ -383,9 +395,17 @@ def status_cmd(repo: Optional[Path] = REPO, config: Optional[Path] = CONFIG,
                                                        if t["exists"] else "none yet (`skillgit sleep mine`)")
                      + (f"; {t['unapproved']} agentic task(s) run commands nobody approved here"
                         if t["unapproved"] else "")))
+    for task_id, why in t.get("changed", {}).items():
+        if why != info["legacy"]:
+            typer.echo(shown(f"  task {task_id}: {why}", multiline=False))
     waiting = [c["key"] for c in info["config"] if not c["approved"]]
     if waiting:
         typer.echo(shown(f"skillgit.yaml: {', '.join(waiting)} not approved here: a night leaves out what needs it"))
+    for c in info["config"]:
+        if c["changed"] and c["changed"] != info["legacy"]:
+            typer.echo(shown(f"  skillgit.yaml {c['key']}: {c['changed']}", multiline=False))
+    if info["legacy"]:
+        say(f"some command(s) were {info['legacy']}")
     sched = info["schedule"]
     why = f" ({sched['cron_error']})" if sched["cron"] is None and sched["cron_error"] else ""
     typer.echo(shown(f"schedule: cron {_yes_no(sched['cron'])}{why}, systemd {_yes_no(sched['systemd'])}"))
@@ -514,7 +534,7 @@ def _approve_scheduled(sp: Any) -> tuple[Any, ...]:
     from skillgit.sleep import approval
     from skillgit.store.repository import open_repository
 
-    configured = approval.config_commands(sp.config)
+    configured = approval.config_commands(sp.config, sp.root)
     for c in configured:
         say(f"the nightly job runs skillgit.yaml {c.key}: {c.shown_text}")
     if configured:

@@ -6,9 +6,11 @@ Contract
 - Tools, read only: `log`, `show`, `diff`, `rejected`, `status`, `report`, `review_summary`, `pending_questions`
   (the handoff teacher's questions, skillgit/llm/handoff.py). `answer` stores one answer to a pending question
   (validated id, capped size, stored as data, never over an earlier answer). Guarded actions:
-  `train_dry_run` (plan and estimate, no model call), `train` (refused without `max_calls` or `max_cost_usd`;
-  trains onto a `skillgit/review/…` branch, never the skill branch), `sleep_dry_run`, `sleep_run` (`skillgit sleep`
-  when this version has it, else a clear error). No tool merges, reverts, pushes or moves the skill branch.
+  `train_dry_run` (plan and estimate, no model call; says whether `train` would be refused), `train` (refused
+  without `max_calls` or `max_cost_usd`, and while a command it would run is not approved on this machine:
+  `tools.train`, `sleep.approval_train`; trains onto a `skillgit/review/…` branch, never the skill branch),
+  `sleep_dry_run`, `sleep_run` (`skillgit sleep` when this version has it, else a clear error). No tool merges,
+  reverts, pushes or moves the skill branch.
 - Resources: `skillgit://skill` (the skill on its branch), `skillgit://status` (the newest run),
   `skillgit://runs/{run}/progress` (JSON) and `skillgit://runs/{run}/report` (Markdown).
 - Every returned text, error messages included, goes through `tools.safe` (secrets masked, control characters
@@ -190,7 +192,9 @@ def build_server(repo: Path | None = None, config: Path | None = None) -> Any:
                                                              "after answering a handoff run's questions) instead "
                                                              "of starting a new run.")] = False) -> str:
         """Train the skill onto a review branch within an explicit budget (max_calls or max_cost_usd, required).
-        Spends model calls. Never touches the skill branch: merging the review branch is the user's decision."""
+        Spends model calls. Refused while a command it would run (skillgit.yaml's, the tasks') is not approved by
+        the user (`skillgit approve`, which you cannot run for them). Never touches the skill branch: merging the
+        review branch is the user's decision."""
         return await call(tools.train, ws, Budget(max_calls, max_cost_usd), max_steps, review_branch, timeout_s,
                           resume)
 

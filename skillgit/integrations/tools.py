@@ -13,8 +13,12 @@ Contract
   `sleep.tasks_file` outside it is refused with the key and the fix. Files are opened without following a last
   link and read up to a cap.
 - Read functions never write. `train` writes only a `skillgit/review/…` branch (and skillgit's own refs) through
-  `commands.train_command`; `sleep` runs `skillgit sleep` when this version has it. Nothing here merges, reverts,
-  pushes or moves the skill branch: adopting learned changes is a person's act, prepared by `review_summary`.
+  `commands.train_command`, and only when every command the run would take from the configuration or the task
+  set is approved on this machine, with the files it runs (`sleep.approval_train`: a person approves with
+  `skillgit approve --yes`; else it refuses, naming them, before anything runs); `train_dry_run` says what `train`
+  would refuse. `sleep` runs `skillgit sleep` when this version has it (a night gates its own commands). Nothing
+  here merges, reverts, pushes or moves the skill branch: adopting learned changes is a person's act, prepared by
+  `review_summary`.
 """
 
 from __future__ import annotations
@@ -414,12 +418,25 @@ def _json_result(done: C.Completed, what: str, ok_codes: tuple[int, ...] = (0,))
         return {"output": done.stdout.strip()}
 
 
+def _gate(ws: Workspace) -> Any:
+    """What the commands of a run started here need (`approval_train.TrainGate`)."""
+    from skillgit.sleep.approval_train import train_gate
+
+    project = ws.project()
+    return train_gate(project.root, project.config)
+
+
 def train_dry_run(ws: Workspace, max_steps: int | None = None, timeout_s: float = 300) -> str:
+    from skillgit.sleep.approval_train import APPROVE_HINT
+
     project = ws.project()
     done = C.run(C.dry_run_command(project.root, ws.config, max_steps=max_steps), timeout_s, cwd=project.root)
     plan = _json_result(done, "the dry run")
     text = plan.pop("text", None) if isinstance(plan, dict) else None
-    return (f"{text}\n\n" if text else "") + "estimate (no model was called):\n" + to_json(plan)
+    why = _gate(ws).reason()
+    gate = (f"train would be refused: {why}; {APPROVE_HINT}" if why else
+            "train may run: every command it takes from the configuration and the task set is approved here")
+    return (f"{text}\n\n" if text else "") + f"{gate}\n\nestimate (no model was called):\n" + to_json(plan)
 
 
 def train(ws: Workspace, budget: C.Budget, max_steps: int | None = None, review_branch: str | None = None,
@@ -428,6 +445,9 @@ def train(ws: Workspace, budget: C.Budget, max_steps: int | None = None, review_
     if resume and not review_branch:
         raise SkillgitError("resume needs the review branch the run trains onto",
                             "pass review_branch (the review_branch of the train result you continue)")
+    gate = _gate(ws)  # an agent may have been steered: only what a person approved here runs
+    if gate.reason():
+        raise gate.refusal()
     store = ws.store()
     root, skill_branch = store.repo.root, store.branch
     branch = C.review_branch_name(review_branch)

@@ -28,6 +28,8 @@ Contracts:
 - Scoring: the configured scorer, wrapped in `RubricScorer` with the teacher as the judge of text tasks that have
   no short accepted answer (replay.py); offline (simulated teacher) the judge is `world.judge.SimulatedJudge`.
   Judge calls are journaled and metered like teacher calls (they count against the night's budgets).
+- A task's commands are approved with the repository files they run, read at the commit the task replays
+  (`approval.RepoFiles`): a file changed since the approval leaves the task out (`approval.NOT_APPROVED`).
 - Commands from the configuration (`approval.ConfigGate`, checked after the privacy gate): an agent command or
   `env_passthrough` nobody approved on this machine makes a fresh night record nothing trained, every task left
   out under `approval.CONFIG_NOT_APPROVED` and the reason (a started night stops, exit 2); an unapproved scorer
@@ -45,7 +47,7 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from skillgit.config import Config
 from skillgit.errors import ExitCode, SkillgitError
@@ -53,7 +55,7 @@ from skillgit.loop.events import EventSink, ignore
 from skillgit.records import SkillScores, StepOutcome
 from skillgit.sleep import replay as R
 from skillgit.sleep import state as S
-from skillgit.sleep.approval import CONFIG_NOT_APPROVED, ConfigGate, approved_in, command_key, config_gate
+from skillgit.sleep.approval import CONFIG_NOT_APPROVED, ConfigGate, RepoFiles, approved_in, config_gate
 from skillgit.sleep.handoff import Deferring, HandoffDeferred, HandoffLLM, HandoffPending, answered, pending_prompts
 from skillgit.sleep.harvest import HarvestResult, consume_inbox, git_remotes, harvest
 from skillgit.sleep.mine import MinedTask, Miner, MineResult, read_tasks, rev_before, write_tasks
@@ -264,11 +266,12 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
     task file's count when `pool` is part of it (a library skill's routed tasks)."""
     meta_path = folder / "replay.json"
     gate = gate_of(sp)
+    keys = _keys(sp, pins)
     if R.has_splits(folder) and meta_path.is_file():
-        _check_frozen_commands(sp, folder, gate)
+        _check_frozen_commands(sp, folder, gate, keys)
         return R.Replay(simulated=simulated), json.loads(meta_path.read_text(encoding="utf-8"))
     chosen = R.choose(pool, sp.settings, simulated=simulated, agentic=R.agentic_supported(), pins=pins,
-                      approved=gate.approved, scorer_blocked=gate.scorer_blocked)
+                      approved=gate.approved, scorer_blocked=gate.scorer_blocked, keys=keys)
     meta = {**chosen.counts(), "used": chosen.used, "judged": chosen.judged, "excluded": chosen.excluded,
             "repinned": chosen.repinned,
             "simulated": simulated,
@@ -279,7 +282,14 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
     return chosen, meta
 
 
-def _check_frozen_commands(sp: SleepProject, folder: Path, gate: ConfigGate) -> None:
+def _keys(sp: SleepProject, pins: Pins | None) -> Any:
+    """A task's approval key as the night runs it: its commands and the repository files they run at the commit
+    the task replays (`approval.RepoFiles`, pinned as `pins` pins it)."""
+    repo = cast(Repository, pins.commits) if pins is not None else open_repository(sp.root)  # (the night's repo)
+    return RepoFiles(repo, pins.base if pins is not None else None).key
+
+
+def _check_frozen_commands(sp: SleepProject, folder: Path, gate: ConfigGate, keys: Any) -> None:
     """A resumed night replays its frozen splits: each agentic row's commands must still be approved, and so must
     the configured scorer's for a text row it scores (revoked since, a pulled configuration, or frozen by a
     skillgit that did not ask: the night stops before anything runs)."""
@@ -287,7 +297,7 @@ def _check_frozen_commands(sp: SleepProject, folder: Path, gate: ConfigGate) -> 
         path = folder / f"{name}.jsonl"
         rows = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
         for row in (MinedTask.from_row(json.loads(line)) for line in rows if line.strip()):
-            if row.kind == "agentic" and command_key(row) not in gate.approved:
+            if row.kind == "agentic" and keys(row) not in gate.approved:
                 why = "runs commands nobody approved here"
             elif row.kind == "text" and row.expected is not None and gate.scorer_blocked:
                 why = "is scored by the configuration's scorer, whose command nobody approved here"
@@ -300,7 +310,7 @@ def _check_frozen_commands(sp: SleepProject, folder: Path, gate: ConfigGate) -> 
 
 def gate_of(sp: SleepProject) -> ConfigGate:
     """The configuration's commands and the approvals on this machine (`approval.ConfigGate`)."""
-    return config_gate(sp.config, approved_in(sp.root))
+    return config_gate(sp.config, approved_in(sp.root), sp.root)
 
 
 class UnapprovedScorer:

@@ -10,8 +10,10 @@ Contracts:
   `crontab -l`, whose failure is reported as "unknown" with its cause in `cron_error`, and the systemd unit
   files); it changes nothing. It counts
   what waits for an approval here: the task file's agentic tasks whose commands nobody approved
-  (`tasks.unapproved`), the configuration's commands with their approval (`config`), and per night the tasks it
-  left out for want of one (`left_out_unapproved`).
+  (`tasks.unapproved`; `tasks.changed`: id → which file changed since its approval, `approval.changed`), the
+  configuration's commands with their approval (`config`, each with its `changed`), `legacy` (`approval.LEGACY`
+  when an approval recorded before approvals covered files no longer approves a command; else ""), and per night
+  the tasks it left out for want of one (`left_out_unapproved`).
 - Both choose tasks with the configuration's commands' approvals (`approval.ConfigGate`), as a night does.
 - A plan's `harvest.looked` says where sessions were looked for (`looked`: the home as configured, never expanded,
   and the sources); its text says so when none was found.
@@ -29,11 +31,14 @@ from skillgit.sleep import schedule as K
 from skillgit.sleep import state as S
 from skillgit.sleep.approval import (
     CONFIG_NOT_APPROVED,
-    approved,
+    LEGACY,
+    RepoFiles,
     approved_in,
-    command_key,
+    changed,
     config_gate,
+    entries,
     left_out,
+    text_key,
 )
 from skillgit.sleep.mine import read_tasks
 from skillgit.sleep.night import gather, leaves_machine, night_overrides, run_id
@@ -55,9 +60,10 @@ def plan_night(sp: SleepProject, date: str, *, handoff: bool = False) -> dict[st
     simulated = cfg.model.student_backend == "simulated"
     if library:
         return _plan_library(sp, date, g, library, handoff)
-    gate = config_gate(cfg, approved_in(sp.root))
+    gate = config_gate(cfg, approved_in(sp.root), sp.root)
     chosen = R.choose(g.pool, settings, simulated=simulated, agentic=R.agentic_supported(),
-                      approved=gate.approved, scorer_blocked=gate.scorer_blocked)
+                      approved=gate.approved, scorer_blocked=gate.scorer_blocked,
+                      keys=RepoFiles(store.repo, store.tip()).key)
     if gate.night_reason and g.pool:
         chosen = R.Replay(excluded={CONFIG_NOT_APPROVED: len(g.pool)}, reason=gate.night_reason)
     who = leaves_machine(cfg, handoff)
@@ -116,9 +122,15 @@ def _plan_skill(sp: SleepProject, date: str, name: str, entry: Any, routed: Any)
     from skillgit.sleep.library_night import night_branch, skill_run
 
     cfg = sp.config
-    gate = config_gate(cfg, approved_in(sp.root))
+    gate = config_gate(cfg, approved_in(sp.root), sp.root)
+    try:  # the tasks' files at the commits the night pins them to (its skill branch's tip as the fallback)
+        own = Store.open(sp.root, skill_file(entry.path), entry.branch or cfg.skill.branch)
+        files = RepoFiles(own.repo, own.tip())
+    except SkillgitError:
+        files = RepoFiles(open_repository(sp.root))
     chosen = R.choose(routed, sp.settings, simulated=cfg.model.student_backend == "simulated",
-                      agentic=R.agentic_supported(), approved=gate.approved, scorer_blocked=gate.scorer_blocked)
+                      agentic=R.agentic_supported(), approved=gate.approved, scorer_blocked=gate.scorer_blocked,
+                      keys=files.key)
     if gate.night_reason and routed:
         chosen = R.Replay(excluded={CONFIG_NOT_APPROVED: len(routed)}, reason=gate.night_reason)
     why = "no task was routed to it tonight (no session invoked it)" if not routed else chosen.reason
@@ -190,15 +202,18 @@ def status_info(sp: SleepProject, limit: int = 10, *, crontab: str = "crontab",
                        "adopted": record.adopted, "left_out_unapproved": left_out(record.tasks.excluded),
                        "branch_exists": bool(record.branch and repo.ref(f"refs/heads/{record.branch}"))})
     path = sp.path(sp.settings.tasks_file)
-    gate = config_gate(sp.config, approved(repo.common_dir))
+    recorded = entries(repo.common_dir)
+    gate = config_gate(sp.config, frozenset(recorded), sp.root)
     tasks: dict[str, Any] = {"file": str(path), "exists": path.is_file(), "count": 0, "reviewed": False,
-                             "unapproved": 0}
+                             "unapproved": 0, "changed": {}}
     if path.is_file():
         try:
             loaded = read_tasks(path)
-            tasks.update(count=len(loaded.tasks), reviewed=loaded.reviewed,
-                         unapproved=sum(1 for t in loaded.tasks if t.kind == "agentic"
-                                        and command_key(t) not in gate.approved))
+            files = RepoFiles(repo, repo.ref(f"refs/heads/{sp.config.skill.branch}"))
+            waiting = [t for t in loaded.tasks if t.kind == "agentic" and files.key(t) not in gate.approved]
+            why = {t.id: changed(recorded, text_key(t), files.files(t)) for t in waiting}
+            tasks.update(count=len(loaded.tasks), reviewed=loaded.reviewed, unapproved=len(waiting),
+                         changed={k: v for k, v in why.items() if v})
         except SkillgitError as exc:
             tasks["error"] = exc.message
     root = repo.root.resolve()
@@ -212,6 +227,10 @@ def status_info(sp: SleepProject, limit: int = 10, *, crontab: str = "crontab",
     return {"nights": nights, "tasks": tasks,
             "schedule": {"cron": cron, "cron_error": cron_error, "systemd": systemd},
             "config": [{"key": c.key, "text": c.shown_text, "needs": c.needs,
-                        "approved": c.approval_key in gate.approved}
+                        "approved": c.approval_key in gate.approved,
+                        "changed": "" if c.approval_key in gate.approved else changed(recorded, c.text_key, c.files)}
                        for c in gate.commands],
+            "legacy": LEGACY if any(v == LEGACY for v in tasks["changed"].values()) or any(
+                c.approval_key not in gate.approved and changed(recorded, c.text_key, c.files) == LEGACY
+                for c in gate.commands) else "",
             "harvest": {"files": len(state.harvest.files)}, "ref": S.SLEEP_REF, "head": state.head}

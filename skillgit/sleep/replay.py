@@ -9,8 +9,10 @@ Contracts:
   reference (its judge cannot tell right from wrong without one); an agentic task needs a test command
   to verify it, a task loader that reads agentic rows (`agentic_supported()` asks `skillgit.tasks` itself, so
   agentic tasks join as soon as the loader reads them), and its commands in `approved` (`approval.command_key`:
-  the keys a person approved with `skillgit sleep review --approve`; the default approves none) — a command taken
-  from a transcript never runs unreviewed, whatever else released the night; a text task the configured scorer
+  the keys a person approved with `skillgit sleep review --approve`; the default approves none; `keys` computes a
+  task's key — the night's, `approval.RepoFiles.key`, covers the repository files the commands run at the commit
+  the task replays; the default, the text alone) — a command taken from a transcript never runs unreviewed,
+  whatever else released the night; a text task the configured scorer
   scores (not judged) is left out when that scorer's command is not approved (`scorer_blocked`,
   `approval.ConfigGate`); with the simulated student
   (`simulated=True`) only simulated-world records can be scored — the student refuses anything else — so other
@@ -40,7 +42,7 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from skillgit.config import EnvCfg
 from skillgit.errors import SkillgitError
@@ -136,7 +138,8 @@ def agentic_supported() -> bool:
     return True
 
 
-def _why_not(task: MinedTask, simulated: bool, agentic: bool, approved: frozenset[str]) -> str | None:
+def _why_not(task: MinedTask, simulated: bool, agentic: bool, approved: frozenset[str],
+             keys: Callable[[MinedTask], str | None] = command_key) -> str | None:
     if task.kind == "agentic":
         if simulated:
             return "agentic task: the simulated student only answers text records"
@@ -145,7 +148,7 @@ def _why_not(task: MinedTask, simulated: bool, agentic: bool, approved: frozense
                     "student to hand its diff to the judge: not yet)")
         if not agentic:
             return "agentic task: this skillgit's task loader does not read agentic rows yet"
-        return None if command_key(task) in approved else NOT_APPROVED
+        return None if keys(task) in approved else NOT_APPROVED
     if _answer(task) is None:
         if not str((task.verify or {}).get("rubric") or "").strip():
             return "text task with neither an accepted answer nor a rubric"
@@ -165,7 +168,8 @@ def _priority(task: MinedTask) -> tuple[int, int, str]:
 
 
 def choose(tasks: Iterable[MinedTask], settings: SleepSettings, *, simulated: bool, agentic: bool,
-           pins: Pins | None = None, approved: frozenset[str] = frozenset(), scorer_blocked: bool = False) -> Replay:
+           pins: Pins | None = None, approved: frozenset[str] = frozenset(), scorer_blocked: bool = False,
+           keys: Callable[[MinedTask], str | None] = command_key) -> Replay:
     """See the module contract."""
     excluded: Counter[str] = Counter()
     repinned: Counter[str] = Counter()
@@ -176,7 +180,7 @@ def choose(tasks: Iterable[MinedTask], settings: SleepSettings, *, simulated: bo
             excluded["duplicate id"] += 1
             continue
         seen.add(task.id)
-        why = _why_not(task, simulated, agentic, approved)
+        why = _why_not(task, simulated, agentic, approved, keys)
         if not why and scorer_blocked and task.kind == "text" and not judged(task, settings.judge_over_chars):
             why = SCORER_NOT_APPROVED  # the configured scorer would score it: its command is not approved here
         if not why and pins is not None and task.kind == "agentic":
