@@ -247,6 +247,9 @@ class EvaluationCfg(Frozen):
     # Also score a byte-identical copy of the incumbent in each round (a second control; one more val scoring per
     # step): the round's own noise floor, and a refusal when two scorings of one text disagree.
     control_copy: bool = False
+    # How a run spends α over its gates (loop/spending.py): none (each gate at paired_alpha) | fdr (LORD++: the
+    # expected share of false accepts among a run's accepts ≤ α) | fwer (alpha spending: P(any false accept) ≤ α).
+    across_steps: str = "none"
 
     def __post_init__(self) -> None:
         # Invariant: `gate` is a non-empty tuple of known mode names, without repeats, in the order given — whether

@@ -46,6 +46,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "optimizer.recall_scope": ("branch", "skill"),  # loop/recall.py SCOPES
     "evaluation.gate_metric": ("hard", "soft", "mixed"),
     "evaluation.gate_test": ("stderr", "permutation"),
+    "evaluation.across_steps": ("none", "fdr", "fwer"),  # loop/spending.py MODES
 }
 # Lists owned by the agent registry, read when a value is checked (an agent registered at run time is allowed).
 DYNAMIC_ENUMS: dict[str, Callable[[], tuple[str, ...]]] = {

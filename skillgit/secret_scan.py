@@ -32,6 +32,7 @@ Every pattern is Python `re`; nothing here raises on any input text (a pattern e
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -46,6 +47,7 @@ _RUN_MAP = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
 _RUN = re.compile(b"a" * MIN_RUN + b"a*")  # a run (the scanner finds them with `_RUN_START` and the next space)
 _RUN_START = b"a" * MIN_RUN
 RUN_MEMO_SIZE = 16384  # runs whose detectors a scanner remembers (paths and names recur); emptied when full
+ALLOW_MEMO_SIZE = 4096  # (secret, match) pairs whose allowlist answer a detector remembers; emptied when full
 # after a secret word: within a name's length an assignment operator (gitleaks' set, plus JSON-escaped quotes)
 _WORD_TAIL = rb"""(?P<nm>[ \t\w.\-]{0,30}?)[\s'"\\]{0,4}(?:=|>|:|\|\||\?=|,)"""
 # name characters → "a", the rest → " ": a name's start is found with bytes.rfind, not a backtracking regex
@@ -80,8 +82,9 @@ class Detector:
     # extended over it, and the detector is not run again at a place inside a span it already accepted
     tail: re.Pattern[str] | None = None
 
-    @property
+    @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
+        """`source` compiled (a scanner reads it at every place a gate sends a detector: kept in the instance)."""
         return self._compiled("source")  # type: ignore[return-value]
 
     def _compiled(self, name: str) -> re.Pattern[str] | None:
@@ -103,10 +106,22 @@ class Detector:
         return match.span()
 
     def allowed(self, secret: str, whole: str) -> bool:
-        """True when an allowlist of the rule lets this finding through (a placeholder, a key *name*, …)."""
-        allow_secret, allow_match = self._compiled("allow_secret"), self._compiled("allow_match")
-        return bool((allow_secret is not None and allow_secret.search(secret))
-                    or (allow_match is not None and allow_match.search(whole)))
+        """True when an allowlist of the rule lets this finding through (a placeholder, a key *name*, …). The
+        answer depends on the two strings only: it is remembered per detector (`ALLOW_MEMO_SIZE` pairs; gitleaks'
+        match allowlists are alternations the regex engine tries at every character, and code repeats its lines)."""
+        memo: dict[tuple[str, str], bool] | None = self.__dict__.get("_allow_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_allow_memo", memo)  # a cache, like `_compiled`'s: not a field
+        found = memo.get((secret, whole))
+        if found is None:
+            allow_secret, allow_match = self._compiled("allow_secret"), self._compiled("allow_match")
+            found = bool((allow_secret is not None and allow_secret.search(secret))
+                         or (allow_match is not None and allow_match.search(whole)))
+            if len(memo) >= ALLOW_MEMO_SIZE:
+                memo.clear()
+            memo[(secret, whole)] = found
+        return found
 
 
 def either(patterns: Iterable[str]) -> str:

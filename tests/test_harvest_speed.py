@@ -427,3 +427,55 @@ def test_a_cut_outputs_exit_code_around_the_marker():
     for output, code in cases.items():
         assert _exit_reference(excerpt(output)) == code, output[:40]
         assert tool_result(output).exit_code == code and tool_result(output).is_error == bool(code)
+
+
+def _digest_definition(session: Session) -> str:
+    """The contract's digest, spelled as it reads: a header of the strings' lengths and the other fields, then the
+    strings joined into one run, encoded as UTF-8 (lone surrogates passed through)."""
+    import hashlib
+
+    texts: list[str] = []
+    shape: list[object] = []
+    for turn in session.turns:
+        texts += (turn.role, turn.text, turn.timestamp or "")
+        shape += (len(turn.tool_calls), len(turn.tool_results), len(turn.skills), turn.timestamp is None)
+        for call in turn.tool_calls:
+            texts += (call.name, call.summary, call.command or "", call.call_id, *call.paths)
+            shape += (len(call.paths), call.command is None, call.writes)
+        for result in turn.tool_results:
+            texts += (result.output, result.call_id)
+            shape += (result.is_error, result.exit_code)
+        for use in turn.skills:
+            texts += (use.name, use.kind, use.how, use.path or "")
+            shape.append(use.path is None)
+    hashed = hashlib.sha256(repr(([len(t) for t in texts], shape)).encode("ascii") + b"\x00")
+    hashed.update("".join(texts).encode("utf-8", "surrogatepass"))
+    return DIGEST_PREFIX + hashed.hexdigest()[:20]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(st.sampled_from("ab \n…é€\U0001F600\ud800\udc00\udfff\x00"), max_size=6), min_size=6,
+                max_size=6))
+def test_the_digest_is_its_definition_whatever_the_characters(parts):
+    # the digest encodes each string on its own and joins the bytes; the definition encodes the strings joined:
+    # the same bytes for ASCII, Latin-1, BMP and astral characters and for lone surrogates either side of a join
+    text, output, summary, command, path, name = parts
+    call = ToolCall("Bash", summary, command, (path, name), False, "c1")
+    session = Session("claude", "s1", turns=(
+        Turn("user", text, timestamp="2025-01-01T00:00:00Z"),
+        Turn("assistant", name, (call,), (ToolResult(output, False, "c1", None),), None,
+             (SkillUse(name, "skill", "read", path or None),))))
+    assert digest(session) == _digest_definition(session)
+
+
+def test_a_summary_is_collapsed_as_split_and_join_collapse_it_whatever_the_character():
+    # `short` skips " ".join(text.split()) for a printable text without " ": str.split() splits at the characters
+    # str.isspace() names, and no printable one but " " is among them, in the whole of Unicode
+    import sys
+
+    from skillgit.sleep.readers._common import short
+
+    chars = map(chr, range(sys.maxunicode + 1))
+    assert [hex(ord(c)) for c in chars if c.isspace() and c.isprintable() and c != " "] == []
+    for text in ("a\u00a0b", "a\u3000b", "a\x1cb", "a\u2028b", " a", "a\tb", "src/app.py", "x\u200bb", "é…", ""):
+        assert short(text) == " ".join(text.split()), repr(text)

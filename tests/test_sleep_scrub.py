@@ -111,3 +111,21 @@ def test_a_session_is_scrubbed_with_its_secret_values_resolved_once_and_masks_wh
     for secret in (late, DOTENV_VALUE, OPENAI_KEY, EMAIL, HOME):
         assert secret not in flat
     assert clean.turns[0].text == alone[0][0] and clean.turns[1].tool_calls[0].command == alone[2][0]
+
+
+def test_a_string_the_memo_holds_as_clean_is_masked_once_a_secret_value_appears_in_it(monkeypatch):
+    # a short string nothing was masked in is answered from the scrubber's memo (its very object, no copy), but only
+    # for the secret values it was scrubbed with: once a credential-named variable holds a value in it, it is masked
+    from skillgit.sleep.model import Session, ToolCall, Turn
+
+    value = "later-" + "4f3e2d" * 3
+    command = f"deploy --name {value}"
+    call = ToolCall("Bash", command, command, (f"/tmp/{value}/out.txt",), False, "c1")
+    session = Session("claude", "s1", turns=(Turn("user", "ship it"), Turn("assistant", "ok", tool_calls=(call,))))
+    s = build_scrubber(environ={}, homes=[])
+    for _ in range(2):
+        clean, counts = s.scrub_session(session)
+        assert counts == Redactions() and clean.turns[1].tool_calls[0] is call
+    monkeypatch.setenv("SLEEP_LATER_TOKEN", value)
+    clean, counts = s.scrub_session(session)
+    assert value not in json.dumps(clean.to_dict()) and counts.secrets == 3  # the summary, the command, the path

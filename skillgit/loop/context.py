@@ -20,6 +20,7 @@ from skillgit.llm.metering import bind_stage
 from skillgit.loop.events import EventSink, Progress, StageStarted
 from skillgit.loop.gate import Evaluator
 from skillgit.loop.ledger import Ledger
+from skillgit.loop.spending import Tracker
 from skillgit.loop.stages import Scorer
 from skillgit.types import Item
 
@@ -35,6 +36,7 @@ class StepContext:
     train: tuple[Item, ...]
     executor: Executor | None = None  # where rollouts run (None: this process's threads)
     own_samples: bool = False  # the run's student calls are keyed by its own salt (`evidence.py`): fresh measurements
+    spending: Tracker | None = None  # how the run spends α over its gates (`loop/spending.py`); None: α every time
 
     def stage(self, step: int | str, name: str) -> None:
         """Announce a stage (the display shows it). A safe point: a stop a signal asked for is raised here."""

@@ -107,16 +107,22 @@ class Judgement:
 def judge(ctx: StepContext, p: Proposal, current: gate_mod.SplitScore, *, candidates: int = 1) -> Judgement:
     """Guard, score and gate `p` against the incumbent (`current`: its val score from an earlier round);
     `candidates` is how many proposals of the step are gated together (it raises the significance bar:
-    `gate.decide`). Unless `evaluation.reuse_incumbent_score`, the incumbent is scored again in the same wave as
-    the candidate (the round is the step), and `current` becomes a null control (with a byte-identical copy when
-    `evaluation.control_copy`). Writes nothing."""
+    `gate.decide`); in a run (`ctx.spending`) the bar is the run's next test's α (`loop/spending.py`), and the
+    verdict carries that `Spending` (not counted when nothing is tested: unscored, forced, gate off). Unless
+    `evaluation.reuse_incumbent_score`, the incumbent is scored again in the same wave as the candidate (the round
+    is the step), and `current` becomes a null control (with a byte-identical copy when `evaluation.control_copy`).
+    Writes nothing."""
     ecfg = ctx.cfg.evaluation
     metric, weight = ecfg.gate_metric, ecfg.mixed_weight
     problem = p.record.invalid or (None if p.after == p.before else _guard(ctx, p))
+    spent = ctx.spending.next() if ctx.spending is not None else None
+    if spent is not None and (p.force or not ecfg.use_gate):
+        spent = dataclasses.replace(spent, counted=False)
     if p.after == p.before or problem:
         score = current.mean(metric, weight)
-        return Judgement(gate_mod.GateResult(False, score, score, problem or "no edit could be applied"), current,
-                         False)
+        unscored = dataclasses.replace(spent, counted=False) if spent is not None else None
+        return Judgement(gate_mod.GateResult(False, score, score, problem or "no edit could be applied",
+                                             spending=unscored), current, False)
     ctx.stage(p.step, "gate")
     progress = ctx.progress(p.step, "gate")
     controls: list[gate_mod.SplitScore] = []
@@ -140,7 +146,7 @@ def judge(ctx: StepContext, p: Proposal, current: gate_mod.SplitScore, *, candid
     verdict = gate_mod.decide(ecfg, base, cand_score, items=[i.id for i in ctx.evaluator.splits["val"]],
                               seed=zlib.crc32(f"{ctx.cfg.train.seed}:{p.step}".encode()),
                               train_before=p.train_before if train_after is not None else None,
-                              train_after=train_after, candidates=candidates, controls=controls)
+                              train_after=train_after, candidates=candidates, controls=controls, spent=spent)
     if p.force and not verdict.accept:
         verdict = dataclasses.replace(verdict, accept=True,
                                       reason=f"forced by configuration (gate said: {verdict.reason})")
@@ -231,7 +237,8 @@ def commit(ctx: StepContext, store: Store, run: str, seq: int, p: Proposal, judg
                     judgement.incumbent(current).record(), verdict.checks, verdict.fixed, verdict.broke,
                     incumbent=_incumbent_basis(ctx, judgement.scored),
                     controls=tuple(_control_summary(c, metric, ecfg.mixed_weight) for c in judgement.controls),
-                    noise_floor=to_float(controls.numbers.get("noise_floor")) if controls is not None else None)
+                    noise_floor=to_float(controls.numbers.get("noise_floor")) if controls is not None else None,
+                    spending=verdict.spending)
     ctx.stage(p.step, "decide")
     cand = store.propose(p.after, base=p.base, run=run, step=p.step, subject=subject_of(p.kind, applied, verdict.delta),
                          body=body, trailers=trailers, note=[redact.redact_mapping(candidate.to_note())],
@@ -242,6 +249,8 @@ def commit(ctx: StepContext, store: Store, run: str, seq: int, p: Proposal, judg
     except BranchMoved:
         store.discard(cand)  # nothing was decided: leave no pending candidate behind
         raise
+    if ctx.spending is not None:
+        ctx.spending.remember(cand.sha, verdict.spending, verdict.accept)
     if negative is not None:
         negative.add(decision)
     return dataclasses.replace(outcome, sha=cand.sha, parent=cand.parent)

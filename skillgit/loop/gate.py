@@ -12,7 +12,8 @@ the checks (modes), all of which must pass:
 - `significance`: the mean per-item Δ, less `gate_margin`, is significant: the one-sided sign-flip permutation
   test over items has p < `paired_alpha` (`gate_test: permutation`, the default: exact, so at most α false accepts
   under any null where an item is as likely to lose as to gain — resampling, or items re-drawn at random), or it
-  exceeds `gate_k` standard errors over items (`gate_test: stderr`: a normal approximation);
+  exceeds `gate_k` standard errors over items (`gate_test: stderr`: a normal approximation); in a run, α is the
+  step's share of the run's α (`spent`, `evaluation.across_steps`: loop/spending.py), and the reason names it;
 - `paired` (the older name, kept): `strict` and the permutation test;
 - `per_item`: no val item dropped by more than `item_tolerance` beyond what noise explains (an item that passed
   every repeat and fails every repeat now broke; drops among items whose repeats disagree are compared with the
@@ -33,13 +34,14 @@ the items fixed and broken, and the coverage in items and samples. bench/gate_ca
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from skillgit.config import EvaluationCfg
-from skillgit.loop import stats
+from skillgit.loop import spending, stats
 from skillgit.loop.evaluate import (  # noqa: F401
     Evaluator,
     SplitScore,
@@ -51,6 +53,7 @@ from skillgit.loop.evaluate import (  # noqa: F401
 )
 from skillgit.loop.stats import corrected_k, wilson  # noqa: F401 - part of the gate's vocabulary
 from skillgit.records import Coverage, GateCheck, to_float  # (GateCheck: a gate note's record)
+from skillgit.records.notes import Spending
 
 if TYPE_CHECKING:
     from skillgit.config import Config
@@ -78,6 +81,7 @@ class GateResult:
     checks: tuple[GateCheck, ...] = ()
     fixed: tuple[str, ...] = ()  # val items that went from failing to passing (item mean < 0.5 → ≥ 0.5)
     broke: tuple[str, ...] = ()  # … and from passing to failing
+    spending: Spending | None = None  # in a run: the α this candidate was judged at (`loop/spending.py`)
 
     @property
     def delta(self) -> float:
@@ -95,7 +99,8 @@ class GateResult:
         return {"accept": self.accept, "before": round(self.before, 6), "after": round(self.after, 6),
                 "reason": self.reason, "p_value": self.p_value,
                 "coverage": self.coverage.to_dict() if self.coverage else None,
-                "checks": [c.to_dict() for c in self.checks], "fixed": list(self.fixed), "broke": list(self.broke)}
+                "checks": [c.to_dict() for c in self.checks], "fixed": list(self.fixed), "broke": list(self.broke),
+                "spending": self.spending.to_dict() if self.spending else None}
 
 
 def coverage(before: SplitScore, after: SplitScore, items: list[str] | None = None) -> Coverage:
@@ -152,29 +157,33 @@ def _named(label: str, ids: list[str], limit: int = 5) -> str:
 def decide(cfg: EvaluationCfg, before: SplitScore, after: SplitScore, *, seed: int = 0,
            items: list[str] | None = None, train_before: SplitScore | None = None,
            train_after: SplitScore | None = None, candidates: int = 1,
-           controls: Sequence[SplitScore] = ()) -> GateResult:
+           controls: Sequence[SplitScore] = (), spent: Spending | None = None) -> GateResult:
     """Compare on the items both skills could be scored on, if they cover enough of the split (`items`), with
     every check `cfg.gate` names, after the null checks (`controls`: other scorings of the incumbent; the
     students' fingerprints); `train_before`/`train_after` are the step's train batch for `two_split`.
     `candidates`: how many candidates of one step are gated together (`optimizer.proposals`), of which the best
     that passes is kept. The significance bar is raised for it (Bonferroni: α/candidates, or the z bar of that
-    tail), so keeping the best of P does not multiply the false accepts by P."""
+    tail), so keeping the best of P does not multiply the false accepts by P. `spent`: in a run, how it spends α
+    across its steps (`loop/spending.py`): the significance test runs at `spent.step_alpha` instead of
+    `paired_alpha` (÷ candidates on top; for `stderr`, the z bar of that tail), and the reason says so."""
     cov = coverage(before, after, items)
     common = set(before.per_item) & set(after.per_item)
     b = before.mean(cfg.gate_metric, cfg.mixed_weight, common)
     a = after.mean(cfg.gate_metric, cfg.mixed_weight, common)
     if not common or cov.fraction + _EPS < cfg.min_val_coverage:
-        return _uncovered(cfg, cov, bool(common), b, a)
+        return dataclasses.replace(_uncovered(cfg, cov, bool(common), b, a), spending=spent)  # a refusal spends
     ctx = _Context(cfg, before, after, common, b, a, seed, items, train_before, train_after, max(1, candidates),
-                   tuple(controls))
+                   tuple(controls), spent.step_alpha if spent is not None else cfg.paired_alpha)
     nulls = tuple(c for c in (_controls(ctx), _fingerprint(ctx)) if c is not None)
     checks = nulls + tuple(_CHECKS[name](ctx) for name in planned_checks(cfg.gate))
     p_values = [p for c in checks if c.name not in NULL_CHECKS and (p := to_float(c.numbers.get("p"))) is not None]
     fixed, broke = flips(cfg, before, after, common)
     moved = "".join(f"; {_named(label, ids)}" for label, ids in (("fixed", fixed), ("broke", broke)) if ids)
     accept, reason = _verdict(cfg, checks, moved)
+    if spent is not None and cfg.use_gate and any(c.name in ("significance", "paired") for c in checks):
+        reason += "; " + spending.words(spent, ctx.candidates)
     return GateResult(accept, b, a, reason + f" ({cov.describe()})", p_values[0] if p_values else None, cov, checks,
-                      tuple(fixed), tuple(broke))
+                      tuple(fixed), tuple(broke), spent)
 
 
 def _uncovered(cfg: EvaluationCfg, cov: Coverage, any_common: bool, b: float, a: float) -> GateResult:
@@ -228,6 +237,7 @@ class _Context:
     train_after: SplitScore | None
     candidates: int = 1
     controls: tuple[SplitScore, ...] = ()
+    alpha: float = 0.05  # the significance test's α for this step (`paired_alpha`, or the run's spending)
 
     @property
     def on(self) -> str:
@@ -314,7 +324,7 @@ def _significance(ctx: _Context, name: str = "significance", test: str | None = 
     if ctx.candidates > 1:
         numbers["candidates"] = ctx.candidates
     if test == "permutation":
-        alpha = cfg.paired_alpha / ctx.candidates
+        alpha = ctx.alpha / ctx.candidates
         shifted = [d - cfg.gate_margin for d in ev.diffs]
         p = stats.sign_flip_p(shifted, seed=ctx.seed, lattice=ev.lattice if not cfg.gate_margin else None)
         passed = excess > _EPS and p < alpha
@@ -325,7 +335,7 @@ def _significance(ctx: _Context, name: str = "significance", test: str | None = 
         verdict = "significant" if passed else "not significant, could be noise"
         return GateCheck(name, passed, f"{gain}: {verdict} (sign-flip p{_p(p)} over items, needs < {alpha:.3g}"
                                        f"{best_of})", numbers)
-    k = corrected_k(cfg.gate_k, ctx.candidates)
+    k = corrected_k(cfg.gate_k, ctx.candidates, ctx.alpha / cfg.paired_alpha)
     _, se, _ = stats.stderr_z(ev.diffs)
     numbers.update(se=_r(se), k=_r(k), z=_r(excess / se) if se > 0 else None)
     if n < 2:

@@ -41,7 +41,7 @@ from skillgit.config_output import config_digest, dump_config
 from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError, raise_if_stop_requested
 from skillgit.executor import Executor
 from skillgit.llm.base import LLM, Student
-from skillgit.loop import agent_step, guards, modes, proposing, recall, stages
+from skillgit.loop import agent_step, guards, modes, proposing, recall, spending, stages
 from skillgit.loop import evidence as evidence_mod
 from skillgit.loop import gate as gate_mod
 from skillgit.loop import resume as resume_mod
@@ -124,7 +124,8 @@ class Trainer(EpochEnds):
         # its journal salt, after refusing a saved run whose config or tasks changed (`evidence.opened`)
         self.evidence, self._resume_notes = evidence_mod.opened(store, self.run_id, self.progress, digest=self.digest,
                                                                 tasks=tasks, config_yaml=self.config_yaml)
-        self.ctx = dataclasses.replace(self.ctx, own_samples=bool(self.evidence.salt))
+        self.ctx = dataclasses.replace(self.ctx, own_samples=bool(self.evidence.salt),
+                                       spending=spending.Tracker(cfg.evaluation, store, lambda: self.progress))
         self.field_size = proposing.field_size(cfg)  # the most candidates a step makes (optimizer.proposers)
         self._decided = resume_mod.Decided(store, self.run_id, self.field_size)  # see `_already_decided`
         # the teacher's negative buffer, blocked set and recall memory, read once and kept up to date
@@ -252,8 +253,7 @@ class Trainer(EpochEnds):
         self.emit(RunStarted(self.run_id, resumed, self.total_steps, seed_score.mean(metric, weight),
                              current.mean(metric, weight)))
         self._save("run start" if not resumed else "resume")
-        small = gate_mod.small_val_warning(self.cfg.evaluation, len(self.evaluator.splits["val"]),
-                                           self.field_size)
+        small = gate_mod.small_val_warning(self.cfg.evaluation, len(self.evaluator.splits["val"]), self.field_size)
         if small:
             self.emit(Warning(small))
         for line in guards.over_budget(self.store.read_skill(), self.cfg.skill.max_tokens,

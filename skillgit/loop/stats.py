@@ -36,12 +36,13 @@ def z_of(alpha: float) -> float:
     return _NORMAL.inv_cdf(1 - alpha)
 
 
-def corrected_k(k: float, candidates: int) -> float:
-    """The one-sided z bar for the best of `candidates`: the quantile whose tail is (the tail of `k`) ÷
-    candidates (Bonferroni). `k` itself for one candidate."""
-    if candidates <= 1:
+def corrected_k(k: float, candidates: int, share: float = 1.0) -> float:
+    """The one-sided z bar for the best of `candidates`: the quantile whose tail is (the tail of `k`) × `share`
+    (a run's spending: α_t / α, `loop/spending.py`) ÷ candidates (Bonferroni). `k` itself for one candidate and
+    the whole share."""
+    if candidates <= 1 and share >= 1:
         return k
-    return _NORMAL.inv_cdf(1 - (1 - _NORMAL.cdf(k)) / candidates)
+    return _NORMAL.inv_cdf(1 - (1 - _NORMAL.cdf(k)) * min(1.0, share) / max(1, candidates))
 
 
 def sign_flip_p(diffs: Sequence[float], *, seed: int = 0, rounds: int = 4000, lattice: int | None = None) -> float:

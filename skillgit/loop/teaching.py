@@ -12,7 +12,8 @@
 - recall (`optimizer.recall_k`, loop/recall.py): the notes are read once, at the first step that recalls
   (`memory`, which the step then extends with its own trajectories);
 - the teacher reads each rejection's reason without the val and test items it names (`judging.without_held_out`:
-  `fixed 4 (rec-0040, …)` → `fixed 4`), as recall never shows them.
+  `fixed 4 (rec-0040, …)` → `fixed 4`), as recall never shows them, nor the run's α bookkeeping
+  (`spending.unsaid`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Callable
 from skillgit.config import Config
 from skillgit.judging import without_held_out
 from skillgit.llm.base import LLM
-from skillgit.loop import recall, stages
+from skillgit.loop import recall, spending, stages
 from skillgit.loop.decide import rival_step
 from skillgit.loop.resume import Decided
 from skillgit.records import StepOutcome
@@ -62,7 +63,7 @@ class Teaching:
         see what the first attempt saw."""
         opt = self.cfg.optimizer
         buffer, blocked = self.buffers() if opt.use_negative_buffer else (NegativeBuffer(0), {})
-        negative = [dataclasses.replace(r, reason=without_held_out(r.reason, self.held_out))
+        negative = [dataclasses.replace(r, reason=spending.unsaid(without_held_out(r.reason, self.held_out)))
                     for r in buffer.newest(opt.negative_buffer_size + self.field_size - 1)
                     if not self.rival(r, step)][:opt.negative_buffer_size]
         meta = meta_skill if opt.use_meta_skill else ""

@@ -11,7 +11,8 @@ without `checks`, `controls` or `samples` reads with none.
   step cost per stage (`StageUsage`) and the train batch's score (`TrainScore`).
 - `GateNote` (`kind: gate`): what the gate compared and said — scores, p-value, reason, coverage, both skills'
   per-item val scores (`ScoreRecord`), every check (`GateCheck`), the items fixed and broken, and, when the
-  candidate was scored, how the incumbent was measured, its null controls (`ControlSummary`) and the noise floor.
+  candidate was scored, how the incumbent was measured, its null controls (`ControlSummary`) and the noise floor;
+  in a run, how it spent its α (`Spending`).
 - the decision (`kind: decision`) is `StepOutcome.to_note` / `StepOutcome.from_note`.
 - `RevertNote` (`kind: revert`) and `ReviewNote` (`kind: review`: the branch a `--branch` run started from).
 """
@@ -253,6 +254,47 @@ class CandidateNote:
 
 # ---------------------------------------------------------------------------------------------- gate
 @dataclass(frozen=True)
+class Spending:
+    """How a run spent its α at one gated candidate (`evaluation.across_steps`, `loop/spending.py`): the mode, the
+    run's α, this test's α (before the split over a step's candidates), its number among the run's tests, the
+    numbers of the tests accepted before it, the fdr rule's wealth before it, and whether this decision counts as a
+    test (`counted`: scored with the gate on and not forced). The state after a decision (`after`) is what the
+    run's next test starts from: a run's spending is derived from its latest decision's gate note alone."""
+
+    mode: str
+    alpha: float
+    step_alpha: float
+    test: int
+    accepts: tuple[int, ...] = ()
+    wealth: float | None = None
+    counted: bool = True
+
+    def after(self, accepted: bool) -> tuple[int, tuple[int, ...]]:
+        """(tests done, accepted test numbers) once this decision is counted (`accepted`: its final verdict)."""
+        if not self.counted:
+            return self.test - 1, self.accepts
+        return self.test, (*self.accepts, self.test) if accepted else self.accepts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "alpha": self.alpha, "step_alpha": self.step_alpha, "test": self.test,
+                "accepts": list(self.accepts), "wealth": self.wealth, "counted": self.counted}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Spending | None":
+        """None unless every field the state needs has its type (a note from a collaborator is not trusted)."""
+        if not isinstance(data, Mapping):
+            return None
+        test, accepts = data.get("test"), data.get("accepts")
+        alpha, step_alpha = to_float(data.get("alpha")), to_float(data.get("step_alpha"))
+        if (not isinstance(test, int) or isinstance(test, bool) or test < 1 or not isinstance(accepts, list)
+                or not all(isinstance(a, int) and not isinstance(a, bool) and 0 < a < test for a in accepts)
+                or alpha is None or step_alpha is None or not isinstance(data.get("mode"), str)):
+            return None
+        return cls(data["mode"], alpha, step_alpha, test, tuple(sorted(set(accepts))), to_float(data.get("wealth")),
+                   data.get("counted") is not False)
+
+
+@dataclass(frozen=True)
 class GateNote:
     """What the gate compared and said (`kind: gate`). `val` is the candidate's scoring (None when it was not
     scored: unchanged, invalid, leaking or oversized), `base` the incumbent's as compared. `incumbent` says how the
@@ -275,6 +317,7 @@ class GateNote:
     incumbent: str = ""
     controls: tuple[ControlSummary, ...] = ()
     noise_floor: float | None = None
+    spending: Spending | None = None  # how the run spent its α on this candidate (None: not in a run, or older)
 
     def check(self, name: str) -> GateCheck | None:
         return next((c for c in self.checks if c.name == name), None)
@@ -289,6 +332,8 @@ class GateNote:
         if self.incumbent:
             out.update(incumbent=self.incumbent, controls=[c.to_dict() for c in self.controls],
                        noise_floor=self.noise_floor)
+        if self.spending is not None:
+            out["spending"] = self.spending.to_dict()
         return out
 
     @classmethod
@@ -303,7 +348,7 @@ class GateNote:
                    Coverage.from_dict(record.get("coverage")), ScoreRecord.from_dict(record.get("val")),
                    ScoreRecord.from_dict(record.get("base")), checks, _texts(record.get("fixed")),
                    _texts(record.get("broke")), _text(record.get("incumbent")), controls,
-                   to_float(record.get("noise_floor")))
+                   to_float(record.get("noise_floor")), Spending.from_dict(record.get("spending")))
 
 
 # ---------------------------------------------------------------------------------------------- revert, review

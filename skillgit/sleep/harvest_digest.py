@@ -42,7 +42,10 @@ def digest(session: Session) -> str:
             mark(use.path is None)
     try:
         header = repr(([len(t) for t in texts], shape)).encode("ascii")
-        body = "".join(texts).encode("utf-8", "surrogatepass")
+        # each string encoded on its own, then the bytes joined: the same bytes as encoding the strings joined
+        # (UTF-8 encodes code point by code point; surrogatepass too), without widening every ASCII string to
+        # two bytes per character when one holds a character beyond Latin-1 (every cut output's "…")
+        body = b"".join([t.encode("utf-8", "surrogatepass") for t in texts])
     except (TypeError, AttributeError, UnicodeError):  # a reader put something else than a string: as JSON
         return DIGEST_PREFIX + digest_v1(session)
     hashed = hashlib.sha256(header)

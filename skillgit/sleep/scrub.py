@@ -48,6 +48,7 @@ from skillgit.sleep.readers._common import CUT_MARGIN
 
 MEMO_CHARS = 256  # strings up to this long are remembered once scrubbed
 MEMO_SIZE = 8192  # and at most this many of them
+_NONE = (0, 0, 0, 0)  # the counts the memo holds for a string nothing was masked in (tested by identity)
 EMAIL_MASK = "<email>"
 CUSTOM_MASK = "<redacted>"
 _SEP = r"(?:\\\\|\\|/)"  # \\ (JSON-escaped), \ or /
@@ -177,8 +178,9 @@ class Scrubber:
         hit = self._memo.get(text)
         if hit is None:
             mine = [0, 0, 0, 0]
-            hit = self._memo[text] = (self._scrub_once(text, secrets, mine), (mine[0], mine[1], mine[2], mine[3]))
-        if not any(hit[1]):
+            scrubbed = self._scrub_once(text, secrets, mine)
+            hit = self._memo[text] = (scrubbed, (mine[0], mine[1], mine[2], mine[3]) if any(mine) else _NONE)
+        if hit[1] is _NONE:
             return text  # unchanged: the very string given (scrub_session copies no record it need not)
         for i, n in enumerate(hit[1]):
             counts[i] += n
@@ -265,12 +267,24 @@ class Scrubber:
         counts = [0, 0, 0, 0]
         secrets = resolve_secrets(self.secrets)  # once per session, not once per string
 
+        scrub, memo = self._scrub, self._memo
+
         def clean(value: str | None) -> str | None:
-            return None if value is None else self._scrub(value, secrets, counts)
+            # `_scrub`, with a short string found unchanged in the memo answered here (most strings of a session:
+            # its paths and commands recur); the memo is the one `_scrub` keeps for these `secrets`
+            if not value:
+                return value
+            if len(value) <= MEMO_CHARS and self._memo_for[0] is secrets:
+                hit = memo.get(value)
+                if hit is not None and hit[1] is _NONE:
+                    return value
+            return scrub(value, secrets, counts)
 
         def clean_call(call: ToolCall) -> ToolCall:
-            summary, command = _cut_tail(clean(call.summary) or "", secrets), clean(call.command)
-            paths = tuple(clean(p) or "" for p in call.paths)
+            summary, command = clean(call.summary) or "", clean(call.command)
+            if secrets:  # (without known values nothing of one can end a summary)
+                summary = _cut_tail(summary, secrets)
+            paths = tuple([clean(p) or "" for p in call.paths]) if call.paths else call.paths
             if summary is call.summary and command is call.command and _same(paths, call.paths):
                 return call  # nothing masked (scrubbing returns the very string it was given): no copy
             return _with(call, summary=summary, command=command, paths=paths)

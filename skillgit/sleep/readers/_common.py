@@ -96,7 +96,8 @@ def _excerpt_exit_code(output: str, head: int = HEAD_CHARS, tail: int = TAIL_CHA
 
 
 def short(text: str, limit: int = SUMMARY_CHARS) -> str:
-    text = " ".join(text.split())
+    if " " in text or not text.isprintable():  # (a printable text without " " holds no whitespace to collapse)
+        text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -157,8 +158,8 @@ def _dict_command(lname: str, args: dict[str, Any]) -> str | None:
 
 
 def _dict_paths(lname: str, args: dict[str, Any]) -> list[str]:
-    named = _PATH_KEY_SET.intersection(args)  # most inputs name one path key or none: looked up only then
-    paths = [v for k in _PATH_KEYS if k in named and isinstance(v := args[k], str) and v] if named else []
+    named = not _PATH_KEY_SET.isdisjoint(args)  # most inputs name one path key or none: looked up only then
+    paths = [v for k in _PATH_KEYS if k in args and isinstance(v := args[k], str) and v] if named else []
     edits = args.get("edits")
     for edit in edits if isinstance(edits, list) else []:
         if isinstance(edit, dict) and isinstance(edit.get("file_path"), str):
@@ -171,8 +172,7 @@ def _dict_paths(lname: str, args: dict[str, Any]) -> list[str]:
 
 def tool_call(name: str, arguments: Any, call_id: str = "") -> ToolCall:
     """A `ToolCall` from a tool name and its input (a dict, or a JSON string of one, or raw text)."""
-    args = _parsed(arguments)
-    lname = (name or "").lower()
+    args, lname = _parsed(arguments), (name or "").lower()
     if isinstance(args, dict):
         command, paths = _dict_command(lname, args), _dict_paths(lname, args)
         summary = command or (paths[0] if paths else json.dumps(args, ensure_ascii=False, sort_keys=True))
