@@ -162,6 +162,7 @@ def build_trainer(session: Session, *, run_id: str | None = None, resume: bool =
     trainer = Trainer(session.project.config, session.store, session.splits, session.student(), session.teacher(),
                       session.scorer, ledger=session.ledger, run_id=run_id, resume=resume, on_event=on_event,
                       prompts_dir=session.prompts_dir, executor=session.executor)
-    # journal entries remember their run, so `skillgit gc` can prune; its student calls are keyed by its own salt
-    session.cache.bind_run(trainer.run_id, salt=trainer.evidence.salt)
+    # journal entries remember their run, so `skillgit gc` can prune; its student calls are keyed by its own salt,
+    # and so are its teacher's and judge's (a run begun before chat salts: run-free, as it began)
+    session.cache.bind_run(trainer.run_id, salt=trainer.evidence.salt, chat_salt=trainer.evidence.chat_salt)
     return trainer

@@ -339,6 +339,71 @@ def test_32_threads_putting_and_getting_lose_nothing(tmp_path):
     assert reopened.prune({"r"}).entries_kept == n_threads * per_thread
 
 
+class Gated:
+    """An `LLM` at our seam whose calls wait until `release` is set, counting the calls that reach it."""
+
+    id = "gated:model"
+
+    def __init__(self, fail_first: bool = False):
+        self.entered = 0
+        self.fail_first = fail_first
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+
+    def complete(self, request: Request) -> Reply:
+        with self.lock:
+            self.entered += 1
+            n = self.entered
+        self.release.wait()
+        if self.fail_first and n == 1:
+            raise LLMError("overloaded", kind="server", retryable=True)
+        return Reply("5", usage=USAGE)
+
+
+def _wait_until(condition) -> None:
+    done = threading.Event()
+    while not condition():
+        done.wait(0.005)
+
+
+@pytest.mark.parametrize("first_fails", [False, True])
+def test_threads_asking_the_same_call_together_pay_for_it_once(tmp_path, first_fails):
+    """A judge grading a deterministic student's identical repeats asks one request from several threads at once:
+    before, each of them missed the journal and paid the call (repeated puts); now one calls and the others are
+    answered by its reply — or, when it fails (nothing stored), the next one calls."""
+    cache = CallCache(db(tmp_path))
+    inner = Gated(fail_first=first_fails)
+    llm = CachedLLM(inner, cache)
+    key = llm.key(ASK)
+    replies: list = []
+
+    def ask() -> None:
+        try:
+            replies.append(llm.complete(ASK))
+        except LLMError as exc:
+            replies.append(exc)
+
+    first = threading.Thread(target=ask)
+    first.start()
+    _wait_until(lambda: inner.entered == 1)
+    second = threading.Thread(target=ask)
+    second.start()
+    # the second either reaches the model too (the bug) or waits for the first call (reading the journal's own
+    # bookkeeping of the calls in flight)
+    _wait_until(lambda: inner.entered == 2 or (key in cache._flying and cache._flying[key].waiting == 1))
+    inner.release.set()
+    first.join()
+    second.join()
+    stats = cache.stats()
+    if first_fails:
+        assert inner.entered == 2 and stats.entries == 1
+        assert sorted(type(r).__name__ for r in replies) == ["LLMError", "Reply"]
+    else:
+        assert inner.entered == 1
+        assert sorted(r.cached for r in replies) == [False, True] and {r.text for r in replies} == {"5"}
+    assert stats.repeated_puts == 0 and cache._flying == {}
+
+
 # ---------------------------------------------------------------------------------------------- kill
 WRITER = textwrap.dedent("""
     import sys

@@ -229,8 +229,8 @@ def test_modes_and_epoch_do_not_know_the_trainer():
         assert "skillgit.loop.run" not in graph[module], module
 
 
-# `GitRepo` and the modules it is assembled from: the only ones that import GitPython or run git
-GIT_MODULES = ("git.py", "gitproc.py", "gitobjects.py", "gitnotes.py", "gitwork.py")
+# `GitRepo` and the modules it is assembled from, and GitPython's one import: the only ones that import it or run git
+GIT_MODULES = ("git.py", "gitproc.py", "gitobjects.py", "gitnotes.py", "gitwork.py", "gitimport.py")
 
 
 def test_git_is_spelled_only_in_the_git_module():

@@ -19,13 +19,12 @@ from skillgit.library.agent import AgentRunner
 from skillgit.library.model import Library, LibrarySkill
 from tests.test_agentic_escape import (  # noqa: F401  (fixtures)
     DAEMONIZE,
-    ROOT,
     _alive,
     _none_left,
     _pids,
-    _wait_for,
     pid_dir,
 )
+from tests.test_probe12_processes import killed_mid_run
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="a daemon that left its group is found "
                                 "through /proc (Linux); elsewhere only the process group is killed")
@@ -53,12 +52,7 @@ def test_kill_9_of_skillgit_mid_activation_run_then_the_next_agent_runner_leaves
         AgentRunner(argv, {{"PATH": "/usr/bin:/bin"}}, workdir=Path({str(work)!r}), timeout_s=600,
                     confine="off")("use demo", library)
         """))
-    skillgit = subprocess.Popen([sys.executable, str(runner)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        _wait_for(pid_dir, "agent-leader-*.pid", skillgit)
-    finally:
-        skillgit.kill()  # kill -9: skillgit runs no cleanup of its own
-        skillgit.wait()
+    killed_mid_run(runner, pid_dir)
     folders = list(work.iterdir())
     assert len(folders) == 1 and len(_pids(pid_dir, "agent-*")) == 2
     assert all(_alive(p) for p in _pids(pid_dir, "agent-*"))  # left behind, until the next AgentRunner

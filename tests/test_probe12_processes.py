@@ -133,6 +133,18 @@ def _trains(root: Path) -> list[int]:
     return [int(pid) for pid in found.split()]
 
 
+def killed_mid_run(runner: Path, pid_dir: Path) -> int:  # noqa: F811  (the fixture's name)
+    """Run the script `runner` (a skillgit part starting an agent that daemonizes) in a child Python, and kill
+    the child with SIGKILL — no cleanup of its own — once the agent's leader wrote its pid; the child's pid."""
+    skillgit = subprocess.Popen([sys.executable, str(runner)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        _wait_for(pid_dir, "agent-leader-*.pid", skillgit)
+    finally:
+        skillgit.kill()  # kill -9: skillgit runs no cleanup of its own
+        skillgit.wait()
+    return skillgit.pid
+
+
 @pytest.mark.slow
 def test_kill_9_of_skillgit_mid_answer_then_the_next_command_student_leaves_no_daemon(tmp_path, pid_dir):  # noqa: F811
     """A one-answer agent (`CommandStudent`, the `command` backend) that daemonized while its skillgit was killed
@@ -149,13 +161,8 @@ def test_kill_9_of_skillgit_mid_answer_then_the_next_command_student_leaves_no_d
                                             confine="off"))  # (its pid files are outside the rollout)
         student.run("# s\\n", Item("t", "p"))
         """))
-    skillgit = subprocess.Popen([sys.executable, str(runner)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        _wait_for(pid_dir, "agent-leader-*.pid", skillgit)
-    finally:
-        skillgit.kill()  # kill -9: skillgit runs no cleanup of its own
-        skillgit.wait()
-    folders = list(Path(tempfile.gettempdir()).glob(f"{ROLLOUT_PREFIX}{skillgit.pid}-*"))
+    pid = killed_mid_run(runner, pid_dir)
+    folders = list(Path(tempfile.gettempdir()).glob(f"{ROLLOUT_PREFIX}{pid}-*"))
     assert len(folders) == 1 and all(_alive(p) for p in _pids(pid_dir, "agent-*"))  # left behind, until the next
     CommandStudent(CommandCfg(preset="generic", argv=(sys.executable, "-c", "print(1)"), output="text"))
     assert _none_left(pid_dir) == [] and not folders[0].exists()

@@ -4,14 +4,20 @@ a run resumed under a changed config or tasks file is refused unless only speed 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from skillgit.cli.demo import create_project
+from skillgit.llm import factory
+from skillgit.project import open_project
+from skillgit.session import Judge, build_trainer, open_session
+from skillgit.world.judge import SimulatedJudge
 from tests.conftest import git
 from tests.helpers import paid_calls
 
@@ -97,3 +103,93 @@ def test_resuming_with_changed_workers_goes_on_and_says_so(project):
     assert "run a resumes with env.workers: 8 -> 2" in said
     assert "max_steps" not in said  # a longer run is what resuming is for: not worth a word
     assert progress(project, "a")["next_step"] == 3  # step 2 was trained in the same run
+
+
+# ---------------------------------------------------------------------------------------------- teacher and judge
+class Counted:
+    """An `LLM` at our seam (the simulated judge or teacher) that keeps every request reaching the model: the call
+    journal's misses, the calls a run paid."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.asked: list[str] = []
+        self._lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    @property
+    def cache_identity(self) -> str:
+        return getattr(self.inner, "cache_identity", None) or self.inner.id
+
+    def complete(self, request):
+        with self._lock:
+            self.asked.append(request.cache_key_material())
+        return self.inner.complete(request)
+
+
+def judged_project(tmp_path) -> Path:
+    """The demo project with every item judged by a rubric judge against its accepted answer (sleep's mined
+    tasks), committed: no item has an expected answer the exact scorer could match."""
+    folder = tmp_path / "judged"
+    create_project(folder, seed=5)
+    rows = [json.loads(line) for line in (folder / "tasks.jsonl").read_text().splitlines() if line.strip()]
+    for row in rows:
+        row["metadata"].update(rubric="the record in the house style", judge_reference=row.pop("expected"))
+    (folder / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    git(folder, "commit", "-qam", "judged tasks")
+    return folder
+
+
+def train_judged(folder: Path, run: str, *, old_chat_keys: bool = False) -> tuple[Counted, Counted]:
+    """Run (or resume) `run` with one rejected step, its val scored by the simulated judge; (judge, teacher).
+    Without the negative buffer (which would show a later run the earlier one's rejection) a run from the same
+    tip asks its teacher and judge exactly what the earlier one asked. `old_chat_keys`: start it as skillgit did
+    before chat calls were salted (run-free chat keys, no `chats`)."""
+    project = open_project(folder, None, [ONE_REJECTED[1], ONE_REJECTED[3], "optimizer.use_negative_buffer=false"])
+    judge = Counted(SimulatedJudge(project.config.model.simulated))
+    teacher = Counted(factory.build_teacher(project.config, folder))
+    session = open_session(project, teacher=teacher, judge=Judge(own=judge))
+    try:
+        trainer = build_trainer(session, run_id=run, resume=True)
+        if old_chat_keys:
+            trainer.evidence = dataclasses.replace(trainer.evidence, chats=False)
+            session.cache.bind_run(run, salt=trainer.evidence.salt)
+        trainer.train()
+    finally:
+        session.cache.close()
+    return judge, teacher
+
+
+def test_a_new_run_asks_its_judge_and_teacher_afresh_and_a_resumed_one_pays_none_twice(tmp_path):
+    folder = judged_project(tmp_path)
+    tip = git(folder, "rev-parse", "main")
+    judge_a, teacher_a = train_judged(folder, "a")
+    assert judge_a.asked and teacher_a.asked
+    assert len(set(judge_a.asked)) == len(judge_a.asked)  # identical repeats judged together: paid once
+    judge_b, teacher_b = train_judged(folder, "b")
+    assert git(folder, "rev-parse", "main") == tip  # the same tip: the same outputs judged again
+    assert progress(folder, "b")["rejected"] == 1
+    # run b's judge graded the same outputs as run a's and was asked every time: before, the journal answered
+    # every one of them with run a's draws and run b's judge made no call at all; so with the teacher
+    assert sorted(judge_b.asked) == sorted(judge_a.asked)
+    assert sorted(teacher_b.asked) == sorted(teacher_a.asked)
+    assert json.loads(git(folder, "show", "refs/skillgit/runs/b:evidence.json"))["chats"] is True
+    # run b resumed: every judge and teacher call it finished is answered by the journal
+    before = paid_calls(folder)
+    judge_again, teacher_again = train_judged(folder, "b")
+    assert judge_again.asked == [] and teacher_again.asked == []
+    assert paid_calls(folder) == before
+    assert before[0] == before[1], "a finished call was paid twice"
+
+
+def test_a_run_begun_before_chat_keys_were_salted_resumes_on_its_run_free_chat_keys(tmp_path):
+    folder = judged_project(tmp_path)
+    judge_old, teacher_old = train_judged(folder, "old", old_chat_keys=True)
+    assert judge_old.asked and teacher_old.asked
+    assert json.loads(git(folder, "show", "refs/skillgit/runs/old:evidence.json"))["chats"] is False
+    before = paid_calls(folder)
+    judge_again, teacher_again = train_judged(folder, "old")  # resumed by this skillgit
+    assert judge_again.asked == [] and teacher_again.asked == []
+    assert paid_calls(folder) == before

@@ -28,6 +28,7 @@ from skillgit.errors import SkillgitError
 from skillgit.ui import guard as G
 from skillgit.ui.jobs import EVENTS_FILE, Job, Jobs, StartRequest
 from tests.conftest import run_cli, run_cli_inproc
+from tests.helpers import demo_project
 from tests.test_json_docs import check, table
 
 HAVE_SERVER = importlib.util.find_spec("aiohttp") is not None
@@ -89,8 +90,10 @@ class Server:
 
 
 @contextmanager
-def ui_server(project: Path, *args: str) -> Iterator[Server]:
-    proc = subprocess.Popen([sys.executable, "-m", "skillgit", "ui", "-C", str(project), *args],
+def ui_server(project: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Server]:
+    """The real `skillgit ui` on `project` (`env`: its environment, default this one's) until the block ends,
+    then stopped as Ctrl-C stops it."""
+    proc = subprocess.Popen([sys.executable, "-m", "skillgit", "ui", "-C", str(project), *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: lines.put(proc.stdout.readline() if proc.stdout else ""), daemon=True).start()
@@ -354,13 +357,18 @@ def test_the_page_state_and_report_are_served_self_contained(demo_template):
         assert headers["content-security-policy"].startswith("default-src 'none'")
 
 
+def slow_job(server: Server) -> tuple[EventStream, dict]:
+    """The dashboard's event stream (greeted) and a new 30-step run it started whose calls are slowed (`SLOW`)."""
+    stream = EventStream(server)
+    stream.wait(lambda n, d: n == "hello", 10, "hello")
+    return stream, server.api("POST", "/api/jobs", {"new": True, "steps": 30, "overrides": [SLOW]})
+
+
 @needs_server
 @pytest.mark.slow
 def test_stopping_the_dashboard_stops_its_run_which_saves_and_resumes(demo):
     with ui_server(demo) as server:
-        stream = EventStream(server)
-        stream.wait(lambda n, d: n == "hello", 10, "hello")
-        job = server.api("POST", "/api/jobs", {"new": True, "steps": 30, "overrides": [SLOW]})
+        stream, job = slow_job(server)
         started = stream.wait(job_event("run_start"), what="run_start")
         run = started["data"]["run"]
         stream.wait(job_event("step_end"), what="a decided step")
@@ -380,9 +388,7 @@ def test_stopping_the_dashboard_stops_its_run_which_saves_and_resumes(demo):
 @pytest.mark.slow
 def test_a_restarted_dashboard_adopts_the_run_an_earlier_one_started_and_stops_it(demo):
     with ui_server(demo) as first:
-        stream = EventStream(first)
-        stream.wait(lambda n, d: n == "hello", 10, "hello")
-        job = first.api("POST", "/api/jobs", {"new": True, "steps": 30, "overrides": [SLOW]})
+        stream, job = slow_job(first)
         stream.wait(job_event("step_end"), what="a decided step")
         stream.close()
         os.killpg(first.proc.pid, signal.SIGKILL)  # the dashboard dies; its run goes on (its own session)
@@ -400,3 +406,33 @@ def test_a_restarted_dashboard_adopts_the_run_an_earlier_one_started_and_stops_i
         stream.close()
         assert not _alive(job["pid"])
         assert second.api("GET", f"/api/runs/{adopted['run']}")["progress"]["status"] == "interrupted"
+
+
+@needs_server
+def test_open_without_a_browser_says_so(tmp_path):
+    """What a newcomer met with `skillgit ui --open` on a machine without a browser — a server, a container, CI
+    (wave 12): the dashboard served, printed its URL and said nothing of the browser it could not open, so the
+    person waited for a window. Now it says so, and what to do (BROWSER names a program that does not exist:
+    Python's `webbrowser` then finds no browser)."""
+    root = demo_project(tmp_path / "p")
+    env = {**os.environ, "BROWSER": str(tmp_path / "no-such-browser")}
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    with ui_server(root, "--open", env=env) as server:
+        lines: queue.Queue[str] = queue.Queue()
+
+        def read() -> None:
+            for line in server.proc.stderr or ():
+                lines.put(line)
+            lines.put("")
+
+        threading.Thread(target=read, daemon=True).start()
+        said: list[str] = []
+        while not any("--open:" in line for line in said):
+            line = lines.get(timeout=60)
+            if not line:
+                break
+            said.append(line)
+    text = " ".join("".join(said).split())
+    assert "skillgit ui: serving" in text, text
+    assert "--open: no web browser could be started here; open the URL above in yours" in text, text

@@ -24,11 +24,23 @@ Contract:
 - Only successful calls and tombstones are stored; other errors are never journaled, so a resumed run retries them.
 - Provenance: `bind_run(run_id)` tags every later `put` and every hit with that run; `prune(keep_runs)` deletes
   the entries no kept run used (including entries never bound to a run) and VACUUMs.
-- Per-run student keys: `bind_run(run_id, salt=…)` with the run's salt (recorded on its run ref at its start:
-  `loop/resume.py`) adds it to every student key made while bound, so a run's scorings — the incumbent's too — are
-  its own measurements, never another run's journaled answers, while a resumed run (same salt) replays every call
-  it finished. Chat calls (the teacher, a judge) keep run-free keys, and so does any journal bound to no run or
-  to an empty salt (`eval`, `check`, a run begun before runs had a salt).
+- Per-run keys: `bind_run(run_id, salt=…, chat_salt=…)` with the run's salt (recorded on its run ref at its
+  start: `loop/evidence.py`) adds `salt` to every student key and `chat_salt` to every chat key (the teacher's
+  calls and a judge's) made while bound, so a run's scorings — the incumbent's too — are its own measurements,
+  never another run's journaled answers, while a resumed run (same salt) replays every call it finished.
+  Judges: a rubric judge grading the same output again (a temperature-0 student answers a new run as it answered
+  the last) is a new draw of the judge, as the student's own call is; replaying an earlier run's draw would make
+  a noisy judge's old verdict look like a fresh measurement of the incumbent. Teachers: a new run (`train
+  --new`) is an independent attempt from its tip; replaying an earlier run's reflections would have it propose
+  the very edits that run proposed and pay its students to score them again, so its teacher is asked afresh too
+  (the cost: a new run pays its teacher calls even when an earlier run from the same tip asked the same prompts).
+  A journal bound to no run or to an empty salt keeps run-free keys: `eval`, `check` (its `check:<base>:<head>`
+  round keeps re-checking the same pair free), a run begun before runs had a salt, and — for chat keys only — a
+  run begun before its chat calls were salted (`Evidence.chats`), so every run resumes on the keys it began with.
+- One call per key at a time: `through(key, call)` (what both wrappers use) makes a missed call once however many
+  threads ask the same key together (a judge grading a deterministic student's identical repeats, in parallel):
+  the others wait for it and are answered by its stored reply; if it fails (nothing stored) the next of them makes
+  the call itself.
 - Thread-safe: writes go through one connection under one lock held only around the SQL statements (compression
   and the model call itself happen outside it); reads use one connection per thread and take no lock (WAL readers
   see every committed put and never wait for the writer). Several processes may share the file (SQLite's own
@@ -113,8 +125,10 @@ def model_identity(inner: Any, identity: str | None = None) -> str:
     return strip_endpoint(str(inner.id))
 
 
-def llm_key(identity: str, request: Request) -> str:
-    return _digest("llm", identity, request.cache_key_material())
+def llm_key(identity: str, request: Request, salt: str = "") -> str:
+    """`salt`: the training run's chat salt (see the module contract); empty outside a run, where keys stay as
+    they were."""
+    return _digest("llm", identity, request.cache_key_material(), *((f"run-salt:{salt}",) if salt else ()))
 
 
 def student_key(identity: str, skill: str, item: Item, sample: int, material: str = "", salt: str = "") -> str:
@@ -204,6 +218,16 @@ class _Reader:
         self.conn.close()
 
 
+class _Flight:
+    """A call being made for a key: `done` is set when it returned or failed; `waiting` threads wait for it."""
+
+    __slots__ = ("done", "waiting")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.waiting = 0
+
+
 class CallCache:
     """Thread-safe journal of replies keyed by content hash (see the module contract).
 
@@ -219,10 +243,12 @@ class CallCache:
         self._run: str | None = None
         self._run_id: int | None = None  # the bound run's `runs.id`
         self.salt = ""  # the bound run's salt: part of every student key (see the module contract)
+        self.chat_salt = ""  # …and of every chat key (teacher, judge) when the run salts those too
         # keys lately tagged with the bound run: a hit on one needs no write (bounded: a run makes new calls every
         # step; tagging a forgotten key again is an INSERT OR IGNORE that changes nothing)
         self._marked = Recent(MARKED_MEMO)
         self._local = threading.local()
+        self._flying: dict[str, _Flight] = {}  # keys being called now (`through`)
         self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self.hits = 0
         self.misses = 0
@@ -288,12 +314,13 @@ class CallCache:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM calls WHERE kind = 0").fetchone()[0])
 
-    def bind_run(self, run_id: str | None, *, salt: str = "") -> None:
-        """Tag later puts and hits with `run_id` (None: stop tagging) and key later student calls with `salt`
-        (the run's; "" for none)."""
+    def bind_run(self, run_id: str | None, *, salt: str = "", chat_salt: str = "") -> None:
+        """Tag later puts and hits with `run_id` (None: stop tagging), key later student calls with `salt` and
+        later chat calls with `chat_salt` (the run's; "" for none)."""
         with self._lock:
             self._run = run_id
             self.salt = salt if run_id is not None else ""
+            self.chat_salt = chat_salt if run_id is not None else ""
             self._run_id = None if run_id is None else self._run_key(run_id)
             self._marked.clear()
 
@@ -306,12 +333,16 @@ class CallCache:
     def get(self, key: str) -> Reply | None:
         """The stored reply (marked `cached`, usage zero: nothing paid), or None. Raises `ReplyTooLarge` for a
         tombstone recorded above the current cap."""
+        return self._get(key, count_miss=True)
+
+    def _get(self, key: str, *, count_miss: bool) -> Reply | None:
         row = self._select(key)
         if row is not None and row[0] == J.TOMBSTONE and row[1] <= self.max_reply_chars:
             row = None  # a tombstone under today's cap: the cap was raised since, so the call is made again
         if row is None:
-            with self._lock:
-                self.misses += 1
+            if count_miss:
+                with self._lock:
+                    self.misses += 1
             return None
         kind, chars, codec, meta_json, trace, text = row
         if kind == J.TOMBSTONE:
@@ -331,6 +362,34 @@ class CallCache:
             self._store(key, J.Row.tombstone(reply, self.max_reply_chars))
             raise ReplyTooLarge(key, chars, self.max_reply_chars, usage=reply.usage)
         self._store(key, J.Row.of_reply(reply))
+
+    def through(self, key: str, call: Callable[[], Reply]) -> Reply:
+        """The stored reply of `key`, or `call()`'s, stored; one call at a time per key (see the module contract)."""
+        while True:
+            hit = self.get(key)
+            if hit is not None:
+                return hit
+            with self._lock:
+                other = self._flying.get(key)
+                if other is not None:
+                    other.waiting += 1
+                else:
+                    flight = self._flying[key] = _Flight()
+            if other is not None:
+                other.done.wait()  # then its reply is stored (a hit), or it failed and this thread calls
+                continue
+            try:
+                # a call of the key that finished between this thread's miss and its flight: its reply
+                hit = self._get(key, count_miss=False)
+                if hit is not None:
+                    return hit
+                reply = call()
+                self.put(key, reply)
+                return reply
+            finally:
+                with self._lock:
+                    del self._flying[key]
+                flight.done.set()
 
     def evict(self, key: str) -> bool:
         """Forget one entry (a cached reply that led to a non-retryable failure); True if there was one."""
@@ -482,12 +541,7 @@ class _Cached:
         self.identity = model_identity(inner, identity)
 
     def _through(self, key: str, call: Callable[[], Reply]) -> Reply:
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
-        reply = call()
-        self.cache.put(key, reply)
-        return reply
+        return self.cache.through(key, call)
 
 
 class CachedLLM(_Cached):
@@ -502,7 +556,7 @@ class CachedLLM(_Cached):
         return self.inner.id
 
     def key(self, request: Request) -> str:
-        return llm_key(self.identity, request)
+        return llm_key(self.identity, request, self.cache.chat_salt)
 
     def complete(self, request: Request) -> Reply:
         return self._through(self.key(request), lambda: self.inner.complete(request))

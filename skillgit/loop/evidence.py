@@ -6,6 +6,9 @@ Contract:
   (`CallCache.bind_run`), so a new run — even on an unchanged tip, with rounds restarting at 1 — measures its
   incumbent afresh instead of replaying an earlier run's answers, and a resumed run (same salt) replays every call
   it finished. A run saved before runs had a salt has none (`salt == ""`): it keeps the shared keys it began with.
+  `chats`: the salt goes into its chat keys too (`chat_salt`: the teacher's calls and a rubric judge's; why both:
+  `llm/cache.py`'s contract) — every run begun since; a run saved with a salt but before chat keys were salted
+  has `chats` false and keeps its run-free chat keys, so its resume replays the teacher calls it finished.
   `tasks` digests the train/val/test items ("" when not recorded).
 - `opened(store, run_id, progress, digest=, tasks=, config_yaml=)`: a new run (nothing saved yet) gets a fresh
   random salt; a saved run its recorded evidence, after checking that what it measures with is unchanged: a
@@ -42,13 +45,20 @@ _MISSING = object()
 
 @dataclass(frozen=True)
 class Evidence:
-    """A run's journal salt ("" for a run begun before runs had one) and its tasks digest ("" unknown)."""
+    """A run's journal salt ("" for a run begun before runs had one), its tasks digest ("" unknown) and whether
+    the salt keys its chat calls too."""
 
     salt: str
     tasks: str = ""
+    chats: bool = False
+
+    @property
+    def chat_salt(self) -> str:
+        """What keys the run's chat calls (teacher, judge) apart: its salt, or "" for a run begun before."""
+        return self.salt if self.chats else ""
 
     def to_json(self) -> str:
-        return json.dumps({"salt": self.salt, "tasks": self.tasks}, indent=2, sort_keys=True)
+        return json.dumps({"salt": self.salt, "tasks": self.tasks, "chats": self.chats}, indent=2, sort_keys=True)
 
     @classmethod
     def read(cls, files: dict[str, str]) -> Evidence:
@@ -58,7 +68,7 @@ class Evidence:
         except ValueError:
             data = {}
         data = data if isinstance(data, dict) else {}
-        return cls(str(data.get("salt") or ""), str(data.get("tasks") or ""))
+        return cls(str(data.get("salt") or ""), str(data.get("tasks") or ""), data.get("chats") is True)
 
 
 def new_salt() -> str:
@@ -115,7 +125,7 @@ def opened(store: Store, run_id: str, progress: RunProgress, *, digest: str, tas
     """(the run's evidence, notes to say): see the module contract."""
     files = store.load_run(run_id) or {}
     if "progress.json" not in files:
-        return Evidence(new_salt(), tasks), []
+        return Evidence(new_salt(), tasks, chats=True), []
     recorded = Evidence.read(files)
     found = config_changes(files.get("config.yaml", ""), config_yaml)
     changed, runtime = found if found is not None else ([], [])
@@ -135,4 +145,4 @@ def opened(store: Store, run_id: str, progress: RunProgress, *, digest: str, tas
             "start a new run with `skillgit train --new`", ExitCode.USAGE)
     notes = [f"run {run_id} resumes with {'; '.join(runtime)}: settings of speed and reach, not of what it "
              "measures"] if runtime else []
-    return Evidence(recorded.salt, recorded.tasks or tasks), notes
+    return Evidence(recorded.salt, recorded.tasks or tasks, recorded.chats), notes

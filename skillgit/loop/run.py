@@ -20,7 +20,8 @@ Contract of `Trainer.train()`:
 Beside it: `resume.py` (which run to continue, what git already decided), `background.py` (decisions and progress
 saves written off the step's critical path), `field.py` (a step's P > 1 proposals gated together), `final.py`
 (the closing scores: the only reader of the test split), `teaching.py` (what each step's teacher is given: the
-negative buffer and blocked set, read once and kept up to date by the run's decisions, the meta skill, recall).
+negative buffer and blocked set, read once and kept up to date by the run's decisions, the meta skill, recall),
+`epoch_end.py` (an epoch's end: slow update, meta skill, meta reflect; a part of `Trainer`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from skillgit import redact, textsafe
 from skillgit.config import RUNTIME_ONLY_KEYS, Config
@@ -41,7 +42,6 @@ from skillgit.errors import BudgetReached, ExitCode, Interrupted, SkillgitError,
 from skillgit.executor import Executor
 from skillgit.llm.base import LLM, Student
 from skillgit.loop import agent_step, guards, modes, proposing, recall, spending, stages
-from skillgit.loop import epoch as epoch_mod
 from skillgit.loop import evidence as evidence_mod
 from skillgit.loop import gate as gate_mod
 from skillgit.loop import resume as resume_mod
@@ -49,9 +49,8 @@ from skillgit.loop.background import Pending, Planned, Saves, in_background, wri
 from skillgit.loop.batch import require_usable, train_record
 from skillgit.loop.context import StepContext
 from skillgit.loop.decide import BranchMoved, Proposal, commit, gated_commit, judge
+from skillgit.loop.epoch_end import EpochEnds
 from skillgit.loop.events import (
-    EpochEnded,
-    EpochEnding,
     EventSink,
     Heartbeat,
     OrderedSink,
@@ -67,7 +66,7 @@ from skillgit.loop.final import Closing, final_scores
 from skillgit.loop.ledger import Ledger, budget_spent
 from skillgit.loop.schedule import is_autonomous, scheduled_budget
 from skillgit.loop.teaching import Teaching
-from skillgit.records import EpochStep, StepKind, StepOutcome, UpdateRecord, Verdict
+from skillgit.records import EpochStep, StepKind, StepOutcome, UpdateRecord
 from skillgit.store import Store
 from skillgit.store.read import warm_caches
 from skillgit.tasks import Splits, epoch_batches
@@ -92,7 +91,7 @@ class RunResult:
 MAINTAIN_EVERY = 100  # steps between housekeeping checks within an epoch (epoch and run ends always check)
 
 
-class Trainer:
+class Trainer(EpochEnds):
     def __init__(self, cfg: Config, store: Store, splits: Splits, student: Student, teacher: LLM,
                  scorer: stages.Scorer, *, ledger: Ledger, run_id: str | None = None, resume: bool = True,
                  on_event: EventSink = ignore, prompts_dir: Path | None = None, executor: Executor | None = None):
@@ -307,10 +306,6 @@ class Trainer:
             (epoch, current), self._epoch_to_close = self._epoch_to_close, None
             self._end_epoch(epoch, current)
 
-    def _epoch_has_work(self) -> bool:
-        opt = self.cfg.optimizer
-        return bool(opt.use_slow_update or opt.use_meta_skill or opt.use_meta_reflect)
-
     def _record_stop(self, exc: BaseException) -> None:
         """What a run stopped by `exc` (other than a budget) leaves in its progress: interrupted, stopped because
         the skill branch moved, or failed with the exit code `status` shows — stopped for exit 5 (handoff questions
@@ -520,66 +515,6 @@ class Trainer:
         """The edits a decision git already holds applied (its candidate note's)."""
         candidate = self.store.step_notes(found.sha).candidate
         return list(candidate.edits) if candidate else []
-
-    # ------------------------------------------------------------------------------------------ epochs
-    def _end_epoch(self, epoch: int, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
-        self._settle_decision()
-        if self._epoch_has_work():
-            current = self._epoch_work(epoch, current)
-        # Only the running epoch's step log is read (by meta reflect); keeping every ended epoch's would make
-        # progress.json, rewritten at every step, grow with the run (200 KB after 1,000 steps).
-        info = dataclasses.replace(self.progress.epoch(epoch), ended=True, end_rev=self.store.tip(), steps=())
-        self.progress = self.progress.with_epoch(epoch, info)
-        self.emit(EpochEnded(epoch + 1, info.meta_skill, dict(info.comparison)))
-        self._save(f"epoch {epoch + 1} end", maintain=True)
-        return current
-
-    def _epoch_work(self, epoch: int, current: gate_mod.SplitScore) -> gate_mod.SplitScore:
-        opt = self.cfg.optimizer
-        self.emit(EpochEnding(epoch + 1))
-        info = self.progress.epoch(epoch)
-        if info.steps_rev is None:
-            # Pin (and save before any epoch-level candidate is decided) the skill the epoch's steps produced, so
-            # a run resumed after its slow update was accepted compares the same two skills as before the kill.
-            info = dataclasses.replace(info, steps_rev=self.store.tip())
-            self.progress = self.progress.with_epoch(epoch, info)
-            self._save(f"epoch {epoch + 1} ending")
-        old_rev = self.progress.epoch(epoch - 1).end_rev or self.progress.seed_rev or info.steps_rev or ""
-        pairs: list[dict[str, Any]] = []
-        if opt.use_slow_update or opt.use_meta_skill:
-            pairs = epoch_mod.compare(self.ctx, epoch, self.store.read_skill(old_rev),
-                                      self.store.read_skill(info.steps_rev))
-        # the epoch's numbered steps only: a run resumed after its slow update was decided finds that decision in
-        # the log too, and meta reflect must read what it read before the restart
-        steps = [s for s in info.steps if s.kind is StepKind.STEP]
-        accepted = [s for s in steps if s.verdict is Verdict.ACCEPTED]
-        rejected = [s for s in steps if s.verdict is Verdict.REJECTED]
-        meta_status = info.meta_skill  # set: this epoch's meta skill was updated before a restart (and saved)
-        if opt.use_meta_skill and not meta_status:
-            meta, meta_status = epoch_mod.update_meta_skill(self.teacher(), self.progress.meta_skill, pairs,
-                                                            accepted, rejected)
-            self.progress = self.progress.replace(meta_skill=meta)
-        self.progress = self.progress.with_epoch(epoch, dataclasses.replace(
-            self.progress.epoch(epoch), comparison=epoch_mod.counts(pairs), meta_skill=meta_status))
-        if opt.use_slow_update and pairs:
-            current = self._epoch_candidate(epoch, StepKind.SLOW_UPDATE, current, lambda teacher, skill: (
-                epoch_mod.slow_update(self.ctx, teacher, epoch, skill, pairs)))
-        if opt.use_meta_reflect and (accepted or rejected):
-            current = self._epoch_candidate(epoch, StepKind.META_REFLECT, current, lambda teacher, skill: (
-                epoch_mod.meta_reflect(self.ctx, teacher, epoch, skill, accepted, rejected)))
-        return current
-
-    def _epoch_candidate(self, epoch: int, kind: StepKind, current: gate_mod.SplitScore, build: Callable
-                         ) -> gate_mod.SplitScore:
-        step = epoch_mod.slow_update_step(epoch) if kind is StepKind.SLOW_UPDATE else epoch_mod.meta_reflect_step(epoch)
-        if self._already_decided(step, epoch):  # its score as that decision measured it (the journal answers)
-            return self.evaluator.score(self.store.read_skill(), "val", round=self._incumbent_round())
-        usage_before = self.ledger.snapshot()
-        base = self.store.tip()
-        skill = self.store.read_skill(base)
-        text, record = build(self.teacher(), skill)
-        force = kind is StepKind.SLOW_UPDATE and not self.cfg.optimizer.slow_update_gate_with_selection
-        return self._commit(Proposal(step, epoch, kind, base, skill, text, record, force), current, usage_before)
 
 
 

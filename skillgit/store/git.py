@@ -1,6 +1,7 @@
 """All of skillgit's git access: `GitRepo`, from this module and the four beside it (gitproc.py: running git;
-gitobjects.py: objects; gitnotes.py: notes; gitwork.py: worktrees and workspaces), the only modules that import
-GitPython. Everything outside store/ imports these names from here.
+gitobjects.py: objects; gitnotes.py: notes; gitwork.py: worktrees and workspaces), the only modules that use
+GitPython (imported once, by gitimport.py: one `git version` at import, not two). Everything outside store/ imports
+these names from here.
 
 `GitRepo` runs git commands through GitPython's `Git.execute` and offers the plumbing the store needs:
 objects (blobs, trees, commits, tags) built without touching any index or working tree, compare-and-swap ref

@@ -15,12 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator, NamedTuple, Sequence, TypeVar
 
-import git as gitpython
-from git.exc import GitCommandNotFound
-
 from skillgit.errors import GitStateError
 from skillgit.gitenv import LOCAL_ENV_VARS
 from skillgit.recent import Recent
+from skillgit.store.gitimport import GitCommandNotFound, gitpython
 
 # who commits to skillgit's own refs when git knows no identity for the user (see `commit_tree(own=True)`)
 SKILLGIT_IDENTITY = {"GIT_AUTHOR_NAME": "skillgit", "GIT_AUTHOR_EMAIL": "skillgit@localhost",

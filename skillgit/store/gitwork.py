@@ -9,8 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-import git as gitpython
-
+from skillgit.store.gitimport import gitpython
 from skillgit.store.gitproc import _G, EOO, GitBase, GitError, Worktree, _operand
 
 
