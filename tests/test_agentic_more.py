@@ -280,6 +280,12 @@ def test_an_agent_that_gives_up_is_still_verified_and_the_error_reaches_the_feed
         with pytest.raises(LLMError) as err:
             _agent(project, f"import sys\nprint({said!r}, file=sys.stderr)\nsys.exit(1)").run(SKILL, _item(project))
         assert err.value.kind == "agent" and err.value.retryable == ("529" in said)
+    # numbers that are no HTTP status: a traceback's line, a temporary folder's name (CI's /tmp/pytest-of-root/
+    # pytest-504/ made an agent's real failure an "API outage", retried and never scored)
+    crashed = _agent(project, "import sys\nprint('Traceback (most recent call last):\\n  File \"/tmp/pytest-504/"
+                              "run-401/a.py\", line 503, in <module>\\nFileNotFoundError: tool.sh', file=sys.stderr)"
+                              "\nsys.exit(1)").run(SKILL, _item(project))
+    assert crashed.score is not None and "line 503" in crashed.score.feedback
 
 
 # ---------------------------------------------------------------------------------------------- 8. setup, flags

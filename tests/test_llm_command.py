@@ -252,3 +252,25 @@ def test_command_cache_identity_is_preset_program_and_model(bin_dir):
         "command:codex:codex:default"
     pinned = CommandStudent(CommandCfg(preset="codex"), env=env_with(bin_dir), cache_identity="codex-pinned")
     assert RetryingStudent(pinned).cache_identity == "codex-pinned"  # forwarded by the retry wrapper
+
+
+@pytest.mark.parametrize("said, transient, auth", [
+    ("API Error: 529 overloaded", True, False),
+    ("HTTP/1.1 504 Gateway Timeout", True, False),
+    ("status code 502", True, False),
+    ("503 Service Unavailable", True, False),
+    ("Error: 429 Too Many Requests", True, False),
+    ("provider error 529", True, False),
+    ("Error: 401 Unauthorized: invalid api key", False, True),
+    ("HTTP 403", False, True),
+    ('File "/tmp/pytest-of-root/pytest-504/run/a.py", line 503, in <module>', False, False),
+    ("collected 429 items / 401 deselected", False, False),
+    ("/home/u/runs/403/out.txt: No such file or directory", False, False),
+])
+def test_an_http_status_is_read_only_where_it_is_said_to_be_one(said, transient, auth):
+    """A bare number (a traceback's line, a folder's name, a count) is no API error: before, `\\b50[234]\\b` read
+    CI's /tmp/pytest-504/ in an agent's traceback as an outage, so a real failure was retried and never scored."""
+    from skillgit.llm.command import AUTH, TRANSIENT
+
+    assert bool(TRANSIENT.search(said)) == transient
+    assert bool(AUTH.search(said)) == auth

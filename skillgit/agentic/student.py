@@ -18,7 +18,7 @@ What is a verdict and what is unknown:
   the workspace as it left it is the skill's real outcome, and the agent's error leads the feedback and the trace.
 - Unknown (`LLMError`, the rollout is excluded, never a failed task): a setup failure (not retried: the same task's
   later runs in this process fail at once with the same error), a verifier crash or timeout, an agent timeout, and
-  an agent stopped by its API, credentials or transport (`TRANSIENT`/`_AUTH` in its output; transient ones are
+  an agent stopped by its API, credentials or transport (`TRANSIENT`/`AUTH` in its output; transient ones are
   retryable).
 
 The call journal key (`cache_material`, added to the student key by `CachedStudent`) covers everything besides
@@ -61,7 +61,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import stat
 import threading
@@ -78,15 +77,13 @@ from skillgit.agents.profile import Plan, Settings, plan
 from skillgit.config import BackendCfg, CommandCfg, Config
 from skillgit.errors import ConfigError, SkillgitError
 from skillgit.llm.base import LLMError, Reply
-from skillgit.llm.command import TRANSIENT, agent_env
+from skillgit.llm.command import AUTH, TRANSIENT, agent_env
 from skillgit.redact import SecretSet, redact, secret_values
 from skillgit.store.repository import open_repository
 from skillgit.types import Item, Score
 
 DIFF_CHARS = 6000
 # an agent stopped by its credentials or account, not by the task: unknown, never a verdict on the skill
-_AUTH = re.compile(r"\b401\b|\b403\b|unauthori[sz]ed|invalid (?:api|x-api)[ -]?key|authentication|"
-                   r"credit balance|not logged in|please (?:log ?in|run /login)", re.IGNORECASE)
 
 
 class AgentStudent:
@@ -386,9 +383,9 @@ class AgentStudent:
         # mention a refused connection)
         said = "\n".join([result.error or "", done.stderr[-3000:],
                           "" if result.steps or result.final else done.stdout[-2000:]])
-        if _AUTH.search(said) or TRANSIENT.search(said):  # the API or the account stopped it, not the task
+        if AUTH.search(said) or TRANSIENT.search(said):  # the API or the account stopped it, not the task
             raise LLMError(f"{self.id}: agent {why}", f"run `{argv[0]}` by hand in a copy of the workspace to see "
-                           "why", kind="agent", retryable=not _AUTH.search(said))
+                           "why", kind="agent", retryable=not AUTH.search(said))
         return result, round(done.seconds, 3), why
 
     def _reply(self, agent: trace.AgentTrace, diff: str, score: Score, timings: dict[str, float], ws: Path,

@@ -72,8 +72,25 @@ from skillgit.types import Item, Usage
 TAIL_LINES = 40
 TAIL_CHARS = 4000
 KILL_GRACE_S = process.KILL_GRACE_S
-TRANSIENT = re.compile(r"rate.?limit|\b429\b|overloaded|\b529\b|\b50[234]\b|temporarily unavailable|"
-                        r"ECONNRESET|ETIMEDOUT|connection (?:reset|refused)|timed out", re.IGNORECASE)
+# An HTTP status is read as one only where it is said to be one ("HTTP 503", "status code 502", "Error: 429", "503
+# Service Unavailable"): a bare number is a line of a traceback ("line 503"), a path (/tmp/pytest-504/), a count.
+_STATUS_BEFORE = r"(?:\bHTTP(?:/[\d.]+)?|\bstatus(?: code)?|\berror(?: code)?|\bcode|\bresponse)\W{0,3}"
+_PHRASES = {"429": "too many requests", "529": "overloaded", "502": "bad gateway", "503": "service unavailable",
+            "504": "gateway time-?out", "401": "unauthori[sz]ed", "403": "forbidden"}
+
+
+def _statuses(codes: str) -> str:
+    """A pattern for the HTTP statuses `codes` (space-separated), said to be statuses (see above)."""
+    listed = codes.split()
+    return (f"{_STATUS_BEFORE}(?:{'|'.join(listed)})\\b|"
+            + "|".join(rf"\b{code}\W{{1,3}}{_PHRASES[code]}" for code in listed))
+
+
+TRANSIENT = re.compile(r"rate.?limit|overloaded|temporarily unavailable|ECONNRESET|ETIMEDOUT|"
+                       r"connection (?:reset|refused)|timed out|" + _statuses("429 529 502 503 504"), re.IGNORECASE)
+# the API or the account refused the agent (not retried): a status said to be one, or the words agents print
+AUTH = re.compile(_statuses("401 403") + r"|unauthori[sz]ed|invalid (?:api|x-api)[ -]?key|authentication|"
+                  r"credit balance|not logged in|please (?:log ?in|run /login)", re.IGNORECASE)
 
 
 # For a CLI agent these model names mean "the agent's own default" (no --model flag); "sim-student" is ModelCfg's

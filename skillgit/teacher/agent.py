@@ -49,7 +49,7 @@ from skillgit.agents.trace import cut
 from skillgit.config import CommandCfg, SimulatedCfg
 from skillgit.errors import BudgetReached, SkillgitError
 from skillgit.llm.base import LLM, LLMError, Reply, Request
-from skillgit.llm.command import TRANSIENT, agent_env
+from skillgit.llm.command import AUTH, TRANSIENT, agent_env
 from skillgit.redact import SecretSet, redact, secret_values
 from skillgit.teacher import trying
 from skillgit.teacher.evidence import SKILL_DIR, STAGE, Evidence
@@ -250,9 +250,9 @@ class AgentTeacher:
         tail = redact(process.tail(done.stderr or done.stdout, 400), self._secrets).strip()
         why = result.error or f"exited with status {done.returncode}" + (f": {tail}" if tail else "")
         said = "\n".join([result.error or "", done.stderr[-3000:]])
-        if TRANSIENT.search(said) or "401" in said or "unauthorized" in said.lower():
+        if TRANSIENT.search(said) or AUTH.search(said):
             raise LLMError(f"{self.id}: agent {why}", f"run `{argv[0]}` by hand to see why", kind="agent",
-                           retryable="401" not in said)
+                           retryable=not AUTH.search(said))
         return result, done.seconds, why
 
     def _folder(self) -> Path:
