@@ -47,7 +47,7 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 from skillgit.config import Config
 from skillgit.errors import ExitCode, SkillgitError
@@ -282,14 +282,15 @@ def _frozen_replay(sp: SleepProject, folder: Path, pool: tuple[MinedTask, ...], 
     return chosen, meta
 
 
-def _keys(sp: SleepProject, pins: Pins | None) -> Any:
+def _keys(sp: SleepProject, pins: Pins | None) -> Callable[[MinedTask], str | None]:
     """A task's approval key as the night runs it: its commands and the repository files they run at the commit
     the task replays (`approval.RepoFiles`, pinned as `pins` pins it)."""
     repo = cast(Repository, pins.commits) if pins is not None else open_repository(sp.root)  # (the night's repo)
     return RepoFiles(repo, pins.base if pins is not None else None).key
 
 
-def _check_frozen_commands(sp: SleepProject, folder: Path, gate: ConfigGate, keys: Any) -> None:
+def _check_frozen_commands(sp: SleepProject, folder: Path, gate: ConfigGate,
+                           keys: Callable[[MinedTask], str | None]) -> None:
     """A resumed night replays its frozen splits: each agentic row's commands must still be approved, and so must
     the configured scorer's for a text row it scores (revoked since, a pulled configuration, or frozen by a
     skillgit that did not ask: the night stops before anything runs)."""
